@@ -1,0 +1,110 @@
+# Mooncake Store in C -- one non-recursive build.
+#
+# Targets:
+#   all (default)   build daemons, CLI, libmooncake and the test binaries
+#   run             start a local master + node from the build tree (state in ./run-state)
+#   test            install missing Debian packages, build, run unit + integration tests
+#   test-unit       only the cmocka unit tests
+#   test-integration only the bats integration tests
+#   bench           in-process and end-to-end benchmarks (prints figures and ratios)
+#   fuzz            build the libFuzzer targets (clang) and run each briefly
+#   deps            apt-get install what build, run and test need (as root)
+#   install         install to $(DESTDIR)$(PREFIX) (FHS layout)
+#   clean           remove the build folder
+#   help            this text
+#
+# Variables:
+#   V=1                      show full commands
+#   O=DIR                    build folder (default .output)
+#   DEVELOPER=1              strict warnings and -Werror
+#   SANITIZE=address,undefined  sanitized build (use a separate O=)
+#   PREFIX=/usr/local DESTDIR=  install locations
+#   CC=, CFLAGS=, LDFLAGS=   the usual
+
+O        ?= .output
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+LIBDIR   ?= $(PREFIX)/lib
+INCDIR   ?= $(PREFIX)/include
+DATADIR  ?= $(PREFIX)/share
+MANDIR   ?= $(DATADIR)/man
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+
+VERSION_MAJOR := 0
+VERSION_MINOR := 1
+VERSION_PATCH := 0
+VERSION  := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+SOVERSION := 0
+
+CC       ?= cc
+ifeq ($(origin CC),default)
+CC       := cc
+endif
+CLANG    ?= clang
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+OPT      ?= -O2 -g
+WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wmissing-prototypes \
+            -Wstrict-prototypes -Wpointer-arith -Wformat=2 -Wvla
+ifeq ($(DEVELOPER),1)
+WARN     += -Werror -Wcast-align -Wwrite-strings -Wundef -Wnull-dereference
+endif
+ifneq ($(SANITIZE),)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+BASE_CFLAGS := -std=gnu17 $(OPT) $(WARN) -pthread -fPIC -D_GNU_SOURCE \
+               -DMC_VERSION_STRING='"$(VERSION)"' \
+               -Iinclude -Ilib -Idaemon -I$(O)/gen $(SAN_FLAGS)
+ALL_CFLAGS  = $(BASE_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
+DEPFLAGS    = -MMD -MP -MF $(@:.o=.d)
+
+# System libraries (Debian 12 packages, see packaging/deps.sh).
+LIBS_CORE := -lxxhash -lm
+
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+.SECONDARY:
+.PHONY: all run test test-unit test-integration bench fuzz deps install clean help
+
+# Rebuild everything when the compile flags change.
+$(O)/.flags: FORCE
+	@mkdir -p $(O)
+	@echo '$(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
+FORCE:
+
+$(O)/%.o: %.c $(O)/.flags
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+BINS :=
+TEST_BINS :=
+
+include lib/lib.mk
+include daemon/daemon.mk
+include cli/cli.mk
+include tests/tests.mk
+
+all: $(BINS) $(TEST_BINS)
+
+help:
+	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	$(Q)packaging/deps.sh all
+
+clean:
+	$(call msg,CLEAN,$(O))
+	$(Q)rm -rf $(O)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

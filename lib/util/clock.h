@@ -1,0 +1,43 @@
+/* clock.h - time sources.  All durations in the master are milliseconds. */
+#ifndef MC_UTIL_CLOCK_H
+#define MC_UTIL_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t mc_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static inline uint64_t mc_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t mc_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * A clock the master reads through, so that tests can drive time by hand.
+ * now() == NULL means mc_now_ms().
+ */
+struct mc_clock {
+	uint64_t (*now)(void *ctx);
+	void *ctx;
+};
+
+static inline uint64_t mc_clock_now(const struct mc_clock *c)
+{
+	return (c && c->now) ? c->now(c->ctx) : mc_now_ms();
+}
+
+#endif

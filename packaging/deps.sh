@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# packaging/deps.sh build|run|test|all -- install the Debian 12 packages a
+# purpose needs, if any is missing.  Needs root (apt-get) only when something
+# is missing; prints what it installs.
+set -eu
+build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-dev
+       liburing-dev libbpf-dev bpftool libibverbs-dev librdmacm-dev libmicrohttpd-dev
+       libinih-dev libsqlite3-dev systemtap-sdt-dev)
+test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl
+      redis-server redis-tools libclang-rt-14-dev)
+
+case "${1:-all}" in
+build|run) want=("${build[@]}") ;;
+test|all)  want=("${build[@]}" "${test[@]}") ;;
+*) echo "usage: $0 build|run|test|all" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing Debian packages: ${missing[*]}" >&2
+	echo "deps: run 'sudo $0 ${1:-all}' (or as root) to install them" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

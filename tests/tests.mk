@@ -1,0 +1,58 @@
+# tests/ -- unit tests (cmocka), integration tests (bats), fuzz targets, benchmarks.
+#
+#   tests/unit/test-*.c    -> $(O)/tests/unit/test-*     one cmocka group each, TAP under prove
+#   tests/integration/*.bats                              run by prove --exec 'bats --tap'
+#   tests/bench/bench-*.c  -> $(O)/tests/bench/bench-*   run by `make bench`
+#   tests/fuzz/fuzz-*.c    -> $(O)/fuzz/fuzz-*           clang -fsanitize=fuzzer, `make fuzz`
+
+UNIT_SRCS  := $(wildcard tests/unit/test-*.c)
+UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
+BENCH_SRCS := $(wildcard tests/bench/bench-*.c)
+BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(O)/tests/bench/%)
+FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz-*.c)
+FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
+
+TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(PROTO_LIB) $(UTIL_LIB)
+
+$(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -lcmocka
+
+$(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+
+# Fuzz targets compile the sources they exercise themselves, with clang.
+FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
+              -Iinclude -Ilib -Idaemon -I$(O)/gen
+$(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS)
+	$(call msg,FUZZ,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(LIBS_CORE)
+
+TEST_BINS += $(UNIT_BINS) $(BENCH_BINS)
+
+test-unit: $(UNIT_BINS)
+	$(Q)O=$(O) tests/run.sh unit
+
+test-integration: all
+	$(Q)O=$(O) tests/run.sh integration
+
+test:
+	$(Q)packaging/deps.sh test
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)O=$(O) tests/run.sh all
+
+bench: $(BENCH_BINS)
+	$(Q)O=$(O) tests/bench/run.sh
+
+fuzz: $(FUZZ_BINS)
+	$(Q)for f in $(FUZZ_BINS); do echo "  FUZZ $$f"; \
+		mkdir -p $(O)/fuzz/corpus-$$(basename $$f); \
+		$$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 \
+		    $(O)/fuzz/corpus-$$(basename $$f) tests/fuzz/corpus/$$(basename $$f) 2>&1 | tail -n 3 || exit 1; done
+
+run:
+	$(Q)packaging/deps.sh build
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)O=$(O) tests/run-cluster.sh
