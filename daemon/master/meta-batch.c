@@ -1,0 +1,264 @@
+/*
+ * meta-batch.c - batch operations, grouped by shard.
+ *
+ * A batch hashes every key once, sorts the positions by shard, and visits
+ * each touched shard once under a single lock acquisition (the original
+ * loops over single-key calls for BatchPutStart).  Results stay in the
+ * caller's order.  Writes that need the per-key stripe (PutStart) take the
+ * stripes of all keys first, in ascending stripe order, so two batches can
+ * never deadlock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "master/meta-internal.h"
+#include "mooncake/error.h"
+#include "util/macro.h"
+
+struct batch_item {
+	uint32_t shard;
+	uint32_t idx;
+	struct mc_loc loc;
+};
+
+struct batch {
+	struct batch_item *items;
+	uint32_t n;
+	uint16_t tenant;
+	bool tenant_known;
+};
+
+static int item_cmp(const void *a, const void *b)
+{
+	const struct batch_item *x = a, *y = b;
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Hashes and groups; bad keys get INVALID_PARAMS in ret_status and are left out. */
+static int batch_prepare(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
+			 uint32_t n, bool create, int *ret_status, struct batch *b)
+{
+	if (n > MC_MAX_BATCH || (n && (!keys || !ret_status)))
+		return MC_ERR_INVALID_PARAMS;
+	memset(b, 0, sizeof(*b));
+	int r = meta_tenant_resolve(m, tenant, create, &b->tenant);
+	if (r == MC_ERR_TENANT_NOT_REGISTERED) {
+		for (uint32_t i = 0; i < n; i++)
+			ret_status[i] = key_ok(keys[i]) ? MC_ERR_OBJECT_NOT_FOUND : MC_ERR_INVALID_PARAMS;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	b->tenant_known = true;
+	if (!n)
+		return 0;
+	b->items = malloc(n * sizeof(*b->items));
+	if (!b->items)
+		return MC_ERR_NO_MEMORY;
+	struct mc_tenant *t = meta_tenant(m, b->tenant);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!key_ok(keys[i])) {
+			ret_status[i] = MC_ERR_INVALID_PARAMS;
+			continue;
+		}
+		struct batch_item *it = &b->items[b->n++];
+		it->idx = i;
+		it->loc.hash = meta_key_hash(t, keys[i].p, keys[i].len);
+		it->loc.shard = (uint32_t)(it->loc.hash % MC_META_SHARDS);
+		it->loc.tenant = b->tenant;
+		it->shard = it->loc.shard;
+	}
+	qsort(b->items, b->n, sizeof(*b->items), item_cmp);
+	return 0;
+}
+
+/* Visit each shard once: [*i, end) is the run of items in shard items[*i].shard. */
+static uint32_t run_end(const struct batch *b, uint32_t i)
+{
+	uint32_t j = i;
+	while (j < b->n && b->items[j].shard == b->items[i].shard)
+		j++;
+	return j;
+}
+
+int mc_meta_batch_exist(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
+			uint32_t n, int *ret_status, bool *ret_exists)
+{
+	struct batch b;
+	if (!ret_exists && n)
+		return MC_ERR_INVALID_PARAMS;
+	int r = batch_prepare(m, tenant, keys, n, false, ret_status, &b);
+	if (r < 0)
+		return r;
+	for (uint32_t i = 0; i < n; i++)
+		ret_exists[i] = false;
+	uint64_t now = meta_now(m);
+	for (uint32_t i = 0; i < b.n;) {
+		uint32_t end = run_end(&b, i);
+		struct mc_shard *sh = &m->shards[b.items[i].shard];
+		pthread_rwlock_rdlock(&sh->lock);
+		struct mc_objtab *tab = shard_table(sh, b.tenant, false);
+		for (; i < end; i++) {
+			struct batch_item *it = &b.items[i];
+			ret_status[it->idx] = do_exist(m, tab, &it->loc, keys[it->idx], now,
+						       &ret_exists[it->idx]);
+		}
+		pthread_rwlock_unlock(&sh->lock);
+	}
+	free(b.items);
+	return 0;
+}
+
+int mc_meta_batch_get_replica_list(struct mc_meta *m, struct mc_ref tenant,
+				   const struct mc_ref *keys, uint32_t n, int *ret_status,
+				   struct mc_object_info *ret_info, mc_replica_fn fn, void *ctx)
+{
+	struct batch b;
+	if (!ret_info && n)
+		return MC_ERR_INVALID_PARAMS;
+	int r = batch_prepare(m, tenant, keys, n, false, ret_status, &b);
+	if (r < 0)
+		return r;
+	uint64_t now = meta_now(m);
+	for (uint32_t i = 0; i < b.n;) {
+		uint32_t end = run_end(&b, i);
+		struct mc_shard *sh = &m->shards[b.items[i].shard];
+		pthread_rwlock_rdlock(&sh->lock);
+		struct mc_objtab *tab = shard_table(sh, b.tenant, false);
+		for (; i < end; i++) {
+			struct batch_item *it = &b.items[i];
+			ret_status[it->idx] = do_get_replica_list(m, tab, &it->loc, keys[it->idx], now,
+								  it->idx, &ret_info[it->idx], fn, ctx);
+		}
+		pthread_rwlock_unlock(&sh->lock);
+	}
+	free(b.items);
+	return 0;
+}
+
+static int stripe_cmp(const void *a, const void *b)
+{
+	const uint32_t *x = a, *y = b;
+	return *x < *y ? -1 : *x > *y;
+}
+
+int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+			    const struct mc_ref *keys, const uint64_t *sizes, uint32_t n,
+			    const struct mc_put_config *cfg, int *ret_status,
+			    mc_replica_fn fn, void *ctx)
+{
+	struct batch b;
+	uint32_t cslot, nstripes = 0;
+
+	if (n && (!sizes || !cfg))
+		return MC_ERR_INVALID_PARAMS;
+	if (cfg && (cfg->replica_num == 0 || cfg->replica_num > MC_MAX_REPLICAS ||
+		    cfg->npreferred > 16))
+		return MC_ERR_INVALID_PARAMS;
+	int r = meta_client_intern(m, client, &cslot);
+	if (r < 0)
+		return r;
+	if ((r = batch_prepare(m, tenant, keys, n, true, ret_status, &b)) < 0)
+		return r;
+	uint32_t *stripes = malloc((b.n ? b.n : 1) * sizeof(*stripes));
+	if (!stripes) {
+		free(b.items);
+		return MC_ERR_NO_MEMORY;
+	}
+	for (uint32_t i = 0; i < b.n; i++)
+		stripes[i] = (uint32_t)((b.items[i].loc.hash >> 32) % MC_META_STRIPES);
+	qsort(stripes, b.n, sizeof(*stripes), stripe_cmp);
+	for (uint32_t i = 0; i < b.n; i++)
+		if (!nstripes || stripes[nstripes - 1] != stripes[i])
+			stripes[nstripes++] = stripes[i];
+	for (uint32_t i = 0; i < nstripes; i++)
+		pthread_mutex_lock(&m->stripes[stripes[i]]);
+	pthread_rwlock_rdlock(&m->segs.lock);
+	uint64_t now = meta_now(m);
+	for (uint32_t i = 0; i < b.n;) {
+		uint32_t end = run_end(&b, i);
+		struct mc_shard *sh = &m->shards[b.items[i].shard];
+		pthread_rwlock_wrlock(&sh->lock);
+		for (; i < end; i++) {
+			struct batch_item *it = &b.items[i];
+			struct put_start_args a = {
+				.client = cslot, .loc = it->loc, .key = keys[it->idx],
+				.size = sizes[it->idx], .cfg = cfg, .index = it->idx, .fn = fn, .ctx = ctx,
+			};
+			ret_status[it->idx] = a.size ? do_put_start(m, &a, now) : MC_ERR_INVALID_PARAMS;
+		}
+		pthread_rwlock_unlock(&sh->lock);
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
+	for (uint32_t i = nstripes; i-- > 0;)
+		pthread_mutex_unlock(&m->stripes[stripes[i]]);
+	free(stripes);
+	free(b.items);
+	return 0;
+}
+
+enum batch_write { BW_END, BW_REVOKE, BW_REMOVE };
+
+static int batch_write(struct mc_meta *m, enum batch_write op, const struct mc_uuid *client,
+		       struct mc_ref tenant, const struct mc_ref *keys, const bool *has_cs,
+		       const uint64_t *cs, uint32_t n, bool force, int *ret_status)
+{
+	struct batch b;
+	uint32_t cslot = UINT32_MAX;
+
+	int r = batch_prepare(m, tenant, keys, n, false, ret_status, &b);
+	if (r < 0)
+		return r;
+	if (client && meta_client_lookup(m, *client, &cslot) < 0)
+		cslot = UINT32_MAX;
+	uint64_t now = meta_now(m);
+	for (uint32_t i = 0; i < b.n;) {
+		uint32_t end = run_end(&b, i);
+		struct mc_shard *sh = &m->shards[b.items[i].shard];
+		pthread_rwlock_wrlock(&sh->lock);
+		struct mc_objtab *tab = shard_table(sh, b.tenant, false);
+		for (; i < end; i++) {
+			struct batch_item *it = &b.items[i];
+			struct mc_ref key = keys[it->idx];
+			int *st = &ret_status[it->idx];
+			switch (op) {
+			case BW_END:
+				*st = do_put_end(m, tab, cslot, &it->loc, key,
+						 has_cs ? has_cs[it->idx] : (cs != NULL),
+						 cs ? cs[it->idx] : 0, now);
+				break;
+			case BW_REVOKE:
+				*st = do_put_revoke(m, tab, cslot, &it->loc, key);
+				break;
+			case BW_REMOVE:
+				*st = do_remove(m, tab, &it->loc, key, force, now);
+				break;
+			}
+		}
+		pthread_rwlock_unlock(&sh->lock);
+	}
+	free(b.items);
+	return 0;
+}
+
+int mc_meta_batch_put_end(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+			  const struct mc_ref *keys, const bool *has_checksum,
+			  const uint64_t *checksums, uint32_t n, int *ret_status)
+{
+	return batch_write(m, BW_END, &client, tenant, keys, has_checksum, checksums, n, false,
+			   ret_status);
+}
+
+int mc_meta_batch_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+			     const struct mc_ref *keys, uint32_t n, int *ret_status)
+{
+	return batch_write(m, BW_REVOKE, &client, tenant, keys, NULL, NULL, n, false, ret_status);
+}
+
+int mc_meta_batch_remove(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
+			 uint32_t n, bool force, int *ret_status)
+{
+	return batch_write(m, BW_REMOVE, NULL, tenant, keys, NULL, NULL, n, force, ret_status);
+}

@@ -1,0 +1,106 @@
+/* meta-internal.h - helpers shared by the meta*.c files (not an interface). */
+#ifndef MC_MASTER_META_INTERNAL_H
+#define MC_MASTER_META_INTERNAL_H
+
+#include "master/meta.h"
+#include "util/hash.h"
+
+/* Where a key lives. */
+struct mc_loc {
+	uint64_t hash;
+	uint32_t shard;
+	uint16_t tenant;
+};
+
+static inline uint64_t meta_now(const struct mc_meta *m)
+{
+	return mc_clock_now(&m->cfg.clock);
+}
+
+static inline uint64_t meta_key_hash(const struct mc_tenant *t, const void *key, uint32_t klen)
+{
+	return t->seed ? mc_hash_seeded(key, klen, t->seed) : mc_hash(key, klen);
+}
+
+static inline struct mc_shard *meta_shard(struct mc_meta *m, uint64_t hash)
+{
+	return &m->shards[hash % MC_META_SHARDS];
+}
+
+static inline pthread_mutex_t *meta_stripe(struct mc_meta *m, uint64_t hash)
+{
+	return &m->stripes[(hash >> 32) % MC_META_STRIPES];
+}
+
+static inline struct mc_tenant *meta_tenant(struct mc_meta *m, uint16_t slot)
+{
+	return __atomic_load_n(&m->tenants[slot], __ATOMIC_ACQUIRE);
+}
+
+static inline bool key_ok(struct mc_ref key)
+{
+	return key.p && key.len > 0 && key.len <= MC_MAX_KEY_LEN;
+}
+
+/* Tenant slot for a name (empty = default).  create: register if unknown.
+ * MC_ERR_TENANT_NOT_REGISTERED if unknown and !create. */
+int meta_tenant_resolve(struct mc_meta *m, struct mc_ref tenant, bool create, uint16_t *ret);
+/* Key location; fails like meta_tenant_resolve, or INVALID_PARAMS for a bad key. */
+int meta_locate(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool create,
+		struct mc_loc *ret);
+
+/* The shard's table for a tenant (NULL if none; create makes one). Caller holds the shard lock. */
+struct mc_objtab *shard_table(struct mc_shard *sh, uint16_t tenant, bool create);
+
+/* Client registry: slot for a uuid (created on demand), or lookup only. */
+int meta_client_intern(struct mc_meta *m, struct mc_uuid id, uint32_t *ret);
+int meta_client_lookup(struct mc_meta *m, struct mc_uuid id, uint32_t *ret);
+
+/* Readable: COMPLETE on a readable segment. */
+bool meta_replica_readable(struct mc_meta *m, const struct mc_replica *r);
+/* Emits the object's readable replicas through fn; returns how many. */
+uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32_t index,
+			    bool readable_only, mc_replica_fn fn, void *ctx);
+/* Grants (extends) the read lease; returns the ttl granted. */
+uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now);
+static inline bool meta_has_lease(const struct mc_object *o, uint64_t now)
+{
+	return !mc_object_is_processing(o) && mc_object_load_time(o) > now;
+}
+
+/* Frees an object that has already been unlinked from its table: releases
+ * its blocks (or defers them to release_ms when it is non-zero and in the
+ * future), settles the tenant's quota and counters, frees the record. */
+void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
+/* Unlinks from tab and destroys. */
+void meta_object_erase(struct mc_meta *m, struct mc_objtab *tab, struct mc_object *o,
+		       uint64_t hash, uint64_t release_ms);
+
+/* The bodies of the single-key operations; the caller holds the locks named. */
+struct put_start_args {
+	uint32_t client;
+	struct mc_loc loc;
+	struct mc_ref key;
+	uint64_t size;
+	const struct mc_put_config *cfg;
+	uint32_t index;
+	mc_replica_fn fn;
+	void *ctx;
+};
+/* Holds stripe, segs.lock (read) and the shard's write lock. */
+int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now);
+/* Hold the shard's write lock. */
+int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
+	       struct mc_ref key, bool has_checksum, uint64_t checksum, uint64_t now);
+int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
+		  struct mc_ref key);
+int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
+	      bool force, uint64_t now);
+/* Hold the shard's read lock. */
+int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc,
+			struct mc_ref key, uint64_t now, uint32_t index,
+			struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
+int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
+	     uint64_t now, bool *ret);
+
+#endif

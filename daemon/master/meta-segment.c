@@ -1,0 +1,170 @@
+/*
+ * meta-segment.c - segments as the metadata service sees them: mount,
+ * unmount (dropping the replicas that lived there), drain, housekeeping.
+ *
+ * Unmount costs work proportional to the blocks on the segment, never a
+ * scan of every object: the allocator's used nodes carry their owner
+ * object, so the owners are collected from the segment itself.
+ *
+ *   1. status := UNMOUNTING under segs.lock (write).  That waits out every
+ *      PutStart holding segs.lock for reading, so afterwards no block is
+ *      allocated there and every owner is already in its table; readers
+ *      stop returning the segment's replicas at once.
+ *   2. Under the segment lock, collect (shard, owner) of every used node.
+ *      An owner is alive while its node is used: objects release their
+ *      blocks (under this lock) before they are freed.
+ *   3. Per touched shard, in order: write-lock it, re-check under the
+ *      segment lock that the node still belongs to the owner, drop that
+ *      replica, settle the quota, erase the object if no replica is left.
+ *   4. Remove the segment; the allocator and deferred blocks go with it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "master/meta-internal.h"
+#include "mooncake/error.h"
+#include "util/macro.h"
+
+int mc_meta_mount_segment(struct mc_meta *m, struct mc_uuid client,
+			  const struct mc_segment_spec *spec)
+{
+	uint32_t slot;
+	int r = mc_segmgr_mount(&m->segs, client, spec, &slot);
+	return r < 0 ? r : 0;
+}
+
+struct owner_ref {
+	uint32_t shard;
+	uint32_t node;
+	struct mc_object *obj;
+};
+
+struct collect {
+	struct owner_ref *v;
+	uint32_t n, cap;
+	int err;
+};
+
+static int collect_owner(uint32_t node, uint64_t offset, uint64_t size, void *owner, void *ctx)
+{
+	struct collect *c = ctx;
+	if (!owner)
+		return 0;   /* a deferred block: goes with the allocator */
+	if (c->n == c->cap) {
+		uint32_t ncap = c->cap ? c->cap * 2 : 256;
+		struct owner_ref *nv = realloc(c->v, ncap * sizeof(*nv));
+		if (!nv) {
+			c->err = MC_ERR_NO_MEMORY;
+			return 1;
+		}
+		c->v = nv;
+		c->cap = ncap;
+	}
+	struct mc_object *o = owner;
+	c->v[c->n++] = (struct owner_ref){ .shard = o->hash % MC_META_SHARDS, .node = node, .obj = o };
+	return 0;
+}
+
+static int owner_cmp(const void *a, const void *b)
+{
+	const struct owner_ref *x = a, *y = b;
+	return x->shard < y->shard ? -1 : x->shard > y->shard;
+}
+
+/* Drops the replica of o on segment s (if it is still there). Shard write-locked. */
+static void drop_replica(struct mc_meta *m, struct mc_segment *s, const struct owner_ref *ref)
+{
+	struct mc_object *o = ref->obj;
+
+	pthread_mutex_lock(&s->lock);
+	bool still = mc_offalloc_node_is_used(s->alloc, ref->node) &&
+		     mc_offalloc_node_owner(s->alloc, ref->node) == o;
+	pthread_mutex_unlock(&s->lock);
+	if (!still)
+		return;
+	uint32_t i;
+	for (i = 0; i < o->nrep; i++)
+		if ((o->rep[i].type == MC_REPLICA_MEMORY || o->rep[i].type == MC_REPLICA_NOF_SSD) &&
+		    o->rep[i].seg == s->slot)
+			break;
+	if (i == o->nrep)
+		return;
+	mc_segment_release_block(s, o->rep[i].node);
+	memmove(&o->rep[i], &o->rep[i + 1], (o->nrep - i - 1) * sizeof(o->rep[0]));
+	o->nrep--;
+	struct mc_tenant *t = meta_tenant(m, o->tenant);
+	__atomic_sub_fetch(&t->charged_bytes, o->size, __ATOMIC_RELAXED);
+	if (o->nrep)
+		return;
+	/* Nothing left to read or write: the object goes. */
+	struct mc_shard *sh = &m->shards[ref->shard];
+	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
+	uint64_t hash = meta_key_hash(t, mc_object_key(o), o->key_len);
+	if (tab)
+		mc_objtab_delete(tab, hash, o);
+	meta_object_destroy(m, o, 0);
+}
+
+int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id)
+{
+	uint32_t slot;
+	struct collect c = { 0 };
+
+	if (mc_segmgr_find(&m->segs, segment_id, &slot) < 0)
+		return 0;   /* idempotent */
+	pthread_rwlock_wrlock(&m->segs.lock);
+	struct mc_segment *s = m->segs.slots[slot];
+	if (!s || !mc_uuid_eq(s->client, client)) {
+		pthread_rwlock_unlock(&m->segs.lock);
+		return s ? MC_ERR_ILLEGAL_CLIENT : 0;
+	}
+	if (s->status == MC_SEG_UNMOUNTING) {
+		pthread_rwlock_unlock(&m->segs.lock);
+		return MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;   /* another unmount is running */
+	}
+	__atomic_store_n(&s->status, MC_SEG_UNMOUNTING, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&m->segs.lock);
+
+	pthread_mutex_lock(&s->lock);
+	mc_offalloc_foreach_used(s->alloc, collect_owner, &c);
+	pthread_mutex_unlock(&s->lock);
+	if (c.err) {
+		free(c.v);
+		__atomic_store_n(&s->status, MC_SEG_OK, __ATOMIC_RELEASE);
+		return c.err;
+	}
+	qsort(c.v, c.n, sizeof(c.v[0]), owner_cmp);
+	for (uint32_t i = 0; i < c.n;) {
+		uint32_t shard = c.v[i].shard;
+		pthread_rwlock_wrlock(&m->shards[shard].lock);
+		for (; i < c.n && c.v[i].shard == shard; i++)
+			drop_replica(m, s, &c.v[i]);
+		pthread_rwlock_unlock(&m->shards[shard].lock);
+	}
+	free(c.v);
+	mc_segmgr_remove(&m->segs, slot);
+	return 0;
+}
+
+int mc_meta_drain_segment(struct mc_meta *m, struct mc_uuid segment_id)
+{
+	uint32_t slot;
+	int r = mc_segmgr_find(&m->segs, segment_id, &slot);
+	if (r < 0)
+		return r;
+	return mc_segmgr_set_status(&m->segs, slot, MC_SEG_DRAINING, 0);
+}
+
+uint64_t mc_meta_tick(struct mc_meta *m)
+{
+	uint64_t now = meta_now(m), freed = 0;
+
+	pthread_rwlock_rdlock(&m->segs.lock);
+	for (uint32_t n = 0; n < m->segs.nnames; n++) {
+		struct mc_segname *sn = &m->segs.names[n];
+		for (uint32_t i = 0; i < sn->nsegs; i++)
+			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
+	return freed;
+}

@@ -1,0 +1,652 @@
+/*
+ * meta.c - the metadata service: lifecycle, registries, single-key operations.
+ *
+ * The batch forms are in meta-batch.c, scans (regex, listing, RemoveAll,
+ * the consistency check) in meta-scan.c, segment mount/unmount and
+ * housekeeping in meta-segment.c.  Threads and lock order: meta.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "master/meta-internal.h"
+#include "mooncake/error.h"
+#include "util/macro.h"
+
+void mc_meta_config_defaults(struct mc_meta_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->lease_ttl_ms = 10000;
+	c->put_discard_timeout_ms = 30000;
+	c->put_release_timeout_ms = 600000;
+	c->place_strategy = MC_PLACE_RANDOM;
+}
+
+static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t len, uint16_t *ret)
+{
+	if (m->ntenants >= MC_MAX_TENANTS)
+		return MC_ERR_NO_AVAILABLE_HANDLE;
+	struct mc_tenant *t = calloc(1, sizeof(*t));
+	if (!t || !(t->name = strndup(name, len))) {
+		free(t);
+		return MC_ERR_NO_MEMORY;
+	}
+	uint16_t slot = (uint16_t)m->ntenants;
+	/* The default tenant hashes the key alone (seed 0), as the seed requires. */
+	t->seed = slot == 0 ? 0 : (mc_hash(name, len) | 1);
+	if (mc_map_put(&m->tenant_by_name, name, len, slot) < 0) {
+		free(t->name);
+		free(t);
+		return MC_ERR_NO_MEMORY;
+	}
+	__atomic_store_n(&m->tenants[slot], t, __ATOMIC_RELEASE);
+	m->ntenants++;
+	*ret = slot;
+	return 0;
+}
+
+int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
+{
+	struct mc_meta *m = calloc(1, sizeof(*m));
+	uint16_t slot;
+
+	if (!m)
+		return MC_ERR_NO_MEMORY;
+	if (cfg)
+		m->cfg = *cfg;
+	else
+		mc_meta_config_defaults(&m->cfg);
+	if (mc_segmgr_init(&m->segs) < 0) {
+		free(m);
+		return MC_ERR_NO_MEMORY;
+	}
+	for (uint32_t i = 0; i < MC_META_SHARDS; i++)
+		pthread_rwlock_init(&m->shards[i].lock, NULL);
+	for (uint32_t i = 0; i < MC_META_STRIPES; i++)
+		pthread_mutex_init(&m->stripes[i], NULL);
+	pthread_mutex_init(&m->tenants_lock, NULL);
+	pthread_rwlock_init(&m->clients_lock, NULL);
+	mc_map_init(&m->tenant_by_name);
+	mc_map_init(&m->client_by_id);
+	if (tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
+		return mc_meta_free(m), MC_ERR_NO_MEMORY;
+	*ret = m;
+	return 0;
+}
+
+struct mc_meta *mc_meta_free(struct mc_meta *m)
+{
+	if (!m)
+		return NULL;
+	for (uint32_t i = 0; i < MC_META_SHARDS; i++) {
+		struct mc_shard *sh = &m->shards[i];
+		for (uint32_t t = 0; t < sh->ntenants; t++) {
+			struct mc_objtab *tab = &sh->tenants[t].tab;
+			uint32_t it = 0;
+			struct mc_object *o;
+			while ((o = mc_objtab_next(tab, &it)))
+				free(o);
+			mc_objtab_release(tab);
+		}
+		free(sh->tenants);
+		pthread_rwlock_destroy(&sh->lock);
+	}
+	for (uint32_t i = 0; i < MC_META_STRIPES; i++)
+		pthread_mutex_destroy(&m->stripes[i]);
+	mc_segmgr_release(&m->segs);   /* allocators go with their segments */
+	for (uint32_t i = 0; i < m->ntenants; i++) {
+		free(m->tenants[i]->name);
+		free(m->tenants[i]);
+	}
+	mc_map_release(&m->tenant_by_name);
+	mc_map_release(&m->client_by_id);
+	free(m->client_ids);
+	pthread_mutex_destroy(&m->tenants_lock);
+	pthread_rwlock_destroy(&m->clients_lock);
+	free(m);
+	return NULL;
+}
+
+/* ---- registries ------------------------------------------------------------------ */
+
+static bool is_default_tenant(struct mc_ref t)
+{
+	return !t.p || t.len == 0 ||
+	       (t.len == sizeof(MC_DEFAULT_TENANT) - 1 && memcmp(t.p, MC_DEFAULT_TENANT, t.len) == 0);
+}
+
+int meta_tenant_resolve(struct mc_meta *m, struct mc_ref tenant, bool create, uint16_t *ret)
+{
+	uint64_t v;
+	int r;
+
+	if (is_default_tenant(tenant)) {
+		*ret = 0;
+		return 0;
+	}
+	if (tenant.len > MC_MAX_TENANT_LEN)
+		return MC_ERR_INVALID_PARAMS;
+	pthread_mutex_lock(&m->tenants_lock);
+	if (mc_map_get(&m->tenant_by_name, tenant.p, tenant.len, &v) == 0) {
+		*ret = (uint16_t)v;
+		r = 0;
+	} else if (create) {
+		r = tenant_register_locked(m, tenant.p, tenant.len, ret);
+	} else {
+		r = MC_ERR_TENANT_NOT_REGISTERED;
+	}
+	pthread_mutex_unlock(&m->tenants_lock);
+	return r;
+}
+
+int meta_locate(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool create,
+		struct mc_loc *ret)
+{
+	uint16_t t;
+
+	if (!key_ok(key))
+		return MC_ERR_INVALID_PARAMS;
+	int r = meta_tenant_resolve(m, tenant, create, &t);
+	if (r < 0)
+		return r;
+	uint64_t h = meta_key_hash(meta_tenant(m, t), key.p, key.len);
+	ret->hash = h;
+	ret->shard = (uint32_t)(h % MC_META_SHARDS);
+	ret->tenant = t;
+	return 0;
+}
+
+struct mc_objtab *shard_table(struct mc_shard *sh, uint16_t tenant, bool create)
+{
+	for (uint32_t i = 0; i < sh->ntenants; i++)
+		if (sh->tenants[i].tenant == tenant)
+			return &sh->tenants[i].tab;
+	if (!create)
+		return NULL;
+	if (sh->ntenants == sh->cap) {
+		uint32_t ncap = sh->cap ? sh->cap * 2 : 1;
+		struct mc_shard_tenant *n = realloc(sh->tenants, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		sh->tenants = n;
+		sh->cap = ncap;
+	}
+	struct mc_shard_tenant *st = &sh->tenants[sh->ntenants++];
+	st->tenant = tenant;
+	mc_objtab_init(&st->tab);
+	return &st->tab;
+}
+
+int meta_client_lookup(struct mc_meta *m, struct mc_uuid id, uint32_t *ret)
+{
+	uint64_t v;
+	pthread_rwlock_rdlock(&m->clients_lock);
+	int r = mc_map_get(&m->client_by_id, &id, sizeof(id), &v);
+	pthread_rwlock_unlock(&m->clients_lock);
+	if (r < 0)
+		return MC_ERR_CLIENT_NOT_FOUND;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int meta_client_intern(struct mc_meta *m, struct mc_uuid id, uint32_t *ret)
+{
+	uint64_t v;
+	int r = 0;
+
+	if (meta_client_lookup(m, id, ret) == 0)
+		return 0;
+	pthread_rwlock_wrlock(&m->clients_lock);
+	if (mc_map_get(&m->client_by_id, &id, sizeof(id), &v) == 0) {
+		*ret = (uint32_t)v;
+		goto out;
+	}
+	if (m->nclients == m->clients_cap) {
+		uint32_t ncap = m->clients_cap ? m->clients_cap * 2 : 64;
+		struct mc_uuid *n = realloc(m->client_ids, ncap * sizeof(*n));
+		if (!n) {
+			r = MC_ERR_NO_MEMORY;
+			goto out;
+		}
+		m->client_ids = n;
+		m->clients_cap = ncap;
+	}
+	if (mc_map_put(&m->client_by_id, &id, sizeof(id), m->nclients) < 0) {
+		r = MC_ERR_NO_MEMORY;
+		goto out;
+	}
+	m->client_ids[m->nclients] = id;
+	*ret = m->nclients++;
+out:
+	pthread_rwlock_unlock(&m->clients_lock);
+	return r;
+}
+
+/* ---- object helpers --------------------------------------------------------------- */
+
+static inline bool is_memory(const struct mc_replica *r)
+{
+	return r->type == MC_REPLICA_MEMORY || r->type == MC_REPLICA_NOF_SSD;
+}
+
+bool meta_replica_readable(struct mc_meta *m, const struct mc_replica *r)
+{
+	if (r->status != MC_REPLICA_COMPLETE)
+		return false;
+	if (!is_memory(r))
+		return true;
+	const struct mc_segment *s = mc_segmgr_get(&m->segs, r->seg);
+	return s && mc_segment_is_readable(s);
+}
+
+uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32_t index,
+			    bool readable_only, mc_replica_fn fn, void *ctx)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		const struct mc_replica *r = &o->rep[i];
+		if (readable_only && !meta_replica_readable(m, r))
+			continue;
+		n++;
+		if (!fn)
+			continue;
+		struct mc_replica_view v = {
+			.type = r->type,
+			.status = r->status,
+			.seg = is_memory(r) ? mc_segmgr_get(&m->segs, r->seg) : NULL,
+			.offset = r->offset,
+			.size = o->size,
+		};
+		fn(ctx, index, &v);
+	}
+	return n;
+}
+
+uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now)
+{
+	uint64_t until = now + m->cfg.lease_ttl_ms;
+	/* Readers race here under the shared lock; all of them store ~now+ttl,
+	 * so a relaxed "store if later" is all the ordering needed. */
+	if (__atomic_load_n(&o->time_ms, __ATOMIC_RELAXED) < until)
+		__atomic_store_n(&o->time_ms, until, __ATOMIC_RELAXED);
+	return m->cfg.lease_ttl_ms;
+}
+
+void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms)
+{
+	uint64_t now = meta_now(m);
+	struct mc_tenant *t = meta_tenant(m, o->tenant);
+
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		struct mc_replica *r = &o->rep[i];
+		if (!is_memory(r))
+			continue;
+		struct mc_segment *s = mc_segmgr_get(&m->segs, r->seg);
+		if (!s)
+			continue;
+		if (release_ms > now)
+			mc_segment_defer_block(s, r->node, release_ms);
+		else
+			mc_segment_release_block(s, r->node);
+	}
+	__atomic_sub_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELAXED);
+	m->shards[o->hash % MC_META_SHARDS].nobjects--;   /* under the shard's write lock */
+	free(o);
+}
+
+void meta_object_erase(struct mc_meta *m, struct mc_objtab *tab, struct mc_object *o,
+		       uint64_t hash, uint64_t release_ms)
+{
+	mc_objtab_delete(tab, hash, o);
+	meta_object_destroy(m, o, release_ms);
+}
+
+/* ---- PutStart ----------------------------------------------------------------------- */
+
+static int check_put_args(struct mc_ref key, uint64_t size, const struct mc_put_config *cfg)
+{
+	if (!key_ok(key) || size == 0 || !cfg || cfg->replica_num == 0 ||
+	    cfg->replica_num > MC_MAX_REPLICAS || cfg->npreferred > 16 ||
+	    (cfg->npreferred && !cfg->preferred))
+		return MC_ERR_INVALID_PARAMS;
+	return 0;
+}
+
+/* Reserves size x want against the tenant's quota. */
+static int quota_charge(struct mc_tenant *t, uint64_t bytes)
+{
+	uint64_t quota = __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED);
+	uint64_t after = __atomic_add_fetch(&t->charged_bytes, bytes, __ATOMIC_RELAXED);
+	if (quota && after > quota) {
+		__atomic_sub_fetch(&t->charged_bytes, bytes, __ATOMIC_RELAXED);
+		return MC_ERR_TENANT_QUOTA_EXCEEDED;
+	}
+	return 0;
+}
+
+int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now)
+{
+	struct mc_shard *sh = &m->shards[a->loc.shard];
+	struct mc_tenant *t = meta_tenant(m, a->loc.tenant);
+	struct mc_objtab *tab = shard_table(sh, a->loc.tenant, true);
+	uint32_t pos, want = a->cfg->replica_num;
+	struct mc_placed placed[MC_MAX_REPLICAS];
+
+	if (!tab)
+		return MC_ERR_NO_MEMORY;
+	struct mc_object *old = mc_objtab_find(tab, a->loc.hash, a->key.p, (uint16_t)a->key.len, &pos);
+	if (old) {
+		if (!mc_object_is_processing(old) ||
+		    old->time_ms + m->cfg.put_discard_timeout_ms > now)
+			return MC_ERR_OBJECT_ALREADY_EXISTS;
+		/* A stale write: take it over.  Its writer may still be sending
+		 * bytes, so its blocks are freed only after the release timeout. */
+		mc_objtab_delete_at(tab, pos);
+		meta_object_destroy(m, old, old->time_ms + m->cfg.put_release_timeout_ms);
+	}
+
+	int r = quota_charge(t, a->size * want);
+	if (r < 0)
+		return r;
+	struct mc_object *o = malloc(MC_OBJECT_HDR + want * sizeof(struct mc_replica) + a->key.len);
+	if (!o) {
+		__atomic_sub_fetch(&t->charged_bytes, a->size * want, __ATOMIC_RELAXED);
+		return MC_ERR_NO_MEMORY;
+	}
+	struct mc_place_req req = {
+		.size = a->size, .nrep = want, .preferred = a->cfg->preferred,
+		.npreferred = a->cfg->npreferred, .strategy = m->cfg.place_strategy, .owner = o,
+	};
+	r = mc_segmgr_place_locked(&m->segs, &req, placed);
+	if (r < 0) {
+		__atomic_sub_fetch(&t->charged_bytes, a->size * want, __ATOMIC_RELAXED);
+		free(o);
+		return r;
+	}
+	uint32_t got = (uint32_t)r;
+	if (got < want)   /* best effort: settle the charge to what was placed */
+		__atomic_sub_fetch(&t->charged_bytes, a->size * (want - got), __ATOMIC_RELAXED);
+
+	o->size = a->size;
+	o->checksum = 0;
+	o->time_ms = now;
+	o->hash = (uint32_t)a->loc.hash;
+	o->client = a->client;
+	o->key_len = (uint16_t)a->key.len;
+	o->tenant = a->loc.tenant;
+	o->flags = MC_OBJ_PROCESSING | (a->cfg->hard_pin ? MC_OBJ_HARD_PIN : 0);
+	o->nrep = (uint8_t)got;
+	o->nrep_cap = (uint8_t)want;
+	o->data_type = a->cfg->data_type;
+	for (uint32_t i = 0; i < got; i++)
+		o->rep[i] = (struct mc_replica){
+			.seg = placed[i].slot, .node = placed[i].node, .offset = placed[i].offset,
+			.type = MC_REPLICA_MEMORY, .status = MC_REPLICA_PROCESSING,
+		};
+	memcpy(mc_object_key(o), a->key.p, a->key.len);
+	if (mc_objtab_insert(tab, a->loc.hash, o) < 0) {
+		o->flags = 0;
+		__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
+		sh->nobjects++;
+		meta_object_destroy(m, o, 0);
+		return MC_ERR_NO_MEMORY;
+	}
+	__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
+	sh->nobjects++;
+	meta_emit_replicas(m, o, a->index, false, a->fn, a->ctx);
+	return 0;
+}
+
+int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		      struct mc_ref key, uint64_t size, const struct mc_put_config *cfg,
+		      mc_replica_fn fn, void *ctx)
+{
+	struct put_start_args a = { .key = key, .size = size, .cfg = cfg, .fn = fn, .ctx = ctx };
+	int r;
+
+	if ((r = check_put_args(key, size, cfg)) < 0 ||
+	    (r = meta_locate(m, tenant, key, true, &a.loc)) < 0 ||
+	    (r = meta_client_intern(m, client, &a.client)) < 0)
+		return r;
+	pthread_mutex_t *stripe = meta_stripe(m, a.loc.hash);
+	struct mc_shard *sh = &m->shards[a.loc.shard];
+	pthread_mutex_lock(stripe);
+	pthread_rwlock_rdlock(&m->segs.lock);
+	pthread_rwlock_wrlock(&sh->lock);
+	r = do_put_start(m, &a, meta_now(m));
+	pthread_rwlock_unlock(&sh->lock);
+	pthread_rwlock_unlock(&m->segs.lock);
+	pthread_mutex_unlock(stripe);
+	return r;
+}
+
+/* ---- PutEnd / PutRevoke ------------------------------------------------------------- */
+
+int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
+	       struct mc_ref key, bool has_checksum, uint64_t checksum, uint64_t now)
+{
+	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, NULL) : NULL;
+	if (!o)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (o->client != client)
+		return MC_ERR_ILLEGAL_CLIENT;
+	if (!mc_object_is_processing(o))
+		return 0;   /* idempotent: every replica is already COMPLETE */
+	for (uint32_t i = 0; i < o->nrep; i++)
+		if (o->rep[i].status == MC_REPLICA_PROCESSING)
+			o->rep[i].status = MC_REPLICA_COMPLETE;
+	o->flags &= (uint8_t)~MC_OBJ_PROCESSING;
+	if (has_checksum) {
+		o->flags |= MC_OBJ_HAS_CHECKSUM;
+		o->checksum = checksum;
+	}
+	__atomic_store_n(&o->time_ms, now, __ATOMIC_RELAXED);   /* last touch; no lease yet */
+	return 0;
+}
+
+int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
+		  struct mc_ref key)
+{
+	uint32_t pos;
+	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, &pos) : NULL;
+	if (!o)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (o->client != client)
+		return MC_ERR_ILLEGAL_CLIENT;
+	if (!mc_object_is_processing(o))
+		return MC_ERR_INVALID_WRITE;
+	mc_objtab_delete_at(tab, pos);
+	meta_object_destroy(m, o, 0);
+	return 0;
+}
+
+/* Runs a write-locked operation on one key.  The writer must be known. */
+enum write_op { OP_PUT_END, OP_PUT_REVOKE, OP_REMOVE };
+
+static int single_write(struct mc_meta *m, enum write_op op, const struct mc_uuid *client,
+			struct mc_ref tenant, struct mc_ref key, bool flag, uint64_t checksum,
+			bool force)
+{
+	struct mc_loc loc;
+	uint32_t cslot = 0;
+	int r = meta_locate(m, tenant, key, false, &loc);
+	if (r == MC_ERR_TENANT_NOT_REGISTERED)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (r < 0)
+		return r;
+	if (client && meta_client_lookup(m, *client, &cslot) < 0)
+		cslot = UINT32_MAX;   /* unknown client: cannot be any object's writer */
+	struct mc_shard *sh = &m->shards[loc.shard];
+	pthread_rwlock_wrlock(&sh->lock);
+	struct mc_objtab *tab = shard_table(sh, loc.tenant, false);
+	uint64_t now = meta_now(m);
+	switch (op) {
+	case OP_PUT_END:
+		r = do_put_end(m, tab, cslot, &loc, key, flag, checksum, now);
+		break;
+	case OP_PUT_REVOKE:
+		r = do_put_revoke(m, tab, cslot, &loc, key);
+		break;
+	case OP_REMOVE:
+		r = do_remove(m, tab, &loc, key, force, now);
+		break;
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	return r;
+}
+
+int mc_meta_put_end(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		    struct mc_ref key, bool has_checksum, uint64_t checksum)
+{
+	return single_write(m, OP_PUT_END, &client, tenant, key, has_checksum, checksum, false);
+}
+
+int mc_meta_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		       struct mc_ref key)
+{
+	return single_write(m, OP_PUT_REVOKE, &client, tenant, key, false, 0, false);
+}
+
+/* ---- Remove ------------------------------------------------------------------------- */
+
+int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
+	      bool force, uint64_t now)
+{
+	uint32_t pos;
+	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, &pos) : NULL;
+	if (!o)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (mc_object_is_processing(o))
+		return MC_ERR_REPLICA_IS_NOT_READY;
+	uint64_t lease = mc_object_load_time(o);
+	if (lease > now && !force)
+		return MC_ERR_OBJECT_HAS_LEASE;
+	/* A forced remove of a leased object keeps its bytes in place until the
+	 * lease ends, so a reader inside its lease never sees them reused. */
+	mc_objtab_delete_at(tab, pos);
+	meta_object_destroy(m, o, lease > now ? lease : 0);
+	return 0;
+}
+
+int mc_meta_remove(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool force)
+{
+	return single_write(m, OP_REMOVE, NULL, tenant, key, false, 0, force);
+}
+
+/* ---- reads ---------------------------------------------------------------------------- */
+
+int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc,
+			struct mc_ref key, uint64_t now, uint32_t index,
+			struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
+{
+	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, NULL) : NULL;
+	if (!o)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (mc_object_is_processing(o))
+		return MC_ERR_REPLICA_IS_NOT_READY;
+	/* One pass: the callback sees nothing when no replica is readable. */
+	uint32_t readable = meta_emit_replicas(m, o, index, true, fn, ctx);
+	if (!readable)
+		return MC_ERR_REPLICA_IS_NOT_READY;
+	ret->lease_ttl_ms = meta_grant_lease(m, o, now);
+	ret->size = o->size;
+	ret->has_checksum = o->flags & MC_OBJ_HAS_CHECKSUM;
+	ret->checksum = o->checksum;
+	ret->nrep = readable;
+	return 0;
+}
+
+int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
+	     uint64_t now, bool *ret)
+{
+	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, NULL) : NULL;
+	bool exists = o && !mc_object_is_processing(o) &&
+		      meta_emit_replicas(m, o, 0, true, NULL, NULL) > 0;
+	if (exists)
+		meta_grant_lease(m, o, now);
+	*ret = exists;
+	return 0;
+}
+
+int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
+			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
+{
+	struct mc_loc loc;
+	struct mc_object_info info;
+	int r = meta_locate(m, tenant, key, false, &loc);
+	if (r == MC_ERR_TENANT_NOT_REGISTERED)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (r < 0)
+		return r;
+	struct mc_shard *sh = &m->shards[loc.shard];
+	pthread_rwlock_rdlock(&sh->lock);
+	r = do_get_replica_list(m, shard_table(sh, loc.tenant, false), &loc, key, meta_now(m), 0,
+				&info, fn, ctx);
+	pthread_rwlock_unlock(&sh->lock);
+	if (r == 0 && ret)
+		*ret = info;
+	return r;
+}
+
+int mc_meta_exist_key(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool *ret)
+{
+	struct mc_loc loc;
+	bool exists;
+	int r = meta_locate(m, tenant, key, false, &loc);
+	if (r == MC_ERR_TENANT_NOT_REGISTERED) {
+		*ret = false;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	struct mc_shard *sh = &m->shards[loc.shard];
+	pthread_rwlock_rdlock(&sh->lock);
+	r = do_exist(m, shard_table(sh, loc.tenant, false), &loc, key, meta_now(m), &exists);
+	pthread_rwlock_unlock(&sh->lock);
+	if (r == 0)
+		*ret = exists;
+	return r;
+}
+
+/* ---- tenants ---------------------------------------------------------------------------- */
+
+int mc_meta_set_quota(struct mc_meta *m, struct mc_ref tenant, uint64_t quota_bytes)
+{
+	uint16_t t;
+	int r = meta_tenant_resolve(m, tenant, true, &t);
+	if (r < 0)
+		return r;
+	__atomic_store_n(&meta_tenant(m, t)->quota_bytes, quota_bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_tenant_usage *ret)
+{
+	uint16_t t;
+	int r = meta_tenant_resolve(m, tenant, false, &t);
+	if (r < 0)
+		return r;
+	struct mc_tenant *tp = meta_tenant(m, t);
+	ret->quota_bytes = __atomic_load_n(&tp->quota_bytes, __ATOMIC_RELAXED);
+	ret->charged_bytes = __atomic_load_n(&tp->charged_bytes, __ATOMIC_RELAXED);
+	ret->objects = __atomic_load_n(&tp->objects, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (uint32_t s = 0; s < MC_META_SHARDS; s++)
+		ret->objects += __atomic_load_n(&m->shards[s].nobjects, __ATOMIC_RELAXED);
+	ret->capacity_bytes = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
+	ret->allocated_bytes = mc_segmgr_used(&m->segs);
+	pthread_rwlock_rdlock(&m->segs.lock);
+	ret->segments = m->segs.nslots_used;
+	pthread_rwlock_unlock(&m->segs.lock);
+	pthread_mutex_lock(&m->tenants_lock);
+	ret->tenants = m->ntenants;
+	pthread_mutex_unlock(&m->tenants_lock);
+	pthread_rwlock_rdlock(&m->clients_lock);
+	ret->clients = m->nclients;
+	pthread_rwlock_unlock(&m->clients_lock);
+}

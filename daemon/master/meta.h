@@ -1,0 +1,232 @@
+/*
+ * meta.h - the master's metadata service: every object's metadata, in memory.
+ *
+ * Index (the seed's three levels):
+ *
+ *   shard = hash(tenant, key) % 1024        default tenant: hash(key) alone
+ *     -> shard->tenants[tenant]             struct mc_shard_tenant
+ *     -> objtab[key]                        struct mc_objtab (objtab.h)
+ *     -> struct mc_object                   object.h
+ *
+ * Threads: any number of RPC worker threads call these functions
+ * concurrently; mc_meta_tick() runs from one housekeeping thread.
+ *
+ * Locks, in the only order they may be taken:
+ *
+ *   1. stripe[hash % 4096]    mutex; serializes multi-step writes of one
+ *                             key (PutStart: check, allocate, insert)
+ *   2. segmgr.lock            rwlock; segment indexes and status (placement
+ *                             reads it, mount/unmount/drain write it)
+ *   3. shard->lock            rwlock; the shard's tables and its objects'
+ *                             fields.  Readers may update an object's lease
+ *                             (time_ms) with a relaxed atomic store only.
+ *   4. segment->lock          mutex; one segment's allocator and deferred list
+ *   5. registry locks         tenants.lock, clients.lock (leaf locks)
+ *
+ * A batch call takes the stripes of all its keys in ascending order, then
+ * each touched shard once, in ascending shard order.
+ *
+ * Conventions: functions return 0 or a negative MC_ERR_* code and write
+ * out-parameters only on success.  Nothing here logs.
+ */
+#ifndef MC_MASTER_META_H
+#define MC_MASTER_META_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "master/object.h"
+#include "master/objtab.h"
+#include "master/segment.h"
+#include "util/clock.h"
+#include "util/map.h"
+#include "util/uuid.h"
+
+#define MC_META_SHARDS  1024u
+#define MC_META_STRIPES 4096u
+#define MC_MAX_TENANTS  65536u
+#define MC_DEFAULT_TENANT "default"
+
+struct mc_meta_config {
+	uint64_t lease_ttl_ms;              /* read lease, default 10 000 */
+	uint64_t put_discard_timeout_ms;    /* a PutStart older than this may be taken over (30 000) */
+	uint64_t put_release_timeout_ms;    /* ... and its space is freed after this (600 000) */
+	uint8_t place_strategy;             /* enum mc_place_strategy */
+	struct mc_clock clock;              /* time source (tests drive it) */
+};
+
+void mc_meta_config_defaults(struct mc_meta_config *c);
+
+struct mc_tenant {
+	char *name;
+	uint64_t seed;                      /* hash seed; 0 for the default tenant */
+	uint64_t quota_bytes;               /* 0 = unlimited (atomic) */
+	uint64_t charged_bytes;             /* size x replicas of live objects (atomic) */
+	uint64_t objects;                   /* live objects (atomic) */
+};
+
+struct mc_shard_tenant {
+	uint16_t tenant;
+	struct mc_objtab tab;
+};
+
+struct mc_shard {
+	pthread_rwlock_t lock;
+	uint64_t nobjects;                  /* objects in this shard (written under lock) */
+	uint32_t ntenants, cap;
+	struct mc_shard_tenant *tenants;
+} __attribute__((aligned(64)));
+
+struct mc_meta {
+	struct mc_meta_config cfg;
+	struct mc_segmgr segs;
+	struct mc_shard shards[MC_META_SHARDS];
+	pthread_mutex_t stripes[MC_META_STRIPES];
+
+	pthread_mutex_t tenants_lock;       /* registration only; reads by slot are lock-free */
+	struct mc_map tenant_by_name;
+	struct mc_tenant *tenants[MC_MAX_TENANTS];
+	uint32_t ntenants;
+
+	pthread_rwlock_t clients_lock;
+	struct mc_map client_by_id;         /* uuid -> slot */
+	struct mc_uuid *client_ids;         /* slot -> uuid; slots are never reused */
+	uint32_t nclients, clients_cap;
+};
+
+/* ---- references and results -------------------------------------------------- */
+
+/* A borrowed (tenant or key) byte string; a NULL/empty tenant is "default". */
+struct mc_ref {
+	const void *p;
+	uint32_t len;
+};
+
+struct mc_put_config {
+	uint32_t replica_num;               /* 1..MC_MAX_REPLICAS, best effort (>= 1 placed) */
+	bool hard_pin;
+	uint64_t soft_pin_ttl_ms;
+	uint8_t data_type;
+	const struct mc_bytes_ref *preferred;
+	uint32_t npreferred;
+};
+
+/* One replica, as the callbacks see it (under the shard lock: copy what you keep). */
+struct mc_replica_view {
+	uint8_t type;                       /* enum mc_replica_type */
+	uint8_t status;                     /* enum mc_replica_status */
+	const struct mc_segment *seg;       /* MEMORY/NOF: the segment (id, endpoint, base) */
+	uint64_t offset;                    /* within the segment */
+	uint64_t size;                      /* object bytes */
+};
+
+/* Called once per replica; `index` is the key's position in a batch (0 otherwise). */
+typedef void (*mc_replica_fn)(void *ctx, uint32_t index, const struct mc_replica_view *v);
+
+struct mc_object_info {
+	uint64_t size;
+	uint64_t checksum;
+	bool has_checksum;
+	uint64_t lease_ttl_ms;
+	uint32_t nrep;                      /* replicas passed to the callback */
+};
+
+/* ---- lifecycle ----------------------------------------------------------------- */
+
+int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret);
+struct mc_meta *mc_meta_free(struct mc_meta *m);
+
+/* ---- segments ------------------------------------------------------------------- */
+
+int mc_meta_mount_segment(struct mc_meta *m, struct mc_uuid client,
+			  const struct mc_segment_spec *spec);
+/* Idempotent: an unknown segment is OK.  Another client's segment: ILLEGAL_CLIENT.
+ * Drops every replica on it (work proportional to the blocks it holds). */
+int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id);
+/* Stops new allocations on a segment; it stays readable. */
+int mc_meta_drain_segment(struct mc_meta *m, struct mc_uuid segment_id);
+
+/* ---- object operations (the original's semantics and error codes) ---------------- */
+
+int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		      struct mc_ref key, uint64_t size, const struct mc_put_config *cfg,
+		      mc_replica_fn fn, void *ctx);
+int mc_meta_put_end(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		    struct mc_ref key, bool has_checksum, uint64_t checksum);
+int mc_meta_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		       struct mc_ref key);
+/* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
+int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
+			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
+/* *ret = whether a readable replica exists; grants a lease when it does. */
+int mc_meta_exist_key(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool *ret);
+int mc_meta_remove(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool force);
+int mc_meta_remove_all(struct mc_meta *m, struct mc_ref tenant, bool force, uint64_t *ret_removed);
+/* POSIX extended regex over the key bytes; INVALID_PARAMS if it does not compile. */
+int mc_meta_remove_by_regex(struct mc_meta *m, struct mc_ref tenant, const char *regex,
+			    bool force, uint64_t *ret_removed);
+typedef void (*mc_key_fn)(void *ctx, const void *key, uint32_t klen,
+			  const struct mc_object_info *info);
+/* Calls key_fn for each matching readable object, then fn for its replicas; grants leases. */
+int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, const char *regex,
+				      mc_key_fn key_fn, mc_replica_fn fn, void *ctx);
+
+/* Paged listing.  Start with an empty cursor; next_cursor (MC_META_CURSOR_LEN bytes)
+ * is empty (*ret_next_len = 0) after the last page.  Every key present for the
+ * whole listing is returned exactly once, whatever happens in between. */
+#define MC_META_CURSOR_LEN 10
+int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor,
+			 uint32_t limit, mc_key_fn key_fn, void *ctx,
+			 uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len);
+
+/* ---- batch operations: keys grouped by shard, each shard locked once -------------- */
+
+/* ret_status[i] gets 0 or the key's error; the call itself fails only on bad arguments. */
+int mc_meta_batch_exist(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
+			uint32_t n, int *ret_status, bool *ret_exists);
+int mc_meta_batch_get_replica_list(struct mc_meta *m, struct mc_ref tenant,
+				   const struct mc_ref *keys, uint32_t n, int *ret_status,
+				   struct mc_object_info *ret_info, mc_replica_fn fn, void *ctx);
+int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+			    const struct mc_ref *keys, const uint64_t *sizes, uint32_t n,
+			    const struct mc_put_config *cfg, int *ret_status,
+			    mc_replica_fn fn, void *ctx);
+/* checksums may be NULL (none); has_checksum likewise. */
+int mc_meta_batch_put_end(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+			  const struct mc_ref *keys, const bool *has_checksum,
+			  const uint64_t *checksums, uint32_t n, int *ret_status);
+int mc_meta_batch_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+			     const struct mc_ref *keys, uint32_t n, int *ret_status);
+int mc_meta_batch_remove(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
+			 uint32_t n, bool force, int *ret_status);
+
+/* ---- housekeeping and introspection --------------------------------------------- */
+
+/* Frees deferred blocks whose time has come.  Returns bytes freed. */
+uint64_t mc_meta_tick(struct mc_meta *m);
+
+struct mc_meta_stats {
+	uint64_t objects;
+	uint64_t capacity_bytes;
+	uint64_t allocated_bytes;
+	uint32_t segments;
+	uint32_t tenants;
+	uint32_t clients;
+};
+void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
+
+/* Tenant quota (0 = unlimited) and usage. */
+int mc_meta_set_quota(struct mc_meta *m, struct mc_ref tenant, uint64_t quota_bytes);
+struct mc_tenant_usage {
+	uint64_t quota_bytes, charged_bytes, objects;
+};
+int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_tenant_usage *ret);
+
+/* Walks every structure and checks the invariants (tests): every object's
+ * replicas point at used allocator nodes owned by that object, allocated
+ * bytes per segment equal the sum of its blocks, tenant charges equal the
+ * sum over live objects, counters match.  0 or MC_ERR_INTERNAL_ERROR. */
+int mc_meta_check(struct mc_meta *m);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * object.h - the master's in-memory object record (ObjectMetadata) and its
+ * replica descriptors.
+ *
+ * One record per (tenant, key), allocated with malloc as a single block:
+ *
+ *   struct mc_object (40 bytes)  | rep[nrep_cap] (16 bytes each) | key bytes
+ *
+ * The record is kept small on purpose: a single-replica object costs
+ * 56 + key_len bytes here, plus one table slot (8 bytes at load <= 0.75)
+ * and one allocator node (32 bytes) on its segment.  What the seed's
+ * ObjectMetadata holds and where it went:
+ *
+ *   client_id        -> writer: slot in the client registry (struct mc_clients)
+ *   put_start_time   -> time_ms while PROCESSING
+ *   size, checksum   -> size, checksum (+ MC_OBJ_HAS_CHECKSUM)
+ *   data_type        -> data_type
+ *   tenant_id        -> tenant: slot in the tenant registry
+ *   user_key         -> key bytes after the replicas
+ *   group_id         -> MC_OBJ_GROUPED + the group registry (object -> group)
+ *   lease            -> time_ms once COMPLETE (the read-lease deadline; it
+ *                       is also the "last touch" the eviction order uses)
+ *   soft_pin_timeout -> MC_OBJ_SOFT_PIN + the soft-pin deadline index
+ *   hard_pinned      -> MC_OBJ_HARD_PIN
+ *   quota_ledger     -> derived: size x nrep charged to the tenant
+ *   replicas_        -> rep[]
+ *
+ * A replica is a tagged union: MEMORY and NOF_SSD replicas name a segment
+ * slot, an allocator node and the block's offset in the segment (copied
+ * here so that readers need no segment lock);
+ * DISK, LOCAL_DISK and DFS replicas index an extended descriptor
+ * (struct mc_ext_replica) held by the master's ext table.
+ */
+#ifndef MC_MASTER_OBJECT_H
+#define MC_MASTER_OBJECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <stddef.h>
+
+#include "mooncake/types.h"
+
+enum {
+	MC_OBJ_HAS_CHECKSUM = 1u << 0,
+	MC_OBJ_HARD_PIN     = 1u << 1,
+	MC_OBJ_SOFT_PIN     = 1u << 2,   /* registered in the soft-pin index */
+	MC_OBJ_PROCESSING   = 1u << 3,   /* between PutStart and PutEnd */
+	MC_OBJ_GROUPED      = 1u << 4,   /* member of a group (group registry) */
+};
+
+struct mc_replica {
+	uint32_t seg;           /* MEMORY/NOF: segment slot; else MC_SEG_NONE */
+	uint32_t node;          /* MEMORY/NOF: allocator node; else ext table index */
+	uint64_t offset : 48;   /* MEMORY/NOF: block offset within the segment */
+	uint64_t type : 8;      /* enum mc_replica_type */
+	uint64_t status : 8;    /* enum mc_replica_status */
+};
+_Static_assert(sizeof(struct mc_replica) == 16, "replica must stay 16 bytes");
+
+struct mc_object {
+	uint64_t size;          /* object length in bytes (> 0) */
+	uint64_t checksum;      /* valid if MC_OBJ_HAS_CHECKSUM */
+	uint64_t time_ms;       /* PROCESSING: put start; COMPLETE: lease deadline */
+	uint32_t hash;          /* low 32 bits of the (tenant, key) hash */
+	uint32_t client;        /* writer: client registry slot */
+	uint16_t key_len;
+	uint16_t tenant;        /* tenant registry slot */
+	uint8_t flags;          /* MC_OBJ_* */
+	uint8_t nrep;           /* replicas in rep[] */
+	uint8_t nrep_cap;       /* room in rep[] */
+	uint8_t data_type;
+	struct mc_replica rep[];  /* then key_len bytes of key */
+};
+_Static_assert(offsetof(struct mc_object, rep) == 40, "object header must stay 40 bytes");
+#define MC_OBJECT_HDR offsetof(struct mc_object, rep)
+
+static inline uint8_t *mc_object_key(const struct mc_object *o)
+{
+	return (uint8_t *)&o->rep[o->nrep_cap];
+}
+
+static inline bool mc_object_is_processing(const struct mc_object *o)
+{
+	return o->flags & MC_OBJ_PROCESSING;
+}
+
+static inline uint64_t mc_object_load_time(const struct mc_object *o)
+{
+	return __atomic_load_n(&o->time_ms, __ATOMIC_RELAXED);
+}
+
+#endif

@@ -1,0 +1,532 @@
+/* segment.c - the segment manager: mount, indexes, placement.  See segment.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "master/segment.h"
+#include "mooncake/error.h"
+#include "mooncake/types.h"
+#include "util/macro.h"
+#include "util/rand.h"
+
+#define MIN_SEGMENT_SIZE (1ull << 10)
+#define MAX_SEGMENT_SIZE (1ull << 40)
+
+int mc_segmgr_init(struct mc_segmgr *m)
+{
+	pthread_rwlockattr_t a;
+
+	memset(m, 0, sizeof(*m));
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	int r = pthread_rwlock_init(&m->lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	if (r)
+		return MC_ERR_NO_MEMORY;
+	mc_map_init(&m->by_id);
+	mc_map_init(&m->by_name);
+	mc_map_init(&m->by_client);
+	mc_map_init(&m->by_host);
+	return 0;
+}
+
+static void segment_free(struct mc_segment *s)
+{
+	if (!s)
+		return;
+	mc_offalloc_free(s->alloc);
+	pthread_mutex_destroy(&s->lock);
+	free(s->name);
+	free(s->host);
+	free(s->endpoint);
+	free(s->shm_path);
+	free(s->deferred);
+	free(s);
+}
+
+void mc_segmgr_release(struct mc_segmgr *m)
+{
+	for (uint32_t i = 0; i < MC_MAX_SEGMENTS; i++)
+		segment_free(m->slots[i]);
+	for (uint32_t i = 0; i < m->nnames; i++) {
+		free(m->names[i].name);
+		free(m->names[i].segs);
+	}
+	free(m->names);
+	mc_map_release(&m->by_id);
+	mc_map_release(&m->by_name);
+	mc_map_release(&m->by_client);
+	mc_map_release(&m->by_host);
+	pthread_rwlock_destroy(&m->lock);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool spec_matches(const struct mc_segment *s, struct mc_uuid client,
+			 const struct mc_segment_spec *spec)
+{
+	return mc_uuid_eq(s->client, client) && s->base == spec->base && s->size == spec->size &&
+	       s->transport == spec->transport && str_eq(s->name, spec->name) &&
+	       str_eq(s->host, spec->host) && str_eq(s->endpoint, spec->endpoint) &&
+	       str_eq(s->shm_path, spec->shm_path);
+}
+
+static int name_add(struct mc_segmgr *m, struct mc_segment *s)
+{
+	uint64_t idx;
+
+	if (mc_map_get(&m->by_name, s->name, strlen(s->name), &idx) < 0) {
+		if (m->nnames == m->names_cap) {
+			uint32_t ncap = m->names_cap ? m->names_cap * 2 : 16;
+			struct mc_segname *n = realloc(m->names, ncap * sizeof(*n));
+			if (!n)
+				return MC_ERR_NO_MEMORY;
+			m->names = n;
+			m->names_cap = ncap;
+		}
+		idx = m->nnames;
+		struct mc_segname *sn = &m->names[idx];
+		memset(sn, 0, sizeof(*sn));
+		sn->name = strdup(s->name);
+		if (!sn->name || mc_map_put(&m->by_name, s->name, strlen(s->name), idx) < 0) {
+			free(sn->name);
+			return MC_ERR_NO_MEMORY;
+		}
+		m->nnames++;
+	}
+	struct mc_segname *sn = &m->names[idx];
+	if (sn->nsegs == sn->cap) {
+		uint32_t ncap = sn->cap ? sn->cap * 2 : 4;
+		uint32_t *ns = realloc(sn->segs, ncap * sizeof(*ns));
+		if (!ns)
+			return MC_ERR_NO_MEMORY;
+		sn->segs = ns;
+		sn->cap = ncap;
+	}
+	sn->segs[sn->nsegs++] = s->slot;
+	s->name_idx = (uint32_t)idx;
+	return 0;
+}
+
+static void name_del(struct mc_segmgr *m, struct mc_segment *s)
+{
+	struct mc_segname *sn = &m->names[s->name_idx];
+	for (uint32_t i = 0; i < sn->nsegs; i++)
+		if (sn->segs[i] == s->slot) {
+			sn->segs[i] = sn->segs[--sn->nsegs];
+			break;
+		}
+	if (sn->nsegs)
+		return;
+	/* Last segment of this name: swap-remove the name. */
+	mc_map_del(&m->by_name, sn->name, strlen(sn->name), NULL);
+	free(sn->name);
+	free(sn->segs);
+	uint32_t last = --m->nnames;
+	if (s->name_idx != last) {
+		m->names[s->name_idx] = m->names[last];
+		struct mc_segname *moved = &m->names[s->name_idx];
+		mc_map_put(&m->by_name, moved->name, strlen(moved->name), s->name_idx);
+		for (uint32_t i = 0; i < moved->nsegs; i++)
+			m->slots[moved->segs[i]]->name_idx = s->name_idx;
+	}
+}
+
+/* Intrusive per-key lists (client, host) threaded through the segments. */
+static int list_push(struct mc_segmgr *m, struct mc_map *map, const void *k, size_t kl,
+		     struct mc_segment *s, uint32_t *next)
+{
+	uint64_t head;
+	*next = mc_map_get(map, k, kl, &head) == 0 ? (uint32_t)head : MC_SEG_NONE;
+	return mc_map_put(map, k, kl, s->slot);
+}
+
+static void list_unlink(struct mc_segmgr *m, struct mc_map *map, const void *k, size_t kl,
+			struct mc_segment *s, size_t next_off)
+{
+	uint64_t head;
+	if (mc_map_get(map, k, kl, &head) < 0)
+		return;
+	uint32_t mynext = *(uint32_t *)((char *)s + next_off);
+	if ((uint32_t)head == s->slot) {
+		if (mynext == MC_SEG_NONE)
+			mc_map_del(map, k, kl, NULL);
+		else
+			mc_map_put(map, k, kl, mynext);
+		return;
+	}
+	for (uint32_t cur = (uint32_t)head; cur != MC_SEG_NONE;) {
+		uint32_t *np = (uint32_t *)((char *)m->slots[cur] + next_off);
+		if (*np == s->slot) {
+			*np = mynext;
+			return;
+		}
+		cur = *np;
+	}
+}
+
+static int dup_str(char **dst, const char *src, size_t max)
+{
+	src = src ? src : "";
+	if (strlen(src) > max)
+		return MC_ERR_INVALID_PARAMS;
+	*dst = strdup(src);
+	return *dst ? 0 : MC_ERR_NO_MEMORY;
+}
+
+int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
+		    const struct mc_segment_spec *spec, uint32_t *ret_slot)
+{
+	uint64_t v;
+	int r;
+
+	if (!spec->base || spec->size < MIN_SEGMENT_SIZE || spec->size > MAX_SEGMENT_SIZE ||
+	    spec->base + spec->size < spec->base || !spec->name || !*spec->name ||
+	    mc_uuid_is_nil(spec->id))
+		return MC_ERR_INVALID_PARAMS;
+
+	pthread_rwlock_wrlock(&m->lock);
+	if (mc_map_get(&m->by_id, &spec->id, sizeof(spec->id), &v) == 0) {
+		struct mc_segment *s = m->slots[v];
+		if (s->status == MC_SEG_UNMOUNTING)
+			r = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+		else if (!spec_matches(s, client, spec))
+			r = MC_ERR_INVALID_PARAMS;
+		else {
+			*ret_slot = (uint32_t)v;
+			r = 0;
+		}
+		goto out;
+	}
+	if (m->nslots_used >= MC_MAX_SEGMENTS) {
+		r = MC_ERR_NO_AVAILABLE_HANDLE;
+		goto out;
+	}
+
+	struct mc_segment *s = calloc(1, sizeof(*s));
+	if (!s) {
+		r = MC_ERR_NO_MEMORY;
+		goto out;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	s->id = spec->id;
+	s->client = client;
+	s->base = spec->base;
+	s->size = spec->size;
+	s->transport = spec->transport;
+	s->status = MC_SEG_OK;
+	s->mgr = m;
+	if ((r = dup_str(&s->name, spec->name, MC_MAX_SEGMENT_NAME)) < 0 ||
+	    (r = dup_str(&s->host, spec->host, MC_MAX_SEGMENT_NAME)) < 0 ||
+	    (r = dup_str(&s->endpoint, spec->endpoint, MC_MAX_SEGMENT_NAME)) < 0 ||
+	    (r = dup_str(&s->shm_path, spec->shm_path, 256)) < 0 ||
+	    (r = mc_offalloc_new(spec->size, 0, &s->alloc)) < 0) {
+		segment_free(s);
+		goto out;
+	}
+	uint32_t slot = m->free_hint;
+	while (m->slots[slot])
+		slot = (slot + 1) % MC_MAX_SEGMENTS;
+	s->slot = slot;
+	if ((r = name_add(m, s)) < 0) {
+		segment_free(s);
+		goto out;
+	}
+	if ((r = mc_map_put(&m->by_id, &s->id, sizeof(s->id), slot)) < 0 ||
+	    (r = list_push(m, &m->by_client, &client, sizeof(client), s, &s->client_next)) < 0 ||
+	    (r = list_push(m, &m->by_host, s->host, strlen(s->host), s, &s->host_next)) < 0) {
+		/* Undo in reverse; the maps tolerate deleting what is not there. */
+		list_unlink(m, &m->by_client, &client, sizeof(client), s,
+			    offsetof(struct mc_segment, client_next));
+		mc_map_del(&m->by_id, &s->id, sizeof(s->id), NULL);
+		m->slots[slot] = s;   /* name_del reads the slot table */
+		name_del(m, s);
+		m->slots[slot] = NULL;
+		segment_free(s);
+		goto out;
+	}
+	m->nslots_used++;
+	m->free_hint = (slot + 1) % MC_MAX_SEGMENTS;
+	__atomic_add_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->slots[slot], s, __ATOMIC_RELEASE);
+	*ret_slot = slot;
+	r = 0;
+out:
+	pthread_rwlock_unlock(&m->lock);
+	return r;
+}
+
+int mc_segmgr_find(struct mc_segmgr *m, struct mc_uuid id, uint32_t *ret_slot)
+{
+	uint64_t v;
+	pthread_rwlock_rdlock(&m->lock);
+	int r = mc_map_get(&m->by_id, &id, sizeof(id), &v);
+	pthread_rwlock_unlock(&m->lock);
+	if (r < 0)
+		return MC_ERR_SEGMENT_NOT_FOUND;
+	*ret_slot = (uint32_t)v;
+	return 0;
+}
+
+int mc_segmgr_set_status(struct mc_segmgr *m, uint32_t slot, uint8_t status, uint64_t deadline_ms)
+{
+	int r = MC_ERR_SEGMENT_NOT_FOUND;
+	pthread_rwlock_wrlock(&m->lock);
+	struct mc_segment *s = slot < MC_MAX_SEGMENTS ? m->slots[slot] : NULL;
+	if (s) {
+		s->drain_deadline_ms = deadline_ms;
+		__atomic_store_n(&s->status, status, __ATOMIC_RELEASE);
+		r = 0;
+	}
+	pthread_rwlock_unlock(&m->lock);
+	return r;
+}
+
+void mc_segmgr_remove(struct mc_segmgr *m, uint32_t slot)
+{
+	pthread_rwlock_wrlock(&m->lock);
+	struct mc_segment *s = slot < MC_MAX_SEGMENTS ? m->slots[slot] : NULL;
+	if (s) {
+		mc_map_del(&m->by_id, &s->id, sizeof(s->id), NULL);
+		list_unlink(m, &m->by_client, &s->client, sizeof(s->client), s,
+			    offsetof(struct mc_segment, client_next));
+		list_unlink(m, &m->by_host, s->host, strlen(s->host), s,
+			    offsetof(struct mc_segment, host_next));
+		name_del(m, s);
+		__atomic_store_n(&m->slots[slot], NULL, __ATOMIC_RELEASE);
+		m->nslots_used--;
+		__atomic_sub_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);
+	}
+	pthread_rwlock_unlock(&m->lock);
+	segment_free(s);
+}
+
+static uint32_t walk_list(struct mc_segmgr *m, struct mc_map *map, const void *k, size_t kl,
+			  size_t next_off, uint32_t *ret, uint32_t max)
+{
+	uint64_t head;
+	uint32_t n = 0;
+	if (mc_map_get(map, k, kl, &head) < 0)
+		return 0;
+	for (uint32_t cur = (uint32_t)head; cur != MC_SEG_NONE;
+	     cur = *(uint32_t *)((char *)m->slots[cur] + next_off)) {
+		if (n < max)
+			ret[n] = cur;
+		n++;
+	}
+	return n;
+}
+
+uint64_t mc_segmgr_used(struct mc_segmgr *m)
+{
+	uint64_t used = 0;
+	pthread_rwlock_rdlock(&m->lock);
+	for (uint32_t n = 0; n < m->nnames; n++)
+		for (uint32_t i = 0; i < m->names[n].nsegs; i++)
+			used += mc_segment_used(m->slots[m->names[n].segs[i]]);
+	pthread_rwlock_unlock(&m->lock);
+	return used;
+}
+
+uint32_t mc_segmgr_client_segments(struct mc_segmgr *m, struct mc_uuid client,
+				   uint32_t *ret, uint32_t max)
+{
+	return walk_list(m, &m->by_client, &client, sizeof(client),
+			 offsetof(struct mc_segment, client_next), ret, max);
+}
+
+uint32_t mc_segmgr_host_segments(struct mc_segmgr *m, const char *host, uint32_t *ret, uint32_t max)
+{
+	return walk_list(m, &m->by_host, host, strlen(host),
+			 offsetof(struct mc_segment, host_next), ret, max);
+}
+
+/* ---- blocks ---------------------------------------------------------------- */
+
+static int segment_alloc(struct mc_segmgr *m, struct mc_segment *s, uint64_t size, void *owner,
+			 struct mc_placed *ret)
+{
+	uint32_t node;
+	uint64_t off;
+
+	if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
+	    s->size - mc_segment_used(s) < size)
+		return MC_ERR_NO_AVAILABLE_HANDLE;
+	pthread_mutex_lock(&s->lock);
+	int r = mc_offalloc_alloc(s->alloc, size, owner, &node, &off);
+	if (r == 0) {
+		uint64_t got = mc_offalloc_node_size(s->alloc, node);
+		__atomic_add_fetch(&s->used, got, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (r < 0)
+		return r;
+	ret->slot = s->slot;
+	ret->node = node;
+	ret->offset = off;
+	return 0;
+}
+
+static void account_release(struct mc_segment *s, uint64_t bytes)
+{
+	__atomic_sub_fetch(&s->used, bytes, __ATOMIC_RELAXED);
+}
+
+void mc_segment_release_block(struct mc_segment *s, uint32_t node)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t got = mc_offalloc_node_size(s->alloc, node);
+	if (mc_offalloc_release(s->alloc, node) == 0)
+		account_release(s, got);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int mc_segment_defer_block(struct mc_segment *s, uint32_t node, uint64_t release_ms)
+{
+	int r = 0;
+	pthread_mutex_lock(&s->lock);
+	mc_offalloc_set_owner(s->alloc, node, NULL);
+	if (s->ndeferred == s->deferred_cap) {
+		uint32_t ncap = s->deferred_cap ? s->deferred_cap * 2 : 16;
+		struct mc_deferred *d = realloc(s->deferred, ncap * sizeof(*d));
+		if (!d) {
+			/* No room to remember it: free now rather than leak the space. */
+			uint64_t got = mc_offalloc_node_size(s->alloc, node);
+			if (mc_offalloc_release(s->alloc, node) == 0)
+				account_release(s, got);
+			r = MC_ERR_NO_MEMORY;
+			goto out;
+		}
+		s->deferred = d;
+		s->deferred_cap = ncap;
+	}
+	s->deferred[s->ndeferred++] = (struct mc_deferred){ .node = node, .release_ms = release_ms };
+out:
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms)
+{
+	uint64_t freed = 0;
+	if (!__atomic_load_n(&s->ndeferred, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	for (uint32_t i = 0; i < s->ndeferred;) {
+		if (s->deferred[i].release_ms > now_ms) {
+			i++;
+			continue;
+		}
+		uint32_t node = s->deferred[i].node;
+		uint64_t got = mc_offalloc_node_size(s->alloc, node);
+		if (mc_offalloc_release(s->alloc, node) == 0) {
+			account_release(s, got);
+			freed += got;
+		}
+		s->deferred[i] = s->deferred[--s->ndeferred];
+	}
+	pthread_mutex_unlock(&s->lock);
+	return freed;
+}
+
+/* ---- placement -------------------------------------------------------------- */
+
+struct place_state {
+	const struct mc_place_req *req;
+	struct mc_placed *out;
+	uint32_t n;
+	uint32_t used_names[MC_MAX_REPLICAS];
+};
+
+static bool name_used(const struct place_state *st, uint32_t idx)
+{
+	for (uint32_t i = 0; i < st->n; i++)
+		if (st->used_names[i] == idx)
+			return true;
+	return false;
+}
+
+/* One replica on some segment of name idx (random start among its segments). */
+static bool try_name(struct mc_segmgr *m, struct place_state *st, uint32_t idx)
+{
+	struct mc_segname *sn = &m->names[idx];
+	if (name_used(st, idx) || !sn->nsegs)
+		return false;
+	uint32_t start = sn->nsegs > 1 ? (uint32_t)(mc_rand() % sn->nsegs) : 0;
+	for (uint32_t i = 0; i < sn->nsegs; i++) {
+		struct mc_segment *s = m->slots[sn->segs[(start + i) % sn->nsegs]];
+		if (segment_alloc(m, s, st->req->size, st->req->owner, &st->out[st->n]) == 0) {
+			st->used_names[st->n++] = idx;
+			return true;
+		}
+	}
+	return false;
+}
+
+static double name_free_ratio(struct mc_segmgr *m, uint32_t idx)
+{
+	uint64_t cap = 0, used = 0;
+	struct mc_segname *sn = &m->names[idx];
+	for (uint32_t i = 0; i < sn->nsegs; i++) {
+		struct mc_segment *s = m->slots[sn->segs[i]];
+		if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK)
+			continue;
+		cap += s->size;
+		used += mc_segment_used(s);
+	}
+	return cap ? (double)(cap - used) / (double)cap : 0.0;
+}
+
+struct ranked {
+	double score;
+	uint32_t idx;
+};
+
+static int ranked_cmp(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
+}
+
+int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
+			   struct mc_placed *ret)
+{
+	struct place_state st = { .req = req, .out = ret };
+	uint32_t want = MC_MIN(req->nrep, MC_MAX_REPLICAS);
+
+	if (!want || !req->size)
+		return MC_ERR_INVALID_PARAMS;
+	for (uint32_t i = 0; i < req->npreferred && st.n < want; i++) {
+		uint64_t idx;
+		if (mc_map_get(&m->by_name, req->preferred[i].p, req->preferred[i].len, &idx) == 0)
+			try_name(m, &st, (uint32_t)idx);
+	}
+	if (st.n < want && m->nnames) {
+		uint32_t start = (uint32_t)(mc_rand() % m->nnames);
+		if (req->strategy == MC_PLACE_FREE_RATIO_FIRST) {
+			struct ranked rk[6 * MC_MAX_REPLICAS];
+			uint32_t k = MC_MIN(6 * (want - st.n), m->nnames);
+			for (uint32_t i = 0; i < k; i++) {
+				rk[i].idx = (start + i) % m->nnames;
+				rk[i].score = name_free_ratio(m, rk[i].idx);
+			}
+			qsort(rk, k, sizeof(rk[0]), ranked_cmp);
+			for (uint32_t i = 0; i < k && st.n < want; i++)
+				try_name(m, &st, rk[i].idx);
+		}
+		/* Random walk over every name: finds space whenever some exists. */
+		for (uint32_t i = 0; i < m->nnames && st.n < want; i++)
+			try_name(m, &st, (start + i) % m->nnames);
+	}
+	return st.n ? (int)st.n : MC_ERR_NO_AVAILABLE_HANDLE;
+}
+
+int mc_segmgr_place(struct mc_segmgr *m, const struct mc_place_req *req, struct mc_placed *ret)
+{
+	pthread_rwlock_rdlock(&m->lock);
+	int r = mc_segmgr_place_locked(m, req, ret);
+	pthread_rwlock_unlock(&m->lock);
+	return r;
+}

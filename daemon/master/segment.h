@@ -1,0 +1,192 @@
+/*
+ * segment.h - the master's segment manager (SegmentManager).
+ *
+ * A segment is a contiguous range of a node's memory, contributed to the
+ * cluster by MountSegment.  The master never touches it: each segment has
+ * an offset allocator (lib/util/offalloc.h) that hands out [offset, size)
+ * ranges, and objects name (segment slot, allocator node).
+ *
+ * Segments live in a fixed table of MC_MAX_SEGMENTS slots.  Readers (the
+ * GetReplicaList path) load a slot's pointer without any segment-manager
+ * lock: an object holding a replica on a segment keeps that segment alive,
+ * because a segment is freed only after every replica on it has been
+ * removed under the owning shard's write lock (see meta.c, unmount).
+ *
+ * Indexes, all under segmgr->lock: by id (uuid), by name (placement works
+ * over distinct names so replicas land on distinct nodes), by client, by host.
+ *
+ * Locking: segmgr->lock (rwlock, writer-preferring) guards the indexes and
+ * segment status changes; placement and mount/unmount take it.  Each
+ * segment's mutex guards its allocator and deferred-release list.  Lock
+ * order (see meta.h): stripe -> segmgr->lock -> shard -> segment->lock.
+ */
+#ifndef MC_MASTER_SEGMENT_H
+#define MC_MASTER_SEGMENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mooncake/common.h"
+#include "util/map.h"
+#include "util/offalloc.h"
+#include "util/uuid.h"
+
+#define MC_MAX_SEGMENTS 65536u
+
+/* A borrowed byte string (not NUL-terminated). */
+struct mc_bytes_ref {
+	const void *p;
+	uint32_t len;
+};
+#define MC_SEG_NONE UINT32_MAX
+
+enum mc_segment_status {
+	MC_SEG_OK = 1,
+	MC_SEG_DRAINING = 2,      /* readable, no new allocations */
+	MC_SEG_UNMOUNTING = 3,    /* neither readable nor allocatable; replicas being dropped */
+};
+
+/* What a node sends in MountSegment. */
+struct mc_segment_spec {
+	struct mc_uuid id;
+	const char *name;         /* placement spreads replicas over distinct names */
+	const char *host;
+	const char *endpoint;     /* host:port of the node's data plane */
+	const char *shm_path;     /* where a co-located client can map it ("" if none) */
+	uint64_t base, size;
+	uint8_t transport;        /* enum mc_transport */
+};
+
+struct mc_deferred {
+	uint32_t node;
+	uint64_t release_ms;
+};
+
+struct mc_segmgr;
+
+struct mc_segment {
+	struct mc_segmgr *mgr;
+	struct mc_uuid id;
+	struct mc_uuid client;    /* the node that mounted it */
+	char *name, *host, *endpoint, *shm_path;
+	uint64_t base, size;
+	uint32_t slot;
+	uint32_t name_idx;        /* index in segmgr->names */
+	uint32_t client_next;     /* next slot of the same client (MC_SEG_NONE ends) */
+	uint32_t host_next;       /* next slot on the same host */
+	uint8_t transport;
+	uint8_t status;           /* enum mc_segment_status; atomic loads/stores */
+	uint64_t drain_deadline_ms;
+
+	pthread_mutex_t lock;     /* guards alloc, deferred, used */
+	struct mc_offalloc *alloc;
+	uint64_t used;            /* bytes reserved (mirror of the allocator, atomic loads) */
+	struct mc_deferred *deferred;
+	uint32_t ndeferred, deferred_cap;
+};
+
+struct mc_segname {
+	char *name;
+	uint32_t nsegs, cap;
+	uint32_t *segs;           /* slots */
+};
+
+struct mc_segmgr {
+	pthread_rwlock_t lock;
+	struct mc_segment *slots[MC_MAX_SEGMENTS];   /* atomic loads by readers */
+	uint32_t nslots_used;
+	uint32_t free_hint;
+	struct mc_map by_id;      /* uuid -> slot */
+	struct mc_map by_name;    /* name -> index in names[] */
+	struct mc_map by_client;  /* client uuid -> first slot of its list */
+	struct mc_map by_host;    /* host -> first slot of its list */
+	struct mc_segname *names;
+	uint32_t nnames, names_cap;
+	uint64_t capacity;        /* sum of mounted sizes (atomic loads) */
+};
+
+enum mc_place_strategy {
+	MC_PLACE_RANDOM = 0,          /* preferred names first, then a random walk */
+	MC_PLACE_FREE_RATIO_FIRST = 1,/* preferred first, then a sample ranked by free ratio */
+};
+
+int  mc_segmgr_init(struct mc_segmgr *m);
+void mc_segmgr_release(struct mc_segmgr *m);
+
+/* Mounting is idempotent for an identical spec; a different spec under a
+ * known id is MC_ERR_INVALID_PARAMS; base 0 or size outside
+ * [1 KiB, 1 TiB] is MC_ERR_INVALID_PARAMS.  *ret_slot on success. */
+int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
+		    const struct mc_segment_spec *spec, uint32_t *ret_slot);
+
+/* The slot of a mounted segment id, or MC_ERR_SEGMENT_NOT_FOUND. */
+int mc_segmgr_find(struct mc_segmgr *m, struct mc_uuid id, uint32_t *ret_slot);
+
+/* Segment in a slot (lock-free; valid while a replica on it is held under a shard lock). */
+static inline struct mc_segment *mc_segmgr_get(const struct mc_segmgr *m, uint32_t slot)
+{
+	return slot < MC_MAX_SEGMENTS ? __atomic_load_n(&m->slots[slot], __ATOMIC_ACQUIRE) : NULL;
+}
+
+static inline bool mc_segment_is_readable(const struct mc_segment *s)
+{
+	uint8_t st = __atomic_load_n(&s->status, __ATOMIC_ACQUIRE);
+	return st == MC_SEG_OK || st == MC_SEG_DRAINING;
+}
+
+/* Status changes; MC_ERR_SEGMENT_NOT_FOUND if the slot is empty. */
+int mc_segmgr_set_status(struct mc_segmgr *m, uint32_t slot, uint8_t status, uint64_t deadline_ms);
+
+/* Removes the segment from every index and frees it.  The caller must have
+ * removed every replica on it first (meta does).  Deferred releases die with it. */
+void mc_segmgr_remove(struct mc_segmgr *m, uint32_t slot);
+
+/*
+ * Placement: allocates up to nrep blocks of `size` bytes on segments with
+ * distinct names, preferred names first, skipping names in `exclude`.
+ * Each block's owner cookie is `owner`.  Writes (slot, node) pairs into
+ * ret_slots/ret_nodes and returns the number placed (>= 1), or
+ * MC_ERR_NO_AVAILABLE_HANDLE when nothing fits anywhere.
+ * Takes m->lock for reading (the caller must not hold a shard lock).
+ */
+struct mc_placed {
+	uint32_t slot, node;
+	uint64_t offset;
+};
+struct mc_place_req {
+	uint64_t size;
+	uint32_t nrep;
+	const struct mc_bytes_ref *preferred;   /* segment names, may be NULL */
+	uint32_t npreferred;
+	uint8_t strategy;               /* enum mc_place_strategy */
+	void *owner;
+};
+int mc_segmgr_place(struct mc_segmgr *m, const struct mc_place_req *req,
+		    struct mc_placed *ret);
+/* The same, with m->lock already held by the caller (read or write). */
+int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
+			   struct mc_placed *ret);
+
+/* Bytes reserved on all segments (summed: no shared counter on the hot path). */
+uint64_t mc_segmgr_used(struct mc_segmgr *m);
+
+/* Slots of a client's segments / of a host's segments, into ret (at most max);
+ * returns how many there are (may exceed max).  Caller holds m->lock. */
+uint32_t mc_segmgr_client_segments(struct mc_segmgr *m, struct mc_uuid client,
+				   uint32_t *ret, uint32_t max);
+uint32_t mc_segmgr_host_segments(struct mc_segmgr *m, const char *host,
+				 uint32_t *ret, uint32_t max);
+
+/* Frees a block now (segment lock taken here). */
+void mc_segment_release_block(struct mc_segment *s, uint32_t node);
+/* Queues a block to be freed at release_ms (nobody may read it until then). */
+int mc_segment_defer_block(struct mc_segment *s, uint32_t node, uint64_t release_ms);
+/* Frees the deferred blocks whose time has come; returns bytes freed. */
+uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms);
+static inline uint64_t mc_segment_used(const struct mc_segment *s)
+{
+	return __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+}
+
+#endif
