@@ -61,7 +61,7 @@ ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-BASE_CFLAGS := -std=gnu17 $(OPT) $(WARN) -pthread -fPIC -D_GNU_SOURCE \
+BASE_CFLAGS := -std=gnu17 $(OPT) $(WARN) -pthread -fPIC -fvisibility=hidden -D_GNU_SOURCE \
                -DMC_VERSION_STRING='"$(VERSION)"' \
                -Iinclude -Ilib -Idaemon -I$(O)/gen $(SAN_FLAGS)
 ALL_CFLAGS  = $(BASE_CFLAGS) $(CFLAGS)
@@ -76,11 +76,13 @@ LIBS_CORE := -lxxhash -lm
 .SECONDARY:
 .PHONY: all run test test-unit test-integration bench fuzz deps install clean help
 
-# Rebuild everything when the compile flags change.
-$(O)/.flags: FORCE
-	@mkdir -p $(O)
-	@echo '$(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
-FORCE:
+# Rebuild everything when the compile flags change: $(O)/.flags is rewritten
+# (and so becomes newer than every object) only when its content differs.
+FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)
+ifneq ($(FLAGS_NOW),$(file <$(O)/.flags))
+$(shell mkdir -p $(O))
+$(file >$(O)/.flags,$(FLAGS_NOW))
+endif
 
 $(O)/%.o: %.c $(O)/.flags
 	$(call msg,CC,$<)
@@ -108,3 +110,17 @@ clean:
 	$(Q)rm -rf $(O)
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# ---- install (FHS; packages are built from this) ------------------------------------
+INSTALL ?= install
+PUBLIC_HEADERS := $(wildcard include/mooncake/*.h)
+install: all
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/mooncake
+	for b in $(filter $(O)/bin/%,$(BINS)); do $(INSTALL) -m 0755 $$b $(DESTDIR)$(BINDIR)/; done
+	$(INSTALL) -m 0755 $(CLIENT_SO) $(DESTDIR)$(LIBDIR)/libmooncake.so.$(VERSION)
+	ln -sf libmooncake.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libmooncake.so.$(SOVERSION)
+	ln -sf libmooncake.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libmooncake.so
+	$(INSTALL) -m 0644 $(CLIENT_LIB) $(DESTDIR)$(LIBDIR)/
+	$(INSTALL) -m 0644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCDIR)/mooncake/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' lib/mooncake.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mooncake.pc
