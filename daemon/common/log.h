@@ -1,0 +1,31 @@
+/*
+ * log.h - daemon logging (libraries never log; daemons log once, where they act).
+ *
+ * Lines go to stderr as "<N>component: message" where N is the syslog
+ * priority, which journald understands when the daemon runs under
+ * systemd; on a terminal the prefix is a readable level name instead.
+ * The level check happens before any formatting.
+ */
+#ifndef MC_DAEMON_LOG_H
+#define MC_DAEMON_LOG_H
+
+#include "util/macro.h"
+
+enum mc_log_level { MC_LOG_ERR = 3, MC_LOG_WARNING = 4, MC_LOG_NOTICE = 5, MC_LOG_INFO = 6, MC_LOG_DEBUG = 7 };
+
+extern int mc_log_max_level;
+
+/* "error", "warning", "notice", "info", "debug" -> level; -1 if unknown. */
+int mc_log_level_from_name(const char *name);
+void mc_log_set_ident(const char *ident);
+void mc_log_internal(int level, const char *fmt, ...) MC_PRINTF(2, 3);
+
+#define mc_log(level, ...) \
+	do { if ((level) <= mc_log_max_level) mc_log_internal((level), __VA_ARGS__); } while (0)
+#define log_error(...)   mc_log(MC_LOG_ERR, __VA_ARGS__)
+#define log_warning(...) mc_log(MC_LOG_WARNING, __VA_ARGS__)
+#define log_notice(...)  mc_log(MC_LOG_NOTICE, __VA_ARGS__)
+#define log_info(...)    mc_log(MC_LOG_INFO, __VA_ARGS__)
+#define log_debug(...)   mc_log(MC_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,9 @@
+/* notify.h - tell systemd about readiness and state (self-contained, no libsystemd). */
+#ifndef MC_DAEMON_NOTIFY_H
+#define MC_DAEMON_NOTIFY_H
+
+/* Sends a state string ("READY=1", "STOPPING=1", "STATUS=...") to
+ * $NOTIFY_SOCKET.  0 if sent or if not running under systemd; <0 on error. */
+int mc_notify(const char *state);
+
+#endif
