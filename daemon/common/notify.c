@@ -1,5 +1,6 @@
 /* notify.c - see notify.h; the sd_notify(3) protocol: one datagram to $NOTIFY_SOCKET. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
