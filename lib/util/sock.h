@@ -1,0 +1,30 @@
+/*
+ * sock.h - sockets: address parsing, listen, connect, full reads/writes.
+ * Every fd is created CLOEXEC; functions return an fd / 0 or a negative errno.
+ */
+#ifndef MC_UTIL_SOCK_H
+#define MC_UTIL_SOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+/* "host:port", "[v6]:port" or "unix:/path" -> address.  -EINVAL if malformed. */
+int mc_sock_parse(const char *addr, struct sockaddr_storage *ret, socklen_t *ret_len);
+/* host and port -> address (host may be a name; resolved with getaddrinfo). */
+int mc_sock_resolve(const char *host, uint16_t port, struct sockaddr_storage *ret,
+		    socklen_t *ret_len);
+/* A listening socket (SO_REUSEADDR; SO_REUSEPORT when reuseport), non-blocking. */
+int mc_sock_listen(const struct sockaddr_storage *sa, socklen_t len, bool reuseport, int backlog);
+/* Blocking connect with a timeout (ms; 0 = none); TCP_NODELAY on TCP sockets. */
+int mc_sock_connect(const struct sockaddr_storage *sa, socklen_t len, int timeout_ms);
+/* The port a bound socket got (for port 0). */
+int mc_sock_local_port(int fd);
+int mc_sock_set_nonblock(int fd, bool on);
+/* Reads/writes exactly n bytes on a blocking fd (EINTR retried); -EPIPE on EOF. */
+int mc_read_full(int fd, void *buf, size_t n);
+int mc_write_full(int fd, const void *buf, size_t n);
+
+#endif
