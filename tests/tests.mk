@@ -23,9 +23,9 @@ $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
-FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
-              -Iinclude -Ilib -Idaemon -I$(O)/gen
-$(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS)
+FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              -D_GNU_SOURCE -DMC_VERSION_STRING='"$(VERSION)"' -Iinclude -Ilib -Idaemon -I$(O)/gen
+$(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(LIBS_CORE)
@@ -50,9 +50,21 @@ fuzz: $(FUZZ_BINS)
 	$(Q)for f in $(FUZZ_BINS); do echo "  FUZZ $$f"; \
 		mkdir -p $(O)/fuzz/corpus-$$(basename $$f); \
 		$$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 \
-		    $(O)/fuzz/corpus-$$(basename $$f) tests/fuzz/corpus/$$(basename $$f) 2>&1 | tail -n 3 || exit 1; done
+		    $(O)/fuzz/corpus-$$(basename $$f) tests/fuzz/corpus/$$(basename $$f) \
+		    > $(O)/fuzz/$$(basename $$f).log 2>&1 || { tail -n 40 $(O)/fuzz/$$(basename $$f).log; exit 1; }; \
+		tail -n 2 $(O)/fuzz/$$(basename $$f).log; done
 
 run:
 	$(Q)packaging/deps.sh build
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)O=$(O) tests/run-cluster.sh
+
+# tests/tools/*.c -> $(O)/tests/tools/*   small protocol clients used by the integration tests
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+TOOL_BINS := $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/tools/%)
+
+$(O)/tests/tools/%: $(O)/tests/tools/%.o $(PROTO_LIB) $(UTIL_LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+
+TEST_BINS += $(TOOL_BINS)

@@ -1,0 +1,749 @@
+/* test-proto.c - the wire protocol: primitives, arena, every op's messages
+ * (expanded from proto.def), limits, arena bound, frame-level encode/decode.
+ * The frame header and the frame reader are in test-proto-frame.c. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/msg.h"
+#include "util/macro.h"
+
+/* ---- deterministic generator of messages -------------------------------- */
+
+enum gen_mode {
+	GEN_SMALL,	/* short strings, <= 3 elements: cheap to truncate */
+	GEN_BIG,	/* sometimes the limits themselves */
+	GEN_ADV,	/* adversarial for the arena: max counts, empty strings */
+};
+
+struct gen {
+	uint64_t s;
+	enum gen_mode mode;
+	struct mc_arena *a;	/* arrays of the generated messages */
+};
+
+static uint64_t rnd(struct gen *g)
+{
+	uint64_t z = (g->s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rnd_below(struct gen *g, uint64_t n)
+{
+	return n ? rnd(g) % n : 0;
+}
+
+/* Source of string bytes: text has no NUL (STR), bin is anything (BYTES). */
+#define POOL_LEN (64u * 1024u)
+static uint8_t pool_text[POOL_LEN], pool_bin[POOL_LEN];
+
+static void pools_init(void)
+{
+	struct gen g = { .s = 42 };
+	for (size_t i = 0; i < POOL_LEN; i++) {
+		pool_bin[i] = (uint8_t)rnd(&g);
+		pool_text[i] = (uint8_t)(1 + rnd(&g) % 255);
+	}
+}
+
+static uint32_t gen_len(struct gen *g, uint32_t lim)
+{
+	switch (g->mode) {
+	case GEN_SMALL:
+		return (uint32_t)rnd_below(g, MC_MIN(lim, 12u) + 1);
+	case GEN_BIG:
+		if (rnd_below(g, 8) == 0)
+			return lim;
+		return (uint32_t)rnd_below(g, MC_MIN(lim, 64u) + 1);
+	default:
+		return 0;
+	}
+}
+
+static struct mc_bytes gen_bytes(struct gen *g, uint32_t lim, const uint8_t *pool)
+{
+	uint32_t len = gen_len(g, lim);
+	return MC_BYTES(pool + rnd_below(g, POOL_LEN - len + 1), len);
+}
+
+static uint32_t gen_count(struct gen *g, uint32_t max)
+{
+	switch (g->mode) {
+	case GEN_SMALL:
+		return (uint32_t)rnd_below(g, MC_MIN(max, 3u) + 1);
+	case GEN_BIG:
+		if (max <= 16 && rnd_below(g, 4) == 0)
+			return max;
+		return (uint32_t)rnd_below(g, MC_MIN(max, 24u) + 1);
+	default:
+		return max;
+	}
+}
+
+/* Fillers, expanded from proto.def like the codecs. */
+#define FILLV_U8(lv, ...)     lv = (uint8_t)rnd(g);
+#define FILLV_U16(lv, ...)    lv = (uint16_t)rnd(g);
+#define FILLV_U32(lv, ...)    lv = (uint32_t)rnd(g);
+#define FILLV_U64(lv, ...)    lv = rnd(g);
+#define FILLV_I16(lv, ...)    lv = (int16_t)rnd(g);
+#define FILLV_I32(lv, ...)    lv = (int32_t)rnd(g);
+#define FILLV_BOOL(lv, ...)   lv = rnd(g) & 1;
+#define FILLV_UUID(lv, ...)   (lv).hi = rnd(g); (lv).lo = rnd(g);
+#define FILLV_BYTES(lv, lim)  lv = gen_bytes(g, lim, pool_bin);
+#define FILLV_STR(lv, lim)    lv = gen_bytes(g, lim, pool_text);
+#define FILLV_STRUCT(lv, T)   fill_##T(g, &(lv));
+#define FILLV_CUSTOM(lv, T)   fill_##T(g, &(lv));
+#define FILLF(KIND, name, ...) FILLF_##KIND(name, __VA_ARGS__)
+#define FILLF_U8(n, ...)      FILLV_U8(m->n, __VA_ARGS__)
+#define FILLF_U16(n, ...)     FILLV_U16(m->n, __VA_ARGS__)
+#define FILLF_U32(n, ...)     FILLV_U32(m->n, __VA_ARGS__)
+#define FILLF_U64(n, ...)     FILLV_U64(m->n, __VA_ARGS__)
+#define FILLF_I16(n, ...)     FILLV_I16(m->n, __VA_ARGS__)
+#define FILLF_I32(n, ...)     FILLV_I32(m->n, __VA_ARGS__)
+#define FILLF_BOOL(n, ...)    FILLV_BOOL(m->n, __VA_ARGS__)
+#define FILLF_UUID(n, ...)    FILLV_UUID(m->n, __VA_ARGS__)
+#define FILLF_BYTES(n, ...)   FILLV_BYTES(m->n, __VA_ARGS__)
+#define FILLF_STR(n, ...)     FILLV_STR(m->n, __VA_ARGS__)
+#define FILLF_STRUCT(n, ...)  FILLV_STRUCT(m->n, __VA_ARGS__)
+#define FILLF_CUSTOM(n, ...)  FILLV_CUSTOM(m->n, __VA_ARGS__)
+#define FILLF_ARRAY(n, max, EK, ...) { \
+		uint32_t c_ = gen_count(g, max); \
+		MC__CTYPE_##EK(__VA_ARGS__) *v_ = \
+			mc_arena_calloc(g->a, c_ ? c_ : 1, sizeof(*v_)); \
+		assert_non_null(v_); \
+		for (uint32_t i_ = 0; i_ < c_; i_++) { \
+			FILLV_##EK(v_[i_], __VA_ARGS__) \
+		} \
+		m->n_##n = c_; \
+		m->n = c_ ? v_ : NULL; \
+	}
+
+#define GEN_FILL_PROTO(T) \
+	static void fill_##T(struct gen *g, struct mc_msg_##T *m);
+#define GEN_FILL(T) \
+	static void fill_##T(struct gen *g, struct mc_msg_##T *m) \
+	{ \
+		(void)g; \
+		memset(m, 0, sizeof(*m)); \
+		MC_MSG_##T(FILLF) \
+	}
+#define GEN_FILL_ANY(T) \
+	static void fill_any_##T(struct gen *g, void *m) \
+	{ \
+		fill_##T(g, m); \
+	}
+
+static void fill_replica_desc(struct gen *g, struct mc_replica_desc *d);
+
+MC_MSG_REPLICA_VARIANTS(GEN_FILL_PROTO)
+MC_MSG_NESTED(GEN_FILL_PROTO)
+MC_MSG_REPLICA_VARIANTS(GEN_FILL)
+MC_MSG_NESTED(GEN_FILL)
+#define MC_OP(NAME, code, rq, rs, fl) GEN_FILL(rq) GEN_FILL(rs) GEN_FILL_ANY(rq) GEN_FILL_ANY(rs)
+#include "proto/proto.def"
+
+static void fill_replica_desc(struct gen *g, struct mc_replica_desc *d)
+{
+	static const uint8_t types[] = {
+		MC_REPLICA_MEMORY, MC_REPLICA_DISK, MC_REPLICA_LOCAL_DISK,
+		MC_REPLICA_NOF_SSD, MC_REPLICA_DFS,
+	};
+	memset(d, 0, sizeof(*d));
+	d->type = g->mode == GEN_ADV ? MC_REPLICA_DISK : types[rnd_below(g, 5)];
+	d->status = (uint8_t)rnd_below(g, MC_REPLICA_FAILED + 1);
+	switch (d->type) {
+	case MC_REPLICA_MEMORY:
+	case MC_REPLICA_NOF_SSD:
+		fill_replica_mem(g, &d->mem);
+		break;
+	case MC_REPLICA_DISK:
+		fill_replica_disk(g, &d->disk);
+		break;
+	case MC_REPLICA_LOCAL_DISK:
+		fill_replica_local_disk(g, &d->local_disk);
+		break;
+	default:
+		fill_replica_dfs(g, &d->dfs);
+	}
+}
+
+/* The test's own view of the op table, checked against mc_op_info_at(). */
+struct op_fill {
+	uint16_t op;
+	void (*fill[2])(struct gen *g, void *m);	/* request, response */
+};
+
+static const struct op_fill op_fills[] = {
+#define MC_OP(NAME, code, rq, rs, fl) { code, { fill_any_##rq, fill_any_##rs } },
+#include "proto/proto.def"
+};
+
+static const struct mc_msg_type *op_type(unsigned i, int resp)
+{
+	const struct mc_op_info *oi = mc_op_info_at(i);
+	return resp ? oi->resp : oi->req;
+}
+
+/* Encode a generated message of op i into w (reset first). */
+static void gen_encode(struct gen *g, unsigned i, int resp, union mc_msg_any *m,
+		       struct mc_wbuf *w)
+{
+	op_fills[i].fill[resp](g, m);
+	mc_wbuf_reset(w);
+	assert_int_equal(op_type(i, resp)->encode(w, m), 0);
+}
+
+/* ---- primitives ---------------------------------------------------------- */
+
+static void test_wire_primitives(void **state)
+{
+	struct mc_wbuf w;
+	mc_wbuf_init(&w, 64);
+	mc_wbuf_put_u8(&w, 0xab);
+	mc_wbuf_put_u16(&w, 0x0102);
+	mc_wbuf_put_u32(&w, 0x01020304);
+	mc_wbuf_put_u64(&w, 0x0102030405060708ull);
+	mc_wbuf_put_i16(&w, -2);
+	mc_wbuf_put_i32(&w, -3);
+	mc_wbuf_put_bool(&w, true);
+	mc_wbuf_put_bytes(&w, MC_BYTES("ab", 2), 2);
+	assert_int_equal(mc_wbuf_error(&w), 0);
+	static const uint8_t want[] = {
+		0xab, 0x02, 0x01, 0x04, 0x03, 0x02, 0x01,
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		0xfe, 0xff, 0xfd, 0xff, 0xff, 0xff, 0x01,
+		0x02, 0x00, 0x00, 0x00, 'a', 'b',
+	};
+	assert_int_equal(w.len, sizeof(want));
+	assert_memory_equal(w.p, want, sizeof(want));
+
+	struct mc_rbuf r;
+	struct mc_bytes b;
+	mc_rbuf_init(&r, w.p, w.len);
+	assert_int_equal(mc_rbuf_get_u8(&r), 0xab);
+	assert_int_equal(mc_rbuf_get_u16(&r), 0x0102);
+	assert_int_equal(mc_rbuf_get_u32(&r), 0x01020304);
+	assert_true(mc_rbuf_get_u64(&r) == 0x0102030405060708ull);
+	assert_int_equal(mc_rbuf_get_i16(&r), -2);
+	assert_int_equal(mc_rbuf_get_i32(&r), -3);
+	assert_true(mc_rbuf_get_bool(&r));
+	assert_int_equal(mc_rbuf_get_bytes(&r, 2, &b), 0);
+	assert_true(b.p == w.p + 26 && b.len == 2);	/* zero copy */
+	assert_int_equal(mc_rbuf_finish(&r), 0);
+	/* sticky: reading past the end fails and keeps failing */
+	assert_int_equal(mc_rbuf_get_u8(&r), 0);
+	assert_int_equal(mc_rbuf_error(&r), MC_ERR_DESERIALIZE_FAIL);
+	assert_int_equal(mc_rbuf_get_bytes(&r, 9, &b), MC_ERR_DESERIALIZE_FAIL);
+
+	/* bytes limit, bool range, NUL in str */
+	mc_rbuf_init(&r, w.p + 22, 6);
+	assert_int_equal(mc_rbuf_get_bytes(&r, 1, &b), MC_ERR_TOO_LARGE);
+	static const uint8_t two = 2, nul[] = { 1, 0, 0, 0, 0 };
+	mc_rbuf_init(&r, &two, 1);
+	assert_false(mc_rbuf_get_bool(&r));
+	assert_int_equal(mc_rbuf_error(&r), MC_ERR_DESERIALIZE_FAIL);
+	mc_rbuf_init(&r, nul, sizeof(nul));
+	assert_int_equal(mc_rbuf_get_str(&r, 8, &b), MC_ERR_DESERIALIZE_FAIL);
+	mc_rbuf_init(&r, NULL, 0);
+	assert_int_equal(mc_rbuf_finish(&r), 0);
+
+	/* wbuf max, sticky, truncate clears */
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_wbuf_put_raw(&w, pool_bin, 64), 0);
+	assert_int_equal(mc_wbuf_put_u8(&w, 1), MC_ERR_TOO_LARGE);
+	assert_int_equal(w.len, 64);
+	mc_wbuf_truncate(&w, 10);
+	assert_int_equal(mc_wbuf_error(&w), 0);
+	assert_int_equal(mc_wbuf_put_str(&w, MC_BYTES("a\0b", 3), 8), MC_ERR_INVALID_PARAMS);
+	mc_wbuf_truncate(&w, 10);
+	assert_int_equal(mc_wbuf_put_bytes(&w, MC_BYTES(NULL, 1), 8), MC_ERR_INVALID_PARAMS);
+	mc_wbuf_truncate(&w, 10);
+	mc_wbuf_consume(&w, 4);
+	assert_int_equal(w.len, 6);
+	assert_memory_equal(w.p, pool_bin + 4, 6);
+	mc_wbuf_free(&w);
+}
+
+static void test_arena(void **state)
+{
+	struct mc_arena a;
+	mc_arena_init(&a);
+	for (size_t i = 1; i < 2000; i++) {
+		uint8_t *p = mc_arena_alloc(&a, i % 61, (size_t)1 << (i % 5));
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % ((size_t)1 << (i % 5)), 0);
+		memset(p, 0xa5, i % 61);
+	}
+	assert_true(mc_arena_allocated(&a) <= 4 * mc_arena_used(&a) + 2 * MC_ARENA_MIN_CHUNK);
+	assert_non_null(mc_arena_alloc(&a, 3u << 20, 8));	/* own chunk */
+	assert_null(mc_arena_calloc(&a, SIZE_MAX / 2, 4));
+	assert_null(mc_arena_alloc(&a, 1, 3));
+	mc_arena_reset(&a);
+	assert_int_equal(mc_arena_used(&a), 0);
+	assert_true(mc_arena_allocated(&a) <= MC_ARENA_KEEP_CHUNK + 64);
+	assert_non_null(mc_arena_calloc(&a, 10, 10));
+	mc_arena_free(&a);
+	assert_int_equal(mc_arena_allocated(&a), 0);
+}
+
+/* ---- messages of every op ------------------------------------------------ */
+
+static void test_op_table(void **state)
+{
+	char want[64];
+
+	assert_int_equal(ARRAY_SIZE(op_fills), MC_OP_COUNT);
+	for (unsigned i = 0; i < MC_OP_COUNT; i++) {
+		const struct mc_op_info *oi = mc_op_info_at(i);
+		assert_int_equal(oi->index, i);
+		assert_int_equal(oi->op, op_fills[i].op);
+		assert_ptr_equal(mc_op_info(oi->op), oi);
+		assert_string_equal(mc_op_name(oi->op), oi->name);
+		snprintf(want, sizeof(want), "%s_req", oi->name);
+		assert_string_equal(oi->req->name, want);
+		snprintf(want, sizeof(want), "%s_resp", oi->name);
+		assert_string_equal(oi->resp->name, want);
+		assert_true(oi->req->size <= sizeof(union mc_msg_any));
+		assert_true(oi->resp->size <= sizeof(union mc_msg_any));
+		assert_int_equal(!!(oi->flags & MC_OPF_BATCH), (oi->op >> 8) == 0x02);
+		assert_int_equal(!!(oi->flags & MC_OPF_DATA), (oi->op >> 8) == 0x10);
+		if (oi->flags & (MC_OPF_ATTACH_REQ | MC_OPF_ATTACH_RESP))
+			assert_true(oi->flags & MC_OPF_DATA);
+	}
+	assert_string_equal(mc_op_name(MC_OP_PING), "ping");
+	assert_string_equal(mc_op_name(MC_OP_GET_REPLICA_LIST_BY_REGEX),
+			    "get_replica_list_by_regex");
+	assert_string_equal(mc_op_name(0), "unknown");
+	assert_null(mc_op_info(0));
+	assert_null(mc_op_info(0xffff));
+	assert_null(mc_op_info_at(MC_OP_COUNT));
+}
+
+/* Known bytes, and decoded fields landing where they belong. */
+static void test_msg_layout(void **state)
+{
+	struct mc_wbuf w;
+	struct mc_arena a;
+	struct mc_rbuf r;
+	mc_wbuf_init(&w, 1 << 20);
+	mc_arena_init(&a);
+
+	struct mc_msg_exist_key_req ek = { mc_bytes_str("t"), MC_BYTES("k\0", 2) };
+	assert_int_equal(mc_msg_exist_key_req_encode(&w, &ek), 0);
+	static const uint8_t ek_want[] = { 1, 0, 0, 0, 't', 2, 0, 0, 0, 'k', 0 };
+	assert_int_equal(w.len, sizeof(ek_want));
+	assert_memory_equal(w.p, ek_want, sizeof(ek_want));
+
+	struct mc_replica_desc reps[2] = {
+		{ .type = MC_REPLICA_MEMORY, .status = MC_REPLICA_COMPLETE,
+		  .mem = { { 1, 2 }, 64, 4096, 0x10040, mc_bytes_str("node:7000"),
+			   MC_TRANSPORT_TCP } },
+		{ .type = MC_REPLICA_DFS, .status = MC_REPLICA_PROCESSING,
+		  .dfs = { mc_bytes_str("/dfs/x"), 8, 4096, 8192, 3 } },
+	};
+	struct mc_msg_get_replica_list_resp gr = {
+		.n_replicas = 2, .replicas = reps, .lease_ttl_ms = 5000, .size = 4096,
+		.has_checksum = true, .checksum = 0xdeadbeef,
+	}, gd;
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_msg_get_replica_list_resp_encode(&w, &gr), 0);
+	assert_int_equal(w.len, 4 + (2 + 16 + 24 + 13 + 1) + (2 + 10 + 24 + 4) + 8 + 8 + 1 + 8);
+	mc_rbuf_init(&r, w.p, w.len);
+	assert_int_equal(mc_msg_get_replica_list_resp_decode(&r, &a, &gd), 0);
+	assert_int_equal(gd.n_replicas, 2);
+	assert_int_equal(gd.replicas[0].type, MC_REPLICA_MEMORY);
+	assert_int_equal(gd.replicas[0].status, MC_REPLICA_COMPLETE);
+	assert_true(mc_uuid_eq(gd.replicas[0].mem.segment_id, (struct mc_uuid){ 1, 2 }));
+	assert_int_equal(gd.replicas[0].mem.address, 0x10040);
+	assert_true(mc_bytes_eq(gd.replicas[0].mem.endpoint, mc_bytes_str("node:7000")));
+	assert_int_equal(gd.replicas[1].dfs.shard_idx, 3);
+	assert_int_equal(gd.replicas[1].dfs.aligned_size, 8192);
+	assert_true(mc_bytes_eq(gd.replicas[1].dfs.file_path, mc_bytes_str("/dfs/x")));
+	assert_true(gd.has_checksum);
+	assert_int_equal(gd.checksum, 0xdeadbeef);
+	/* zero copy: the strings point into the input */
+	assert_true(gd.replicas[1].dfs.file_path.p > w.p &&
+		    gd.replicas[1].dfs.file_path.p < w.p + w.len);
+	mc_arena_free(&a);
+	mc_wbuf_free(&w);
+}
+
+static void test_roundtrip_all_ops(void **state)
+{
+	struct mc_arena fa, da;
+	struct mc_wbuf w1, w2;
+	union mc_msg_any m, d;
+	unsigned n = 0;
+
+	mc_arena_init(&fa);
+	mc_arena_init(&da);
+	mc_wbuf_init(&w1, 64u << 20);
+	mc_wbuf_init(&w2, 64u << 20);
+	for (int mode = GEN_SMALL; mode <= GEN_BIG; mode++)
+		for (unsigned i = 0; i < MC_OP_COUNT; i++)
+			for (int resp = 0; resp < 2; resp++)
+				for (uint64_t seed = 0; seed < 25; seed++) {
+		struct gen g = { .s = seed * 1000 + i * 2 + resp, .mode = mode, .a = &fa };
+		const struct mc_msg_type *t = op_type(i, resp);
+		struct mc_rbuf r;
+		gen_encode(&g, i, resp, &m, &w1);
+		mc_rbuf_init(&r, w1.p, w1.len);
+		assert_int_equal(t->decode(&r, &da, &d), 0);
+		mc_wbuf_reset(&w2);
+		assert_int_equal(t->encode(&w2, &d), 0);
+		assert_int_equal(w2.len, w1.len);
+		assert_memory_equal(w2.p, w1.p, w1.len);
+		mc_arena_reset(&fa);
+		mc_arena_reset(&da);
+		n++;
+	}
+	print_message("# %u messages round-tripped\n", n);
+	mc_arena_free(&fa);
+	mc_arena_free(&da);
+	mc_wbuf_free(&w1);
+	mc_wbuf_free(&w2);
+}
+
+/* Every strict prefix fails cleanly, trailing bytes fail, *ret untouched. */
+static void test_truncation(void **state)
+{
+	struct mc_arena fa, da;
+	struct mc_wbuf w;
+	union mc_msg_any m, d, untouched;
+
+	mc_arena_init(&fa);
+	mc_arena_init(&da);
+	mc_wbuf_init(&w, 64u << 20);
+	memset(&untouched, 0x5a, sizeof(untouched));
+	for (unsigned i = 0; i < MC_OP_COUNT; i++)
+		for (int resp = 0; resp < 2; resp++)
+			for (uint64_t seed = 0; seed < 6; seed++) {
+		struct gen g = { .s = 77 + seed * 100 + i * 2 + resp, .mode = GEN_SMALL, .a = &fa };
+		const struct mc_msg_type *t = op_type(i, resp);
+		gen_encode(&g, i, resp, &m, &w);
+		for (size_t len = 0; len <= w.len; len++) {
+			/* an exact-size copy, so that ASan sees any over-read */
+			uint8_t *buf = malloc(len + 1);
+			struct mc_rbuf r;
+			memcpy(buf, w.p, len);
+			buf[len] = 0;	/* the trailing byte of the last round */
+			size_t in = len < w.len ? len : len + 1;
+			mc_rbuf_init(&r, buf, in);
+			memcpy(&d, &untouched, sizeof(d));
+			assert_int_equal(t->decode(&r, &da, &d), MC_ERR_DESERIALIZE_FAIL);
+			assert_memory_equal(&d, &untouched, sizeof(d));
+			free(buf);
+			mc_arena_reset(&da);
+		}
+		mc_arena_reset(&fa);
+	}
+	mc_arena_free(&fa);
+	mc_arena_free(&da);
+	mc_wbuf_free(&w);
+}
+
+static int decode_bytes(const struct mc_msg_type *t, const void *p, size_t n,
+			struct mc_arena *a)
+{
+	union mc_msg_any d;
+	struct mc_rbuf r;
+	mc_rbuf_init(&r, p, n);
+	int rc = t->decode(&r, a, &d);
+	mc_arena_reset(a);
+	return rc;
+}
+
+static void test_limits(void **state)
+{
+	const struct mc_msg_type *ps = mc_op_info(MC_OP_PUT_START)->req;
+	const struct mc_msg_type *psr = mc_op_info(MC_OP_PUT_START)->resp;
+	static uint8_t key[MC_MAX_KEY_LEN + 1];
+	struct mc_wbuf w;
+	struct mc_arena a;
+	mc_wbuf_init(&w, 1 << 20);
+	mc_arena_init(&a);
+
+	/* key at / over MC_MAX_KEY_LEN; tenant over its limit */
+	struct mc_msg_put_start_req m = { .tenant = mc_bytes_str("t"),
+					  .key = MC_BYTES(key, MC_MAX_KEY_LEN) };
+	assert_int_equal(ps->encode(&w, &m), 0);
+	assert_int_equal(decode_bytes(ps, w.p, w.len, &a), 0);
+	mc_store_le32(w.p + 21, MC_MAX_KEY_LEN + 1);	/* after client_id, "t" */
+	mc_wbuf_put_u8(&w, 0);
+	assert_int_equal(decode_bytes(ps, w.p, w.len, &a), MC_ERR_TOO_LARGE);
+	mc_store_le32(w.p + 21, UINT32_MAX);
+	assert_int_equal(decode_bytes(ps, w.p, w.len, &a), MC_ERR_TOO_LARGE);
+	m.key.len++;
+	mc_wbuf_reset(&w);
+	assert_int_equal(ps->encode(&w, &m), MC_ERR_TOO_LARGE);
+	m.key.len = 1;
+	m.tenant = MC_BYTES(pool_text, MC_MAX_TENANT_LEN + 1);
+	mc_wbuf_reset(&w);
+	assert_int_equal(ps->encode(&w, &m), MC_ERR_TOO_LARGE);
+	m.tenant = MC_BYTES("a\0", 2);
+	mc_wbuf_reset(&w);
+	assert_int_equal(ps->encode(&w, &m), MC_ERR_INVALID_PARAMS);
+	m.tenant = MC_BYTES("a", 1);
+	m.config.n_preferred_segments = 1;	/* with a NULL array */
+	mc_wbuf_reset(&w);
+	assert_int_equal(ps->encode(&w, &m), MC_ERR_INVALID_PARAMS);
+
+	/* replica count over MC_MAX_REPLICAS, and over the remaining input */
+	struct mc_replica_desc reps[MC_MAX_REPLICAS + 1];
+	memset(reps, 0, sizeof(reps));
+	for (unsigned i = 0; i <= MC_MAX_REPLICAS; i++)
+		reps[i].type = MC_REPLICA_DISK;
+	struct mc_msg_put_start_resp pr = { MC_MAX_REPLICAS + 1, reps };
+	mc_wbuf_reset(&w);
+	assert_int_equal(psr->encode(&w, &pr), MC_ERR_TOO_LARGE);
+	mc_wbuf_reset(&w);
+	mc_wbuf_put_u32(&w, MC_MAX_REPLICAS + 1);
+	for (unsigned i = 0; i <= MC_MAX_REPLICAS; i++)
+		mc_replica_desc_put(&w, &reps[i]);
+	assert_int_equal(decode_bytes(psr, w.p, w.len, &a), MC_ERR_TOO_LARGE);
+	mc_store_le32(w.p, MC_MAX_REPLICAS);
+	assert_int_equal(decode_bytes(psr, w.p, w.len, &a), MC_ERR_DESERIALIZE_FAIL); /* trailing */
+	assert_int_equal(decode_bytes(psr, w.p, w.len - 14, &a), 0);
+	/* 8 claimed, 1 present: refused before allocating anything */
+	struct mc_rbuf r;
+	union mc_msg_any d;
+	mc_rbuf_init(&r, w.p, 4 + 14);
+	assert_int_equal(psr->decode(&r, &a, &d), MC_ERR_DESERIALIZE_FAIL);
+	assert_int_equal(mc_arena_used(&a), 0);
+	/* an unknown replica type */
+	reps[0].type = 4;
+	pr.n_replicas = 1;
+	mc_wbuf_reset(&w);
+	assert_int_equal(psr->encode(&w, &pr), MC_ERR_INVALID_PARAMS);
+	static const uint8_t bad_type[] = { 1, 0, 0, 0, 4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+	assert_int_equal(decode_bytes(psr, bad_type, sizeof(bad_type), &a), MC_ERR_DESERIALIZE_FAIL);
+
+	/* batch over MC_MAX_BATCH */
+	const struct mc_msg_type *be = mc_op_info(MC_OP_BATCH_EXIST)->req;
+	mc_wbuf_reset(&w);
+	mc_wbuf_put_u32(&w, 0);
+	mc_wbuf_put_u32(&w, MC_MAX_BATCH + 1);
+	for (unsigned i = 0; i <= MC_MAX_BATCH; i++)
+		mc_wbuf_put_u32(&w, 0);
+	assert_int_equal(decode_bytes(be, w.p, w.len, &a), MC_ERR_TOO_LARGE);
+	mc_store_le32(w.p + 4, MC_MAX_BATCH);
+	assert_int_equal(decode_bytes(be, w.p, w.len - 4, &a), 0);
+
+	/* BOOL must be 0 or 1 */
+	const struct mc_msg_type *ekr = mc_op_info(MC_OP_EXIST_KEY)->resp;
+	static const uint8_t b1 = 1, b2 = 2;
+	assert_int_equal(decode_bytes(ekr, &b1, 1, &a), 0);
+	assert_int_equal(decode_bytes(ekr, &b2, 1, &a), MC_ERR_DESERIALIZE_FAIL);
+	mc_arena_free(&a);
+	mc_wbuf_free(&w);
+}
+
+/* Decoding 1 MiB never takes more than ARENA_FACTOR times that from the arena. */
+#define ARENA_FACTOR 8u
+
+static void test_arena_bound(void **state)
+{
+	const size_t mib = 1u << 20;
+	struct mc_arena fa, da;
+	struct mc_wbuf w;
+	union mc_msg_any m;
+	double worst = 0;
+
+	mc_arena_init(&fa);
+	mc_arena_init(&da);
+	mc_wbuf_init(&w, 256u << 20);
+	uint8_t *buf = malloc(mib);
+	assert_non_null(buf);
+	for (unsigned i = 0; i < MC_OP_COUNT; i++)
+		for (int resp = 0; resp < 2; resp++) {
+		struct gen g = { .s = 5 + i, .mode = GEN_ADV, .a = &fa };
+		const struct mc_msg_type *t = op_type(i, resp);
+		gen_encode(&g, i, resp, &m, &w);
+		size_t len = MC_MIN(w.len, mib);
+		for (int round = 0; round < 40; round++) {
+			memcpy(buf, w.p, len);
+			/* round 0 as is; then a few random bytes changed */
+			for (int k = 0; round && k < 4; k++)
+				buf[rnd_below(&g, len ? len : 1) % (len ? len : 1)] = (uint8_t)rnd(&g);
+			if (round >= 30)	/* pure noise */
+				for (size_t k = 0; k < len; k++)
+					buf[k] = (uint8_t)rnd(&g);
+			struct mc_rbuf r;
+			union mc_msg_any d;
+			mc_rbuf_init(&r, buf, len);
+			t->decode(&r, &da, &d);
+			size_t used = mc_arena_used(&da);
+			assert_true(used <= ARENA_FACTOR * len + 64);
+			assert_true(mc_arena_allocated(&da) <= 4 * used + MC_ARENA_KEEP_CHUNK + 2 * MC_ARENA_MIN_CHUNK);
+			if (len && (double)used / (double)len > worst)
+				worst = (double)used / (double)len;
+			mc_arena_reset(&da);
+		}
+		mc_arena_reset(&fa);
+	}
+	print_message("# worst arena use: %.2f x the input\n", worst);
+	free(buf);
+	mc_arena_free(&fa);
+	mc_arena_free(&da);
+	mc_wbuf_free(&w);
+}
+
+/* ---- frames of messages: mc_proto_encode / mc_proto_decode ---------------- */
+
+/* The frame at offset off of w, as the reader would hand it out. */
+static struct mc_frame frame_at(const struct mc_wbuf *w, size_t off)
+{
+	struct mc_frame f;
+	assert_int_equal(mc_frame_hdr_decode(w->p + off, &f.hdr), 0);
+	f.body = w->p + off + MC_FRAME_HDR_LEN;
+	return f;
+}
+
+static void test_dispatch(void **state)
+{
+	struct mc_wbuf w;
+	struct mc_arena a;
+	union mc_msg_any d, untouched;
+	const struct mc_op_info *oi = NULL;
+	struct mc_frame f;
+
+	mc_wbuf_init(&w, 64u << 20);
+	mc_arena_init(&a);
+	memset(&untouched, 0x5a, sizeof(untouched));
+
+	/* a request through the table, back through the table */
+	struct mc_msg_ping_req ping = { { 0x1111, 0x2222 } };
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_PING, 41, &ping, 0), 0);
+	assert_int_equal(w.len, MC_FRAME_HDR_LEN + 16);
+	f = frame_at(&w, 0);
+	assert_int_equal(f.hdr.req_id, 41);
+	assert_int_equal(f.hdr.body_len, 16);
+	assert_int_equal(mc_proto_decode(&f, &a, &oi, &d), 0);
+	assert_int_equal(oi->op, MC_OP_PING);
+	assert_true(mc_uuid_eq(d.ping_req.client_id, ping.client_id));
+
+	/* a response appended after it (frames accumulate in one buffer) */
+	struct mc_msg_ping_resp pr = { MC_CLIENT_NEED_REMOUNT, 9 };
+	assert_int_equal(mc_proto_encode_response(&w, MC_OP_PING, 41, 0, &pr, 0), 0);
+	f = frame_at(&w, MC_FRAME_HDR_LEN + 16);
+	assert_true(mc_frame_is_response(&f.hdr));
+	assert_int_equal(mc_proto_decode(&f, &a, &oi, &d), 0);
+	assert_int_equal(d.ping_resp.client_status, MC_CLIENT_NEED_REMOUNT);
+	assert_int_equal(d.ping_resp.view_version, 9);
+
+	/* an error response: header only, any opcode, nothing decoded */
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_proto_encode_response(&w, MC_OP_GET_REPLICA_LIST, 5,
+						  MC_ERR_OBJECT_NOT_FOUND, NULL, 0), 0);
+	assert_int_equal(w.len, MC_FRAME_HDR_LEN);
+	f = frame_at(&w, 0);
+	assert_int_equal(f.hdr.status, MC_ERR_OBJECT_NOT_FOUND);
+	memcpy(&d, &untouched, sizeof(d));
+	assert_int_equal(mc_proto_decode(&f, &a, &oi, &d), 0);
+	assert_memory_equal(&d, &untouched, sizeof(d));
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_proto_encode_response(&w, 0x7777, 5, MC_ERR_NOT_SUPPORTED, NULL, 0), 0);
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_proto_encode_response(&w, MC_OP_PING, 5, 3, NULL, 0), 0);
+	assert_int_equal(frame_at(&w, 0).hdr.status, MC_ERR_INTERNAL_ERROR);
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_proto_encode_response(&w, MC_OP_PING, 5, -40000, NULL, 0), 0);
+	assert_int_equal(frame_at(&w, 0).hdr.status, MC_ERR_INTERNAL_ERROR);
+
+	/* unknown opcode */
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_proto_encode_request(&w, 0x7777, 1, &ping, 0), MC_ERR_NOT_SUPPORTED);
+	assert_int_equal(w.len, 0);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_PING, 1, &ping, 0), 0);
+	w.p[4] = 0x77;	/* opcode */
+	f = frame_at(&w, 0);
+	assert_int_equal(mc_proto_decode(&f, &a, &oi, &d), MC_ERR_NOT_SUPPORTED);
+
+	/* attachments only where the op carries one */
+	struct mc_msg_data_write_req dw = { { 1, 2 }, 4096, 100 };
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_WRITE, 2, &dw, 100), 0);
+	f = frame_at(&w, 0);
+	assert_int_equal(f.hdr.attach_len, 100);
+	assert_int_equal(mc_proto_decode(&f, &a, &oi, &d), 0);
+	assert_int_equal(d.data_write_req.length, 100);
+	assert_int_equal(mc_proto_encode_response(&w, MC_OP_DATA_WRITE, 2, 0, NULL, 1),
+			 MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_READ, 3, &dw, 1),
+			 MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_proto_encode_response(&w, MC_OP_DATA_READ, 3, 0, NULL, 100), 0);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_PING, 4, &ping, 1), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_proto_encode_response(&w, MC_OP_DATA_READ, 3, -1, NULL, 100),
+			 MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_WRITE, 2, &dw,
+						 MC_PROTO_MAX_ATTACH + 1), MC_ERR_TOO_LARGE);
+	f.hdr = (struct mc_frame_hdr){ .opcode = MC_OP_PING, .body_len = 16, .attach_len = 1 };
+	f.body = (const uint8_t *)&ping;
+	assert_int_equal(mc_proto_decode(&f, &a, &oi, &d), MC_ERR_DESERIALIZE_FAIL);
+
+	/* bad header fields and NULL messages */
+	struct mc_frame_hdr h = { .flags = 2, .opcode = MC_OP_PING };
+	assert_int_equal(mc_proto_encode(&w, &h, &ping), MC_ERR_INVALID_PARAMS);
+	h = (struct mc_frame_hdr){ .opcode = MC_OP_PING, .status = -1 };
+	assert_int_equal(mc_proto_encode(&w, &h, &ping), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_PING, 1, NULL, 0), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_STAT, 1, NULL, 0), 0);
+
+	/* a failed encode leaves the buffer as it was, and usable */
+	size_t before = w.len;
+	static uint8_t key[MC_MAX_KEY_LEN];
+	struct mc_bytes *keys = calloc(MC_MAX_BATCH, sizeof(*keys));
+	for (unsigned i = 0; i < MC_MAX_BATCH; i++)
+		keys[i] = MC_BYTES(key, sizeof(key));
+	struct mc_msg_batch_exist_req big = { .n_keys = MC_MAX_BATCH, .keys = keys };
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_BATCH_EXIST, 9, &big, 0),
+			 MC_ERR_TOO_LARGE);	/* 4096 keys of 4096 bytes > 16 MiB */
+	assert_int_equal(w.len, before);
+	assert_int_equal(mc_wbuf_error(&w), 0);
+	struct mc_wbuf small;
+	mc_wbuf_init(&small, 100);
+	assert_int_equal(mc_proto_encode_request(&small, MC_OP_PING, 1, &ping, 0), 0);
+	big.n_keys = 1;
+	assert_int_equal(mc_proto_encode_request(&small, MC_OP_BATCH_EXIST, 9, &big, 0),
+			 MC_ERR_TOO_LARGE);
+	assert_int_equal(small.len, MC_FRAME_HDR_LEN + 16);
+	assert_int_equal(mc_proto_encode_request(&small, MC_OP_PING, 2, &ping, 0), 0);
+	mc_wbuf_free(&small);
+	free(keys);
+
+	/* a body that does not decode: the decoder's code */
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_PING, 1, &ping, 0), 0);
+	f = frame_at(&w, 0);
+	f.hdr.body_len--;
+	memcpy(&d, &untouched, sizeof(d));
+	assert_int_equal(mc_proto_decode(&f, &a, &oi, &d), MC_ERR_DESERIALIZE_FAIL);
+	assert_memory_equal(&d, &untouched, sizeof(d));
+	mc_arena_free(&a);
+	mc_wbuf_free(&w);
+}
+
+int main(void)
+{
+	pools_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wire_primitives),
+		cmocka_unit_test(test_arena),
+		cmocka_unit_test(test_op_table),
+		cmocka_unit_test(test_msg_layout),
+		cmocka_unit_test(test_roundtrip_all_ops),
+		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_arena_bound),
+		cmocka_unit_test(test_dispatch),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
