@@ -2,11 +2,13 @@
  * meta-batch.c - batch operations, grouped by shard.
  *
  * A batch hashes every key once, sorts the positions by shard, and visits
- * each touched shard once under a single lock acquisition (the original
- * loops over single-key calls for BatchPutStart).  Results stay in the
- * caller's order.  Writes that need the per-key stripe (PutStart) take the
- * stripes of all keys first, in ascending stripe order, so two batches can
- * never deadlock.
+ * each touched shard once under a single lock acquisition.  Results stay in
+ * the caller's order.  BatchPutStart is the exception: its keys compete for
+ * quota and space, so it admits them in the caller's order, as the
+ * original's loop over single PutStarts does (a run of consecutive keys in
+ * one shard shares a lock acquisition).  Writes that need the per-key
+ * stripe (PutStart) take the stripes of all keys first, in ascending stripe
+ * order, so two batches can never deadlock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,12 @@ static int item_cmp(const void *a, const void *b)
 	const struct batch_item *x = a, *y = b;
 	if (x->shard != y->shard)
 		return x->shard < y->shard ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int item_idx_cmp(const void *a, const void *b)
+{
+	const struct batch_item *x = a, *y = b;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
@@ -92,8 +100,12 @@ int mc_meta_batch_exist(struct mc_meta *m, struct mc_ref tenant, const struct mc
 	int r = batch_prepare(m, tenant, keys, n, false, ret_status, &b);
 	if (r < 0)
 		return r;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		ret_exists[i] = false;
+		/* As ExistKey: in an unknown tenant nothing exists, which is no error. */
+		if (!b.tenant_known && ret_status[i] == MC_ERR_OBJECT_NOT_FOUND)
+			ret_status[i] = 0;
+	}
 	uint64_t now = meta_now(m);
 	for (uint32_t i = 0; i < b.n;) {
 		uint32_t end = run_end(&b, i);
@@ -155,7 +167,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 	if (n && (!sizes || !cfg))
 		return MC_ERR_INVALID_PARAMS;
 	if (cfg && (cfg->replica_num == 0 || cfg->replica_num > MC_MAX_REPLICAS ||
-		    cfg->npreferred > 16))
+		    cfg->npreferred > 16 || (cfg->npreferred && !cfg->preferred)))
 		return MC_ERR_INVALID_PARAMS;
 	int r = meta_client_intern(m, client, &cslot);
 	if (r < 0)
@@ -175,6 +187,9 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 			stripes[nstripes++] = stripes[i];
 	for (uint32_t i = 0; i < nstripes; i++)
 		pthread_mutex_lock(&m->stripes[stripes[i]]);
+	/* Quota and space go to the keys in the caller's order (see the top). */
+	if (b.n)
+		qsort(b.items, b.n, sizeof(*b.items), item_idx_cmp);
 	pthread_rwlock_rdlock(&m->segs.lock);
 	uint64_t now = meta_now(m);
 	for (uint32_t i = 0; i < b.n;) {

@@ -13,11 +13,16 @@
 #include "mooncake/error.h"
 #include "util/macro.h"
 
-static bool key_matches(const regex_t *re, const struct mc_object *o)
+/* REG_STARTEND: keys are bytes, not C strings.  Still, the key is copied to
+ * buf (MC_MAX_KEY_LEN + 1 bytes) and NUL-terminated: regexec() may read up to
+ * a NUL whatever the flags say (sanitizers' interceptors do, and so do libcs
+ * without REG_STARTEND), and the object's key is not terminated. */
+static bool key_matches(const regex_t *re, const struct mc_object *o, char *buf)
 {
 	regmatch_t pm = { .rm_so = 0, .rm_eo = o->key_len };
-	/* REG_STARTEND: keys are bytes, not C strings. */
-	return regexec(re, (const char *)mc_object_key(o), 1, &pm, REG_STARTEND) == 0;
+	memcpy(buf, mc_object_key(o), o->key_len);
+	buf[o->key_len] = 0;
+	return regexec(re, buf, 1, &pm, REG_STARTEND) == 0;
 }
 
 static int compile(regex_t *re, const char *regex)
@@ -33,6 +38,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 {
 	uint16_t t;
 	uint64_t removed = 0;
+	char keybuf[MC_MAX_KEY_LEN + 1];
 	int r = meta_tenant_resolve(m, tenant, false, &t);
 	if (r == MC_ERR_TENANT_NOT_REGISTERED) {
 		*ret_removed = 0;
@@ -48,7 +54,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 		uint32_t it = 0;
 		struct mc_object *o;
 		while (tab && (o = mc_objtab_next(tab, &it))) {
-			if (mc_object_is_processing(o) || (re && !key_matches(re, o)))
+			if (mc_object_is_processing(o) || (re && !key_matches(re, o, keybuf)))
 				continue;
 			uint64_t lease = mc_object_load_time(o);
 			if (lease > now && !force)
@@ -85,6 +91,7 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 {
 	regex_t re;
 	uint16_t t;
+	char keybuf[MC_MAX_KEY_LEN + 1];
 	int r = compile(&re, regex);
 	if (r < 0)
 		return r;
@@ -101,7 +108,7 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 		uint32_t it = 0;
 		struct mc_object *o;
 		while (tab && (o = mc_objtab_next(tab, &it))) {
-			if (mc_object_is_processing(o) || !key_matches(&re, o))
+			if (mc_object_is_processing(o) || !key_matches(&re, o, keybuf))
 				continue;
 			struct mc_object_info info = {
 				.size = o->size, .checksum = o->checksum,
@@ -123,15 +130,19 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 
 /* ---- GetAllKeys ------------------------------------------------------------------------
  *
- * Cursor (MC_META_CURSOR_LEN = 10 bytes, little-endian): u16 shard, u32 hash,
- * u32 skip.  Within a shard keys are ordered by (32-bit hash, key bytes); the
- * cursor resumes after `skip` keys of hash `hash` (those already returned)
- * and before any larger hash.  That order does not depend on the table's
- * layout, so resizes between pages neither skip nor repeat a key.
+ * Cursor (MC_META_CURSOR_LEN = 10 bytes, little-endian): u64 hash, u16 skip.
+ * Keys are listed by shard, then within a shard by (64-bit hash, key bytes);
+ * the shard is hash % MC_META_SHARDS.  The cursor names the next key by its
+ * full hash and resumes there, after `skip` keys of that very hash (those
+ * already returned; non-zero only on a 64-bit collision).  That order does
+ * not depend on the table's layout or on the other keys, so resizes,
+ * inserts and removals between pages neither skip nor repeat a key.  (The
+ * objects keep only 32 bits of their hash: a count of keys sharing those
+ * would shift when one of them goes, so the full hash is recomputed.)
  */
 
 struct keyent {
-	uint32_t hash;
+	uint64_t hash;
 	struct mc_object *o;
 };
 
@@ -165,7 +176,8 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 			 uint32_t limit, mc_key_fn key_fn, void *ctx,
 			 uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len)
 {
-	uint32_t shard = 0, skip = 0, hash = 0, emitted = 0;
+	uint64_t hash = 0;
+	uint32_t shard = 0, skip = 0, emitted = 0;
 	bool resume = false;
 	uint16_t t;
 	struct keyent *ents = NULL;
@@ -174,11 +186,9 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 	if (limit == 0 || (cursor.len && cursor.len != MC_META_CURSOR_LEN))
 		return MC_ERR_INVALID_PARAMS;
 	if (cursor.len) {
-		shard = (uint32_t)get_le(cursor.p, 2);
-		hash = (uint32_t)get_le((const uint8_t *)cursor.p + 2, 4);
-		skip = (uint32_t)get_le((const uint8_t *)cursor.p + 6, 4);
-		if (shard >= MC_META_SHARDS)
-			return MC_ERR_INVALID_PARAMS;
+		hash = get_le(cursor.p, 8);
+		skip = (uint32_t)get_le((const uint8_t *)cursor.p + 8, 2);
+		shard = (uint32_t)(hash % MC_META_SHARDS);
 		resume = true;
 	}
 	int r = meta_tenant_resolve(m, tenant, false, &t);
@@ -188,6 +198,7 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 	}
 	if (r < 0)
 		return r;
+	struct mc_tenant *tp = meta_tenant(m, t);
 
 	for (; shard < MC_META_SHARDS; shard++, resume = false) {
 		struct mc_shard *sh = &m->shards[shard];
@@ -206,10 +217,13 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 		}
 		uint32_t k = 0, it = 0;
 		struct mc_object *o;
-		while (tab && (o = mc_objtab_next(tab, &it)))
-			if (!resume || o->hash >= hash)
-				ents[k++] = (struct keyent){ .hash = o->hash, .o = o };
-		qsort(ents, k, sizeof(*ents), keyent_cmp);
+		while (tab && (o = mc_objtab_next(tab, &it))) {
+			uint64_t h = meta_key_hash(tp, mc_object_key(o), o->key_len);
+			if (!resume || h >= hash)
+				ents[k++] = (struct keyent){ .hash = h, .o = o };
+		}
+		if (k)   /* ents may still be NULL */
+			qsort(ents, k, sizeof(*ents), keyent_cmp);
 		for (uint32_t i = 0; i < k; i++) {
 			if (resume && ents[i].hash == hash && skip) {
 				skip--;   /* returned on an earlier page */
@@ -220,9 +234,8 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 				uint32_t before = 0;
 				for (uint32_t j = i; j > 0 && ents[j - 1].hash == ents[i].hash; j--)
 					before++;
-				put_le(next_cursor, shard, 2);
-				put_le(next_cursor + 2, ents[i].hash, 4);
-				put_le(next_cursor + 6, before, 4);
+				put_le(next_cursor, ents[i].hash, 8);
+				put_le(next_cursor + 8, before, 2);
 				pthread_rwlock_unlock(&sh->lock);
 				free(ents);
 				*ret_next_len = MC_META_CURSOR_LEN;

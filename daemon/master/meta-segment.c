@@ -114,9 +114,13 @@ int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_
 		return 0;   /* idempotent */
 	pthread_rwlock_wrlock(&m->segs.lock);
 	struct mc_segment *s = m->segs.slots[slot];
-	if (!s || !mc_uuid_eq(s->client, client)) {
+	if (!s || !mc_uuid_eq(s->id, segment_id)) {
 		pthread_rwlock_unlock(&m->segs.lock);
-		return s ? MC_ERR_ILLEGAL_CLIENT : 0;
+		return 0;   /* unmounted meanwhile (and the slot perhaps reused) */
+	}
+	if (!mc_uuid_eq(s->client, client)) {
+		pthread_rwlock_unlock(&m->segs.lock);
+		return MC_ERR_ILLEGAL_CLIENT;
 	}
 	if (s->status == MC_SEG_UNMOUNTING) {
 		pthread_rwlock_unlock(&m->segs.lock);
@@ -133,7 +137,8 @@ int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_
 		__atomic_store_n(&s->status, MC_SEG_OK, __ATOMIC_RELEASE);
 		return c.err;
 	}
-	qsort(c.v, c.n, sizeof(c.v[0]), owner_cmp);
+	if (c.n)   /* c.v is NULL for an empty segment */
+		qsort(c.v, c.n, sizeof(c.v[0]), owner_cmp);
 	for (uint32_t i = 0; i < c.n;) {
 		uint32_t shard = c.v[i].shard;
 		pthread_rwlock_wrlock(&m->shards[shard].lock);

@@ -336,8 +336,9 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		return MC_ERR_NO_MEMORY;
 	struct mc_object *old = mc_objtab_find(tab, a->loc.hash, a->key.p, (uint16_t)a->key.len, &pos);
 	if (old) {
+		/* As the original: taken over only once start + timeout < now. */
 		if (!mc_object_is_processing(old) ||
-		    old->time_ms + m->cfg.put_discard_timeout_ms > now)
+		    old->time_ms + m->cfg.put_discard_timeout_ms >= now)
 			return MC_ERR_OBJECT_ALREADY_EXISTS;
 		/* A stale write: take it over.  Its writer may still be sending
 		 * bytes, so its blocks are freed only after the release timeout. */

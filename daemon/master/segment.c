@@ -275,7 +275,11 @@ int mc_segmgr_set_status(struct mc_segmgr *m, uint32_t slot, uint8_t status, uin
 	int r = MC_ERR_SEGMENT_NOT_FOUND;
 	pthread_rwlock_wrlock(&m->lock);
 	struct mc_segment *s = slot < MC_MAX_SEGMENTS ? m->slots[slot] : NULL;
-	if (s) {
+	if (s && s->status == MC_SEG_UNMOUNTING) {
+		/* An unmount is dropping its replicas: the segment must not turn
+		 * readable or allocatable again, nor let a second unmount start. */
+		r = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+	} else if (s) {
 		s->drain_deadline_ms = deadline_ms;
 		__atomic_store_n(&s->status, status, __ATOMIC_RELEASE);
 		r = 0;
@@ -402,7 +406,9 @@ int mc_segment_defer_block(struct mc_segment *s, uint32_t node, uint64_t release
 		s->deferred = d;
 		s->deferred_cap = ncap;
 	}
-	s->deferred[s->ndeferred++] = (struct mc_deferred){ .node = node, .release_ms = release_ms };
+	s->deferred[s->ndeferred] = (struct mc_deferred){ .node = node, .release_ms = release_ms };
+	/* Atomic: mc_segment_release_expired() peeks at the count unlocked. */
+	__atomic_store_n(&s->ndeferred, s->ndeferred + 1, __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&s->lock);
 	return r;
@@ -425,7 +431,8 @@ uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms)
 			account_release(s, got);
 			freed += got;
 		}
-		s->deferred[i] = s->deferred[--s->ndeferred];
+		s->deferred[i] = s->deferred[s->ndeferred - 1];
+		__atomic_store_n(&s->ndeferred, s->ndeferred - 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return freed;

@@ -83,7 +83,7 @@ struct mc_segment {
 	struct mc_offalloc *alloc;
 	uint64_t used;            /* bytes reserved (mirror of the allocator, atomic loads) */
 	struct mc_deferred *deferred;
-	uint32_t ndeferred, deferred_cap;
+	uint32_t ndeferred, deferred_cap;   /* ndeferred: atomic stores (peeked at unlocked) */
 };
 
 struct mc_segname {
@@ -135,7 +135,8 @@ static inline bool mc_segment_is_readable(const struct mc_segment *s)
 	return st == MC_SEG_OK || st == MC_SEG_DRAINING;
 }
 
-/* Status changes; MC_ERR_SEGMENT_NOT_FOUND if the slot is empty. */
+/* Status changes; MC_ERR_SEGMENT_NOT_FOUND if the slot is empty,
+ * MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS while the segment unmounts. */
 int mc_segmgr_set_status(struct mc_segmgr *m, uint32_t slot, uint8_t status, uint64_t deadline_ms);
 
 /* Removes the segment from every index and frees it.  The caller must have
