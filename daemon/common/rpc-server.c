@@ -1,0 +1,497 @@
+/* rpc-server.c - see rpc-server.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/rpc-server.h"
+#include "util/sock.h"
+
+#define DEFAULT_MAX_OUT (4u << 20)
+#define READ_BUDGET     (1u << 20)	/* bytes read per readable event before yielding */
+
+struct conn {
+	int fd;
+	uint32_t events;		/* registered epoll events */
+	bool closing;			/* flush what is buffered, then close */
+	struct mc_frame_reader rd;
+	struct mc_wbuf out;
+	size_t out_off;			/* bytes of out already sent */
+	struct conn *prev, *next;
+};
+
+struct worker {
+	struct mc_rpc_server *srv;
+	int index;
+	int epfd, evfd, lfd, ufd;
+	pthread_t thread;
+	bool started;
+	struct conn *conns;
+	struct mc_arena arena;
+	union mc_msg_any req, resp;
+};
+
+struct mc_rpc_server {
+	struct mc_rpc_server_config cfg;
+	struct mc_rpc_handlers h;
+	void *ctx;
+	unsigned nworkers;
+	uint16_t port;
+	char *unix_path;
+	struct worker *w;
+	uint64_t requests, errors, accepted, open;	/* atomic */
+};
+
+/* Tags for the epoll data of the non-connection fds. */
+static char TAG_EV, TAG_LISTEN, TAG_UNIX;
+
+static void slog(struct mc_rpc_server *s, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void slog(struct mc_rpc_server *s, int level, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	if (!s->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	s->cfg.log(s->cfg.log_ctx, level, buf);
+}
+
+static void conn_close(struct worker *w, struct conn *c)
+{
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	mc_frame_reader_free(&c->rd);
+	mc_wbuf_free(&c->out);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	__atomic_sub_fetch(&w->srv->open, 1, __ATOMIC_RELAXED);
+	free(c);
+}
+
+static size_t out_pending(const struct conn *c)
+{
+	return c->out.len - c->out_off;
+}
+
+/* Sends buffered output.  0, or -1 when the connection must be closed. */
+static int conn_flush(struct conn *c)
+{
+	while (out_pending(c)) {
+		struct iovec iov = { c->out.p + c->out_off, out_pending(c) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -1;
+		}
+		c->out_off += (size_t)n;
+	}
+	if (!out_pending(c)) {
+		mc_wbuf_reset(&c->out);
+		c->out_off = 0;
+	} else if (c->out_off >= (1u << 20) && c->out_off * 2 >= c->out.len) {
+		mc_wbuf_consume(&c->out, c->out_off);
+		c->out_off = 0;
+	}
+	return 0;
+}
+
+static void conn_update_events(struct worker *w, struct conn *c)
+{
+	uint32_t ev = 0;
+	if (!c->closing && out_pending(c) < w->srv->cfg.max_out_bytes)
+		ev |= EPOLLIN;
+	if (out_pending(c))
+		ev |= EPOLLOUT;
+	if (ev != c->events) {
+		struct epoll_event e = { .events = ev, .data.ptr = c };
+		epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &e);
+		c->events = ev;
+	}
+}
+
+static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, int status,
+		    const void *resp)
+{
+	struct mc_rpc_server *s = w->srv;
+	int r = mc_proto_encode_response(&c->out, op, id, status, resp, 0);
+	if (r < 0 && status == 0) {
+		slog(s, MC_RPC_LOG_WARNING, "cannot encode the response of %s: %s",
+		     mc_op_name(op), mc_error_name(r));
+		status = r;
+		r = mc_proto_encode_response(&c->out, op, id, status, NULL, 0);
+	}
+	if (r < 0) {	/* out of memory: nothing sensible left to do */
+		c->closing = true;
+		return;
+	}
+	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
+	if (status)
+		__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
+}
+
+static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame *f)
+{
+	struct mc_rpc_server *s = w->srv;
+	const struct mc_op_info *info = NULL;
+	int status;
+
+	if (mc_frame_is_response(&f->hdr)) {
+		respond(w, c, f->hdr.opcode, f->hdr.req_id, MC_ERR_DESERIALIZE_FAIL, NULL);
+		return;
+	}
+	memset(&w->req, 0, sizeof(w->req));
+	memset(&w->resp, 0, sizeof(w->resp));
+	status = mc_proto_decode(f, &w->arena, &info, &w->req);
+	/* No handler, or an attachment (not supported yet: see rpc-server.h). */
+	if (status == 0 && (f->hdr.attach_len || !s->h.fn[info->index]))
+		status = MC_ERR_NOT_SUPPORTED;
+	if (status == 0) {
+		struct mc_rpc_call call = { .hdr = &f->hdr, .info = info, .req = &w->req,
+					    .arena = &w->arena, .worker = w->index };
+		status = s->h.fn[info->index](s->ctx, &call, &w->resp);
+		if (status > 0)
+			status = MC_ERR_INTERNAL_ERROR;
+	}
+	respond(w, c, f->hdr.opcode, f->hdr.req_id, status, status ? NULL : &w->resp);
+	mc_arena_reset(&w->arena);
+}
+
+/* A broken stream: answer one error response if the magic was right, close. */
+static void conn_broken(struct worker *w, struct conn *c, int err)
+{
+	struct mc_frame_hdr bad;
+	if (mc_frame_reader_bad_hdr(&c->rd, &bad))
+		respond(w, c, bad.opcode, bad.req_id, err, NULL);
+	c->closing = true;
+}
+
+static void conn_read(struct worker *w, struct conn *c)
+{
+	size_t budget = READ_BUDGET;
+	while (!c->closing && budget && out_pending(c) < w->srv->cfg.max_out_bytes) {
+		void *p;
+		size_t n;
+		int rc = mc_frame_reader_window(&c->rd, &p, &n);
+		if (rc < 0) {
+			conn_broken(w, c, rc);
+			break;
+		}
+		if (n > budget)
+			n = budget;
+		ssize_t got = recv(c->fd, p, n, MSG_DONTWAIT);
+		if (got == 0) {		/* EOF: answer what we have, then close */
+			c->closing = true;
+			break;
+		}
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				c->closing = true;
+				mc_wbuf_reset(&c->out);
+				c->out_off = 0;
+			}
+			break;
+		}
+		budget -= (size_t)got;
+		mc_frame_reader_commit(&c->rd, (size_t)got);
+		struct mc_frame f;
+		while ((rc = mc_frame_reader_next(&c->rd, &f)) == 1) {
+			handle_frame(w, c, &f);
+			if (mc_frame_reader_attach_pending(&c->rd))
+				mc_frame_reader_attach_skip(&c->rd);
+		}
+		if (rc < 0) {
+			conn_broken(w, c, rc);
+			break;
+		}
+	}
+}
+
+static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
+{
+	if (ev & EPOLLIN)
+		conn_read(w, c);
+	if (out_pending(c) && conn_flush(c) < 0) {
+		conn_close(w, c);
+		return;
+	}
+	if ((ev & (EPOLLERR | EPOLLHUP)) && !(ev & EPOLLIN))
+		c->closing = true, mc_wbuf_reset(&c->out), c->out_off = 0;
+	if (c->closing && !out_pending(c)) {
+		conn_close(w, c);
+		return;
+	}
+	/* Broken streams get one chance to flush their error response. */
+	if (c->closing && mc_frame_reader_error(&c->rd)) {
+		conn_close(w, c);
+		return;
+	}
+	conn_update_events(w, c);
+}
+
+static void do_accept(struct worker *w, int lfd)
+{
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				slog(w->srv, MC_RPC_LOG_WARNING, "accept: %s", strerror(errno));
+			return;
+		}
+		if (lfd == w->lfd) {
+			int one = 1;
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		}
+		struct conn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		mc_frame_reader_init(&c->rd);
+		mc_wbuf_init(&c->out, w->srv->cfg.max_out_bytes + 2 * (size_t)MC_PROTO_MAX_BODY);
+		c->events = EPOLLIN;
+		struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = w->conns;
+		if (w->conns)
+			w->conns->prev = c;
+		w->conns = c;
+		__atomic_add_fetch(&w->srv->accepted, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&w->srv->open, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct epoll_event ev[64];
+	for (;;) {
+		int n = epoll_wait(w->epfd, ev, 64, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			slog(w->srv, MC_RPC_LOG_ERR, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			void *p = ev[i].data.ptr;
+			if (p == &TAG_EV)
+				goto out;
+			if (p == &TAG_LISTEN)
+				do_accept(w, w->lfd);
+			else if (p == &TAG_UNIX)
+				do_accept(w, w->ufd);
+			else
+				conn_event(w, p, ev[i].events);
+		}
+	}
+out:
+	while (w->conns)
+		conn_close(w, w->conns);
+	return NULL;
+}
+
+static int add_fd(int epfd, int fd, void *tag)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = tag };
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+}
+
+static int worker_setup(struct mc_rpc_server *s, struct worker *w, const struct sockaddr_storage *sa,
+			socklen_t salen, int backlog)
+{
+	int r;
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->epfd < 0 || w->evfd < 0)
+		return -errno;
+	if ((r = add_fd(w->epfd, w->evfd, &TAG_EV)) < 0)
+		return r;
+	if (sa) {
+		w->lfd = mc_sock_listen(sa, salen, true, backlog);
+		if (w->lfd < 0)
+			return w->lfd;
+		if ((r = add_fd(w->epfd, w->lfd, &TAG_LISTEN)) < 0)
+			return r;
+	}
+	if (w->ufd >= 0 && (r = add_fd(w->epfd, w->ufd, &TAG_UNIX)) < 0)
+		return r;
+	(void)s;
+	return 0;
+}
+
+int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
+			const struct mc_rpc_handlers *handlers, void *ctx,
+			struct mc_rpc_server **ret)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen = 0;
+	int r = 0;
+	struct mc_rpc_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return MC_ERR_NO_MEMORY;
+	s->cfg = *cfg;
+	s->cfg.address = NULL;
+	s->cfg.unix_path = NULL;
+	if (!s->cfg.workers)
+		s->cfg.workers = 1;
+	if (!s->cfg.max_out_bytes)
+		s->cfg.max_out_bytes = DEFAULT_MAX_OUT;
+	if (!s->cfg.backlog)
+		s->cfg.backlog = 1024;
+	s->h = *handlers;
+	s->ctx = ctx;
+	s->nworkers = s->cfg.workers;
+	s->w = calloc(s->nworkers, sizeof(*s->w));
+	if (!s->w) {
+		free(s);
+		return MC_ERR_NO_MEMORY;
+	}
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		s->w[i].srv = s;
+		s->w[i].index = (int)i;
+		s->w[i].epfd = s->w[i].evfd = s->w[i].lfd = s->w[i].ufd = -1;
+		mc_arena_init(&s->w[i].arena);
+	}
+	if (cfg->address && (r = mc_sock_resolve(cfg->address, cfg->port, &sa, &salen)) < 0) {
+		slog(s, MC_RPC_LOG_ERR, "cannot resolve '%s': %s", cfg->address, strerror(-r));
+		goto fail;
+	}
+	/* SO_REUSEPORT would let a second server (another daemon of the same
+	 * user) share the port silently: probe it with a plain socket first. */
+	if (cfg->address && cfg->port) {
+		int probe = mc_sock_listen(&sa, salen, false, 1);
+		if (probe < 0) {
+			r = probe;	/* the caller reports it */
+			goto fail;
+		}
+		close(probe);
+	}
+	if (cfg->unix_path && *cfg->unix_path) {
+		struct sockaddr_storage ua;
+		socklen_t ualen;
+		char buf[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+		if ((size_t)snprintf(buf, sizeof(buf), "unix:%s", cfg->unix_path) >= sizeof(buf) - 3) {
+			r = -ENAMETOOLONG;
+			goto fail;
+		}
+		if ((r = mc_sock_parse(buf, &ua, &ualen)) < 0)
+			goto fail;
+		unlink(cfg->unix_path);
+		s->w[0].ufd = mc_sock_listen(&ua, ualen, false, s->cfg.backlog);
+		if (s->w[0].ufd < 0) {
+			r = s->w[0].ufd;
+			slog(s, MC_RPC_LOG_ERR, "cannot listen on %s: %s", cfg->unix_path, strerror(-r));
+			goto fail;
+		}
+		s->unix_path = strdup(cfg->unix_path);
+	}
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		r = worker_setup(s, &s->w[i], cfg->address ? &sa : NULL, salen, s->cfg.backlog);
+		if (r < 0)
+			goto fail;	/* the caller reports it */
+		if (i == 0 && cfg->address) {
+			int p = mc_sock_local_port(s->w[0].lfd);
+			if (p < 0) {
+				r = p;
+				goto fail;
+			}
+			s->port = (uint16_t)p;
+			/* The other workers bind the port the first one got. */
+			if (sa.ss_family == AF_INET)
+				((struct sockaddr_in *)&sa)->sin_port = htons(s->port);
+			else if (sa.ss_family == AF_INET6)
+				((struct sockaddr_in6 *)&sa)->sin6_port = htons(s->port);
+		}
+	}
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		if ((r = pthread_create(&s->w[i].thread, NULL, worker_main, &s->w[i])) != 0) {
+			r = -r;
+			goto fail;
+		}
+		s->w[i].started = true;
+	}
+	*ret = s;
+	return 0;
+fail:
+	mc_rpc_server_stop(s);
+	return r < 0 ? r : MC_ERR_INTERNAL_ERROR;
+}
+
+uint16_t mc_rpc_server_port(const struct mc_rpc_server *s)
+{
+	return s->port;
+}
+
+struct mc_rpc_server *mc_rpc_server_stop(struct mc_rpc_server *s)
+{
+	if (!s)
+		return NULL;
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		uint64_t one = 1;
+		if (s->w[i].evfd >= 0 && write(s->w[i].evfd, &one, sizeof(one)) < 0) {
+			/* the counter cannot overflow here; nothing to do */
+		}
+	}
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->w[i];
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		while (w->conns)
+			conn_close(w, w->conns);
+		if (w->lfd >= 0)
+			close(w->lfd);
+		if (w->ufd >= 0)
+			close(w->ufd);
+		if (w->evfd >= 0)
+			close(w->evfd);
+		if (w->epfd >= 0)
+			close(w->epfd);
+		mc_arena_free(&w->arena);
+	}
+	if (s->unix_path) {
+		unlink(s->unix_path);
+		free(s->unix_path);
+	}
+	free(s->w);
+	free(s);
+	return NULL;
+}
+
+void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats *ret)
+{
+	ret->requests = __atomic_load_n(&s->requests, __ATOMIC_RELAXED);
+	ret->errors = __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
+	ret->accepted = __atomic_load_n(&s->accepted, __ATOMIC_RELAXED);
+	ret->open = __atomic_load_n(&s->open, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,54 @@
+/*
+ * master-clients.h - client and node liveness.
+ *
+ * A client becomes known when it mounts a segment (MOUNT_SEGMENT,
+ * REMOUNT_SEGMENTS); each PING refreshes its last-seen time.  A client not
+ * heard from for ttl_ms is dropped by the housekeeping thread: every segment
+ * it mounted is unmounted through mc_meta_unmount_segment().  A PING from a
+ * client that is not known (never mounted, or expired) answers NEED_REMOUNT.
+ * The housekeeping thread wakes every second: expiry, then mc_meta_tick().
+ *
+ * Locking: `lock` is a leaf, never held while calling mc_meta_*.
+ * `expire_lock` is outermost (taken before any metadata lock): a sweep holds
+ * it from collecting the expired clients to the end of their unmounts, and
+ * the MOUNT_SEGMENT / REMOUNT_SEGMENTS handlers hold it around their mounts
+ * (mount_begin/end), so a client that remounts after NEED_REMOUNT cannot
+ * have its fresh mounts undone by the sweep that expired it.
+ * Time comes from the meta's clock (m->cfg.clock), so tests can drive it.
+ */
+#ifndef MC_MASTER_CLIENTS_H
+#define MC_MASTER_CLIENTS_H
+
+#include "master/master-proto.h"
+
+struct mc_master_clients;
+
+int mc_master_clients_new(struct mc_meta *m, uint64_t ttl_ms, struct mc_master_clients **ret);
+/* Stops the thread if running.  Returns NULL. */
+struct mc_master_clients *mc_master_clients_free(struct mc_master_clients *c);
+
+/* Starts / stops the 1 s housekeeping thread (stop is idempotent). */
+int mc_master_clients_start(struct mc_master_clients *c);
+void mc_master_clients_stop(struct mc_master_clients *c);
+
+/* A PING: MC_CLIENT_OK (last-seen refreshed) or MC_CLIENT_NEED_REMOUNT. */
+uint8_t mc_master_clients_ping(struct mc_master_clients *c, struct mc_uuid client);
+/* The client mounted segment `seg` (it becomes known and alive). */
+int mc_master_clients_mounted(struct mc_master_clients *c, struct mc_uuid client,
+			      struct mc_uuid seg);
+/* Around mc_meta_mount_segment() + mc_master_clients_mounted(). */
+void mc_master_clients_mount_begin(struct mc_master_clients *c);
+void mc_master_clients_mount_end(struct mc_master_clients *c);
+/* The client unmounted `seg`. */
+void mc_master_clients_unmounted(struct mc_master_clients *c, struct mc_uuid client,
+				 struct mc_uuid seg);
+/* Changes whenever the segment set changes (ping_resp.view_version). */
+uint64_t mc_master_clients_view_version(struct mc_master_clients *c);
+/* Known clients now. */
+uint32_t mc_master_clients_count(struct mc_master_clients *c);
+
+/* One housekeeping pass (the thread calls it; tests may too): drops the
+ * clients silent for ttl_ms, unmounting their segments.  Returns how many. */
+uint32_t mc_master_clients_sweep(struct mc_master_clients *c);
+
+#endif

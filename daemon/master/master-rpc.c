@@ -1,0 +1,650 @@
+/* master-rpc.c - see master-rpc.h. */
+#include <string.h>
+
+#include "master/master-rpc.h"
+
+#define REQ(T) const struct mc_msg_##T *q = call->req
+#define RESP(T) struct mc_msg_##T *p = resp
+
+static inline struct mc_ref ref(struct mc_bytes b)
+{
+	return (struct mc_ref){ b.p, b.len };
+}
+
+/* A NUL-terminated copy in the arena (NULL when out of memory). */
+static char *cstr(struct mc_arena *a, struct mc_bytes b)
+{
+	char *s = mc_arena_alloc(a, (size_t)b.len + 1, 1);
+	if (s) {
+		if (b.len)
+			memcpy(s, b.p, b.len);
+		s[b.len] = 0;
+	}
+	return s;
+}
+
+static struct mc_ref *refs(struct mc_arena *a, const struct mc_bytes *v, uint32_t n)
+{
+	struct mc_ref *r = mc_arena_alloc(a, (size_t)(n ? n : 1) * sizeof(*r), _Alignof(struct mc_ref));
+	if (r)
+		for (uint32_t i = 0; i < n; i++)
+			r[i] = ref(v[i]);
+	return r;
+}
+
+static int16_t *statuses(struct mc_arena *a, const int *st, uint32_t n)
+{
+	int16_t *v = mc_arena_alloc(a, (size_t)(n ? n : 1) * sizeof(*v), _Alignof(int16_t));
+	if (v)
+		for (uint32_t i = 0; i < n; i++)
+			v[i] = (int16_t)st[i];
+	return v;
+}
+
+/* ---- replica descriptors, filled under the shard lock ---------------------- */
+
+struct sink {
+	struct mc_arena *a;
+	uint32_t n;				/* keys */
+	struct mc_replica_desc *d;		/* n * MC_MAX_REPLICAS */
+	uint32_t *cnt;				/* n */
+	int err;
+};
+
+static int sink_init(struct sink *s, struct mc_arena *a, uint32_t n)
+{
+	s->a = a;
+	s->n = n;
+	s->err = 0;
+	s->d = mc_arena_calloc(a, (size_t)(n ? n : 1) * MC_MAX_REPLICAS, sizeof(*s->d));
+	s->cnt = mc_arena_calloc(a, n ? n : 1, sizeof(*s->cnt));
+	return s->d && s->cnt ? 0 : MC_ERR_NO_MEMORY;
+}
+
+static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_replica_view *v)
+{
+	memset(d, 0, sizeof(*d));
+	d->status = v->status;
+	if ((v->type == MC_REPLICA_MEMORY || v->type == MC_REPLICA_NOF_SSD) && v->seg) {
+		const struct mc_segment *seg = v->seg;
+		d->type = v->type;
+		d->mem.segment_id = seg->id;
+		d->mem.offset = v->offset;
+		d->mem.size = v->size;
+		d->mem.address = seg->base + v->offset;
+		d->mem.transport = seg->transport;
+		if (seg->endpoint && *seg->endpoint) {
+			size_t len = strlen(seg->endpoint);
+			char *e = mc_arena_alloc(a, len, 1);
+			if (!e)
+				return false;
+			memcpy(e, seg->endpoint, len);
+			d->mem.endpoint = MC_BYTES(e, len);
+		}
+		return true;
+	}
+	/* Only memory replicas exist in the metadata service today. */
+	d->type = MC_REPLICA_DISK;
+	d->disk.object_size = v->size;
+	return true;
+}
+
+static void sink_fn(void *ctx, uint32_t index, const struct mc_replica_view *v)
+{
+	struct sink *s = ctx;
+	if (index >= s->n || s->cnt[index] >= MC_MAX_REPLICAS)
+		return;
+	if (!fill_desc(s->a, &s->d[(size_t)index * MC_MAX_REPLICAS + s->cnt[index]], v)) {
+		s->err = MC_ERR_NO_MEMORY;
+		return;
+	}
+	s->cnt[index]++;
+}
+
+static const struct mc_replica_desc *sink_of(struct sink *s, uint32_t i)
+{
+	return &s->d[(size_t)i * MC_MAX_REPLICAS];
+}
+
+static int put_config(struct mc_arena *a, const struct mc_msg_put_config *c, struct mc_put_config *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->replica_num = c->replica_num;
+	ret->hard_pin = c->hard_pin;
+	ret->soft_pin_ttl_ms = c->soft_pin_ttl_ms;
+	ret->data_type = c->data_type;
+	if (c->n_preferred_segments) {
+		struct mc_bytes_ref *p = mc_arena_alloc(a, c->n_preferred_segments * sizeof(*p),
+							_Alignof(struct mc_bytes_ref));
+		if (!p)
+			return MC_ERR_NO_MEMORY;
+		for (uint32_t i = 0; i < c->n_preferred_segments; i++)
+			p[i] = (struct mc_bytes_ref){ c->preferred_segments[i].p,
+						      c->preferred_segments[i].len };
+		ret->preferred = p;
+		ret->npreferred = c->n_preferred_segments;
+	}
+	return 0;
+}
+
+/* ---- control ---------------------------------------------------------------- */
+
+static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	REQ(hello_req);
+	RESP(hello_resp);
+	if (q->proto_version != MC_PROTO_VERSION)
+		return MC_ERR_INVALID_VERSION;
+	p->proto_version = MC_PROTO_VERSION;
+	p->server_version = mc_bytes_str(MC_VERSION_STRING);
+	return 0;
+}
+
+static int h_ping(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(ping_req);
+	RESP(ping_resp);
+	p->client_status = mc_master_clients_ping(m->clients, q->client_id);
+	p->view_version = mc_master_clients_view_version(m->clients);
+	return 0;
+}
+
+static int spec_of(struct mc_arena *a, const struct mc_msg_segment *s, struct mc_segment_spec *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->id = s->id;
+	ret->base = s->base;
+	ret->size = s->size;
+	ret->transport = s->transport;
+	if (!(ret->name = cstr(a, s->name)) || !(ret->host = cstr(a, s->host)) ||
+	    !(ret->endpoint = cstr(a, s->endpoint)) || !(ret->shm_path = cstr(a, s->shm_path)))
+		return MC_ERR_NO_MEMORY;
+	return 0;
+}
+
+static int mount_one(struct mc_master_rpc *m, struct mc_arena *a, struct mc_uuid client,
+		     const struct mc_msg_segment *seg, bool remount)
+{
+	struct mc_segment_spec spec;
+	int r = spec_of(a, seg, &spec);
+	if (r < 0)
+		return r;
+	r = mc_meta_mount_segment(m->meta, client, &spec);
+	if (r == MC_ERR_SEGMENT_ALREADY_EXISTS && remount)
+		r = 0;
+	if (r == 0)
+		r = mc_master_clients_mounted(m->clients, client, seg->id);
+	return r;
+}
+
+static int h_mount_segment(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(mount_segment_req);
+	mc_master_clients_mount_begin(m->clients);
+	int r = mount_one(m, call->arena, q->client_id, &q->segment, false);
+	mc_master_clients_mount_end(m->clients);
+	return r;
+}
+
+static int h_remount_segments(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(remount_segments_req);
+	int r = 0;
+	mc_master_clients_mount_begin(m->clients);
+	for (uint32_t i = 0; i < q->n_segments && r == 0; i++)
+		r = mount_one(m, call->arena, q->client_id, &q->segments[i], true);
+	mc_master_clients_mount_end(m->clients);
+	return r;
+}
+
+static int h_unmount_segment(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(unmount_segment_req);
+	int r = mc_meta_unmount_segment(m->meta, q->client_id, q->segment_id);
+	if (r == 0)
+		mc_master_clients_unmounted(m->clients, q->client_id, q->segment_id);
+	return r;
+}
+
+/* ---- object ops ---------------------------------------------------------------- */
+
+static int h_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(put_start_req);
+	RESP(put_start_resp);
+	struct mc_put_config cfg;
+	struct sink s;
+	int r;
+	if ((r = put_config(call->arena, &q->config, &cfg)) < 0 ||
+	    (r = sink_init(&s, call->arena, 1)) < 0)
+		return r;
+	r = mc_meta_put_start(m->meta, q->client_id, ref(q->tenant), ref(q->key), q->size, &cfg,
+			      sink_fn, &s);
+	if (r < 0)
+		return r;
+	if (s.err)
+		return s.err;
+	p->n_replicas = s.cnt[0];
+	p->replicas = sink_of(&s, 0);
+	return 0;
+}
+
+static int h_put_end(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(put_end_req);
+	return mc_meta_put_end(m->meta, q->client_id, ref(q->tenant), ref(q->key),
+			       q->has_checksum, q->checksum);
+}
+
+static int h_put_revoke(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(put_revoke_req);
+	return mc_meta_put_revoke(m->meta, q->client_id, ref(q->tenant), ref(q->key));
+}
+
+static int h_get_replica_list(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(get_replica_list_req);
+	RESP(get_replica_list_resp);
+	struct mc_object_info info;
+	struct sink s;
+	int r = sink_init(&s, call->arena, 1);
+	if (r < 0)
+		return r;
+	r = mc_meta_get_replica_list(m->meta, ref(q->tenant), ref(q->key), &info, sink_fn, &s);
+	if (r < 0)
+		return r;
+	if (s.err)
+		return s.err;
+	p->n_replicas = s.cnt[0];
+	p->replicas = sink_of(&s, 0);
+	p->lease_ttl_ms = info.lease_ttl_ms;
+	p->size = info.size;
+	p->has_checksum = info.has_checksum;
+	p->checksum = info.checksum;
+	return 0;
+}
+
+static int h_exist_key(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(exist_key_req);
+	RESP(exist_key_resp);
+	bool e;
+	int r = mc_meta_exist_key(m->meta, ref(q->tenant), ref(q->key), &e);
+	if (r == 0)
+		p->exists = e;
+	return r;
+}
+
+static int h_remove(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(remove_req);
+	return mc_meta_remove(m->meta, ref(q->tenant), ref(q->key), q->force);
+}
+
+/* ---- batch ops ---------------------------------------------------------------- */
+
+static int h_batch_exist(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_exist_req);
+	RESP(batch_exist_resp);
+	uint32_t n = q->n_keys;
+	struct mc_ref *keys = refs(call->arena, q->keys, n);
+	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	bool *ex = mc_arena_calloc(call->arena, n ? n : 1, sizeof(bool));
+	struct mc_msg_batch_exist_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
+	if (!keys || !st || !ex || !it)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_meta_batch_exist(m->meta, ref(q->tenant), keys, n, st, ex);
+	if (r < 0)
+		return r;
+	for (uint32_t i = 0; i < n; i++) {
+		it[i].status = (int16_t)st[i];
+		it[i].exists = st[i] == 0 && ex[i];
+	}
+	p->n_items = n;
+	p->items = it;
+	return 0;
+}
+
+static int h_batch_get_replica_list(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_get_replica_list_req);
+	RESP(batch_get_replica_list_resp);
+	uint32_t n = q->n_keys;
+	struct sink s;
+	struct mc_ref *keys = refs(call->arena, q->keys, n);
+	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	struct mc_object_info *info = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*info));
+	struct mc_msg_batch_replica_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
+	if (!keys || !st || !info || !it || sink_init(&s, call->arena, n) < 0)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_meta_batch_get_replica_list(m->meta, ref(q->tenant), keys, n, st, info,
+					       sink_fn, &s);
+	if (r < 0)
+		return r;
+	if (s.err)
+		return s.err;
+	for (uint32_t i = 0; i < n; i++) {
+		it[i].status = (int16_t)st[i];
+		if (st[i])
+			continue;
+		it[i].n_replicas = s.cnt[i];
+		it[i].replicas = sink_of(&s, i);
+		it[i].lease_ttl_ms = info[i].lease_ttl_ms;
+		it[i].size = info[i].size;
+		it[i].has_checksum = info[i].has_checksum;
+		it[i].checksum = info[i].checksum;
+	}
+	p->n_items = n;
+	p->items = it;
+	return 0;
+}
+
+static int h_batch_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_put_start_req);
+	RESP(batch_put_start_resp);
+	uint32_t n = q->n_keys;
+	struct mc_put_config cfg;
+	struct sink s;
+	int r;
+	if (q->n_sizes != n)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_ref *keys = refs(call->arena, q->keys, n);
+	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	struct mc_msg_batch_put_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
+	if (!keys || !st || !it || sink_init(&s, call->arena, n) < 0)
+		return MC_ERR_NO_MEMORY;
+	if ((r = put_config(call->arena, &q->config, &cfg)) < 0)
+		return r;
+	r = mc_meta_batch_put_start(m->meta, q->client_id, ref(q->tenant), keys, q->sizes, n, &cfg,
+				    st, sink_fn, &s);
+	if (r < 0)
+		return r;
+	if (s.err)
+		return s.err;
+	for (uint32_t i = 0; i < n; i++) {
+		it[i].status = (int16_t)st[i];
+		if (st[i] == 0) {
+			it[i].n_replicas = s.cnt[i];
+			it[i].replicas = sink_of(&s, i);
+		}
+	}
+	p->n_items = n;
+	p->items = it;
+	return 0;
+}
+
+static int h_batch_put_end(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_put_end_req);
+	RESP(batch_put_end_resp);
+	uint32_t n = q->n_items;
+	struct mc_ref *keys = mc_arena_alloc(call->arena, (n ? n : 1) * sizeof(*keys),
+					     _Alignof(struct mc_ref));
+	bool *hc = mc_arena_calloc(call->arena, n ? n : 1, sizeof(bool));
+	uint64_t *cs = mc_arena_calloc(call->arena, n ? n : 1, sizeof(uint64_t));
+	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	if (!keys || !hc || !cs || !st)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < n; i++) {
+		keys[i] = ref(q->items[i].key);
+		hc[i] = q->items[i].has_checksum;
+		cs[i] = q->items[i].checksum;
+	}
+	int r = mc_meta_batch_put_end(m->meta, q->client_id, ref(q->tenant), keys, hc, cs, n, st);
+	if (r < 0)
+		return r;
+	if (!(p->status = statuses(call->arena, st, n)))
+		return MC_ERR_NO_MEMORY;
+	p->n_status = n;
+	return 0;
+}
+
+static int h_batch_put_revoke(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_put_revoke_req);
+	RESP(batch_put_revoke_resp);
+	uint32_t n = q->n_keys;
+	struct mc_ref *keys = refs(call->arena, q->keys, n);
+	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	if (!keys || !st)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_meta_batch_put_revoke(m->meta, q->client_id, ref(q->tenant), keys, n, st);
+	if (r < 0)
+		return r;
+	if (!(p->status = statuses(call->arena, st, n)))
+		return MC_ERR_NO_MEMORY;
+	p->n_status = n;
+	return 0;
+}
+
+static int h_batch_remove(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_remove_req);
+	RESP(batch_remove_resp);
+	uint32_t n = q->n_keys;
+	struct mc_ref *keys = refs(call->arena, q->keys, n);
+	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	if (!keys || !st)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_meta_batch_remove(m->meta, ref(q->tenant), keys, n, q->force, st);
+	if (r < 0)
+		return r;
+	if (!(p->status = statuses(call->arena, st, n)))
+		return MC_ERR_NO_MEMORY;
+	p->n_status = n;
+	return 0;
+}
+
+/* ---- admin ---------------------------------------------------------------------- */
+
+static int h_remove_all(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(remove_all_req);
+	RESP(remove_all_resp);
+	uint64_t n;
+	int r = mc_meta_remove_all(m->meta, ref(q->tenant), q->force, &n);
+	if (r == 0)
+		p->removed = n;
+	return r;
+}
+
+static int h_remove_by_regex(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(remove_by_regex_req);
+	RESP(remove_by_regex_resp);
+	uint64_t n;
+	char *re = cstr(call->arena, q->regex);
+	if (!re)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_meta_remove_by_regex(m->meta, ref(q->tenant), re, q->force, &n);
+	if (r == 0)
+		p->removed = n;
+	return r;
+}
+
+/* Growing arrays in the arena (doubling: at most 2x the final size). */
+static void *grow(struct mc_arena *a, void *old, uint32_t n, uint32_t *cap, size_t elem)
+{
+	if (n < *cap)
+		return old;
+	uint32_t nc = *cap ? 2 * *cap : 64;
+	void *p = mc_arena_alloc(a, (size_t)nc * elem, 8);
+	if (p && n)
+		memcpy(p, old, (size_t)n * elem);
+	if (p)
+		*cap = nc;
+	return p;
+}
+
+/* The body budget of a scan response (leave room under MC_PROTO_MAX_BODY). */
+#define SCAN_BUDGET (MC_PROTO_MAX_BODY - 64u * 1024u)
+
+struct regex_ctx {
+	struct mc_arena *a;
+	struct mc_msg_regex_entry *e;
+	uint32_t n, cap;
+	size_t bytes;
+	bool truncated, skip;
+	int err;
+};
+
+static void regex_key(void *ctx, const void *key, uint32_t klen, const struct mc_object_info *info)
+{
+	struct regex_ctx *c = ctx;
+	c->skip = true;
+	if (c->err || c->truncated)
+		return;
+	/* worst case of this entry: key + MC_MAX_REPLICAS descriptors */
+	size_t cost = 8 + klen + MC_MAX_REPLICAS * (2 + 16 + 24 + 4 + MC_MAX_SEGMENT_NAME + 1);
+	if (c->n >= MC_PROTO_MAX_LIST || c->bytes + cost > SCAN_BUDGET) {
+		c->truncated = true;
+		return;
+	}
+	struct mc_msg_regex_entry *e = grow(c->a, c->e, c->n, &c->cap, sizeof(*e));
+	uint8_t *k = mc_arena_alloc(c->a, klen ? klen : 1, 1);
+	struct mc_replica_desc *d = mc_arena_calloc(c->a, MC_MAX_REPLICAS, sizeof(*d));
+	if (!e || !k || !d) {
+		c->err = MC_ERR_NO_MEMORY;
+		return;
+	}
+	c->e = e;
+	if (klen)
+		memcpy(k, key, klen);
+	e[c->n] = (struct mc_msg_regex_entry){ .key = MC_BYTES(k, klen), .replicas = d };
+	c->n++;
+	c->bytes += cost;
+	c->skip = false;
+}
+
+static void regex_rep(void *ctx, uint32_t index, const struct mc_replica_view *v)
+{
+	struct regex_ctx *c = ctx;
+	if (c->skip || c->err || !c->n)
+		return;
+	struct mc_msg_regex_entry *e = &c->e[c->n - 1];
+	if (e->n_replicas >= MC_MAX_REPLICAS)
+		return;
+	if (!fill_desc(c->a, (struct mc_replica_desc *)&e->replicas[e->n_replicas], v)) {
+		c->err = MC_ERR_NO_MEMORY;
+		return;
+	}
+	e->n_replicas++;
+}
+
+static int h_get_replica_list_by_regex(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(get_replica_list_by_regex_req);
+	RESP(get_replica_list_by_regex_resp);
+	struct regex_ctx c = { .a = call->arena };
+	char *re = cstr(call->arena, q->regex);
+	if (!re)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_meta_get_replica_list_by_regex(m->meta, ref(q->tenant), re, regex_key, regex_rep, &c);
+	if (r < 0)
+		return r;
+	if (c.err)
+		return c.err;
+	p->n_entries = c.n;
+	p->entries = c.e;
+	p->truncated = c.truncated;
+	return 0;
+}
+
+struct keys_ctx {
+	struct mc_arena *a;
+	struct mc_bytes *k;
+	uint32_t n, cap;
+	int err;
+};
+
+static void keys_key(void *ctx, const void *key, uint32_t klen, const struct mc_object_info *info)
+{
+	struct keys_ctx *c = ctx;
+	if (c->err)
+		return;
+	struct mc_bytes *v = grow(c->a, c->k, c->n, &c->cap, sizeof(*v));
+	uint8_t *k = mc_arena_alloc(c->a, klen ? klen : 1, 1);
+	if (!v || !k) {
+		c->err = MC_ERR_NO_MEMORY;
+		return;
+	}
+	c->k = v;
+	if (klen)
+		memcpy(k, key, klen);
+	v[c->n++] = MC_BYTES(k, klen);
+}
+
+static int h_get_all_keys(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(get_all_keys_req);
+	RESP(get_all_keys_resp);
+	struct keys_ctx c = { .a = call->arena };
+	uint32_t limit = q->limit ? q->limit : MC_MASTER_KEYS_PAGE_DEFAULT;
+	uint8_t *next = mc_arena_alloc(call->arena, MC_META_CURSOR_LEN, 1);
+	uint32_t next_len = 0;
+	if (!next)
+		return MC_ERR_NO_MEMORY;
+	if (limit > MC_MASTER_KEYS_PAGE_MAX)
+		limit = MC_MASTER_KEYS_PAGE_MAX;
+	int r = mc_meta_get_all_keys(m->meta, ref(q->tenant), ref(q->cursor), limit, keys_key, &c,
+				     next, &next_len);
+	if (r < 0)
+		return r;
+	if (c.err)
+		return c.err;
+	p->n_keys = c.n;
+	p->keys = c.k;
+	p->next_cursor = MC_BYTES(next, next_len);
+	return 0;
+}
+
+void mc_master_rpc_handlers(struct mc_rpc_handlers *h)
+{
+	memset(h, 0, sizeof(*h));
+#define H(NAME, fn_) h->fn[MC_OPI_##NAME] = fn_
+	H(HELLO, h_hello);
+	H(PING, h_ping);
+	H(MOUNT_SEGMENT, h_mount_segment);
+	H(REMOUNT_SEGMENTS, h_remount_segments);
+	H(UNMOUNT_SEGMENT, h_unmount_segment);
+	H(PUT_START, h_put_start);
+	H(PUT_END, h_put_end);
+	H(PUT_REVOKE, h_put_revoke);
+	H(GET_REPLICA_LIST, h_get_replica_list);
+	H(EXIST_KEY, h_exist_key);
+	H(REMOVE, h_remove);
+	H(BATCH_EXIST, h_batch_exist);
+	H(BATCH_GET_REPLICA_LIST, h_batch_get_replica_list);
+	H(BATCH_PUT_START, h_batch_put_start);
+	H(BATCH_PUT_END, h_batch_put_end);
+	H(BATCH_PUT_REVOKE, h_batch_put_revoke);
+	H(BATCH_REMOVE, h_batch_remove);
+	H(REMOVE_ALL, h_remove_all);
+	H(REMOVE_BY_REGEX, h_remove_by_regex);
+	H(GET_REPLICA_LIST_BY_REGEX, h_get_replica_list_by_regex);
+	H(GET_ALL_KEYS, h_get_all_keys);
+#undef H
+}

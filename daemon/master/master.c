@@ -1,0 +1,276 @@
+/*
+ * master.c - mooncake-master: the metadata server.
+ *
+ * Threads of the daemon:
+ *
+ *   main           parses options, starts everything, then blocks in a
+ *                  signalfd read (SIGTERM/SIGINT blocked in every thread);
+ *                  on a signal: STOPPING=1, stops the RPC workers, then the
+ *                  housekeeping thread, frees the metadata, exits 0.
+ *   rpc worker xN  (option `workers`) daemon/common/rpc-server.c: one epoll
+ *                  loop and one SO_REUSEPORT listening socket each; runs the
+ *                  handlers of master-rpc.c, which call mc_meta_* and the
+ *                  client registry.  No lock of the server is held while a
+ *                  handler runs.
+ *   housekeeping   master-clients.c, every 1 s: drops clients silent for
+ *                  client_ttl_ms (unmounting their segments), then
+ *                  mc_meta_tick() (deferred block releases).
+ *
+ * Lock order, outermost first:
+ *   0. clients expire_lock (master-clients.c): held by a sweep from picking
+ *      the expired clients to the end of their unmounts, and by the
+ *      MOUNT_SEGMENT / REMOUNT_SEGMENTS handlers around their mounts;
+ *   1-5. the metadata locks of master/meta.h (stripe -> segmgr -> shard ->
+ *      segment -> registries);
+ *   6. clients lock (master-clients.c): a leaf, never held while calling
+ *      mc_meta_* (handlers take it after the meta call returns).
+ * The rpc server itself holds no lock while a handler runs.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/rpc-server.h"
+#include "master/master-rpc.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/notify.h"
+
+#define DEFAULT_CONFIG "/etc/mooncake/master.conf"
+
+struct master_config {
+	char *rpc_address;
+	uint64_t rpc_port;
+	char *http_address;
+	uint64_t http_port;
+	char *state_dir;
+	uint64_t lease_ttl_ms;
+	uint64_t client_ttl_ms;
+	uint64_t put_discard_timeout_ms;
+	uint64_t put_release_timeout_ms;
+	double eviction_high_watermark;
+	double eviction_low_watermark;
+	uint64_t soft_pin_ttl_ms;
+	uint64_t snapshot_interval_s;
+	uint64_t snapshot_retain;
+	char *oplog;
+	char *etcd_endpoints;
+	char *cluster_id;
+	char *admin_token_file;
+	uint64_t workers;
+	char *log_level;
+};
+
+#define O(name, type, def, help) MC_OPT(#name, type, struct master_config, name, def, help)
+static const struct mc_option options[] = {
+	O(rpc_address, MC_OPT_STR, "0.0.0.0", "address of the binary RPC listener"),
+	O(rpc_port, MC_OPT_PORT, "50051", "port of the binary RPC listener (0: pick a free one)"),
+	O(http_address, MC_OPT_STR, "127.0.0.1",
+	  "[reserved: the REST admin/metrics server is not implemented yet] its address"),
+	O(http_port, MC_OPT_PORT, "9003",
+	  "[reserved: the REST admin/metrics server is not implemented yet] its port"),
+	O(state_dir, MC_OPT_STR, "/var/lib/mooncake/master",
+	  "state directory, created if missing (will hold snapshots and the oplog)"),
+	O(lease_ttl_ms, MC_OPT_MS, "10000", "read lease granted by GetReplicaList/ExistKey"),
+	O(client_ttl_ms, MC_OPT_MS, "10000",
+	  "a client silent this long is dropped and its segments unmounted"),
+	O(put_discard_timeout_ms, MC_OPT_MS, "30000",
+	  "an unfinished put older than this may be overwritten"),
+	O(put_release_timeout_ms, MC_OPT_MS, "600000",
+	  "the space of an unfinished put is released after this"),
+	O(eviction_high_watermark, MC_OPT_DOUBLE, "0.90",
+	  "[reserved: eviction is not implemented yet] usage ratio that starts eviction"),
+	O(eviction_low_watermark, MC_OPT_DOUBLE, "0.80",
+	  "[reserved: eviction is not implemented yet] usage ratio eviction frees down to"),
+	O(soft_pin_ttl_ms, MC_OPT_MS, "1800000",
+	  "[reserved: soft pins are not implemented yet] default soft pin duration"),
+	O(snapshot_interval_s, MC_OPT_U64, "300",
+	  "[reserved: snapshots are not implemented yet] seconds between snapshots (0: off)"),
+	O(snapshot_retain, MC_OPT_U64, "3",
+	  "[reserved: snapshots are not implemented yet] snapshots kept"),
+	O(oplog, MC_OPT_STR, "local",
+	  "[reserved: the oplog is not implemented yet] local | etcd | off"),
+	O(etcd_endpoints, MC_OPT_STR, "",
+	  "[reserved: etcd HA is not implemented yet] comma-separated http://host:port list"),
+	O(cluster_id, MC_OPT_STR, "mooncake", "cluster name (etcd key prefix, once etcd exists)"),
+	O(admin_token_file, MC_OPT_STR, "",
+	  "[reserved: the REST API is not implemented yet] file with the bearer token"),
+	O(workers, MC_OPT_U64, "2", "RPC worker threads (1..256)"),
+	O(log_level, MC_OPT_STR, "info", "error | warning | notice | info | debug"),
+};
+#undef O
+
+static const char usage[] =
+	"Usage: mooncake-master [--config FILE] [--name=value ...]\n"
+	"\n"
+	"The Mooncake Store master: all object metadata in memory, served over the\n"
+	"binary RPC protocol.  Options marked [reserved] are accepted and validated\n"
+	"now; their feature comes in a later release and they have no effect yet.";
+
+static int validate(const struct master_config *c, char *err, size_t len)
+{
+	if (!*c->rpc_address)
+		return snprintf(err, len, "option '--rpc_address' must not be empty"), -1;
+	if (c->workers < 1 || c->workers > 256)
+		return snprintf(err, len, "bad value '%llu' for option '--workers' (expected 1..256)",
+				(unsigned long long)c->workers), -1;
+	if (mc_log_level_from_name(c->log_level) < 0)
+		return snprintf(err, len, "bad value '%s' for option '--log_level' (expected "
+				"error, warning, notice, info or debug)", c->log_level), -1;
+	if (strcmp(c->oplog, "local") && strcmp(c->oplog, "etcd") && strcmp(c->oplog, "off"))
+		return snprintf(err, len, "bad value '%s' for option '--oplog' (expected local, etcd "
+				"or off)", c->oplog), -1;
+	if (!strcmp(c->oplog, "etcd") && !*c->etcd_endpoints)
+		return snprintf(err, len, "option '--oplog=etcd' needs '--etcd_endpoints'"), -1;
+	if (!(c->eviction_high_watermark > 0 && c->eviction_high_watermark <= 1))
+		return snprintf(err, len, "bad value '%g' for option '--eviction_high_watermark' "
+				"(expected 0 < x <= 1)", c->eviction_high_watermark), -1;
+	if (!(c->eviction_low_watermark >= 0 &&
+	      c->eviction_low_watermark < c->eviction_high_watermark))
+		return snprintf(err, len, "bad value '%g' for option '--eviction_low_watermark' "
+				"(expected 0 <= x < eviction_high_watermark)",
+				c->eviction_low_watermark), -1;
+	if (c->lease_ttl_ms == 0)
+		return snprintf(err, len, "bad value '0' for option '--lease_ttl_ms'"), -1;
+	if (c->client_ttl_ms < 1000)
+		return snprintf(err, len, "bad value '%llu' for option '--client_ttl_ms' (expected "
+				">= 1000)", (unsigned long long)c->client_ttl_ms), -1;
+	if (c->put_release_timeout_ms < c->put_discard_timeout_ms)
+		return snprintf(err, len, "option '--put_release_timeout_ms' must be >= "
+				"'--put_discard_timeout_ms'"), -1;
+	if (!*c->state_dir)
+		return snprintf(err, len, "option '--state_dir' must not be empty"), -1;
+	return 0;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	struct stat st;
+	if (stat(buf, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static void rpc_log(void *ctx, int level, const char *msg)
+{
+	mc_log(level, "%s", msg);
+}
+
+int main(int argc, char **argv)
+{
+	struct master_config cfg = { 0 };
+	char err[512];
+	struct mc_meta *meta = NULL;
+	struct mc_master_clients *clients = NULL;
+	struct mc_rpc_server *srv = NULL;
+	int r, ret = 1, sfd = -1;
+	const size_t nopts = sizeof(options) / sizeof(options[0]);
+
+	mc_log_set_ident("mooncake-master");
+	r = mc_config_load(options, nopts, &cfg, argc, argv, DEFAULT_CONFIG, usage, err, sizeof(err));
+	if (r == 1) {
+		mc_config_release(options, nopts, &cfg);
+		return 0;
+	}
+	if (r < 0 || validate(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mooncake-master: %s\n", err);
+		mc_config_release(options, nopts, &cfg);
+		return 2;
+	}
+	mc_log_max_level = mc_log_level_from_name(cfg.log_level);
+
+	if ((r = make_dirs(cfg.state_dir)) < 0) {
+		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(-r));
+		goto out;
+	}
+
+	/* Block the stop signals before any thread starts: they all inherit it. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		log_error("signalfd: %s", strerror(errno));
+		goto out;
+	}
+
+	struct mc_meta_config mcfg;
+	mc_meta_config_defaults(&mcfg);
+	mcfg.lease_ttl_ms = cfg.lease_ttl_ms;
+	mcfg.put_discard_timeout_ms = cfg.put_discard_timeout_ms;
+	mcfg.put_release_timeout_ms = cfg.put_release_timeout_ms;
+	if ((r = mc_meta_new(&mcfg, &meta)) < 0) {
+		log_error("cannot create the metadata service: %s", mc_strerror(r));
+		goto out;
+	}
+	if ((r = mc_master_clients_new(meta, cfg.client_ttl_ms, &clients)) < 0 ||
+	    (r = mc_master_clients_start(clients)) < 0) {
+		log_error("cannot start the housekeeping thread: %s",
+			  r < -1000 ? mc_strerror(r) : strerror(-r));
+		goto out;
+	}
+
+	struct mc_master_rpc rpc = { .meta = meta, .clients = clients };
+	struct mc_rpc_handlers h;
+	mc_master_rpc_handlers(&h);
+	struct mc_rpc_server_config scfg = {
+		.address = cfg.rpc_address,
+		.port = (uint16_t)cfg.rpc_port,
+		.workers = (unsigned)cfg.workers,
+		.log = rpc_log,
+	};
+	if ((r = mc_rpc_server_start(&scfg, &h, &rpc, &srv)) < 0) {
+		log_error("cannot listen on %s:%llu: %s", cfg.rpc_address,
+			  (unsigned long long)cfg.rpc_port,
+			  r <= -1000 ? mc_strerror(r) : strerror(-r));
+		goto out;
+	}
+	log_notice("ready: rpc on %s:%u, %llu workers, state in %s", cfg.rpc_address,
+		   (unsigned)mc_rpc_server_port(srv), (unsigned long long)cfg.workers, cfg.state_dir);
+	mc_notify("READY=1");
+
+	for (;;) {
+		struct signalfd_siginfo si;
+		ssize_t n = read(sfd, &si, sizeof(si));
+		if (n == (ssize_t)sizeof(si)) {
+			log_notice("signal %s: stopping", strsignal((int)si.ssi_signo));
+			break;
+		}
+		if (n < 0 && errno != EINTR) {
+			log_error("signalfd read: %s", strerror(errno));
+			break;
+		}
+	}
+	mc_notify("STOPPING=1");
+	ret = 0;
+out:
+	srv = mc_rpc_server_stop(srv);
+	clients = mc_master_clients_free(clients);
+	meta = mc_meta_free(meta);
+	if (sfd >= 0)
+		close(sfd);
+	mc_config_release(options, nopts, &cfg);
+	return ret;
+}

@@ -1,0 +1,190 @@
+/*
+ * mc-rpc - send one request to a master (or node) over the binary protocol
+ * and print the response's status name (and the interesting fields).
+ *
+ *   mc-rpc HOST:PORT hello [PROTO_VERSION]
+ *   mc-rpc HOST:PORT ping CLIENT
+ *   mc-rpc HOST:PORT mount CLIENT SEGMENT NAME SIZE      (endpoint = HOST:PORT of the segment name)
+ *   mc-rpc HOST:PORT unmount CLIENT SEGMENT
+ *   mc-rpc HOST:PORT put KEY SIZE CLIENT                 (put_start + put_end)
+ *   mc-rpc HOST:PORT exist KEY
+ *   mc-rpc HOST:PORT get KEY
+ *   mc-rpc HOST:PORT remove KEY
+ *   mc-rpc HOST:PORT op OPCODE                            (an empty body)
+ *
+ * CLIENT and SEGMENT are small integers (the uuid's low half).  Exit 0 when
+ * every response came back (whatever its status), 1 on a transport error,
+ * 2 on a usage error.  Used by tests/integration.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/msg.h"
+#include "util/sock.h"
+
+static int fd = -1;
+static uint32_t next_id = 1;
+static void *bodies[4];		/* response bodies: decoded messages point into them */
+static unsigned nbodies;
+
+/* Sends one request, reads one response into *ret (decoded), returns its status. */
+static int call(uint16_t op, const void *req, struct mc_arena *a, union mc_msg_any *ret)
+{
+	struct mc_wbuf w;
+	uint8_t hdr[MC_FRAME_HDR_LEN];
+	struct mc_frame f;
+	uint32_t id = next_id++;
+	int r;
+
+	mc_wbuf_init(&w, MC_PROTO_MAX_BODY + MC_FRAME_HDR_LEN);
+	if ((r = mc_proto_encode_request(&w, op, id, req, 0)) < 0) {
+		fprintf(stderr, "mc-rpc: cannot encode: %s\n", mc_error_name(r));
+		exit(1);
+	}
+	if (mc_write_full(fd, w.p, w.len) < 0 || mc_read_full(fd, hdr, sizeof(hdr)) < 0) {
+		fprintf(stderr, "mc-rpc: connection closed\n");
+		exit(1);
+	}
+	mc_wbuf_free(&w);
+	if ((r = mc_frame_hdr_decode(hdr, &f.hdr)) < 0 || !mc_frame_is_response(&f.hdr) ||
+	    f.hdr.req_id != id) {
+		fprintf(stderr, "mc-rpc: bad response header\n");
+		exit(1);
+	}
+	uint8_t *body = malloc(f.hdr.body_len ? f.hdr.body_len : 1);
+	if (!body || mc_read_full(fd, body, f.hdr.body_len) < 0) {
+		fprintf(stderr, "mc-rpc: truncated response\n");
+		exit(1);
+	}
+	f.body = body;
+	const struct mc_op_info *info;
+	if (f.hdr.status == 0 && mc_op_info(op) && (r = mc_proto_decode(&f, a, &info, ret)) < 0) {
+		fprintf(stderr, "mc-rpc: cannot decode the response: %s\n", mc_error_name(r));
+		exit(1);
+	}
+	if (nbodies < 4)
+		bodies[nbodies++] = body;
+	return f.hdr.status;
+}
+
+static struct mc_uuid id_of(const char *s)
+{
+	return (struct mc_uuid){ .hi = 0x6d632d727063ull, .lo = strtoull(s, NULL, 0) };
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|exist|get|remove|op ARGS...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	struct mc_arena a;
+	union mc_msg_any resp;
+	int st;
+
+	if (argc < 3)
+		usage();
+	if (mc_sock_parse(argv[1], &sa, &len) < 0) {
+		fprintf(stderr, "mc-rpc: bad address '%s'\n", argv[1]);
+		return 2;
+	}
+	if ((fd = mc_sock_connect(&sa, len, 5000)) < 0) {
+		fprintf(stderr, "mc-rpc: cannot connect to %s\n", argv[1]);
+		return 1;
+	}
+	mc_arena_init(&a);
+	const char *op = argv[2];
+	memset(&resp, 0, sizeof(resp));
+	if (!strcmp(op, "hello")) {
+		struct mc_msg_hello_req q = { .proto_version = argc > 3 ? (uint32_t)atoi(argv[3]) :
+								       MC_PROTO_VERSION,
+					      .client_version = mc_bytes_str("mc-rpc") };
+		st = call(MC_OP_HELLO, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st)
+			printf(" proto_version=%u server_version=%.*s", resp.hello_resp.proto_version,
+			       (int)resp.hello_resp.server_version.len, resp.hello_resp.server_version.p);
+	} else if (!strcmp(op, "ping") && argc == 4) {
+		struct mc_msg_ping_req q = { .client_id = id_of(argv[3]) };
+		st = call(MC_OP_PING, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st)
+			printf(" client_status=%s view_version=%llu",
+			       resp.ping_resp.client_status == MC_CLIENT_OK ? "OK" : "NEED_REMOUNT",
+			       (unsigned long long)resp.ping_resp.view_version);
+	} else if (!strcmp(op, "mount") && argc == 7) {
+		struct mc_msg_mount_segment_req q = {
+			.client_id = id_of(argv[3]),
+			.segment = { .id = id_of(argv[4]), .name = mc_bytes_str(argv[5]),
+				     .host = mc_bytes_str("127.0.0.1"), .base = 1ull << 40,
+				     .size = strtoull(argv[6], NULL, 0),
+				     .endpoint = mc_bytes_str("127.0.0.1:50061") },
+		};
+		st = call(MC_OP_MOUNT_SEGMENT, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "unmount") && argc == 5) {
+		struct mc_msg_unmount_segment_req q = { .client_id = id_of(argv[3]),
+							.segment_id = id_of(argv[4]) };
+		st = call(MC_OP_UNMOUNT_SEGMENT, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "put") && argc == 6) {
+		struct mc_msg_put_start_req q = { .client_id = id_of(argv[5]),
+						  .key = mc_bytes_str(argv[3]),
+						  .size = strtoull(argv[4], NULL, 0),
+						  .config = { .replica_num = 1 } };
+		st = call(MC_OP_PUT_START, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st) {
+			printf(" replicas=%u", resp.put_start_resp.n_replicas);
+			struct mc_msg_put_end_req e = { .client_id = q.client_id, .key = q.key };
+			st = call(MC_OP_PUT_END, &e, &a, &resp);
+			printf(" put_end=%s", mc_error_name(st));
+		}
+	} else if (!strcmp(op, "exist") && argc == 4) {
+		struct mc_msg_exist_key_req q = { .key = mc_bytes_str(argv[3]) };
+		st = call(MC_OP_EXIST_KEY, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st)
+			printf(" exists=%d", resp.exist_key_resp.exists);
+	} else if (!strcmp(op, "get") && argc == 4) {
+		struct mc_msg_get_replica_list_req q = { .key = mc_bytes_str(argv[3]) };
+		st = call(MC_OP_GET_REPLICA_LIST, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st) {
+			const struct mc_msg_get_replica_list_resp *p = &resp.get_replica_list_resp;
+			printf(" size=%llu replicas=%u", (unsigned long long)p->size, p->n_replicas);
+			if (p->n_replicas && p->replicas[0].type == MC_REPLICA_MEMORY)
+				printf(" endpoint=%.*s", (int)p->replicas[0].mem.endpoint.len,
+				       p->replicas[0].mem.endpoint.p);
+		}
+	} else if (!strcmp(op, "remove") && argc == 4) {
+		struct mc_msg_remove_req q = { .key = mc_bytes_str(argv[3]) };
+		st = call(MC_OP_REMOVE, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "op") && argc == 4) {
+		/* A raw frame with an empty body, for unknown or malformed requests. */
+		uint8_t hdr[MC_FRAME_HDR_LEN];
+		struct mc_frame_hdr h = { .opcode = (uint16_t)strtoul(argv[3], NULL, 0), .req_id = 7 };
+		mc_frame_hdr_encode(&h, hdr);
+		if (mc_write_full(fd, hdr, sizeof(hdr)) < 0 || mc_read_full(fd, hdr, sizeof(hdr)) < 0 ||
+		    mc_frame_hdr_decode(hdr, &h) < 0) {
+			fprintf(stderr, "mc-rpc: connection closed\n");
+			return 1;
+		}
+		printf("%s", mc_error_name(h.status));
+	} else {
+		usage();
+	}
+	printf("\n");
+	mc_arena_free(&a);
+	while (nbodies)
+		free(bodies[--nbodies]);
+	close(fd);
+	return 0;
+}
