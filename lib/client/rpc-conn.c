@@ -1,0 +1,189 @@
+/* rpc-conn.c - see rpc-conn.h. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "client/rpc-conn.h"
+#include "util/sock.h"
+
+struct mc_rpc_conn {
+	int fd;
+	bool broken;
+	uint32_t next_id;
+	struct mc_wbuf out;
+	uint8_t *body;
+	size_t body_cap;
+	char server_version[65];
+};
+
+bool mc_rpc_conn_ok(const struct mc_rpc_conn *c)
+{
+	return c && !c->broken;
+}
+
+const char *mc_rpc_conn_server_version(const struct mc_rpc_conn *c)
+{
+	return c->server_version;
+}
+
+static int fail(struct mc_rpc_conn *c, int e)
+{
+	c->broken = true;
+	return (e == -EAGAIN || e == -EWOULDBLOCK || e == -ETIMEDOUT) ? MC_ERR_RPC_TIMEOUT :
+								      MC_ERR_RPC_FAIL;
+}
+
+static int send_iov(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Reads and drops n bytes (an attachment nobody asked for). */
+static int drain(int fd, uint64_t n)
+{
+	char buf[16384];
+	while (n) {
+		size_t k = n < sizeof(buf) ? (size_t)n : sizeof(buf);
+		int r = mc_read_full(fd, buf, k);
+		if (r < 0)
+			return r;
+		n -= k;
+	}
+	return 0;
+}
+
+int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
+		struct mc_arena *arena, struct mc_rpc_attach *at)
+{
+	uint64_t send_len = 0;
+	uint8_t hdr[MC_FRAME_HDR_LEN];
+	struct mc_frame f;
+	struct iovec iov[1 + 8];
+	int r;
+
+	if (!c || c->broken)
+		return MC_ERR_RPC_FAIL;
+	if (at && at->nsend > 8)
+		return MC_ERR_INVALID_PARAMS;
+	for (int i = 0; at && i < at->nsend; i++)
+		send_len += at->send[i].iov_len;
+	uint32_t id = c->next_id++;
+	mc_wbuf_reset(&c->out);
+	if ((r = mc_proto_encode_request(&c->out, op, id, req, send_len)) < 0)
+		return r;
+	iov[0] = (struct iovec){ c->out.p, c->out.len };
+	for (int i = 0; at && i < at->nsend; i++)
+		iov[1 + i] = at->send[i];
+	if ((r = send_iov(c->fd, iov, 1 + (at ? at->nsend : 0))) < 0)
+		return fail(c, r);
+
+	if ((r = mc_read_full(c->fd, hdr, sizeof(hdr))) < 0)
+		return fail(c, r);
+	if (mc_frame_hdr_decode(hdr, &f.hdr) < 0 || !mc_frame_is_response(&f.hdr) ||
+	    f.hdr.req_id != id || f.hdr.opcode != op)
+		return fail(c, -EPROTO);
+	if (f.hdr.body_len > c->body_cap) {
+		uint8_t *nb = realloc(c->body, f.hdr.body_len);
+		if (!nb)
+			return fail(c, -ENOMEM);
+		c->body = nb;
+		c->body_cap = f.hdr.body_len;
+	}
+	if ((r = mc_read_full(c->fd, c->body, f.hdr.body_len)) < 0)
+		return fail(c, r);
+	f.body = c->body;
+	if (f.hdr.attach_len) {
+		if (!at || !at->recv || f.hdr.attach_len > at->recv_cap) {
+			if ((r = drain(c->fd, f.hdr.attach_len)) < 0)
+				return fail(c, r);
+			return MC_ERR_BUFFER_OVERFLOW;
+		}
+		if ((r = mc_read_full(c->fd, at->recv, f.hdr.attach_len)) < 0)
+			return fail(c, r);
+	}
+	if (at)
+		at->recv_len = f.hdr.attach_len;
+	if (f.hdr.status)
+		return f.hdr.status;
+	const struct mc_op_info *info;
+	if (resp && (r = mc_proto_decode(&f, arena, &info, resp)) < 0)
+		return fail(c, -EPROTO);
+	return 0;
+}
+
+int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+
+	if (mc_sock_parse(addr, &sa, &len) < 0)
+		return MC_ERR_INVALID_PARAMS;
+	int fd = mc_sock_connect(&sa, len, timeout_ms);
+	if (fd < 0)
+		return fd == -ETIMEDOUT ? MC_ERR_RPC_TIMEOUT : MC_ERR_RPC_FAIL;
+	if (timeout_ms > 0) {
+		struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	struct mc_rpc_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return MC_ERR_NO_MEMORY;
+	}
+	c->fd = fd;
+	c->next_id = 1;
+	mc_wbuf_init(&c->out, MC_PROTO_MAX_BODY + MC_FRAME_HDR_LEN);
+
+	struct mc_arena a;
+	struct mc_msg_hello_req q = { .proto_version = MC_PROTO_VERSION,
+				      .client_version = mc_bytes_str(MC_VERSION_STRING) };
+	struct mc_msg_hello_resp p;
+	mc_arena_init(&a);
+	int r = mc_rpc_call(c, MC_OP_HELLO, &q, &p, &a, NULL);
+	if (r == 0)
+		snprintf(c->server_version, sizeof(c->server_version), "%.*s",
+			 (int)p.server_version.len, (const char *)p.server_version.p);
+	mc_arena_free(&a);
+	if (r < 0) {
+		mc_rpc_conn_close(c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+struct mc_rpc_conn *mc_rpc_conn_close(struct mc_rpc_conn *c)
+{
+	if (!c)
+		return NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	mc_wbuf_free(&c->out);
+	free(c->body);
+	free(c);
+	return NULL;
+}

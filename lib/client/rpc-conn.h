@@ -1,0 +1,48 @@
+/*
+ * rpc-conn.h - one blocking connection speaking the binary protocol
+ * (lib/proto/frame.h) to a master or a node.  Internal to libmooncake and
+ * the node daemon; never logs.
+ *
+ * A connection is used by one thread at a time (the library keeps one per
+ * thread or a small pool).  A call sends one request frame, with an
+ * optional attachment, and waits for its response; the decoded response
+ * points into the connection's receive buffer and the caller's arena, so
+ * it stays valid until the next call on the same connection.
+ *
+ * Errors: a negative MC_ERR_* status from the peer is returned as is; a
+ * transport failure returns MC_ERR_RPC_FAIL (or MC_ERR_RPC_TIMEOUT) and
+ * marks the connection broken (mc_rpc_conn_ok() is then false: reopen).
+ */
+#ifndef MC_CLIENT_RPC_CONN_H
+#define MC_CLIENT_RPC_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "proto/msg.h"
+
+struct mc_rpc_conn;
+
+/* addr: "host:port" or "unix:/path".  timeout_ms bounds connect and every
+ * read/write (0: no limit).  Sends HELLO and checks the protocol version. */
+int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret);
+struct mc_rpc_conn *mc_rpc_conn_close(struct mc_rpc_conn *c);
+bool mc_rpc_conn_ok(const struct mc_rpc_conn *c);
+/* The peer's version string from HELLO. */
+const char *mc_rpc_conn_server_version(const struct mc_rpc_conn *c);
+
+struct mc_rpc_attach {
+	const struct iovec *send;     /* request attachment (DATA_WRITE), or NULL */
+	int nsend;
+	void *recv;                   /* where a response attachment goes (DATA_READ) */
+	uint64_t recv_cap;            /* its room; a larger attachment is an error */
+	uint64_t recv_len;            /* out: bytes received */
+};
+
+/* One request/response.  req is a struct mc_msg_<op>_req, resp a
+ * struct mc_msg_<op>_resp (or a union mc_msg_any); attach may be NULL. */
+int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
+		struct mc_arena *arena, struct mc_rpc_attach *attach);
+
+#endif
