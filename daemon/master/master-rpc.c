@@ -32,13 +32,33 @@ static struct mc_ref *refs(struct mc_arena *a, const struct mc_bytes *v, uint32_
 	return r;
 }
 
-static int16_t *statuses(struct mc_arena *a, const int *st, uint32_t n)
+/* The per-key arrays every batch handler needs: the keys as refs (when
+ * keys is not NULL) and a status slot per key. */
+static int batch_arrays(struct mc_arena *a, const struct mc_bytes *keys, uint32_t n,
+			struct mc_ref **ret_keys, int **ret_st)
+{
+	int *st = mc_arena_calloc(a, n ? n : 1, sizeof(int));
+	struct mc_ref *k = keys ? refs(a, keys, n) :
+		mc_arena_alloc(a, (size_t)(n ? n : 1) * sizeof(*k), _Alignof(struct mc_ref));
+	if (!st || !k)
+		return MC_ERR_NO_MEMORY;
+	*ret_keys = k;
+	*ret_st = st;
+	return 0;
+}
+
+/* The wire form of the statuses (a plain int16 array response). */
+static int batch_statuses(struct mc_arena *a, const int *st, uint32_t n, const int16_t **ret,
+			  uint32_t *ret_n)
 {
 	int16_t *v = mc_arena_alloc(a, (size_t)(n ? n : 1) * sizeof(*v), _Alignof(int16_t));
-	if (v)
-		for (uint32_t i = 0; i < n; i++)
-			v[i] = (int16_t)st[i];
-	return v;
+	if (!v)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = (int16_t)st[i];
+	*ret = v;
+	*ret_n = n;
+	return 0;
 }
 
 /* ---- replica descriptors, filled under the shard lock ---------------------- */
@@ -300,11 +320,11 @@ static int h_batch_exist(void *ctx, const struct mc_rpc_call *call, void *resp)
 	REQ(batch_exist_req);
 	RESP(batch_exist_resp);
 	uint32_t n = q->n_keys;
-	struct mc_ref *keys = refs(call->arena, q->keys, n);
-	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	struct mc_ref *keys;
+	int *st;
 	bool *ex = mc_arena_calloc(call->arena, n ? n : 1, sizeof(bool));
 	struct mc_msg_batch_exist_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
-	if (!keys || !st || !ex || !it)
+	if (batch_arrays(call->arena, q->keys, n, &keys, &st) < 0 || !ex || !it)
 		return MC_ERR_NO_MEMORY;
 	int r = mc_meta_batch_exist(m->meta, ref(q->tenant), keys, n, st, ex);
 	if (r < 0)
@@ -325,11 +345,12 @@ static int h_batch_get_replica_list(void *ctx, const struct mc_rpc_call *call, v
 	RESP(batch_get_replica_list_resp);
 	uint32_t n = q->n_keys;
 	struct sink s;
-	struct mc_ref *keys = refs(call->arena, q->keys, n);
-	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	struct mc_ref *keys;
+	int *st;
 	struct mc_object_info *info = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*info));
 	struct mc_msg_batch_replica_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
-	if (!keys || !st || !info || !it || sink_init(&s, call->arena, n) < 0)
+	if (batch_arrays(call->arena, q->keys, n, &keys, &st) < 0 || !info || !it ||
+	    sink_init(&s, call->arena, n) < 0)
 		return MC_ERR_NO_MEMORY;
 	int r = mc_meta_batch_get_replica_list(m->meta, ref(q->tenant), keys, n, st, info,
 					       sink_fn, &s);
@@ -364,10 +385,11 @@ static int h_batch_put_start(void *ctx, const struct mc_rpc_call *call, void *re
 	int r;
 	if (q->n_sizes != n)
 		return MC_ERR_INVALID_PARAMS;
-	struct mc_ref *keys = refs(call->arena, q->keys, n);
-	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	struct mc_ref *keys;
+	int *st;
 	struct mc_msg_batch_put_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
-	if (!keys || !st || !it || sink_init(&s, call->arena, n) < 0)
+	if (batch_arrays(call->arena, q->keys, n, &keys, &st) < 0 || !it ||
+	    sink_init(&s, call->arena, n) < 0)
 		return MC_ERR_NO_MEMORY;
 	if ((r = put_config(call->arena, &q->config, &cfg)) < 0)
 		return r;
@@ -395,12 +417,11 @@ static int h_batch_put_end(void *ctx, const struct mc_rpc_call *call, void *resp
 	REQ(batch_put_end_req);
 	RESP(batch_put_end_resp);
 	uint32_t n = q->n_items;
-	struct mc_ref *keys = mc_arena_alloc(call->arena, (n ? n : 1) * sizeof(*keys),
-					     _Alignof(struct mc_ref));
+	struct mc_ref *keys;
+	int *st;
 	bool *hc = mc_arena_calloc(call->arena, n ? n : 1, sizeof(bool));
 	uint64_t *cs = mc_arena_calloc(call->arena, n ? n : 1, sizeof(uint64_t));
-	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
-	if (!keys || !hc || !cs || !st)
+	if (batch_arrays(call->arena, NULL, n, &keys, &st) < 0 || !hc || !cs)
 		return MC_ERR_NO_MEMORY;
 	for (uint32_t i = 0; i < n; i++) {
 		keys[i] = ref(q->items[i].key);
@@ -408,12 +429,7 @@ static int h_batch_put_end(void *ctx, const struct mc_rpc_call *call, void *resp
 		cs[i] = q->items[i].checksum;
 	}
 	int r = mc_meta_batch_put_end(m->meta, q->client_id, ref(q->tenant), keys, hc, cs, n, st);
-	if (r < 0)
-		return r;
-	if (!(p->status = statuses(call->arena, st, n)))
-		return MC_ERR_NO_MEMORY;
-	p->n_status = n;
-	return 0;
+	return r < 0 ? r : batch_statuses(call->arena, st, n, &p->status, &p->n_status);
 }
 
 static int h_batch_put_revoke(void *ctx, const struct mc_rpc_call *call, void *resp)
@@ -421,18 +437,12 @@ static int h_batch_put_revoke(void *ctx, const struct mc_rpc_call *call, void *r
 	struct mc_master_rpc *m = ctx;
 	REQ(batch_put_revoke_req);
 	RESP(batch_put_revoke_resp);
-	uint32_t n = q->n_keys;
-	struct mc_ref *keys = refs(call->arena, q->keys, n);
-	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
-	if (!keys || !st)
+	struct mc_ref *keys;
+	int *st;
+	if (batch_arrays(call->arena, q->keys, q->n_keys, &keys, &st) < 0)
 		return MC_ERR_NO_MEMORY;
-	int r = mc_meta_batch_put_revoke(m->meta, q->client_id, ref(q->tenant), keys, n, st);
-	if (r < 0)
-		return r;
-	if (!(p->status = statuses(call->arena, st, n)))
-		return MC_ERR_NO_MEMORY;
-	p->n_status = n;
-	return 0;
+	int r = mc_meta_batch_put_revoke(m->meta, q->client_id, ref(q->tenant), keys, q->n_keys, st);
+	return r < 0 ? r : batch_statuses(call->arena, st, q->n_keys, &p->status, &p->n_status);
 }
 
 static int h_batch_remove(void *ctx, const struct mc_rpc_call *call, void *resp)
@@ -440,18 +450,12 @@ static int h_batch_remove(void *ctx, const struct mc_rpc_call *call, void *resp)
 	struct mc_master_rpc *m = ctx;
 	REQ(batch_remove_req);
 	RESP(batch_remove_resp);
-	uint32_t n = q->n_keys;
-	struct mc_ref *keys = refs(call->arena, q->keys, n);
-	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
-	if (!keys || !st)
+	struct mc_ref *keys;
+	int *st;
+	if (batch_arrays(call->arena, q->keys, q->n_keys, &keys, &st) < 0)
 		return MC_ERR_NO_MEMORY;
-	int r = mc_meta_batch_remove(m->meta, ref(q->tenant), keys, n, q->force, st);
-	if (r < 0)
-		return r;
-	if (!(p->status = statuses(call->arena, st, n)))
-		return MC_ERR_NO_MEMORY;
-	p->n_status = n;
-	return 0;
+	int r = mc_meta_batch_remove(m->meta, ref(q->tenant), keys, q->n_keys, q->force, st);
+	return r < 0 ? r : batch_statuses(call->arena, st, q->n_keys, &p->status, &p->n_status);
 }
 
 /* ---- admin ---------------------------------------------------------------------- */

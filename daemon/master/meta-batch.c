@@ -91,6 +91,53 @@ static uint32_t run_end(const struct batch *b, uint32_t i)
 	return j;
 }
 
+/* One key of a batch, called under its shard's lock; returns the key's status. */
+typedef int (*batch_key_fn)(struct mc_meta *m, struct mc_objtab *tab,
+			    struct batch_item *it, uint64_t now, void *ctx);
+
+/* Visits each touched shard once, in shard order, under its read (or write)
+ * lock, and stores fn's result as each key's status. */
+static void batch_run(struct mc_meta *m, const struct batch *b, bool write, batch_key_fn fn,
+		      void *ctx, int *ret_status)
+{
+	uint64_t now = meta_now(m);
+	for (uint32_t i = 0; i < b->n;) {
+		uint32_t end = run_end(b, i);
+		struct mc_shard *sh = &m->shards[b->items[i].shard];
+		if (write)
+			pthread_rwlock_wrlock(&sh->lock);
+		else
+			pthread_rwlock_rdlock(&sh->lock);
+		struct mc_objtab *tab = shard_table(sh, b->tenant, false);
+		for (; i < end; i++)
+			ret_status[b->items[i].idx] = fn(m, tab, &b->items[i], now, ctx);
+		pthread_rwlock_unlock(&sh->lock);
+	}
+}
+
+struct read_ctx {
+	const struct mc_ref *keys;
+	bool *exists;
+	struct mc_object_info *info;
+	mc_replica_fn fn;
+	void *fn_ctx;
+};
+
+static int key_exist(struct mc_meta *m, struct mc_objtab *tab, struct batch_item *it,
+		     uint64_t now, void *ctx)
+{
+	struct read_ctx *c = ctx;
+	return do_exist(m, tab, &it->loc, c->keys[it->idx], now, &c->exists[it->idx]);
+}
+
+static int key_get(struct mc_meta *m, struct mc_objtab *tab, struct batch_item *it,
+		   uint64_t now, void *ctx)
+{
+	struct read_ctx *c = ctx;
+	return do_get_replica_list(m, tab, &it->loc, c->keys[it->idx], now, it->idx,
+				   &c->info[it->idx], c->fn, c->fn_ctx);
+}
+
 int mc_meta_batch_exist(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
 			uint32_t n, int *ret_status, bool *ret_exists)
 {
@@ -106,19 +153,8 @@ int mc_meta_batch_exist(struct mc_meta *m, struct mc_ref tenant, const struct mc
 		if (!b.tenant_known && ret_status[i] == MC_ERR_OBJECT_NOT_FOUND)
 			ret_status[i] = 0;
 	}
-	uint64_t now = meta_now(m);
-	for (uint32_t i = 0; i < b.n;) {
-		uint32_t end = run_end(&b, i);
-		struct mc_shard *sh = &m->shards[b.items[i].shard];
-		pthread_rwlock_rdlock(&sh->lock);
-		struct mc_objtab *tab = shard_table(sh, b.tenant, false);
-		for (; i < end; i++) {
-			struct batch_item *it = &b.items[i];
-			ret_status[it->idx] = do_exist(m, tab, &it->loc, keys[it->idx], now,
-						       &ret_exists[it->idx]);
-		}
-		pthread_rwlock_unlock(&sh->lock);
-	}
+	struct read_ctx c = { .keys = keys, .exists = ret_exists };
+	batch_run(m, &b, false, key_exist, &c, ret_status);
 	free(b.items);
 	return 0;
 }
@@ -133,19 +169,8 @@ int mc_meta_batch_get_replica_list(struct mc_meta *m, struct mc_ref tenant,
 	int r = batch_prepare(m, tenant, keys, n, false, ret_status, &b);
 	if (r < 0)
 		return r;
-	uint64_t now = meta_now(m);
-	for (uint32_t i = 0; i < b.n;) {
-		uint32_t end = run_end(&b, i);
-		struct mc_shard *sh = &m->shards[b.items[i].shard];
-		pthread_rwlock_rdlock(&sh->lock);
-		struct mc_objtab *tab = shard_table(sh, b.tenant, false);
-		for (; i < end; i++) {
-			struct batch_item *it = &b.items[i];
-			ret_status[it->idx] = do_get_replica_list(m, tab, &it->loc, keys[it->idx], now,
-								  it->idx, &ret_info[it->idx], fn, ctx);
-		}
-		pthread_rwlock_unlock(&sh->lock);
-	}
+	struct read_ctx c = { .keys = keys, .info = ret_info, .fn = fn, .fn_ctx = ctx };
+	batch_run(m, &b, false, key_get, &c, ret_status);
 	free(b.items);
 	return 0;
 }
@@ -216,44 +241,48 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 
 enum batch_write { BW_END, BW_REVOKE, BW_REMOVE };
 
+struct write_ctx {
+	enum batch_write op;
+	uint32_t client;
+	const struct mc_ref *keys;
+	const bool *has_cs;
+	const uint64_t *cs;
+	bool force;
+};
+
+static int key_write(struct mc_meta *m, struct mc_objtab *tab, struct batch_item *it,
+		     uint64_t now, void *ctx)
+{
+	struct write_ctx *c = ctx;
+	struct mc_ref key = c->keys[it->idx];
+	struct mc_loc *loc = &it->loc;
+	switch (c->op) {
+	case BW_END:
+		return do_put_end(m, tab, c->client, loc, key,
+				  c->has_cs ? c->has_cs[it->idx] : (c->cs != NULL),
+				  c->cs ? c->cs[it->idx] : 0, now);
+	case BW_REVOKE:
+		return do_put_revoke(m, tab, c->client, loc, key);
+	case BW_REMOVE:
+		return do_remove(m, tab, loc, key, c->force, now);
+	}
+	return MC_ERR_INTERNAL_ERROR;
+}
+
 static int batch_write(struct mc_meta *m, enum batch_write op, const struct mc_uuid *client,
 		       struct mc_ref tenant, const struct mc_ref *keys, const bool *has_cs,
 		       const uint64_t *cs, uint32_t n, bool force, int *ret_status)
 {
 	struct batch b;
-	uint32_t cslot = UINT32_MAX;
+	struct write_ctx c = { .op = op, .client = UINT32_MAX, .keys = keys, .has_cs = has_cs,
+			       .cs = cs, .force = force };
 
 	int r = batch_prepare(m, tenant, keys, n, false, ret_status, &b);
 	if (r < 0)
 		return r;
-	if (client && meta_client_lookup(m, *client, &cslot) < 0)
-		cslot = UINT32_MAX;
-	uint64_t now = meta_now(m);
-	for (uint32_t i = 0; i < b.n;) {
-		uint32_t end = run_end(&b, i);
-		struct mc_shard *sh = &m->shards[b.items[i].shard];
-		pthread_rwlock_wrlock(&sh->lock);
-		struct mc_objtab *tab = shard_table(sh, b.tenant, false);
-		for (; i < end; i++) {
-			struct batch_item *it = &b.items[i];
-			struct mc_ref key = keys[it->idx];
-			int *st = &ret_status[it->idx];
-			switch (op) {
-			case BW_END:
-				*st = do_put_end(m, tab, cslot, &it->loc, key,
-						 has_cs ? has_cs[it->idx] : (cs != NULL),
-						 cs ? cs[it->idx] : 0, now);
-				break;
-			case BW_REVOKE:
-				*st = do_put_revoke(m, tab, cslot, &it->loc, key);
-				break;
-			case BW_REMOVE:
-				*st = do_remove(m, tab, &it->loc, key, force, now);
-				break;
-			}
-		}
-		pthread_rwlock_unlock(&sh->lock);
-	}
+	if (client && meta_client_lookup(m, *client, &c.client) < 0)
+		c.client = UINT32_MAX;   /* unknown: cannot be any object's writer */
+	batch_run(m, &b, true, key_write, &c, ret_status);
 	free(b.items);
 	return 0;
 }
