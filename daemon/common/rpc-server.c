@@ -20,6 +20,17 @@
 
 #define DEFAULT_MAX_OUT (4u << 20)
 #define READ_BUDGET     (1u << 20)	/* bytes read per readable event before yielding */
+/*
+ * Attachments move with plain recv() straight into the destination and one
+ * sendmsg() of {header+body, payload} per round, up to attach_chunk bytes
+ * of payload per syscall.  Measured here (tests/unit/test-node-data
+ * test_rates: one blocking rpc-conn client, 2 workers, 2 vCPUs, loopback,
+ * 8 MiB chunks): DATA_WRITE 1 MiB 7.5 GB/s, 64 MiB 2.0 GB/s; DATA_READ
+ * 1 MiB 2.9 GB/s, 64 MiB 3.5 GB/s (anchors: loopback TCP 3.7-4.1 GB/s).
+ * MSG_ZEROCOPY was not measured: on loopback the kernel copies anyway.
+ */
+#define DEFAULT_ATTACH_CHUNK (8u << 20)	/* attachment bytes per recv/sendmsg */
+#define ATTACH_BUDGET   (32u << 20)	/* attachment bytes moved per event before yielding */
 
 struct conn {
 	int fd;
@@ -28,6 +39,18 @@ struct conn {
 	struct mc_frame_reader rd;
 	struct mc_wbuf out;
 	size_t out_off;			/* bytes of out already sent */
+	/* request attachment being received (in.active) */
+	struct {
+		bool active;
+		struct mc_frame_hdr hdr;
+		uint8_t *body;		/* private copy of the request body */
+		uint8_t *dst;		/* where the next byte goes */
+		uint64_t left;
+	} in;
+	/* response attachment being sent after all of out (att_left > 0) */
+	const uint8_t *att;
+	uint64_t att_left;
+	bool resume;			/* reading stopped for output: resume when drained */
 	struct conn *prev, *next;
 };
 
@@ -51,6 +74,7 @@ struct mc_rpc_server {
 	char *unix_path;
 	struct worker *w;
 	uint64_t requests, errors, accepted, open;	/* atomic */
+	uint64_t attach_in, attach_out;			/* atomic */
 };
 
 /* Tags for the epoll data of the non-connection fds. */
@@ -76,6 +100,7 @@ static void conn_close(struct worker *w, struct conn *c)
 	close(c->fd);
 	mc_frame_reader_free(&c->rd);
 	mc_wbuf_free(&c->out);
+	free(c->in.body);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -91,21 +116,38 @@ static size_t out_pending(const struct conn *c)
 	return c->out.len - c->out_off;
 }
 
-/* Sends buffered output.  0, or -1 when the connection must be closed. */
-static int conn_flush(struct conn *c)
+/* Sends buffered output, then the pending response attachment, in one
+ * sendmsg() per round.  0, or -1 when the connection must be closed. */
+static int conn_flush(struct worker *w, struct conn *c)
 {
-	while (out_pending(c)) {
-		struct iovec iov = { c->out.p + c->out_off, out_pending(c) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
+	size_t chunk = w->srv->cfg.attach_chunk;
+	while (out_pending(c) || c->att_left) {
+		struct iovec iov[2];
+		int n = 0;
+		size_t head = out_pending(c);
+		if (head)
+			iov[n++] = (struct iovec){ c->out.p + c->out_off, head };
+		if (c->att_left)
+			iov[n++] = (struct iovec){ (void *)c->att,
+						   c->att_left < chunk ? (size_t)c->att_left : chunk };
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
 			return -1;
 		}
-		c->out_off += (size_t)n;
+		size_t a = (size_t)k > head ? (size_t)k - head : 0;
+		c->out_off += (size_t)k - a;
+		if (a) {
+			c->att += a;
+			c->att_left -= a;
+			__atomic_add_fetch(&w->srv->attach_out, a, __ATOMIC_RELAXED);
+			if (!c->att_left)
+				c->att = NULL;
+		}
 	}
 	if (!out_pending(c)) {
 		mc_wbuf_reset(&c->out);
@@ -122,8 +164,10 @@ static void conn_update_events(struct worker *w, struct conn *c)
 	uint32_t ev = 0;
 	if (!c->closing && out_pending(c) < w->srv->cfg.max_out_bytes)
 		ev |= EPOLLIN;
-	if (out_pending(c))
-		ev |= EPOLLOUT;
+	if (c->att_left)
+		ev &= ~(uint32_t)EPOLLIN;	/* nothing is processed until it is sent */
+	if (out_pending(c) || c->att_left || c->resume)
+		ev |= EPOLLOUT;		/* resume: come back soon (the socket is writable) */
 	if (ev != c->events) {
 		struct epoll_event e = { .events = ev, .data.ptr = c };
 		epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &e);
@@ -132,15 +176,21 @@ static void conn_update_events(struct worker *w, struct conn *c)
 }
 
 static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, int status,
-		    const void *resp)
+		    const void *resp, const struct iovec *att)
 {
 	struct mc_rpc_server *s = w->srv;
-	int r = mc_proto_encode_response(&c->out, op, id, status, resp, 0);
+	uint64_t alen = status == 0 && att && att->iov_len ? att->iov_len : 0;
+	int r = mc_proto_encode_response(&c->out, op, id, status, resp, alen);
+	if (r == 0 && alen) {
+		c->att = att->iov_base;
+		c->att_left = alen;
+	}
 	if (r < 0 && status == 0) {
 		slog(s, MC_RPC_LOG_WARNING, "cannot encode the response of %s: %s",
 		     mc_op_name(op), mc_error_name(r));
 		status = r;
 		r = mc_proto_encode_response(&c->out, op, id, status, NULL, 0);
+		alen = 0;
 	}
 	if (r < 0) {	/* out of memory: nothing sensible left to do */
 		c->closing = true;
@@ -151,6 +201,23 @@ static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, 
 		__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
 }
 
+/* Calls the handler of a decoded request and queues the response. */
+static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_hdr *hdr,
+			const struct mc_op_info *info)
+{
+	struct mc_rpc_server *s = w->srv;
+	struct iovec att = { NULL, 0 };
+	struct mc_rpc_call call = { .hdr = hdr, .info = info, .req = &w->req,
+				    .arena = &w->arena, .worker = w->index,
+				    .resp_attach = (info->flags & MC_OPF_ATTACH_RESP) ? &att : NULL };
+	int status = s->h.fn[info->index](s->ctx, &call, &w->resp);
+	if (status > 0)
+		status = MC_ERR_INTERNAL_ERROR;
+	if (status == 0 && att.iov_len && !att.iov_base)
+		status = MC_ERR_INTERNAL_ERROR;
+	respond(w, c, hdr->opcode, hdr->req_id, status, status ? NULL : &w->resp, &att);
+}
+
 static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame *f)
 {
 	struct mc_rpc_server *s = w->srv;
@@ -158,24 +225,104 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 	int status;
 
 	if (mc_frame_is_response(&f->hdr)) {
-		respond(w, c, f->hdr.opcode, f->hdr.req_id, MC_ERR_DESERIALIZE_FAIL, NULL);
+		respond(w, c, f->hdr.opcode, f->hdr.req_id, MC_ERR_DESERIALIZE_FAIL, NULL, NULL);
 		return;
 	}
 	memset(&w->req, 0, sizeof(w->req));
 	memset(&w->resp, 0, sizeof(w->resp));
 	status = mc_proto_decode(f, &w->arena, &info, &w->req);
-	/* No handler, or an attachment (not supported yet: see rpc-server.h). */
-	if (status == 0 && (f->hdr.attach_len || !s->h.fn[info->index]))
+	if (status == 0 && !s->h.fn[info->index])
 		status = MC_ERR_NOT_SUPPORTED;
-	if (status == 0) {
+	if (status == 0 && (info->flags & MC_OPF_ATTACH_REQ)) {
+		void *dst = NULL;
+		mc_rpc_attach_fn hook = s->h.attach[info->index];
 		struct mc_rpc_call call = { .hdr = &f->hdr, .info = info, .req = &w->req,
 					    .arena = &w->arena, .worker = w->index };
-		status = s->h.fn[info->index](s->ctx, &call, &w->resp);
+		status = hook ? hook(s->ctx, &call, &dst) : MC_ERR_NOT_SUPPORTED;
 		if (status > 0)
 			status = MC_ERR_INTERNAL_ERROR;
+		if (status == 0 && f->hdr.attach_len && !dst)
+			status = MC_ERR_INTERNAL_ERROR;
+		if (status == 0 && f->hdr.attach_len) {
+			/* The body lives in the reader's buffer only until the next
+			 * window(): keep a copy to decode again at the end. */
+			uint8_t *copy = malloc(f->hdr.body_len ? f->hdr.body_len : 1);
+			if (!copy) {
+				status = MC_ERR_NO_MEMORY;
+			} else {
+				memcpy(copy, f->body, f->hdr.body_len);
+				c->in.active = true;
+				c->in.hdr = f->hdr;
+				c->in.body = copy;
+				c->in.dst = dst;
+				c->in.left = f->hdr.attach_len;
+				mc_arena_reset(&w->arena);
+				return;		/* conn_read moves the bytes, then attach_finish */
+			}
+		}
 	}
-	respond(w, c, f->hdr.opcode, f->hdr.req_id, status, status ? NULL : &w->resp);
+	if (status == 0)
+		run_handler(w, c, &f->hdr, info);
+	else
+		respond(w, c, f->hdr.opcode, f->hdr.req_id, status, NULL, NULL);
 	mc_arena_reset(&w->arena);
+}
+
+/* The whole request attachment has arrived: decode the saved body, call the handler. */
+static void attach_finish(struct worker *w, struct conn *c)
+{
+	struct mc_frame f = { .hdr = c->in.hdr, .body = c->in.body };
+	const struct mc_op_info *info = NULL;
+	memset(&w->req, 0, sizeof(w->req));
+	memset(&w->resp, 0, sizeof(w->resp));
+	int status = mc_proto_decode(&f, &w->arena, &info, &w->req);
+	if (status == 0)
+		run_handler(w, c, &f.hdr, info);
+	else		/* cannot happen: it decoded before */
+		respond(w, c, f.hdr.opcode, f.hdr.req_id, status, NULL, NULL);
+	mc_arena_reset(&w->arena);
+	free(c->in.body);
+	memset(&c->in, 0, sizeof(c->in));
+}
+
+/*
+ * Moves request attachment bytes: first what the reader has read ahead, then
+ * recv() straight into the destination.  Returns 1 to go on, 0 to wait for
+ * the socket (or the budget is spent), -1 when the connection is closing.
+ */
+static int attach_read(struct worker *w, struct conn *c, size_t *budget)
+{
+	size_t chunk = w->srv->cfg.attach_chunk;
+	size_t k = mc_frame_reader_attach_take(&c->rd, c->in.dst,
+					       c->in.left < SIZE_MAX ? (size_t)c->in.left : SIZE_MAX);
+	if (k == 0) {
+		size_t want = c->in.left < chunk ? (size_t)c->in.left : chunk;
+		ssize_t got = recv(c->fd, c->in.dst, want, MSG_DONTWAIT);
+		if (got == 0) {		/* EOF inside the frame: drop it */
+			c->closing = true;
+			return -1;
+		}
+		if (got < 0) {
+			if (errno == EINTR)
+				return 1;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				c->closing = true;
+				mc_wbuf_reset(&c->out);
+				c->out_off = 0;
+				return -1;
+			}
+			return 0;
+		}
+		k = (size_t)got;
+		mc_frame_reader_attach_done(&c->rd, k);
+		*budget = *budget > k ? *budget - k : 0;
+	}
+	c->in.dst += k;
+	c->in.left -= k;
+	__atomic_add_fetch(&w->srv->attach_in, k, __ATOMIC_RELAXED);
+	if (!c->in.left)
+		attach_finish(w, c);
+	return *budget ? 1 : 0;
 }
 
 /* A broken stream: answer one error response if the magic was right, close. */
@@ -183,17 +330,39 @@ static void conn_broken(struct worker *w, struct conn *c, int err)
 {
 	struct mc_frame_hdr bad;
 	if (mc_frame_reader_bad_hdr(&c->rd, &bad))
-		respond(w, c, bad.opcode, bad.req_id, err, NULL);
+		respond(w, c, bad.opcode, bad.req_id, err, NULL, NULL);
 	c->closing = true;
 }
 
 static void conn_read(struct worker *w, struct conn *c)
 {
-	size_t budget = READ_BUDGET;
-	while (!c->closing && budget && out_pending(c) < w->srv->cfg.max_out_bytes) {
+	size_t budget = READ_BUDGET, abudget = ATTACH_BUDGET;
+	size_t max_out = w->srv->cfg.max_out_bytes;
+	c->resume = false;
+	while (!c->closing && budget && out_pending(c) < max_out && !c->att_left) {
+		if (c->in.active) {
+			int r = attach_read(w, c, &abudget);
+			if (r <= 0)
+				break;
+			continue;
+		}
+		/* Frames already buffered first (after an attachment, read-ahead
+		 * may hold whole requests). */
+		struct mc_frame f;
+		int rc = mc_frame_reader_next(&c->rd, &f);
+		if (rc == 1) {
+			handle_frame(w, c, &f);
+			if (mc_frame_reader_attach_pending(&c->rd) && !c->in.active)
+				mc_frame_reader_attach_skip(&c->rd);
+			continue;
+		}
+		if (rc < 0) {
+			conn_broken(w, c, rc);
+			break;
+		}
 		void *p;
 		size_t n;
-		int rc = mc_frame_reader_window(&c->rd, &p, &n);
+		rc = mc_frame_reader_window(&c->rd, &p, &n);
 		if (rc < 0) {
 			conn_broken(w, c, rc);
 			break;
@@ -217,30 +386,33 @@ static void conn_read(struct worker *w, struct conn *c)
 		}
 		budget -= (size_t)got;
 		mc_frame_reader_commit(&c->rd, (size_t)got);
-		struct mc_frame f;
-		while ((rc = mc_frame_reader_next(&c->rd, &f)) == 1) {
-			handle_frame(w, c, &f);
-			if (mc_frame_reader_attach_pending(&c->rd))
-				mc_frame_reader_attach_skip(&c->rd);
-		}
-		if (rc < 0) {
-			conn_broken(w, c, rc);
-			break;
-		}
 	}
+	/* Stopped for output (backpressure, a response attachment): complete
+	 * frames may sit in the reader with nothing more to come from the
+	 * socket, so conn_event resumes once the output has drained. */
+	if (!c->closing && (out_pending(c) >= max_out || c->att_left))
+		c->resume = true;
 }
 
 static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 {
 	if (ev & EPOLLIN)
 		conn_read(w, c);
-	if (out_pending(c) && conn_flush(c) < 0) {
-		conn_close(w, c);
-		return;
+	for (int round = 0; round < 8; round++) {
+		if ((out_pending(c) || c->att_left) && conn_flush(w, c) < 0) {
+			conn_close(w, c);
+			return;
+		}
+		/* The output drained: serve what was read ahead. */
+		if (!c->resume || c->att_left || c->closing ||
+		    out_pending(c) >= w->srv->cfg.max_out_bytes)
+			break;
+		c->resume = false;
+		conn_read(w, c);
 	}
 	if ((ev & (EPOLLERR | EPOLLHUP)) && !(ev & EPOLLIN))
-		c->closing = true, mc_wbuf_reset(&c->out), c->out_off = 0;
-	if (c->closing && !out_pending(c)) {
+		c->closing = true, mc_wbuf_reset(&c->out), c->out_off = 0, c->att_left = 0;
+	if (c->closing && !out_pending(c) && !c->att_left) {
 		conn_close(w, c);
 		return;
 	}
@@ -369,6 +541,8 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		s->cfg.max_out_bytes = DEFAULT_MAX_OUT;
 	if (!s->cfg.backlog)
 		s->cfg.backlog = 1024;
+	if (!s->cfg.attach_chunk)
+		s->cfg.attach_chunk = DEFAULT_ATTACH_CHUNK;
 	s->h = *handlers;
 	s->ctx = ctx;
 	s->nworkers = s->cfg.workers;
@@ -494,4 +668,6 @@ void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats 
 	ret->errors = __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
 	ret->accepted = __atomic_load_n(&s->accepted, __ATOMIC_RELAXED);
 	ret->open = __atomic_load_n(&s->open, __ATOMIC_RELAXED);
+	ret->attach_in = __atomic_load_n(&s->attach_in, __ATOMIC_RELAXED);
+	ret->attach_out = __atomic_load_n(&s->attach_out, __ATOMIC_RELAXED);
 }

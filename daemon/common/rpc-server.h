@@ -27,12 +27,39 @@
  * response echoing opcode and request id when the magic was right, then the
  * connection is closed.
  *
- * Attachments: NOT SUPPORTED YET.  The attachment of any request is skipped
- * by the server (the handler sees its length in call->hdr->attach_len but
- * not its bytes), and a handler cannot send one.  The plan for the node data
- * plane: a handler flag asking the server to deliver the attachment into a
- * destination the handler returns (mc_frame_reader_attach_take/done), and a
- * response iovec appended after the encoded frame (writev).
+ * Attachments (frame.h section 4; only ops flagged MC_OPF_ATTACH_REQ /
+ * MC_OPF_ATTACH_RESP may carry them, the decoder refuses the others):
+ *
+ *  - Request attachment (DATA_WRITE).  The op needs an attach hook
+ *    (handlers.attach[]) besides its handler; without one the request is
+ *    answered MC_ERR_NOT_SUPPORTED and its attachment skipped.  Once the
+ *    body is decoded the server calls the hook with the request and
+ *    call->hdr->attach_len; the hook returns 0 and a destination of that
+ *    many bytes in *dst, or a negative MC_ERR_* code (the server then skips
+ *    the attachment and answers that status; the handler is not called).
+ *    The server moves the read-ahead bytes with mc_frame_reader_attach_take
+ *    and recv()s the rest straight into *dst (no intermediate copy),
+ *    across as many epoll wakeups as it takes; meanwhile the connection
+ *    processes nothing else.  When the last byte has arrived it decodes the
+ *    request again (from a private copy of the body) and calls the handler,
+ *    then answers.  The hook is also called when attach_len is 0 (then the
+ *    handler follows at once).  If the peer goes away in the middle, the
+ *    handler is not called and the bytes written so far stay where they are.
+ *
+ *  - Response attachment (DATA_READ).  The handler of an op flagged
+ *    MC_OPF_ATTACH_RESP may set *call->resp_attach to a range of memory that
+ *    stays valid and unchanged until the server is stopped (e.g. segment
+ *    memory); with status 0 the response carries it (attach_len =
+ *    iov_len).  The server sends the header and body from its output buffer
+ *    and the payload from that memory in the same sendmsg() (an iovec of
+ *    two), without copying the payload; further requests of the connection
+ *    wait until the payload is sent.
+ *
+ *  Plain recv()/sendmsg() straight to/from the destination, in chunks of
+ *  up to attach_chunk bytes per syscall (figures measured with
+ *  tests/unit/test-node-data are in rpc-server.c).  MSG_ZEROCOPY was not
+ *  adopted (on loopback the kernel copies anyway, and it needs error-queue
+ *  completion handling).
  *
  * The library never logs; it reports through the optional log callback.
  */
@@ -41,6 +68,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "proto/msg.h"
 
@@ -53,6 +81,9 @@ struct mc_rpc_call {
 	const void *req;                    /* decoded request (struct mc_msg_<op>_req) */
 	struct mc_arena *arena;             /* scratch for the response, reset after it is encoded */
 	int worker;                         /* index of the worker thread, 0..workers-1 */
+	struct iovec *resp_attach;          /* MC_OPF_ATTACH_RESP ops: the handler may point it
+					     * at the response attachment ({NULL, 0}: none);
+					     * NULL for other ops and in attach hooks */
 };
 
 /*
@@ -62,9 +93,19 @@ struct mc_rpc_call {
  */
 typedef int (*mc_rpc_handler_fn)(void *ctx, const struct mc_rpc_call *call, void *resp);
 
-/* Handlers by dense op index (MC_OPI_*); NULL entries answer NOT_SUPPORTED. */
+/*
+ * Attach hook of an MC_OPF_ATTACH_REQ op: given the decoded request (call->req)
+ * and call->hdr->attach_len, return 0 and where the attachment goes in *dst
+ * (room for attach_len bytes, valid until the handler has run), or a negative
+ * MC_ERR_* code: the attachment is skipped and that status answered.
+ */
+typedef int (*mc_rpc_attach_fn)(void *ctx, const struct mc_rpc_call *call, void **dst);
+
+/* Handlers by dense op index (MC_OPI_*); NULL entries answer NOT_SUPPORTED.
+ * attach[i] is needed (and used) only by ops flagged MC_OPF_ATTACH_REQ. */
 struct mc_rpc_handlers {
 	mc_rpc_handler_fn fn[MC_OP_COUNT];
+	mc_rpc_attach_fn attach[MC_OP_COUNT];
 };
 
 enum mc_rpc_log_level { MC_RPC_LOG_ERR = 3, MC_RPC_LOG_WARNING = 4, MC_RPC_LOG_INFO = 6, MC_RPC_LOG_DEBUG = 7 };
@@ -77,6 +118,7 @@ struct mc_rpc_server_config {
 	unsigned workers;                   /* >= 1; 0 means 1 */
 	size_t max_out_bytes;               /* per-connection output that pauses reading; 0: 4 MiB */
 	int backlog;                        /* listen backlog; 0: 1024 */
+	size_t attach_chunk;                /* most attachment bytes per recv/sendmsg; 0: 8 MiB */
 	mc_rpc_log_fn log;                  /* may be NULL */
 	void *log_ctx;
 };
@@ -99,6 +141,8 @@ struct mc_rpc_stats {
 	uint64_t errors;                    /* of which with a non-zero status */
 	uint64_t accepted;                  /* connections accepted */
 	uint64_t open;                      /* connections open now */
+	uint64_t attach_in;                 /* request attachment bytes received */
+	uint64_t attach_out;                /* response attachment bytes sent */
 };
 void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats *ret);
 

@@ -1,0 +1,92 @@
+/* node-data.c - see node-data.h. */
+#include <string.h>
+
+#include "node/node-data.h"
+
+/* The segment and the checked range [offset, offset + length). */
+static int check_range(const struct mc_node_segments *s, struct mc_uuid id, uint64_t off,
+		       uint64_t len, const struct mc_node_segment **ret)
+{
+	const struct mc_node_segment *g = mc_node_segment_find(s, id);
+	if (!g)
+		return MC_ERR_SEGMENT_NOT_FOUND;
+	if (off > g->size || len > g->size - off)	/* no overflow */
+		return MC_ERR_INVALID_PARAMS;
+	*ret = g;
+	return 0;
+}
+
+static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_msg_hello_req *q = call->req;
+	struct mc_msg_hello_resp *p = resp;
+	if (q->proto_version != MC_PROTO_VERSION)
+		return MC_ERR_INVALID_VERSION;
+	p->proto_version = MC_PROTO_VERSION;
+	p->server_version = mc_bytes_str(MC_VERSION_STRING);
+	return 0;
+}
+
+/* DATA_WRITE, before the attachment: where it goes. */
+static int a_write(void *ctx, const struct mc_rpc_call *call, void **dst)
+{
+	const struct mc_msg_data_write_req *q = call->req;
+	const struct mc_node_segment *g;
+	if (q->length != call->hdr->attach_len)
+		return MC_ERR_INVALID_PARAMS;
+	int r = check_range(ctx, q->segment_id, q->offset, q->length, &g);
+	if (r < 0)
+		return r;
+	*dst = g->base + q->offset;
+	return 0;
+}
+
+/* DATA_WRITE, after it: the bytes are in place. */
+static int h_write(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	return 0;
+}
+
+static int h_read(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_msg_data_read_req *q = call->req;
+	const struct mc_node_segment *g;
+	int r = check_range(ctx, q->segment_id, q->offset, q->length, &g);
+	if (r < 0)
+		return r;
+	if (q->length > MC_PROTO_MAX_ATTACH)
+		return MC_ERR_TOO_LARGE;
+	call->resp_attach->iov_base = g->base + q->offset;
+	call->resp_attach->iov_len = q->length;
+	return 0;
+}
+
+static int h_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_segments *s = ctx;
+	struct mc_msg_data_stat_resp *p = resp;
+	struct mc_msg_segment_stat *a = mc_arena_alloc(call->arena, (s->n ? s->n : 1) * sizeof(*a), 8);
+	if (!a)
+		return MC_ERR_NO_MEMORY;
+	for (unsigned i = 0; i < s->n; i++) {
+		a[i] = (struct mc_msg_segment_stat){
+			.id = s->seg[i].id,
+			.name = mc_bytes_str(s->seg[i].name),
+			.size = s->seg[i].size,
+			.shm_path = mc_bytes_str(s->seg[i].shm_path),
+		};
+	}
+	p->n_segments = s->n;
+	p->segments = a;
+	return 0;
+}
+
+void mc_node_data_handlers(struct mc_rpc_handlers *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->fn[MC_OPI_HELLO] = h_hello;
+	h->fn[MC_OPI_DATA_WRITE] = h_write;
+	h->attach[MC_OPI_DATA_WRITE] = a_write;
+	h->fn[MC_OPI_DATA_READ] = h_read;
+	h->fn[MC_OPI_DATA_STAT] = h_stat;
+}

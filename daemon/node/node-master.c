@@ -1,0 +1,206 @@
+/* node-master.c - see node-master.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/rpc-conn.h"
+#include "common/log.h"
+#include "node/node-master.h"
+
+#define RPC_TIMEOUT_MS 2000
+#define UNMOUNT_TIMEOUT_MS 1000
+#define PING_MS 1000
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 2000
+
+struct mc_node_master {
+	struct mc_node_master_config cfg;
+	pthread_t thread;
+	pthread_mutex_t lock;		/* guards stop; leaf */
+	pthread_cond_t cond;
+	bool stop;
+	bool mounted_once;
+	struct mc_rpc_conn *conn;	/* the thread's only */
+	struct mc_arena arena;
+};
+
+static void fill_segment(const struct mc_node_master *m, unsigned i, struct mc_msg_segment *d)
+{
+	const struct mc_node_segment *g = &m->cfg.segs->seg[i];
+	*d = (struct mc_msg_segment){
+		.id = g->id,
+		.name = mc_bytes_str(g->name),
+		.host = mc_bytes_str(m->cfg.host),
+		.base = (uint64_t)(uintptr_t)g->base,
+		.size = g->size,
+		.endpoint = mc_bytes_str(m->cfg.endpoint),
+		.transport = m->cfg.transport,
+		.shm_path = mc_bytes_str(g->shm_path),
+	};
+}
+
+/* Sleeps ms or until stopped; true when stopped. */
+static bool wait_ms(struct mc_node_master *m, unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop && pthread_cond_timedwait(&m->cond, &m->lock, &ts) != ETIMEDOUT)
+		;
+	bool s = m->stop;
+	pthread_mutex_unlock(&m->lock);
+	return s;
+}
+
+static int mount_all(struct mc_node_master *m)
+{
+	for (unsigned i = 0; i < m->cfg.segs->n; i++) {
+		struct mc_msg_mount_segment_req q = { .client_id = m->cfg.segs->client_id };
+		union mc_msg_any p;
+		fill_segment(m, i, &q.segment);
+		int r = mc_rpc_call(m->conn, MC_OP_MOUNT_SEGMENT, &q, &p, &m->arena, NULL);
+		mc_arena_reset(&m->arena);
+		if (r < 0) {
+			log_warning("mount of segment %s at %s: %s", m->cfg.segs->seg[i].name,
+				    m->cfg.master, mc_error_name(r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int remount_all(struct mc_node_master *m)
+{
+	unsigned n = m->cfg.segs->n;
+	struct mc_msg_segment *a = calloc(n ? n : 1, sizeof(*a));
+	if (!a)
+		return MC_ERR_NO_MEMORY;
+	for (unsigned i = 0; i < n; i++)
+		fill_segment(m, i, &a[i]);
+	struct mc_msg_remount_segments_req q = { .client_id = m->cfg.segs->client_id,
+						 .n_segments = n, .segments = a };
+	union mc_msg_any p;
+	int r = mc_rpc_call(m->conn, MC_OP_REMOUNT_SEGMENTS, &q, &p, &m->arena, NULL);
+	mc_arena_reset(&m->arena);
+	free(a);
+	return r;
+}
+
+static void mounted(struct mc_node_master *m, const char *how)
+{
+	log_notice("%s %u segment(s) at %s", how, m->cfg.segs->n, m->cfg.master);
+	if (!m->mounted_once) {
+		m->mounted_once = true;
+		if (m->cfg.on_mounted)
+			m->cfg.on_mounted(m->cfg.ctx);
+	}
+}
+
+static void *link_main(void *arg)
+{
+	struct mc_node_master *m = arg;
+	unsigned backoff = BACKOFF_MIN_MS;
+	bool warned = false;
+	for (;;) {
+		if (!m->conn) {
+			int r = mc_rpc_conn_open(m->cfg.master, RPC_TIMEOUT_MS, &m->conn);
+			if (r == 0 && (r = mount_all(m)) == 0) {
+				backoff = BACKOFF_MIN_MS;
+				warned = false;
+				mounted(m, "mounted");
+			} else {
+				if (!warned)
+					log_warning("master %s unreachable (%s): retrying",
+						    m->cfg.master, mc_error_name(r));
+				warned = true;
+				m->conn = mc_rpc_conn_close(m->conn);
+				if (wait_ms(m, backoff))
+					break;
+				backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+				continue;
+			}
+		}
+		if (wait_ms(m, PING_MS))
+			break;
+		struct mc_msg_ping_req q = { .client_id = m->cfg.segs->client_id };
+		struct mc_msg_ping_resp p;
+		int r = mc_rpc_call(m->conn, MC_OP_PING, &q, &p, &m->arena, NULL);
+		mc_arena_reset(&m->arena);
+		if (r == 0 && p.client_status == MC_CLIENT_NEED_REMOUNT) {
+			r = remount_all(m);
+			if (r == 0)
+				mounted(m, "remounted");
+			else
+				log_warning("remount at %s: %s", m->cfg.master, mc_error_name(r));
+		}
+		if (!mc_rpc_conn_ok(m->conn)) {
+			log_warning("lost the master %s (%s): reconnecting", m->cfg.master,
+				    mc_error_name(r));
+			m->conn = mc_rpc_conn_close(m->conn);
+			warned = true;
+		}
+	}
+	return NULL;
+}
+
+int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node_master **ret)
+{
+	struct mc_node_master *m = calloc(1, sizeof(*m));
+	pthread_condattr_t ca;
+	if (!m)
+		return -ENOMEM;
+	m->cfg = *cfg;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	mc_arena_init(&m->arena);
+	int r = pthread_create(&m->thread, NULL, link_main, m);
+	if (r) {
+		mc_arena_free(&m->arena);
+		free(m);
+		return -r;
+	}
+	*ret = m;
+	return 0;
+}
+
+void mc_node_master_stop(struct mc_node_master *m, bool unmount)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	/* A call in flight ends within RPC_TIMEOUT_MS. */
+	pthread_join(m->thread, NULL);
+	if (unmount) {
+		if (!m->conn)
+			mc_rpc_conn_open(m->cfg.master, UNMOUNT_TIMEOUT_MS, &m->conn);
+		unsigned done = 0;
+		for (unsigned i = 0; m->conn && i < m->cfg.segs->n && mc_rpc_conn_ok(m->conn); i++) {
+			struct mc_msg_unmount_segment_req q = {
+				.client_id = m->cfg.segs->client_id,
+				.segment_id = m->cfg.segs->seg[i].id };
+			union mc_msg_any p;
+			if (mc_rpc_call(m->conn, MC_OP_UNMOUNT_SEGMENT, &q, &p, &m->arena, NULL) == 0)
+				done++;
+			mc_arena_reset(&m->arena);
+		}
+		log_notice("unmounted %u of %u segment(s) at %s", done, m->cfg.segs->n,
+			   m->cfg.master);
+	}
+	m->conn = mc_rpc_conn_close(m->conn);
+	mc_arena_free(&m->arena);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}

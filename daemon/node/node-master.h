@@ -1,0 +1,34 @@
+/*
+ * node-master.h - the node's link to the master: one thread that connects
+ * (rpc-conn.h, blocking, 2 s timeouts), mounts every segment
+ * (MOUNT_SEGMENT, idempotent), PINGs every second, answers NEED_REMOUNT
+ * with REMOUNT_SEGMENTS, and on a transport failure reconnects with
+ * exponential backoff (100 ms .. 2 s) and mounts again (the master may
+ * have restarted).  Stopping it unmounts every segment, best effort,
+ * within about a second per attempt.
+ */
+#ifndef MC_NODE_MASTER_H
+#define MC_NODE_MASTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "node/node-segment.h"
+
+struct mc_node_master;
+
+struct mc_node_master_config {
+	const char *master;		/* host:port */
+	const char *host;		/* advertised host name */
+	const char *endpoint;		/* data plane host:port */
+	uint8_t transport;		/* enum mc_transport */
+	const struct mc_node_segments *segs;
+	void (*on_mounted)(void *ctx);	/* first successful mount (READY=1) */
+	void *ctx;
+};
+
+int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node_master **ret);
+/* Stops the thread, unmounts (best effort), frees.  NULL is fine. */
+void mc_node_master_stop(struct mc_node_master *m, bool unmount);
+
+#endif

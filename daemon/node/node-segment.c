@@ -1,0 +1,271 @@
+/* node-segment.c - see node-segment.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "node/node-segment.h"
+
+#define ID_FILE "node.id"
+#define MAX_LISTED 4096
+
+struct listed {
+	struct mc_uuid id;
+	uint64_t size;
+	bool used;
+};
+
+void mc_node_shm_path(struct mc_uuid id, char *buf, size_t len)
+{
+	char hex[MC_UUID_STR_LEN];
+	snprintf(buf, len, "%s/mooncake-%s", MC_NODE_SHM_DIR, mc_uuid_fmt(id, hex));
+}
+
+static int parse_uuid(const char *s, struct mc_uuid *ret)
+{
+	char hi[17], lo[17];
+	if (strlen(s) != 32 || strspn(s, "0123456789abcdefABCDEF") != 32)
+		return -1;
+	memcpy(hi, s, 16), hi[16] = 0;
+	memcpy(lo, s + 16, 16), lo[16] = 0;
+	ret->hi = strtoull(hi, NULL, 16);
+	ret->lo = strtoull(lo, NULL, 16);
+	return 0;
+}
+
+/* Reads node.id: 1 loaded, 0 absent, -1 malformed (message in err). */
+static int read_id(const char *path, struct mc_uuid *client, struct listed *l, unsigned *nl,
+		   char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	unsigned lineno = 0;
+	bool have_client = false;
+	*nl = 0;
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char a[64], b[64];
+		unsigned long long size;
+		lineno++;
+		if (lineno == 1) {
+			if (strncmp(line, "mooncake-node 1", 15))
+				goto bad;
+			continue;
+		}
+		if (sscanf(line, "client %63s", a) == 1) {
+			if (parse_uuid(a, client) < 0)
+				goto bad;
+			have_client = true;
+		} else if (sscanf(line, "segment %63s %llu", b, &size) == 2) {
+			if (*nl >= MAX_LISTED || parse_uuid(b, &l[*nl].id) < 0 || !size)
+				goto bad;
+			l[*nl].size = size;
+			l[*nl].used = false;
+			(*nl)++;
+		} else if (line[0] != '\n' && line[0] != '#') {
+			goto bad;
+		}
+	}
+	fclose(f);
+	if (!have_client) {
+		snprintf(err, errlen, "%s: no client line (remove the file to start afresh)", path);
+		return -1;
+	}
+	return 1;
+bad:
+	fclose(f);
+	snprintf(err, errlen, "%s:%u: malformed (remove the file to start afresh)", path, lineno);
+	return -1;
+}
+
+static int write_id(const char *dir, const struct mc_node_segments *s, char *err, size_t errlen)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], hex[MC_UUID_STR_LEN];
+	snprintf(path, sizeof(path), "%s/%s", dir, ID_FILE);
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, ID_FILE);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		goto fail;
+	fprintf(f, "mooncake-node 1\nclient %s\n", mc_uuid_fmt(s->client_id, hex));
+	for (unsigned i = 0; i < s->n; i++)
+		fprintf(f, "segment %s %llu\n", mc_uuid_fmt(s->seg[i].id, hex),
+			(unsigned long long)s->seg[i].size);
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0) {
+		fclose(f);
+		goto fail;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		goto fail;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	unlink(tmp);
+	return -errno;
+}
+
+/* Maps an existing file of the right size: 0, or -1 if absent / wrong size. */
+static int map_existing(struct mc_node_segment *g)
+{
+	int fd = open(g->shm_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != g->size) {
+		close(fd);
+		return -1;
+	}
+	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return -1;
+	g->base = p;
+	g->reused = true;
+	return 0;
+}
+
+static int create_new(struct mc_node_segment *g, char *err, size_t errlen)
+{
+	if (mc_uuid_random(&g->id) < 0) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		return -EIO;
+	}
+	mc_node_shm_path(g->id, g->shm_path, sizeof(g->shm_path));
+	int fd = open(g->shm_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot create %s: %s", g->shm_path, strerror(e));
+		return -e;
+	}
+	int r = 0;
+	if (ftruncate(fd, (off_t)g->size) < 0) {
+		r = -errno;
+	} else {
+		/* Reserve the pages now: a full tmpfs fails here, not with SIGBUS
+		 * in the middle of a write.  EOPNOTSUPP: keep the sparse file. */
+		int e = posix_fallocate(fd, 0, (off_t)g->size);
+		if (e && e != EOPNOTSUPP && e != EINVAL)
+			r = -e;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot size %s to %llu bytes: %s", g->shm_path,
+			 (unsigned long long)g->size, strerror(-r));
+		close(fd);
+		unlink(g->shm_path);
+		return r;
+	}
+	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		snprintf(err, errlen, "cannot map %s: %s", g->shm_path, strerror(-r));
+		unlink(g->shm_path);
+		return r;
+	}
+	g->base = p;
+	g->reused = false;
+	return 0;
+}
+
+int mc_node_segments_open(const char *state_dir, const char *name, unsigned n, uint64_t size,
+			  struct mc_node_segments *ret, char *err, size_t errlen)
+{
+	struct mc_node_segments s = { 0 };
+	struct listed *l = calloc(MAX_LISTED, sizeof(*l));
+	unsigned nl = 0;
+	int r = 0;
+	char path[PATH_MAX];
+
+	if (!l)
+		return -ENOMEM;
+	if (state_dir) {
+		snprintf(path, sizeof(path), "%s/%s", state_dir, ID_FILE);
+		r = read_id(path, &s.client_id, l, &nl, err, errlen);
+		if (r < 0) {
+			free(l);
+			return -EINVAL;
+		}
+	}
+	if (r == 0 && mc_uuid_random(&s.client_id) < 0) {
+		free(l);
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		return -EIO;
+	}
+	s.seg = calloc(n ? n : 1, sizeof(*s.seg));
+	if (!s.seg) {
+		free(l);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct mc_node_segment *g = &s.seg[i];
+		g->size = size;
+		snprintf(g->name, sizeof(g->name), "%.100s-%u", name, i);
+		if (i < nl && l[i].size == size) {
+			g->id = l[i].id;
+			mc_node_shm_path(g->id, g->shm_path, sizeof(g->shm_path));
+			if (map_existing(g) == 0) {
+				l[i].used = true;
+				s.n++;
+				continue;
+			}
+		}
+		if ((r = create_new(g, err, errlen)) < 0)
+			goto fail;
+		s.n++;
+	}
+	/* Stale files of segments we no longer use. */
+	for (unsigned i = 0; i < nl; i++) {
+		if (l[i].used)
+			continue;
+		char p[256];
+		mc_node_shm_path(l[i].id, p, sizeof(p));
+		unlink(p);
+	}
+	if (state_dir && (r = write_id(state_dir, &s, err, errlen)) < 0)
+		goto fail;
+	free(l);
+	*ret = s;
+	return 0;
+fail:
+	for (unsigned i = 0; i < s.n; i++)
+		if (!s.seg[i].reused)
+			unlink(s.seg[i].shm_path);
+	mc_node_segments_close(&s, false);
+	free(l);
+	return r;
+}
+
+void mc_node_segments_close(struct mc_node_segments *s, bool unlink_files)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		if (s->seg[i].base)
+			munmap(s->seg[i].base, s->seg[i].size);
+		if (unlink_files)
+			unlink(s->seg[i].shm_path);
+	}
+	free(s->seg);
+	memset(s, 0, sizeof(*s));
+}
+
+const struct mc_node_segment *mc_node_segment_find(const struct mc_node_segments *s,
+						   struct mc_uuid id)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (mc_uuid_eq(s->seg[i].id, id))
+			return &s->seg[i];
+	return NULL;
+}

@@ -1,0 +1,73 @@
+/*
+ * node-segment.h - the memory segments a node contributes, and the node's
+ * persistent identity.
+ *
+ * Each segment is a file /dev/shm/mooncake-<segment uuid hex> (created with
+ * O_EXCL, sized with ftruncate and, where the filesystem supports it,
+ * fallocate so that a full tmpfs fails at start rather than with SIGBUS
+ * later), mapped MAP_SHARED: a co-located client can open and map the same
+ * file (its path is in DATA_STAT and in MOUNT_SEGMENT's shm_path) and
+ * memcpy.
+ *
+ * state_dir/node.id (text, written atomically: tmp file, fsync, rename):
+ *
+ *	mooncake-node 1
+ *	client <32 hex>
+ *	segment <32 hex> <size in bytes>
+ *	...
+ *
+ * At start the node reuses its client id and, for segment i < segments,
+ * the i-th listed segment when its shm file exists and has the configured
+ * size (same segment id, the data is kept); otherwise a new segment (new
+ * id, new file).  Listed segments that are no longer used (fewer
+ * --segments, another --segment_size, the wrong size) have their shm file
+ * deleted.  A fresh state_dir makes a new identity and new files.  The shm
+ * files are NOT removed on a clean shutdown (data is meant to outlive a
+ * node restart); remove them by hand, or with the node.id gone, when a
+ * node is retired.
+ */
+#ifndef MC_NODE_SEGMENT_H
+#define MC_NODE_SEGMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/uuid.h"
+
+#define MC_NODE_SHM_DIR "/dev/shm"
+
+struct mc_node_segment {
+	struct mc_uuid id;
+	uint64_t size;
+	uint8_t *base;			/* mmap address */
+	bool reused;			/* the shm file existed (data kept) */
+	char name[128];			/* "<node name>-<index>" */
+	char shm_path[256];
+};
+
+struct mc_node_segments {
+	struct mc_uuid client_id;
+	unsigned n;
+	struct mc_node_segment *seg;
+};
+
+/*
+ * Loads or creates the identity in state_dir (NULL: no state, always new)
+ * and opens/creates n segments of size bytes named "<name>-<i>".  0 or a
+ * negative errno with a message in err.
+ */
+int mc_node_segments_open(const char *state_dir, const char *name, unsigned n, uint64_t size,
+			  struct mc_node_segments *ret, char *err, size_t errlen);
+
+/* Unmaps (the files stay).  unlink_files: also remove them (tests). */
+void mc_node_segments_close(struct mc_node_segments *s, bool unlink_files);
+
+/* The segment with this id, NULL if none. */
+const struct mc_node_segment *mc_node_segment_find(const struct mc_node_segments *s,
+						   struct mc_uuid id);
+
+/* "/dev/shm/mooncake-<hex>" */
+void mc_node_shm_path(struct mc_uuid id, char *buf, size_t len);
+
+#endif

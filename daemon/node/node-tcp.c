@@ -1,0 +1,59 @@
+/* node-tcp.c - the TCP data plane: node-data.c's handlers on rpc-server.c. */
+#include <stdlib.h>
+
+#include "node/node-data.h"
+#include "node/node-transport.h"
+
+struct mc_node_transport {
+	struct mc_rpc_server *srv;
+};
+
+static int tcp_probe(char *why, size_t len)
+{
+	return 1;
+}
+
+static int tcp_start(const struct mc_node_transport_config *cfg, struct mc_node_transport **ret)
+{
+	struct mc_rpc_handlers h;
+	struct mc_node_transport *t = calloc(1, sizeof(*t));
+	if (!t)
+		return MC_ERR_NO_MEMORY;
+	mc_node_data_handlers(&h);
+	struct mc_rpc_server_config sc = {
+		.address = cfg->address,
+		.port = cfg->port,
+		.workers = cfg->workers,
+		.log = cfg->log,
+		.log_ctx = cfg->log_ctx,
+	};
+	int r = mc_rpc_server_start(&sc, &h, (void *)cfg->segs, &t->srv);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	*ret = t;
+	return 0;
+}
+
+static uint16_t tcp_port(const struct mc_node_transport *t)
+{
+	return mc_rpc_server_port(t->srv);
+}
+
+static void tcp_stop(struct mc_node_transport *t)
+{
+	if (!t)
+		return;
+	mc_rpc_server_stop(t->srv);
+	free(t);
+}
+
+const struct mc_node_transport_ops mc_node_tcp_transport = {
+	.name = "tcp",
+	.type = MC_TRANSPORT_TCP,
+	.probe = tcp_probe,
+	.start = tcp_start,
+	.port = tcp_port,
+	.stop = tcp_stop,
+};

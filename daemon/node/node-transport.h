@@ -1,0 +1,50 @@
+/*
+ * node-transport.h - the node's data plane behind an operations table.
+ *
+ * A transport serves reads and writes of segment ranges to remote clients.
+ * TCP (node-tcp.c) is the binary protocol of lib/proto served by
+ * daemon/common/rpc-server.c: DATA_WRITE lands its attachment straight in
+ * segment memory, DATA_READ answers from segment memory, DATA_STAT lists
+ * the segments.  RDMA (node-rdma.c) only probes for a device so far: the
+ * node says whether one exists and uses TCP; it never pretends to move
+ * bytes over RDMA.  Shared memory needs no server: a co-located client maps
+ * the segment file itself (node-segment.h).
+ */
+#ifndef MC_NODE_TRANSPORT_H
+#define MC_NODE_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mooncake/types.h"
+#include "node/node-segment.h"
+
+struct mc_node_transport;
+
+struct mc_node_transport_config {
+	const char *address;		/* bind address */
+	uint16_t port;			/* 0: pick one */
+	unsigned workers;
+	const struct mc_node_segments *segs;	/* immutable while the transport runs */
+	void (*log)(void *ctx, int level, const char *msg);
+	void *log_ctx;
+};
+
+struct mc_node_transport_ops {
+	const char *name;		/* "tcp", "rdma" */
+	enum mc_transport type;		/* advertised in MOUNT_SEGMENT */
+	/* 1 when usable on this host, 0 if not (why says it), < 0 on error. */
+	int (*probe)(char *why, size_t len);
+	/* Start serving.  0, or a negative errno / MC_ERR_* code. */
+	int (*start)(const struct mc_node_transport_config *cfg, struct mc_node_transport **ret);
+	/* The port actually bound. */
+	uint16_t (*port)(const struct mc_node_transport *t);
+	/* Stop serving and free; NULL is fine. */
+	void (*stop)(struct mc_node_transport *t);
+};
+
+extern const struct mc_node_transport_ops mc_node_tcp_transport;
+/* node-rdma.c (linked with -libverbs; only mooncake-node uses it). */
+extern const struct mc_node_transport_ops mc_node_rdma_transport;
+
+#endif
