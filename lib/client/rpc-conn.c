@@ -26,6 +26,19 @@ bool mc_rpc_conn_ok(const struct mc_rpc_conn *c)
 	return c && !c->broken;
 }
 
+bool mc_rpc_conn_check_idle(struct mc_rpc_conn *c)
+{
+	if (!c || c->broken)
+		return false;
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	int n = poll(&pfd, 1, 0);
+	if (n != 0) {	/* readable (EOF, stray bytes), an error, or poll failed */
+		c->broken = true;
+		return false;
+	}
+	return true;
+}
+
 const char *mc_rpc_conn_server_version(const struct mc_rpc_conn *c)
 {
 	return c->server_version;

@@ -29,6 +29,9 @@ struct mc_rpc_conn;
 int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret);
 struct mc_rpc_conn *mc_rpc_conn_close(struct mc_rpc_conn *c);
 bool mc_rpc_conn_ok(const struct mc_rpc_conn *c);
+/* For an idle connection about to be reused: false (and marked broken)
+ * when the peer closed it or sent something unrequested. */
+bool mc_rpc_conn_check_idle(struct mc_rpc_conn *c);
 /* The peer's version string from HELLO. */
 const char *mc_rpc_conn_server_version(const struct mc_rpc_conn *c);
 

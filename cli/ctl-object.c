@@ -1,0 +1,471 @@
+/*
+ * ctl-object.c - mooncakectl object put|get|stat|exist|rm|ls, through
+ * libmooncake.  Options of a verb may come anywhere after the verb;
+ * "--" ends them (for keys starting with '-').
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* ---- argument parsing ----------------------------------------------------------- */
+
+struct opt {
+	const char *name;	/* "--replicas" */
+	bool has_value;
+	const char *value;	/* set when seen ("" for flags) */
+};
+
+/* Splits argv (after the verb) into options and up to maxpos positionals. */
+static int parse(const char *verb, int argc, char **argv, struct opt *opts, size_t nopts,
+		 const char **pos, int minpos, int maxpos, int *npos)
+{
+	bool dashdash = false;
+	*npos = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!dashdash && strcmp(a, "--") == 0) {
+			dashdash = true;
+			continue;
+		}
+		if (!dashdash && a[0] == '-' && a[1]) {
+			size_t k;
+			const char *eq = strchr(a, '=');
+			size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+			for (k = 0; k < nopts; k++)
+				if (strlen(opts[k].name) == nl && strncmp(a, opts[k].name, nl) == 0)
+					break;
+			if (k == nopts)
+				return ctl_usage("object %s: unknown option '%s'", verb, a);
+			if (!opts[k].has_value) {
+				if (eq)
+					return ctl_usage("object %s: option '%s' takes no value", verb,
+							 opts[k].name);
+				opts[k].value = "";
+			} else if (eq) {
+				opts[k].value = eq + 1;
+			} else if (i + 1 < argc) {
+				opts[k].value = argv[++i];
+			} else {
+				return ctl_usage("object %s: option '%s' needs a value", verb, a);
+			}
+			continue;
+		}
+		if (*npos == maxpos)
+			return ctl_usage("object %s: unexpected argument '%s'", verb, a);
+		pos[(*npos)++] = a;
+	}
+	if (*npos < minpos)
+		return ctl_usage("object %s: missing %s", verb, *npos == 0 ? "KEY" : "argument");
+	return 0;
+}
+
+static int parse_u64(const char *verb, const char *name, const char *v, uint64_t max,
+		     uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	if (!v || !*v || *v == '-')
+		return ctl_usage("object %s: bad value '%s' for %s", verb, v ? v : "", name);
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || *end || x > max)
+		return ctl_usage("object %s: bad value '%s' for %s", verb, v, name);
+	*ret = x;
+	return 0;
+}
+
+static void subject_of(char *buf, size_t cap, const char *key)
+{
+	snprintf(buf, cap, "object '%s'", key);
+}
+
+/* ---- put / get ------------------------------------------------------------------ */
+
+/* Reads a whole file or stdin ("-") into *ret. */
+static int slurp(const char *path, uint8_t **ret, size_t *ret_len)
+{
+	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 1 << 16, len = 0;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		cap = (size_t)st.st_size + 1;
+	uint8_t *b = malloc(cap);
+	int err = b ? 0 : -ENOMEM;
+	while (!err) {
+		if (len == cap) {
+			uint8_t *nb = realloc(b, cap * 2);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, b + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			err = -errno;
+		else if (n == 0)
+			break;
+		else
+			len += (size_t)n;
+	}
+	if (fd != 0)
+		close(fd);
+	if (err) {
+		free(b);
+		return err;
+	}
+	*ret = b;
+	*ret_len = len;
+	return 0;
+}
+
+static int obj_put(struct ctl *ctl, int argc, char **argv)
+{
+	struct opt o[] = { { "--replicas", true, NULL }, { "--hard-pin", false, NULL }, { "--pin-ttl", true, NULL },
+			   { "--group", true, NULL } };
+	const char *pos[2];
+	int np, r;
+	uint64_t replicas = 1, ttl = 0;
+	if ((r = parse("put", argc, argv, o, 4, pos, 2, 2, &np)))
+		return r;
+	if (o[0].value && ((r = parse_u64("put", "--replicas", o[0].value, MC_MAX_REPLICAS,
+					  &replicas)) || replicas == 0))
+		return r ? r : ctl_usage("object put: --replicas must be 1..%u", MC_MAX_REPLICAS);
+	if (o[2].value && (r = parse_u64("put", "--pin-ttl", o[2].value, UINT64_MAX, &ttl)))
+		return r;
+	if (o[3].value)
+		return ctl_usage("object put: --group is not supported yet");
+	if (!*pos[0])
+		return ctl_usage("object put: empty KEY");
+	uint8_t *data = NULL;
+	size_t len = 0;
+	if ((r = slurp(pos[1], &data, &len)) < 0) {
+		fprintf(stderr, "mooncakectl: %s: %s\n", strcmp(pos[1], "-") ? pos[1] : "stdin",
+			strerror(-r));
+		return CTL_FAILED;
+	}
+	char subj[MC_MAX_KEY_LEN + 16];
+	subject_of(subj, sizeof(subj), pos[0]);
+	if (len == 0) {
+		free(data);
+		fprintf(stderr, "mooncakectl: %s: empty value (objects hold at least one byte)\n",
+			subj);
+		return CTL_FAILED;
+	}
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c))) {
+		free(data);
+		return r;
+	}
+	struct mc_put_opts po = { .sz = sizeof(po), .replicas = (unsigned)replicas,
+				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl };
+	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
+	free(data);
+	if (r < 0)
+		return ctl_fail(subj, r);
+	if (ctl->json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
+		json_object_set_new(j, "size", json_integer((json_int_t)len));
+		json_object_set_new(j, "replicas", json_integer((json_int_t)replicas));
+		json_object_set_new(j, "stored", json_true());
+		ctl_json_print(j);
+	} else {
+		printf("stored '%s' (%zu bytes)\n", pos[0], len);
+	}
+	return CTL_OK;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int obj_get(struct ctl *ctl, int argc, char **argv)
+{
+	const char *pos[2];
+	int np, r;
+	if ((r = parse("get", argc, argv, NULL, 0, pos, 1, 2, &np)))
+		return r;
+	const char *out = np == 2 ? pos[1] : "-";
+	bool to_stdout = strcmp(out, "-") == 0;
+	char subj[MC_MAX_KEY_LEN + 16];
+	subject_of(subj, sizeof(subj), pos[0]);
+	if (!*pos[0])
+		return ctl_usage("object get: empty KEY");
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c)))
+		return r;
+	void *buf;
+	size_t len = 0;
+	if ((r = mc_get(c, pos[0], strlen(pos[0]), &buf, &len)) < 0)
+		return ctl_fail(subj, r);
+	int fd = to_stdout ? 1 : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int e = fd < 0 ? -errno : write_all(fd, buf, len);
+	if (fd > 1 && close(fd) < 0 && !e)
+		e = -errno;
+	mc_buf_free(buf);
+	if (e) {
+		fprintf(stderr, "mooncakectl: %s: %s\n", to_stdout ? "stdout" : out, strerror(-e));
+		return CTL_FAILED;
+	}
+	/* With the value on stdout, stdout holds only the value. */
+	if (!to_stdout && ctl->json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
+		json_object_set_new(j, "size", json_integer((json_int_t)len));
+		json_object_set_new(j, "file", json_string(out));
+		ctl_json_print(j);
+	} else if (!to_stdout) {
+		printf("wrote '%s' (%zu bytes) to %s\n", pos[0], len, out);
+	}
+	return CTL_OK;
+}
+
+/* ---- stat / exist / rm ------------------------------------------------------------ */
+
+static const char *type_name(unsigned t)
+{
+	switch (t) {
+	case MC_REPLICA_MEMORY: return "memory";
+	case MC_REPLICA_DISK: return "disk";
+	case MC_REPLICA_LOCAL_DISK: return "local_disk";
+	case MC_REPLICA_NOF_SSD: return "nof_ssd";
+	case MC_REPLICA_DFS: return "dfs";
+	default: return "unknown";
+	}
+}
+
+static const char *status_name(unsigned s)
+{
+	static const char *const n[] = { "undefined", "initialized", "processing",
+					 "complete", "removed", "failed" };
+	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "unknown";
+}
+
+static const char *transport_name(unsigned t)
+{
+	return t == MC_TRANSPORT_TCP ? "tcp" : t == MC_TRANSPORT_RDMA ? "rdma" :
+	       t == MC_TRANSPORT_SHM ? "shm" : "unknown";
+}
+
+static int obj_stat(struct ctl *ctl, int argc, char **argv)
+{
+	const char *pos[1];
+	int np, r;
+	if ((r = parse("stat", argc, argv, NULL, 0, pos, 1, 1, &np)))
+		return r;
+	if (!*pos[0])
+		return ctl_usage("object stat: empty KEY");
+	char subj[MC_MAX_KEY_LEN + 16];
+	subject_of(subj, sizeof(subj), pos[0]);
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c)))
+		return r;
+	struct mc_object_stat st = { .sz = sizeof(st) };
+	if ((r = mc_stat(c, pos[0], strlen(pos[0]), &st)) < 0)
+		return ctl_fail(subj, r);
+	char sum[19] = "";
+	if (st.has_checksum)
+		snprintf(sum, sizeof(sum), "%016" PRIx64, st.checksum);
+	if (ctl->json) {
+		json_t *j = json_object(), *reps = json_array();
+		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
+		json_object_set_new(j, "size", json_integer((json_int_t)st.size));
+		json_object_set_new(j, "checksum", st.has_checksum ? json_string(sum) : json_null());
+		json_object_set_new(j, "lease_ttl_ms", json_integer((json_int_t)st.lease_ttl_ms));
+		for (unsigned i = 0; i < st.n_replicas; i++) {
+			const struct mc_replica_info *ri = &st.replicas[i];
+			json_t *o = json_object();
+			json_object_set_new(o, "type", json_string(type_name(ri->type)));
+			json_object_set_new(o, "status", json_string(status_name(ri->status)));
+			json_object_set_new(o, "endpoint", json_string(ri->endpoint));
+			json_object_set_new(o, "segment_id", json_string(ri->segment_id));
+			json_object_set_new(o, "offset", json_integer((json_int_t)ri->offset));
+			json_object_set_new(o, "size", json_integer((json_int_t)ri->size));
+			json_object_set_new(o, "transport", json_string(transport_name(ri->transport)));
+			json_array_append_new(reps, o);
+		}
+		json_object_set_new(j, "replicas", reps);
+		ctl_json_print(j);
+	} else {
+		printf("key:       %s\nsize:      %" PRIu64 "\nchecksum:  %s\nreplicas:  %u\n",
+		       pos[0], st.size, st.has_checksum ? sum : "-", st.n_replicas);
+		printf("\n%-3s %-8s %-9s %-22s %-32s %12s %12s %s\n", "#", "TYPE", "STATUS",
+		       "ENDPOINT", "SEGMENT", "OFFSET", "SIZE", "TRANSPORT");
+		for (unsigned i = 0; i < st.n_replicas; i++) {
+			const struct mc_replica_info *ri = &st.replicas[i];
+			printf("%-3u %-8s %-9s %-22s %-32s %12" PRIu64 " %12" PRIu64 " %s\n", i,
+			       type_name(ri->type), status_name(ri->status), ri->endpoint,
+			       ri->segment_id, ri->offset, ri->size, transport_name(ri->transport));
+		}
+	}
+	return CTL_OK;
+}
+
+static int obj_exist(struct ctl *ctl, int argc, char **argv)
+{
+	const char *pos[1];
+	int np, r;
+	if ((r = parse("exist", argc, argv, NULL, 0, pos, 1, 1, &np)))
+		return r;
+	if (!*pos[0])
+		return ctl_usage("object exist: empty KEY");
+	char subj[MC_MAX_KEY_LEN + 16];
+	subject_of(subj, sizeof(subj), pos[0]);
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c)))
+		return r;
+	bool ex;
+	if ((r = mc_exist(c, pos[0], strlen(pos[0]), &ex)) < 0)
+		return ctl_fail(subj, r);
+	if (ctl->json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
+		json_object_set_new(j, "exists", json_boolean(ex));
+		ctl_json_print(j);
+	} else {
+		printf("%s\n", ex ? "exists" : "not found");
+	}
+	return ex ? CTL_OK : CTL_NOT_FOUND;
+}
+
+static int obj_rm(struct ctl *ctl, int argc, char **argv)
+{
+	struct opt o[] = { { "--force", false, NULL } };
+	const char *pos[1];
+	int np, r;
+	if ((r = parse("rm", argc, argv, o, 1, pos, 1, 1, &np)))
+		return r;
+	if (!*pos[0])
+		return ctl_usage("object rm: empty KEY");
+	char subj[MC_MAX_KEY_LEN + 16];
+	subject_of(subj, sizeof(subj), pos[0]);
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c)))
+		return r;
+	if ((r = mc_remove(c, pos[0], strlen(pos[0]), o[0].value != NULL)) < 0)
+		return ctl_fail(subj, r);
+	if (ctl->json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
+		json_object_set_new(j, "removed", json_true());
+		ctl_json_print(j);
+	} else {
+		printf("removed '%s'\n", pos[0]);
+	}
+	return CTL_OK;
+}
+
+/* ---- ls --------------------------------------------------------------------------- */
+
+static int obj_ls(struct ctl *ctl, int argc, char **argv)
+{
+	struct opt o[] = { { "--prefix", true, NULL }, { "--regex", true, NULL }, { "--limit", true, NULL } };
+	const char *pos[1];
+	int np, r;
+	uint64_t limit = 0;
+	if ((r = parse("ls", argc, argv, o, 3, pos, 0, 0, &np)))
+		return r;
+	if (o[0].value && o[1].value)
+		return ctl_usage("object ls: --prefix and --regex exclude each other");
+	if (o[2].value && ((r = parse_u64("ls", "--limit", o[2].value, UINT32_MAX, &limit)) ||
+			   limit == 0))
+		return r ? r : ctl_usage("object ls: --limit must be at least 1");
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c)))
+		return r;
+	json_t *keys = ctl->json ? json_array() : NULL;
+	uint8_t cursor[64];
+	size_t cursor_len = 0, count = 0;
+	bool more = false;
+	do {
+		uint64_t want = limit ? limit - count : 1000;
+		struct mc_list_opts lo = { .sz = sizeof(lo), .prefix = o[0].value,
+					   .prefix_len = o[0].value ? strlen(o[0].value) : 0,
+					   .regex = o[1].value,
+					   .limit = (uint32_t)(want < 1000 ? want : 1000),
+					   .cursor = cursor_len ? cursor : NULL,
+					   .cursor_len = cursor_len };
+		struct mc_key_list *l;
+		if ((r = mc_list(c, &lo, &l)) < 0) {
+			json_decref(keys);
+			if (r == MC_ERR_INVALID_PARAMS && o[1].value)
+				return ctl_usage("object ls: bad regex '%s'", o[1].value);
+			return ctl_fail("object ls", r);
+		}
+		for (size_t i = 0; i < l->n; i++) {
+			if (keys) {
+				json_array_append_new(keys, ctl_json_key(l->keys[i].key, l->keys[i].len));
+			} else {
+				ctl_print_key(stdout, l->keys[i].key, l->keys[i].len);
+				putchar('\n');
+			}
+		}
+		count += l->n;
+		cursor_len = l->next_cursor_len <= sizeof(cursor) ? l->next_cursor_len : 0;
+		if (cursor_len)
+			memcpy(cursor, l->next_cursor, cursor_len);
+		mc_key_list_free(l);
+		more = cursor_len != 0;
+	} while (more && (!limit || count < limit));
+	if (keys) {
+		json_t *j = json_object();
+		json_object_set_new(j, "keys", keys);
+		json_object_set_new(j, "count", json_integer((json_int_t)count));
+		json_object_set_new(j, "truncated", json_boolean(more));
+		ctl_json_print(j);
+	}
+	return CTL_OK;
+}
+
+static const struct ctl_verb verbs[] = {
+	{ "put", "KEY FILE|- [--replicas N] [--hard-pin] [--pin-ttl MS]", obj_put },
+	{ "get", "KEY [FILE|-]", obj_get },
+	{ "stat", "KEY", obj_stat },
+	{ "exist", "KEY", obj_exist },
+	{ "rm", "KEY [--force]", obj_rm },
+	{ "ls", "[--prefix P | --regex R] [--limit N]", obj_ls },
+};
+
+static const char *const rest_verbs[] = { "pin", "unpin" };
+
+int ctl_object(struct ctl *ctl, int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage:\n");
+		for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+			fprintf(stderr, "  mooncakectl object %s %s\n", verbs[i].name, verbs[i].usage);
+		return CTL_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[1], verbs[i].name) == 0)
+			return verbs[i].run(ctl, argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(rest_verbs) / sizeof(rest_verbs[0]); i++)
+		if (strcmp(argv[1], rest_verbs[i]) == 0) {
+			fprintf(stderr, "mooncakectl: 'object %s' needs the REST admin API (not built yet)\n",
+				argv[1]);
+			return CTL_FAILED;
+		}
+	return ctl_usage("object: unknown verb '%s'", argv[1]);
+}

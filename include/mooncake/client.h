@@ -1,0 +1,247 @@
+/*
+ * mooncake/client.h - the client API of Mooncake Store (libmooncake).
+ *
+ * A client talks to one master (binary RPC, metadata) and to the store
+ * nodes (data plane).  A Put asks the master where to write (PUT_START),
+ * writes every replica straight to its node and commits (PUT_END), or
+ * abandons the put (PUT_REVOKE) when any write failed.  A Get asks the
+ * master for the replicas (GET_REPLICA_LIST, which grants a read lease),
+ * reads one of them (a co-located one first), verifies the checksum and
+ * checks that the read finished within the lease.
+ *
+ * Conventions for every function:
+ *  - returns 0 on success or a negative MC_ERR_* code (mooncake/error.h;
+ *    mc_strerror() / mc_error_name() describe it);
+ *  - writes its out-parameters only on success;
+ *  - never logs, never calls exit(), never raises signals (sockets are
+ *    written with MSG_NOSIGNAL);
+ *  - keys are binary-safe byte strings of 1..MC_MAX_KEY_LEN bytes (an empty
+ *    or longer key, or a NULL pointer where one is required, is
+ *    MC_ERR_INVALID_PARAMS);
+ *  - thread safety: a struct mc_client may be used by any number of threads
+ *    at once (it keeps mutex-protected pools of connections to the master
+ *    and to each node endpoint).  mc_client_free() must not race with any
+ *    other call on the same client.
+ *
+ * Transports: TCP to the node's data port; when a replica's segment is a
+ * shared-memory file present on this host (/dev/shm/mooncake-<segment id>,
+ * learnt from the node with DATA_STAT), the library maps it once and copies
+ * with memcpy instead.  The environment variable MC_DISABLE_SHM=1 forces TCP.
+ *
+ * Copies: mc_put / mc_put_from send the caller's bytes with writev straight
+ * from the caller's buffer; mc_get_into reads the socket straight into the
+ * caller's buffer (co-located: one memcpy between the shared segment and the
+ * caller's buffer).  mc_get allocates the buffer it returns.
+ *
+ * Checksums: XXH3-64 of the value (the project's hash, lib/util/hash.h) is
+ * computed by every put, recorded by the master at PUT_END and verified by
+ * every get (MC_ERR_CHECKSUM_MISMATCH).
+ *
+ * Options structs start with `size_t sz` = sizeof(the struct the caller was
+ * compiled with): fields added later at the end get their defaults when the
+ * caller's sz is too small to contain them.  A NULL options pointer means
+ * all defaults.  sz smaller than the first version or 0 is INVALID_PARAMS.
+ */
+#ifndef MOONCAKE_CLIENT_H
+#define MOONCAKE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mooncake/common.h"
+#include "mooncake/error.h"
+#include "mooncake/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An opaque client handle. */
+struct mc_client;
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+struct mc_client_opts {
+	size_t sz;		  /* sizeof(struct mc_client_opts) */
+	const char *master;	  /* "host:port" of the master RPC; NULL: "127.0.0.1:50051" */
+	const char *tenant;	  /* NULL or "": the default tenant; <= MC_MAX_TENANT_LEN bytes */
+	int timeout_ms;		  /* connect and per-I/O timeout; 0: 10000, < 0: none */
+	const uint8_t *client_id; /* 16 bytes identifying this client (writer of its puts),
+				     or NULL: a random one */
+	bool disable_shm;	  /* never use the co-located shared-memory path */
+};
+
+/*
+ * Creates a client and connects once to the master (HELLO) to check that it
+ * is reachable and speaks our protocol.  The strings of opts are copied.
+ * *ret is freed with mc_client_free().
+ * Errors: INVALID_PARAMS (bad address, tenant too long, bad sz), RPC_FAIL /
+ * RPC_TIMEOUT (master unreachable), INVALID_VERSION, NO_MEMORY.
+ */
+MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **ret);
+
+/* Closes every connection and unmaps the shared segments.  NULL is a no-op. */
+MC_API void mc_client_free(struct mc_client *c);
+
+/* ---- put ----------------------------------------------------------------- */
+
+#define MC_MAX_PREFERRED_SEGMENTS 16u
+
+struct mc_put_opts {
+	size_t sz;		/* sizeof(struct mc_put_opts) */
+	unsigned replicas;	/* 1..MC_MAX_REPLICAS; 0: 1.  Best effort: the master places
+				   at most one replica per segment */
+	bool hard_pin;		/* never evicted */
+	uint64_t soft_pin_ttl_ms; /* evicted last for this long; 0: not soft-pinned */
+	const char *const *preferred_segments; /* segment names to place on first, or NULL */
+	unsigned n_preferred;	/* <= MC_MAX_PREFERRED_SEGMENTS */
+};
+
+/*
+ * Stores len bytes (len >= 1) under key.  Objects are immutable: if key
+ * already exists the call succeeds without writing (as in the original,
+ * OBJECT_ALREADY_EXISTS counts as success).  On a failed replica write the
+ * put is revoked and the write's error returned.  opts may be NULL.
+ * Errors: INVALID_PARAMS, NO_AVAILABLE_HANDLE (no space), TENANT_QUOTA_EXCEEDED,
+ * TRANSFER_FAIL / RPC_FAIL / RPC_TIMEOUT, SEGMENT_NOT_FOUND, TOO_LARGE, ...
+ */
+MC_API int mc_put(struct mc_client *c, const void *key, size_t klen, const void *buf, size_t len,
+		  const struct mc_put_opts *opts);
+
+/*
+ * mc_put() from a buffer registered with mc_register_buffer(): [buf, buf+len)
+ * must lie inside one registered buffer (else INVALID_PARAMS).  No copy is
+ * made inside the library.
+ */
+MC_API int mc_put_from(struct mc_client *c, const void *key, size_t klen, const void *buf,
+		       size_t len, const struct mc_put_opts *opts);
+
+/* ---- get ----------------------------------------------------------------- */
+
+/*
+ * Reads the object: *buf (allocated by the library, free with mc_buf_free())
+ * and *len.  Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (put not finished),
+ * CHECKSUM_MISMATCH, LEASE_EXPIRED (the read outlived the read lease: the
+ * bytes might have been overwritten), TRANSFER_FAIL, RPC_*, NO_MEMORY.
+ */
+MC_API int mc_get(struct mc_client *c, const void *key, size_t klen, void **buf, size_t *len);
+
+/* Frees a buffer returned by mc_get().  NULL is a no-op. */
+MC_API void mc_buf_free(void *buf);
+
+/*
+ * Reads the object into buf (cap bytes); *len gets its size.  An object
+ * larger than cap is BUFFER_OVERFLOW (nothing read).  On a registered buffer
+ * (or any buffer) the bytes go straight from the socket / the shared segment
+ * into buf.  On an error buf's content is unspecified.
+ */
+MC_API int mc_get_into(struct mc_client *c, const void *key, size_t klen, void *buf, size_t cap,
+		       size_t *len);
+
+/* ---- registered buffers -------------------------------------------------- */
+
+/*
+ * Declares [ptr, ptr+len) as a transfer buffer for mc_put_from() (and, with
+ * RDMA later, for zero-copy registration).  Overlapping an already
+ * registered buffer is INVALID_PARAMS.  The memory stays the caller's.
+ */
+MC_API int mc_register_buffer(struct mc_client *c, void *ptr, size_t len);
+/* Forgets the buffer registered at ptr; INVALID_PARAMS if there is none. */
+MC_API int mc_unregister_buffer(struct mc_client *c, void *ptr);
+
+/* ---- metadata ------------------------------------------------------------ */
+
+/* *exists = whether a complete object exists under key (grants a read lease). */
+MC_API int mc_exist(struct mc_client *c, const void *key, size_t klen, bool *exists);
+
+/*
+ * Removes the object.  force also removes an object under a read lease
+ * (else OBJECT_HAS_LEASE).  OBJECT_NOT_FOUND when absent.
+ */
+MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool force);
+
+struct mc_replica_info {
+	uint8_t type;		/* enum mc_replica_type */
+	uint8_t status;		/* enum mc_replica_status */
+	uint8_t transport;	/* enum mc_transport (memory replicas) */
+	char segment_id[33];	/* 32 hex digits (memory replicas), else "" */
+	char endpoint[MC_MAX_SEGMENT_NAME + 1]; /* node data plane host:port, or a file path */
+	uint64_t offset;	/* within the segment */
+	uint64_t size;
+};
+
+struct mc_object_stat {
+	size_t sz;		/* caller sets sizeof(struct mc_object_stat) */
+	uint64_t size;		/* bytes of the value */
+	bool has_checksum;
+	uint64_t checksum;	/* XXH3-64 of the value */
+	uint64_t lease_ttl_ms;	/* the read lease this lookup was granted */
+	unsigned n_replicas;
+	struct mc_replica_info replicas[MC_MAX_REPLICAS];
+};
+
+/* Metadata of one object (a GET_REPLICA_LIST: grants a read lease).
+ * st->sz must be set by the caller.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
+MC_API int mc_stat(struct mc_client *c, const void *key, size_t klen, struct mc_object_stat *st);
+
+/* ---- listing ------------------------------------------------------------- */
+
+struct mc_list_opts {
+	size_t sz;		/* sizeof(struct mc_list_opts) */
+	const void *prefix;	/* only keys starting with these bytes, or NULL */
+	size_t prefix_len;
+	const char *regex;	/* only keys matching this POSIX extended regex, or NULL */
+	uint32_t limit;		/* at most this many keys; 0: 1000 */
+	const void *cursor;	/* where to resume (a next_cursor), or NULL: the start */
+	size_t cursor_len;
+};
+
+struct mc_key {
+	const void *key;
+	size_t len;
+};
+
+struct mc_key_list {
+	size_t n;		/* keys in this page */
+	struct mc_key *keys;
+	const void *next_cursor; /* pass to the next call; next_cursor_len 0: the end */
+	size_t next_cursor_len;
+};
+
+/*
+ * One page of the tenant's keys (through GET_ALL_KEYS, filtered here; no
+ * leases are taken).  Pages resume without skipping or repeating keys even
+ * if keys are added or removed in between.  *ret is freed with
+ * mc_key_list_free().  A page may hold fewer than limit keys even when the
+ * scan is not over.  INVALID_PARAMS: both prefix and regex, a bad regex.
+ */
+MC_API int mc_list(struct mc_client *c, const struct mc_list_opts *opts, struct mc_key_list **ret);
+MC_API void mc_key_list_free(struct mc_key_list *l);
+
+/* ---- batch forms --------------------------------------------------------- */
+
+/*
+ * n (<= any count; split internally so each request stays within
+ * MC_MAX_BATCH keys and one body) items, one status per item in
+ * status[i] (0 or MC_ERR_*).  The function itself returns 0 when the batch
+ * was processed (look at status[]), or an error that applies to all items
+ * (INVALID_PARAMS, RPC_*): then status[] is unspecified.
+ */
+MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
+			const size_t *klens, const void *const *bufs, const size_t *lens,
+			const struct mc_put_opts *opts, int *status);
+/* lens[i] gets the size of object i when status[i] == 0. */
+MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *keys,
+			     const size_t *klens, void *const *bufs, const size_t *caps,
+			     size_t *lens, int *status);
+/* exists[i] is meaningful when status[i] == 0. */
+MC_API int mc_batch_exist(struct mc_client *c, size_t n, const void *const *keys,
+			  const size_t *klens, bool *exists, int *status);
+MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *keys,
+			   const size_t *klens, bool force, int *status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,153 @@
+/*
+ * client-internal.h - the pieces of libmooncake's client (include/mooncake/client.h):
+ *
+ *   client.c        lifecycle, options, registered buffers, exist/remove/stat/list
+ *   client-pool.c   pools of connections (master, one per node endpoint)
+ *   shm.c           the co-located path: shared segments of nodes on this host
+ *   client-xfer.c   moving the bytes of one replica (shm memcpy or TCP)
+ *   client-put.c    put, put_from
+ *   client-get.c    get, get_into
+ *   client-batch.c  the batch forms
+ */
+#ifndef MC_CLIENT_INTERNAL_H
+#define MC_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/rpc-conn.h"
+#include "mooncake/client.h"
+#include "proto/msg.h"
+#include "util/uuid.h"
+
+/* One connection and the arena its decoded responses live in. */
+struct mc_conn {
+	struct mc_rpc_conn *rpc;
+	struct mc_arena arena;
+	struct mc_conn *next;	/* in the pool's idle list */
+	bool reused;		/* taken from the idle list (may be stale) */
+};
+
+#define MC_POOL_MAX_IDLE 256u
+
+struct mc_pool {
+	pthread_mutex_t mu;
+	char addr[MC_MAX_SEGMENT_NAME + 8];
+	int timeout_ms;
+	struct mc_conn *idle;
+	unsigned nidle;
+};
+
+void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int timeout_ms);
+void mc_pool_destroy(struct mc_pool *p);
+/* A connection: an idle one, else a new one (HELLO done). */
+int mc_pool_get(struct mc_pool *p, struct mc_conn **ret);
+/* Gives a connection back (closed if broken or the pool is full).  NULL ok. */
+void mc_pool_put(struct mc_pool *p, struct mc_conn *cn);
+/*
+ * One call on a connection from the pool: *cn (NULL on entry) gets the
+ * connection, which the caller gives back with mc_pool_put() once done
+ * with resp (it points into the connection).  A call on a stale idle
+ * connection that fails at the transport level is retried once on a new
+ * connection when the op is safe to repeat.  On an error *cn may be set
+ * too (give it back).
+ */
+int mc_pool_call(struct mc_pool *p, struct mc_conn **cn, uint16_t op, const void *req,
+		 void *resp, struct mc_rpc_attach *at);
+
+/* A shared-memory segment of a node, mapped in this process. */
+struct mc_shm_seg {
+	struct mc_uuid id;
+	uint8_t *base;		/* NULL: not usable here (no file, wrong size) */
+	uint64_t size;
+};
+
+/* A node data endpoint: its connections and what we know of its segments. */
+struct mc_node {
+	struct mc_node *next;
+	char endpoint[MC_MAX_SEGMENT_NAME + 1];
+	struct mc_pool pool;
+	pthread_mutex_t shm_mu;
+	struct mc_shm_seg *segs;
+	unsigned nsegs;
+	uint64_t stat_ms;	/* when DATA_STAT last ran (0: never) */
+};
+
+struct mc_regbuf {
+	uintptr_t start;
+	size_t len;
+};
+
+struct mc_client {
+	char master[MC_MAX_SEGMENT_NAME + 8];
+	char tenant[MC_MAX_TENANT_LEN + 1];
+	int timeout_ms;
+	struct mc_uuid id;
+	bool use_shm;
+	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
+	struct mc_pool mpool;		/* the master */
+	pthread_mutex_t nodes_mu;
+	struct mc_node *nodes;
+	pthread_mutex_t bufs_mu;
+	struct mc_regbuf *bufs;
+	size_t nbufs, bufs_cap;
+};
+
+static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)
+{
+	return mc_bytes_str(c->tenant);
+}
+
+/* Whether [ptr, ptr+len) lies inside one registered buffer. */
+bool mc_client_is_registered(struct mc_client *c, const void *ptr, size_t len);
+
+/* 0 if key/klen is a valid key, else INVALID_PARAMS. */
+int mc_check_key(const void *key, size_t klen);
+
+/* The node of an endpoint (created on first use; lives as long as c). */
+int mc_client_node(struct mc_client *c, struct mc_bytes endpoint, struct mc_node **ret);
+void mc_client_nodes_free(struct mc_client *c);
+
+/* shm.c: the mapped bytes [off, off+len) of segment id at node n, or NULL
+ * when that segment cannot be reached through shared memory here. */
+uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id, uint64_t off,
+		       uint64_t len);
+void mc_shm_unmap_all(struct mc_node *n);
+
+/* client-xfer.c: one memory replica of a put or get. */
+struct mc_target {
+	struct mc_uuid seg;
+	uint64_t offset;
+	uint64_t size;
+	struct mc_bytes endpoint;	/* points into a response */
+	struct mc_node *node;
+	uint8_t *shm;			/* mapped bytes, or NULL: TCP */
+};
+
+/* Fills t from a replica descriptor: NOT_SUPPORTED for non-memory replicas. */
+int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc_target *t);
+int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len);
+int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len);
+
+/* The value's checksum (XXH3-64). */
+uint64_t mc_value_checksum(const void *buf, size_t len);
+
+/* client-put.c: the put config of opts (validated). */
+int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *cfg,
+		     struct mc_bytes *pref_storage);
+
+/* client-put.c: writes the value to every replica of a PUT_START answer. */
+int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
+		      const void *buf, size_t len);
+
+/*
+ * client-get.c: read one object described by (replicas, size, checksum)
+ * into buf (cap bytes); query_ms is when the lookup was sent, lease_ms the
+ * lease it got.  Tries co-located replicas first, then the others.
+ */
+int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t nreps,
+		   uint64_t size, bool has_checksum, uint64_t checksum, uint64_t query_ms,
+		   uint64_t lease_ms, void *buf);
+
+#endif

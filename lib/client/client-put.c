@@ -1,0 +1,115 @@
+/*
+ * client-put.c - mc_put / mc_put_from: PUT_START (the master places the
+ * replicas), the bytes written to every replica, then PUT_END with the
+ * value's checksum; any failed write revokes the put (PUT_REVOKE) and its
+ * error is returned.  OBJECT_ALREADY_EXISTS counts as success (objects are
+ * immutable; as in the original).
+ */
+#include <string.h>
+
+#include "client/client-internal.h"
+
+#define PUT_OPTS_MIN_SZ (offsetof(struct mc_put_opts, n_preferred) + sizeof(unsigned))
+
+int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *cfg,
+		     struct mc_bytes *pref)
+{
+	struct mc_put_opts o = { .sz = sizeof(o) };
+	if (opts) {
+		if (opts->sz < PUT_OPTS_MIN_SZ)
+			return MC_ERR_INVALID_PARAMS;
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	}
+	if (o.replicas == 0)
+		o.replicas = 1;
+	if (o.replicas > MC_MAX_REPLICAS || o.n_preferred > MC_MAX_PREFERRED_SEGMENTS ||
+	    (o.n_preferred && !o.preferred_segments))
+		return MC_ERR_INVALID_PARAMS;
+	for (unsigned i = 0; i < o.n_preferred; i++) {
+		if (!o.preferred_segments[i])
+			return MC_ERR_INVALID_PARAMS;
+		pref[i] = mc_bytes_str(o.preferred_segments[i]);
+		if (pref[i].len == 0 || pref[i].len > MC_MAX_SEGMENT_NAME)
+			return MC_ERR_INVALID_PARAMS;
+	}
+	*cfg = (struct mc_msg_put_config){ .replica_num = (uint8_t)o.replicas,
+					   .hard_pin = o.hard_pin,
+					   .soft_pin_ttl_ms = o.soft_pin_ttl_ms,
+					   .n_preferred_segments = o.n_preferred,
+					   .preferred_segments = pref };
+	return 0;
+}
+
+int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
+		      const void *buf, size_t len)
+{
+	if (n == 0)
+		return MC_ERR_NO_AVAILABLE_HANDLE;
+	for (uint32_t i = 0; i < n; i++) {
+		struct mc_target t;
+		int r = mc_target_of(c, &reps[i], &t);
+		if (r == 0 && t.size != len)
+			r = MC_ERR_INVALID_REPLICA;
+		if (r == 0)
+			r = mc_target_write(c, &t, buf, len);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int put(struct mc_client *c, const void *key, size_t klen, const void *buf, size_t len,
+	       const struct mc_put_opts *opts)
+{
+	struct mc_msg_put_config cfg;
+	struct mc_bytes pref[MC_MAX_PREFERRED_SEGMENTS];
+	int r;
+
+	if (!c || mc_check_key(key, klen) < 0 || !buf || len == 0)
+		return MC_ERR_INVALID_PARAMS;
+	if ((r = mc_put_config_of(opts, &cfg, pref)) < 0)
+		return r;
+	uint64_t sum = mc_value_checksum(buf, len);
+	struct mc_bytes tenant = mc_client_tenant(c), k = MC_BYTES(key, klen);
+	struct mc_msg_put_start_req q = { .client_id = c->id, .tenant = tenant, .key = k,
+					  .size = len, .config = cfg };
+	struct mc_msg_put_start_resp p;
+	struct mc_conn *cn = NULL;
+	r = mc_pool_call(&c->mpool, &cn, MC_OP_PUT_START, &q, &p, NULL);
+	if (r == MC_ERR_OBJECT_ALREADY_EXISTS) {
+		mc_pool_put(&c->mpool, cn);
+		return 0;
+	}
+	if (r == 0) {
+		/* p points into cn: keep cn until the writes are done. */
+		int w = mc_write_replicas(c, p.replicas, p.n_replicas, buf, len);
+		if (w == 0) {
+			struct mc_msg_put_end_req e = { .client_id = c->id, .tenant = tenant, .key = k,
+							.has_checksum = true, .checksum = sum };
+			struct mc_msg_put_end_resp ep;
+			r = mc_pool_call(&c->mpool, &cn, MC_OP_PUT_END, &e, &ep, NULL);
+		} else {
+			struct mc_msg_put_revoke_req v = { .client_id = c->id, .tenant = tenant,
+							   .key = k };
+			struct mc_msg_put_revoke_resp vp;
+			mc_pool_call(&c->mpool, &cn, MC_OP_PUT_REVOKE, &v, &vp, NULL);
+			r = w;
+		}
+	}
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
+MC_API int mc_put(struct mc_client *c, const void *key, size_t klen, const void *buf, size_t len,
+		  const struct mc_put_opts *opts)
+{
+	return put(c, key, klen, buf, len, opts);
+}
+
+MC_API int mc_put_from(struct mc_client *c, const void *key, size_t klen, const void *buf,
+		       size_t len, const struct mc_put_opts *opts)
+{
+	if (!c || !buf || !mc_client_is_registered(c, buf, len))
+		return MC_ERR_INVALID_PARAMS;
+	return put(c, key, klen, buf, len, opts);
+}

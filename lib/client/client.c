@@ -1,0 +1,442 @@
+/*
+ * client.c - lifecycle, options, registered buffers and the metadata calls
+ * (exist, remove, stat, list) of include/mooncake/client.h.
+ *
+ * Test hook: MC_TEST_READ_DELAY_MS=N in the environment when the client is
+ * created makes every replica read take N ms longer (a sleep after the
+ * transfer, before the lease check), so tests can provoke LEASE_EXPIRED
+ * with a master started with a small --lease_ttl_ms.  Unset: no effect.
+ */
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client-internal.h"
+#include "util/hash.h"
+#include "util/macro.h"
+
+#define DEFAULT_MASTER "127.0.0.1:50051"
+#define DEFAULT_TIMEOUT_MS 10000
+#define DEFAULT_LIST_LIMIT 1000u
+
+/* The first published version of each options struct ends at this field. */
+#define OPTS_MIN_SZ(T, last) (offsetof(T, last) + sizeof(((T *)0)->last))
+#define OPT_HAS(o, T, f) ((o)->sz >= offsetof(T, f) + sizeof(((T *)0)->f))
+
+int mc_check_key(const void *key, size_t klen)
+{
+	if (!key || klen == 0 || klen > MC_MAX_KEY_LEN)
+		return MC_ERR_INVALID_PARAMS;
+	return 0;
+}
+
+uint64_t mc_value_checksum(const void *buf, size_t len)
+{
+	return mc_hash(buf, len);
+}
+
+static uint64_t env_u64(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	return (errno || *end) ? 0 : (uint64_t)x;
+}
+
+MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **ret)
+{
+	struct mc_client_opts o = { .sz = sizeof(o) };
+	if (!ret)
+		return MC_ERR_INVALID_PARAMS;
+	if (opts) {
+		if (opts->sz < OPTS_MIN_SZ(struct mc_client_opts, client_id))
+			return MC_ERR_INVALID_PARAMS;
+		memcpy(&o, opts, MC_MIN(opts->sz, sizeof(o)));
+		o.sz = sizeof(o);
+		if (!OPT_HAS(opts, struct mc_client_opts, disable_shm))
+			o.disable_shm = false;
+	}
+	const char *master = o.master && *o.master ? o.master : DEFAULT_MASTER;
+	const char *tenant = o.tenant ? o.tenant : "";
+	if (strlen(master) >= sizeof(((struct mc_client *)0)->master) ||
+	    strlen(tenant) > MC_MAX_TENANT_LEN)
+		return MC_ERR_INVALID_PARAMS;
+
+	struct mc_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return MC_ERR_NO_MEMORY;
+	snprintf(c->master, sizeof(c->master), "%s", master);
+	snprintf(c->tenant, sizeof(c->tenant), "%s", tenant);
+	c->timeout_ms = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms < 0 ? 0 : o.timeout_ms;
+	if (o.client_id) {
+		uint64_t hi = 0, lo = 0;
+		for (int i = 0; i < 8; i++) {
+			hi = hi << 8 | o.client_id[i];
+			lo = lo << 8 | o.client_id[8 + i];
+		}
+		c->id = (struct mc_uuid){ hi, lo };
+	} else if (mc_uuid_random(&c->id) < 0) {
+		free(c);
+		return MC_ERR_INTERNAL_ERROR;
+	}
+	const char *ds = getenv("MC_DISABLE_SHM");
+	c->use_shm = !o.disable_shm && !(ds && *ds && strcmp(ds, "0") != 0);
+	c->test_read_delay_ms = env_u64("MC_TEST_READ_DELAY_MS");
+	pthread_mutex_init(&c->nodes_mu, NULL);
+	pthread_mutex_init(&c->bufs_mu, NULL);
+	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms);
+
+	/* Reach the master once now: a wrong address fails here, not later. */
+	struct mc_conn *cn = NULL;
+	int r = mc_pool_get(&c->mpool, &cn);
+	if (r < 0) {
+		mc_client_free(c);
+		return r;
+	}
+	mc_pool_put(&c->mpool, cn);
+	*ret = c;
+	return 0;
+}
+
+MC_API void mc_client_free(struct mc_client *c)
+{
+	if (!c)
+		return;
+	mc_client_nodes_free(c);
+	mc_pool_destroy(&c->mpool);
+	pthread_mutex_destroy(&c->nodes_mu);
+	pthread_mutex_destroy(&c->bufs_mu);
+	free(c->bufs);
+	free(c);
+}
+
+MC_API void mc_buf_free(void *buf)
+{
+	free(buf);
+}
+
+/* ---- nodes ------------------------------------------------------------------ */
+
+int mc_client_node(struct mc_client *c, struct mc_bytes ep, struct mc_node **ret)
+{
+	if (ep.len == 0 || ep.len > MC_MAX_SEGMENT_NAME || memchr(ep.p, 0, ep.len))
+		return MC_ERR_INVALID_REPLICA;
+	pthread_mutex_lock(&c->nodes_mu);
+	struct mc_node *n;
+	for (n = c->nodes; n; n = n->next)
+		if (strlen(n->endpoint) == ep.len && memcmp(n->endpoint, ep.p, ep.len) == 0)
+			break;
+	if (!n && (n = calloc(1, sizeof(*n)))) {
+		memcpy(n->endpoint, ep.p, ep.len);
+		mc_pool_init(&n->pool, n->endpoint, ep.len, c->timeout_ms);
+		pthread_mutex_init(&n->shm_mu, NULL);
+		n->next = c->nodes;
+		c->nodes = n;
+	}
+	pthread_mutex_unlock(&c->nodes_mu);
+	if (!n)
+		return MC_ERR_NO_MEMORY;
+	*ret = n;
+	return 0;
+}
+
+void mc_client_nodes_free(struct mc_client *c)
+{
+	struct mc_node *n, *nx;
+	for (n = c->nodes; n; n = nx) {
+		nx = n->next;
+		mc_shm_unmap_all(n);
+		mc_pool_destroy(&n->pool);
+		pthread_mutex_destroy(&n->shm_mu);
+		free(n);
+	}
+	c->nodes = NULL;
+}
+
+/* ---- registered buffers ----------------------------------------------------- */
+
+MC_API int mc_register_buffer(struct mc_client *c, void *ptr, size_t len)
+{
+	if (!c || !ptr || len == 0 || (uintptr_t)ptr + len < (uintptr_t)ptr)
+		return MC_ERR_INVALID_PARAMS;
+	uintptr_t s = (uintptr_t)ptr;
+	int r = 0;
+	pthread_mutex_lock(&c->bufs_mu);
+	for (size_t i = 0; i < c->nbufs; i++)
+		if (s < c->bufs[i].start + c->bufs[i].len && c->bufs[i].start < s + len) {
+			r = MC_ERR_INVALID_PARAMS;
+			goto out;
+		}
+	if (c->nbufs == c->bufs_cap) {
+		size_t nc = c->bufs_cap ? 2 * c->bufs_cap : 8;
+		struct mc_regbuf *nb = realloc(c->bufs, nc * sizeof(*nb));
+		if (!nb) {
+			r = MC_ERR_NO_MEMORY;
+			goto out;
+		}
+		c->bufs = nb;
+		c->bufs_cap = nc;
+	}
+	c->bufs[c->nbufs++] = (struct mc_regbuf){ s, len };
+out:
+	pthread_mutex_unlock(&c->bufs_mu);
+	return r;
+}
+
+MC_API int mc_unregister_buffer(struct mc_client *c, void *ptr)
+{
+	if (!c || !ptr)
+		return MC_ERR_INVALID_PARAMS;
+	int r = MC_ERR_INVALID_PARAMS;
+	pthread_mutex_lock(&c->bufs_mu);
+	for (size_t i = 0; i < c->nbufs; i++)
+		if (c->bufs[i].start == (uintptr_t)ptr) {
+			c->bufs[i] = c->bufs[--c->nbufs];
+			r = 0;
+			break;
+		}
+	pthread_mutex_unlock(&c->bufs_mu);
+	return r;
+}
+
+bool mc_client_is_registered(struct mc_client *c, const void *ptr, size_t len)
+{
+	uintptr_t s = (uintptr_t)ptr;
+	bool ok = false;
+	pthread_mutex_lock(&c->bufs_mu);
+	for (size_t i = 0; i < c->nbufs && !ok; i++)
+		ok = s >= c->bufs[i].start && s - c->bufs[i].start <= c->bufs[i].len &&
+		     len <= c->bufs[i].len - (s - c->bufs[i].start);
+	pthread_mutex_unlock(&c->bufs_mu);
+	return ok;
+}
+
+/* ---- exist / remove / stat -------------------------------------------------- */
+
+MC_API int mc_exist(struct mc_client *c, const void *key, size_t klen, bool *exists)
+{
+	int r;
+	if (!c || !exists || (r = mc_check_key(key, klen)) < 0)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_exist_key_req q = { .tenant = mc_client_tenant(c), .key = MC_BYTES(key, klen) };
+	struct mc_msg_exist_key_resp p;
+	struct mc_conn *cn = NULL;
+	r = mc_pool_call(&c->mpool, &cn, MC_OP_EXIST_KEY, &q, &p, NULL);
+	if (r == 0)
+		*exists = p.exists;
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
+MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool force)
+{
+	if (!c || mc_check_key(key, klen) < 0)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_remove_req q = { .tenant = mc_client_tenant(c), .key = MC_BYTES(key, klen),
+				       .force = force };
+	struct mc_msg_remove_resp p;
+	struct mc_conn *cn = NULL;
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_REMOVE, &q, &p, NULL);
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
+static void copy_str(char *dst, size_t cap, struct mc_bytes b)
+{
+	size_t n = b.len < cap - 1 ? b.len : cap - 1;
+	memcpy(dst, b.p, n);
+	dst[n] = 0;
+}
+
+static void replica_info(const struct mc_replica_desc *d, struct mc_replica_info *ri)
+{
+	memset(ri, 0, sizeof(*ri));
+	ri->type = d->type;
+	ri->status = d->status;
+	switch (d->type) {
+	case MC_REPLICA_MEMORY:
+	case MC_REPLICA_NOF_SSD:
+		ri->transport = d->mem.transport;
+		mc_uuid_fmt(d->mem.segment_id, ri->segment_id);
+		copy_str(ri->endpoint, sizeof(ri->endpoint), d->mem.endpoint);
+		ri->offset = d->mem.offset;
+		ri->size = d->mem.size;
+		break;
+	case MC_REPLICA_DISK:
+		copy_str(ri->endpoint, sizeof(ri->endpoint), d->disk.file_path);
+		ri->size = d->disk.object_size;
+		break;
+	case MC_REPLICA_LOCAL_DISK:
+		copy_str(ri->endpoint, sizeof(ri->endpoint), d->local_disk.endpoint);
+		ri->size = d->local_disk.object_size;
+		break;
+	case MC_REPLICA_DFS:
+		copy_str(ri->endpoint, sizeof(ri->endpoint), d->dfs.file_path);
+		ri->offset = d->dfs.offset;
+		ri->size = d->dfs.object_size;
+		break;
+	}
+}
+
+MC_API int mc_stat(struct mc_client *c, const void *key, size_t klen, struct mc_object_stat *st)
+{
+	if (!c || !st || st->sz < sizeof(*st) || mc_check_key(key, klen) < 0)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_get_replica_list_req q = { .tenant = mc_client_tenant(c),
+						 .key = MC_BYTES(key, klen) };
+	struct mc_msg_get_replica_list_resp p;
+	struct mc_conn *cn = NULL;
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_GET_REPLICA_LIST, &q, &p, NULL);
+	if (r == 0) {
+		struct mc_object_stat s = { .sz = sizeof(s), .size = p.size,
+					    .has_checksum = p.has_checksum, .checksum = p.checksum,
+					    .lease_ttl_ms = p.lease_ttl_ms };
+		for (uint32_t i = 0; i < p.n_replicas && i < MC_MAX_REPLICAS; i++)
+			replica_info(&p.replicas[i], &s.replicas[s.n_replicas++]);
+		*st = s;
+	}
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
+/* ---- list ------------------------------------------------------------------- */
+
+struct keybuf {
+	struct mc_key *keys;
+	size_t n, cap;
+	uint8_t *bytes;
+	size_t blen, bcap;
+};
+
+static int keybuf_add(struct keybuf *k, const uint8_t *p, size_t len)
+{
+	if (k->n == k->cap) {
+		size_t nc = k->cap ? 2 * k->cap : 64;
+		struct mc_key *nk = realloc(k->keys, nc * sizeof(*nk));
+		if (!nk)
+			return MC_ERR_NO_MEMORY;
+		k->keys = nk;
+		k->cap = nc;
+	}
+	if (k->blen + len > k->bcap) {
+		size_t nc = k->bcap ? k->bcap : 4096;
+		while (nc < k->blen + len)
+			nc *= 2;
+		uint8_t *nb = realloc(k->bytes, nc);
+		if (!nb)
+			return MC_ERR_NO_MEMORY;
+		k->bytes = nb;
+		k->bcap = nc;
+	}
+	memcpy(k->bytes + k->blen, p, len);
+	k->keys[k->n++] = (struct mc_key){ (const void *)(uintptr_t)k->blen, len };
+	k->blen += len;
+	return 0;
+}
+
+MC_API int mc_list(struct mc_client *c, const struct mc_list_opts *opts, struct mc_key_list **ret)
+{
+	struct mc_list_opts o = { .sz = sizeof(o) };
+	regex_t re;
+	bool have_re = false;
+	int r = 0;
+
+	if (!c || !ret)
+		return MC_ERR_INVALID_PARAMS;
+	if (opts) {
+		if (opts->sz < OPTS_MIN_SZ(struct mc_list_opts, cursor_len))
+			return MC_ERR_INVALID_PARAMS;
+		memcpy(&o, opts, MC_MIN(opts->sz, sizeof(o)));
+	}
+	if ((o.prefix_len && !o.prefix) || (o.prefix_len && o.regex) ||
+	    (o.cursor_len && !o.cursor) || o.cursor_len > MC_PROTO_MAX_CURSOR ||
+	    o.prefix_len > MC_MAX_KEY_LEN)
+		return MC_ERR_INVALID_PARAMS;
+	if (o.regex) {
+		if (strlen(o.regex) > MC_PROTO_MAX_REGEX ||
+		    regcomp(&re, o.regex, REG_EXTENDED | REG_NOSUB) != 0)
+			return MC_ERR_INVALID_PARAMS;
+		have_re = true;
+	}
+	uint32_t limit = o.limit ? o.limit : DEFAULT_LIST_LIMIT;
+	if (limit > MC_PROTO_MAX_LIST)
+		limit = MC_PROTO_MAX_LIST;
+
+	struct keybuf kb = { 0 };
+	uint8_t cursor[MC_PROTO_MAX_CURSOR];
+	size_t cursor_len = o.cursor_len;
+	if (cursor_len)
+		memcpy(cursor, o.cursor, cursor_len);
+	bool first = true;
+	/*
+	 * Each page asks for at most the keys still missing, so that every key
+	 * of a page can be taken and the server's cursor stays exact (it cannot
+	 * resume in the middle of a page).
+	 */
+	while (kb.n < limit && (first || cursor_len)) {
+		first = false;
+		struct mc_msg_get_all_keys_req q = { .tenant = mc_client_tenant(c),
+						     .cursor = MC_BYTES(cursor, cursor_len),
+						     .limit = (uint32_t)(limit - kb.n) };
+		struct mc_msg_get_all_keys_resp p;
+		struct mc_conn *cn = NULL;
+		r = mc_pool_call(&c->mpool, &cn, MC_OP_GET_ALL_KEYS, &q, &p, NULL);
+		for (uint32_t i = 0; r == 0 && i < p.n_keys; i++) {
+			struct mc_bytes k = p.keys[i];
+			if (o.prefix_len && (k.len < o.prefix_len || memcmp(k.p, o.prefix, o.prefix_len)))
+				continue;
+			if (have_re) {
+				regmatch_t m = { .rm_so = 0, .rm_eo = (regoff_t)k.len };
+				if (regexec(&re, k.len ? (const char *)k.p : "", 0, &m, REG_STARTEND))
+					continue;
+			}
+			r = keybuf_add(&kb, k.p, k.len);
+		}
+		if (r == 0) {
+			cursor_len = p.next_cursor.len <= sizeof(cursor) ? p.next_cursor.len : 0;
+			if (cursor_len)
+				memcpy(cursor, p.next_cursor.p, cursor_len);
+		}
+		mc_pool_put(&c->mpool, cn);
+		if (r < 0)
+			break;
+	}
+	if (have_re)
+		regfree(&re);
+	if (r == 0) {
+		/* One allocation: the list, the key array, the cursor, the key bytes. */
+		size_t sz = sizeof(struct mc_key_list) + kb.n * sizeof(struct mc_key) + cursor_len +
+			    kb.blen + 1;
+		struct mc_key_list *l = malloc(sz);
+		if (!l) {
+			r = MC_ERR_NO_MEMORY;
+		} else {
+			struct mc_key *keys = (struct mc_key *)(l + 1);
+			uint8_t *cur = (uint8_t *)(keys + kb.n);
+			uint8_t *bytes = cur + cursor_len;
+			if (cursor_len)
+				memcpy(cur, cursor, cursor_len);
+			if (kb.blen)
+				memcpy(bytes, kb.bytes, kb.blen);
+			for (size_t i = 0; i < kb.n; i++)
+				keys[i] = (struct mc_key){ bytes + (uintptr_t)kb.keys[i].key,
+							   kb.keys[i].len };
+			*l = (struct mc_key_list){ .n = kb.n, .keys = keys, .next_cursor = cur,
+						   .next_cursor_len = cursor_len };
+			*ret = l;
+		}
+	}
+	free(kb.keys);
+	free(kb.bytes);
+	return r;
+}
+
+MC_API void mc_key_list_free(struct mc_key_list *l)
+{
+	free(l);
+}

@@ -1,0 +1,641 @@
+/*
+ * test-client.c - libmooncake's client API (include/mooncake/client.h).
+ *
+ * Argument validation and an unreachable master need no node.  The rest runs
+ * against real daemons the test starts itself: .output/bin/mooncake-master
+ * (--rpc_port=0) and two mooncake-node processes with 128 MiB segments in a
+ * temporary state directory; those tests are skipped, with a message, when
+ * the node binary is not built.  Covered: round trips 1 B .. 64 MiB over TCP
+ * (MC_DISABLE_SHM=1) and co-located (shared memory), replicas on two nodes,
+ * checksum mismatch (bytes of the /dev/shm file flipped behind the node's
+ * back), LEASE_EXPIRED (a master with --lease_ttl_ms=20 and the library's
+ * MC_TEST_READ_DELAY_MS hook slowing each replica read by 100 ms), batch
+ * forms (split over MC_MAX_BATCH), listing, registered buffers, and 200
+ * threads doing puts and gets at once.
+ *
+ * MC_BUILD (default .output) names the build tree holding the daemons.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mooncake/client.h"
+
+struct daemon {
+	pid_t pid;
+	char log[512];
+	int port;
+};
+
+static char tmpdir[256];
+static char bindir[512];
+static bool have_node;
+static struct daemon master, node1, node2;
+static char master_addr[64];
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Waits until the log holds needle; the number after it in *port (if asked). */
+static bool wait_log(struct daemon *d, const char *needle, int *port)
+{
+	for (int i = 0; i < 200; i++) {
+		char buf[16384];
+		FILE *f = fopen(d->log, "r");
+		if (f) {
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[n] = 0;
+			char *p = strstr(buf, needle);
+			if (p) {
+				if (port)
+					*port = atoi(p + strlen(needle));
+				return true;
+			}
+		}
+		if (waitpid(d->pid, NULL, WNOHANG) == d->pid)
+			return false;
+		usleep(25000);
+	}
+	return false;
+}
+
+static bool spawn(struct daemon *d, const char *name, char *const argv[])
+{
+	snprintf(d->log, sizeof(d->log), "%s/%s.log", tmpdir, name);
+	d->pid = fork();
+	if (d->pid == 0) {
+		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		dup2(fd, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return d->pid > 0;
+}
+
+static bool start_master(struct daemon *d, const char *name, const char *extra)
+{
+	char bin[600], state[300], a1[] = "--rpc_address=127.0.0.1", a2[] = "--rpc_port=0";
+	snprintf(bin, sizeof(bin), "%s/mooncake-master", bindir);
+	snprintf(state, sizeof(state), "--state_dir=%s/%s", tmpdir, name);
+	char *argv[] = { bin, a1, a2, state, (char *)extra, NULL };
+	return spawn(d, name, argv) && wait_log(d, "ready: rpc on 127.0.0.1:", &d->port);
+}
+
+static bool start_node(struct daemon *d, const char *name, int master_port)
+{
+	char bin[600], state[300], m[64], nm[64], a1[] = "--data_address=127.0.0.1",
+	     a2[] = "--data_port=0", a3[] = "--segment_size=128M", a4[] = "--segments=1";
+	snprintf(bin, sizeof(bin), "%s/mooncake-node", bindir);
+	snprintf(state, sizeof(state), "--state_dir=%s/%s", tmpdir, name);
+	snprintf(m, sizeof(m), "--master=127.0.0.1:%d", master_port);
+	snprintf(nm, sizeof(nm), "--name=%s", name);
+	char *argv[] = { bin, m, a1, a2, a3, a4, state, nm, NULL };
+	return spawn(d, name, argv) && wait_log(d, "ready: data on 127.0.0.1:", &d->port) &&
+	       wait_log(d, "mounted", NULL);
+}
+
+/* Stops a daemon; for a node also unlinks the /dev/shm files its log names. */
+static void stop(struct daemon *d)
+{
+	if (d->pid > 0) {
+		kill(d->pid, SIGTERM);
+		waitpid(d->pid, NULL, 0);
+		d->pid = 0;
+		FILE *f = fopen(d->log, "r");
+		char line[1024];
+		while (f && fgets(line, sizeof(line), f)) {
+			char *p = strstr(line, "/dev/shm/mooncake-"), *e;
+			if (!p)
+				continue;
+			for (e = p; *e && *e != ' ' && *e != '\n' && *e != ','; e++)
+				;
+			*e = 0;
+			unlink(p);
+		}
+		if (f)
+			fclose(f);
+	}
+}
+
+static int group_setup(void **state)
+{
+	const char *b = getenv("MC_BUILD");
+	snprintf(bindir, sizeof(bindir), "%s/bin", b && *b ? b : ".output");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-client.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	if (!start_master(&master, "master", NULL)) {
+		fprintf(stderr, "# cannot start %s/mooncake-master\n", bindir);
+		return -1;
+	}
+	snprintf(master_addr, sizeof(master_addr), "127.0.0.1:%d", master.port);
+	char nb[600];
+	snprintf(nb, sizeof(nb), "%s/mooncake-node", bindir);
+	if (access(nb, X_OK) == 0) {
+		have_node = start_node(&node1, "node1", master.port) &&
+			    start_node(&node2, "node2", master.port);
+		if (!have_node)
+			fprintf(stderr, "# mooncake-node did not start: see %s\n", tmpdir);
+	} else {
+		fprintf(stderr, "# %s not built: data tests skipped\n", nb);
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	stop(&node1);
+	stop(&node2);
+	stop(&master);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		return 0;
+	return 0;
+}
+
+#define NEED_NODE() do { if (!have_node) { \
+	fprintf(stderr, "# skipped: mooncake-node not available\n"); skip(); } } while (0)
+
+static struct mc_client *client(const char *addr, bool shm)
+{
+	struct mc_client_opts o = { .sz = sizeof(o), .master = addr ? addr : master_addr,
+				    .timeout_ms = 30000, .disable_shm = !shm };
+	struct mc_client *c = NULL;
+	assert_int_equal(mc_client_new(&o, &c), 0);
+	return c;
+}
+
+static void fill(uint8_t *p, size_t n, uint64_t seed)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (uint8_t)x;
+	}
+}
+
+/* ---- without data nodes ---------------------------------------------------- */
+
+static void test_args(void **state)
+{
+	struct mc_client *c = NULL;
+	struct mc_client_opts o = { .sz = sizeof(o), .master = master_addr };
+	char longt[MC_MAX_TENANT_LEN + 2];
+	memset(longt, 't', sizeof(longt) - 1);
+	longt[sizeof(longt) - 1] = 0;
+
+	assert_int_equal(mc_client_new(&o, NULL), MC_ERR_INVALID_PARAMS);
+	struct mc_client_opts bad = { .sz = 1 };
+	assert_int_equal(mc_client_new(&bad, &c), MC_ERR_INVALID_PARAMS);
+	o.tenant = longt;
+	assert_int_equal(mc_client_new(&o, &c), MC_ERR_INVALID_PARAMS);
+	o.tenant = NULL;
+	o.master = "no-port";
+	assert_int_equal(mc_client_new(&o, &c), MC_ERR_INVALID_PARAMS);
+	assert_null(c);
+	c = client(NULL, false);
+
+	static uint8_t longk[MC_MAX_KEY_LEN + 1];
+	memset(longk, 'k', sizeof(longk));
+	void *buf = NULL;
+	size_t len = 0;
+	bool ex;
+	struct mc_object_stat st = { .sz = sizeof(st) };
+	assert_int_equal(mc_put(NULL, "k", 1, "v", 1, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_put(c, NULL, 1, "v", 1, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_put(c, "", 0, "v", 1, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_put(c, longk, sizeof(longk), "v", 1, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_put(c, "k", 1, NULL, 1, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_put(c, "k", 1, "v", 0, NULL), MC_ERR_INVALID_PARAMS);
+	struct mc_put_opts po = { .sz = sizeof(po), .replicas = MC_MAX_REPLICAS + 1 };
+	assert_int_equal(mc_put(c, "k", 1, "v", 1, &po), MC_ERR_INVALID_PARAMS);
+	po = (struct mc_put_opts){ .sz = 3 };
+	assert_int_equal(mc_put(c, "k", 1, "v", 1, &po), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_get(c, "", 0, &buf, &len), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_get(c, "k", 1, NULL, &len), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_get(c, longk, sizeof(longk), &buf, &len), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_get_into(c, "k", 1, NULL, 1, &len), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_exist(c, "", 0, &ex), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_exist(c, "k", 1, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_remove(c, NULL, 0, false), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_stat(c, "", 0, &st), MC_ERR_INVALID_PARAMS);
+	st.sz = 1;
+	assert_int_equal(mc_stat(c, "k", 1, &st), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_put_from(c, "k", 1, "v", 1, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_register_buffer(c, NULL, 1), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_unregister_buffer(c, longk), MC_ERR_INVALID_PARAMS);
+	struct mc_list_opts lo = { .sz = sizeof(lo), .regex = "(" };
+	struct mc_key_list *l = NULL;
+	assert_int_equal(mc_list(c, &lo, &l), MC_ERR_INVALID_PARAMS);
+	lo = (struct mc_list_opts){ .sz = sizeof(lo), .regex = "a", .prefix = "a", .prefix_len = 1 };
+	assert_int_equal(mc_list(c, &lo, &l), MC_ERR_INVALID_PARAMS);
+	assert_null(l);
+	/* Metadata ops on a missing key. */
+	assert_int_equal(mc_get(c, "missing", 7, &buf, &len), MC_ERR_OBJECT_NOT_FOUND);
+	assert_null(buf);
+	assert_int_equal(mc_exist(c, "missing", 7, &ex), 0);
+	assert_false(ex);
+	assert_int_equal(mc_remove(c, "missing", 7, false), MC_ERR_OBJECT_NOT_FOUND);
+	mc_client_free(c);
+	mc_client_free(NULL);
+}
+
+static void test_unreachable(void **state)
+{
+	/* A port nobody listens on: refused at once. */
+	struct mc_client_opts o = { .sz = sizeof(o), .master = "127.0.0.1:1", .timeout_ms = 500 };
+	struct mc_client *c = NULL;
+	uint64_t t0 = now_ms();
+	int r = mc_client_new(&o, &c);
+	assert_true(r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT);
+	assert_null(c);
+	/* A blackhole address: the connect timeout bounds it. */
+	o.master = "10.255.255.1:50051";
+	r = mc_client_new(&o, &c);
+	assert_true(r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT);
+	assert_true(now_ms() - t0 < 3000);
+}
+
+/* ---- round trips ------------------------------------------------------------ */
+
+static void roundtrips(bool shm)
+{
+	NEED_NODE();
+	struct mc_client *c = client(NULL, shm);
+	static const size_t sizes[] = { 1, 2, 7, 4096, 65537, (1u << 20) + 3, (16u << 20) + 1,
+					64u << 20 };
+	uint8_t *in = malloc(64u << 20), *out = malloc(64u << 20);
+	assert_non_null(in);
+	assert_non_null(out);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char key[64];
+		int kl = snprintf(key, sizeof(key), "rt-%s-%zu", shm ? "shm" : "tcp", sizes[i]);
+		fill(in, sizes[i], sizes[i]);
+		assert_int_equal(mc_put(c, key, (size_t)kl, in, sizes[i], NULL), 0);
+		/* A second put of the same key succeeds (OBJECT_ALREADY_EXISTS). */
+		assert_int_equal(mc_put(c, key, (size_t)kl, in, sizes[i], NULL), 0);
+		void *buf = NULL;
+		size_t len = 0;
+		assert_int_equal(mc_get(c, key, (size_t)kl, &buf, &len), 0);
+		assert_int_equal(len, sizes[i]);
+		assert_memory_equal(buf, in, len);
+		mc_buf_free(buf);
+		memset(out, 0, sizes[i]);
+		assert_int_equal(mc_get_into(c, key, (size_t)kl, out, 64u << 20, &len), 0);
+		assert_int_equal(len, sizes[i]);
+		assert_memory_equal(out, in, len);
+		if (sizes[i] > 1)
+			assert_int_equal(mc_get_into(c, key, (size_t)kl, out, sizes[i] - 1, &len),
+					 MC_ERR_BUFFER_OVERFLOW);
+		struct mc_object_stat st = { .sz = sizeof(st) };
+		assert_int_equal(mc_stat(c, key, (size_t)kl, &st), 0);
+		assert_int_equal(st.size, sizes[i]);
+		assert_true(st.has_checksum);
+		assert_int_equal(st.n_replicas, 1);
+		assert_int_equal(mc_remove(c, key, (size_t)kl, true), 0);
+	}
+	free(in);
+	free(out);
+	mc_client_free(c);
+}
+
+static void test_roundtrip_tcp(void **state)
+{
+	roundtrips(false);
+}
+
+static void test_roundtrip_shm(void **state)
+{
+	roundtrips(true);
+}
+
+static void test_registered(void **state)
+{
+	NEED_NODE();
+	struct mc_client *c = client(NULL, true);
+	size_t n = 1u << 20;
+	uint8_t *reg = malloc(2 * n);
+	fill(reg, n, 42);
+	assert_int_equal(mc_put_from(c, "reg", 3, reg, n, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_register_buffer(c, reg, 2 * n), 0);
+	assert_int_equal(mc_register_buffer(c, reg + 10, 5), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_put_from(c, "reg", 3, reg, n, NULL), 0);
+	assert_int_equal(mc_put_from(c, "reg2", 4, reg + n, n + 1, NULL), MC_ERR_INVALID_PARAMS);
+	size_t len;
+	assert_int_equal(mc_get_into(c, "reg", 3, reg + n, n, &len), 0);
+	assert_int_equal(len, n);
+	assert_memory_equal(reg, reg + n, n);
+	assert_int_equal(mc_unregister_buffer(c, reg), 0);
+	assert_int_equal(mc_unregister_buffer(c, reg), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_remove(c, "reg", 3, true), 0);
+	free(reg);
+	mc_client_free(c);
+}
+
+/* ---- replicas, checksum, lease ------------------------------------------------ */
+
+static void test_two_replicas(void **state)
+{
+	NEED_NODE();
+	struct mc_client *c = client(NULL, false);
+	uint8_t v[10000];
+	fill(v, sizeof(v), 7);
+	struct mc_put_opts po = { .sz = sizeof(po), .replicas = 2 };
+	assert_int_equal(mc_put(c, "two", 3, v, sizeof(v), &po), 0);
+	struct mc_object_stat st = { .sz = sizeof(st) };
+	assert_int_equal(mc_stat(c, "two", 3, &st), 0);
+	assert_int_equal(st.n_replicas, 2);
+	assert_string_not_equal(st.replicas[0].endpoint, st.replicas[1].endpoint);
+	assert_string_not_equal(st.replicas[0].segment_id, st.replicas[1].segment_id);
+	char p1[32], p2[32];
+	snprintf(p1, sizeof(p1), "127.0.0.1:%d", node1.port);
+	snprintf(p2, sizeof(p2), "127.0.0.1:%d", node2.port);
+	for (int i = 0; i < 2; i++)
+		assert_true(strcmp(st.replicas[i].endpoint, p1) == 0 ||
+			    strcmp(st.replicas[i].endpoint, p2) == 0);
+	uint8_t out[10000];
+	size_t len;
+	assert_int_equal(mc_get_into(c, "two", 3, out, sizeof(out), &len), 0);
+	assert_memory_equal(out, v, sizeof(v));
+	assert_int_equal(mc_remove(c, "two", 3, true), 0);
+	mc_client_free(c);
+}
+
+/* Flips a byte of the object's replica in its /dev/shm file. */
+static void corrupt(const struct mc_replica_info *ri, uint64_t at)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/dev/shm/mooncake-%s", ri->segment_id);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t b;
+	assert_int_equal(pread(fd, &b, 1, (off_t)(ri->offset + at)), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, (off_t)(ri->offset + at)), 1);
+	close(fd);
+}
+
+static void test_checksum_mismatch(void **state)
+{
+	NEED_NODE();
+	struct mc_client *tcp = client(NULL, false), *shm = client(NULL, true);
+	uint8_t v[5000], out[5000];
+	size_t len;
+	void *buf = NULL;
+	fill(v, sizeof(v), 99);
+	assert_int_equal(mc_put(tcp, "sum", 3, v, sizeof(v), NULL), 0);
+	assert_int_equal(mc_get_into(shm, "sum", 3, out, sizeof(out), &len), 0);
+	struct mc_object_stat st = { .sz = sizeof(st) };
+	assert_int_equal(mc_stat(tcp, "sum", 3, &st), 0);
+	assert_int_equal(st.n_replicas, 1);
+	corrupt(&st.replicas[0], 1234);
+	assert_int_equal(mc_get_into(tcp, "sum", 3, out, sizeof(out), &len), MC_ERR_CHECKSUM_MISMATCH);
+	assert_int_equal(mc_get_into(shm, "sum", 3, out, sizeof(out), &len), MC_ERR_CHECKSUM_MISMATCH);
+	assert_int_equal(mc_get(shm, "sum", 3, &buf, &len), MC_ERR_CHECKSUM_MISMATCH);
+	assert_null(buf);
+	/* With a second, intact replica the get falls back to it. */
+	struct mc_put_opts po = { .sz = sizeof(po), .replicas = 2 };
+	assert_int_equal(mc_put(tcp, "sum2", 4, v, sizeof(v), &po), 0);
+	assert_int_equal(mc_stat(tcp, "sum2", 4, &st), 0);
+	assert_int_equal(st.n_replicas, 2);
+	corrupt(&st.replicas[0], 0);
+	assert_int_equal(mc_get_into(shm, "sum2", 4, out, sizeof(out), &len), 0);
+	assert_memory_equal(out, v, sizeof(v));
+	corrupt(&st.replicas[1], 4999);
+	assert_int_equal(mc_get_into(tcp, "sum2", 4, out, sizeof(out), &len), MC_ERR_CHECKSUM_MISMATCH);
+	assert_int_equal(mc_remove(tcp, "sum", 3, true), 0);
+	assert_int_equal(mc_remove(tcp, "sum2", 4, true), 0);
+	mc_client_free(tcp);
+	mc_client_free(shm);
+}
+
+static void test_lease_expired(void **state)
+{
+	NEED_NODE();
+	struct daemon m = { 0 }, n = { 0 };
+	assert_true(start_master(&m, "master-lease", "--lease_ttl_ms=20"));
+	assert_true(start_node(&n, "node-lease", m.port));
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", m.port);
+	struct mc_client *fast = client(addr, false);
+	setenv("MC_TEST_READ_DELAY_MS", "100", 1);
+	struct mc_client *slow_tcp = client(addr, false), *slow_shm = client(addr, true);
+	unsetenv("MC_TEST_READ_DELAY_MS");
+	uint8_t v[4096], out[4096];
+	size_t len;
+	fill(v, sizeof(v), 5);
+	assert_int_equal(mc_put(fast, "lease", 5, v, sizeof(v), NULL), 0);
+	assert_int_equal(mc_get_into(fast, "lease", 5, out, sizeof(out), &len), 0);
+	assert_int_equal(mc_get_into(slow_tcp, "lease", 5, out, sizeof(out), &len),
+			 MC_ERR_LEASE_EXPIRED);
+	assert_int_equal(mc_get_into(slow_shm, "lease", 5, out, sizeof(out), &len),
+			 MC_ERR_LEASE_EXPIRED);
+	const void *k[] = { "lease" };
+	size_t kl[] = { 5 }, caps[] = { sizeof(out) }, lens[1];
+	void *bufs[] = { out };
+	int st[1];
+	assert_int_equal(mc_batch_get_into(slow_tcp, 1, k, kl, bufs, caps, lens, st), 0);
+	assert_int_equal(st[0], MC_ERR_LEASE_EXPIRED);
+	/* The hook on the default master (10 s lease): no expiry. */
+	setenv("MC_TEST_READ_DELAY_MS", "100", 1);
+	struct mc_client *slow_default = client(NULL, false);
+	unsetenv("MC_TEST_READ_DELAY_MS");
+	assert_int_equal(mc_put(slow_default, "lease-ok", 8, v, sizeof(v), NULL), 0);
+	assert_int_equal(mc_get_into(slow_default, "lease-ok", 8, out, sizeof(out), &len), 0);
+	assert_int_equal(mc_remove(slow_default, "lease-ok", 8, true), 0);
+	mc_client_free(slow_default);
+	mc_client_free(fast);
+	mc_client_free(slow_tcp);
+	mc_client_free(slow_shm);
+	stop(&n);
+	stop(&m);
+}
+
+/* ---- batch and list ------------------------------------------------------------ */
+
+static void test_batch(void **state)
+{
+	NEED_NODE();
+	struct mc_client *c = client(NULL, true);
+	enum { N = 5000, SZ = 64 };	/* more than MC_MAX_BATCH: split in two requests */
+	const void **keys = calloc(N + 2, sizeof(*keys));
+	size_t *klens = calloc(N + 2, sizeof(*klens)), *lens = calloc(N + 2, sizeof(*lens));
+	size_t *caps = calloc(N + 2, sizeof(*caps));
+	const void **vals = calloc(N + 2, sizeof(*vals));
+	void **outs = calloc(N + 2, sizeof(*outs));
+	int *st = calloc(N + 2, sizeof(int));
+	bool *ex = calloc(N + 2, sizeof(bool));
+	uint8_t *data = malloc((size_t)N * SZ), *out = malloc((size_t)N * SZ);
+	char (*names)[32] = calloc(N + 2, 32);
+	fill(data, (size_t)N * SZ, 11);
+	for (int i = 0; i < N; i++) {
+		klens[i] = (size_t)snprintf(names[i], 32, "batch-%05d", i);
+		keys[i] = names[i];
+		vals[i] = data + (size_t)i * SZ;
+		lens[i] = SZ;
+		outs[i] = out + (size_t)i * SZ;
+		caps[i] = SZ;
+	}
+	keys[N] = "";	/* invalid key: its own status */
+	klens[N] = 0;
+	vals[N] = data;
+	lens[N] = 1;
+	assert_int_equal(mc_batch_put(c, N + 1, keys, klens, vals, lens, NULL, st), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(st[i], 0);
+	assert_int_equal(st[N], MC_ERR_INVALID_PARAMS);
+	keys[N] = "batch-missing";
+	klens[N] = 13;
+	assert_int_equal(mc_batch_exist(c, N + 1, keys, klens, ex, st), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(st[i], 0);
+		assert_true(ex[i]);
+	}
+	assert_int_equal(st[N], 0);
+	assert_false(ex[N]);
+	outs[N] = out;
+	caps[N] = SZ;
+	memset(out, 0, (size_t)N * SZ);
+	assert_int_equal(mc_batch_get_into(c, N + 1, keys, klens, outs, caps, lens, st), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(st[i], 0);
+		assert_int_equal(lens[i], SZ);
+	}
+	assert_int_equal(st[N], MC_ERR_OBJECT_NOT_FOUND);
+	assert_memory_equal(out, data, (size_t)N * SZ);
+	caps[0] = SZ - 1;
+	assert_int_equal(mc_batch_get_into(c, 1, keys, klens, outs, caps, lens, st), 0);
+	assert_int_equal(st[0], MC_ERR_BUFFER_OVERFLOW);
+
+	/* Listing: prefix, regex, paging with a cursor. */
+	struct mc_list_opts lo = { .sz = sizeof(lo), .prefix = "batch-0001", .prefix_len = 10,
+				   .limit = 100000 };
+	struct mc_key_list *l;
+	assert_int_equal(mc_list(c, &lo, &l), 0);
+	assert_int_equal(l->n, 10);
+	for (size_t i = 0; i < l->n; i++)
+		assert_memory_equal(l->keys[i].key, "batch-0001", 10);
+	mc_key_list_free(l);
+	lo = (struct mc_list_opts){ .sz = sizeof(lo), .regex = "^batch-0{3}[0-9]9$", .limit = 100000 };
+	assert_int_equal(mc_list(c, &lo, &l), 0);
+	assert_int_equal(l->n, 10);
+	mc_key_list_free(l);
+	size_t total = 0;
+	uint8_t cur[64];
+	size_t cl = 0;
+	int pages = 0;
+	do {
+		lo = (struct mc_list_opts){ .sz = sizeof(lo), .prefix = "batch-", .prefix_len = 6,
+					    .limit = 777, .cursor = cl ? cur : NULL, .cursor_len = cl };
+		assert_int_equal(mc_list(c, &lo, &l), 0);
+		assert_true(l->n <= 777);
+		total += l->n;
+		cl = l->next_cursor_len;
+		memcpy(cur, l->next_cursor, cl);
+		mc_key_list_free(l);
+		pages++;
+	} while (cl);
+	assert_int_equal(total, N);
+	assert_true(pages >= 7);
+
+	assert_int_equal(mc_batch_remove(c, N + 1, keys, klens, true, st), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(st[i], 0);
+	assert_int_equal(st[N], MC_ERR_OBJECT_NOT_FOUND);
+	assert_int_equal(mc_batch_exist(c, 10, keys, klens, ex, st), 0);
+	for (int i = 0; i < 10; i++)
+		assert_false(ex[i]);
+	assert_int_equal(mc_batch_put(c, 0, NULL, NULL, NULL, NULL, NULL, NULL), 0);
+	free(keys); free(klens); free(lens); free(caps); free(vals); free(outs);
+	free(st); free(ex); free(data); free(out); free(names);
+	mc_client_free(c);
+}
+
+/* ---- concurrency ----------------------------------------------------------------- */
+
+struct worker {
+	struct mc_client *c;
+	int id;
+	int failures;
+	pthread_t t;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t v[4096], out[4096];
+	for (int j = 0; j < 5; j++) {
+		char key[64];
+		int kl = snprintf(key, sizeof(key), "thr-%d-%d", w->id, j);
+		size_t n = 1 + (size_t)((w->id * 131 + j * 17) % (int)sizeof(v));
+		fill(v, n, (uint64_t)w->id * 10 + (uint64_t)j);
+		size_t len = 0;
+		if (mc_put(w->c, key, (size_t)kl, v, n, NULL) != 0 ||
+		    mc_get_into(w->c, key, (size_t)kl, out, sizeof(out), &len) != 0 || len != n ||
+		    memcmp(v, out, n) != 0 || mc_remove(w->c, key, (size_t)kl, true) != 0)
+			w->failures++;
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	NEED_NODE();
+	enum { T = 200 };
+	struct mc_client *tcp = client(NULL, false), *shm = client(NULL, true);
+	struct worker *w = calloc(T, sizeof(*w));
+	for (int i = 0; i < T; i++) {
+		w[i] = (struct worker){ .c = i % 2 ? tcp : shm, .id = i };
+		assert_int_equal(pthread_create(&w[i].t, NULL, work, &w[i]), 0);
+	}
+	int failures = 0;
+	for (int i = 0; i < T; i++) {
+		pthread_join(w[i].t, NULL);
+		failures += w[i].failures;
+	}
+	assert_int_equal(failures, 0);
+	free(w);
+	mc_client_free(tcp);
+	mc_client_free(shm);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_roundtrip_tcp),
+		cmocka_unit_test(test_roundtrip_shm),
+		cmocka_unit_test(test_registered),
+		cmocka_unit_test(test_two_replicas),
+		cmocka_unit_test(test_checksum_mismatch),
+		cmocka_unit_test(test_lease_expired),
+		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_threads),
+	};
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("client", tests, group_setup, group_teardown);
+}
