@@ -24,24 +24,40 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Waits until a daemon logs its ready line; fails with its log if it dies first.
+wait_ready() {
+	local pid=$1 log=$2 what=$3
+	for _ in $(seq 1 100); do
+		grep -q 'ready' "$log" 2>/dev/null && return 0
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "make run: $what failed to start; its log ($log):" >&2
+			cat "$log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	echo "make run: $what is not ready after 10 s; see $log" >&2
+	exit 1
+}
+
 "$O/bin/mooncake-master" --state_dir="$state/master" --rpc_address=127.0.0.1 \
 	> "$state/master.log" 2>&1 &
 pids+=($!)
-sleep 0.3
+wait_ready "${pids[0]}" "$state/master.log" mooncake-master
 "$O/bin/mooncake-node" --master=127.0.0.1:50051 --state_dir="$state/node" \
 	--segment_size=1G --segments=1 --data_address=127.0.0.1 > "$state/node.log" 2>&1 &
 pids+=($!)
-sleep 0.5
+wait_ready "${pids[1]}" "$state/node.log" mooncake-node
 
 cat <<MSG
 Mooncake Store is running from the build tree (state in $state):
   master RPC   127.0.0.1:50051       log $state/master.log
-  master HTTP  127.0.0.1:9003
   node data    127.0.0.1:50061       log $state/node.log (one 1 GiB segment)
 
 Try it in another terminal:
   $O/bin/mooncakectl object put hello /etc/os-release
   $O/bin/mooncakectl object get hello -
+  $O/bin/mooncakectl object ls
 
 Ctrl-C stops both daemons.
 MSG

@@ -68,3 +68,10 @@ $(O)/tests/tools/%: $(O)/tests/tools/%.o $(PROTO_LIB) $(UTIL_LIB)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
 
 TEST_BINS += $(TOOL_BINS)
+
+# End-to-end benchmark client (libmooncake's public API only) and its driver.
+$(O)/tests/bench/client-bench: $(O)/tests/bench/client-bench.o $(CLIENT_LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+TEST_BINS += $(O)/tests/bench/client-bench
+bench: $(O)/tests/bench/client-bench all

@@ -1,0 +1,165 @@
+/*
+ * client-bench.c - end-to-end figures through libmooncake against a running
+ * cluster (tests/bench/cluster.sh starts one and compares the figures with
+ * Redis, a raw loopback stream and memcpy measured in the same run).
+ *
+ *   client-bench MASTER small CONC SECONDS    4 KiB put then get ops/s with CONC threads
+ *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE
+ *
+ * MC_DISABLE_SHM=1 in the environment forces the TCP data path; without it a
+ * client on the node's host uses the shared segment.  Output:
+ * "client-bench <metric> <value> <unit>" lines.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mooncake/client.h"
+#include "mooncake/error.h"
+#include "util/clock.h"
+
+static struct mc_client *C;
+static int SECONDS;
+
+struct worker {
+	pthread_t th;
+	int id;
+	uint64_t puts, gets, errors;
+	double put_s, get_s;
+};
+
+static void *small_main(void *arg)
+{
+	struct worker *w = arg;
+	char key[64], val[4096], out[4096];
+	size_t len;
+	uint64_t n = 0;
+
+	memset(val, 'v', sizeof(val));
+	uint64_t t0 = mc_now_ns(), end = t0 + (uint64_t)SECONDS * 500000000u;
+	while (mc_now_ns() < end) {
+		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, n++);
+		if (mc_put(C, key, strlen(key), val, sizeof(val), NULL) == 0)
+			w->puts++;
+		else
+			w->errors++;
+	}
+	uint64_t t1 = mc_now_ns();
+	end = t1 + (uint64_t)SECONDS * 500000000u;
+	for (uint64_t i = 0; mc_now_ns() < end; i = (i + 1) % n) {
+		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
+		if (mc_get_into(C, key, strlen(key), out, sizeof(out), &len) == 0)
+			w->gets++;
+		else
+			w->errors++;
+	}
+	uint64_t t2 = mc_now_ns();
+	w->put_s = (double)(t1 - t0) / 1e9;
+	w->get_s = (double)(t2 - t1) / 1e9;
+	/* Leave the cache as we found it. */
+	for (uint64_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
+		mc_remove(C, key, strlen(key), true);
+	}
+	return NULL;
+}
+
+static int run_small(int conc)
+{
+	struct worker *w = calloc((size_t)conc, sizeof(*w));
+	double puts = 0, gets = 0;
+	uint64_t errors = 0;
+	for (int i = 0; i < conc; i++) {
+		w[i].id = i;
+		pthread_create(&w[i].th, NULL, small_main, &w[i]);
+	}
+	for (int i = 0; i < conc; i++) {
+		pthread_join(w[i].th, NULL);
+		puts += (double)w[i].puts / w[i].put_s;
+		gets += (double)w[i].gets / w[i].get_s;
+		errors += w[i].errors;
+	}
+	printf("client-bench put4k_c%d %.0f ops/s\n", conc, puts);
+	printf("client-bench get4k_c%d %.0f ops/s\n", conc, gets);
+	if (errors)
+		printf("client-bench errors_c%d %" PRIu64 " ops\n", conc, errors);
+	free(w);
+	return errors ? 1 : 0;
+}
+
+static int run_large(size_t size, int count)
+{
+	char key[64];
+	char *buf = malloc(size), *out = malloc(size);
+	size_t len;
+	int rc = 0;
+
+	if (!buf || !out)
+		return 1;
+	for (size_t i = 0; i < size; i++)
+		buf[i] = (char)(i * 131);
+	memset(out, 0, size);   /* fault the pages in before the clock starts */
+	mc_register_buffer(C, buf, size);
+	mc_register_buffer(C, out, size);
+	uint64_t t0 = mc_now_ns();
+	for (int i = 0; i < count; i++) {
+		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
+		int r = mc_put_from(C, key, strlen(key), buf, size, NULL);
+		if (r < 0) {
+			fprintf(stderr, "client-bench: put %s: %s\n", key, mc_error_name(r));
+			rc = 1;
+		}
+	}
+	uint64_t t1 = mc_now_ns();
+	for (int i = 0; i < count; i++) {
+		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
+		int r = mc_get_into(C, key, strlen(key), out, size, &len);
+		if (r < 0 || len != size) {
+			fprintf(stderr, "client-bench: get %s: %s\n", key, mc_error_name(r));
+			rc = 1;
+		}
+	}
+	uint64_t t2 = mc_now_ns();
+	if (memcmp(buf, out, size) != 0) {
+		fprintf(stderr, "client-bench: read back different bytes\n");
+		rc = 1;
+	}
+	for (int i = 0; i < count; i++) {
+		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
+		mc_remove(C, key, strlen(key), true);
+	}
+	double gb = (double)size * count / 1e9;
+	printf("client-bench put_%zuMiB %.2f GB/s\n", size >> 20, gb / ((double)(t1 - t0) / 1e9));
+	printf("client-bench get_%zuMiB %.2f GB/s\n", size >> 20, gb / ((double)(t2 - t1) / 1e9));
+	mc_unregister_buffer(C, buf);
+	mc_unregister_buffer(C, out);
+	free(buf);
+	free(out);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER large SIZE COUNT\n");
+		return 2;
+	}
+	struct mc_client_opts o = { .sz = sizeof(o), .master = argv[1] };
+	const char *shm = getenv("MC_DISABLE_SHM");
+	o.disable_shm = shm && *shm == '1';
+	int r = mc_client_new(&o, &C);
+	if (r < 0) {
+		fprintf(stderr, "client-bench: cannot reach '%s': %s\n", argv[1], mc_error_name(r));
+		return 1;
+	}
+	if (strcmp(argv[2], "small") == 0) {
+		SECONDS = atoi(argv[4]);
+		r = run_small(atoi(argv[3]));
+	} else {
+		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]));
+	}
+	mc_client_free(C);
+	return r;
+}
