@@ -20,10 +20,39 @@ struct listed {
 	bool used;
 };
 
+static const char *shm_dir = MC_NODE_SHM_DIR;
+
+void mc_node_set_shm_dir(const char *dir)
+{
+	shm_dir = dir && *dir ? dir : MC_NODE_SHM_DIR;
+}
+
+bool mc_node_shm_dir_has_huge_pages(void)
+{
+	char dev[256], mnt[PATH_MAX], type[64], opts[1024];
+	size_t best = 0;
+	bool huge = false;
+	FILE *f = fopen("/proc/self/mounts", "r");
+	if (!f)
+		return false;
+	/* The longest mount point that contains shm_dir is the one it is on. */
+	while (fscanf(f, "%255s %4095s %63s %1023s %*d %*d", dev, mnt, type, opts) == 4) {
+		size_t n = strlen(mnt);
+		if (strncmp(shm_dir, mnt, n) != 0 || (shm_dir[n] && shm_dir[n] != '/' && n > 1) ||
+		    n < best)
+			continue;
+		best = n;
+		huge = strcmp(type, "tmpfs") == 0 &&
+		       (strstr(opts, "huge=always") || strstr(opts, "huge=within_size"));
+	}
+	fclose(f);
+	return huge;
+}
+
 void mc_node_shm_path(struct mc_uuid id, char *buf, size_t len)
 {
 	char hex[MC_UUID_STR_LEN];
-	snprintf(buf, len, "%s/mooncake-%s", MC_NODE_SHM_DIR, mc_uuid_fmt(id, hex));
+	snprintf(buf, len, "%s/mooncake-%s", shm_dir, mc_uuid_fmt(id, hex));
 }
 
 static int parse_uuid(const char *s, struct mc_uuid *ret)
@@ -118,6 +147,10 @@ fail:
 	return -errno;
 }
 
+/* Segments are mapped with MAP_POPULATE: the page tables are built once at
+ * start instead of one fault per 4 KiB page on the data path (about 10 us
+ * each on these VMs, which held large writes to a fraction of loopback speed). */
+
 /* Maps an existing file of the right size: 0, or -1 if absent / wrong size. */
 static int map_existing(struct mc_node_segment *g)
 {
@@ -129,7 +162,7 @@ static int map_existing(struct mc_node_segment *g)
 		close(fd);
 		return -1;
 	}
-	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return -1;
@@ -168,7 +201,7 @@ static int create_new(struct mc_node_segment *g, char *err, size_t errlen)
 		unlink(g->shm_path);
 		return r;
 	}
-	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
 		r = -errno;

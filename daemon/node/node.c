@@ -55,6 +55,7 @@ struct node_config {
 	uint64_t segment_size;
 	uint64_t segments;
 	char *state_dir;
+	char *shm_dir;
 	uint64_t workers;
 	char *log_level;
 };
@@ -73,6 +74,8 @@ static const struct mc_option options[] = {
 	O(segments, MC_OPT_U64, "1", "number of segments (1..1024)"),
 	O(state_dir, MC_OPT_STR, "/var/lib/mooncake/node",
 	  "state directory, created if missing (node.id: identity and segment ids)"),
+	O(shm_dir, MC_OPT_STR, "/dev/shm",
+	  "directory of the segment files (a tmpfs; mounted with huge=within_size for speed)"),
 	O(workers, MC_OPT_U64, "2", "data plane worker threads (1..256)"),
 	O(log_level, MC_OPT_STR, "info", "error | warning | notice | info | debug"),
 };
@@ -186,6 +189,11 @@ int main(int argc, char **argv)
 		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(-r));
 		goto out;
 	}
+	mc_node_set_shm_dir(cfg.shm_dir);
+	if (!mc_node_shm_dir_has_huge_pages())
+		log_notice("shm_dir '%s' is not a tmpfs with huge pages: first touches of segment "
+			   "memory fault per 4 KiB page (slow on some VMs); mount a tmpfs with "
+			   "-o huge=within_size and point shm_dir at it", cfg.shm_dir);
 	if ((r = mc_node_segments_open(cfg.state_dir, name, (unsigned)cfg.segments,
 				       cfg.segment_size, &segs, err, sizeof(err))) < 0) {
 		log_error("%s", err);

@@ -4,6 +4,8 @@
  * DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
  * writev from the caller's buffer and received straight into it.
  */
+#include <sys/mman.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,10 +27,25 @@ int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc
 	return 0;
 }
 
-static int map_xfer_err(int r)
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22    /* Linux 5.14 */
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/*
+ * Maps the page tables of a shared-segment range in one call before a large
+ * memcpy.  Faulting a fresh mapping in page by page costs about 10 us per
+ * 4 KiB on these VMs (a 1 MiB put ran at 0.28 GB/s); one madvise() does the
+ * whole range in the kernel.  Failure (an older kernel) only costs speed.
+ */
+static void shm_populate(void *p, uint64_t len, bool write)
 {
-	/* A node that cannot be reached or broke the connection: a failed transfer. */
-	return r;
+	if (len < 65536)
+		return;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~(pg - 1);
+	uintptr_t e = ((uintptr_t)p + len + pg - 1) & ~(pg - 1);
+	(void)madvise((void *)a, e - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
 }
 
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len)
@@ -36,6 +53,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
 	if (t->shm) {
+		shm_populate(t->shm, len, true);
 		memcpy(t->shm, buf, len);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		return 0;
@@ -53,7 +71,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 		done += n;
 	}
 	mc_pool_put(&t->node->pool, cn);
-	return map_xfer_err(r);
+	return r;
 }
 
 int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len)
@@ -63,6 +81,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		return MC_ERR_INVALID_REPLICA;
 	if (t->shm) {
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		shm_populate(t->shm, len, false);
 		memcpy(buf, t->shm, len);
 	} else {
 		struct mc_conn *cn = NULL;
@@ -85,5 +104,5 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		while (nanosleep(&ts, &ts) != 0)
 			;
 	}
-	return map_xfer_err(r);
+	return r;
 }

@@ -4,7 +4,10 @@ set -eu
 O=${O:-.output}
 cd "$(dirname "$0")/../.."
 for b in "$O"/tests/bench/bench-*; do
+	case "$b" in *.o|*.d) continue ;; esac
 	[ -x "$b" ] || continue
 	echo "== $(basename "$b")"
 	"$b"
 done
+echo "== cluster (master + node + libmooncake on loopback)"
+O=$O tests/bench/cluster.sh

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# tests/bench/cluster.sh -- end-to-end figures of a real cluster on loopback,
+# each set beside its baseline measured in the same run:
+#   (a) 4 KiB put/get ops/s at 1, 16, 64 clients  vs  redis-benchmark SET/GET -d 4096
+#   (b) 1 MiB and 64 MiB put/get GB/s over TCP    vs  a raw loopback TCP stream
+#   (c) co-located (shared memory) GB/s           vs  memcpy
+# Every figure is the median of RUNS runs (default 3).  Prints
+# "cluster <metric> <value> <unit>" and "cluster ratio <name> <x>" lines.
+set -eu
+O=${O:-.output}
+RUNS=${RUNS:-3}
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -f "$shm"/mooncake-* 2>/dev/null || true
+	[ "$shm" = "$tmp/shm" ] && umount "$shm" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+wait_log() {
+	for _ in $(seq 1 100); do grep -q ready "$1" && return 0; sleep 0.1; done
+	echo "cluster: daemon not ready, see $1" >&2; cat "$1" >&2; exit 1
+}
+
+# Segment files on a tmpfs with huge pages when we may mount one (see the
+# node's shm_dir option: with 4 KiB pages first touches dominate here).
+shm=/dev/shm
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$tmp/shm" &&
+   mount -t tmpfs -o huge=within_size,size=3G tmpfs "$tmp/shm" 2>/dev/null; then
+	shm=$tmp/shm
+fi
+echo "cluster shm_dir $shm"
+
+mport=$(free_port); dport=$(free_port)
+# Short leases: the bench removes what it wrote, and a forced remove of a
+# leased object keeps its space until the lease ends.
+"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --state_dir="$tmp/m" \
+	--lease_ttl_ms=2000 --log_level=warning 2>"$tmp/master.log" &
+pids+=($!)
+sleep 0.2
+"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
+	--segment_size=2G --segments=1 --shm_dir="$shm" --state_dir="$tmp/n" 2>"$tmp/node.log" &
+pids+=($!)
+wait_log "$tmp/node.log"
+M=127.0.0.1:$mport
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# runs CMD...: CMD's output of RUNS runs into $tmp/out (space is freed between runs)
+runs() {
+	: > "$tmp/out"
+	for _ in $(seq 1 "$RUNS"); do "$@" >> "$tmp/out"; sleep 2.2; done
+}
+# pick METRIC: the median of METRIC's values in $tmp/out
+pick() { awk -v m="$1" '$2 == m {print $3}' "$tmp/out" | median; }
+ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (b > 0) printf "cluster ratio %s %.2f\n", n, a / b }'; }
+
+# (a) small objects against Redis at the same concurrency.
+rport=$(free_port)
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+	>"$tmp/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+for c in 1 16 64; do
+	MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" small "$c" 2
+	put=$(pick "put4k_c$c"); get=$(pick "get4k_c$c")
+	runs "$O/tests/bench/client-bench" "$M" small "$c" 2
+	sput=$(pick "put4k_c$c"); sget=$(pick "get4k_c$c")
+	rset=$(for _ in $(seq 1 "$RUNS"); do redis-benchmark -p "$rport" -q --csv -t set -d 4096 \
+		-c "$c" -n $((20000 + c * 1000)) -r 100000 | awk -F'"' '/SET/ {print $4}'; done | median)
+	rget=$(for _ in $(seq 1 "$RUNS"); do redis-benchmark -p "$rport" -q --csv -t get -d 4096 \
+		-c "$c" -n $((20000 + c * 1000)) -r 100000 | awk -F'"' '/GET/ {print $4}'; done | median)
+	echo "cluster tcp_put4k_c$c $put ops/s"
+	echo "cluster tcp_get4k_c$c $get ops/s"
+	echo "cluster shm_put4k_c$c $sput ops/s"
+	echo "cluster shm_get4k_c$c $sget ops/s"
+	echo "cluster redis_set4k_c$c $rset ops/s"
+	echo "cluster redis_get4k_c$c $rget ops/s"
+	ratio "tcp_put4k_c${c}_vs_redis_set" "$put" "$rset"
+	ratio "tcp_get4k_c${c}_vs_redis_get" "$get" "$rget"
+	ratio "shm_put4k_c${c}_vs_redis_set" "$sput" "$rset"
+	ratio "shm_get4k_c${c}_vs_redis_get" "$sget" "$rget"
+done
+
+# (b) large objects over TCP against a raw loopback stream; (c) shared memory against memcpy.
+base=$("$O/tests/bench/bench-baseline" "$RUNS" 1000)
+echo "$base" | sed 's/^bench-baseline/cluster baseline/'
+for sz in 1 64; do
+	n=$(( sz == 1 ? 256 : 8 ))
+	MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
+	tput=$(pick "put_${sz}MiB"); tget=$(pick "get_${sz}MiB")
+	runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
+	sput=$(pick "put_${sz}MiB"); sget=$(pick "get_${sz}MiB")
+	stream=$(echo "$base" | awk -v m="loopback_stream_${sz}MiB" '$2 == m {print $3}')
+	mcpy=$(echo "$base" | awk -v m="memcpy_${sz}MiB" '$2 == m {print $3}')
+	echo "cluster tcp_put_${sz}MiB $tput GB/s"
+	echo "cluster tcp_get_${sz}MiB $tget GB/s"
+	echo "cluster shm_put_${sz}MiB $sput GB/s"
+	echo "cluster shm_get_${sz}MiB $sget GB/s"
+	ratio "tcp_put_${sz}MiB_vs_stream" "$tput" "$stream"
+	ratio "tcp_get_${sz}MiB_vs_stream" "$tget" "$stream"
+	ratio "shm_put_${sz}MiB_vs_memcpy" "$sput" "$mcpy"
+	ratio "shm_get_${sz}MiB_vs_memcpy" "$sget" "$mcpy"
+done
