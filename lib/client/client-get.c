@@ -33,16 +33,25 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 		}
 		nt++;
 	}
-	for (unsigned i = 0; i < nt; i++)	/* co-located first */
+	/* Co-located first, then reachable nodes, then those that failed lately. */
+	uint64_t now = mc_now_ms();
+	for (unsigned i = 0; i < nt; i++)
 		if (t[i].shm)
 			order[n++] = i;
-	for (unsigned i = 0; i < nt; i++)
-		if (!t[i].shm)
-			order[n++] = i;
+	for (int late = 0; late < 2; late++)
+		for (unsigned i = 0; i < nt; i++) {
+			uint64_t down = __atomic_load_n(&t[i].node->down_until_ms, __ATOMIC_RELAXED);
+			if (!t[i].shm && (down > now) == late)
+				order[n++] = i;
+		}
 	if (n == 0)
 		return err ? err : r;
 	for (unsigned k = 0; k < n; k++) {
-		r = mc_target_read(c, &t[order[k]], buf, size);
+		struct mc_target *tk = &t[order[k]];
+		r = mc_target_read(c, tk, buf, size);
+		if (r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT || r == MC_ERR_TRANSFER_FAIL)
+			__atomic_store_n(&tk->node->down_until_ms, mc_now_ms() + MC_NODE_DOWN_MS,
+					 __ATOMIC_RELAXED);
 		if (r == 0 && has_checksum && mc_value_checksum(buf, size) != checksum)
 			r = MC_ERR_CHECKSUM_MISMATCH;
 		if (r == 0)
@@ -64,18 +73,31 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 						 .key = MC_BYTES(key, klen) };
 	struct mc_msg_get_replica_list_resp p;
 	struct mc_conn *cn = NULL;
-	uint64_t t0 = mc_now_ms();
-	int r = mc_pool_call(&c->mpool, &cn, MC_OP_GET_REPLICA_LIST, &q, &p, NULL);
 	void *mine = NULL;
-	if (r == 0) {
-		if (buf && p.size > cap)
-			r = MC_ERR_BUFFER_OVERFLOW;
-		else if (!buf && (p.size > SIZE_MAX || !(buf = mine = malloc(p.size ? p.size : 1))))
-			r = MC_ERR_NO_MEMORY;
+	int r;
+	/* A read that outlived its lease (typically a failover: the first node
+	 * did not answer in time) is redone once under a fresh lease; the node
+	 * that failed is then tried last. */
+	for (int attempt = 0;; attempt++) {
+		uint64_t t0 = mc_now_ms();
+		r = mc_pool_call(&c->mpool, &cn, MC_OP_GET_REPLICA_LIST, &q, &p, NULL);
+		if (r == 0) {
+			if (buf && p.size > cap)
+				r = MC_ERR_BUFFER_OVERFLOW;
+			else if (!buf && (p.size > SIZE_MAX ||
+					  !(buf = mine = malloc(p.size ? p.size : 1))))
+				r = MC_ERR_NO_MEMORY;
+		}
+		if (r == 0)
+			r = mc_read_object(c, p.replicas, p.n_replicas, p.size, p.has_checksum,
+					   p.checksum, t0, p.lease_ttl_ms, buf);
+		if (r != MC_ERR_LEASE_EXPIRED || attempt == 1)
+			break;
+		if (mine) {   /* the key may hold another object by now: size again */
+			free(mine);
+			mine = buf = NULL;
+		}
 	}
-	if (r == 0)
-		r = mc_read_object(c, p.replicas, p.n_replicas, p.size, p.has_checksum, p.checksum,
-				   t0, p.lease_ttl_ms, buf);
 	if (r == 0) {
 		*ret_len = p.size;
 		if (ret_buf)

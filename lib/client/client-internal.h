@@ -72,7 +72,11 @@ struct mc_node {
 	struct mc_shm_seg *segs;
 	unsigned nsegs;
 	uint64_t stat_ms;	/* when DATA_STAT last ran (0: never) */
+	uint64_t down_until_ms;	/* a transfer failed: try this node last until then (atomic) */
 };
+
+/* How long a node whose transfer failed is tried after the others. */
+#define MC_NODE_DOWN_MS 10000u
 
 struct mc_regbuf {
 	uintptr_t start;

@@ -1,0 +1,220 @@
+# tests/integration/helpers.bash -- shared helpers for the integration bats
+# files (`load helpers`).  A cluster is a master and named nodes started on
+# ephemeral ports; everything a test starts is recorded under $MC_DIR so that
+# stop_all kills exactly those processes and deletes exactly the shm files of
+# the test's own nodes (never another run's).
+#
+#   mc_init [DIR]            paths ($O, $MASTER, $NODE, $CTL, $RPC) and the
+#                            state directory (default $BATS_TEST_TMPDIR/mc)
+#   start_master [opts]      sets $MASTER_ADDR, $MASTER_PID, $MOONCAKE_RPC
+#   start_node NAME [opts]   waits for "ready" and "mounted"; records the pid,
+#                            the endpoint and the segment (shm) ids
+#   node_pid NAME, node_endpoint NAME, node_of_endpoint HOST:PORT
+#   kill_node NAME [SIGNAL]  (default KILL) and reap it
+#   stop_all                 SIGTERM (then SIGKILL) everything started, reap,
+#                            delete the nodes' shm files; fails if a daemon
+#                            log holds a sanitizer report
+#   ctl ARGS...              mooncakectl --rpc $MASTER_ADDR ARGS...
+#   put_random KEY SIZE [put options]   random bytes in $MC_DIR/data, put
+#   get_compare KEY          get to a file, cmp with what put_random wrote
+#
+# Network namespaces (410-netns.bats): $MC_EXEC is a command prefix for the
+# daemons (e.g. "ip netns exec NS"), $MC_CTL_EXEC for mooncakectl;
+# $MC_MASTER_IP and $MC_NODE_IP are the addresses to listen on (default
+# 127.0.0.1).  They are read at each call, so set them per call:
+#   MC_EXEC="ip netns exec ns1" MC_NODE_IP=10.231.7.11 start_node n1
+
+mc_init() {
+	cd "$BATS_TEST_DIRNAME/../.." || return 1
+	O=${MC_BUILD:-$PWD/.output}
+	MASTER=$O/bin/mooncake-master
+	NODE=$O/bin/mooncake-node
+	CTL=$O/bin/mooncakectl
+	RPC=$O/tests/tools/mc-rpc
+	MC_DIR=${1:-$BATS_TEST_TMPDIR/mc}
+	mkdir -p "$MC_DIR/data"
+	: >>"$MC_DIR/pids"	# "pid name" per line, in start order
+	: >>"$MC_DIR/nodes"	# node names
+	: >>"$MC_DIR/shm"	# segment ids of our nodes
+	export MC_DIR
+}
+
+# _mc_wait_line FILE SED_EXPR PID: prints the first capture of SED_EXPR in
+# FILE once it appears (5 s at most); fails early if PID dies.
+_mc_wait_line() {
+	local f=$1 expr=$2 pid=$3 i v
+	for i in $(seq 1 200); do
+		v=$(sed -n "s/$expr/\1/p" "$f" 2>/dev/null | tail -n1)
+		if [ -n "$v" ]; then
+			echo "$v"
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.025
+	done
+	return 1
+}
+
+start_master() {
+	local ip=${MC_MASTER_IP:-127.0.0.1} log=$MC_DIR/master.log
+	: >"$log"
+	# shellcheck disable=SC2086
+	$MC_EXEC "$MASTER" --rpc_address="$ip" --rpc_port=0 --state_dir="$MC_DIR/master" \
+		"$@" </dev/null 2>"$log" 3>&- &
+	MASTER_PID=$!
+	echo "$MASTER_PID master" >>"$MC_DIR/pids"
+	local hp
+	if ! hp=$(_mc_wait_line "$log" '.*ready: rpc on \([^ ,]*\),.*' "$MASTER_PID"); then
+		echo "# mooncake-master did not become ready:" >&2
+		sed 's/^/# /' "$log" >&2
+		return 1
+	fi
+	MASTER_ADDR=$hp
+	MOONCAKE_RPC=$hp
+	echo "$hp" >"$MC_DIR/master.addr"
+	export MASTER_ADDR MOONCAKE_RPC
+}
+
+# _mc_record_shm NAME: the segment ids from the node's node.id and its log.
+_mc_record_shm() {
+	local n=$1
+	{
+		[ -f "$MC_DIR/node-$n/node.id" ] &&
+			awk '$1 == "segment" { print $2 }' "$MC_DIR/node-$n/node.id"
+		[ -f "$MC_DIR/node-$n.log" ] &&
+			grep -o '/dev/shm/mooncake-[0-9a-f]*' "$MC_DIR/node-$n.log" | sed 's|.*/mooncake-||'
+	} 2>/dev/null | grep -E '^[0-9a-f]+$' >>"$MC_DIR/shm"
+	sort -u -o "$MC_DIR/shm" "$MC_DIR/shm"
+}
+
+# start_node NAME [options]: segment_size defaults to 16M (an option given
+# later on the command line wins).
+start_node() {
+	local n=$1
+	shift
+	local ip=${MC_NODE_IP:-127.0.0.1} log=$MC_DIR/node-$n.log pid
+	: >"$log"
+	grep -qx "$n" "$MC_DIR/nodes" || echo "$n" >>"$MC_DIR/nodes"
+	# shellcheck disable=SC2086
+	$MC_EXEC "$NODE" --master="${MASTER_ADDR:?start_master first}" --name="$n" \
+		--data_address="$ip" --data_port=0 --segment_size=16M \
+		--state_dir="$MC_DIR/node-$n" "$@" </dev/null 2>"$log" 3>&- &
+	pid=$!
+	echo "$pid node-$n" >>"$MC_DIR/pids"
+	echo "$pid" >"$MC_DIR/node-$n.pid"
+	local ep ok=
+	if ep=$(_mc_wait_line "$log" '.*ready: data on [^ ,]*, endpoint \([^ ,]*\),.*' "$pid"); then
+		local i
+		for i in $(seq 1 400); do
+			grep -q 'mounted' "$log" && { ok=1; break; }
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.025
+		done
+	fi
+	_mc_record_shm "$n"
+	if [ -z "$ok" ]; then
+		echo "# mooncake-node $n did not become ready ($(date +%T.%N)):" >&2
+		sed 's/^/# /' "$log" >&2
+		echo "# the master's log:" >&2
+		sed 's/^/# /' "$MC_DIR/master.log" >&2
+		return 1
+	fi
+	echo "$ep" >"$MC_DIR/node-$n.endpoint"
+}
+
+node_pid() { cat "$MC_DIR/node-$1.pid"; }
+node_endpoint() { cat "$MC_DIR/node-$1.endpoint"; }
+
+# node_of_endpoint HOST:PORT: the name of the node advertising it.
+node_of_endpoint() {
+	local n
+	while read -r n; do
+		[ "$(cat "$MC_DIR/node-$n.endpoint" 2>/dev/null)" = "$1" ] && { echo "$n"; return 0; }
+	done <"$MC_DIR/nodes"
+	return 1
+}
+
+# _mc_reap PID: wait (up to ~3 s) until PID is gone or a zombie, then reap it
+# if it is our child.  Returns 1 if it is still running.
+_mc_reap() {
+	local pid=$1 i st
+	for i in $(seq 1 120); do
+		kill -0 "$pid" 2>/dev/null || break
+		st=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
+		[ "$st" = Z ] && break
+		sleep 0.025
+	done
+	if kill -0 "$pid" 2>/dev/null && [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
+		return 1
+	fi
+	wait "$pid" 2>/dev/null || true
+	return 0
+}
+
+kill_node() {
+	local n=$1 sig=${2:-KILL} pid
+	pid=$(node_pid "$n")
+	kill -"$sig" "$pid"
+	_mc_reap "$pid" || { kill -KILL "$pid" 2>/dev/null; _mc_reap "$pid"; }
+}
+
+# stop_all: nodes first (newest first), then the master.
+stop_all() {
+	[ -n "${MC_DIR:-}" ] && [ -f "$MC_DIR/pids" ] || return 0
+	local pid name rc=0
+	while read -r pid name; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done < <(tac "$MC_DIR/pids")
+	while read -r pid name; do
+		if ! _mc_reap "$pid"; then
+			echo "# $name ($pid) ignored SIGTERM; SIGKILL" >&2
+			kill -KILL "$pid" 2>/dev/null
+			_mc_reap "$pid"
+		fi
+	done < <(tac "$MC_DIR/pids")
+	: >"$MC_DIR/pids"
+	local n
+	while read -r n; do _mc_record_shm "$n"; done <"$MC_DIR/nodes"
+	local id
+	while read -r id; do
+		[ -n "$id" ] && rm -f "/dev/shm/mooncake-$id"
+	done <"$MC_DIR/shm"
+	# Sanitizer builds: a report in a daemon's log fails the test.
+	local f
+	for f in "$MC_DIR"/*.log; do
+		[ -f "$f" ] || continue
+		if grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$f"; then
+			echo "# sanitizer report in $f:" >&2
+			sed 's/^/# /' "$f" >&2
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+ctl() {
+	# shellcheck disable=SC2086
+	$MC_CTL_EXEC "$CTL" --rpc "$MASTER_ADDR" "$@"
+}
+
+_mc_file() { printf '%s/data/%s' "$MC_DIR" "$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_')"; }
+
+# put_random KEY SIZE [put options]: SIZE random bytes (K/M suffixes allowed,
+# as head -c takes them), kept in $MC_DIR/data for get_compare.
+put_random() {
+	local key=$1 size=$2 f
+	shift 2
+	f=$(_mc_file "$key")
+	head -c "$size" /dev/urandom >"$f"
+	ctl object put "$key" "$f" "$@"
+}
+
+# get_compare KEY: reads KEY back and compares it byte for byte.
+get_compare() {
+	local key=$1 f out
+	f=$(_mc_file "$key")
+	out=$f.out.$$.$RANDOM
+	ctl object get "$key" "$out" || return
+	cmp "$f" "$out" || return
+	rm -f "$out"
+}
