@@ -125,11 +125,11 @@ static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *b
 			status[i] = it->status;
 			continue;
 		}
-		int w = mc_write_replicas(c, it->replicas, it->n_replicas, bufs[i], lens[i]);
+		uint64_t sum = 0;
+		int w = mc_write_replicas(c, it->replicas, it->n_replicas, bufs[i], lens[i], &sum);
 		if (w == 0) {
 			ends[nend] = (struct mc_msg_put_end_item){
-				.key = ch->keys[j], .has_checksum = true,
-				.checksum = mc_value_checksum(bufs[i], lens[i]) };
+				.key = ch->keys[j], .has_checksum = true, .checksum = sum };
 			end_idx[nend++] = i;	/* nend <= j: overwrites consumed entries only */
 		} else {
 			status[i] = w;

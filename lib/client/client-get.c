@@ -48,11 +48,12 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 		return err ? err : r;
 	for (unsigned k = 0; k < n; k++) {
 		struct mc_target *tk = &t[order[k]];
-		r = mc_target_read(c, tk, buf, size);
+		uint64_t sum = 0;
+		r = mc_target_read(c, tk, buf, size, &sum);
 		if (r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT || r == MC_ERR_TRANSFER_FAIL)
 			__atomic_store_n(&tk->node->down_until_ms, mc_now_ms() + MC_NODE_DOWN_MS,
 					 __ATOMIC_RELAXED);
-		if (r == 0 && has_checksum && mc_value_checksum(buf, size) != checksum)
+		if (r == 0 && has_checksum && sum != checksum)
 			r = MC_ERR_CHECKSUM_MISMATCH;
 		if (r == 0)
 			break;

@@ -131,11 +131,15 @@ struct mc_target {
 
 /* Fills t from a replica descriptor: NOT_SUPPORTED for non-memory replicas. */
 int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc_target *t);
-int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len);
-int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len);
+/* Writes buf to the replica; with ret_sum, also the checksum of buf
+ * (XXH3-64, equal to mc_hash(buf, len)), computed while the bytes are in cache. */
+int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
+		    uint64_t *ret_sum);
+/* Reads the replica into buf; *ret_sum gets the checksum of what was read
+ * (XXH3-64, equal to mc_hash()), computed while the bytes are still in cache. */
+int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
+		   uint64_t *ret_sum);
 
-/* The value's checksum (XXH3-64). */
-uint64_t mc_value_checksum(const void *buf, size_t len);
 
 /* client-put.c: the put config of opts (validated). */
 int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *cfg,
@@ -143,7 +147,7 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 
 /* client-put.c: writes the value to every replica of a PUT_START answer. */
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
-		      const void *buf, size_t len);
+		      const void *buf, size_t len, uint64_t *ret_sum);
 
 /*
  * client-get.c: read one object described by (replicas, size, checksum)

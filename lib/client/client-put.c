@@ -41,7 +41,7 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 }
 
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
-		      const void *buf, size_t len)
+		      const void *buf, size_t len, uint64_t *ret_sum)
 {
 	if (n == 0)
 		return MC_ERR_NO_AVAILABLE_HANDLE;
@@ -50,8 +50,8 @@ int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, u
 		int r = mc_target_of(c, &reps[i], &t);
 		if (r == 0 && t.size != len)
 			r = MC_ERR_INVALID_REPLICA;
-		if (r == 0)
-			r = mc_target_write(c, &t, buf, len);
+		if (r == 0)   /* the first write also computes the checksum */
+			r = mc_target_write(c, &t, buf, len, i == 0 ? ret_sum : NULL);
 		if (r < 0)
 			return r;
 	}
@@ -69,7 +69,7 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 		return MC_ERR_INVALID_PARAMS;
 	if ((r = mc_put_config_of(opts, &cfg, pref)) < 0)
 		return r;
-	uint64_t sum = mc_value_checksum(buf, len);
+	uint64_t sum = 0;
 	struct mc_bytes tenant = mc_client_tenant(c), k = MC_BYTES(key, klen);
 	struct mc_msg_put_start_req q = { .client_id = c->id, .tenant = tenant, .key = k,
 					  .size = len, .config = cfg };
@@ -82,7 +82,7 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 	}
 	if (r == 0) {
 		/* p points into cn: keep cn until the writes are done. */
-		int w = mc_write_replicas(c, p.replicas, p.n_replicas, buf, len);
+		int w = mc_write_replicas(c, p.replicas, p.n_replicas, buf, len, &sum);
 		if (w == 0) {
 			struct mc_msg_put_end_req e = { .client_id = c->id, .tenant = tenant, .key = k,
 							.has_checksum = true, .checksum = sum };

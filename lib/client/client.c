@@ -32,11 +32,6 @@ int mc_check_key(const void *key, size_t klen)
 	return 0;
 }
 
-uint64_t mc_value_checksum(const void *buf, size_t len)
-{
-	return mc_hash(buf, len);
-}
-
 static uint64_t env_u64(const char *name)
 {
 	const char *v = getenv(name);
