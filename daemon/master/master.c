@@ -85,9 +85,9 @@ static const struct mc_option options[] = {
 	O(put_release_timeout_ms, MC_OPT_MS, "600000",
 	  "the space of an unfinished put is released after this"),
 	O(eviction_high_watermark, MC_OPT_DOUBLE, "0.90",
-	  "[reserved: eviction is not implemented yet] usage ratio that starts eviction"),
+	  "allocated/capacity ratio above which the housekeeping thread evicts (1: never)"),
 	O(eviction_low_watermark, MC_OPT_DOUBLE, "0.80",
-	  "[reserved: eviction is not implemented yet] usage ratio eviction frees down to"),
+	  "ratio background eviction frees down to"),
 	O(soft_pin_ttl_ms, MC_OPT_MS, "1800000",
 	  "[reserved: soft pins are not implemented yet] default soft pin duration"),
 	O(snapshot_interval_s, MC_OPT_U64, "300",
@@ -221,6 +221,8 @@ int main(int argc, char **argv)
 	mcfg.lease_ttl_ms = cfg.lease_ttl_ms;
 	mcfg.put_discard_timeout_ms = cfg.put_discard_timeout_ms;
 	mcfg.put_release_timeout_ms = cfg.put_release_timeout_ms;
+	mcfg.eviction_high_watermark = cfg.eviction_high_watermark;
+	mcfg.eviction_low_watermark = cfg.eviction_low_watermark;
 	if ((r = mc_meta_new(&mcfg, &meta)) < 0) {
 		log_error("cannot create the metadata service: %s", mc_strerror(r));
 		goto out;

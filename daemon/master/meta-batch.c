@@ -227,7 +227,17 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 				.client = cslot, .loc = it->loc, .key = keys[it->idx],
 				.size = sizes[it->idx], .cfg = cfg, .index = it->idx, .fn = fn, .ctx = ctx,
 			};
-			ret_status[it->idx] = a.size ? do_put_start(m, &a, now) : MC_ERR_INVALID_PARAMS;
+			int st = a.size ? do_put_start(m, &a, now) : MC_ERR_INVALID_PARAMS;
+			for (int att = 0; att < 2 && (st == MC_ERR_NO_AVAILABLE_HANDLE ||
+						      st == MC_ERR_TENANT_QUOTA_EXCEEDED); att++) {
+				pthread_rwlock_unlock(&sh->lock);   /* eviction takes shard locks */
+				bool freed = meta_reclaim_for(m, st, &a);
+				pthread_rwlock_wrlock(&sh->lock);
+				if (!freed)
+					break;
+				st = do_put_start(m, &a, meta_now(m));
+			}
+			ret_status[it->idx] = st;
 		}
 		pthread_rwlock_unlock(&sh->lock);
 	}

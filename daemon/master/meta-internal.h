@@ -89,6 +89,10 @@ struct put_start_args {
 };
 /* Holds stripe, segs.lock (read) and the shard's write lock. */
 int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now);
+/* After do_put_start failed with r: evicts to make room (no space) or to fit
+ * the tenant's quota, when allowed.  True if anything was freed: retry.
+ * Holds stripe and segs.lock (read), no shard lock. */
+bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a);
 /* Hold the shard's write lock. */
 int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
 	       struct mc_ref key, bool has_checksum, uint64_t checksum, uint64_t now);
@@ -102,5 +106,13 @@ int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc 
 			struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
 int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
 	     uint64_t now, bool *ret);
+
+/* meta-evict.c.  Caller holds segs.lock (read), no shard lock.  tenant < 0: any. */
+uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want, uint64_t fit,
+			    uint32_t max, int tenant);
+/* Makes room for nrep blocks of size (want == 0), or frees want bytes of
+ * tenant's objects (want > 0).  Returns the bytes freed. */
+uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,
+			     uint64_t want);
 
 #endif

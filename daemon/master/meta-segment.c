@@ -164,6 +164,16 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 {
 	uint64_t now = meta_now(m), freed = 0;
 
+	mc_pinidx_expire(&m->pins, now);
+	if (m->cfg.eviction_high_watermark < 1.0) {
+		uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
+		if (cap && (double)mc_segmgr_used(&m->segs) > m->cfg.eviction_high_watermark * (double)cap) {
+			struct mc_evict_result er;
+			if (mc_meta_evict(m, m->cfg.eviction_low_watermark, &er) == 0)
+				freed += er.bytes;
+		}
+	}
+
 	pthread_rwlock_rdlock(&m->segs.lock);
 	for (uint32_t n = 0; n < m->segs.nnames; n++) {
 		struct mc_segname *sn = &m->segs.names[n];

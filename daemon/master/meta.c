@@ -19,6 +19,11 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->put_discard_timeout_ms = 30000;
 	c->put_release_timeout_ms = 600000;
 	c->place_strategy = MC_PLACE_RANDOM;
+	c->soft_pin_max_ttl_ms = 86400000;
+	c->eviction_high_watermark = 0.90;
+	c->eviction_low_watermark = 0.80;
+	c->evict_on_full = true;
+	c->allow_evict_soft_pinned = true;
 }
 
 static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t len, uint16_t *ret)
@@ -67,6 +72,7 @@ int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
 	pthread_rwlock_init(&m->clients_lock, NULL);
 	mc_map_init(&m->tenant_by_name);
 	mc_map_init(&m->client_by_id);
+	mc_pinidx_init(&m->pins);
 	if (tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
 		return mc_meta_free(m), MC_ERR_NO_MEMORY;
 	*ret = m;
@@ -100,6 +106,7 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 	mc_map_release(&m->tenant_by_name);
 	mc_map_release(&m->client_by_id);
 	free(m->client_ids);
+	mc_pinidx_release(&m->pins);
 	pthread_mutex_destroy(&m->tenants_lock);
 	pthread_rwlock_destroy(&m->clients_lock);
 	free(m);
@@ -288,6 +295,8 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 		else
 			mc_segment_release_block(s, r->node);
 	}
+	if (o->flags & MC_OBJ_SOFT_PIN)
+		mc_pinidx_clear(&m->pins, o);
 	__atomic_sub_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELAXED);
 	m->shards[o->hash % MC_META_SHARDS].nobjects--;   /* under the shard's write lock */
@@ -303,9 +312,11 @@ void meta_object_erase(struct mc_meta *m, struct mc_objtab *tab, struct mc_objec
 
 /* ---- PutStart ----------------------------------------------------------------------- */
 
-static int check_put_args(struct mc_ref key, uint64_t size, const struct mc_put_config *cfg)
+static int check_put_args(const struct mc_meta *m, struct mc_ref key, uint64_t size,
+			  const struct mc_put_config *cfg)
 {
 	if (!key_ok(key) || size == 0 || !cfg || cfg->replica_num == 0 ||
+	    cfg->soft_pin_ttl_ms > m->cfg.soft_pin_max_ttl_ms ||
 	    cfg->replica_num > MC_MAX_REPLICAS || cfg->npreferred > 16 ||
 	    (cfg->npreferred && !cfg->preferred))
 		return MC_ERR_INVALID_PARAMS;
@@ -385,8 +396,10 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 			.type = MC_REPLICA_MEMORY, .status = MC_REPLICA_PROCESSING,
 		};
 	memcpy(mc_object_key(o), a->key.p, a->key.len);
+	if (a->cfg->soft_pin_ttl_ms && mc_pinidx_set_pending(&m->pins, o, a->cfg->soft_pin_ttl_ms) == 0)
+		o->flags |= MC_OBJ_SOFT_PIN;   /* starts at PutEnd */
 	if (mc_objtab_insert(tab, a->loc.hash, o) < 0) {
-		o->flags = 0;
+		o->flags &= MC_OBJ_SOFT_PIN;   /* destroy drops the pin entry */
 		__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
 		sh->nobjects++;
 		meta_object_destroy(m, o, 0);
@@ -405,7 +418,7 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	struct put_start_args a = { .key = key, .size = size, .cfg = cfg, .fn = fn, .ctx = ctx };
 	int r;
 
-	if ((r = check_put_args(key, size, cfg)) < 0 ||
+	if ((r = check_put_args(m, key, size, cfg)) < 0 ||
 	    (r = meta_locate(m, tenant, key, true, &a.loc)) < 0 ||
 	    (r = meta_client_intern(m, client, &a.client)) < 0)
 		return r;
@@ -413,12 +426,34 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	struct mc_shard *sh = &m->shards[a.loc.shard];
 	pthread_mutex_lock(stripe);
 	pthread_rwlock_rdlock(&m->segs.lock);
-	pthread_rwlock_wrlock(&sh->lock);
-	r = do_put_start(m, &a, meta_now(m));
-	pthread_rwlock_unlock(&sh->lock);
+	for (int attempt = 0;; attempt++) {
+		pthread_rwlock_wrlock(&sh->lock);
+		r = do_put_start(m, &a, meta_now(m));
+		pthread_rwlock_unlock(&sh->lock);
+		if (attempt == 2 || !meta_reclaim_for(m, r, &a))
+			break;
+	}
 	pthread_rwlock_unlock(&m->segs.lock);
 	pthread_mutex_unlock(stripe);
 	return r;
+}
+
+bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
+{
+	if (!m->cfg.evict_on_full)
+		return false;
+	if (r == MC_ERR_NO_AVAILABLE_HANDLE)
+		return meta_reclaim_locked(m, a->size, a->cfg->replica_num, -1, 0) > 0;
+	if (r == MC_ERR_TENANT_QUOTA_EXCEEDED) {
+		/* Over quota: the tenant's own oldest objects make room first. */
+		struct mc_tenant *t = meta_tenant(m, a->loc.tenant);
+		uint64_t need = __atomic_load_n(&t->charged_bytes, __ATOMIC_RELAXED) +
+				a->size * a->cfg->replica_num;
+		uint64_t quota = __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED);
+		return need > quota &&
+		       meta_reclaim_locked(m, 0, MC_MAX_SEGMENTS, a->loc.tenant, need - quota) > 0;
+	}
+	return false;
 }
 
 /* ---- PutEnd / PutRevoke ------------------------------------------------------------- */
@@ -437,6 +472,8 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 		if (o->rep[i].status == MC_REPLICA_PROCESSING)
 			o->rep[i].status = MC_REPLICA_COMPLETE;
 	o->flags &= (uint8_t)~MC_OBJ_PROCESSING;
+	if (o->flags & MC_OBJ_SOFT_PIN)
+		mc_pinidx_start(&m->pins, o, now);   /* the pin's time starts now */
 	if (has_checksum) {
 		o->flags |= MC_OBJ_HAS_CHECKSUM;
 		o->checksum = checksum;
@@ -650,4 +687,7 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	pthread_rwlock_rdlock(&m->clients_lock);
 	ret->clients = m->nclients;
 	pthread_rwlock_unlock(&m->clients_lock);
+	ret->soft_pinned = mc_pinidx_count(&m->pins);
+	ret->evicted_objects = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED);
+	ret->evicted_bytes = __atomic_load_n(&m->evicted_bytes, __ATOMIC_RELAXED);
 }

@@ -38,6 +38,7 @@
 
 #include "master/object.h"
 #include "master/objtab.h"
+#include "master/pinidx.h"
 #include "master/segment.h"
 #include "util/clock.h"
 #include "util/map.h"
@@ -54,6 +55,11 @@ struct mc_meta_config {
 	uint64_t put_release_timeout_ms;    /* ... and its space is freed after this (600 000) */
 	uint8_t place_strategy;             /* enum mc_place_strategy */
 	struct mc_clock clock;              /* time source (tests drive it) */
+	uint64_t soft_pin_max_ttl_ms;       /* a longer soft pin is INVALID_PARAMS (24 h) */
+	double eviction_high_watermark;     /* background eviction above this used ratio (0.90; >= 1: off) */
+	double eviction_low_watermark;      /* ... down to this one (0.80) */
+	bool evict_on_full;                 /* a PutStart that finds no space evicts (true) */
+	bool allow_evict_soft_pinned;       /* soft-pinned objects may go, after the others (true) */
 };
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
@@ -93,6 +99,9 @@ struct mc_meta {
 	struct mc_map client_by_id;         /* uuid -> slot */
 	struct mc_uuid *client_ids;         /* slot -> uuid; slots are never reused */
 	uint32_t nclients, clients_cap;
+
+	struct mc_pinidx pins;              /* soft-pin deadlines (leaf lock) */
+	uint64_t evicted_objects, evicted_bytes;   /* atomic counters */
 };
 
 /* ---- references and results -------------------------------------------------- */
@@ -201,9 +210,27 @@ int mc_meta_batch_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc
 int mc_meta_batch_remove(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
 			 uint32_t n, bool force, int *ret_status);
 
+/* ---- pins and eviction (meta-evict.c) -------------------------------------------- */
+
+/* Soft-pins a complete object for ttl_ms (<= soft_pin_max_ttl_ms): it is evicted
+ * only after unpinned objects.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
+int mc_meta_pin(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, uint64_t ttl_ms);
+int mc_meta_unpin(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key);
+
+struct mc_evict_result {
+	uint64_t objects;
+	uint64_t bytes;
+};
+/* Evicts (oldest access first; never PROCESSING, leased or hard-pinned objects)
+ * until allocated bytes are at most target_ratio of capacity, or nothing more
+ * may go.  Takes segs.lock and shard locks: the caller holds none. */
+int mc_meta_evict(struct mc_meta *m, double target_ratio, struct mc_evict_result *ret);
+
 /* ---- housekeeping and introspection --------------------------------------------- */
 
-/* Frees deferred blocks whose time has come.  Returns bytes freed. */
+/* Housekeeping, about once a second: frees deferred blocks whose time has
+ * come, expires soft pins, evicts above the high watermark.  Returns the
+ * bytes freed. */
 uint64_t mc_meta_tick(struct mc_meta *m);
 
 struct mc_meta_stats {
@@ -213,6 +240,9 @@ struct mc_meta_stats {
 	uint32_t segments;
 	uint32_t tenants;
 	uint32_t clients;
+	uint32_t soft_pinned;
+	uint64_t evicted_objects;
+	uint64_t evicted_bytes;
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 

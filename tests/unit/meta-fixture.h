@@ -32,6 +32,9 @@ static inline struct mc_meta *new_meta(struct test_clock *clk, uint8_t strategy)
 	cfg.put_discard_timeout_ms = DISCARD;
 	cfg.put_release_timeout_ms = RELEASE;
 	cfg.place_strategy = strategy;
+	/* This file tests the core without eviction (test-meta-evict.c has it). */
+	cfg.evict_on_full = false;
+	cfg.eviction_high_watermark = 1.0;
 	cfg.clock = test_clock_of(clk);
 	assert_rc(mc_meta_new(&cfg, &m), 0);
 	return m;

@@ -918,6 +918,9 @@ static void run_seed(uint64_t seed)
 	cfg.put_discard_timeout_ms = DISCARD;
 	cfg.put_release_timeout_ms = RELEASE;
 	cfg.clock = test_clock_of(&M.clk);
+	/* This file tests the core without eviction (test-meta-evict.c has it). */
+	cfg.evict_on_full = false;
+	cfg.eviction_high_watermark = 1.0;
 	assert_rc(mc_meta_new(&cfg, &M.m), 0);
 	M.quota[1] = 256 * KiB;
 	assert_rc(mc_meta_set_quota(M.m, tref(1), M.quota[1]), 0);

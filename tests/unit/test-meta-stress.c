@@ -415,6 +415,9 @@ static void test_stress(void **state)
 	cfg.put_discard_timeout_ms = DISCARD;
 	cfg.put_release_timeout_ms = RELEASE;
 	cfg.clock = test_clock_of(&CLK);
+	/* This file tests the core without eviction (test-meta-evict.c has it). */
+	cfg.evict_on_full = false;
+	cfg.eviction_high_watermark = 1.0;
 	assert_rc(mc_meta_new(&cfg, &M), 0);
 	assert_rc(mount_seg(M, NODE, 1, "s0", 64 * MiB), 0);
 	assert_rc(mount_seg(M, NODE, 2, "s1", 64 * MiB), 0);

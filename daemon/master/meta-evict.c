@@ -1,0 +1,288 @@
+/*
+ * meta-evict.c - soft pins and eviction.
+ *
+ * Eviction works by bytes and per segment, so it frees space where it is
+ * needed.  A victim is chosen among the blocks of the segment itself: the
+ * allocator's used nodes carry their owner object, so no list of all
+ * objects is kept or scanned.
+ *
+ *   - A segment with at most EXACT_LIMIT blocks is scanned whole: the
+ *     oldest evictable object goes first, exactly.
+ *   - A larger one is sampled (SAMPLES random node slots), and the oldest
+ *     evictable object among the samples goes (the approximate LRU Redis
+ *     uses).  Each step costs O(SAMPLES), whatever the number of objects.
+ *
+ * "Oldest" is the object's time_ms: the end of its last read lease, or its
+ * PutEnd time if never read.  Never evicted: PROCESSING objects, objects
+ * under a read lease, hard-pinned objects.  Soft-pinned objects go only in
+ * a second pass, when allow_evict_soft_pinned is set and the first pass
+ * found nothing (exact for scanned segments, per sample otherwise).
+ *
+ * Locks (meta.h): the caller holds segs.lock for reading and no shard lock.
+ * A victim is picked under its segment's lock (an owner is alive while its
+ * block is used), then re-checked under its shard's write lock and the
+ * segment lock before it goes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "master/meta-internal.h"
+#include "mooncake/error.h"
+#include "util/macro.h"
+#include "util/rand.h"
+
+#define EXACT_LIMIT 128u
+#define SAMPLES     32u
+
+struct victim {
+	struct mc_object *o;
+	uint32_t node;
+	uint32_t shard;
+	uint64_t time;
+};
+
+static bool soft_pinned(struct mc_meta *m, const struct mc_object *o, uint64_t now)
+{
+	uint8_t f = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+	return (f & MC_OBJ_SOFT_PIN) && mc_pinidx_active(&m->pins, o, now);
+}
+
+/* May o go in this pass (0: unpinned only, 1: soft-pinned too)?  tenant < 0: any. */
+static bool may_evict(struct mc_meta *m, const struct mc_object *o, uint64_t now, int pass,
+		      int tenant)
+{
+	uint8_t f = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
+	if (f & (MC_OBJ_PROCESSING | MC_OBJ_HARD_PIN))
+		return false;
+	if (tenant >= 0 && o->tenant != (uint16_t)tenant)
+		return false;
+	if (mc_object_load_time(o) > now)
+		return false;   /* under a read lease */
+	if (soft_pinned(m, o, now))
+		return pass == 1 && m->cfg.allow_evict_soft_pinned;
+	return true;
+}
+
+struct pick {
+	struct mc_meta *m;
+	uint64_t now;
+	int pass, tenant;
+	bool found;
+	struct victim best;
+};
+
+static void consider(struct pick *p, uint32_t node, void *owner)
+{
+	struct mc_object *o = owner;
+	if (!o || !may_evict(p->m, o, p->now, p->pass, p->tenant))
+		return;
+	uint64_t t = mc_object_load_time(o);
+	if (!p->found || t < p->best.time) {
+		p->found = true;
+		p->best = (struct victim){ .o = o, .node = node, .shard = o->hash % MC_META_SHARDS,
+					   .time = t };
+	}
+}
+
+static int consider_fn(uint32_t node, uint64_t off, uint64_t size, void *owner, void *ctx)
+{
+	consider(ctx, node, owner);
+	return 0;
+}
+
+/* The oldest evictable object with a block on s.  Under s->lock. */
+static bool pick_victim(struct mc_meta *m, struct mc_segment *s, uint64_t now, int pass,
+			int tenant, struct victim *ret)
+{
+	struct pick p = { .m = m, .now = now, .pass = pass, .tenant = tenant };
+	struct mc_offalloc_stats st;
+
+	pthread_mutex_lock(&s->lock);
+	mc_offalloc_get_stats(s->alloc, &st);
+	if (st.used_nodes <= EXACT_LIMIT || tenant >= 0) {
+		mc_offalloc_foreach_used(s->alloc, consider_fn, &p);
+	} else {
+		for (uint32_t i = 0; i < SAMPLES; i++) {
+			uint32_t node = (uint32_t)(mc_rand() % st.node_capacity);
+			if (mc_offalloc_node_is_used(s->alloc, node))
+				consider(&p, node, mc_offalloc_node_owner(s->alloc, node));
+		}
+		if (!p.found)   /* sparse slots or an unlucky draw: look at them all */
+			mc_offalloc_foreach_used(s->alloc, consider_fn, &p);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (p.found)
+		*ret = p.best;
+	return p.found;
+}
+
+/* Evicts v if it still qualifies; returns the bytes its blocks held. */
+static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const struct victim *v,
+			     uint64_t now, int pass, int tenant)
+{
+	struct mc_shard *sh = &m->shards[v->shard];
+	uint64_t freed = 0;
+
+	pthread_rwlock_wrlock(&sh->lock);
+	pthread_mutex_lock(&s->lock);
+	bool still = mc_offalloc_node_is_used(s->alloc, v->node) &&
+		     mc_offalloc_node_owner(s->alloc, v->node) == v->o;
+	pthread_mutex_unlock(&s->lock);
+	if (still && may_evict(m, v->o, now, pass, tenant)) {
+		struct mc_object *o = v->o;
+		struct mc_tenant *t = meta_tenant(m, o->tenant);
+		struct mc_objtab *tab = shard_table(sh, o->tenant, false);
+		freed = o->size * o->nrep;
+		if (tab)
+			mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
+		meta_object_destroy(m, o, 0);
+		__atomic_add_fetch(&m->evicted_objects, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&m->evicted_bytes, freed, __ATOMIC_RELAXED);
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	return freed;
+}
+
+/*
+ * Evicts on segment s until `want` bytes were freed there or (want == 0)
+ * until a block of `fit` bytes fits.  At most `max` victims.  Returns the
+ * bytes freed.  segs.lock held for reading.
+ */
+uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want, uint64_t fit,
+			    uint32_t max, int tenant)
+{
+	uint64_t freed = 0, now = meta_now(m);
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < max; i++) {
+			if (want ? freed >= want :
+				   mc_offalloc_largest_free(s->alloc) >= fit)   /* racy read: a hint */
+				return freed;
+			struct victim v;
+			if (!pick_victim(m, s, now, pass, tenant, &v))
+				break;
+			freed += evict_victim(m, s, &v, now, pass, tenant);
+		}
+	}
+	return freed;
+}
+
+struct seg_used {
+	struct mc_segment *s;
+	double ratio;
+};
+
+static int by_ratio_desc(const void *a, const void *b)
+{
+	const struct seg_used *x = a, *y = b;
+	return x->ratio < y->ratio ? 1 : x->ratio > y->ratio ? -1 : 0;
+}
+
+/* The mounted, allocatable segments, fullest first.  segs.lock held. */
+static uint32_t segments_by_fill(struct mc_meta *m, struct seg_used **ret)
+{
+	uint32_t n = 0, cap = m->segs.nslots_used;
+	struct seg_used *v = malloc((cap ? cap : 1) * sizeof(*v));
+	if (!v)
+		return 0;
+	for (uint32_t k = 0; k < m->segs.nnames; k++) {
+		struct mc_segname *sn = &m->segs.names[k];
+		for (uint32_t i = 0; i < sn->nsegs && n < cap; i++) {
+			struct mc_segment *s = m->segs.slots[sn->segs[i]];
+			if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) == MC_SEG_UNMOUNTING)
+				continue;
+			v[n++] = (struct seg_used){ .s = s,
+						    .ratio = (double)mc_segment_used(s) / (double)s->size };
+		}
+	}
+	qsort(v, n, sizeof(*v), by_ratio_desc);
+	*ret = v;
+	return n;
+}
+
+uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,
+			     uint64_t want)
+{
+	struct seg_used *v;
+	uint32_t n = segments_by_fill(m, &v), made = 0;
+	uint64_t freed = 0;
+	for (uint32_t i = 0; i < n && made < nrep; i++) {
+		if (__atomic_load_n(&v[i].s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK)
+			continue;
+		uint64_t f = want ? meta_evict_segment(m, v[i].s, want - MC_MIN(want, freed), 0,
+						       UINT32_MAX, tenant) :
+				    meta_evict_segment(m, v[i].s, 0, size, 1024, tenant);
+		freed += f;
+		if (want ? freed >= want : mc_offalloc_largest_free(v[i].s->alloc) >= size)
+			made++;
+	}
+	free(v);
+	return freed;
+}
+
+int mc_meta_evict(struct mc_meta *m, double target, struct mc_evict_result *ret)
+{
+	uint64_t objs0 = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED);
+	uint64_t bytes0 = __atomic_load_n(&m->evicted_bytes, __ATOMIC_RELAXED);
+
+	if (!(target >= 0.0 && target <= 1.0))
+		return MC_ERR_INVALID_PARAMS;
+	pthread_rwlock_rdlock(&m->segs.lock);
+	struct seg_used *v;
+	uint32_t n = segments_by_fill(m, &v);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t used = mc_segment_used(v[i].s), goal = (uint64_t)(target * (double)v[i].s->size);
+		if (used > goal)
+			meta_evict_segment(m, v[i].s, used - goal, 0, UINT32_MAX, -1);
+	}
+	free(v);
+	pthread_rwlock_unlock(&m->segs.lock);
+	if (ret) {
+		ret->objects = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED) - objs0;
+		ret->bytes = __atomic_load_n(&m->evicted_bytes, __ATOMIC_RELAXED) - bytes0;
+	}
+	return 0;
+}
+
+/* ---- soft pins -------------------------------------------------------------------- */
+
+static int pin_op(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool pin,
+		  uint64_t ttl_ms)
+{
+	struct mc_loc loc;
+	if (pin && (ttl_ms == 0 || ttl_ms > m->cfg.soft_pin_max_ttl_ms))
+		return MC_ERR_INVALID_PARAMS;
+	int r = meta_locate(m, tenant, key, false, &loc);
+	if (r == MC_ERR_TENANT_NOT_REGISTERED)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (r < 0)
+		return r;
+	struct mc_shard *sh = &m->shards[loc.shard];
+	pthread_rwlock_wrlock(&sh->lock);
+	struct mc_objtab *tab = shard_table(sh, loc.tenant, false);
+	struct mc_object *o = tab ? mc_objtab_find(tab, loc.hash, key.p, (uint16_t)key.len, NULL) :
+				    NULL;
+	if (!o)
+		r = MC_ERR_OBJECT_NOT_FOUND;
+	else if (mc_object_is_processing(o))
+		r = MC_ERR_REPLICA_IS_NOT_READY;
+	else if (pin) {
+		r = mc_pinidx_set(&m->pins, o, meta_now(m) + ttl_ms);
+		if (r == 0)
+			o->flags |= MC_OBJ_SOFT_PIN;
+	} else if (o->flags & MC_OBJ_SOFT_PIN) {
+		mc_pinidx_clear(&m->pins, o);
+		o->flags &= (uint8_t)~MC_OBJ_SOFT_PIN;
+	}
+	pthread_rwlock_unlock(&sh->lock);
+	return r;
+}
+
+int mc_meta_pin(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, uint64_t ttl_ms)
+{
+	return pin_op(m, tenant, key, true, ttl_ms);
+}
+
+int mc_meta_unpin(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key)
+{
+	return pin_op(m, tenant, key, false, 0);
+}
