@@ -377,6 +377,55 @@ static int obj_rm(struct ctl *ctl, int argc, char **argv)
 	return CTL_OK;
 }
 
+/* ---- pin / unpin ------------------------------------------------------------------ */
+
+static int obj_pin_common(struct ctl *ctl, int argc, char **argv, bool pin)
+{
+	struct opt o[] = { { "--ttl", true, NULL } };
+	const char *pos[1];
+	const char *verb = pin ? "pin" : "unpin";
+	uint64_t ttl = 0;
+	int np, r;
+	if ((r = parse(verb, argc, argv, o, pin ? 1 : 0, pos, 1, 1, &np)))
+		return r;
+	if (!*pos[0])
+		return ctl_usage("object %s: empty KEY", verb);
+	if (pin && !o[0].value)
+		return ctl_usage("object pin: --ttl MS is required");
+	if (pin && ((r = parse_u64("pin", "--ttl", o[0].value, UINT64_MAX, &ttl)) || ttl == 0))
+		return r ? r : ctl_usage("object pin: --ttl must be at least 1");
+	char subj[MC_MAX_KEY_LEN + 16];
+	subject_of(subj, sizeof(subj), pos[0]);
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c)))
+		return r;
+	r = pin ? mc_pin(c, pos[0], strlen(pos[0]), ttl) : mc_unpin(c, pos[0], strlen(pos[0]));
+	if (r < 0)
+		return ctl_fail(subj, r);
+	if (ctl->json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
+		json_object_set_new(j, "pinned", json_boolean(pin));
+		if (pin)
+			json_object_set_new(j, "ttl_ms", json_integer((json_int_t)ttl));
+		ctl_json_print(j);
+	} else {
+		printf(pin ? "pinned '%s' for %llu ms\n" : "unpinned '%s'\n", pos[0],
+		       (unsigned long long)ttl);
+	}
+	return CTL_OK;
+}
+
+static int obj_pin(struct ctl *ctl, int argc, char **argv)
+{
+	return obj_pin_common(ctl, argc, argv, true);
+}
+
+static int obj_unpin(struct ctl *ctl, int argc, char **argv)
+{
+	return obj_pin_common(ctl, argc, argv, false);
+}
+
 /* ---- ls --------------------------------------------------------------------------- */
 
 static int obj_ls(struct ctl *ctl, int argc, char **argv)
@@ -446,9 +495,9 @@ static const struct ctl_verb verbs[] = {
 	{ "exist", "KEY", obj_exist },
 	{ "rm", "KEY [--force]", obj_rm },
 	{ "ls", "[--prefix P | --regex R] [--limit N]", obj_ls },
+	{ "pin", "KEY --ttl MS", obj_pin },
+	{ "unpin", "KEY", obj_unpin },
 };
-
-static const char *const rest_verbs[] = { "pin", "unpin" };
 
 int ctl_object(struct ctl *ctl, int argc, char **argv)
 {
@@ -461,11 +510,5 @@ int ctl_object(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (strcmp(argv[1], verbs[i].name) == 0)
 			return verbs[i].run(ctl, argc - 1, argv + 1);
-	for (size_t i = 0; i < sizeof(rest_verbs) / sizeof(rest_verbs[0]); i++)
-		if (strcmp(argv[1], rest_verbs[i]) == 0) {
-			fprintf(stderr, "mooncakectl: 'object %s' needs the REST admin API (not built yet)\n",
-				argv[1]);
-			return CTL_FAILED;
-		}
 	return ctl_usage("object: unknown verb '%s'", argv[1]);
 }

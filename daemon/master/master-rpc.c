@@ -305,6 +305,20 @@ static int h_exist_key(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return r;
 }
 
+static int h_pin(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(pin_req);
+	return mc_meta_pin(m->meta, ref(q->tenant), ref(q->key), q->ttl_ms);
+}
+
+static int h_unpin(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(unpin_req);
+	return mc_meta_unpin(m->meta, ref(q->tenant), ref(q->key));
+}
+
 static int h_remove(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_master_rpc *m = ctx;
@@ -640,6 +654,8 @@ void mc_master_rpc_handlers(struct mc_rpc_handlers *h)
 	H(GET_REPLICA_LIST, h_get_replica_list);
 	H(EXIST_KEY, h_exist_key);
 	H(REMOVE, h_remove);
+	H(PIN, h_pin);
+	H(UNPIN, h_unpin);
 	H(BATCH_EXIST, h_batch_exist);
 	H(BATCH_GET_REPLICA_LIST, h_batch_get_replica_list);
 	H(BATCH_PUT_START, h_batch_put_start);

@@ -185,6 +185,16 @@ struct mc_object_stat {
  * st->sz must be set by the caller.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
 MC_API int mc_stat(struct mc_client *c, const void *key, size_t klen, struct mc_object_stat *st);
 
+/*
+ * Soft-pins the object for ttl_ms (>= 1, at most the master's maximum, 24 h by
+ * default): under memory pressure it is evicted only after unpinned objects
+ * (and never, if the master is configured so).  OBJECT_NOT_FOUND,
+ * REPLICA_IS_NOT_READY (put not finished), INVALID_PARAMS.
+ */
+MC_API int mc_pin(struct mc_client *c, const void *key, size_t klen, uint64_t ttl_ms);
+/* Drops the object's soft pin (OK if it had none).  OBJECT_NOT_FOUND. */
+MC_API int mc_unpin(struct mc_client *c, const void *key, size_t klen);
+
 /* ---- listing ------------------------------------------------------------- */
 
 struct mc_list_opts {

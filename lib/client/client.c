@@ -241,6 +241,31 @@ MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool for
 	return r;
 }
 
+MC_API int mc_pin(struct mc_client *c, const void *key, size_t klen, uint64_t ttl_ms)
+{
+	if (!c || mc_check_key(key, klen) < 0 || ttl_ms == 0)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_pin_req q = { .tenant = mc_client_tenant(c), .key = MC_BYTES(key, klen),
+				    .ttl_ms = ttl_ms };
+	struct mc_msg_pin_resp p;
+	struct mc_conn *cn = NULL;
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_PIN, &q, &p, NULL);
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
+MC_API int mc_unpin(struct mc_client *c, const void *key, size_t klen)
+{
+	if (!c || mc_check_key(key, klen) < 0)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_unpin_req q = { .tenant = mc_client_tenant(c), .key = MC_BYTES(key, klen) };
+	struct mc_msg_unpin_resp p;
+	struct mc_conn *cn = NULL;
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_UNPIN, &q, &p, NULL);
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
 static void copy_str(char *dst, size_t cap, struct mc_bytes b)
 {
 	size_t n = b.len < cap - 1 ? b.len : cap - 1;

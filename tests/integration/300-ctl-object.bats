@@ -203,7 +203,25 @@ setup() {
 		run -1 "$CTL" "$g" list
 		[ "$output" = "mooncakectl: '$g' needs the REST admin API (not built yet)" ]
 	done
-	run -1 "$CTL" object pin k --ttl 5
+}
+
+@test "object pin / unpin: soft pins with a TTL; errors named" {
+	printf pinned | "$CTL" object put pin-key -
+	run -0 "$CTL" object pin pin-key --ttl 60000
+	[ "$output" = "pinned 'pin-key' for 60000 ms" ]
+	run -0 "$CTL" -o json object pin pin-key --ttl 5000
+	[ "$(echo "$output" | jq -r .pinned)" = true ]
+	[ "$(echo "$output" | jq -r .ttl_ms)" = 5000 ]
+	run -0 "$CTL" object unpin pin-key
+	[ "$output" = "unpinned 'pin-key'" ]
+	run -4 "$CTL" object pin no-such-key --ttl 1000
+	[[ "$output" == *"'no-such-key'"*"OBJECT_NOT_FOUND"* ]]
+	run -2 "$CTL" object pin pin-key
+	[[ "$output" == *"--ttl"* ]]
+	run -2 "$CTL" object pin pin-key --ttl 0
+	# over the master's 24 h maximum: the master refuses it
+	run -1 "$CTL" object pin pin-key --ttl 86400001
+	[[ "$output" == *"INVALID_PARAMS"* ]]
 }
 
 @test "--tenant separates namespaces" {
