@@ -153,11 +153,69 @@ int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_
 
 int mc_meta_drain_segment(struct mc_meta *m, struct mc_uuid segment_id)
 {
+	return mc_meta_drain_segment_until(m, segment_id, 0);
+}
+
+int mc_meta_drain_segment_until(struct mc_meta *m, struct mc_uuid segment_id, uint64_t grace_ms)
+{
 	uint32_t slot;
 	int r = mc_segmgr_find(&m->segs, segment_id, &slot);
 	if (r < 0)
 		return r;
-	return mc_segmgr_set_status(&m->segs, slot, MC_SEG_DRAINING, 0);
+	return mc_segmgr_set_status(&m->segs, slot, MC_SEG_DRAINING,
+				    grace_ms ? meta_now(m) + grace_ms : 0);
+}
+
+/* Unmounts the draining segments whose grace period is over. */
+static void unmount_drained(struct mc_meta *m, uint64_t now)
+{
+	struct { struct mc_uuid client, id; } due[64];
+	uint32_t n = 0;
+
+	pthread_rwlock_rdlock(&m->segs.lock);
+	for (uint32_t k = 0; k < m->segs.nnames && n < ARRAY_SIZE(due); k++) {
+		struct mc_segname *sn = &m->segs.names[k];
+		for (uint32_t i = 0; i < sn->nsegs && n < ARRAY_SIZE(due); i++) {
+			struct mc_segment *s = m->segs.slots[sn->segs[i]];
+			if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) == MC_SEG_DRAINING &&
+			    s->drain_deadline_ms && s->drain_deadline_ms <= now) {
+				due[n].client = s->client;
+				due[n++].id = s->id;
+			}
+		}
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
+	for (uint32_t i = 0; i < n; i++)
+		mc_meta_unmount_segment(m, due[i].client, due[i].id);
+}
+
+/*
+ * Writes abandoned for longer than put_release_timeout_ms (the writer never
+ * sent PutEnd or PutRevoke) are revoked.  Each tick looks at
+ * reap_shards_per_tick of the 1024 shards, in turn (16 by default: a full
+ * round takes 64 ticks), so no tick scans every object.
+ */
+static void reap_abandoned(struct mc_meta *m, uint64_t now)
+{
+	uint32_t n = MC_MIN(m->cfg.reap_shards_per_tick, MC_META_SHARDS);
+	uint32_t first = __atomic_fetch_add(&m->reap_cursor, n, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < n; k++) {
+		struct mc_shard *sh = &m->shards[(first + k) % MC_META_SHARDS];
+		pthread_rwlock_wrlock(&sh->lock);
+		for (uint32_t t = 0; t < sh->ntenants; t++) {
+			struct mc_objtab *tab = &sh->tenants[t].tab;
+			uint32_t it = 0;
+			struct mc_object *o;
+			while ((o = mc_objtab_next(tab, &it))) {
+				if (!mc_object_is_processing(o) ||
+				    o->time_ms + m->cfg.put_release_timeout_ms > now)
+					continue;
+				mc_objtab_delete_iter(tab, &it);
+				meta_object_destroy(m, o, 0);
+			}
+		}
+		pthread_rwlock_unlock(&sh->lock);
+	}
 }
 
 uint64_t mc_meta_tick(struct mc_meta *m)
@@ -165,6 +223,8 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 	uint64_t now = meta_now(m), freed = 0;
 
 	mc_pinidx_expire(&m->pins, now);
+	unmount_drained(m, now);
+	reap_abandoned(m, now);
 	if (m->cfg.eviction_high_watermark < 1.0) {
 		uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
 		if (cap && (double)mc_segmgr_used(&m->segs) > m->cfg.eviction_high_watermark * (double)cap) {

@@ -24,6 +24,7 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->eviction_low_watermark = 0.80;
 	c->evict_on_full = true;
 	c->allow_evict_soft_pinned = true;
+	c->reap_shards_per_tick = 16;
 }
 
 static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t len, uint16_t *ret)

@@ -60,6 +60,7 @@ struct mc_meta_config {
 	double eviction_low_watermark;      /* ... down to this one (0.80) */
 	bool evict_on_full;                 /* a PutStart that finds no space evicts (true) */
 	bool allow_evict_soft_pinned;       /* soft-pinned objects may go, after the others (true) */
+	uint32_t reap_shards_per_tick;      /* shards the abandoned-write reaper visits a tick (16) */
 };
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
@@ -101,6 +102,7 @@ struct mc_meta {
 	uint32_t nclients, clients_cap;
 
 	struct mc_pinidx pins;              /* soft-pin deadlines (leaf lock) */
+	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
 	uint64_t evicted_objects, evicted_bytes;   /* atomic counters */
 };
 
@@ -155,6 +157,9 @@ int mc_meta_mount_segment(struct mc_meta *m, struct mc_uuid client,
 int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id);
 /* Stops new allocations on a segment; it stays readable. */
 int mc_meta_drain_segment(struct mc_meta *m, struct mc_uuid segment_id);
+/* The same, and mc_meta_tick() unmounts it once grace_ms have passed
+ * (graceful unmount; grace_ms 0: no deadline). */
+int mc_meta_drain_segment_until(struct mc_meta *m, struct mc_uuid segment_id, uint64_t grace_ms);
 
 /* ---- object operations (the original's semantics and error codes) ---------------- */
 
@@ -229,8 +234,9 @@ int mc_meta_evict(struct mc_meta *m, double target_ratio, struct mc_evict_result
 /* ---- housekeeping and introspection --------------------------------------------- */
 
 /* Housekeeping, about once a second: frees deferred blocks whose time has
- * come, expires soft pins, evicts above the high watermark.  Returns the
- * bytes freed. */
+ * come, expires soft pins, unmounts drained segments past their grace
+ * period, revokes writes abandoned for put_release_timeout_ms (16 shards a
+ * tick), evicts above the high watermark.  Returns the bytes freed. */
 uint64_t mc_meta_tick(struct mc_meta *m);
 
 struct mc_meta_stats {

@@ -453,6 +453,48 @@ static void test_drain(void **state)
 }
 
 
+static void test_drain_deadline(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+
+	assert_rc(mount_seg(m, C1, 1, "na", 64 * MiB), 0);
+	assert_rc(put(m, C1, DFLT, "k", 1000, 1), 0);
+	assert_rc(mc_meta_drain_segment_until(m, seg_id(1), 5000), 0);
+	set_now(f, now_of(f) + 4999);
+	mc_meta_tick(m);
+	assert_rc(get(m, DFLT, "k", NULL, NULL), 0);   /* readable during the grace period */
+	set_now(f, now_of(f) + 1 + LEASE);
+	mc_meta_tick(m);   /* the deadline passed: unmounted, its replicas gone */
+	assert_rc(get(m, DFLT, "k", NULL, NULL), MC_ERR_OBJECT_NOT_FOUND);
+	assert_rc(mc_meta_drain_segment(m, seg_id(1)), MC_ERR_SEGMENT_NOT_FOUND);
+}
+
+static void test_reap_abandoned_write(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	struct mc_meta_stats st;
+
+	assert_rc(mount_seg(m, C1, 1, "na", 64 * MiB), 0);
+	assert_rc(put_start(m, C1, DFLT, "lost", 4096, 1), 0);
+	assert_rc(put(m, C1, DFLT, "kept", 4096, 1), 0);
+	set_now(f, now_of(f) + RELEASE - 1);
+	for (uint32_t i = 0; i < MC_META_SHARDS / 16; i++)   /* 16 shards a tick */
+		mc_meta_tick(m);
+	assert_rc(get(m, DFLT, "lost", NULL, NULL), MC_ERR_REPLICA_IS_NOT_READY);   /* not yet */
+	set_now(f, now_of(f) + 1);
+	for (uint32_t i = 0; i < MC_META_SHARDS / 16; i++)
+		mc_meta_tick(m);
+	assert_rc(get(m, DFLT, "lost", NULL, NULL), MC_ERR_OBJECT_NOT_FOUND);
+	assert_rc(mc_meta_put_end(m, C1, DFLT, (struct mc_ref){ "lost", 4 }, false, 0),
+		  MC_ERR_OBJECT_NOT_FOUND);
+	assert_rc(get(m, DFLT, "kept", NULL, NULL), 0);
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.objects, 1);
+	assert_int_equal(st.allocated_bytes, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -466,6 +508,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unmount, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unmount_deferred, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reap_abandoned_write, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
