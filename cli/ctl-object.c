@@ -144,8 +144,8 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		return r ? r : ctl_usage("object put: --replicas must be 1..%u", MC_MAX_REPLICAS);
 	if (o[2].value && (r = parse_u64("put", "--pin-ttl", o[2].value, UINT64_MAX, &ttl)))
 		return r;
-	if (o[3].value)
-		return ctl_usage("object put: --group is not supported yet");
+	if (o[3].value && (!*o[3].value || strlen(o[3].value) > 256))
+		return ctl_usage("object put: --group needs 1..256 bytes");
 	if (!*pos[0])
 		return ctl_usage("object put: empty KEY");
 	uint8_t *data = NULL;
@@ -169,7 +169,8 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		return r;
 	}
 	struct mc_put_opts po = { .sz = sizeof(po), .replicas = (unsigned)replicas,
-				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl };
+				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl,
+				  .group = o[3].value };
 	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
 	free(data);
 	if (r < 0)

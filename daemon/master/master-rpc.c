@@ -133,6 +133,7 @@ static int put_config(struct mc_arena *a, const struct mc_msg_put_config *c, str
 	ret->hard_pin = c->hard_pin;
 	ret->soft_pin_ttl_ms = c->soft_pin_ttl_ms;
 	ret->data_type = c->data_type;
+	ret->group = (struct mc_bytes_ref){ c->group_id.p, c->group_id.len };
 	if (c->n_preferred_segments) {
 		struct mc_bytes_ref *p = mc_arena_alloc(a, c->n_preferred_segments * sizeof(*p),
 							_Alignof(struct mc_bytes_ref));

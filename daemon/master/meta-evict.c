@@ -36,6 +36,7 @@
 
 struct victim {
 	struct mc_object *o;
+	bool grouped;           /* goes with its group (evict_group) */
 	uint32_t node;
 	uint32_t shard;
 	uint64_t time;
@@ -58,15 +59,35 @@ static bool may_evict(struct mc_meta *m, const struct mc_object *o, uint64_t now
 		return false;
 	if (mc_object_load_time(o) > now)
 		return false;   /* under a read lease */
+	if ((f & MC_OBJ_GROUPED) && mc_groups_lease(&m->groups, (struct mc_object *)o) > now)
+		return false;   /* the group's shared lease */
 	if (soft_pinned(m, o, now))
 		return pass == 1 && m->cfg.allow_evict_soft_pinned;
 	return true;
+}
+
+/* Victims that could not go in this round (a group with a pinned member,
+ * a race): not picked again, so one of them cannot stall a segment. */
+#define MAX_SKIP 64u
+
+struct skip {
+	const void *o[MAX_SKIP];
+	uint32_t n;
+};
+
+static bool skipped(const struct skip *k, const void *o)
+{
+	for (uint32_t i = 0; k && i < k->n; i++)
+		if (k->o[i] == o)
+			return true;
+	return false;
 }
 
 struct pick {
 	struct mc_meta *m;
 	uint64_t now;
 	int pass, tenant;
+	const struct skip *skip;
 	bool found;
 	struct victim best;
 };
@@ -74,13 +95,15 @@ struct pick {
 static void consider(struct pick *p, uint32_t node, void *owner)
 {
 	struct mc_object *o = owner;
-	if (!o || !may_evict(p->m, o, p->now, p->pass, p->tenant))
+	if (!o || skipped(p->skip, o) || !may_evict(p->m, o, p->now, p->pass, p->tenant))
 		return;
 	uint64_t t = mc_object_load_time(o);
 	if (!p->found || t < p->best.time) {
 		p->found = true;
 		p->best = (struct victim){ .o = o, .node = node, .shard = o->hash % MC_META_SHARDS,
-					   .time = t };
+					   .time = t,
+					   .grouped = __atomic_load_n(&o->flags, __ATOMIC_RELAXED) &
+						      MC_OBJ_GROUPED };
 	}
 }
 
@@ -92,9 +115,9 @@ static int consider_fn(uint32_t node, uint64_t off, uint64_t size, void *owner, 
 
 /* The oldest evictable object with a block on s.  Under s->lock. */
 static bool pick_victim(struct mc_meta *m, struct mc_segment *s, uint64_t now, int pass,
-			int tenant, struct victim *ret)
+			int tenant, const struct skip *skip, struct victim *ret)
 {
-	struct pick p = { .m = m, .now = now, .pass = pass, .tenant = tenant };
+	struct pick p = { .m = m, .now = now, .pass = pass, .tenant = tenant, .skip = skip };
 	struct mc_offalloc_stats st;
 
 	pthread_mutex_lock(&s->lock);
@@ -116,54 +139,134 @@ static bool pick_victim(struct mc_meta *m, struct mc_segment *s, uint64_t now, i
 	return p.found;
 }
 
-/* Evicts v if it still qualifies; returns the bytes its blocks held. */
-static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const struct victim *v,
-			     uint64_t now, int pass, int tenant)
+static int u32_cmp(const void *a, const void *b)
 {
-	struct mc_shard *sh = &m->shards[v->shard];
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_object *o)
+{
+	struct mc_tenant *t = meta_tenant(m, o->tenant);
+	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
+	uint64_t bytes = o->size * o->nrep;
+	if (tab)
+		mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
+	meta_object_destroy(m, o, 0);
+	__atomic_add_fetch(&m->evicted_objects, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->evicted_bytes, bytes, __ATOMIC_RELAXED);
+	return bytes;
+}
+
+/*
+ * All-or-none eviction of the group of v->o: the members' shards are
+ * write-locked together (ascending), the membership re-checked through its
+ * generation, and the group goes only if every member may.  v->o is used
+ * as a key only until the check.  Returns the bytes freed (size x replicas).
+ */
+#define MAX_GROUP_EVICT 4096u
+
+static uint64_t evict_group(struct mc_meta *m, const struct victim *v, uint64_t now, int pass,
+			    int tenant)
+{
+	struct mc_group_member *mem = malloc(MAX_GROUP_EVICT * sizeof(*mem));
+	uint32_t *shards = malloc(MAX_GROUP_EVICT * sizeof(*shards));
+	uint32_t gen = 0, ns = 0;
 	uint64_t freed = 0;
 
+	uint32_t n = (mem && shards) ?
+		mc_groups_members(&m->groups, v->o, mem, MAX_GROUP_EVICT, &gen) : 0;
+	if (n == 0 || n > MAX_GROUP_EVICT)
+		goto out;   /* gone meanwhile, or too large to take at once */
+	for (uint32_t i = 0; i < n; i++)
+		shards[i] = mem[i].shard;
+	qsort(shards, n, sizeof(*shards), u32_cmp);
+	for (uint32_t i = 0; i < n; i++)
+		if (!ns || shards[ns - 1] != shards[i])
+			shards[ns++] = shards[i];
+	for (uint32_t i = 0; i < ns; i++)
+		pthread_rwlock_wrlock(&m->shards[shards[i]].lock);
+	/* Same generation: the members listed are the members, and alive (a
+	 * member leaves only when destroyed, under its shard lock, held now). */
+	bool all = mc_groups_same(&m->groups, v->o, gen);
+	for (uint32_t i = 0; all && i < n; i++)
+		all = may_evict(m, mem[i].o, now, pass, tenant);
+	for (uint32_t i = 0; all && i < n; i++)
+		freed += erase_object(m, &m->shards[mem[i].shard], mem[i].o);
+	for (uint32_t i = ns; i-- > 0;)
+		pthread_rwlock_unlock(&m->shards[shards[i]].lock);
+out:
+	free(mem);
+	free(shards);
+	return freed;
+}
+
+/* Evicts v if it still qualifies; returns the bytes its blocks held (size x
+ * replicas, what the tenant was charged) and *ret_here, the bytes freed on s. */
+static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const struct victim *v,
+			     uint64_t now, int pass, int tenant, uint64_t *ret_here)
+{
+	struct mc_shard *sh = &m->shards[v->shard];
+	uint64_t freed = 0, here = 0;
+
+	if (v->grouped) {
+		freed = evict_group(m, v, now, pass, tenant);
+		*ret_here = freed;   /* close enough: the group's blocks, on s and elsewhere */
+		return freed;
+	}
 	pthread_rwlock_wrlock(&sh->lock);
 	pthread_mutex_lock(&s->lock);
 	bool still = mc_offalloc_node_is_used(s->alloc, v->node) &&
 		     mc_offalloc_node_owner(s->alloc, v->node) == v->o;
+	if (still)
+		here = mc_offalloc_node_size(s->alloc, v->node);
 	pthread_mutex_unlock(&s->lock);
+	*ret_here = 0;
 	if (still && may_evict(m, v->o, now, pass, tenant)) {
-		struct mc_object *o = v->o;
-		struct mc_tenant *t = meta_tenant(m, o->tenant);
-		struct mc_objtab *tab = shard_table(sh, o->tenant, false);
-		freed = o->size * o->nrep;
-		if (tab)
-			mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
-		meta_object_destroy(m, o, 0);
-		__atomic_add_fetch(&m->evicted_objects, 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&m->evicted_bytes, freed, __ATOMIC_RELAXED);
+		*ret_here = here;
+		freed = erase_object(m, sh, v->o);
 	}
 	pthread_rwlock_unlock(&sh->lock);
 	return freed;
 }
 
 /*
- * Evicts on segment s until `want` bytes were freed there or (want == 0)
- * until a block of `fit` bytes fits.  At most `max` victims.  Returns the
- * bytes freed.  segs.lock held for reading.
+ * Evicts on segment s until `want` bytes were freed -- counted on s itself
+ * (want_charged false), or as the victims' size x replicas, what their
+ * tenant was charged (want_charged true) -- or, for want == 0, until a block
+ * of `fit` bytes fits.  At most `max` victims.  Returns the bytes freed
+ * (size x replicas).  segs.lock held for reading.
  */
-uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want, uint64_t fit,
-			    uint32_t max, int tenant)
+static uint64_t evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want,
+			      bool want_charged, uint64_t fit, uint32_t max, int tenant)
 {
-	uint64_t freed = 0, now = meta_now(m);
+	uint64_t freed = 0, counted = 0, now = meta_now(m);
+	struct skip skip = { .n = 0 };
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < max; i++) {
-			if (want ? freed >= want :
+			if (want ? counted >= want :
 				   mc_offalloc_largest_free(s->alloc) >= fit)   /* racy read: a hint */
 				return freed;
 			struct victim v;
-			if (!pick_victim(m, s, now, pass, tenant, &v))
+			if (!pick_victim(m, s, now, pass, tenant, &skip, &v))
 				break;
-			freed += evict_victim(m, s, &v, now, pass, tenant);
+			uint64_t here, f = evict_victim(m, s, &v, now, pass, tenant, &here);
+			if (!f) {
+				if (skip.n == MAX_SKIP)
+					break;
+				skip.o[skip.n++] = v.o;
+			}
+			freed += f;
+			counted += want_charged ? f : here;
 		}
 	}
 	return freed;
+}
+
+uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want, uint64_t fit,
+			    uint32_t max, int tenant)
+{
+	return evict_segment(m, s, want, false, fit, max, tenant);
 }
 
 struct seg_used {
@@ -202,17 +305,28 @@ static uint32_t segments_by_fill(struct mc_meta *m, struct seg_used **ret)
 uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,
 			     uint64_t want)
 {
+	if (tenant >= 0 && want) {
+		/* More than the tenant holds (a put larger than its whole quota):
+		 * evicting all of it would not make the put fit. */
+		struct mc_tenant *t = meta_tenant(m, (uint16_t)tenant);
+		if (want > __atomic_load_n(&t->charged_bytes, __ATOMIC_RELAXED))
+			return 0;
+	}
 	struct seg_used *v;
 	uint32_t n = segments_by_fill(m, &v), made = 0;
 	uint64_t freed = 0;
-	for (uint32_t i = 0; i < n && made < nrep; i++) {
+	for (uint32_t i = 0; i < n && made < nrep && (!want || freed < want); i++) {
 		if (__atomic_load_n(&v[i].s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK)
 			continue;
-		uint64_t f = want ? meta_evict_segment(m, v[i].s, want - MC_MIN(want, freed), 0,
-						       UINT32_MAX, tenant) :
-				    meta_evict_segment(m, v[i].s, 0, size, 1024, tenant);
+		/* A block larger than the whole segment never fits there: evicting
+		 * its objects would free nothing useful. */
+		if (!want && mc_offalloc_capacity(v[i].s->alloc) < size)
+			continue;
+		uint64_t f = want ? evict_segment(m, v[i].s, want - freed, true, 0, UINT32_MAX,
+						  tenant) :
+				    evict_segment(m, v[i].s, 0, false, size, 1024, tenant);
 		freed += f;
-		if (want ? freed >= want : mc_offalloc_largest_free(v[i].s->alloc) >= size)
+		if (!want && mc_offalloc_largest_free(v[i].s->alloc) >= size)
 			made++;
 	}
 	free(v);

@@ -74,6 +74,7 @@ int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
 	mc_map_init(&m->tenant_by_name);
 	mc_map_init(&m->client_by_id);
 	mc_pinidx_init(&m->pins);
+	mc_groups_init(&m->groups);
 	if (tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
 		return mc_meta_free(m), MC_ERR_NO_MEMORY;
 	*ret = m;
@@ -108,6 +109,7 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 	mc_map_release(&m->client_by_id);
 	free(m->client_ids);
 	mc_pinidx_release(&m->pins);
+	mc_groups_release(&m->groups);
 	pthread_mutex_destroy(&m->tenants_lock);
 	pthread_rwlock_destroy(&m->clients_lock);
 	free(m);
@@ -276,6 +278,8 @@ uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now)
 	 * so a relaxed "store if later" is all the ordering needed. */
 	if (__atomic_load_n(&o->time_ms, __ATOMIC_RELAXED) < until)
 		__atomic_store_n(&o->time_ms, until, __ATOMIC_RELAXED);
+	if (o->flags & MC_OBJ_GROUPED)
+		mc_groups_touch(&m->groups, o, until);   /* the group's lease is shared */
 	return m->cfg.lease_ttl_ms;
 }
 
@@ -298,6 +302,8 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 	}
 	if (o->flags & MC_OBJ_SOFT_PIN)
 		mc_pinidx_clear(&m->pins, o);
+	if (o->flags & MC_OBJ_GROUPED)
+		mc_groups_leave(&m->groups, o);
 	__atomic_sub_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELAXED);
 	m->shards[o->hash % MC_META_SHARDS].nobjects--;   /* under the shard's write lock */
@@ -318,6 +324,7 @@ static int check_put_args(const struct mc_meta *m, struct mc_ref key, uint64_t s
 {
 	if (!key_ok(key) || size == 0 || !cfg || cfg->replica_num == 0 ||
 	    cfg->soft_pin_ttl_ms > m->cfg.soft_pin_max_ttl_ms ||
+	    cfg->group.len > MC_MAX_GROUP_NAME || (cfg->group.len && !cfg->group.p) ||
 	    cfg->replica_num > MC_MAX_REPLICAS || cfg->npreferred > 16 ||
 	    (cfg->npreferred && !cfg->preferred))
 		return MC_ERR_INVALID_PARAMS;
@@ -399,8 +406,11 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	memcpy(mc_object_key(o), a->key.p, a->key.len);
 	if (a->cfg->soft_pin_ttl_ms && mc_pinidx_set_pending(&m->pins, o, a->cfg->soft_pin_ttl_ms) == 0)
 		o->flags |= MC_OBJ_SOFT_PIN;   /* starts at PutEnd */
+	if (a->cfg->group.len && mc_groups_join(&m->groups, a->loc.tenant, a->cfg->group.p,
+						a->cfg->group.len, o, a->loc.shard) == 0)
+		o->flags |= MC_OBJ_GROUPED;
 	if (mc_objtab_insert(tab, a->loc.hash, o) < 0) {
-		o->flags &= MC_OBJ_SOFT_PIN;   /* destroy drops the pin entry */
+		o->flags &= MC_OBJ_SOFT_PIN | MC_OBJ_GROUPED;   /* destroy drops pin and group */
 		__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
 		sh->nobjects++;
 		meta_object_destroy(m, o, 0);
@@ -689,6 +699,7 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	ret->clients = m->nclients;
 	pthread_rwlock_unlock(&m->clients_lock);
 	ret->soft_pinned = mc_pinidx_count(&m->pins);
+	ret->groups = mc_groups_count(&m->groups);
 	ret->evicted_objects = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED);
 	ret->evicted_bytes = __atomic_load_n(&m->evicted_bytes, __ATOMIC_RELAXED);
 }

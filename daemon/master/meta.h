@@ -21,7 +21,11 @@
  *                             fields.  Readers may update an object's lease
  *                             (time_ms) with a relaxed atomic store only.
  *   4. segment->lock          mutex; one segment's allocator and deferred list
- *   5. registry locks         tenants.lock, clients.lock (leaf locks)
+ *   5. registry locks         tenants.lock, clients.lock, pins.lock,
+ *                             groups.lock (leaf locks)
+ *
+ * Evicting a group takes the write locks of all its members' shards at
+ * once, in ascending shard order (meta-evict.c).
  *
  * A batch call takes the stripes of all its keys in ascending order, then
  * each touched shard once, in ascending shard order.
@@ -38,6 +42,7 @@
 
 #include "master/object.h"
 #include "master/objtab.h"
+#include "master/group.h"
 #include "master/pinidx.h"
 #include "master/segment.h"
 #include "util/clock.h"
@@ -102,6 +107,7 @@ struct mc_meta {
 	uint32_t nclients, clients_cap;
 
 	struct mc_pinidx pins;              /* soft-pin deadlines (leaf lock) */
+	struct mc_groups groups;            /* object groups (leaf lock) */
 	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
 	uint64_t evicted_objects, evicted_bytes;   /* atomic counters */
 };
@@ -121,6 +127,7 @@ struct mc_put_config {
 	uint8_t data_type;
 	const struct mc_bytes_ref *preferred;
 	uint32_t npreferred;
+	struct mc_bytes_ref group;          /* group id (len 0: none): shared lease, evicted all-or-none */
 };
 
 /* One replica, as the callbacks see it (under the shard lock: copy what you keep). */
@@ -247,6 +254,7 @@ struct mc_meta_stats {
 	uint32_t tenants;
 	uint32_t clients;
 	uint32_t soft_pinned;
+	uint32_t groups;
 	uint64_t evicted_objects;
 	uint64_t evicted_bytes;
 };

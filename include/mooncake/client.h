@@ -96,6 +96,8 @@ struct mc_put_opts {
 	uint64_t soft_pin_ttl_ms; /* evicted last for this long; 0: not soft-pinned */
 	const char *const *preferred_segments; /* segment names to place on first, or NULL */
 	unsigned n_preferred;	/* <= MC_MAX_PREFERRED_SEGMENTS */
+	const char *group;	/* group id (<= 256 bytes) or NULL: members share one read
+				   lease and are evicted all together or not at all */
 };
 
 /*

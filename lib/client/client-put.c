@@ -23,7 +23,8 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 	if (o.replicas == 0)
 		o.replicas = 1;
 	if (o.replicas > MC_MAX_REPLICAS || o.n_preferred > MC_MAX_PREFERRED_SEGMENTS ||
-	    (o.n_preferred && !o.preferred_segments))
+	    (o.n_preferred && !o.preferred_segments) ||
+	    (o.group && (!*o.group || strlen(o.group) > MC_PROTO_MAX_GROUP_ID)))
 		return MC_ERR_INVALID_PARAMS;
 	for (unsigned i = 0; i < o.n_preferred; i++) {
 		if (!o.preferred_segments[i])
@@ -36,7 +37,8 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 					   .hard_pin = o.hard_pin,
 					   .soft_pin_ttl_ms = o.soft_pin_ttl_ms,
 					   .n_preferred_segments = o.n_preferred,
-					   .preferred_segments = pref };
+					   .preferred_segments = pref,
+					   .group_id = o.group ? mc_bytes_str(o.group) : (struct mc_bytes){ 0 } };
 	return 0;
 }
 
