@@ -333,6 +333,28 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 	return freed;
 }
 
+uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
+				       const struct mc_bytes_ref *pref, uint32_t npref)
+{
+	uint64_t freed = 0;
+	for (uint32_t p = 0; p < npref; p++) {
+		uint64_t idx;
+		if (mc_map_get(&m->segs.by_name, pref[p].p, pref[p].len, &idx) < 0)
+			continue;
+		struct mc_segname *sn = &m->segs.names[idx];
+		for (uint32_t i = 0; i < sn->nsegs; i++) {
+			struct mc_segment *s = m->segs.slots[sn->segs[i]];
+			if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
+			    mc_offalloc_capacity(s->alloc) < size)
+				continue;
+			freed += meta_evict_segment(m, s, 0, size, 1024, -1);
+			if (mc_offalloc_largest_free(s->alloc) >= size)
+				return freed;   /* room on a preferred segment */
+		}
+	}
+	return freed;
+}
+
 int mc_meta_evict(struct mc_meta *m, double target, struct mc_evict_result *ret)
 {
 	uint64_t objs0 = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED);

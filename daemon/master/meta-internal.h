@@ -114,5 +114,8 @@ uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t wa
  * tenant's objects (want > 0).  Returns the bytes freed. */
 uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,
 			     uint64_t want);
+/* Makes room for a block of size on one of the preferred segments, first. */
+uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
+				       const struct mc_bytes_ref *pref, uint32_t npref);
 
 #endif

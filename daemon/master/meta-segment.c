@@ -225,6 +225,15 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 	mc_pinidx_expire(&m->pins, now);
 	unmount_drained(m, now);
 	reap_abandoned(m, now);
+	pthread_rwlock_rdlock(&m->segs.lock);
+	for (uint32_t n = 0; n < m->segs.nnames; n++) {
+		struct mc_segname *sn = &m->segs.names[n];
+		for (uint32_t i = 0; i < sn->nsegs; i++)
+			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
+	/* After the releases above, so no live object goes for space that was
+	 * about to come back anyway. */
 	if (m->cfg.eviction_high_watermark < 1.0) {
 		uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
 		if (cap && (double)mc_segmgr_used(&m->segs) > m->cfg.eviction_high_watermark * (double)cap) {
@@ -234,12 +243,5 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 		}
 	}
 
-	pthread_rwlock_rdlock(&m->segs.lock);
-	for (uint32_t n = 0; n < m->segs.nnames; n++) {
-		struct mc_segname *sn = &m->segs.names[n];
-		for (uint32_t i = 0; i < sn->nsegs; i++)
-			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
-	}
-	pthread_rwlock_unlock(&m->segs.lock);
 	return freed;
 }

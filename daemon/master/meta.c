@@ -453,8 +453,12 @@ bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 {
 	if (!m->cfg.evict_on_full)
 		return false;
-	if (r == MC_ERR_NO_AVAILABLE_HANDLE)
+	if (r == MC_ERR_NO_AVAILABLE_HANDLE) {
+		/* Preferred segments first, so placement lands where it was asked to. */
+		if (meta_reclaim_preferred_locked(m, a->size, a->cfg->preferred, a->cfg->npreferred))
+			return true;   /* room where it was asked for: evict nothing elsewhere */
 		return meta_reclaim_locked(m, a->size, a->cfg->replica_num, -1, 0) > 0;
+	}
 	if (r == MC_ERR_TENANT_QUOTA_EXCEEDED) {
 		/* Over quota: the tenant's own oldest objects make room first. */
 		struct mc_tenant *t = meta_tenant(m, a->loc.tenant);

@@ -12,7 +12,11 @@
  *
  * Output: one "bench-meta <metric> <value> <unit>" line per figure, then the
  * ratios against the goals of the issue.
- *   usage: bench-meta [objects] [runs] [ms] [mask: 1 put, 2 get, 4 batch, 8 alloc]
+ * Then, on a separate full cache (4 x 32 MiB of 4 KiB objects, 4096 of them
+ * hard-pinned): PutStart+PutEnd p50/p99 with every put evicting vs an empty
+ * cache, and GetReplicaList / BatchExist(1024) p99 in one thread while
+ * another keeps evicting (mask bit 16 skips this part).
+ *   usage: bench-meta [objects] [runs] [ms] [mask: 1 put, 2 get, 4 batch, 8 alloc, 16 no eviction part]
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -188,6 +192,180 @@ static double median(int kind, int threads)
 	return v[RUNS / 2];
 }
 
+/* ---- eviction: PutStart latency on a full cache, reads while eviction runs ---------- */
+
+#define EV_SEGS 4
+#define EV_SEG_SIZE (32ull << 20)                 /* 4 x 32 MiB = 32 K blocks of 4 KiB */
+#define EV_OPS 20000
+#define EV_HOT 4096                               /* hard-pinned keys the readers hit */
+
+static int u64cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t pct(uint64_t *v, uint64_t n, double p)
+{
+	qsort(v, n, sizeof(*v), u64cmp);
+	uint64_t i = (uint64_t)(p * (double)(n - 1));
+	return n ? v[i] : 0;
+}
+
+static struct mc_meta *ev_meta(uint64_t seg_size)
+{
+	struct mc_meta_config cfg;
+	struct mc_meta *m;
+	mc_meta_config_defaults(&cfg);
+	cfg.lease_ttl_ms = 0;                    /* every object evictable once written */
+	cfg.eviction_high_watermark = 1.0;       /* no tick here: PutStart evicts */
+	if (mc_meta_new(&cfg, &m) < 0)
+		return NULL;
+	for (int s = 0; s < EV_SEGS; s++) {
+		char name[32];
+		snprintf(name, sizeof(name), "ev-%d", s);
+		struct mc_segment_spec spec = {
+			.id = { 0xe7, (uint64_t)s + 1 }, .name = name, .host = name,
+			.endpoint = "127.0.0.1:50061", .shm_path = "",
+			.base = 0x100000000ull * (uint64_t)(s + 1), .size = seg_size,
+		};
+		if (mc_meta_mount_segment(m, CLIENT, &spec) < 0)
+			return mc_meta_free(m);
+	}
+	return m;
+}
+
+static int ev_put(struct mc_meta *m, uint64_t i, char tag, bool hard)
+{
+	char key[KEY_LEN];
+	struct mc_put_config pc = { .replica_num = 1, .hard_pin = hard };
+	make_key(key, i, tag);
+	struct mc_ref k = { key, KEY_LEN };
+	int r = mc_meta_put_start(m, CLIENT, (struct mc_ref){ 0 }, k, 4096, &pc, NULL, NULL);
+	return r ? r : mc_meta_put_end(m, CLIENT, (struct mc_ref){ 0 }, k, false, 0);
+}
+
+/* EV_OPS PutStart+PutEnd pairs of new keys; latencies into lat. */
+static uint64_t ev_measure_puts(struct mc_meta *m, char tag, uint64_t *lat)
+{
+	uint64_t fails = 0;
+	for (uint64_t i = 0; i < EV_OPS; i++) {
+		uint64_t t0 = mc_now_ns();
+		fails += ev_put(m, i, tag, false) != 0;
+		lat[i] = mc_now_ns() - t0;
+	}
+	return fails;
+}
+
+struct ev_writer {
+	struct mc_meta *m;
+	volatile int *stop;
+	uint64_t puts;
+};
+
+static void *ev_writer_main(void *arg)
+{
+	struct ev_writer *w = arg;
+	for (uint64_t i = 0; !*w->stop; i++)
+		w->puts += ev_put(w->m, i, 'W', false) == 0;
+	return NULL;
+}
+
+static void bench_eviction(void)
+{
+	uint64_t *lat = malloc(EV_OPS * sizeof(*lat));
+	uint64_t blocks = EV_SEGS * EV_SEG_SIZE / 4096;
+	if (!lat)
+		return;
+
+	/* Empty cache: room for everything. */
+	struct mc_meta *e = ev_meta(EV_SEG_SIZE * 4);
+	if (!e)
+		return;
+	uint64_t f0 = ev_measure_puts(e, 'E', lat);
+	uint64_t e50 = pct(lat, EV_OPS, 0.50), e99 = pct(lat, EV_OPS, 0.99);
+	mc_meta_free(e);
+
+	/* Full cache: hot hard-pinned keys, the rest ordinary; every put evicts one. */
+	struct mc_meta *m = ev_meta(EV_SEG_SIZE);
+	if (!m)
+		return;
+	for (uint64_t i = 0; i < EV_HOT; i++)
+		ev_put(m, i, 'H', true);
+	for (uint64_t i = 0; i < blocks - EV_HOT; i++)
+		ev_put(m, i, 'k', false);
+	struct mc_meta_stats st0, st1;
+	mc_meta_get_stats(m, &st0);
+	uint64_t f1 = ev_measure_puts(m, 'F', lat);
+	mc_meta_get_stats(m, &st1);
+	uint64_t full50 = pct(lat, EV_OPS, 0.50), full99 = pct(lat, EV_OPS, 0.99);
+	printf("bench-meta putstart_empty_p50_ns %" PRIu64 " ns\n", e50);
+	printf("bench-meta putstart_empty_p99_ns %" PRIu64 " ns\n", e99);
+	printf("bench-meta putstart_full_p50_ns %" PRIu64 " ns\n", full50);
+	printf("bench-meta putstart_full_p99_ns %" PRIu64 " ns\n", full99);
+	printf("bench-meta putstart_full_evictions %" PRIu64 " count (of %d puts, %" PRIu64
+	       " failed; empty: %" PRIu64 " failed)\n",
+	       st1.evicted_objects - st0.evicted_objects, EV_OPS, f1, f0);
+
+	/* Readers while a writer keeps evicting. */
+	volatile int stop = 0;
+	struct ev_writer w = { .m = m, .stop = &stop };
+	pthread_t th;
+	pthread_create(&th, NULL, ev_writer_main, &w);
+	enum { NGET = 200000, NBATCH = 300 };
+	uint64_t *gl = malloc(NGET * sizeof(*gl)), *bl = malloc(NBATCH * sizeof(*bl));
+	char (*keys)[KEY_LEN] = malloc(1024 * KEY_LEN);
+	struct mc_ref *refs = malloc(1024 * sizeof(*refs));
+	int *stv = malloc(1024 * sizeof(int));
+	bool *exv = malloc(1024 * sizeof(bool));
+	uint64_t sink = 0, gmax = 0, bmax = 0;
+	mc_rand_seed(77);
+	for (uint64_t i = 0; gl && i < NGET; i++) {
+		char key[KEY_LEN];
+		/* Half the reads hit the hot set, half the objects being evicted. */
+		if (i & 1)
+			make_key(key, mc_rand() % EV_HOT, 'H');
+		else
+			make_key(key, mc_rand() % (blocks - EV_HOT), 'k');
+		struct mc_ref k = { key, KEY_LEN };
+		struct mc_object_info info;
+		uint64_t t0 = mc_now_ns();
+		mc_meta_get_replica_list(m, (struct mc_ref){ 0 }, k, &info, noop_fn, &sink);
+		gl[i] = mc_now_ns() - t0;
+		gmax = gl[i] > gmax ? gl[i] : gmax;
+	}
+	for (uint64_t b = 0; bl && keys && refs && stv && exv && b < NBATCH; b++) {
+		for (int j = 0; j < 1024; j++) {
+			if (j & 1)
+				make_key(keys[j], mc_rand() % EV_HOT, 'H');
+			else
+				make_key(keys[j], mc_rand() % (blocks - EV_HOT), 'k');
+			refs[j] = (struct mc_ref){ keys[j], KEY_LEN };
+		}
+		uint64_t t0 = mc_now_ns();
+		mc_meta_batch_exist(m, (struct mc_ref){ 0 }, refs, 1024, stv, exv);
+		bl[b] = mc_now_ns() - t0;
+		bmax = bl[b] > bmax ? bl[b] : bmax;
+	}
+	stop = 1;
+	pthread_join(th, NULL);
+	printf("bench-meta get_p99_during_eviction_ns %" PRIu64 " ns (max %" PRIu64 ")\n",
+	       gl ? pct(gl, NGET, 0.99) : 0, gmax);
+	printf("bench-meta batch_exist1024_p99_during_eviction_ns %" PRIu64 " ns (max %" PRIu64 ")\n",
+	       bl ? pct(bl, NBATCH, 0.99) : 0, bmax);
+	printf("bench-meta evicting_writer_puts %" PRIu64 " count\n", w.puts);
+	printf("bench-meta ratio putstart_p99_full_vs_empty %.2f (goal <= 2)\n",
+	       e99 ? (double)full99 / (double)e99 : 0.0);
+	printf("bench-meta ratio get_p99_during_eviction_vs_1ms %.4f\n",
+	       gl ? (double)pct(gl, NGET, 0.99) / 1e6 : 0.0);
+	printf("bench-meta ratio batch_exist1024_p99_during_eviction_vs_1ms %.4f\n",
+	       bl ? (double)pct(bl, NBATCH, 0.99) / 1e6 : 0.0);
+	if (mc_meta_check(m) < 0)
+		fprintf(stderr, "bench-meta: consistency check failed after eviction\n");
+	mc_meta_free(m);
+	free(gl), free(bl), free(keys), free(refs), free(stv), free(exv), free(lat);
+}
+
 int main(int argc, char **argv)
 {
 	struct mc_meta_config cfg;
@@ -259,5 +437,7 @@ int main(int argc, char **argv)
 	printf("bench-meta ratio bytes_per_object_vs_budget %.2f (budget %d = 128 + key)\n",
 	       per_obj / (128.0 + KEY_LEN), 128 + KEY_LEN);
 	mc_meta_free(M);
+	if (!(mask & 16))
+		bench_eviction();
 	return 0;
 }
