@@ -312,9 +312,41 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 		if (want > __atomic_load_n(&t->charged_bytes, __ATOMIC_RELAXED))
 			return 0;
 	}
+	uint64_t freed = 0;
+	if (!want) {
+		/* Room for nrep blocks: the fullest segments that can hold one,
+		 * found by a linear scan (no list to build on the put path). */
+		struct mc_segment *done[MC_MAX_REPLICAS];
+		uint32_t ndone = 0;
+		while (ndone < MC_MIN(nrep, MC_MAX_REPLICAS)) {
+			struct mc_segment *best = NULL;
+			double best_ratio = -1;
+			for (uint32_t k = 0; k < m->segs.nnames; k++) {
+				struct mc_segname *sn = &m->segs.names[k];
+				for (uint32_t i = 0; i < sn->nsegs; i++) {
+					struct mc_segment *sg = m->segs.slots[sn->segs[i]];
+					bool seen = false;
+					for (uint32_t d = 0; d < ndone; d++)
+						seen |= done[d] == sg;
+					if (seen || __atomic_load_n(&sg->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
+					    mc_offalloc_capacity(sg->alloc) < size)
+						continue;
+					double r = (double)mc_segment_used(sg) / (double)sg->size;
+					if (r > best_ratio) {
+						best_ratio = r;
+						best = sg;
+					}
+				}
+			}
+			if (!best)
+				break;
+			done[ndone++] = best;
+			freed += evict_segment(m, best, 0, false, size, 1024, tenant);
+		}
+		return freed;
+	}
 	struct seg_used *v;
 	uint32_t n = segments_by_fill(m, &v), made = 0;
-	uint64_t freed = 0;
 	for (uint32_t i = 0; i < n && made < nrep && (!want || freed < want); i++) {
 		if (__atomic_load_n(&v[i].s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK)
 			continue;
