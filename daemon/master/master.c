@@ -89,7 +89,7 @@ static const struct mc_option options[] = {
 	O(eviction_low_watermark, MC_OPT_DOUBLE, "0.80",
 	  "ratio background eviction frees down to"),
 	O(soft_pin_ttl_ms, MC_OPT_MS, "1800000",
-	  "[reserved: soft pins are not implemented yet] default soft pin duration"),
+	  "[reserved] default soft-pin TTL for a pin request that names none (every request names one today)"),
 	O(snapshot_interval_s, MC_OPT_U64, "300",
 	  "[reserved: snapshots are not implemented yet] seconds between snapshots (0: off)"),
 	O(snapshot_retain, MC_OPT_U64, "3",
