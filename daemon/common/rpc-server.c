@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/rpc-server.h"
@@ -199,6 +200,14 @@ static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, 
 	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
 	if (status)
 		__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
+	if (s->cfg.op_requests || s->cfg.op_errors) {
+		const struct mc_op_info *oi = mc_op_info(op);
+		if (oi) {
+			mc_metric_inc(s->cfg.op_requests, oi->index);
+			if (status)
+				mc_metric_inc(s->cfg.op_errors, oi->index);
+		}
+	}
 }
 
 /* Calls the handler of a decoded request and queues the response. */
@@ -210,7 +219,15 @@ static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_
 	struct mc_rpc_call call = { .hdr = hdr, .info = info, .req = &w->req,
 				    .arena = &w->arena, .worker = w->index,
 				    .resp_attach = (info->flags & MC_OPF_ATTACH_RESP) ? &att : NULL };
+	struct timespec t0, t1;
+	if (s->cfg.op_duration)
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 	int status = s->h.fn[info->index](s->ctx, &call, &w->resp);
+	if (s->cfg.op_duration) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+		mc_metric_observe_ns(s->cfg.op_duration, info->index, ns > 0 ? (uint64_t)ns : 0);
+	}
 	if (status > 0)
 		status = MC_ERR_INTERNAL_ERROR;
 	if (status == 0 && att.iov_len && !att.iov_base)

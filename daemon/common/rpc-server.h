@@ -71,6 +71,7 @@
 #include <sys/uio.h>
 
 #include "proto/msg.h"
+#include "util/metrics.h"
 
 struct mc_rpc_server;
 
@@ -121,6 +122,14 @@ struct mc_rpc_server_config {
 	size_t attach_chunk;                /* most attachment bytes per recv/sendmsg; 0: 8 MiB */
 	mc_rpc_log_fn log;                  /* may be NULL */
 	void *log_ctx;
+	/* Optional per-op metrics (util/metrics.h), one series per op in
+	 * MC_OPI_* order (label values: mc_op_info_at(i)->name); NULL: none.
+	 * requests/errors count every answered frame of a known op (as the
+	 * totals of mc_rpc_server_get_stats do); duration observes the
+	 * handler's run time. */
+	struct mc_metric *op_requests;      /* counter */
+	struct mc_metric *op_errors;        /* counter */
+	struct mc_metric *op_duration;      /* histogram, seconds */
 };
 
 /* Binds every listening socket (so errors surface here) and starts the

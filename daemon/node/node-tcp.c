@@ -49,6 +49,11 @@ static void tcp_stop(struct mc_node_transport *t)
 	free(t);
 }
 
+static void tcp_get_stats(const struct mc_node_transport *t, struct mc_rpc_stats *ret)
+{
+	mc_rpc_server_get_stats(t->srv, ret);
+}
+
 const struct mc_node_transport_ops mc_node_tcp_transport = {
 	.name = "tcp",
 	.type = MC_TRANSPORT_TCP,
@@ -56,4 +61,5 @@ const struct mc_node_transport_ops mc_node_tcp_transport = {
 	.start = tcp_start,
 	.port = tcp_port,
 	.stop = tcp_stop,
+	.get_stats = tcp_get_stats,
 };

@@ -18,6 +18,7 @@
 
 #include "mooncake/types.h"
 #include "node/node-segment.h"
+#include "common/rpc-server.h"
 
 struct mc_node_transport;
 
@@ -41,6 +42,9 @@ struct mc_node_transport_ops {
 	uint16_t (*port)(const struct mc_node_transport *t);
 	/* Stop serving and free; NULL is fine. */
 	void (*stop)(struct mc_node_transport *t);
+	/* Requests answered, errors, attachment bytes in/out (for /metrics);
+	 * all zero when the transport keeps none. */
+	void (*get_stats)(const struct mc_node_transport *t, struct mc_rpc_stats *ret);
 };
 
 extern const struct mc_node_transport_ops mc_node_tcp_transport;

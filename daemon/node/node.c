@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@
 #include "mooncake/common.h"
 #include "mooncake/error.h"
 #include "common/config.h"
+#include "common/http-server.h"
+#include "util/metrics.h"
 #include "common/log.h"
 #include "common/notify.h"
 #include "node/node-master.h"
@@ -51,6 +54,7 @@ struct node_config {
 	char *name;
 	char *data_address;
 	uint64_t data_port;
+	char *http_address;
 	uint64_t http_port;
 	uint64_t segment_size;
 	uint64_t segments;
@@ -68,8 +72,9 @@ static const struct mc_option options[] = {
 	  "address of the data plane listener; the advertised endpoint is "
 	  "data_address:data_port, or hostname:data_port when it is 0.0.0.0"),
 	O(data_port, MC_OPT_PORT, "50061", "port of the data plane (0: pick a free one)"),
-	O(http_port, MC_OPT_PORT, "9004",
-	  "[reserved: the node's /health and /metrics server is not implemented yet] its port"),
+	O(http_address, MC_OPT_STR, "127.0.0.1",
+	  "address of the admin HTTP server (/health, /metrics)"),
+	O(http_port, MC_OPT_PORT, "9004", "port of the admin HTTP server (0: pick a free one)"),
 	O(segment_size, MC_OPT_SIZE, "1G", "bytes per segment (K/M/G suffixes; multiple of 4K)"),
 	O(segments, MC_OPT_U64, "1", "number of segments (1..1024)"),
 	O(state_dir, MC_OPT_STR, "/var/lib/mooncake/node",
@@ -110,6 +115,8 @@ static int validate(const struct node_config *c, char *err, size_t len)
 				"error, warning, notice, info or debug)", c->log_level), -1;
 	if (!*c->state_dir)
 		return snprintf(err, len, "option '--state_dir' must not be empty"), -1;
+	if (!*c->http_address)
+		return snprintf(err, len, "option '--http_address' must not be empty"), -1;
 	if (strlen(c->name) > 100)
 		return snprintf(err, len, "option '--name' is longer than 100 bytes"), -1;
 	return 0;
@@ -140,6 +147,102 @@ static void rpc_log(void *ctx, int level, const char *msg)
 	mc_log(level, "%s", msg);
 }
 
+static void http_log(void *ctx, const char *msg)
+{
+	log_warning("http: %s", msg);
+}
+
+/* ---- admin HTTP: /health and /metrics ----------------------------------------------- */
+
+enum { NS_REQUESTS, NS_BYTES_IN, NS_BYTES_OUT, NS_COUNT };
+
+struct node_http {
+	const struct mc_node_segments *segs;
+	const struct mc_node_transport_ops *tops;
+	struct mc_node_transport *tr;
+	struct mc_metrics *metrics;
+	pthread_mutex_t lock;		/* the snapshot below, taken per scrape */
+	struct mc_rpc_stats st;
+};
+
+static double node_segments(void *ctx, unsigned idx)
+{
+	struct node_http *nh = ctx;
+	return nh->segs->n;
+}
+
+static double node_segment_bytes(void *ctx, unsigned idx)
+{
+	struct node_http *nh = ctx;
+	double b = 0;
+	for (unsigned i = 0; i < nh->segs->n; i++)
+		b += (double)nh->segs->seg[i].size;
+	return b;
+}
+
+static double node_requests(void *ctx, unsigned idx)
+{
+	struct node_http *nh = ctx;
+	return (double)nh->st.requests;
+}
+
+static double node_bytes(void *ctx, unsigned idx)
+{
+	struct node_http *nh = ctx;
+	return (double)(idx == 0 ? nh->st.attach_in : nh->st.attach_out);
+}
+
+static void http_health(void *ctx, const struct mc_http_request *req,
+			struct mc_http_response *resp)
+{
+	mc_http_text(resp, 200, "application/json",
+		     "{\"status\":\"ok\",\"version\":\"" MC_VERSION_STRING "\"}\n");
+}
+
+static void http_metrics(void *ctx, const struct mc_http_request *req,
+			 struct mc_http_response *resp)
+{
+	struct node_http *nh = ctx;
+	pthread_mutex_lock(&nh->lock);
+	memset(&nh->st, 0, sizeof(nh->st));
+	if (nh->tr && nh->tops->get_stats)
+		nh->tops->get_stats(nh->tr, &nh->st);
+	resp->body = mc_metrics_render_string(nh->metrics, &resp->body_len);
+	pthread_mutex_unlock(&nh->lock);
+	if (!resp->body)
+		return mc_http_error(resp, 500, "INTERNAL_ERROR", "cannot render the metrics");
+	resp->status = 200;
+	resp->content_type = MC_METRICS_CONTENT_TYPE;
+}
+
+static int node_metrics_init(struct node_http *nh)
+{
+	static const char *const version[] = { MC_VERSION_STRING };
+	static const char *const dirs[] = { "in", "out" };
+	pthread_mutex_init(&nh->lock, NULL);
+	if (!(nh->metrics = mc_metrics_new()))
+		return -1;
+	struct mc_metric *bi = mc_metrics_add(nh->metrics, MC_METRIC_GAUGE, "mooncake_build_info",
+					      "Build information; the value is 1.", "version",
+					      version, 1);
+	if (!bi)
+		return -1;
+	mc_metric_set(bi, 0, 1);
+	if (!mc_metrics_add_fn(nh->metrics, MC_METRIC_GAUGE, "mooncake_node_segments",
+			       "Memory segments this node contributes.", NULL, NULL, 0,
+			       node_segments, nh) ||
+	    !mc_metrics_add_fn(nh->metrics, MC_METRIC_GAUGE, "mooncake_node_segment_bytes",
+			       "Bytes of all segments of this node.", NULL, NULL, 0,
+			       node_segment_bytes, nh) ||
+	    !mc_metrics_add_fn(nh->metrics, MC_METRIC_COUNTER, "mooncake_node_data_requests_total",
+			       "Data plane requests answered.", NULL, NULL, 0, node_requests, nh) ||
+	    !mc_metrics_add_fn(nh->metrics, MC_METRIC_COUNTER, "mooncake_node_data_bytes_total",
+			       "Payload bytes moved by the data plane (in: written to segments, "
+			       "out: read from them).", "direction", dirs, 2, node_bytes, nh))
+		return -1;
+	return 0;
+}
+
 static void on_mounted(void *ctx)
 {
 	mc_notify("READY=1");
@@ -151,6 +254,8 @@ int main(int argc, char **argv)
 	struct mc_node_segments segs = { 0 };
 	struct mc_node_transport *tr = NULL;
 	struct mc_node_master *link = NULL;
+	struct mc_http_server *http = NULL;
+	struct node_http nh = { 0 };
 	const struct mc_node_transport_ops *tops = &mc_node_tcp_transport;
 	char err[512], host[256], endpoint[300], why[256];
 	int r, ret = 1, sfd = -1;
@@ -233,6 +338,30 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	nh.segs = &segs;
+	nh.tops = tops;
+	nh.tr = tr;
+	if (node_metrics_init(&nh) < 0) {
+		log_error("cannot set up the metrics: out of memory");
+		goto out;
+	}
+	struct mc_http_route rt[] = {
+		{ "GET", "/health", http_health, NULL },
+		{ "GET", "/metrics", http_metrics, &nh },
+	};
+	struct mc_http_server_config hcfg = {
+		.address = cfg.http_address,
+		.port = (uint16_t)cfg.http_port,
+		.routes = rt,
+		.nroutes = 2,
+		.log = http_log,
+	};
+	if ((r = mc_http_server_start(&hcfg, &http)) < 0) {
+		log_error("cannot serve http on %s:%llu: %s", cfg.http_address,
+			  (unsigned long long)cfg.http_port, strerror(-r));
+		goto out;
+	}
+
 	struct mc_node_master_config lc = {
 		.master = cfg.master,
 		.host = host,
@@ -245,8 +374,9 @@ int main(int argc, char **argv)
 		log_error("cannot start the master link: %s", strerror(-r));
 		goto out;
 	}
-	log_notice("ready: data on %s:%u, endpoint %s, %u segment(s) of %llu bytes, master %s, "
-		   "%llu workers, state in %s", cfg.data_address, (unsigned)port, endpoint, segs.n,
+	log_notice("ready: data on %s:%u, endpoint %s, http on %s:%u, %u segment(s) of %llu bytes, "
+		   "master %s, %llu workers, state in %s", cfg.data_address, (unsigned)port, endpoint,
+		   cfg.http_address, (unsigned)mc_http_server_port(http), segs.n,
 		   (unsigned long long)cfg.segment_size, cfg.master,
 		   (unsigned long long)cfg.workers, cfg.state_dir);
 
@@ -268,6 +398,8 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	mc_node_master_stop(link, false);
+	http = mc_http_server_stop(http);
+	nh.metrics = mc_metrics_free(nh.metrics);
 	if (tr)
 		tops->stop(tr);
 	mc_node_segments_close(&segs, false);

@@ -40,11 +40,11 @@ echo "cluster shm_dir $shm"
 mport=$(free_port); dport=$(free_port)
 # Short leases: the bench removes what it wrote, and a forced remove of a
 # leased object keeps its space until the lease ends.
-"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --state_dir="$tmp/m" \
+"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port=0 --state_dir="$tmp/m" \
 	--lease_ttl_ms=2000 --log_level=warning 2>"$tmp/master.log" &
 pids+=($!)
 sleep 0.2
-"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
+"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" --http_port=0 \
 	--segment_size=2G --segments=1 --shm_dir="$shm" --state_dir="$tmp/n" 2>"$tmp/node.log" &
 pids+=($!)
 wait_log "$tmp/node.log"

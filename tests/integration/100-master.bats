@@ -23,7 +23,7 @@ teardown() {
 # Starts the master on an ephemeral port (rpc_port=0, the kernel picks a free
 # one) and sets $pid and $ADDR from its "ready" line.
 start_master() {
-	"$MASTER" --rpc_address=127.0.0.1 --rpc_port=0 --state_dir="$STATE" "$@" \
+	"$MASTER" --rpc_address=127.0.0.1 --rpc_port=0 --http_port=0 --state_dir="$STATE" "$@" \
 		2>"$BATS_TEST_TMPDIR/master.log" 3>&- &
 	pid=$!
 	local i port

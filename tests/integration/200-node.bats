@@ -38,7 +38,7 @@ remove_shm() {
 start_master() {
 	local want=$1
 	shift
-	"$MASTER" --rpc_address=127.0.0.1 --rpc_port="$want" --state_dir="$MSTATE" \
+	"$MASTER" --rpc_address=127.0.0.1 --rpc_port="$want" --http_port=0 --state_dir="$MSTATE" \
 		--client_ttl_ms=1500 "$@" 2>>"$BATS_TEST_TMPDIR/master.log" 3>&- &
 	mpid=$!
 	local i port
@@ -58,7 +58,7 @@ start_master() {
 # start_node [options]: sets $npid and $DADDR once it has mounted.
 start_node() {
 	: >"$BATS_TEST_TMPDIR/node.log"
-	"$NODE" --master="$ADDR" --data_address=127.0.0.1 --data_port=0 --segment_size=16M \
+	"$NODE" --master="$ADDR" --data_address=127.0.0.1 --data_port=0 --http_port=0 --segment_size=16M \
 		--state_dir="$NSTATE" --name=tnode "$@" 2>"$BATS_TEST_TMPDIR/node.log" 3>&- &
 	npid=$!
 	local i port

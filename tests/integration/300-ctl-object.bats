@@ -14,7 +14,7 @@ setup_file() {
 		export SKIP_ALL="mooncake-node not built"
 		return 0
 	fi
-	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port=0 --state_dir="$D/master" \
+	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port=0 --http_port=0 --state_dir="$D/master" \
 		2>"$D/master.log" 3>&- &
 	echo $! >"$D/master.pid"
 	local i port=
@@ -25,7 +25,7 @@ setup_file() {
 	done
 	[ -n "$port" ] || { cat "$D/master.log" >&2; return 1; }
 	export MOONCAKE_RPC=127.0.0.1:$port
-	"$O/bin/mooncake-node" --master="$MOONCAKE_RPC" --data_address=127.0.0.1 --data_port=0 \
+	"$O/bin/mooncake-node" --master="$MOONCAKE_RPC" --data_address=127.0.0.1 --data_port=0 --http_port=0 \
 		--segment_size=64M --segments=1 --state_dir="$D/node" --name=ctl \
 		2>"$D/node.log" 3>&- &
 	echo $! >"$D/node.pid"

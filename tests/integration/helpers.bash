@@ -59,7 +59,7 @@ start_master() {
 	local ip=${MC_MASTER_IP:-127.0.0.1} log=$MC_DIR/master.log
 	: >"$log"
 	# shellcheck disable=SC2086
-	$MC_EXEC "$MASTER" --rpc_address="$ip" --rpc_port=0 --state_dir="$MC_DIR/master" \
+	$MC_EXEC "$MASTER" --rpc_address="$ip" --rpc_port=0 --http_address="$ip" --http_port=0 --state_dir="$MC_DIR/master" \
 		"$@" </dev/null 2>"$log" 3>&- &
 	MASTER_PID=$!
 	echo "$MASTER_PID master" >>"$MC_DIR/pids"
@@ -97,7 +97,7 @@ start_node() {
 	grep -qx "$n" "$MC_DIR/nodes" || echo "$n" >>"$MC_DIR/nodes"
 	# shellcheck disable=SC2086
 	$MC_EXEC "$NODE" --master="${MASTER_ADDR:?start_master first}" --name="$n" \
-		--data_address="$ip" --data_port=0 --segment_size=16M \
+		--data_address="$ip" --data_port=0 --http_address="$ip" --http_port=0 --segment_size=16M \
 		--state_dir="$MC_DIR/node-$n" "$@" </dev/null 2>"$log" 3>&- &
 	pid=$!
 	echo "$pid node-$n" >>"$MC_DIR/pids"

@@ -94,22 +94,24 @@ static bool spawn(struct daemon *d, const char *name, char *const argv[])
 
 static bool start_master(struct daemon *d, const char *name, const char *extra)
 {
-	char bin[600], state[300], a1[] = "--rpc_address=127.0.0.1", a2[] = "--rpc_port=0";
+	char bin[600], state[300], a1[] = "--rpc_address=127.0.0.1", a2[] = "--rpc_port=0",
+	     a3[] = "--http_port=0";
 	snprintf(bin, sizeof(bin), "%s/mooncake-master", bindir);
 	snprintf(state, sizeof(state), "--state_dir=%s/%s", tmpdir, name);
-	char *argv[] = { bin, a1, a2, state, (char *)extra, NULL };
+	char *argv[] = { bin, a1, a2, a3, state, (char *)extra, NULL };
 	return spawn(d, name, argv) && wait_log(d, "ready: rpc on 127.0.0.1:", &d->port);
 }
 
 static bool start_node(struct daemon *d, const char *name, int master_port)
 {
 	char bin[600], state[300], m[64], nm[64], a1[] = "--data_address=127.0.0.1",
-	     a2[] = "--data_port=0", a3[] = "--segment_size=128M", a4[] = "--segments=1";
+	     a2[] = "--data_port=0", a3[] = "--segment_size=128M", a4[] = "--segments=1",
+	     a5[] = "--http_port=0";
 	snprintf(bin, sizeof(bin), "%s/mooncake-node", bindir);
 	snprintf(state, sizeof(state), "--state_dir=%s/%s", tmpdir, name);
 	snprintf(m, sizeof(m), "--master=127.0.0.1:%d", master_port);
 	snprintf(nm, sizeof(nm), "--name=%s", name);
-	char *argv[] = { bin, m, a1, a2, a3, a4, state, nm, NULL };
+	char *argv[] = { bin, m, a1, a2, a3, a4, a5, state, nm, NULL };
 	return spawn(d, name, argv) && wait_log(d, "ready: data on 127.0.0.1:", &d->port) &&
 	       wait_log(d, "mounted", NULL);
 }

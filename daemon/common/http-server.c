@@ -1,0 +1,289 @@
+/* http-server.c - see http-server.h. */
+#include "common/http-server.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <microhttpd.h>
+
+struct mc_http_server {
+	struct MHD_Daemon *d;
+	struct mc_http_route *routes;
+	size_t nroutes;
+	size_t max_body;
+	uint16_t port;
+	mc_http_log_fn log;
+	void *log_ctx;
+};
+
+/* Per-request state (MHD's con_cls). */
+struct req_state {
+	char *body;
+	size_t len, cap;
+	bool too_large;
+};
+
+static void json_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+void mc_http_error(struct mc_http_response *resp, unsigned status, const char *code,
+		   const char *message)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	free(resp->body);
+	resp->body = NULL;
+	resp->body_len = 0;
+	resp->status = status;
+	resp->content_type = "application/json";
+	if (!f)
+		return;
+	fputs("{\"error\":{\"code\":\"", f);
+	json_escape(f, code);
+	fputs("\",\"message\":\"", f);
+	json_escape(f, message);
+	fputs("\"}}\n", f);
+	if (fclose(f) == 0) {
+		resp->body = buf;
+		resp->body_len = n;
+	} else {
+		free(buf);
+	}
+}
+
+void mc_http_text(struct mc_http_response *resp, unsigned status, const char *content_type,
+		  const char *text)
+{
+	free(resp->body);
+	resp->status = status;
+	resp->content_type = content_type;
+	resp->body = strdup(text);
+	resp->body_len = resp->body ? strlen(text) : 0;
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *c, struct mc_http_response *r,
+				 const char *allow)
+{
+	if (!r->status)
+		r->status = 500;
+	struct MHD_Response *mr = MHD_create_response_from_buffer(r->body_len, r->body ? r->body : (void *)"",
+								  r->body ? MHD_RESPMEM_MUST_FREE
+									  : MHD_RESPMEM_PERSISTENT);
+	if (!mr) {
+		free(r->body);
+		return MHD_NO;
+	}
+	r->body = NULL;
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+				r->content_type ? r->content_type : "text/plain; charset=utf-8");
+	if (allow)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
+	enum MHD_Result ret = MHD_queue_response(c, r->status, mr);
+	MHD_destroy_response(mr);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version,
+				  const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct mc_http_server *s = cls;
+	struct req_state *st = *con_cls;
+	struct mc_http_response resp = { 0 };
+
+	if (!st) {	/* headers only */
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return MHD_NO;
+		*con_cls = st;
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+			st->too_large = true;
+			mc_http_error(&resp, 413, "TOO_LARGE",
+				      "request body too large");
+			return send_resp(c, &resp, NULL);
+		}
+		return MHD_YES;
+	}
+	if (*upload_size) {	/* a chunk of the body */
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (st->too_large || st->len + n > s->max_body) {
+			st->too_large = true;
+			return MHD_YES;
+		}
+		if (st->len + n + 1 > st->cap) {
+			size_t cap = st->cap ? st->cap : 1024;
+			while (cap < st->len + n + 1)
+				cap *= 2;
+			char *b = realloc(st->body, cap);
+			if (!b)
+				return MHD_NO;
+			st->body = b;
+			st->cap = cap;
+		}
+		memcpy(st->body + st->len, upload, n);
+		st->len += n;
+		st->body[st->len] = 0;
+		return MHD_YES;
+	}
+	if (st->too_large) {
+		mc_http_error(&resp, 413, "TOO_LARGE",
+			      "request body too large");
+		return send_resp(c, &resp, NULL);
+	}
+
+	const struct mc_http_route *hit = NULL;
+	bool path_known = false;
+	char allow[128] = "";
+	for (size_t i = 0; i < s->nroutes; i++) {
+		const struct mc_http_route *rt = &s->routes[i];
+		if (strcmp(rt->path, url))
+			continue;
+		path_known = true;
+		if (!strcmp(rt->method, method) ||
+		    (!strcmp(method, "HEAD") && !strcmp(rt->method, "GET"))) {
+			hit = rt;
+			break;
+		}
+		size_t l = strlen(allow);
+		snprintf(allow + l, sizeof(allow) - l, "%s%s", l ? ", " : "", rt->method);
+	}
+	if (!hit) {
+		char msg[300];
+		if (path_known) {
+			snprintf(msg, sizeof(msg), "method %.20s not allowed on %.200s", method, url);
+			mc_http_error(&resp, MHD_HTTP_METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", msg);
+			return send_resp(c, &resp, allow);
+		}
+		snprintf(msg, sizeof(msg), "no such path: %.200s", url);
+		mc_http_error(&resp, MHD_HTTP_NOT_FOUND, "NOT_FOUND", msg);
+		return send_resp(c, &resp, NULL);
+	}
+	struct mc_http_request req = {
+		.method = method, .path = url, .body = st->body ? st->body : "",
+		.body_len = st->len, .conn = c,
+	};
+	hit->fn(hit->ctx, &req, &resp);
+	return send_resp(c, &resp, NULL);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct req_state *st = *con_cls;
+	if (st) {
+		free(st->body);
+		free(st);
+		*con_cls = NULL;
+	}
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct mc_http_server *s = cls;
+	char buf[256];
+	if (!s->log)
+		return;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	size_t l = strlen(buf);
+	while (l && buf[l - 1] == '\n')
+		buf[--l] = 0;
+	s->log(s->log_ctx, buf);
+}
+
+int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http_server **ret)
+{
+	*ret = NULL;
+	if (!cfg || (cfg->nroutes && !cfg->routes))
+		return -EINVAL;
+	const char *addr = cfg->address && *cfg->address ? cfg->address : "127.0.0.1";
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *ai = NULL;
+	char port[8];
+	snprintf(port, sizeof(port), "%u", (unsigned)cfg->port);
+	if (getaddrinfo(addr, port, &hints, &ai) != 0 || !ai)
+		return -EINVAL;
+	struct sockaddr_storage ss;
+	memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+	bool v6 = ai->ai_family == AF_INET6;
+	freeaddrinfo(ai);
+
+	struct mc_http_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->nroutes = cfg->nroutes;
+	s->routes = calloc(cfg->nroutes ? cfg->nroutes : 1, sizeof(*s->routes));
+	if (!s->routes) {
+		free(s);
+		return -ENOMEM;
+	}
+	if (cfg->nroutes)
+		memcpy(s->routes, cfg->routes, cfg->nroutes * sizeof(*s->routes));
+	s->max_body = cfg->max_body ? cfg->max_body : 1 << 20;
+	s->log = cfg->log;
+	s->log_ctx = cfg->log_ctx;
+
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	struct MHD_OptionItem opts[] = {
+		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
+		{ MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 2, NULL },
+		{ MHD_OPTION_CONNECTION_LIMIT, cfg->conn_limit ? cfg->conn_limit : 64, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 10, NULL },
+		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		  (intptr_t)(cfg->conn_memory ? cfg->conn_memory : 64 * 1024), NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_limit, NULL },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	errno = 0;
+	s->d = MHD_start_daemon(flags, cfg->port, NULL, NULL, on_request, s,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+				MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	if (!s->d) {
+		int e = errno ? errno : EADDRINUSE;
+		free(s->routes);
+		free(s);
+		return -e;
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? di->port : cfg->port;
+	*ret = s;
+	return 0;
+}
+
+uint16_t mc_http_server_port(const struct mc_http_server *s)
+{
+	return s ? s->port : 0;
+}
+
+struct mc_http_server *mc_http_server_stop(struct mc_http_server *s)
+{
+	if (!s)
+		return NULL;
+	MHD_stop_daemon(s->d);
+	free(s->routes);
+	free(s);
+	return NULL;
+}

@@ -1,0 +1,80 @@
+/*
+ * metrics.h - a small Prometheus metrics registry and its text exposition
+ * (format 0.0.4).
+ *
+ * A registry holds families: counters (atomic u64), gauges (atomic double),
+ * histograms (fixed log-spaced buckets in seconds, MC_METRICS_BUCKETS of
+ * them from 50 us to 10 s, plus +Inf; per-bucket atomic counts and an atomic
+ * sum in nanoseconds), and callback families (counter or gauge) whose
+ * values a function computes at render time.  A family has no label or one
+ * label with a bounded set of values given at registration; a series is
+ * addressed by the index of its label value (0 for an unlabelled family).
+ *
+ * Threads: registration and rendering take the registry's mutex; updates
+ * (inc/add/set/observe) are lock-free atomics and may run on any thread at
+ * any time after registration.  An out-of-range index or a NULL metric is
+ * ignored (so optional metrics can be passed around as NULL).
+ *
+ * The library never logs.
+ */
+#ifndef MC_UTIL_METRICS_H
+#define MC_UTIL_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct mc_metrics;
+struct mc_metric;
+
+enum mc_metric_type { MC_METRIC_COUNTER, MC_METRIC_GAUGE, MC_METRIC_HISTOGRAM };
+
+/* Upper bounds (seconds) of the histogram buckets, +Inf excluded. */
+#define MC_METRICS_BUCKETS 17
+extern const double mc_metrics_bucket_bounds[MC_METRICS_BUCKETS];
+
+/* Computes the value of series idx (0 when unlabelled) at render time. */
+typedef double (*mc_metric_fn)(void *ctx, unsigned idx);
+
+struct mc_metrics *mc_metrics_new(void);
+/* NULL is fine.  Returns NULL. */
+struct mc_metrics *mc_metrics_free(struct mc_metrics *m);
+
+/*
+ * Registers a family.  name must match [a-zA-Z_:][a-zA-Z0-9_:]* and be new
+ * in the registry, help is any text; label is NULL (one series, nvalues is
+ * ignored) or a label name with nvalues >= 1 values (copied).  Returns the
+ * metric (owned by the registry), NULL on a bad argument or no memory.
+ */
+struct mc_metric *mc_metrics_add(struct mc_metrics *m, enum mc_metric_type type,
+				 const char *name, const char *help, const char *label,
+				 const char *const *values, unsigned nvalues);
+/* A counter or gauge family whose values fn(ctx, idx) computes at render time. */
+struct mc_metric *mc_metrics_add_fn(struct mc_metrics *m, enum mc_metric_type type,
+				    const char *name, const char *help, const char *label,
+				    const char *const *values, unsigned nvalues,
+				    mc_metric_fn fn, void *ctx);
+
+/* Counters (and gauges: add is then a double add). */
+void mc_metric_inc(struct mc_metric *x, unsigned idx);
+void mc_metric_add(struct mc_metric *x, unsigned idx, uint64_t n);
+/* Gauges. */
+void mc_metric_set(struct mc_metric *x, unsigned idx, double v);
+void mc_metric_gauge_add(struct mc_metric *x, unsigned idx, double v);
+/* Histograms: one observation of v seconds (or ns nanoseconds). */
+void mc_metric_observe(struct mc_metric *x, unsigned idx, double v);
+void mc_metric_observe_ns(struct mc_metric *x, unsigned idx, uint64_t ns);
+
+/* Current value of a counter/gauge series (count for a histogram); tests. */
+double mc_metric_value(struct mc_metric *x, unsigned idx);
+
+/* Writes every family in registration order.  0, or -1 on a write error. */
+int mc_metrics_render(struct mc_metrics *m, FILE *f);
+/* The same into a malloc'd NUL-terminated string (*len without the NUL);
+ * NULL on no memory. */
+char *mc_metrics_render_string(struct mc_metrics *m, size_t *len);
+
+/* The Content-Type of the rendered text. */
+#define MC_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+#endif
