@@ -37,10 +37,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/http-server.h"
 #include "common/rpc-server.h"
-#include "util/clock.h"
-#include "util/metrics.h"
+#include "master/master-http.h"
+#include "master/master-metrics.h"
 #include "master/master-rpc.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -154,142 +153,6 @@ static int validate(const struct master_config *c, char *err, size_t len)
 	return 0;
 }
 
-/* ---- admin HTTP: /health and /metrics ----------------------------------------------- */
-
-enum { ST_OBJECTS, ST_CAPACITY, ST_ALLOCATED, ST_SEGMENTS, ST_CLIENTS, ST_SOFT_PINNED,
-       ST_EVICTED_OBJECTS, ST_EVICTED_BYTES, ST_RPC_REQUESTS, ST_RPC_ERRORS, ST_UPTIME,
-       ST_COUNT };
-
-struct master_http {
-	struct mc_meta *meta;
-	struct mc_master_clients *clients;
-	struct mc_rpc_server *srv;
-	struct mc_metrics *metrics;
-	struct mc_metric *op_requests, *op_errors, *op_duration;
-	struct timespec started;
-	pthread_mutex_t lock;		/* the snapshot below, taken per scrape */
-	double snap[ST_COUNT];
-};
-
-/* Values are taken once per scrape (snapshot()) and read back here. */
-struct snap_ref {
-	struct master_http *mh;
-	unsigned which;
-};
-static struct snap_ref snap_refs[ST_COUNT];
-
-static double snap_value(void *ctx, unsigned idx)
-{
-	struct snap_ref *r = ctx;
-	return r->mh->snap[r->which];
-}
-
-static void snapshot(struct master_http *mh)
-{
-	struct mc_meta_stats ms;
-	struct mc_rpc_stats rs = { 0 };
-	struct timespec now;
-	mc_meta_get_stats(mh->meta, &ms);
-	if (mh->srv)
-		mc_rpc_server_get_stats(mh->srv, &rs);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	mh->snap[ST_OBJECTS] = (double)ms.objects;
-	mh->snap[ST_CAPACITY] = (double)ms.capacity_bytes;
-	mh->snap[ST_ALLOCATED] = (double)ms.allocated_bytes;
-	mh->snap[ST_SEGMENTS] = ms.segments;
-	mh->snap[ST_CLIENTS] = mh->clients ? mc_master_clients_count(mh->clients) : ms.clients;
-	mh->snap[ST_SOFT_PINNED] = ms.soft_pinned;
-	mh->snap[ST_EVICTED_OBJECTS] = (double)ms.evicted_objects;
-	mh->snap[ST_EVICTED_BYTES] = (double)ms.evicted_bytes;
-	mh->snap[ST_RPC_REQUESTS] = (double)rs.requests;
-	mh->snap[ST_RPC_ERRORS] = (double)rs.errors;
-	mh->snap[ST_UPTIME] = (double)(now.tv_sec - mh->started.tv_sec) +
-			      (now.tv_nsec - mh->started.tv_nsec) / 1e9;
-}
-
-static void http_health(void *ctx, const struct mc_http_request *req,
-			struct mc_http_response *resp)
-{
-	mc_http_text(resp, 200, "application/json",
-		     "{\"status\":\"ok\",\"role\":\"single\",\"version\":\"" MC_VERSION_STRING "\"}\n");
-}
-
-static void http_metrics(void *ctx, const struct mc_http_request *req,
-			 struct mc_http_response *resp)
-{
-	struct master_http *mh = ctx;
-	pthread_mutex_lock(&mh->lock);
-	snapshot(mh);
-	resp->body = mc_metrics_render_string(mh->metrics, &resp->body_len);
-	pthread_mutex_unlock(&mh->lock);
-	if (!resp->body)
-		return mc_http_error(resp, 500, "INTERNAL_ERROR", "cannot render the metrics");
-	resp->status = 200;
-	resp->content_type = MC_METRICS_CONTENT_TYPE;
-}
-
-static int master_metrics_init(struct master_http *mh)
-{
-	static const struct {
-		enum mc_metric_type type;
-		const char *name, *help;
-	} fams[ST_COUNT] = {
-		[ST_OBJECTS] = { MC_METRIC_GAUGE, "mooncake_master_objects", "Objects stored." },
-		[ST_CAPACITY] = { MC_METRIC_GAUGE, "mooncake_master_capacity_bytes",
-				  "Bytes of all mounted segments." },
-		[ST_ALLOCATED] = { MC_METRIC_GAUGE, "mooncake_master_allocated_bytes",
-				   "Bytes allocated in the mounted segments." },
-		[ST_SEGMENTS] = { MC_METRIC_GAUGE, "mooncake_master_segments", "Mounted segments." },
-		[ST_CLIENTS] = { MC_METRIC_GAUGE, "mooncake_master_clients",
-				 "Live clients and nodes." },
-		[ST_SOFT_PINNED] = { MC_METRIC_GAUGE, "mooncake_master_soft_pinned_objects",
-				     "Objects with a soft pin." },
-		[ST_EVICTED_OBJECTS] = { MC_METRIC_COUNTER, "mooncake_master_evicted_objects_total",
-					 "Objects evicted." },
-		[ST_EVICTED_BYTES] = { MC_METRIC_COUNTER, "mooncake_master_evicted_bytes_total",
-				       "Bytes freed by eviction." },
-		[ST_RPC_REQUESTS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_requests_total",
-				      "RPC frames answered, all ops (unknown opcodes included)." },
-		[ST_RPC_ERRORS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_errors_total",
-				    "RPC frames answered with a non-zero status, all ops." },
-		[ST_UPTIME] = { MC_METRIC_GAUGE, "mooncake_master_uptime_seconds",
-				"Seconds since the master started." },
-	};
-	static const char *const version[] = { MC_VERSION_STRING };
-	const char *ops[MC_OP_COUNT];
-
-	clock_gettime(CLOCK_MONOTONIC, &mh->started);
-	pthread_mutex_init(&mh->lock, NULL);
-	if (!(mh->metrics = mc_metrics_new()))
-		return -1;
-	struct mc_metric *bi = mc_metrics_add(mh->metrics, MC_METRIC_GAUGE, "mooncake_build_info",
-					      "Build information; the value is 1.", "version",
-					      version, 1);
-	if (!bi)
-		return -1;
-	mc_metric_set(bi, 0, 1);
-	for (unsigned i = 0; i < ST_COUNT; i++) {
-		snap_refs[i] = (struct snap_ref){ mh, i };
-		if (!mc_metrics_add_fn(mh->metrics, fams[i].type, fams[i].name, fams[i].help,
-				       NULL, NULL, 0, snap_value, &snap_refs[i]))
-			return -1;
-	}
-	for (unsigned i = 0; i < MC_OP_COUNT; i++)
-		ops[i] = mc_op_info_at(i)->name;
-	mh->op_requests = mc_metrics_add(mh->metrics, MC_METRIC_COUNTER,
-					 "mooncake_master_rpc_requests_total",
-					 "RPC requests answered, by op.", "op", ops, MC_OP_COUNT);
-	mh->op_errors = mc_metrics_add(mh->metrics, MC_METRIC_COUNTER,
-				       "mooncake_master_rpc_errors_total",
-				       "RPC requests answered with a non-zero status, by op.", "op",
-				       ops, MC_OP_COUNT);
-	mh->op_duration = mc_metrics_add(mh->metrics, MC_METRIC_HISTOGRAM,
-					 "mooncake_master_rpc_duration_seconds",
-					 "Run time of the RPC handlers, by op.", "op", ops,
-					 MC_OP_COUNT);
-	return mh->op_requests && mh->op_errors && mh->op_duration ? 0 : -1;
-}
-
 /* mkdir -p */
 static int make_dirs(const char *path)
 {
@@ -328,8 +191,9 @@ int main(int argc, char **argv)
 	struct mc_meta *meta = NULL;
 	struct mc_master_clients *clients = NULL;
 	struct mc_rpc_server *srv = NULL;
-	struct mc_http_server *http = NULL;
-	struct master_http mh = { 0 };
+	struct mc_master_http *http = NULL;
+	struct mc_master_metrics *metrics = NULL;
+	struct mc_master_rpc_metrics rpcm;
 	int r, ret = 1, sfd = -1;
 	const size_t nopts = sizeof(options) / sizeof(options[0]);
 
@@ -382,12 +246,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	mh.meta = meta;
-	mh.clients = clients;
-	if (master_metrics_init(&mh) < 0) {
+	if (mc_master_metrics_new(meta, clients, &metrics) < 0) {
 		log_error("cannot set up the metrics: out of memory");
 		goto out;
 	}
+	mc_master_metrics_rpc(metrics, &rpcm);
 
 	struct mc_master_rpc rpc = { .meta = meta, .clients = clients };
 	struct mc_rpc_handlers h;
@@ -397,9 +260,9 @@ int main(int argc, char **argv)
 		.port = (uint16_t)cfg.rpc_port,
 		.workers = (unsigned)cfg.workers,
 		.log = rpc_log,
-		.op_requests = mh.op_requests,
-		.op_errors = mh.op_errors,
-		.op_duration = mh.op_duration,
+		.op_requests = rpcm.op_requests,
+		.op_errors = rpcm.op_errors,
+		.op_duration = rpcm.op_duration,
 	};
 	if ((r = mc_rpc_server_start(&scfg, &h, &rpc, &srv)) < 0) {
 		log_error("cannot listen on %s:%llu: %s", cfg.rpc_address,
@@ -407,29 +270,24 @@ int main(int argc, char **argv)
 			  r <= -1000 ? mc_strerror(r) : strerror(-r));
 		goto out;
 	}
-	mh.srv = srv;
+	mc_master_metrics_set_server(metrics, srv);
 
-	static const struct mc_http_route routes[] = {
-		{ "GET", "/health", http_health, NULL },
-		{ "GET", "/metrics", http_metrics, NULL },
-	};
-	struct mc_http_route rt[2] = { routes[0], routes[1] };
-	rt[1].ctx = &mh;
-	struct mc_http_server_config hcfg = {
+	struct mc_master_http_config hcfg = {
 		.address = cfg.http_address,
 		.port = (uint16_t)cfg.http_port,
-		.routes = rt,
-		.nroutes = 2,
+		.meta = meta,
+		.clients = clients,
+		.metrics = metrics,
 		.log = http_log,
 	};
-	if ((r = mc_http_server_start(&hcfg, &http)) < 0) {
+	if ((r = mc_master_http_start(&hcfg, &http)) < 0) {
 		log_error("cannot serve http on %s:%llu: %s", cfg.http_address,
 			  (unsigned long long)cfg.http_port, strerror(-r));
 		goto out;
 	}
 	log_notice("ready: rpc on %s:%u, http on %s:%u, %llu workers, state in %s",
 		   cfg.rpc_address, (unsigned)mc_rpc_server_port(srv), cfg.http_address,
-		   (unsigned)mc_http_server_port(http), (unsigned long long)cfg.workers,
+		   (unsigned)mc_master_http_port(http), (unsigned long long)cfg.workers,
 		   cfg.state_dir);
 	mc_notify("READY=1");
 
@@ -448,11 +306,11 @@ int main(int argc, char **argv)
 	mc_notify("STOPPING=1");
 	ret = 0;
 out:
-	http = mc_http_server_stop(http);
+	http = mc_master_http_stop(http);
 	srv = mc_rpc_server_stop(srv);
 	clients = mc_master_clients_free(clients);
 	meta = mc_meta_free(meta);
-	mh.metrics = mc_metrics_free(mh.metrics);
+	metrics = mc_master_metrics_free(metrics);
 	if (sfd >= 0)
 		close(sfd);
 	mc_config_release(options, nopts, &cfg);

@@ -1,0 +1,38 @@
+/*
+ * master-metrics.h - the master's Prometheus metrics (DESIGN §7): gauges read
+ * from the metadata service and the client registry at each scrape, and the
+ * per-op RPC families the rpc server updates as it answers.
+ *
+ * Thread safety: mc_master_metrics_render() may run on any HTTP thread; it
+ * takes its own lock around the gauge values of one scrape.
+ */
+#ifndef MC_MASTER_METRICS_H
+#define MC_MASTER_METRICS_H
+
+#include <stddef.h>
+
+struct mc_meta;
+struct mc_master_clients;
+struct mc_rpc_server;
+struct mc_metric;
+
+struct mc_master_metrics;
+
+/* The families the rpc server updates (struct mc_rpc_server_config). */
+struct mc_master_rpc_metrics {
+	struct mc_metric *op_requests, *op_errors, *op_duration;
+};
+
+/* 0 or -ENOMEM.  clients may be NULL. */
+int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *clients,
+			  struct mc_master_metrics **ret);
+struct mc_master_metrics *mc_master_metrics_free(struct mc_master_metrics *mm);
+
+void mc_master_metrics_rpc(struct mc_master_metrics *mm, struct mc_master_rpc_metrics *ret);
+/* The server whose totals the scrape reports (set once it runs). */
+void mc_master_metrics_set_server(struct mc_master_metrics *mm, struct mc_rpc_server *srv);
+
+/* Text format 0.0.4, malloc'd; NULL when out of memory. */
+char *mc_master_metrics_render(struct mc_master_metrics *mm, size_t *len);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * oplog.h - the master's operation log: every metadata mutation after the
+ * newest snapshot, in order, so that recovery = snapshot + replay.
+ *
+ * Backends (option `oplog`): `local` (oplog-file.c: segment files under
+ * state_dir/oplog/, checksummed records, group-committed fsyncs), `etcd`
+ * (HA, later), `off` (no log: a restart loses what the last snapshot does
+ * not hold).  Callers see only this interface.
+ *
+ * Records are opaque to the log: a 16-bit type and up to MC_OPLOG_MAX_RECORD
+ * bytes, numbered by a sequence that starts at 1 and never repeats (it
+ * continues across restarts and compactions).
+ *
+ * Concurrency: mc_oplog_append() is thread-safe and cheap (it copies into
+ * the log's buffer under a mutex and returns the sequence number; callers
+ * append while they hold the lock that orders the mutation, so records of
+ * one key are in the order of the mutations).  mc_oplog_wait_durable()
+ * blocks, without any metadata lock held, until every record up to `seq`
+ * is on stable storage; one fsync covers every record appended before it
+ * (group commit).  A backend may run its own flusher thread.
+ *
+ * Lifecycle: open (scans the existing log, cuts off a torn or corrupt tail
+ * and reports it in the recovery stats) -> replay(after_seq) once -> appends.
+ */
+#ifndef MC_MASTER_OPLOG_H
+#define MC_MASTER_OPLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MC_OPLOG_MAX_RECORD (16u << 20)
+
+struct mc_oplog;
+
+struct mc_oplog_config {
+	uint64_t segment_bytes;		/* rotate to a new file past this; 0: 64 MiB */
+	uint32_t flush_interval_us;	/* group-commit window of the flusher; 0: 200 us */
+	bool sync;			/* false: wait_durable returns at once (fsync in the
+					 * background every flush; a crash may lose the last
+					 * records).  Default true. */
+};
+
+/* What open found (and did) on disk. */
+struct mc_oplog_recovery {
+	uint64_t first_seq, last_seq;	/* valid records kept (0, 0 when empty) */
+	uint64_t records;
+	uint64_t truncated_bytes;	/* torn/corrupt tail cut off */
+	uint64_t dropped_files;		/* whole files after a corrupt point, removed */
+	char detail[256];		/* what was cut and why ("" when nothing) */
+};
+
+typedef int (*mc_oplog_fn)(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len);
+
+/* Opens (creating dir if needed) the local backend.  0 or a negative errno
+ * / MC_ERR_*; *rec filled when non-NULL. */
+int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
+			struct mc_oplog **ret, struct mc_oplog_recovery *rec);
+
+/* Calls fn for each valid record with seq > after_seq, in order; stops at
+ * fn's first non-zero return and returns it.  Records older than the
+ * oldest kept file are gone: replaying from before first_seq - 1 returns
+ * -ENODATA without calling fn (the caller's snapshot is too old). */
+int mc_oplog_replay(struct mc_oplog *l, uint64_t after_seq, mc_oplog_fn fn, void *ctx);
+
+/* Appends a record; *ret_seq gets its sequence.  0 or negative errno (-EIO
+ * after a failed write or fsync: the log is then read-only and every later
+ * append fails, so the master stops acknowledging mutations). */
+int mc_oplog_append(struct mc_oplog *l, uint16_t type, const void *rec, uint32_t len,
+		    uint64_t *ret_seq);
+
+/* Blocks until every record <= seq is durable.  0 or -EIO. */
+int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq);
+
+/* The last sequence appended (0 if none). */
+uint64_t mc_oplog_last_seq(struct mc_oplog *l);
+
+/* A snapshot now covers every record <= seq: delete the files that hold
+ * only such records.  Returns the number of files deleted or a negative errno. */
+int mc_oplog_compact(struct mc_oplog *l, uint64_t seq);
+
+struct mc_oplog_stats {
+	uint64_t appended, bytes, fsyncs, files;
+};
+void mc_oplog_get_stats(struct mc_oplog *l, struct mc_oplog_stats *ret);
+
+/* Flushes, fsyncs and frees; NULL is fine.  Returns NULL. */
+struct mc_oplog *mc_oplog_close(struct mc_oplog *l);
+
+#endif
