@@ -21,6 +21,11 @@
  *
  * Lifecycle: open (scans the existing log, cuts off a torn or corrupt tail
  * and reports it in the recovery stats) -> replay(after_seq) once -> appends.
+ *
+ * Memory is bounded: records wait for the flusher in a buffer of at most
+ * cfg.buffer_bytes (plus the batch being written); an append that would
+ * overflow it blocks until the flusher has taken the buffer (backpressure:
+ * a disk slower than the mutation rate slows the mutations down).
  */
 #ifndef MC_MASTER_OPLOG_H
 #define MC_MASTER_OPLOG_H
@@ -33,12 +38,20 @@
 
 struct mc_oplog;
 
+/* A NULL config means every default.  A zeroed one means sync = false:
+ * set sync explicitly. */
 struct mc_oplog_config {
 	uint64_t segment_bytes;		/* rotate to a new file past this; 0: 64 MiB */
-	uint32_t flush_interval_us;	/* group-commit window of the flusher; 0: 200 us */
+	uint32_t flush_interval_us;	/* group-commit window of the flusher; 0: 200 us.
+					 * The window counts from the first record of a
+					 * batch, so a busy log (records arriving while the
+					 * previous fsync ran) flushes at once. */
 	bool sync;			/* false: wait_durable returns at once (fsync in the
-					 * background every flush; a crash may lose the last
-					 * records).  Default true. */
+					 * background every flush; a crash, of the machine
+					 * not only of the process, may lose the records of
+					 * the last flush window and fsync, i.e. mutations
+					 * that were acknowledged).  Default true. */
+	uint64_t buffer_bytes;		/* backpressure limit of the append buffer; 0: 64 MiB */
 };
 
 /* What open found (and did) on disk. */
@@ -52,24 +65,39 @@ struct mc_oplog_recovery {
 
 typedef int (*mc_oplog_fn)(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len);
 
-/* Opens (creating dir if needed) the local backend.  0 or a negative errno
- * / MC_ERR_*; *rec filled when non-NULL. */
+/* Opens (creating dir if needed) the local backend; dir is the oplog's own
+ * folder (state_dir/oplog), locked (flock) while open: -EBUSY if another
+ * process or handle has it.  0 or a negative errno / MC_ERR_*; *rec filled
+ * when non-NULL, and on failure rec->detail says why (e.g. a file written
+ * by a newer format version: MC_ERR_INVALID_VERSION, nothing is changed on
+ * disk).  A torn or corrupt tail is not a failure: it is cut off and
+ * reported in *rec. */
 int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 			struct mc_oplog **ret, struct mc_oplog_recovery *rec);
 
 /* Calls fn for each valid record with seq > after_seq, in order; stops at
  * fn's first non-zero return and returns it.  Records older than the
  * oldest kept file are gone: replaying from before first_seq - 1 returns
- * -ENODATA without calling fn (the caller's snapshot is too old). */
+ * -ENODATA without calling fn (the caller's snapshot is too old).
+ * after_seq beyond the log's end (the snapshot holds mutations whose
+ * records were lost in a crash) moves the sequence past it, so that no new
+ * record is numbered <= after_seq; the records it then holds are all
+ * covered by the snapshot and their files are deleted.  Call it before the
+ * first append (-EBUSY after).  -EIO if a record read back at open no
+ * longer verifies. */
 int mc_oplog_replay(struct mc_oplog *l, uint64_t after_seq, mc_oplog_fn fn, void *ctx);
 
 /* Appends a record; *ret_seq gets its sequence.  0 or negative errno (-EIO
  * after a failed write or fsync: the log is then read-only and every later
- * append fails, so the master stops acknowledging mutations). */
+ * append fails, so the master stops acknowledging mutations;
+ * MC_ERR_TOO_LARGE past MC_OPLOG_MAX_RECORD).  Never waits for an fsync,
+ * only for buffer space (see above). */
 int mc_oplog_append(struct mc_oplog *l, uint16_t type, const void *rec, uint32_t len,
 		    uint64_t *ret_seq);
 
-/* Blocks until every record <= seq is durable.  0 or -EIO. */
+/* Blocks until every record <= seq is durable (written and fdatasync'ed,
+ * its file's directory entry fsync'ed).  0, -EIO (that record may be lost)
+ * or -EINVAL (seq was never appended).  sync = false: returns at once. */
 int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq);
 
 /* The last sequence appended (0 if none). */
@@ -80,7 +108,10 @@ uint64_t mc_oplog_last_seq(struct mc_oplog *l);
 int mc_oplog_compact(struct mc_oplog *l, uint64_t seq);
 
 struct mc_oplog_stats {
-	uint64_t appended, bytes, fsyncs, files;
+	uint64_t appended, bytes, fsyncs, files;	/* appended/bytes: since open */
+	uint64_t durable_seq;		/* every record <= this is on disk */
+	uint64_t flushes;		/* batches written (group commits) */
+	uint64_t blocked;		/* appends that waited for buffer space */
 };
 void mc_oplog_get_stats(struct mc_oplog *l, struct mc_oplog_stats *ret);
 

@@ -1,0 +1,353 @@
+/*
+ * oplog-file-open.c - opening the local oplog: find the segment files,
+ * verify them, cut off a torn or corrupt tail, start the flusher.  The
+ * format and the recovery rules are at the top of oplog-file.c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "master/oplog-file.h"
+#include "mooncake/error.h"
+#include "util/macro.h"
+
+MC_PRINTF(2, 3)
+static void detail(struct mc_oplog_recovery *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+	va_end(ap);
+}
+
+static int mkdir_p(const char *dir)
+{
+	_cleanup_free_ char *p = strdup(dir);
+
+	if (!p)
+		return MC_ERR_NO_MEMORY;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The segment files' first seqs, ascending. */
+static int list_files(int dirfd, uint64_t **ret, size_t *ret_n)
+{
+	uint64_t *v = NULL, first;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int fd = dup(dirfd);
+	DIR *d;
+
+	if (fd < 0)
+		return -errno;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		if (!oplogf_parse_name(de->d_name, &first))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			uint64_t *nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return MC_ERR_NO_MEMORY;
+			}
+			v = nv;
+		}
+		v[n++] = first;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u64);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* Refuses the log if any file is of a newer format (before anything is cut). */
+static int check_versions(int dirfd, const uint64_t *f, size_t n, struct mc_oplog_recovery *r)
+{
+	char name[NAME_LEN + 1];
+	uint8_t h[12];
+
+	for (size_t i = 0; i < n; i++) {
+		oplogf_name(name, sizeof(name), f[i]);
+		int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			detail(r, "%s: %s", name, strerror(errno));
+			return -errno;
+		}
+		ssize_t k = pread(fd, h, sizeof(h), 0);
+		close(fd);
+		if (k == (ssize_t)sizeof(h) && !memcmp(h, OPLOG_MAGIC, 8) &&
+		    get32(h + 8) > OPLOG_VERSION) {
+			detail(r, "%s: oplog format version %" PRIu32 " is newer than this build's (%u)",
+			       name, get32(h + 8), OPLOG_VERSION);
+			return MC_ERR_INVALID_VERSION;
+		}
+	}
+	return 0;
+}
+
+struct cut {
+	size_t file;		/* index of the file cut; n: nothing is */
+	uint64_t off;		/* 0: its header is bad, the file goes */
+	char why[128];
+};
+
+/*
+ * Verifies files f[0..n); *next gets the seq after the last valid record
+ * (0: no valid file header), *last_end / *last_recs the valid end and the
+ * records of the last file kept, r the counts.
+ */
+static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint64_t *next,
+		    uint64_t *last_end, uint64_t *last_recs, struct mc_oplog_recovery *r)
+{
+	struct reader rd = { .fd = -1 };
+	char name[NAME_LEN + 1];
+	int rc = 0;
+
+	c->file = n;
+	*next = 0;
+	for (size_t i = 0; i < n && c->file == n; i++) {
+		struct scan s;
+		const char *why;
+
+		oplogf_name(name, sizeof(name), f[i]);
+		rd.fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+		if (rd.fd < 0) {
+			rc = -errno;
+			break;
+		}
+		rd.pos = rd.end = 0;
+		rd.off = 0;
+		ssize_t k = oplogf_rd_need(&rd, FILE_HDR_LEN);
+		if (k < 0) {
+			rc = (int)k;
+			close(rd.fd);
+			break;
+		}
+		uint64_t first = k >= (ssize_t)FILE_HDR_LEN ? get64(rd.buf + 16) : 0;
+		if ((why = oplogf_hdr_check(rd.buf, (size_t)k)) ||
+		    (first != f[i] && (why = "first seq of the header differs from the name")) ||
+		    (!first && (why = "first seq 0")) ||
+		    (*next && first != *next && (why = "files not contiguous"))) {
+			c->file = i;
+			c->off = 0;
+			snprintf(c->why, sizeof(c->why), "%s", why);
+			close(rd.fd);
+			break;
+		}
+		oplogf_rd_skip(&rd, FILE_HDR_LEN);
+		rc = oplogf_scan(&rd, first, 0, UINT64_MAX, NULL, NULL, &s);
+		close(rd.fd);
+		if (rc)
+			break;
+		if (!r->records && s.recs)
+			r->first_seq = first;
+		r->records += s.recs;
+		*next = s.next;
+		*last_end = s.end;
+		*last_recs = s.recs;
+		if (s.why[0]) {
+			c->file = i;
+			c->off = s.end;
+			snprintf(c->why, sizeof(c->why), "%s", s.why);
+		}
+	}
+	free(rd.buf);
+	return rc;
+}
+
+/* Cuts the log at c, fills r. */
+static int cut_tail(int dirfd, const uint64_t *f, size_t n, const struct cut *c,
+		    struct mc_oplog_recovery *r)
+{
+	char name[NAME_LEN + 1];
+	struct stat st;
+	int rc = 0;
+
+	oplogf_name(name, sizeof(name), f[c->file]);
+	int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		rc = -errno;
+		goto out;
+	}
+	r->truncated_bytes = (uint64_t)st.st_size - c->off;
+	if (c->off == 0) {
+		if (unlinkat(dirfd, name, 0))
+			rc = -errno;
+	} else if (ftruncate(fd, (off_t)c->off) || fsync(fd)) {
+		rc = -errno;
+	}
+	for (size_t j = c->file + 1; j < n && !rc; j++) {
+		char later[NAME_LEN + 1];
+
+		oplogf_name(later, sizeof(later), f[j]);
+		if (unlinkat(dirfd, later, 0))
+			rc = -errno;
+		else
+			r->dropped_files++;
+	}
+	if (!rc && fsync(dirfd))
+		rc = -errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		detail(r, "%s: cutting off a bad tail at offset %" PRIu64 " failed: %s",
+		       name, c->off, strerror(-rc));
+	else
+		detail(r, "%s: offset %" PRIu64 ": %s; cut %" PRIu64 " bytes, removed %" PRIu64
+		       " later files", name, c->off, c->why, r->truncated_bytes, r->dropped_files);
+	return rc;
+}
+
+/* Opens the last kept file for appending at end. */
+static int open_active(struct flog *l, uint64_t first, uint64_t end, uint64_t recs)
+{
+	char name[NAME_LEN + 1];
+
+	oplogf_name(name, sizeof(name), first);
+	l->fd = openat(l->dirfd, name, O_WRONLY | O_CLOEXEC);
+	if (l->fd < 0)
+		return -errno;
+	oplogf_prealloc(l, l->fd);
+	l->fsize = end;
+	l->frecs = recs;
+	return 0;
+}
+
+static int flog_init(struct flog *l, const struct mc_oplog_config *cfg)
+{
+	pthread_condattr_t ca;
+
+	l->base.ops = &oplogf_ops;
+	l->dirfd = l->lockfd = l->fd = -1;
+	if (cfg)
+		l->cfg = *cfg;
+	else
+		l->cfg.sync = true;
+	if (!l->cfg.segment_bytes)
+		l->cfg.segment_bytes = DEF_SEGMENT;
+	if (!l->cfg.flush_interval_us)
+		l->cfg.flush_interval_us = DEF_WINDOW_US;
+	if (!l->cfg.buffer_bytes)
+		l->cfg.buffer_bytes = DEF_BUFFER;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_mutex_init(&l->io_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->work_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&l->durable_cv, NULL);
+	pthread_cond_init(&l->space_cv, NULL);
+	return 0;
+}
+
+int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
+			struct mc_oplog **ret, struct mc_oplog_recovery *rec)
+{
+	struct mc_oplog_recovery r = { 0 };
+	_cleanup_free_ uint64_t *f = NULL;
+	uint64_t next = 0, end = 0, recs = 0;
+	struct cut c;
+	size_t n = 0, kept;
+	struct flog *l;
+	int rc;
+
+	if (!dir || !ret)
+		return MC_ERR_INVALID_PARAMS;
+	if (!(l = calloc(1, sizeof(*l))))
+		return MC_ERR_NO_MEMORY;
+	flog_init(l, cfg);
+	if ((rc = mkdir_p(dir))) {
+		detail(&r, "%s: cannot create: %s", dir, strerror(-rc));
+		goto fail;
+	}
+	l->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->dirfd < 0) {
+		rc = -errno;
+		detail(&r, "%s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	l->lockfd = openat(l->dirfd, "LOCK", O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+	if (l->lockfd < 0 || flock(l->lockfd, LOCK_EX | LOCK_NB)) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		detail(&r, "%s/LOCK: %s", dir, rc == -EBUSY ? "the oplog is open elsewhere"
+							   : strerror(-rc));
+		goto fail;
+	}
+	if ((rc = list_files(l->dirfd, &f, &n)) || (rc = check_versions(l->dirfd, f, n, &r)))
+		goto fail;
+	if ((rc = scan_all(l->dirfd, f, n, &c, &next, &end, &recs, &r))) {
+		detail(&r, "%s: reading the oplog: %s", dir, strerror(-rc));
+		goto fail;
+	}
+	kept = n;
+	if (c.file < n) {
+		if ((rc = cut_tail(l->dirfd, f, n, &c, &r)))
+			goto fail;
+		kept = c.off ? c.file + 1 : c.file;
+		if (!next)
+			next = f[c.file];	/* nothing valid before: the name's seq */
+	}
+	if (!next)
+		next = 1;
+	for (size_t i = 0; i < kept; i++)
+		if ((rc = oplogf_files_push(l, f[i])))
+			goto fail;
+	if (kept)
+		rc = open_active(l, f[kept - 1], end, recs);
+	else
+		rc = oplogf_create(l, next);
+	if (rc) {
+		detail(&r, "%s: opening the active file: %s", dir, strerror(-rc));
+		goto fail;
+	}
+	l->next_seq = next;
+	l->durable_seq = next - 1;
+	if (r.records)
+		r.last_seq = next - 1;
+	if ((rc = -pthread_create(&l->flusher, NULL, oplogf_flusher, l)))
+		goto fail;
+	*ret = &l->base;
+	if (rec)
+		*rec = r;
+	return 0;
+fail:
+	if (rec)
+		*rec = r;
+	oplogf_free(l);
+	return rc;
+}

@@ -1,0 +1,99 @@
+/* oplog-file.h - internals shared by the local oplog backend's files:
+ * oplog-file.c (format, writing, the ops) and oplog-file-open.c (recovery).
+ * The format is specified at the top of oplog-file.c. */
+#ifndef MC_MASTER_OPLOG_FILE_H
+#define MC_MASTER_OPLOG_FILE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/types.h>
+#include <endian.h>
+
+#include "master/oplog-backend.h"
+
+#define OPLOG_MAGIC	"MCOPLOG\n"
+#define OPLOG_VERSION	1u
+#define FILE_HDR_LEN	64u
+#define REC_HDR_LEN	24u
+#define NAME_DIGITS	20
+#define NAME_LEN	(NAME_DIGITS + 4)
+
+#define DEF_SEGMENT	(UINT64_C(64) << 20)
+#define DEF_WINDOW_US	200u
+#define DEF_BUFFER	(UINT64_C(64) << 20)
+#define MAX_PREALLOC	(UINT64_C(1) << 30)
+#define READ_CHUNK	(1u << 20)
+#define KEEP_CAP	(4u << 20)	/* a batch buffer larger than this is freed after use */
+
+struct rbuf {
+	uint8_t *p;
+	size_t len, cap;
+	uint64_t last_seq;
+};
+
+struct flog {
+	struct mc_oplog base;
+	struct mc_oplog_config cfg;
+	int dirfd, lockfd;
+
+	pthread_mutex_t mu;		/* the append side: everything down to flusher */
+	pthread_cond_t work_cv;		/* flusher: records, or closing (CLOCK_MONOTONIC) */
+	pthread_cond_t durable_cv;	/* waiters: durable_seq moved, or failure */
+	pthread_cond_t space_cv;	/* appenders: the flusher took the buffer */
+	struct rbuf cur;		/* records the flusher has not taken yet */
+	uint64_t next_seq, durable_seq, batch_t0_ns;
+	uint64_t appended, bytes, blocked, flushes;
+	int failed;			/* 0 or -EIO, for good */
+	bool closing, appended_any;
+	pthread_t flusher;
+
+	pthread_mutex_t io_mu;		/* the file side */
+	struct rbuf out;		/* the batch being written (flusher only) */
+	int fd;				/* active file */
+	uint64_t fsize, frecs;		/* its size and records */
+	uint64_t *files;		/* first seqs, ascending; the last is active */
+	size_t nfiles, files_cap;
+	uint64_t fsyncs, nfiles_pub;	/* atomics, for stats */
+};
+
+#define to_flog(b) container_of(b, struct flog, base)
+
+static inline uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
+static inline uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return le16toh(v); }
+static inline uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
+static inline void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
+static inline void put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
+static inline void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
+
+struct reader {
+	int fd;
+	uint8_t *buf;
+	size_t cap, pos, end;
+	uint64_t off;		/* file offset of buf[pos] */
+};
+
+struct scan {
+	uint64_t end;		/* offset after the last valid record */
+	uint64_t next;		/* seq after it */
+	uint64_t recs;		/* valid records in the file */
+	char why[112];		/* "" at a clean end of file */
+};
+
+extern const struct mc_oplog_ops oplogf_ops;
+
+void oplogf_name(char *buf, size_t n, uint64_t first);
+bool oplogf_parse_name(const char *s, uint64_t *first);
+const char *oplogf_hdr_check(const uint8_t *h, size_t n);
+int oplogf_sync(struct flog *l, int fd, bool dir);
+ssize_t oplogf_rd_need(struct reader *r, size_t n);
+void oplogf_rd_skip(struct reader *r, size_t n);
+int oplogf_scan(struct reader *r, uint64_t first, uint64_t after, uint64_t limit,
+		mc_oplog_fn fn, void *ctx, struct scan *s);
+int oplogf_files_push(struct flog *l, uint64_t first);
+void oplogf_prealloc(struct flog *l, int fd);
+int oplogf_create(struct flog *l, uint64_t first);
+void *oplogf_flusher(void *arg);
+void oplogf_free(struct flog *l);
+
+#endif

@@ -1,0 +1,57 @@
+/* oplog.c - the oplog interface: argument checks, then the backend's ops.
+ * See oplog.h; backends: oplog-file.c (local). */
+#include <errno.h>
+#include <string.h>
+
+#include "master/oplog-backend.h"
+#include "mooncake/error.h"
+
+int mc_oplog_replay(struct mc_oplog *l, uint64_t after_seq, mc_oplog_fn fn, void *ctx)
+{
+	if (!l || !fn)
+		return MC_ERR_INVALID_PARAMS;
+	return l->ops->replay(l, after_seq, fn, ctx);
+}
+
+int mc_oplog_append(struct mc_oplog *l, uint16_t type, const void *rec, uint32_t len,
+		    uint64_t *ret_seq)
+{
+	if (!l || (len && !rec))
+		return MC_ERR_INVALID_PARAMS;
+	if (len > MC_OPLOG_MAX_RECORD)
+		return MC_ERR_TOO_LARGE;
+	return l->ops->append(l, type, rec, len, ret_seq);
+}
+
+int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq)
+{
+	if (!l)
+		return MC_ERR_INVALID_PARAMS;
+	return l->ops->wait_durable(l, seq);
+}
+
+uint64_t mc_oplog_last_seq(struct mc_oplog *l)
+{
+	return l ? l->ops->last_seq(l) : 0;
+}
+
+int mc_oplog_compact(struct mc_oplog *l, uint64_t seq)
+{
+	if (!l)
+		return MC_ERR_INVALID_PARAMS;
+	return l->ops->compact(l, seq);
+}
+
+void mc_oplog_get_stats(struct mc_oplog *l, struct mc_oplog_stats *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (l)
+		l->ops->get_stats(l, ret);
+}
+
+struct mc_oplog *mc_oplog_close(struct mc_oplog *l)
+{
+	if (l)
+		l->ops->close(l);
+	return NULL;
+}
