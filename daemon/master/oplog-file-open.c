@@ -17,7 +17,10 @@
 
 #include "master/oplog-file.h"
 #include "mooncake/error.h"
+#include "util/hash.h"
 #include "util/macro.h"
+
+#define MAX_HDR_LEN 4096u	/* of any version, see oplog-file.c */
 
 MC_PRINTF(2, 3)
 static void detail(struct mc_oplog_recovery *r, const char *fmt, ...)
@@ -98,7 +101,7 @@ static int list_files(int dirfd, uint64_t **ret, size_t *ret_n)
 static int check_versions(int dirfd, const uint64_t *f, size_t n, struct mc_oplog_recovery *r)
 {
 	char name[NAME_LEN + 1];
-	uint8_t h[12];
+	uint8_t h[MAX_HDR_LEN];
 
 	for (size_t i = 0; i < n; i++) {
 		oplogf_name(name, sizeof(name), f[i]);
@@ -109,8 +112,10 @@ static int check_versions(int dirfd, const uint64_t *f, size_t n, struct mc_oplo
 		}
 		ssize_t k = pread(fd, h, sizeof(h), 0);
 		close(fd);
-		if (k == (ssize_t)sizeof(h) && !memcmp(h, OPLOG_MAGIC, 8) &&
-		    get32(h + 8) > OPLOG_VERSION) {
+		uint32_t hl = k >= 16 ? get32(h + 12) : 0;
+		if (k >= 16 && !memcmp(h, OPLOG_MAGIC, 8) && get32(h + 8) > OPLOG_VERSION &&
+		    hl >= FILE_HDR_LEN && hl <= MAX_HDR_LEN && (size_t)k >= hl &&
+		    get64(h + hl - 8) == mc_hash(h, hl - 8)) {
 			detail(r, "%s: oplog format version %" PRIu32 " is newer than this build's (%u)",
 			       name, get32(h + 8), OPLOG_VERSION);
 			return MC_ERR_INVALID_VERSION;

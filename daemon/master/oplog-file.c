@@ -35,10 +35,13 @@
  * record goes into it, and the previous file is fdatasync'ed before that,
  * so only the last file can end in a torn record after a crash.
  *
- * Versions: a file whose magic matches but whose version is above 1 was
- * written by a newer build; open refuses the whole log (MC_ERR_INVALID_VERSION)
- * before changing anything.  A newer version may add header fields in the
- * reserved bytes (raising the header length) or record flags.
+ * Versions: every version keeps bytes 0..15 of the file header as they are
+ * and ends its header with the XXH3-64 of the bytes before it.  A file whose
+ * magic matches, whose version is above 1 and whose header (of the length
+ * it says, 64..4096) verifies was written by a newer build: open refuses
+ * the whole log (MC_ERR_INVALID_VERSION) before changing anything.  (A
+ * header that does not verify is corrupt, whatever its version field.)  A
+ * newer version may add header fields, record flags or record types.
  *
  * Recovery (open, in oplog-file-open.c): the files are read in seq order and every record checked
  * (length bound, complete, flags, seq contiguity, checksum); the file header

@@ -1,0 +1,115 @@
+/* oplog-helpers.h - shared by test-oplog.c and test-oplog-stress.c:
+ * scratch folders, deterministic payloads, small file helpers. */
+#ifndef MC_TEST_OPLOG_HELPERS_H
+#define MC_TEST_OPLOG_HELPERS_H
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "master/oplog.h"
+#include "mooncake/error.h"
+#include "util/hash.h"
+
+static uint64_t th_rng(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* A fresh folder under $TMPDIR; the oplog goes in <it>/oplog. */
+static char *th_mkdtemp(void)
+{
+	const char *t = getenv("TMPDIR");
+	char *p;
+
+	if (asprintf(&p, "%s/mc-oplog-test.XXXXXX", t && *t ? t : "/tmp") < 0 || !mkdtemp(p))
+		abort();
+	return p;
+}
+
+static int th_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(path);
+}
+
+static void th_rmrf(char *dir)
+{
+	nftw(dir, th_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+static char *th_path(const char *dir, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		abort();
+	return p;
+}
+
+static char *th_seg_path(const char *dir, uint64_t first)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%020llu.log", dir, (unsigned long long)first) < 0)
+		abort();
+	return p;
+}
+
+/* Reads a whole file; NULL if it does not exist. */
+static uint8_t *th_read(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st))
+		abort();
+	uint8_t *p = malloc((size_t)st.st_size + 1);
+	if (!p || pread(fd, p, (size_t)st.st_size, 0) != st.st_size)
+		abort();
+	close(fd);
+	*len = (size_t)st.st_size;
+	return p;
+}
+
+static void th_write(const char *path, const void *p, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0 || (len && write(fd, p, len) != (ssize_t)len))
+		abort();
+	close(fd);
+}
+
+static bool th_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* Payload of record seq: size in [0, max], bytes from seq. */
+static uint32_t th_payload(uint64_t seq, uint8_t *buf, uint32_t max)
+{
+	uint64_t s = seq * 0x9e3779b97f4a7c15ull + 1;
+	uint32_t len;
+
+	th_rng(&s);
+	len = (uint32_t)(th_rng(&s) % ((uint64_t)max + 1));
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint64_t v = th_rng(&s);
+		memcpy(buf + i, &v, len - i < 8 ? len - i : 8);
+	}
+	return len;
+}
+
+#endif
