@@ -15,7 +15,7 @@
 #include "mooncake/error.h"
 #include "util/hash.h"
 
-static uint64_t th_rng(uint64_t *s)
+static inline uint64_t th_rng(uint64_t *s)
 {
 	uint64_t x = *s;
 
@@ -25,10 +25,11 @@ static uint64_t th_rng(uint64_t *s)
 	return *s = x;
 }
 
-/* A fresh folder under $TMPDIR; the oplog goes in <it>/oplog. */
-static char *th_mkdtemp(void)
+/* A fresh folder under base (NULL: $TMPDIR or /tmp); the oplog goes in
+ * <it>/oplog. */
+static inline char *th_mkdtemp_in(const char *base)
 {
-	const char *t = getenv("TMPDIR");
+	const char *t = base ? base : getenv("TMPDIR");
 	char *p;
 
 	if (asprintf(&p, "%s/mc-oplog-test.XXXXXX", t && *t ? t : "/tmp") < 0 || !mkdtemp(p))
@@ -36,18 +37,23 @@ static char *th_mkdtemp(void)
 	return p;
 }
 
-static int th_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *f)
+static inline char *th_mkdtemp(void)
+{
+	return th_mkdtemp_in(NULL);
+}
+
+static inline int th_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *f)
 {
 	return remove(path);
 }
 
-static void th_rmrf(char *dir)
+static inline void th_rmrf(char *dir)
 {
 	nftw(dir, th_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	free(dir);
 }
 
-static char *th_path(const char *dir, const char *name)
+static inline char *th_path(const char *dir, const char *name)
 {
 	char *p;
 
@@ -56,7 +62,7 @@ static char *th_path(const char *dir, const char *name)
 	return p;
 }
 
-static char *th_seg_path(const char *dir, uint64_t first)
+static inline char *th_seg_path(const char *dir, uint64_t first)
 {
 	char *p;
 
@@ -65,15 +71,13 @@ static char *th_seg_path(const char *dir, uint64_t first)
 	return p;
 }
 
-/* Reads a whole file; NULL if it does not exist. */
-static uint8_t *th_read(const char *path, size_t *len)
+/* Reads a whole file (which must exist). */
+static inline uint8_t *th_read(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY);
 	struct stat st;
 
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st))
+	if (fd < 0 || fstat(fd, &st))
 		abort();
 	uint8_t *p = malloc((size_t)st.st_size + 1);
 	if (!p || pread(fd, p, (size_t)st.st_size, 0) != st.st_size)
@@ -83,7 +87,7 @@ static uint8_t *th_read(const char *path, size_t *len)
 	return p;
 }
 
-static void th_write(const char *path, const void *p, size_t len)
+static inline void th_write(const char *path, const void *p, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
@@ -92,13 +96,13 @@ static void th_write(const char *path, const void *p, size_t len)
 	close(fd);
 }
 
-static bool th_exists(const char *path)
+static inline bool th_exists(const char *path)
 {
 	return access(path, F_OK) == 0;
 }
 
 /* Payload of record seq: size in [0, max], bytes from seq. */
-static uint32_t th_payload(uint64_t seq, uint8_t *buf, uint32_t max)
+static inline uint32_t th_payload(uint64_t seq, uint8_t *buf, uint32_t max)
 {
 	uint64_t s = seq * 0x9e3779b97f4a7c15ull + 1;
 	uint32_t len;

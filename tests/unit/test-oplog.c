@@ -307,7 +307,7 @@ static void test_torn_tail(void **state)
 	struct fixture *f = *state;
 	struct mc_oplog_recovery rec;
 	uint8_t buf[100];
-	size_t len;
+	size_t len = 0;
 	struct mc_oplog *l = open_ok(f->dir, &cfg_nosync, NULL);
 
 	for (int i = 1; i <= 5; i++) {
@@ -531,7 +531,7 @@ static void test_eio_sticky(void **state)
 
 static void set_version(const char *path, uint32_t v)
 {
-	size_t len;
+	size_t len = 0;
 	uint8_t *p = th_read(path, &len);
 	uint64_t sum;
 
@@ -555,7 +555,7 @@ static void test_version(void **state)
 	int n = list_segs(f->dir, segs, 32);
 	assert_true(n >= 3);
 	char *last = th_seg_path(f->dir, segs[n - 1]), *first = th_seg_path(f->dir, segs[0]);
-	size_t l0, l1, l2;
+	size_t l0 = 0, l1 = 0, l2 = 0;
 	uint8_t *before = th_read(first, &l0);
 
 	/* a newer version anywhere: refused, nothing touched (not even the corrupt first file) */

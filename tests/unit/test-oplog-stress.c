@@ -1,0 +1,179 @@
+/* test-oplog-stress.c - the local oplog under concurrency: 8 threads x 20k
+ * append + wait_durable (sync on, real fsyncs, small segments so that files
+ * rotate all the time) while another thread compacts; then reopen and check
+ * that every acknowledged record is there, with its payload, in order per
+ * thread.  The log lives in /dev/shm when there is one (MC_OPLOG_STRESS_DIR
+ * picks another folder): the fsyncs are real calls either way, but 20k
+ * group commits on a disk take half a minute; test-oplog.c checks that
+ * every wait_durable is preceded by an fsync. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "oplog-helpers.h"
+
+#define THREADS 8
+#define PER_THREAD 20000
+
+struct worker {
+	struct mc_oplog *l;
+	uint32_t id;
+	uint64_t *seqs;		/* acknowledged seq of each counter */
+	int err;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t buf[256];
+	uint64_t s = w->id + 1;
+
+	for (uint32_t c = 0; c < PER_THREAD; c++) {
+		uint32_t len = 8 + (uint32_t)(th_rng(&s) % 200);
+		uint64_t seq;
+
+		memcpy(buf, &w->id, 4);
+		memcpy(buf + 4, &c, 4);
+		memset(buf + 8, (int)(c & 0xff), len - 8);
+		if (mc_oplog_append(w->l, (uint16_t)w->id, buf, len, &seq) ||
+		    mc_oplog_wait_durable(w->l, seq)) {
+			w->err = 1;
+			return NULL;
+		}
+		w->seqs[c] = seq;
+	}
+	return NULL;
+}
+
+struct compactor {
+	struct mc_oplog *l;
+	volatile bool stop;
+	uint64_t max;		/* highest seq compacted up to */
+	int deleted;
+};
+
+static void *compactor_main(void *arg)
+{
+	struct compactor *c = arg;
+
+	while (!c->stop) {
+		struct mc_oplog_stats st;
+
+		mc_oplog_get_stats(c->l, &st);
+		uint64_t upto = st.durable_seq / 2;
+		int rc = mc_oplog_compact(c->l, upto);
+		if (rc > 0)
+			c->deleted += rc;
+		if (upto > c->max)
+			c->max = upto;
+		usleep(20000);
+	}
+	return NULL;
+}
+
+struct verify {
+	uint64_t *seqs[THREADS];
+	int64_t last[THREADS];	/* last counter seen per thread */
+	uint64_t seen;
+	bool bad;
+};
+
+static int verify_cb(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct verify *v = ctx;
+	const uint8_t *p = rec;
+	uint32_t id, c;
+
+	if (len < 8)
+		return v->bad = true, 1;
+	memcpy(&id, p, 4);
+	memcpy(&c, p + 4, 4);
+	if (id >= THREADS || type != id || c >= PER_THREAD || (int64_t)c <= v->last[id])
+		return v->bad = true, 1;
+	for (uint32_t i = 8; i < len; i++)
+		if (p[i] != (uint8_t)(c & 0xff))
+			return v->bad = true, 1;
+	if (v->seqs[id][c] && v->seqs[id][c] != seq)
+		return v->bad = true, 1;
+	v->last[id] = c;
+	v->seqs[id][c] = 0;	/* found */
+	v->seen++;
+	return 0;
+}
+
+static void test_stress(void **state)
+{
+	const char *base = getenv("MC_OPLOG_STRESS_DIR");
+	char *root = th_mkdtemp_in(base ? base : access("/dev/shm", W_OK) ? NULL : "/dev/shm");
+	char *dir = th_path(root, "oplog");
+	struct mc_oplog_config cfg = { .sync = true, .segment_bytes = 256u << 10 };
+	struct worker w[THREADS];
+	struct compactor comp = { 0 };
+	pthread_t t[THREADS], ct;
+	struct mc_oplog_recovery rec;
+	struct mc_oplog_stats st;
+	struct mc_oplog *l = NULL;
+
+	assert_int_equal(mc_oplog_open_local(dir, &cfg, &l, &rec), 0);
+	comp.l = l;
+	assert_int_equal(pthread_create(&ct, NULL, compactor_main, &comp), 0);
+	for (uint32_t i = 0; i < THREADS; i++) {
+		w[i] = (struct worker){ .l = l, .id = i,
+					.seqs = calloc(PER_THREAD, sizeof(uint64_t)) };
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].err, 0);
+	}
+	comp.stop = true;
+	pthread_join(ct, NULL);
+	mc_oplog_get_stats(l, &st);
+	assert_int_equal(st.appended, THREADS * PER_THREAD);
+	assert_int_equal(st.durable_seq, THREADS * PER_THREAD);
+	/* group commit: fewer batches than records, an fsync per batch at least */
+	assert_true(st.flushes < THREADS * PER_THREAD);
+	assert_true(st.fsyncs >= st.flushes);
+	assert_true(comp.deleted > 0);
+	print_message("# %llu flushes, %llu fsyncs, %d files compacted\n",
+		      (unsigned long long)st.flushes, (unsigned long long)st.fsyncs, comp.deleted);
+	mc_oplog_close(l);
+
+	assert_int_equal(mc_oplog_open_local(dir, &cfg, &l, &rec), 0);
+	assert_int_equal(rec.truncated_bytes, 0);
+	assert_int_equal(rec.last_seq, THREADS * PER_THREAD);
+	struct verify v = { .seen = 0 };
+	for (int i = 0; i < THREADS; i++) {
+		v.seqs[i] = w[i].seqs;
+		v.last[i] = -1;
+		/* what the compactor may have removed is not expected */
+		for (uint32_t c = 0; c < PER_THREAD; c++)
+			if (w[i].seqs[c] <= comp.max)
+				w[i].seqs[c] = 0;
+	}
+	assert_int_equal(mc_oplog_replay(l, comp.max, verify_cb, &v), 0);
+	assert_false(v.bad);
+	assert_int_equal(v.seen, THREADS * PER_THREAD - comp.max);
+	for (int i = 0; i < THREADS; i++) {
+		for (uint32_t c = 0; c < PER_THREAD; c++)
+			assert_int_equal(w[i].seqs[c], 0);	/* every acknowledged one seen */
+		free(w[i].seqs);
+	}
+	mc_oplog_close(l);
+	free(dir);
+	th_rmrf(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stress),
+	};
+
+	return cmocka_run_group_tests_name("oplog-stress", tests, NULL, NULL);
+}
