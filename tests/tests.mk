@@ -25,10 +25,13 @@ $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -D_GNU_SOURCE -DMC_VERSION_STRING='"$(VERSION)"' -Iinclude -Ilib -Idaemon -I$(O)/gen
+# FUZZ_EXTRA_<target>: more sources a target needs (prerequisites too).
+FUZZ_EXTRA_fuzz-oplog := $(wildcard daemon/master/oplog*.c)
+$(O)/fuzz/fuzz-oplog: $(FUZZ_EXTRA_fuzz-oplog) $(wildcard daemon/master/oplog*.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(LIBS_CORE)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(FUZZ_EXTRA_$*) $(LIBS_CORE)
 
 TEST_BINS += $(UNIT_BINS) $(BENCH_BINS)
 

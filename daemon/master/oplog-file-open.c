@@ -149,13 +149,15 @@ static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint6
 		const char *why;
 
 		oplogf_name(name, sizeof(name), f[i]);
-		rd.fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-		if (rd.fd < 0) {
+		int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
 			rc = -errno;
 			break;
 		}
-		rd.pos = rd.end = 0;
-		rd.off = 0;
+		if ((rc = oplogf_rd_reset(&rd, fd))) {
+			close(fd);
+			break;
+		}
 		ssize_t k = oplogf_rd_need(&rd, FILE_HDR_LEN);
 		if (k < 0) {
 			rc = (int)k;

@@ -176,7 +176,7 @@ ssize_t oplogf_rd_need(struct reader *r, size_t n)
 		r->pos = 0;
 	}
 	if (n > r->cap || !r->buf) {
-		size_t cap = MC_MAX(n, (size_t)READ_CHUNK);
+		size_t cap = MC_MAX(n, (size_t)MC_MIN((uint64_t)READ_CHUNK, r->size));
 		uint8_t *p = realloc(r->buf, cap);
 		if (!p)
 			return MC_ERR_NO_MEMORY;
@@ -195,6 +195,19 @@ ssize_t oplogf_rd_need(struct reader *r, size_t n)
 		r->end += (size_t)k;
 	}
 	return (ssize_t)MC_MIN(n, r->end);
+}
+
+int oplogf_rd_reset(struct reader *r, int fd)
+{
+	struct stat st;
+
+	r->fd = fd;
+	r->pos = r->end = 0;
+	r->off = 0;
+	if (fstat(fd, &st))
+		return -errno;
+	r->size = (uint64_t)st.st_size;
+	return 0;
 }
 
 void oplogf_rd_skip(struct reader *r, size_t n)
@@ -242,7 +255,7 @@ int oplogf_scan(struct reader *r, uint64_t first, uint64_t after, uint64_t limit
 				 seq, s->next);
 			return 0;
 		}
-		k = oplogf_rd_need(r, REC_HDR_LEN + len);
+		k = r->off + REC_HDR_LEN + len <= r->size ? oplogf_rd_need(r, REC_HDR_LEN + len) : 0;
 		if (k < 0)
 			return (int)k;
 		if (k < (ssize_t)(REC_HDR_LEN + len)) {
@@ -604,11 +617,13 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 		if (files[i] > limit)
 			break;
 		oplogf_name(name, sizeof(name), files[i]);
-		r.fd = openat(l->dirfd, name, O_RDONLY | O_CLOEXEC);
-		if (r.fd < 0)
-			return free(r.buf), -EIO;
-		r.pos = r.end = 0;
-		r.off = 0;
+		int fd = openat(l->dirfd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || oplogf_rd_reset(&r, fd)) {
+			if (fd >= 0)
+				close(fd);
+			free(r.buf);
+			return -EIO;
+		}
 		ssize_t k = oplogf_rd_need(&r, FILE_HDR_LEN);
 		if (k < 0 || oplogf_hdr_check(r.buf, (size_t)k)) {
 			rc = -EIO;

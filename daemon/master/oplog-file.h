@@ -71,7 +71,11 @@ struct reader {
 	uint8_t *buf;
 	size_t cap, pos, end;
 	uint64_t off;		/* file offset of buf[pos] */
+	uint64_t size;		/* of the file: a longer record is torn, not read */
 };
+
+/* Points r (whose buf is kept) at the start of fd; 0 or -errno. */
+int oplogf_rd_reset(struct reader *r, int fd);
 
 struct scan {
 	uint64_t end;		/* offset after the last valid record */
