@@ -55,8 +55,11 @@
  *
  * Writing: appends encode into a buffer under l->mu (they never wait for
  * disk, only for buffer space, see oplog.h).  The flusher thread takes the
- * whole buffer at most flush_interval_us after its first record (at once
- * if the buffer is a quarter full), writes it with pwrite (rotating to a
+ * whole buffer at most flush_interval_us after its first record, at once
+ * if the buffer is a quarter full, or as soon as it holds as many records
+ * as there were threads in wait_durable() when the previous batch became
+ * durable (each of them has had its turn: waiting longer only adds
+ * latency; a lone synchronous writer so pays no window at all).  It writes it with pwrite (rotating to a
  * new file before a record that would take the active file past
  * segment_bytes, unless the file is still empty), fdatasyncs, and only then
  * raises durable_seq and wakes wait_durable().  New files are preallocated
@@ -377,7 +380,8 @@ void *oplogf_flusher(void *arg)
 		if (!l->cur.len)
 			break;
 		uint64_t deadline = l->batch_t0_ns + window_ns;
-		while (!l->closing && l->cur.len < early && mc_now_ns() < deadline) {
+		while (!l->closing && l->cur.len < early && (!l->expect || l->cur.nrec < l->expect) &&
+		       mc_now_ns() < deadline) {
 			struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
 					       .tv_nsec = (long)(deadline % 1000000000u) };
 			pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
@@ -386,6 +390,7 @@ void *oplogf_flusher(void *arg)
 		l->out = l->cur;
 		l->cur = t;
 		l->cur.len = 0;
+		l->cur.nrec = 0;
 		pthread_cond_broadcast(&l->space_cv);
 		int failed = l->failed;
 		pthread_mutex_unlock(&l->mu);
@@ -404,7 +409,9 @@ void *oplogf_flusher(void *arg)
 			l->durable_seq = l->out.last_seq;
 			l->flushes++;
 		}
+		l->expect = l->waiters;
 		l->out.len = 0;
+		l->out.nrec = 0;
 		if (l->out.cap > KEEP_CAP) {
 			free(l->out.p);
 			l->out = (struct rbuf){ 0 };
@@ -463,13 +470,15 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	size_t before = l->cur.len;
 	l->cur.len += need;
 	l->cur.last_seq = seq;
+	l->cur.nrec++;
 	l->appended++;
 	l->bytes += len;
 	l->appended_any = true;
 	if (!before) {
 		l->batch_t0_ns = mc_now_ns();
 		pthread_cond_signal(&l->work_cv);
-	} else if (before < l->cfg.buffer_bytes / 4 && l->cur.len >= l->cfg.buffer_bytes / 4) {
+	} else if ((before < l->cfg.buffer_bytes / 4 && l->cur.len >= l->cfg.buffer_bytes / 4) ||
+		   l->cur.nrec == l->expect) {
 		pthread_cond_signal(&l->work_cv);
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -489,8 +498,10 @@ static int flog_wait_durable(struct mc_oplog *b, uint64_t seq)
 	} else if (!l->cfg.sync) {
 		rc = l->failed && seq > l->durable_seq ? -EIO : 0;
 	} else {
+		l->waiters++;
 		while (l->durable_seq < seq && !l->failed)
 			pthread_cond_wait(&l->durable_cv, &l->mu);
+		l->waiters--;
 		rc = l->durable_seq >= seq ? 0 : -EIO;
 	}
 	pthread_mutex_unlock(&l->mu);

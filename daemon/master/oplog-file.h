@@ -29,7 +29,7 @@
 struct rbuf {
 	uint8_t *p;
 	size_t len, cap;
-	uint64_t last_seq;
+	uint64_t last_seq, nrec;
 };
 
 struct flog {
@@ -44,6 +44,8 @@ struct flog {
 	struct rbuf cur;		/* records the flusher has not taken yet */
 	uint64_t next_seq, durable_seq, batch_t0_ns;
 	uint64_t appended, bytes, blocked, flushes;
+	uint32_t waiters;		/* threads in wait_durable */
+	uint32_t expect;		/* waiters when the last batch became durable */
 	int failed;			/* 0 or -EIO, for good */
 	bool closing, appended_any;
 	pthread_t flusher;

@@ -45,7 +45,10 @@ struct mc_oplog_config {
 	uint32_t flush_interval_us;	/* group-commit window of the flusher; 0: 200 us.
 					 * The window counts from the first record of a
 					 * batch, so a busy log (records arriving while the
-					 * previous fsync ran) flushes at once. */
+					 * previous fsync ran) flushes at once; it also ends
+					 * once as many records wait as there were waiters
+					 * of the previous batch (every client in flight
+					 * had its turn). */
 	bool sync;			/* false: wait_durable returns at once (fsync in the
 					 * background every flush; a crash, of the machine
 					 * not only of the process, may lose the records of
