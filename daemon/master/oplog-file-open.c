@@ -32,9 +32,35 @@ static void detail(struct mc_oplog_recovery *r, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* mkdir p; when it was created, fsync its parent so that the entry (and
+ * with it every record acknowledged in it) survives a crash. */
+static int mkdir_synced(char *p)
+{
+	char *slash = strrchr(p, '/');
+	int fd;
+
+	if (mkdir(p, 0755))
+		return errno == EEXIST ? 0 : -errno;
+	if (slash == p)
+		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else if (slash) {
+		*slash = 0;
+		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		*slash = '/';
+	} else {
+		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
 static int mkdir_p(const char *dir)
 {
 	_cleanup_free_ char *p = strdup(dir);
+	int rc;
 
 	if (!p)
 		return MC_ERR_NO_MEMORY;
@@ -42,13 +68,12 @@ static int mkdir_p(const char *dir)
 		if (*s != '/')
 			continue;
 		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -errno;
+		rc = mkdir_synced(p);
 		*s = '/';
+		if (rc)
+			return rc;
 	}
-	if (mkdir(p, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
+	return mkdir_synced(p);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -167,7 +192,7 @@ static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint6
 		uint64_t first = k >= (ssize_t)FILE_HDR_LEN ? get64(rd.buf + 16) : 0;
 		if ((why = oplogf_hdr_check(rd.buf, (size_t)k)) ||
 		    (first != f[i] && (why = "first seq of the header differs from the name")) ||
-		    (!first && (why = "first seq 0")) ||
+		    ((!first || first > MAX_SEQ) && (why = "first seq out of range")) ||
 		    (*next && first != *next && (why = "files not contiguous"))) {
 			c->file = i;
 			c->off = 0;
@@ -326,7 +351,7 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 		if ((rc = cut_tail(l->dirfd, f, n, &c, &r)))
 			goto fail;
 		kept = c.off ? c.file + 1 : c.file;
-		if (!next)
+		if (!next && f[c.file] <= MAX_SEQ)
 			next = f[c.file];	/* nothing valid before: the name's seq */
 	}
 	if (!next)

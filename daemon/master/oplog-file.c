@@ -13,7 +13,8 @@
  *     0   8  magic "MCOPLOG\n"
  *     8   4  u32 format version, 1
  *     12  4  u32 header length, 64
- *     16  8  u64 first seq: the name's, and the first record's if any
+ *     16  8  u64 first seq: the name's, and the first record's if any;
+ *               1 .. 2^62
  *     24  8  u64 creation time, ms since the epoch (informational)
  *     32 24  reserved, zero
  *     56  8  u64 XXH3-64 of bytes 0..55
@@ -346,8 +347,9 @@ static int write_batch(struct flog *l, const uint8_t *p, size_t n)
 		if (vrecs && vsize + rsz > l->cfg.segment_bytes) {
 			int old = l->fd;
 
-			if ((rc = pwrite_all(old, p + start, pos - start, l->fsize)) ||
-			    (rc = oplogf_sync(l, old, false)))
+			if (pos > start &&
+			    ((rc = pwrite_all(old, p + start, pos - start, l->fsize)) ||
+			     (rc = oplogf_sync(l, old, false))))
 				return rc;
 			if ((rc = oplogf_create(l, get64(p + pos + 8))))
 				return rc;
@@ -594,13 +596,15 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 	size_t n;
 	int rc = 0;
 
+	if (after >= MAX_SEQ)
+		return MC_ERR_INVALID_PARAMS;
 	pthread_mutex_lock(&l->io_mu);
 	pthread_mutex_lock(&l->mu);
 	appended = l->appended_any;
 	limit = l->durable_seq;
 	next = l->next_seq;
 	pthread_mutex_unlock(&l->mu);
-	if (after < UINT64_MAX && after + 1 < l->files[0]) {
+	if (after + 1 < l->files[0]) {
 		pthread_mutex_unlock(&l->io_mu);
 		return -ENODATA;
 	}

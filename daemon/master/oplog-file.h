@@ -18,6 +18,7 @@
 #define REC_HDR_LEN	24u
 #define NAME_DIGITS	20
 #define NAME_LEN	(NAME_DIGITS + 4)
+#define MAX_SEQ		(UINT64_C(1) << 62)	/* a first seq above is corrupt */
 
 #define DEF_SEGMENT	(UINT64_C(64) << 20)
 #define DEF_WINDOW_US	200u

@@ -87,7 +87,7 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
  * record is numbered <= after_seq; the records it then holds are all
  * covered by the snapshot and their files are deleted.  Call it before the
  * first append (-EBUSY after).  -EIO if a record read back at open no
- * longer verifies. */
+ * longer verifies; MC_ERR_INVALID_PARAMS for after_seq >= 2^62. */
 int mc_oplog_replay(struct mc_oplog *l, uint64_t after_seq, mc_oplog_fn fn, void *ctx);
 
 /* Appends a record; *ret_seq gets its sequence.  0 or negative errno (-EIO
