@@ -50,10 +50,12 @@ struct mc_oplog_config {
 					 * of the previous batch (every client in flight
 					 * had its turn). */
 	bool sync;			/* false: wait_durable returns at once (fsync in the
-					 * background every flush; a crash, of the machine
-					 * not only of the process, may lose the records of
-					 * the last flush window and fsync, i.e. mutations
-					 * that were acknowledged).  Default true. */
+					 * background every flush), so mutations are
+					 * acknowledged before they are durable: a crash of
+					 * the process loses the records still buffered (one
+					 * flush window, 200 us by default), a crash of the
+					 * machine also those of the fsync in progress.
+					 * Default true. */
 	uint64_t buffer_bytes;		/* backpressure limit of the append buffer; 0: 64 MiB */
 };
 
@@ -118,7 +120,8 @@ struct mc_oplog_stats {
 };
 void mc_oplog_get_stats(struct mc_oplog *l, struct mc_oplog_stats *ret);
 
-/* Flushes, fsyncs and frees; NULL is fine.  Returns NULL. */
+/* Flushes, fsyncs and frees; NULL is fine.  Returns NULL.  No other call
+ * on l may be in progress or follow. */
 struct mc_oplog *mc_oplog_close(struct mc_oplog *l);
 
 #endif
