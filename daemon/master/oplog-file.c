@@ -44,9 +44,9 @@
  * header that does not verify is corrupt, whatever its version field.)  A
  * newer version may add header fields, record flags or record types.
  *
- * Recovery (open, in oplog-file-open.c): the files are read in seq order and every record checked
- * (length bound, complete, flags, seq contiguity, checksum); the file header
- * too (magic, version, length, checksum, first seq = name = the expected
+ * Recovery (open, in oplog-file-open.c): the files are read in seq order
+ * and every record checked (length bound, complete, flags, seq contiguity,
+ * checksum); the file header too (magic, version, length, checksum, first seq = name = the expected
  * next seq).  At the first bad byte the file is cut there (ftruncate +
  * fsync; a file whose header is bad is removed, as a torn tail at its
  * start), every later file is removed and the folder fsync'ed; struct
@@ -60,10 +60,11 @@
  * if the buffer is a quarter full, or as soon as it holds as many records
  * as there were threads in wait_durable() when the previous batch became
  * durable (each of them has had its turn: waiting longer only adds
- * latency; a lone synchronous writer so pays no window at all).  It writes it with pwrite (rotating to a
- * new file before a record that would take the active file past
- * segment_bytes, unless the file is still empty), fdatasyncs, and only then
- * raises durable_seq and wakes wait_durable().  New files are preallocated
+ * latency; a lone synchronous writer so pays no window at all).  It
+ * writes the batch with pwrite (rotating to a new file before a record that
+ * would take the active file past segment_bytes, unless the file is still
+ * empty), fdatasyncs, and only then raises durable_seq and wakes
+ * wait_durable().  New files are preallocated
  * (fallocate KEEP_SIZE, so the size stays the end of the data).  A failed
  * write or fsync makes the log fail for good (-EIO): after a failed fsync
  * the page cache state is unknown, retrying could claim durability falsely.
