@@ -39,6 +39,7 @@ struct mc_master_metrics {
 	struct mc_rpc_server *srv;
 	struct mc_metrics *reg;
 	struct mc_master_rpc_metrics rpc;
+	int16_t series[MC_OP_COUNT];	/* MC_OPI_* -> series of the per-op families */
 	struct timespec started;
 	pthread_mutex_t lock;		/* the snapshot below, taken per scrape */
 	struct mc_meta_stats ms;
@@ -211,7 +212,7 @@ static int add_families(struct mc_master_metrics *mm)
 	static const char *const seg_labels[] = { "segment", "name" };
 	static const char *const tenant_labels[] = { "tenant" };
 	const char *ops[MC_OP_COUNT], *reasons[MC_EVICT_REASONS], *const *codes;
-	unsigned ncodes = mc_rpc_error_codes(&codes);
+	unsigned nops = 0, ncodes = mc_rpc_error_codes(&codes);
 
 	struct mc_metric *bi = mc_metrics_add(mm->reg, MC_METRIC_GAUGE, "mooncake_build_info",
 					      "Build information; the value is 1.", "version",
@@ -254,24 +255,31 @@ static int add_families(struct mc_master_metrics *mm)
 				      "Quota of a tenant (0: unlimited).", tenant_labels, 1,
 				      collect_tenant_quota, mm))
 		return -ENOMEM;
-	for (unsigned i = 0; i < MC_OP_COUNT; i++)
-		ops[i] = mc_op_info_at(i)->name;
+	/* The master's ops: all but the node data plane's. */
+	for (unsigned i = 0; i < MC_OP_COUNT; i++) {
+		const struct mc_op_info *oi = mc_op_info_at(i);
+		mm->series[i] = -1;
+		if (!(oi->flags & MC_OPF_DATA)) {
+			mm->series[i] = (int16_t)nops;
+			ops[nops++] = oi->name;
+		}
+	}
+	mm->rpc.op_series = mm->series;
 	mm->rpc.op_requests = mc_metrics_add(mm->reg, MC_METRIC_COUNTER,
 					     "mooncake_master_rpc_requests_total",
-					     "RPC requests answered, by op.", "op", ops, MC_OP_COUNT);
+					     "RPC requests answered, by op.", "op", ops, nops);
 	/* op x code is a large matrix: only the series that counted something. */
 	struct mc_metric_desc ed = {
 		.type = MC_METRIC_COUNTER, .name = "mooncake_master_rpc_errors_total",
 		.help = "RPC requests answered with a non-zero status, by op and code "
 			"(only the non-zero series).",
 		.label = { "op", "code" }, .values = { ops, codes },
-		.nvalues = { MC_OP_COUNT, ncodes }, .flags = MC_METRIC_SPARSE,
+		.nvalues = { nops, ncodes }, .flags = MC_METRIC_SPARSE,
 	};
 	mm->rpc.op_errors = mc_metrics_add_desc(mm->reg, &ed);
 	mm->rpc.op_duration = mc_metrics_add(mm->reg, MC_METRIC_HISTOGRAM,
 					     "mooncake_master_rpc_duration_seconds",
-					     "Run time of the RPC handlers, by op.", "op", ops,
-					     MC_OP_COUNT);
+					     "Run time of the RPC handlers, by op.", "op", ops, nops);
 	return mm->rpc.op_requests && mm->rpc.op_errors && mm->rpc.op_duration ? 0 : -ENOMEM;
 }
 
