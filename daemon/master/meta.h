@@ -96,10 +96,10 @@ struct mc_shard_tenant {
 
 struct mc_shard {
 	pthread_rwlock_t lock;
+	uint64_t leases;                    /* read leases granted: relaxed atomic adds under
+					     * the read lock, on the line the lock bounces anyway */
 	uint64_t nobjects;                  /* objects in this shard (written under lock) */
 	uint64_t hard_pinned;               /* of which hard-pinned (written under lock) */
-	uint64_t leases;                    /* read leases granted (relaxed atomic adds,
-					     * under the read lock; per shard: no shared line) */
 	uint32_t ntenants, cap;
 	struct mc_shard_tenant *tenants;
 } __attribute__((aligned(64)));
