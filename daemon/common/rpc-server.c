@@ -51,6 +51,8 @@ struct conn {
 	/* response attachment being sent after all of out (att_left > 0) */
 	const uint8_t *att;
 	uint64_t att_left;
+	uint64_t t0_ns;			/* op_transfer: the request in progress began */
+	int att_series;			/* op_transfer: its series, observed once att is sent */
 	bool resume;			/* reading stopped for output: resume when drained */
 	struct conn *prev, *next;
 };
@@ -77,6 +79,60 @@ struct mc_rpc_server {
 	uint64_t requests, errors, accepted, open;	/* atomic */
 	uint64_t attach_in, attach_out;			/* atomic */
 };
+
+/* ---- metrics ---------------------------------------------------------------------- */
+
+static const char *const error_codes[] = {
+#define X(name, value, http, desc) #name,
+	MC_ERROR_LIST(X)
+#undef X
+	"OTHER",
+};
+static const int error_values[] = {
+#define X(name, value, http, desc) value,
+	MC_ERROR_LIST(X)
+#undef X
+};
+#define NCODES (sizeof(error_values) / sizeof(error_values[0]))	/* OK included */
+
+unsigned mc_rpc_error_codes(const char *const **ret)
+{
+	*ret = error_codes + 1;		/* OK is never an error */
+	return NCODES;			/* NCODES - 1 codes, and OTHER */
+}
+
+unsigned mc_rpc_error_index(int status)
+{
+	for (unsigned i = 1; i < NCODES; i++)
+		if (error_values[i] == status)
+			return i - 1;
+	return NCODES - 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The series of an op (MC_OPI_*), -1 for none. */
+static int op_series(const struct mc_rpc_server *s, unsigned index)
+{
+	if (index >= MC_OP_COUNT)
+		return -1;
+	return s->cfg.op_series ? s->cfg.op_series[index] : (int)index;
+}
+
+static void observe_transfer(struct mc_rpc_server *s, struct conn *c, int series)
+{
+	if (c->t0_ns && series >= 0) {
+		uint64_t t = now_ns();
+		mc_metric_observe_ns(s->cfg.op_transfer, (unsigned)series,
+				     t > c->t0_ns ? t - c->t0_ns : 0);
+	}
+	c->t0_ns = 0;
+}
 
 /* Tags for the epoll data of the non-connection fds. */
 static char TAG_EV, TAG_LISTEN, TAG_UNIX;
@@ -146,8 +202,11 @@ static int conn_flush(struct worker *w, struct conn *c)
 			c->att += a;
 			c->att_left -= a;
 			__atomic_add_fetch(&w->srv->attach_out, a, __ATOMIC_RELAXED);
-			if (!c->att_left)
+			if (!c->att_left) {
 				c->att = NULL;
+				if (c->t0_ns)
+					observe_transfer(w->srv, c, c->att_series);
+			}
 		}
 	}
 	if (!out_pending(c)) {
@@ -200,13 +259,20 @@ static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, 
 	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
 	if (status)
 		__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
-	if (s->cfg.op_requests || s->cfg.op_errors) {
+	if (s->cfg.op_requests || s->cfg.op_errors || s->cfg.op_transfer) {
 		const struct mc_op_info *oi = mc_op_info(op);
-		if (oi) {
-			mc_metric_inc(s->cfg.op_requests, oi->index);
+		int k = oi ? op_series(s, oi->index) : -1;
+		if (k >= 0) {
+			mc_metric_inc(s->cfg.op_requests, (unsigned)k);
 			if (status)
-				mc_metric_inc(s->cfg.op_errors, oi->index);
+				mc_metric_inc(s->cfg.op_errors,
+					      mc_metric_index2(s->cfg.op_errors, (unsigned)k,
+							       mc_rpc_error_index(status)));
 		}
+		if (c->t0_ns && c->att_left)
+			c->att_series = k;	/* conn_flush observes once it is sent */
+		else if (c->t0_ns)
+			observe_transfer(s, c, k);
 	}
 }
 
@@ -223,10 +289,11 @@ static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_
 	if (s->cfg.op_duration)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 	int status = s->h.fn[info->index](s->ctx, &call, &w->resp);
-	if (s->cfg.op_duration) {
+	int k = s->cfg.op_duration ? op_series(s, info->index) : -1;
+	if (k >= 0) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-		mc_metric_observe_ns(s->cfg.op_duration, info->index, ns > 0 ? (uint64_t)ns : 0);
+		mc_metric_observe_ns(s->cfg.op_duration, (unsigned)k, ns > 0 ? (uint64_t)ns : 0);
 	}
 	if (status > 0)
 		status = MC_ERR_INTERNAL_ERROR;
@@ -247,6 +314,8 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 	}
 	memset(&w->req, 0, sizeof(w->req));
 	memset(&w->resp, 0, sizeof(w->resp));
+	if (s->cfg.op_transfer)
+		c->t0_ns = now_ns();
 	status = mc_proto_decode(f, &w->arena, &info, &w->req);
 	if (status == 0 && !s->h.fn[info->index])
 		status = MC_ERR_NOT_SUPPORTED;

@@ -123,14 +123,28 @@ struct mc_rpc_server_config {
 	mc_rpc_log_fn log;                  /* may be NULL */
 	void *log_ctx;
 	/* Optional per-op metrics (util/metrics.h), one series per op in
-	 * MC_OPI_* order (label values: mc_op_info_at(i)->name); NULL: none.
-	 * requests/errors count every answered frame of a known op (as the
-	 * totals of mc_rpc_server_get_stats do); duration observes the
-	 * handler's run time. */
+	 * MC_OPI_* order (label values: mc_op_info_at(i)->name), or in the
+	 * order op_series gives; NULL: none.  requests/errors count every
+	 * answered frame of a known op (as the totals of
+	 * mc_rpc_server_get_stats do); errors is a two-label family, op x
+	 * code (code values: mc_rpc_error_codes()); duration observes the
+	 * handler's run time; transfer the time from the request's header
+	 * decoded to its response queued, with the request attachment
+	 * received before and a response attachment written to the socket
+	 * after (the server side of a data transfer). */
 	struct mc_metric *op_requests;      /* counter */
-	struct mc_metric *op_errors;        /* counter */
+	struct mc_metric *op_errors;        /* counter, op x code */
 	struct mc_metric *op_duration;      /* histogram, seconds */
+	struct mc_metric *op_transfer;      /* histogram, seconds */
+	const int16_t *op_series;           /* MC_OP_COUNT entries: MC_OPI_* -> series, < 0: none */
 };
+
+/* The values of the code label of op_errors: every MC_ERR_* name but OK, in
+ * the order of MC_ERROR_LIST, then "OTHER" (a status not in the table).
+ * Returns how many; *ret points at static storage. */
+unsigned mc_rpc_error_codes(const char *const **ret);
+/* The index of a non-zero status among them. */
+unsigned mc_rpc_error_index(int status);
 
 /* Binds every listening socket (so errors surface here) and starts the
  * workers.  0, or a negative errno / MC_ERR_* code. */

@@ -23,6 +23,7 @@ struct mc_master_clients {
 	struct client *v;
 	uint32_t n, cap;
 	uint64_t view_version;		/* atomic */
+	uint64_t heartbeats, need_remount, expired;	/* counters, under lock */
 
 	pthread_t thread;
 	bool running;
@@ -102,7 +103,10 @@ uint8_t mc_master_clients_ping(struct mc_master_clients *c, struct mc_uuid clien
 	if (cl) {
 		cl->last_seen_ms = now;
 		st = MC_CLIENT_OK;
+	} else {
+		c->need_remount++;
 	}
+	c->heartbeats++;
 	pthread_mutex_unlock(&c->lock);
 	return st;
 }
@@ -182,6 +186,15 @@ uint32_t mc_master_clients_count(struct mc_master_clients *c)
 	return n;
 }
 
+void mc_master_clients_get_stats(struct mc_master_clients *c, struct mc_master_clients_stats *ret)
+{
+	pthread_mutex_lock(&c->lock);
+	*ret = (struct mc_master_clients_stats){ .clients = c->n, .heartbeats = c->heartbeats,
+						 .need_remount = c->need_remount,
+						 .expired = c->expired };
+	pthread_mutex_unlock(&c->lock);
+}
+
 uint32_t mc_master_clients_sweep(struct mc_master_clients *c)
 {
 	uint64_t now = now_ms(c);
@@ -207,6 +220,7 @@ uint32_t mc_master_clients_sweep(struct mc_master_clients *c)
 	}
 	if (ndead)
 		__atomic_add_fetch(&c->view_version, 1, __ATOMIC_RELAXED);
+	c->expired += ndead;
 	pthread_mutex_unlock(&c->lock);
 
 	/* Outside our lock: unmounting takes the metadata locks (meta.h). */

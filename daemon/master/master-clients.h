@@ -47,6 +47,14 @@ uint64_t mc_master_clients_view_version(struct mc_master_clients *c);
 /* Known clients now. */
 uint32_t mc_master_clients_count(struct mc_master_clients *c);
 
+struct mc_master_clients_stats {
+	uint32_t clients;		/* known now */
+	uint64_t heartbeats;		/* PINGs received */
+	uint64_t need_remount;		/* of which answered NEED_REMOUNT */
+	uint64_t expired;		/* clients dropped for silence */
+};
+void mc_master_clients_get_stats(struct mc_master_clients *c, struct mc_master_clients_stats *ret);
+
 /* One housekeeping pass (the thread calls it; tests may too): drops the
  * clients silent for ttl_ms, unmounting their segments.  Returns how many. */
 uint32_t mc_master_clients_sweep(struct mc_master_clients *c);

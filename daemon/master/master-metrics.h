@@ -1,7 +1,9 @@
 /*
- * master-metrics.h - the master's Prometheus metrics (DESIGN §7): gauges read
- * from the metadata service and the client registry at each scrape, and the
- * per-op RPC families the rpc server updates as it answers.
+ * master-metrics.h - the master's Prometheus metrics (DESIGN §7, every family
+ * listed in docs/metrics.md): gauges and counters read from the metadata
+ * service, the client registry and the rpc server at each scrape,
+ * per-segment and per-tenant gauges, and the per-op RPC families the rpc
+ * server updates as it answers.
  *
  * Thread safety: mc_master_metrics_render() may run on any HTTP thread; it
  * takes its own lock around the gauge values of one scrape.
@@ -10,6 +12,7 @@
 #define MC_MASTER_METRICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct mc_meta;
 struct mc_master_clients;
@@ -21,6 +24,7 @@ struct mc_master_metrics;
 /* The families the rpc server updates (struct mc_rpc_server_config). */
 struct mc_master_rpc_metrics {
 	struct mc_metric *op_requests, *op_errors, *op_duration;
+	const int16_t *op_series;	/* the master's ops (not the node data plane's) */
 };
 
 /* 0 or -ENOMEM.  clients may be NULL. */

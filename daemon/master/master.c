@@ -263,6 +263,7 @@ int main(int argc, char **argv)
 		.op_requests = rpcm.op_requests,
 		.op_errors = rpcm.op_errors,
 		.op_duration = rpcm.op_duration,
+		.op_series = rpcm.op_series,
 	};
 	if ((r = mc_rpc_server_start(&scfg, &h, &rpc, &srv)) < 0) {
 		log_error("cannot listen on %s:%llu: %s", cfg.rpc_address,

@@ -145,7 +145,8 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_object *o)
+static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_object *o,
+			     unsigned reason)
 {
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
 	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
@@ -153,8 +154,8 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 	if (tab)
 		mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
 	meta_object_destroy(m, o, 0);
-	__atomic_add_fetch(&m->evicted_objects, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&m->evicted_bytes, bytes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->evicted_objects[reason], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->evicted_bytes[reason], bytes, __ATOMIC_RELAXED);
 	return bytes;
 }
 
@@ -167,7 +168,7 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 #define MAX_GROUP_EVICT 4096u
 
 static uint64_t evict_group(struct mc_meta *m, const struct victim *v, uint64_t now, int pass,
-			    int tenant)
+			    int tenant, unsigned reason)
 {
 	struct mc_group_member *mem = malloc(MAX_GROUP_EVICT * sizeof(*mem));
 	uint32_t *shards = malloc(MAX_GROUP_EVICT * sizeof(*shards));
@@ -192,7 +193,7 @@ static uint64_t evict_group(struct mc_meta *m, const struct victim *v, uint64_t 
 	for (uint32_t i = 0; all && i < n; i++)
 		all = may_evict(m, mem[i].o, now, pass, tenant);
 	for (uint32_t i = 0; all && i < n; i++)
-		freed += erase_object(m, &m->shards[mem[i].shard], mem[i].o);
+		freed += erase_object(m, &m->shards[mem[i].shard], mem[i].o, reason);
 	for (uint32_t i = ns; i-- > 0;)
 		pthread_rwlock_unlock(&m->shards[shards[i]].lock);
 out:
@@ -204,13 +205,13 @@ out:
 /* Evicts v if it still qualifies; returns the bytes its blocks held (size x
  * replicas, what the tenant was charged) and *ret_here, the bytes freed on s. */
 static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const struct victim *v,
-			     uint64_t now, int pass, int tenant, uint64_t *ret_here)
+			     uint64_t now, int pass, int tenant, unsigned reason, uint64_t *ret_here)
 {
 	struct mc_shard *sh = &m->shards[v->shard];
 	uint64_t freed = 0, here = 0;
 
 	if (v->grouped) {
-		freed = evict_group(m, v, now, pass, tenant);
+		freed = evict_group(m, v, now, pass, tenant, reason);
 		*ret_here = freed;   /* close enough: the group's blocks, on s and elsewhere */
 		return freed;
 	}
@@ -224,7 +225,7 @@ static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const stru
 	*ret_here = 0;
 	if (still && may_evict(m, v->o, now, pass, tenant)) {
 		*ret_here = here;
-		freed = erase_object(m, sh, v->o);
+		freed = erase_object(m, sh, v->o, reason);
 	}
 	pthread_rwlock_unlock(&sh->lock);
 	return freed;
@@ -234,11 +235,13 @@ static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const stru
  * Evicts on segment s until `want` bytes were freed -- counted on s itself
  * (want_charged false), or as the victims' size x replicas, what their
  * tenant was charged (want_charged true) -- or, for want == 0, until a block
- * of `fit` bytes fits.  At most `max` victims.  Returns the bytes freed
- * (size x replicas).  segs.lock held for reading.
+ * of `fit` bytes fits.  At most `max` victims, counted under `reason`
+ * (enum mc_evict_reason).  Returns the bytes freed (size x replicas).
+ * segs.lock held for reading.
  */
 static uint64_t evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want,
-			      bool want_charged, uint64_t fit, uint32_t max, int tenant)
+			      bool want_charged, uint64_t fit, uint32_t max, int tenant,
+			      unsigned reason)
 {
 	uint64_t freed = 0, counted = 0, now = meta_now(m);
 	struct skip skip = { .n = 0 };
@@ -250,7 +253,7 @@ static uint64_t evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t 
 			struct victim v;
 			if (!pick_victim(m, s, now, pass, tenant, &skip, &v))
 				break;
-			uint64_t here, f = evict_victim(m, s, &v, now, pass, tenant, &here);
+			uint64_t here, f = evict_victim(m, s, &v, now, pass, tenant, reason, &here);
 			if (!f) {
 				if (skip.n == MAX_SKIP)
 					break;
@@ -264,9 +267,9 @@ static uint64_t evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t 
 }
 
 uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want, uint64_t fit,
-			    uint32_t max, int tenant)
+			    uint32_t max, int tenant, unsigned reason)
 {
-	return evict_segment(m, s, want, false, fit, max, tenant);
+	return evict_segment(m, s, want, false, fit, max, tenant, reason);
 }
 
 struct seg_used {
@@ -341,7 +344,7 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 			if (!best)
 				break;
 			done[ndone++] = best;
-			freed += evict_segment(m, best, 0, false, size, 1024, tenant);
+			freed += evict_segment(m, best, 0, false, size, 1024, tenant, MC_EVICT_PUT);
 		}
 		return freed;
 	}
@@ -355,8 +358,9 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 		if (!want && mc_offalloc_capacity(v[i].s->alloc) < size)
 			continue;
 		uint64_t f = want ? evict_segment(m, v[i].s, want - freed, true, 0, UINT32_MAX,
-						  tenant) :
-				    evict_segment(m, v[i].s, 0, false, size, 1024, tenant);
+						  tenant, MC_EVICT_QUOTA) :
+				    evict_segment(m, v[i].s, 0, false, size, 1024, tenant,
+						  MC_EVICT_PUT);
 		freed += f;
 		if (!want && mc_offalloc_largest_free(v[i].s->alloc) >= size)
 			made++;
@@ -379,7 +383,7 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 			if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
 			    mc_offalloc_capacity(s->alloc) < size)
 				continue;
-			freed += meta_evict_segment(m, s, 0, size, 1024, -1);
+			freed += meta_evict_segment(m, s, 0, size, 1024, -1, MC_EVICT_PUT);
 			if (mc_offalloc_largest_free(s->alloc) >= size)
 				return freed;   /* room on a preferred segment */
 		}
@@ -387,10 +391,10 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 	return freed;
 }
 
-int mc_meta_evict(struct mc_meta *m, double target, struct mc_evict_result *ret)
+int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_evict_result *ret)
 {
-	uint64_t objs0 = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED);
-	uint64_t bytes0 = __atomic_load_n(&m->evicted_bytes, __ATOMIC_RELAXED);
+	uint64_t objs0 = __atomic_load_n(&m->evicted_objects[reason], __ATOMIC_RELAXED);
+	uint64_t bytes0 = __atomic_load_n(&m->evicted_bytes[reason], __ATOMIC_RELAXED);
 
 	if (!(target >= 0.0 && target <= 1.0))
 		return MC_ERR_INVALID_PARAMS;
@@ -400,15 +404,20 @@ int mc_meta_evict(struct mc_meta *m, double target, struct mc_evict_result *ret)
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t used = mc_segment_used(v[i].s), goal = (uint64_t)(target * (double)v[i].s->size);
 		if (used > goal)
-			meta_evict_segment(m, v[i].s, used - goal, 0, UINT32_MAX, -1);
+			meta_evict_segment(m, v[i].s, used - goal, 0, UINT32_MAX, -1, reason);
 	}
 	free(v);
 	pthread_rwlock_unlock(&m->segs.lock);
 	if (ret) {
-		ret->objects = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED) - objs0;
-		ret->bytes = __atomic_load_n(&m->evicted_bytes, __ATOMIC_RELAXED) - bytes0;
+		ret->objects = __atomic_load_n(&m->evicted_objects[reason], __ATOMIC_RELAXED) - objs0;
+		ret->bytes = __atomic_load_n(&m->evicted_bytes[reason], __ATOMIC_RELAXED) - bytes0;
 	}
 	return 0;
+}
+
+int mc_meta_evict(struct mc_meta *m, double target, struct mc_evict_result *ret)
+{
+	return meta_evict_to(m, target, MC_EVICT_ADMIN, ret);
 }
 
 /* ---- soft pins -------------------------------------------------------------------- */
@@ -435,11 +444,14 @@ static int pin_op(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bo
 		r = MC_ERR_REPLICA_IS_NOT_READY;
 	else if (pin) {
 		r = mc_pinidx_set(&m->pins, o, meta_now(m) + ttl_ms);
-		if (r == 0)
+		if (r == 0) {
 			o->flags |= MC_OBJ_SOFT_PIN;
+			__atomic_add_fetch(&m->pins_set, 1, __ATOMIC_RELAXED);
+		}
 	} else if (o->flags & MC_OBJ_SOFT_PIN) {
 		mc_pinidx_clear(&m->pins, o);
 		o->flags &= (uint8_t)~MC_OBJ_SOFT_PIN;
+		__atomic_add_fetch(&m->pins_cleared, 1, __ATOMIC_RELAXED);
 	}
 	pthread_rwlock_unlock(&sh->lock);
 	return r;

@@ -107,9 +107,12 @@ int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc 
 int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
 	     uint64_t now, bool *ret);
 
-/* meta-evict.c.  Caller holds segs.lock (read), no shard lock.  tenant < 0: any. */
+/* meta-evict.c.  Caller holds segs.lock (read), no shard lock.  tenant < 0: any.
+ * Victims are counted under reason (enum mc_evict_reason). */
 uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want, uint64_t fit,
-			    uint32_t max, int tenant);
+			    uint32_t max, int tenant, unsigned reason);
+/* mc_meta_evict() counting its victims under reason. */
+int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_evict_result *ret);
 /* Makes room for nrep blocks of size (want == 0), or frees want bytes of
  * tenant's objects (want > 0).  Returns the bytes freed. */
 uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,

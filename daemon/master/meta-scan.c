@@ -362,6 +362,18 @@ int mc_meta_check(struct mc_meta *m)
 		counted += m->shards[s].nobjects;
 	if (total != counted)
 		err = 1;
+	for (uint32_t s = 0; s < MC_META_SHARDS && !err; s++) {
+		struct mc_shard *sh = &m->shards[s];
+		uint64_t hard = 0;
+		for (uint32_t ti = 0; ti < sh->ntenants; ti++) {
+			uint32_t it = 0;
+			struct mc_object *o;
+			while ((o = mc_objtab_next(&sh->tenants[ti].tab, &it)))
+				hard += (o->flags & MC_OBJ_HARD_PIN) != 0;
+		}
+		if (hard != sh->hard_pinned)
+			err = 1;	/* the hard-pinned counter drifted */
+	}
 
 	for (uint32_t s = MC_META_SHARDS; s-- > 0;)
 		pthread_rwlock_unlock(&m->shards[s].lock);

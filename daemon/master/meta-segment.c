@@ -238,7 +238,8 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 		uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
 		if (cap && (double)mc_segmgr_used(&m->segs) > m->cfg.eviction_high_watermark * (double)cap) {
 			struct mc_evict_result er;
-			if (mc_meta_evict(m, m->cfg.eviction_low_watermark, &er) == 0)
+			if (meta_evict_to(m, m->cfg.eviction_low_watermark, MC_EVICT_WATERMARK,
+					  &er) == 0)
 				freed += er.bytes;
 		}
 	}

@@ -278,6 +278,8 @@ uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now)
 	 * so a relaxed "store if later" is all the ordering needed. */
 	if (__atomic_load_n(&o->time_ms, __ATOMIC_RELAXED) < until)
 		__atomic_store_n(&o->time_ms, until, __ATOMIC_RELAXED);
+	/* The shard's line is the one its rwlock already bounces between readers. */
+	__atomic_add_fetch(&m->shards[o->hash % MC_META_SHARDS].leases, 1, __ATOMIC_RELAXED);
 	if (o->flags & MC_OBJ_GROUPED)
 		mc_groups_touch(&m->groups, o, until);   /* the group's lease is shared */
 	return m->cfg.lease_ttl_ms;
@@ -307,6 +309,8 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 	__atomic_sub_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELAXED);
 	m->shards[o->hash % MC_META_SHARDS].nobjects--;   /* under the shard's write lock */
+	if (o->flags & MC_OBJ_HARD_PIN)
+		m->shards[o->hash % MC_META_SHARDS].hard_pinned--;
 	free(o);
 }
 
@@ -418,6 +422,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	}
 	__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
 	sh->nobjects++;
+	if (o->flags & MC_OBJ_HARD_PIN)
+		sh->hard_pinned++;
 	meta_emit_replicas(m, o, a->index, false, a->fn, a->ctx);
 	return 0;
 }
@@ -686,11 +692,24 @@ int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_
 	return 0;
 }
 
+const char *mc_evict_reason_name(unsigned reason)
+{
+	static const char *const names[MC_EVICT_REASONS] = {
+		[MC_EVICT_WATERMARK] = "watermark", [MC_EVICT_PUT] = "put",
+		[MC_EVICT_QUOTA] = "quota", [MC_EVICT_ADMIN] = "admin",
+	};
+	return reason < MC_EVICT_REASONS ? names[reason] : NULL;
+}
+
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	for (uint32_t s = 0; s < MC_META_SHARDS; s++)
-		ret->objects += __atomic_load_n(&m->shards[s].nobjects, __ATOMIC_RELAXED);
+	for (uint32_t s = 0; s < MC_META_SHARDS; s++) {
+		struct mc_shard *sh = &m->shards[s];
+		ret->objects += __atomic_load_n(&sh->nobjects, __ATOMIC_RELAXED);
+		ret->hard_pinned += __atomic_load_n(&sh->hard_pinned, __ATOMIC_RELAXED);
+		ret->leases_granted += __atomic_load_n(&sh->leases, __ATOMIC_RELAXED);
+	}
 	ret->capacity_bytes = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
 	ret->allocated_bytes = mc_segmgr_used(&m->segs);
 	pthread_rwlock_rdlock(&m->segs.lock);
@@ -704,6 +723,44 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	pthread_rwlock_unlock(&m->clients_lock);
 	ret->soft_pinned = mc_pinidx_count(&m->pins);
 	ret->groups = mc_groups_count(&m->groups);
-	ret->evicted_objects = __atomic_load_n(&m->evicted_objects, __ATOMIC_RELAXED);
-	ret->evicted_bytes = __atomic_load_n(&m->evicted_bytes, __ATOMIC_RELAXED);
+	for (unsigned r = 0; r < MC_EVICT_REASONS; r++) {
+		ret->evicted_objects_by[r] = __atomic_load_n(&m->evicted_objects[r], __ATOMIC_RELAXED);
+		ret->evicted_bytes_by[r] = __atomic_load_n(&m->evicted_bytes[r], __ATOMIC_RELAXED);
+		ret->evicted_objects += ret->evicted_objects_by[r];
+		ret->evicted_bytes += ret->evicted_bytes_by[r];
+	}
+	ret->pins_set = __atomic_load_n(&m->pins_set, __ATOMIC_RELAXED);
+	ret->pins_cleared = __atomic_load_n(&m->pins_cleared, __ATOMIC_RELAXED);
+}
+
+void mc_meta_foreach_segment(struct mc_meta *m, mc_segment_stat_fn fn, void *ctx)
+{
+	pthread_rwlock_rdlock(&m->segs.lock);
+	for (uint32_t n = 0; n < m->segs.nnames; n++) {
+		struct mc_segname *sn = &m->segs.names[n];
+		for (uint32_t i = 0; i < sn->nsegs; i++) {
+			struct mc_segment *s = m->segs.slots[sn->segs[i]];
+			fn(ctx, s, mc_segment_used(s));
+		}
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
+}
+
+void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&m->tenants_lock);
+	uint32_t n = m->ntenants;
+	pthread_mutex_unlock(&m->tenants_lock);
+	/* Slots below n stay registered (tenants live as long as m). */
+	for (uint32_t i = 0; i < n; i++) {
+		struct mc_tenant *t = meta_tenant(m, (uint16_t)i);
+		if (!t)
+			continue;
+		struct mc_tenant_usage u = {
+			.quota_bytes = __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED),
+			.charged_bytes = __atomic_load_n(&t->charged_bytes, __ATOMIC_RELAXED),
+			.objects = __atomic_load_n(&t->objects, __ATOMIC_RELAXED),
+		};
+		fn(ctx, t->name, &u);
+	}
 }

@@ -70,6 +70,17 @@ struct mc_meta_config {
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
 
+/* Why objects were evicted (the counters of struct mc_meta_stats). */
+enum mc_evict_reason {
+	MC_EVICT_WATERMARK,                 /* background, above the high watermark (mc_meta_tick) */
+	MC_EVICT_PUT,                       /* a PutStart found no space */
+	MC_EVICT_QUOTA,                     /* a PutStart over its tenant's quota */
+	MC_EVICT_ADMIN,                     /* mc_meta_evict() (REST, mooncakectl) */
+	MC_EVICT_REASONS
+};
+/* "watermark", "put", "quota", "admin"; NULL past the last. */
+const char *mc_evict_reason_name(unsigned reason);
+
 struct mc_tenant {
 	char *name;
 	uint64_t seed;                      /* hash seed; 0 for the default tenant */
@@ -85,7 +96,10 @@ struct mc_shard_tenant {
 
 struct mc_shard {
 	pthread_rwlock_t lock;
+	uint64_t leases;                    /* read leases granted: relaxed atomic adds under
+					     * the read lock, on the line the lock bounces anyway */
 	uint64_t nobjects;                  /* objects in this shard (written under lock) */
+	uint64_t hard_pinned;               /* of which hard-pinned (written under lock) */
 	uint32_t ntenants, cap;
 	struct mc_shard_tenant *tenants;
 } __attribute__((aligned(64)));
@@ -109,7 +123,9 @@ struct mc_meta {
 	struct mc_pinidx pins;              /* soft-pin deadlines (leaf lock) */
 	struct mc_groups groups;            /* object groups (leaf lock) */
 	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
-	uint64_t evicted_objects, evicted_bytes;   /* atomic counters */
+	/* atomic counters */
+	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
+	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
 };
 
 /* ---- references and results -------------------------------------------------- */
@@ -255,10 +271,20 @@ struct mc_meta_stats {
 	uint32_t clients;
 	uint32_t soft_pinned;
 	uint32_t groups;
-	uint64_t evicted_objects;
+	uint64_t evicted_objects;           /* all reasons */
 	uint64_t evicted_bytes;
+	uint64_t evicted_objects_by[MC_EVICT_REASONS];
+	uint64_t evicted_bytes_by[MC_EVICT_REASONS];
+	uint64_t hard_pinned;               /* objects with a hard pin (PROCESSING ones too) */
+	uint64_t leases_granted;            /* read leases granted or extended */
+	uint64_t pins_set, pins_cleared;    /* PIN / UNPIN that set / cleared a soft pin */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
+
+/* Calls fn for each mounted segment (any status), under segs.lock (read):
+ * fn must not call mc_meta_*.  used is the bytes reserved on it. */
+typedef void (*mc_segment_stat_fn)(void *ctx, const struct mc_segment *s, uint64_t used);
+void mc_meta_foreach_segment(struct mc_meta *m, mc_segment_stat_fn fn, void *ctx);
 
 /* Tenant quota (0 = unlimited) and usage. */
 int mc_meta_set_quota(struct mc_meta *m, struct mc_ref tenant, uint64_t quota_bytes);
@@ -266,6 +292,10 @@ struct mc_tenant_usage {
 	uint64_t quota_bytes, charged_bytes, objects;
 };
 int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_tenant_usage *ret);
+/* Calls fn for each registered tenant (no lock held: fn may do anything but
+ * free m); usage as mc_meta_get_tenant_usage() reports it. */
+typedef void (*mc_tenant_stat_fn)(void *ctx, const char *name, const struct mc_tenant_usage *u);
+void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx);
 
 /* Walks every structure and checks the invariants (tests): every object's
  * replicas point at used allocator nodes owned by that object, allocated

@@ -22,6 +22,9 @@ struct mc_node_master {
 	pthread_cond_t cond;
 	bool stop;
 	bool mounted_once;
+	/* statistics (relaxed atomics; written by the thread) */
+	uint64_t heartbeats, heartbeat_failures, mounts;
+	bool mounted;
 	struct mc_rpc_conn *conn;	/* the thread's only */
 	struct mc_arena arena;
 };
@@ -92,9 +95,16 @@ static int remount_all(struct mc_node_master *m)
 	return r;
 }
 
+static void set_mounted(struct mc_node_master *m, bool v)
+{
+	__atomic_store_n(&m->mounted, v, __ATOMIC_RELAXED);
+}
+
 static void mounted(struct mc_node_master *m, const char *how)
 {
 	log_notice("%s %u segment(s) at %s", how, m->cfg.segs->n, m->cfg.master);
+	set_mounted(m, true);
+	__atomic_add_fetch(&m->mounts, 1, __ATOMIC_RELAXED);
 	if (!m->mounted_once) {
 		m->mounted_once = true;
 		if (m->cfg.on_mounted)
@@ -132,7 +142,11 @@ static void *link_main(void *arg)
 		struct mc_msg_ping_resp p;
 		int r = mc_rpc_call(m->conn, MC_OP_PING, &q, &p, &m->arena, NULL);
 		mc_arena_reset(&m->arena);
+		__atomic_add_fetch(&m->heartbeats, 1, __ATOMIC_RELAXED);
+		if (r < 0)
+			__atomic_add_fetch(&m->heartbeat_failures, 1, __ATOMIC_RELAXED);
 		if (r == 0 && p.client_status == MC_CLIENT_NEED_REMOUNT) {
+			set_mounted(m, false);
 			r = remount_all(m);
 			if (r == 0)
 				mounted(m, "remounted");
@@ -140,6 +154,7 @@ static void *link_main(void *arg)
 				log_warning("remount at %s: %s", m->cfg.master, mc_error_name(r));
 		}
 		if (!mc_rpc_conn_ok(m->conn)) {
+			set_mounted(m, false);
 			log_warning("lost the master %s (%s): reconnecting", m->cfg.master,
 				    mc_error_name(r));
 			m->conn = mc_rpc_conn_close(m->conn);
@@ -170,6 +185,14 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	}
 	*ret = m;
 	return 0;
+}
+
+void mc_node_master_get_stats(struct mc_node_master *m, struct mc_node_master_stats *ret)
+{
+	ret->heartbeats = __atomic_load_n(&m->heartbeats, __ATOMIC_RELAXED);
+	ret->heartbeat_failures = __atomic_load_n(&m->heartbeat_failures, __ATOMIC_RELAXED);
+	ret->mounts = __atomic_load_n(&m->mounts, __ATOMIC_RELAXED);
+	ret->mounted = __atomic_load_n(&m->mounted, __ATOMIC_RELAXED);
 }
 
 void mc_node_master_stop(struct mc_node_master *m, bool unmount)

@@ -28,6 +28,15 @@ struct mc_node_master_config {
 };
 
 int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node_master **ret);
+struct mc_node_master_stats {
+	uint64_t heartbeats;		/* PINGs sent */
+	uint64_t heartbeat_failures;	/* of which failed (transport or status) */
+	uint64_t mounts;		/* successful mounts and remounts of all segments */
+	bool mounted;			/* the segments are mounted at the master now */
+};
+/* Any thread, any time between start and stop. */
+void mc_node_master_get_stats(struct mc_node_master *m, struct mc_node_master_stats *ret);
+
 /* Stops the thread, unmounts (best effort), frees.  NULL is fine. */
 void mc_node_master_stop(struct mc_node_master *m, bool unmount);
 

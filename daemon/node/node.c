@@ -44,6 +44,7 @@
 #include "common/log.h"
 #include "common/notify.h"
 #include "node/node-master.h"
+#include "node/node-metrics.h"
 #include "node/node-segment.h"
 #include "node/node-transport.h"
 
@@ -154,44 +155,6 @@ static void http_log(void *ctx, const char *msg)
 
 /* ---- admin HTTP: /health and /metrics ----------------------------------------------- */
 
-enum { NS_REQUESTS, NS_BYTES_IN, NS_BYTES_OUT, NS_COUNT };
-
-struct node_http {
-	const struct mc_node_segments *segs;
-	const struct mc_node_transport_ops *tops;
-	struct mc_node_transport *tr;
-	struct mc_metrics *metrics;
-	pthread_mutex_t lock;		/* the snapshot below, taken per scrape */
-	struct mc_rpc_stats st;
-};
-
-static double node_segments(void *ctx, unsigned idx)
-{
-	struct node_http *nh = ctx;
-	return nh->segs->n;
-}
-
-static double node_segment_bytes(void *ctx, unsigned idx)
-{
-	struct node_http *nh = ctx;
-	double b = 0;
-	for (unsigned i = 0; i < nh->segs->n; i++)
-		b += (double)nh->segs->seg[i].size;
-	return b;
-}
-
-static double node_requests(void *ctx, unsigned idx)
-{
-	struct node_http *nh = ctx;
-	return (double)nh->st.requests;
-}
-
-static double node_bytes(void *ctx, unsigned idx)
-{
-	struct node_http *nh = ctx;
-	return (double)(idx == 0 ? nh->st.attach_in : nh->st.attach_out);
-}
-
 static void http_health(void *ctx, const struct mc_http_request *req,
 			struct mc_http_response *resp)
 {
@@ -202,45 +165,11 @@ static void http_health(void *ctx, const struct mc_http_request *req,
 static void http_metrics(void *ctx, const struct mc_http_request *req,
 			 struct mc_http_response *resp)
 {
-	struct node_http *nh = ctx;
-	pthread_mutex_lock(&nh->lock);
-	memset(&nh->st, 0, sizeof(nh->st));
-	if (nh->tr && nh->tops->get_stats)
-		nh->tops->get_stats(nh->tr, &nh->st);
-	resp->body = mc_metrics_render_string(nh->metrics, &resp->body_len);
-	pthread_mutex_unlock(&nh->lock);
+	resp->body = mc_node_metrics_render(ctx, &resp->body_len);
 	if (!resp->body)
 		return mc_http_error(resp, 500, "INTERNAL_ERROR", "cannot render the metrics");
 	resp->status = 200;
 	resp->content_type = MC_METRICS_CONTENT_TYPE;
-}
-
-static int node_metrics_init(struct node_http *nh)
-{
-	static const char *const version[] = { MC_VERSION_STRING };
-	static const char *const dirs[] = { "in", "out" };
-	pthread_mutex_init(&nh->lock, NULL);
-	if (!(nh->metrics = mc_metrics_new()))
-		return -1;
-	struct mc_metric *bi = mc_metrics_add(nh->metrics, MC_METRIC_GAUGE, "mooncake_build_info",
-					      "Build information; the value is 1.", "version",
-					      version, 1);
-	if (!bi)
-		return -1;
-	mc_metric_set(bi, 0, 1);
-	if (!mc_metrics_add_fn(nh->metrics, MC_METRIC_GAUGE, "mooncake_node_segments",
-			       "Memory segments this node contributes.", NULL, NULL, 0,
-			       node_segments, nh) ||
-	    !mc_metrics_add_fn(nh->metrics, MC_METRIC_GAUGE, "mooncake_node_segment_bytes",
-			       "Bytes of all segments of this node.", NULL, NULL, 0,
-			       node_segment_bytes, nh) ||
-	    !mc_metrics_add_fn(nh->metrics, MC_METRIC_COUNTER, "mooncake_node_data_requests_total",
-			       "Data plane requests answered.", NULL, NULL, 0, node_requests, nh) ||
-	    !mc_metrics_add_fn(nh->metrics, MC_METRIC_COUNTER, "mooncake_node_data_bytes_total",
-			       "Payload bytes moved by the data plane (in: written to segments, "
-			       "out: read from them).", "direction", dirs, 2, node_bytes, nh))
-		return -1;
-	return 0;
 }
 
 static void on_mounted(void *ctx)
@@ -255,7 +184,7 @@ int main(int argc, char **argv)
 	struct mc_node_transport *tr = NULL;
 	struct mc_node_master *link = NULL;
 	struct mc_http_server *http = NULL;
-	struct node_http nh = { 0 };
+	struct mc_node_metrics *nm = NULL;
 	const struct mc_node_transport_ops *tops = &mc_node_tcp_transport;
 	char err[512], host[256], endpoint[300], why[256];
 	int r, ret = 1, sfd = -1;
@@ -317,12 +246,17 @@ int main(int argc, char **argv)
 	else
 		log_notice("%s, using TCP", why);
 
+	if (mc_node_metrics_new(&segs, &nm) < 0) {
+		log_error("cannot set up the metrics: out of memory");
+		goto out;
+	}
 	struct mc_node_transport_config tc = {
 		.address = cfg.data_address,
 		.port = (uint16_t)cfg.data_port,
 		.workers = (unsigned)cfg.workers,
 		.segs = &segs,
 		.log = rpc_log,
+		.metrics = mc_node_metrics_data(nm),
 	};
 	if ((r = tops->start(&tc, &tr)) < 0) {
 		log_error("cannot listen on %s:%llu: %s", cfg.data_address,
@@ -338,16 +272,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	nh.segs = &segs;
-	nh.tops = tops;
-	nh.tr = tr;
-	if (node_metrics_init(&nh) < 0) {
-		log_error("cannot set up the metrics: out of memory");
-		goto out;
-	}
+	mc_node_metrics_set_transport(nm, tops, tr);
 	struct mc_http_route rt[] = {
 		{ "GET", "/health", http_health, NULL },
-		{ "GET", "/metrics", http_metrics, &nh },
+		{ "GET", "/metrics", http_metrics, nm },
 	};
 	struct mc_http_server_config hcfg = {
 		.address = cfg.http_address,
@@ -374,6 +302,7 @@ int main(int argc, char **argv)
 		log_error("cannot start the master link: %s", strerror(-r));
 		goto out;
 	}
+	mc_node_metrics_set_link(nm, link);
 	log_notice("ready: data on %s:%u, endpoint %s, http on %s:%u, %u segment(s) of %llu bytes, "
 		   "master %s, %llu workers, state in %s", cfg.data_address, (unsigned)port, endpoint,
 		   cfg.http_address, (unsigned)mc_http_server_port(http), segs.n,
@@ -392,16 +321,20 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	if (nm)
+		mc_node_metrics_set_link(nm, NULL);
 	mc_node_master_stop(link, true);
 	link = NULL;
 	mc_notify("STOPPING=1");
 	ret = 0;
 out:
+	if (nm)
+		mc_node_metrics_set_link(nm, NULL);
 	mc_node_master_stop(link, false);
 	http = mc_http_server_stop(http);
-	nh.metrics = mc_metrics_free(nh.metrics);
 	if (tr)
 		tops->stop(tr);
+	nm = mc_node_metrics_free(nm);
 	mc_node_segments_close(&segs, false);
 	if (sfd >= 0)
 		close(sfd);

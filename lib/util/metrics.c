@@ -1,6 +1,7 @@
 /* metrics.c - see metrics.h. */
 #include "util/metrics.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -26,13 +27,23 @@ struct hseries {
 struct mc_metric {
 	struct mc_metric *next;
 	enum mc_metric_type type;
-	char *name, *help, *label;
-	char **values;
-	unsigned n;		/* series: nvalues, or 1 */
+	char *name, *help;
+	unsigned nlabels;	/* fixed labels: 0..2; collectors: 0..MC_METRICS_MAX_LABELS */
+	char *label[MC_METRICS_MAX_LABELS];
+	char **values[2];	/* fixed labels' values */
+	unsigned nvalues[2];
+	unsigned n;		/* series: the product of nvalues, or 1 */
+	unsigned flags;
 	mc_metric_fn fn;
+	mc_metric_collect_fn collect;
 	void *ctx;
 	uint64_t *u;		/* counters: the count; gauges: the double's bits */
 	struct hseries *h;	/* histograms */
+};
+
+struct mc_metric_sink {
+	FILE *f;
+	const struct mc_metric *x;
 };
 
 struct mc_metrics {
@@ -54,13 +65,16 @@ static void metric_free(struct mc_metric *x)
 {
 	if (!x)
 		return;
-	if (x->values)
-		for (unsigned i = 0; i < x->n; i++)
-			free(x->values[i]);
-	free(x->values);
+	for (unsigned l = 0; l < 2; l++) {
+		if (x->values[l])
+			for (unsigned i = 0; i < x->nvalues[l]; i++)
+				free(x->values[l][i]);
+		free(x->values[l]);
+	}
+	for (unsigned l = 0; l < MC_METRICS_MAX_LABELS; l++)
+		free(x->label[l]);
 	free(x->name);
 	free(x->help);
-	free(x->label);
 	free(x->u);
 	free(x->h);
 	free(x);
@@ -92,51 +106,83 @@ static bool valid_name(const char *s, bool colon)
 	return true;
 }
 
-static struct mc_metric *add(struct mc_metrics *m, enum mc_metric_type type, const char *name,
-			     const char *help, const char *label, const char *const *values,
-			     unsigned nvalues, mc_metric_fn fn, void *ctx)
+static bool valid_label(const char *l)
+{
+	return valid_name(l, false) && strcmp(l, "le") && strncmp(l, "__", 2);
+}
+
+/* Links x into m unless its name is taken; frees it then. */
+static struct mc_metric *link_family(struct mc_metrics *m, struct mc_metric *x)
+{
+	pthread_mutex_lock(&m->lock);
+	for (struct mc_metric *y = m->first; y; y = y->next)
+		if (!strcmp(y->name, x->name)) {
+			pthread_mutex_unlock(&m->lock);
+			metric_free(x);
+			return NULL;
+		}
+	*m->tail = x;
+	m->tail = &x->next;
+	pthread_mutex_unlock(&m->lock);
+	return x;
+}
+
+static struct mc_metric *family_new(struct mc_metrics *m, enum mc_metric_type type,
+				    const char *name, const char *help)
 {
 	if (!m || !valid_name(name, true) || type > MC_METRIC_HISTOGRAM)
-		return NULL;
-	if (label && (!valid_name(label, false) || !strcmp(label, "le") || !nvalues || !values ||
-		      !strncmp(label, "__", 2)))
 		return NULL;
 	struct mc_metric *x = calloc(1, sizeof(*x));
 	if (!x)
 		return NULL;
 	x->type = type;
-	x->fn = fn;
-	x->ctx = ctx;
-	x->n = label ? nvalues : 1;
+	x->n = 1;
 	x->name = strdup(name);
 	x->help = strdup(help ? help : "");
-	if (!x->name || !x->help)
-		goto fail;
-	if (label) {
-		if (!(x->label = strdup(label)) || !(x->values = calloc(x->n, sizeof(char *))))
+	if (!x->name || !x->help) {
+		metric_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+struct mc_metric *mc_metrics_add_desc(struct mc_metrics *m, const struct mc_metric_desc *d)
+{
+	unsigned nl = !d->label[0] ? 0 : !d->label[1] ? 1 : 2;
+	for (unsigned l = 0; l < nl; l++)
+		if (!valid_label(d->label[l]) || !d->nvalues[l] || !d->values[l])
+			return NULL;
+	if (nl == 2 && (!strcmp(d->label[0], d->label[1]) ||
+			(uint64_t)d->nvalues[0] * d->nvalues[1] > (1u << 24)))
+		return NULL;
+	if (d->fn && d->type == MC_METRIC_HISTOGRAM)
+		return NULL;
+	struct mc_metric *x = family_new(m, d->type, d->name, d->help);
+	if (!x)
+		return NULL;
+	x->fn = d->fn;
+	x->ctx = d->ctx;
+	x->flags = d->flags;
+	x->nlabels = nl;
+	for (unsigned l = 0; l < nl; l++) {
+		x->nvalues[l] = d->nvalues[l];
+		x->n *= d->nvalues[l];
+		if (!(x->label[l] = strdup(d->label[l])) ||
+		    !(x->values[l] = calloc(d->nvalues[l], sizeof(char *))))
 			goto fail;
-		for (unsigned i = 0; i < x->n; i++)
-			if (!values[i] || !(x->values[i] = strdup(values[i])))
+		for (unsigned i = 0; i < d->nvalues[l]; i++)
+			if (!d->values[l][i] || !(x->values[l][i] = strdup(d->values[l][i])))
 				goto fail;
 	}
-	if (!fn) {
-		if (type == MC_METRIC_HISTOGRAM)
+	if (!x->fn) {
+		if (x->type == MC_METRIC_HISTOGRAM)
 			x->h = calloc(x->n, sizeof(*x->h));
 		else
 			x->u = calloc(x->n, sizeof(*x->u));
 		if (!x->h && !x->u)
 			goto fail;
 	}
-	pthread_mutex_lock(&m->lock);
-	for (struct mc_metric *y = m->first; y; y = y->next)
-		if (!strcmp(y->name, name)) {
-			pthread_mutex_unlock(&m->lock);
-			goto fail;
-		}
-	*m->tail = x;
-	m->tail = &x->next;
-	pthread_mutex_unlock(&m->lock);
-	return x;
+	return link_family(m, x);
 fail:
 	metric_free(x);
 	return NULL;
@@ -146,7 +192,12 @@ struct mc_metric *mc_metrics_add(struct mc_metrics *m, enum mc_metric_type type,
 				 const char *name, const char *help, const char *label,
 				 const char *const *values, unsigned nvalues)
 {
-	return add(m, type, name, help, label, values, nvalues, NULL, NULL);
+	struct mc_metric_desc d = { .type = type, .name = name, .help = help,
+				    .label = { label }, .values = { values },
+				    .nvalues = { nvalues } };
+	if (label && !nvalues)
+		return NULL;
+	return mc_metrics_add_desc(m, &d);
 }
 
 struct mc_metric *mc_metrics_add_fn(struct mc_metrics *m, enum mc_metric_type type,
@@ -154,9 +205,48 @@ struct mc_metric *mc_metrics_add_fn(struct mc_metrics *m, enum mc_metric_type ty
 				    const char *const *values, unsigned nvalues,
 				    mc_metric_fn fn, void *ctx)
 {
-	if (!fn || type == MC_METRIC_HISTOGRAM)
+	struct mc_metric_desc d = { .type = type, .name = name, .help = help,
+				    .label = { label }, .values = { values },
+				    .nvalues = { nvalues }, .fn = fn, .ctx = ctx };
+	if (!fn || (label && !nvalues))
 		return NULL;
-	return add(m, type, name, help, label, values, nvalues, fn, ctx);
+	return mc_metrics_add_desc(m, &d);
+}
+
+struct mc_metric *mc_metrics_add_collector(struct mc_metrics *m, enum mc_metric_type type,
+					   const char *name, const char *help,
+					   const char *const *labels, unsigned nlabels,
+					   mc_metric_collect_fn fn, void *ctx)
+{
+	if (!fn || type == MC_METRIC_HISTOGRAM || nlabels > MC_METRICS_MAX_LABELS ||
+	    (nlabels && !labels))
+		return NULL;
+	for (unsigned l = 0; l < nlabels; l++) {
+		if (!labels[l] || !valid_label(labels[l]))
+			return NULL;
+		for (unsigned k = 0; k < l; k++)
+			if (!strcmp(labels[k], labels[l]))
+				return NULL;
+	}
+	struct mc_metric *x = family_new(m, type, name, help);
+	if (!x)
+		return NULL;
+	x->collect = fn;
+	x->ctx = ctx;
+	x->nlabels = nlabels;
+	for (unsigned l = 0; l < nlabels; l++)
+		if (!(x->label[l] = strdup(labels[l]))) {
+			metric_free(x);
+			return NULL;
+		}
+	return link_family(m, x);
+}
+
+unsigned mc_metric_index2(const struct mc_metric *x, unsigned i0, unsigned i1)
+{
+	if (!x || x->nlabels != 2 || x->collect || i0 >= x->nvalues[0] || i1 >= x->nvalues[1])
+		return UINT_MAX;
+	return i0 * x->nvalues[1] + i1;
 }
 
 static inline double bits_to_d(uint64_t b)
@@ -229,7 +319,7 @@ void mc_metric_observe(struct mc_metric *x, unsigned idx, double v)
 
 double mc_metric_value(struct mc_metric *x, unsigned idx)
 {
-	if (!x || idx >= x->n)
+	if (!x || idx >= x->n || x->collect)
 		return NAN;
 	if (x->fn)
 		return x->fn(x->ctx, idx);
@@ -245,17 +335,50 @@ double mc_metric_value(struct mc_metric *x, unsigned idx)
 
 /* ---- rendering ------------------------------------------------------------------- */
 
-static void put_escaped(FILE *f, const char *s, bool quote)
+/* Length of the well-formed UTF-8 sequence at s (1..4), 0 if it is not one. */
+static unsigned utf8_len(const unsigned char *s)
 {
-	for (; *s; s++) {
+	unsigned n, min;
+	uint32_t c;
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		n = 2, min = 0x80, c = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3, min = 0x800, c = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		n = 4, min = 0x10000, c = s[0] & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;	/* also stops at the NUL */
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Help text and label values: \\ and \n escaped, and \" in label values;
+ * bytes that are not UTF-8 (a tenant name is any bytes) become U+FFFD, so
+ * one odd name cannot make a whole scrape unparsable. */
+static void put_escaped(FILE *f, const char *str, bool quote)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	while (*s) {
+		unsigned n = utf8_len(s);
 		if (*s == '\\')
 			fputs("\\\\", f);
 		else if (*s == '\n')
 			fputs("\\n", f);
 		else if (quote && *s == '"')
 			fputs("\\\"", f);
+		else if (n == 0)
+			fputs("\xef\xbf\xbd", f);
 		else
-			fputc(*s, f);
+			fwrite(s, 1, n, f);
+		s += n ? n : 1;
 	}
 }
 
@@ -279,49 +402,88 @@ static void put_double(FILE *f, double v)
 	}
 }
 
-/* name{label="value"[,extra]} or name{extra} or name */
+/* name{l1="v1",l2="v2"[,le="..."]}, or name{le="..."}, or name */
+static void put_labels(FILE *f, const char *name, const char *suffix, char *const *labels,
+		       const char *const *values, unsigned nlabels, const char *le)
+{
+	fputs(name, f);
+	fputs(suffix, f);
+	if (!nlabels && !le)
+		return;
+	fputc('{', f);
+	for (unsigned l = 0; l < nlabels; l++) {
+		fprintf(f, "%s%s=\"", l ? "," : "", labels[l]);
+		put_escaped(f, values[l] ? values[l] : "", true);
+		fputc('"', f);
+	}
+	if (le)
+		fprintf(f, "%sle=\"%s\"", nlabels ? "," : "", le);
+	fputc('}', f);
+}
+
+/* Series idx of a fixed-label family. */
 static void put_series(FILE *f, const struct mc_metric *x, const char *suffix, unsigned idx,
 		       const char *le)
 {
-	fputs(x->name, f);
-	fputs(suffix, f);
-	if (!x->label && !le)
-		return;
-	fputc('{', f);
-	if (x->label) {
-		fprintf(f, "%s=\"", x->label);
-		put_escaped(f, x->values[idx], true);
-		fputc('"', f);
-		if (le)
-			fputc(',', f);
+	const char *v[2] = { NULL, NULL };
+	if (x->nlabels == 1)
+		v[0] = x->values[0][idx];
+	else if (x->nlabels == 2) {
+		v[0] = x->values[0][idx / x->nvalues[1]];
+		v[1] = x->values[1][idx % x->nvalues[1]];
 	}
-	if (le)
-		fprintf(f, "le=\"%s\"", le);
-	fputc('}', f);
+	put_labels(f, x->name, suffix, x->label, v, x->nlabels, le);
+}
+
+void mc_metric_emit(struct mc_metric_sink *sink, const char *const *values, double v)
+{
+	static const char *const none[MC_METRICS_MAX_LABELS];
+	if (!sink)
+		return;
+	put_labels(sink->f, sink->x->name, "", sink->x->label, values ? values : none,
+		   sink->x->nlabels, NULL);
+	fputc(' ', sink->f);
+	put_double(sink->f, v);
+	fputc('\n', sink->f);
 }
 
 static void render_one(FILE *f, struct mc_metric *x)
 {
 	static const char *const type_name[] = { "counter", "gauge", "histogram" };
+	bool sparse = x->flags & MC_METRIC_SPARSE;
 	fprintf(f, "# HELP %s ", x->name);
 	put_escaped(f, x->help, false);
 	fprintf(f, "\n# TYPE %s %s\n", x->name, type_name[x->type]);
+	if (x->collect) {
+		struct mc_metric_sink sink = { f, x };
+		x->collect(x->ctx, &sink);
+		return;
+	}
 	for (unsigned i = 0; i < x->n; i++) {
 		if (x->type != MC_METRIC_HISTOGRAM) {
-			put_series(f, x, "", i, NULL);
-			fputc(' ', f);
-			if (!x->fn && x->type == MC_METRIC_COUNTER)
-				fprintf(f, "%llu", (unsigned long long)__atomic_load_n(&x->u[i],
-										 __ATOMIC_RELAXED));
-			else
-				put_double(f, mc_metric_value(x, i));
-			fputc('\n', f);
+			if (!x->fn && x->type == MC_METRIC_COUNTER) {
+				uint64_t u = __atomic_load_n(&x->u[i], __ATOMIC_RELAXED);
+				if (sparse && !u)
+					continue;
+				put_series(f, x, "", i, NULL);
+				fprintf(f, " %llu\n", (unsigned long long)u);
+			} else {
+				double v = mc_metric_value(x, i);
+				if (sparse && v == 0)
+					continue;
+				put_series(f, x, "", i, NULL);
+				fputc(' ', f);
+				put_double(f, v);
+				fputc('\n', f);
+			}
 			continue;
 		}
-		uint64_t cum = 0, b[MC_METRICS_BUCKETS + 1];
+		uint64_t cum = 0, total = 0, b[MC_METRICS_BUCKETS + 1];
 		/* Snapshot the buckets first; sum may be a hair ahead of them. */
 		for (unsigned k = 0; k <= MC_METRICS_BUCKETS; k++)
-			b[k] = __atomic_load_n(&x->h[i].bucket[k], __ATOMIC_RELAXED);
+			total += b[k] = __atomic_load_n(&x->h[i].bucket[k], __ATOMIC_RELAXED);
+		if (sparse && !total)
+			continue;
 		uint64_t sum = __atomic_load_n(&x->h[i].sum_ns, __ATOMIC_RELAXED);
 		for (unsigned k = 0; k <= MC_METRICS_BUCKETS; k++) {
 			char le[32];

@@ -6,14 +6,26 @@
  * histograms (fixed log-spaced buckets in seconds, MC_METRICS_BUCKETS of
  * them from 50 us to 10 s, plus +Inf; per-bucket atomic counts and an atomic
  * sum in nanoseconds), and callback families (counter or gauge) whose
- * values a function computes at render time.  A family has no label or one
- * label with a bounded set of values given at registration; a series is
- * addressed by the index of its label value (0 for an unlabelled family).
+ * values a function computes at render time.  A family has no label, or
+ * one or two labels, each with a bounded set of values given at
+ * registration; a series is addressed by the index of its label value (0
+ * for an unlabelled family; i0 * nvalues[1] + i1 for two labels, see
+ * mc_metric_index2()).  A sparse family (MC_METRIC_SPARSE) renders only its
+ * series with a non-zero value (count, for a histogram): a large fixed
+ * matrix such as op x error code stays small on the wire.
+ *
+ * Collector families have label sets known only at render time (one series
+ * per segment, per tenant): a function emits their samples while the
+ * registry renders (mc_metric_emit()).
  *
  * Threads: registration and rendering take the registry's mutex; updates
  * (inc/add/set/observe) are lock-free atomics and may run on any thread at
  * any time after registration.  An out-of-range index or a NULL metric is
- * ignored (so optional metrics can be passed around as NULL).
+ * ignored (so optional metrics can be passed around as NULL).  A collector
+ * runs under the registry's mutex: it must not call into the registry.
+ *
+ * Label values and help texts are escaped as the text format requires
+ * (\\, \n, and \" in label values).
  *
  * The library never logs.
  */
@@ -36,6 +48,28 @@ extern const double mc_metrics_bucket_bounds[MC_METRICS_BUCKETS];
 /* Computes the value of series idx (0 when unlabelled) at render time. */
 typedef double (*mc_metric_fn)(void *ctx, unsigned idx);
 
+/* Most labels of a collector family. */
+#define MC_METRICS_MAX_LABELS 4
+
+/* Where a collector writes its samples (valid during the call only). */
+struct mc_metric_sink;
+/* Emits the collector family's samples through mc_metric_emit(). */
+typedef void (*mc_metric_collect_fn)(void *ctx, struct mc_metric_sink *sink);
+
+#define MC_METRIC_SPARSE 1u	/* render only the series with a non-zero value */
+
+/* A family with up to two fixed labels (label[1] NULL: one; label[0] NULL: none). */
+struct mc_metric_desc {
+	enum mc_metric_type type;
+	const char *name, *help;
+	const char *label[2];
+	const char *const *values[2];
+	unsigned nvalues[2];
+	unsigned flags;			/* MC_METRIC_SPARSE */
+	mc_metric_fn fn;		/* counter/gauge computed at render time; NULL: stored */
+	void *ctx;
+};
+
 struct mc_metrics *mc_metrics_new(void);
 /* NULL is fine.  Returns NULL. */
 struct mc_metrics *mc_metrics_free(struct mc_metrics *m);
@@ -55,6 +89,25 @@ struct mc_metric *mc_metrics_add_fn(struct mc_metrics *m, enum mc_metric_type ty
 				    const char *const *values, unsigned nvalues,
 				    mc_metric_fn fn, void *ctx);
 
+/* The general form of the two above (any number of fixed labels up to two). */
+struct mc_metric *mc_metrics_add_desc(struct mc_metrics *m, const struct mc_metric_desc *d);
+
+/*
+ * A counter or gauge family whose samples fn(ctx, sink) emits at render
+ * time, one mc_metric_emit() per series; labels are its nlabels label
+ * names (0..MC_METRICS_MAX_LABELS).  The caller keeps label sets distinct.
+ */
+struct mc_metric *mc_metrics_add_collector(struct mc_metrics *m, enum mc_metric_type type,
+					   const char *name, const char *help,
+					   const char *const *labels, unsigned nlabels,
+					   mc_metric_collect_fn fn, void *ctx);
+/* One sample: values[i] is the value of label i (NULL: empty). */
+void mc_metric_emit(struct mc_metric_sink *sink, const char *const *values, double v);
+
+/* The series index of (i0, i1) in a two-label family; an index past the
+ * last series (ignored by the updates) when out of range. */
+unsigned mc_metric_index2(const struct mc_metric *x, unsigned i0, unsigned i1);
+
 /* Counters (and gauges: add is then a double add). */
 void mc_metric_inc(struct mc_metric *x, unsigned idx);
 void mc_metric_add(struct mc_metric *x, unsigned idx, uint64_t n);
@@ -65,7 +118,8 @@ void mc_metric_gauge_add(struct mc_metric *x, unsigned idx, double v);
 void mc_metric_observe(struct mc_metric *x, unsigned idx, double v);
 void mc_metric_observe_ns(struct mc_metric *x, unsigned idx, uint64_t ns);
 
-/* Current value of a counter/gauge series (count for a histogram); tests. */
+/* Current value of a counter/gauge series (count for a histogram); NaN for
+ * a collector family; tests. */
 double mc_metric_value(struct mc_metric *x, unsigned idx);
 
 /* Writes every family in registration order.  0, or -1 on a write error. */

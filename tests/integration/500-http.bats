@@ -76,23 +76,47 @@ metric_value() {
 	run -0 curl -sf "http://$NHTTP/metrics"
 	m=$output
 	for f in mooncake_build_info mooncake_node_segments mooncake_node_segment_bytes \
-		mooncake_node_data_requests_total mooncake_node_data_bytes_total; do
+		mooncake_node_data_requests_total mooncake_node_data_bytes_total \
+		mooncake_node_data_duration_seconds mooncake_node_mounted \
+		mooncake_node_heartbeats_total; do
 		grep -q "^# TYPE $f " <<<"$m" || { echo "missing $f"; false; }
 	done
 	[ "$(metric_value "$m" mooncake_node_segments)" = 1 ]
 	[ "$(metric_value "$m" mooncake_node_segment_bytes)" = 16777216 ]
+	[ "$(metric_value "$m" mooncake_node_mounted)" = 1 ]
 	[ "$(metric_value "$m" 'mooncake_node_data_bytes_total{direction="in"}')" -ge 100000 ]
-	[ "$(metric_value "$m" mooncake_node_data_requests_total)" -ge 1 ]
+	[ "$(metric_value "$m" 'mooncake_node_data_requests_total{op="data_write"}')" -ge 1 ]
+	run -0 metric_value "$m" 'mooncake_node_data_duration_seconds_count{op="data_write"}'
+	[ "$output" -ge 1 ]
+	# only the data plane's ops
+	! grep -q 'op="put_start"' <<<"$m"
 	MC_DISABLE_SHM=1 run -0 get_compare k1
 	run -0 curl -sf "http://$NHTTP/metrics"
 	[ "$(metric_value "$output" 'mooncake_node_data_bytes_total{direction="out"}')" -ge 100000 ]
 }
 
+# doc_families SECTION: the metric names of docs/metrics.md's "## SECTION" table.
+doc_families() {
+	awk -v s="## $1" '$0 == s { on = 1; next } /^## / { on = 0 }
+		on && /^\| `mooncake_/ { split($0, f, "`"); print f[2] }' docs/metrics.md | sort
+}
+
+@test "docs/metrics.md lists exactly the families each daemon exports" {
+	run -0 curl -sf "http://$MHTTP/metrics"
+	diff <(awk '$1 == "#" && $2 == "TYPE" { print $3 }' <<<"$output" | sort) \
+		<(doc_families Master)
+	run -0 curl -sf "http://$NHTTP/metrics"
+	diff <(awk '$1 == "#" && $2 == "TYPE" { print $3 }' <<<"$output" | sort) \
+		<({ echo mooncake_build_info; doc_families Node; } | sort)
+}
+
 @test "promtool check metrics is clean on both outputs" {
 	command -v promtool >/dev/null ||
 		skip "promtool not installed (Debian package 'prometheus'; packaging/deps.sh test)"
-	# some traffic first, so the per-op series have values
+	# some traffic first, so the per-op series have values, and an error
 	run -0 put_random k2 5000
+	run -0 "$RPC" "$MASTER_ADDR" get no-such-key
+	[[ "$output" == *OBJECT_NOT_FOUND* ]]
 	for u in "$MHTTP" "$NHTTP"; do
 		curl -sf "http://$u/metrics" >"$BATS_TEST_TMPDIR/m.txt"
 		run -0 promtool check metrics <"$BATS_TEST_TMPDIR/m.txt"

@@ -156,6 +156,20 @@ static uint64_t evicted(struct mc_meta *m)
 	return st.evicted_objects;
 }
 
+/* Objects evicted for one reason (enum mc_evict_reason); *bytes their bytes. */
+static uint64_t evicted_by(struct mc_meta *m, unsigned reason, uint64_t *bytes)
+{
+	struct mc_meta_stats st;
+	mc_meta_get_stats(m, &st);
+	uint64_t sum = 0;
+	for (unsigned r = 0; r < MC_EVICT_REASONS; r++)
+		sum += st.evicted_objects_by[r];
+	assert_int_equal(sum, st.evicted_objects);
+	if (bytes)
+		*bytes = st.evicted_bytes_by[reason];
+	return st.evicted_objects_by[reason];
+}
+
 static uint32_t soft_pinned_count(struct mc_meta *m)
 {
 	struct mc_meta_stats st;
@@ -188,6 +202,10 @@ static void test_put_evicts_oldest(void **state)
 	expect_present(m, DFLT, "k", 2, 16, true);
 	assert_true(present(m, DFLT, "k0"));
 	assert_int_equal(evicted(m), 1);
+	uint64_t b;
+	assert_int_equal(evicted_by(m, MC_EVICT_PUT, &b), 1);   /* counted as the put's */
+	assert_int_equal(b, K4);
+	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 0);
 
 	put_at(f, DFLT, "n1", K4);
 	assert_false(present(m, DFLT, "k2"));
@@ -284,6 +302,10 @@ static void test_processing_and_hard_pin_never_evicted(void **state)
 	}
 	fill(f, DFLT, "o", 0, 8, K4);
 	tick_clock(f, DISCARD + 1);              /* even stale PutStarts stay */
+	struct mc_meta_stats st;
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.hard_pinned, 4);
+	uint64_t leases0 = st.leases_granted;
 
 	for (int i = 0; i < 8; i++) {
 		snprintf(key, sizeof(key), "x%d", i);
@@ -301,6 +323,8 @@ static void test_processing_and_hard_pin_never_evicted(void **state)
 		snprintf(key, sizeof(key), "x%d", i);
 		lease(m, key);
 	}
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.leases_granted, leases0 + 8);
 	assert_rc(put(m, C1, DFLT, "y", K4, 1), MC_ERR_NO_AVAILABLE_HANDLE);
 	struct mc_evict_result er;
 	assert_rc(mc_meta_evict(m, 0.0, &er), 0);
@@ -327,6 +351,10 @@ static void test_processing_and_hard_pin_never_evicted(void **state)
 		assert_rc(mc_meta_put_end(m, C1, DFLT, ref_str(key), false, 0), 0);
 	}
 	expect_present(m, DFLT, "p", 0, 4, true);
+	/* Removing a hard-pinned object drops it from the count. */
+	assert_rc(mc_meta_remove(m, DFLT, ref_str("h0"), true), 0);
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.hard_pinned, 3);
 }
 
 /* ---- soft pins ------------------------------------------------------------------------------ */
@@ -463,6 +491,10 @@ static void test_soft_pin_expiry_and_unpin(void **state)
 	/* Unpin: b0 is ordinary and the oldest. */
 	assert_rc(mc_meta_unpin(m, DFLT, ref_str("b0")), 0);
 	assert_int_equal(soft_pinned_count(m), 0);
+	struct mc_meta_stats st;
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.pins_set, 1);       /* PutStart pins are not PIN requests */
+	assert_int_equal(st.pins_cleared, 1);
 	put_at(f, DFLT, "x2", K4);
 	assert_false(present(m, DFLT, "b0"));
 	assert_true(present(m, DFLT, "b2"));
@@ -487,6 +519,9 @@ static void test_soft_pin_expiry_and_unpin(void **state)
 	assert_rc(mc_meta_pin(m, ref_str("no-tenant"), ref_str("o1"), 1000), MC_ERR_OBJECT_NOT_FOUND);
 	assert_rc(mc_meta_unpin(m, DFLT, ref_str("nope")), MC_ERR_OBJECT_NOT_FOUND);
 	assert_rc(mc_meta_unpin(m, DFLT, ref_str("o2")), 0);   /* not pinned: fine */
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.pins_set, 3);       /* b0, b2, o1 */
+	assert_int_equal(st.pins_cleared, 1);   /* o2 had no pin */
 	struct mc_put_config too_long = { .replica_num = 1, .soft_pin_ttl_ms = 100001 };
 	assert_rc(mc_meta_put_start(m, C1, DFLT, ref_str("p"), K4, &too_long, NULL, NULL),
 		  MC_ERR_INVALID_PARAMS);
@@ -523,6 +558,8 @@ static void test_background_watermarks(void **state)
 	assert_int_equal(st.allocated_bytes, 80 * KiB);
 	assert_int_equal(st.evicted_objects, 15);
 	assert_int_equal(st.evicted_bytes, 15 * KiB);
+	assert_int_equal(st.evicted_objects_by[MC_EVICT_WATERMARK], 15);
+	assert_int_equal(st.evicted_bytes_by[MC_EVICT_WATERMARK], 15 * KiB);
 	expect_present(m, DFLT, "k", 0, 15, false);
 	expect_present(m, DFLT, "k", 15, 95, true);
 	assert_int_equal(usage(m, DFLT).charged_bytes, 80 * KiB);
@@ -533,6 +570,10 @@ static void test_background_watermarks(void **state)
 	assert_rc(mc_meta_evict(m, 0.5, &er), 0);
 	assert_int_equal(er.objects, 30);
 	assert_int_equal(er.bytes, 30 * KiB);
+	uint64_t b;
+	assert_int_equal(evicted_by(m, MC_EVICT_ADMIN, &b), 30);
+	assert_int_equal(b, 30 * KiB);
+	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 15);
 	assert_int_equal(meta_allocated(m), 50 * KiB);
 	expect_present(m, DFLT, "k", 15, 45, false);
 	expect_present(m, DFLT, "k", 45, 95, true);
@@ -701,6 +742,7 @@ static void test_tenant_quota_evicts_own(void **state)
 	expect_present(m, DFLT, "d", 0, 2, true);
 	assert_int_equal(usage(m, t1).charged_bytes, 4 * K4);
 	assert_int_equal(evicted(m), 1);
+	assert_int_equal(evicted_by(m, MC_EVICT_QUOTA, NULL), 1);
 
 	put_at(f, t1, "k5", 3 * K4);              /* needs three: k1, k2, k3 */
 	check_usage(m, t1);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/metrics.h"
 
@@ -173,6 +174,176 @@ static void test_callbacks(void **state)
 	mc_metrics_free(m);
 }
 
+static void test_two_labels_sparse(void **state)
+{
+	static const char *const ops[] = { "get", "put" };
+	static const char *const codes[] = { "NOT_FOUND", "NO_SPACE", "OTHER" };
+	struct mc_metrics *m = mc_metrics_new();
+	struct mc_metric_desc d = { .type = MC_METRIC_COUNTER, .name = "t_errors_total",
+				    .help = "Errors.", .label = { "op", "code" },
+				    .values = { ops, codes }, .nvalues = { 2, 3 } };
+	struct mc_metric *dense = mc_metrics_add_desc(m, &d);
+	d.name = "t_sparse_errors_total";
+	d.flags = MC_METRIC_SPARSE;
+	struct mc_metric *sparse = mc_metrics_add_desc(m, &d);
+	d.type = MC_METRIC_HISTOGRAM;
+	d.name = "t_sparse_seconds";
+	struct mc_metric *h = mc_metrics_add_desc(m, &d);
+	assert_non_null(dense);
+	assert_non_null(sparse);
+	assert_non_null(h);
+	assert_int_equal(mc_metric_index2(dense, 1, 2), 5);
+	assert_int_equal(mc_metric_index2(dense, 0, 1), 1);
+	assert_true(mc_metric_index2(dense, 2, 0) >= 6);	/* out of range: ignored by inc */
+	assert_true(mc_metric_index2(dense, 0, 3) >= 6);
+	mc_metric_inc(dense, mc_metric_index2(dense, 2, 0));
+	mc_metric_add(dense, mc_metric_index2(dense, 1, 2), 7);
+	mc_metric_add(sparse, mc_metric_index2(sparse, 1, 2), 7);
+	mc_metric_inc(sparse, mc_metric_index2(sparse, 0, 1));
+	mc_metric_observe(h, mc_metric_index2(h, 1, 0), 0.001);
+	char *s = render(m);
+	assert_contains(s, "# TYPE t_errors_total counter\n"
+			   "t_errors_total{op=\"get\",code=\"NOT_FOUND\"} 0\n"
+			   "t_errors_total{op=\"get\",code=\"NO_SPACE\"} 0\n"
+			   "t_errors_total{op=\"get\",code=\"OTHER\"} 0\n"
+			   "t_errors_total{op=\"put\",code=\"NOT_FOUND\"} 0\n"
+			   "t_errors_total{op=\"put\",code=\"NO_SPACE\"} 0\n"
+			   "t_errors_total{op=\"put\",code=\"OTHER\"} 7\n");
+	/* sparse: the two non-zero series only, headers always */
+	assert_contains(s, "# HELP t_sparse_errors_total Errors.\n"
+			   "# TYPE t_sparse_errors_total counter\n"
+			   "t_sparse_errors_total{op=\"get\",code=\"NO_SPACE\"} 1\n"
+			   "t_sparse_errors_total{op=\"put\",code=\"OTHER\"} 7\n"
+			   "# HELP t_sparse_seconds Errors.\n");
+	assert_contains(s, "t_sparse_seconds_bucket{op=\"put\",code=\"NOT_FOUND\",le=\"0.001\"} 1\n");
+	assert_contains(s, "t_sparse_seconds_count{op=\"put\",code=\"NOT_FOUND\"} 1\n");
+	assert_null(strstr(s, "t_sparse_seconds_count{op=\"get\""));
+	free(s);
+	/* bad descriptions */
+	d.type = MC_METRIC_COUNTER;
+	d.name = "t_bad";
+	d.label[1] = "op";				/* the same label twice */
+	assert_null(mc_metrics_add_desc(m, &d));
+	d.label[1] = "le";
+	assert_null(mc_metrics_add_desc(m, &d));
+	d.label[1] = "code";
+	d.nvalues[1] = 0;
+	assert_null(mc_metrics_add_desc(m, &d));
+	mc_metrics_free(m);
+}
+
+struct coll {
+	int calls;
+	unsigned n;
+};
+
+static void collect(void *ctx, struct mc_metric_sink *sink)
+{
+	struct coll *c = ctx;
+	c->calls++;
+	for (unsigned i = 0; i < c->n; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "s%u", i);
+		const char *v[2] = { id, i == 1 ? "a \"b\"\\c\nd" : i == 2 ? "bad\xc3(utf8" : NULL };
+		mc_metric_emit(sink, v, i * 1.5);
+	}
+}
+
+static void collect_plain(void *ctx, struct mc_metric_sink *sink)
+{
+	mc_metric_emit(sink, NULL, 42);
+}
+
+static void test_collector(void **state)
+{
+	static const char *const labels[] = { "segment", "name" };
+	struct coll c = { .n = 3 };
+	struct mc_metrics *m = mc_metrics_new();
+	struct mc_metric *x = mc_metrics_add_collector(m, MC_METRIC_GAUGE, "t_used_bytes",
+						       "Used.", labels, 2, collect, &c);
+	assert_non_null(x);
+	assert_non_null(mc_metrics_add_collector(m, MC_METRIC_COUNTER, "t_plain_total", "P.",
+						 NULL, 0, collect_plain, NULL));
+	char *s = render(m);
+	assert_string_equal(s,
+		"# HELP t_used_bytes Used.\n"
+		"# TYPE t_used_bytes gauge\n"
+		"t_used_bytes{segment=\"s0\",name=\"\"} 0\n"
+		"t_used_bytes{segment=\"s1\",name=\"a \\\"b\\\"\\\\c\\nd\"} 1.5\n"
+		"t_used_bytes{segment=\"s2\",name=\"bad\xef\xbf\xbd(utf8\"} 3\n"
+		"# HELP t_plain_total P.\n"
+		"# TYPE t_plain_total counter\n"
+		"t_plain_total 42\n");
+	free(s);
+	assert_int_equal(c.calls, 1);
+	/* the label set changes between scrapes */
+	c.n = 0;
+	s = render(m);
+	assert_null(strstr(s, "t_used_bytes{"));
+	assert_contains(s, "# TYPE t_used_bytes gauge\n# HELP t_plain_total");
+	free(s);
+	assert_int_equal(c.calls, 2);
+	assert_true(isnan(mc_metric_value(x, 0)));
+	mc_metric_inc(x, 0);				/* not a stored family: ignored */
+	/* bad registrations */
+	static const char *const dup[] = { "a", "a" }, *const le[] = { "le" };
+	static const char *const five[] = { "a", "b", "c", "d", "e" };
+	assert_null(mc_metrics_add_collector(m, MC_METRIC_GAUGE, "t_c1", "", dup, 2, collect, &c));
+	assert_null(mc_metrics_add_collector(m, MC_METRIC_GAUGE, "t_c2", "", le, 1, collect, &c));
+	assert_null(mc_metrics_add_collector(m, MC_METRIC_GAUGE, "t_c3", "", five, 5, collect, &c));
+	assert_null(mc_metrics_add_collector(m, MC_METRIC_HISTOGRAM, "t_c4", "", NULL, 0, collect,
+					     &c));
+	assert_null(mc_metrics_add_collector(m, MC_METRIC_GAUGE, "t_c5", "", NULL, 0, NULL, &c));
+	assert_null(mc_metrics_add_collector(m, MC_METRIC_GAUGE, "t_used_bytes", "", NULL, 0,
+					     collect, &c));
+	mc_metrics_free(m);
+}
+
+/* Every kind of family in one registry; promtool (when installed) finds nothing. */
+static void test_promtool_clean(void **state)
+{
+	static const char *const ops[] = { "get", "put" }, *const codes[] = { "A", "B" };
+	static const char *const labels[] = { "segment", "name" };
+	struct coll c = { .n = 3 };
+	double base = 3;
+	if (system("command -v promtool >/dev/null 2>&1") != 0)
+		skip();
+	struct mc_metrics *m = mc_metrics_new();
+	struct mc_metric *ct = mc_metrics_add(m, MC_METRIC_COUNTER, "t_requests_total",
+					      "Requests \\ with \"odd\"\nhelp.", "op", ops, 2);
+	mc_metric_add(ct, 1, 5);
+	mc_metric_set(mc_metrics_add(m, MC_METRIC_GAUGE, "t_g", "G.", NULL, NULL, 0), 0, -0.25);
+	struct mc_metric *h = mc_metrics_add(m, MC_METRIC_HISTOGRAM, "t_duration_seconds", "H.",
+					     "op", ops, 2);
+	mc_metric_observe(h, 0, 0.3);
+	struct mc_metric_desc d = { .type = MC_METRIC_COUNTER, .name = "t_errors_total",
+				    .help = "E.", .label = { "op", "code" },
+				    .values = { ops, codes }, .nvalues = { 2, 2 },
+				    .flags = MC_METRIC_SPARSE };
+	struct mc_metric *e = mc_metrics_add_desc(m, &d);
+	mc_metric_inc(e, mc_metric_index2(e, 1, 1));
+	mc_metrics_add_fn(m, MC_METRIC_GAUGE, "t_ratio", "R.", NULL, NULL, 0, fn_value, &base);
+	mc_metrics_add_collector(m, MC_METRIC_GAUGE, "t_used_bytes", "U.", labels, 2, collect, &c);
+	char *s = render(m);
+	char path[] = "/tmp/test-metrics.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+	close(fd);
+	char cmd[128], out[4096];
+	snprintf(cmd, sizeof(cmd), "promtool check metrics <%s 2>&1", path);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = 0;
+	int rc = pclose(p);
+	unlink(path);
+	if (rc != 0 || n)
+		fail_msg("promtool (rc %d):\n%s\non:\n%s", rc, out, s);
+	free(s);
+	mc_metrics_free(m);
+}
+
 #define THREADS 4
 #define ITERS 100000
 
@@ -231,6 +402,9 @@ int main(void)
 		cmocka_unit_test(test_labels_and_escaping),
 		cmocka_unit_test(test_histogram),
 		cmocka_unit_test(test_callbacks),
+		cmocka_unit_test(test_two_labels_sparse),
+		cmocka_unit_test(test_collector),
+		cmocka_unit_test(test_promtool_clean),
 		cmocka_unit_test(test_concurrent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

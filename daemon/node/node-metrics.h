@@ -1,0 +1,40 @@
+/*
+ * node-metrics.h - the node's Prometheus metrics (DESIGN §7, listed in
+ * docs/metrics.md): its segments, the master link (mounted, heartbeats),
+ * and the data plane (requests, errors and transfer time per op, bytes per
+ * direction, connections).
+ *
+ * Thread safety: mc_node_metrics_render() may run on any HTTP thread; the
+ * set_* calls may run while it does (they take the same lock).  The data
+ * plane updates its families lock-free (util/metrics.h).
+ */
+#ifndef MC_NODE_METRICS_H
+#define MC_NODE_METRICS_H
+
+#include <stddef.h>
+
+#include "node/node-master.h"
+#include "node/node-segment.h"
+#include "node/node-transport.h"
+
+struct mc_node_metrics;
+
+/* 0 or -ENOMEM.  segs must outlive the metrics. */
+int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_node_metrics **ret);
+/* NULL is fine.  Returns NULL. */
+struct mc_node_metrics *mc_node_metrics_free(struct mc_node_metrics *nm);
+
+/* The families the data plane updates (struct mc_node_transport_config). */
+const struct mc_node_data_metrics *mc_node_metrics_data(struct mc_node_metrics *nm);
+/* The transport whose totals a scrape reports; NULL before it runs and
+ * before it stops. */
+void mc_node_metrics_set_transport(struct mc_node_metrics *nm,
+				   const struct mc_node_transport_ops *ops,
+				   struct mc_node_transport *tr);
+/* The master link whose statistics a scrape reports; NULL before it stops. */
+void mc_node_metrics_set_link(struct mc_node_metrics *nm, struct mc_node_master *link);
+
+/* Text format 0.0.4, malloc'd; NULL when out of memory. */
+char *mc_node_metrics_render(struct mc_node_metrics *nm, size_t *len);
+
+#endif
