@@ -103,6 +103,22 @@ hex() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
 	expect 404 OBJECT_NOT_FOUND
 	api GET "/api/v1/objects/nope?tenant=nobody"
 	expect 404 OBJECT_NOT_FOUND
+	# a put in progress: "processing", with its start time and writer
+	run -0 "$RPC" "$MASTER_ADDR" put_start busy 2000 7
+	[[ "$output" == OK* ]]
+	api GET /api/v1/objects/busy
+	now=$(date +%s%3N)
+	jq -e --argjson now "$now" '.state == "processing" and .checksum == null
+		and (.put_start_ms - $now | fabs) < 10000 and .lease_deadline_ms == null
+		and .writer == "00006d632d7270630000000000000007"
+		and .replicas[0].status == "processing"' <<<"$body"
+	api GET /api/v1/objects
+	jq -e '.objects == [{"key":"busy","key_hex":"62757379","size":2000,
+		"state":"processing","replicas":0}]' <<<"$body"
+	api DELETE /api/v1/objects/busy
+	expect 409 REPLICA_IS_NOT_READY
+	api POST /api/v1/objects/busy/pin -d '{"ttl_ms":1000}'
+	[ "$code" = 409 ]
 }
 
 @test "binary keys round-trip through percent-encoding (bytes 0x00-0xff)" {

@@ -7,6 +7,7 @@
  *   mc-rpc HOST:PORT mount CLIENT SEGMENT NAME SIZE      (endpoint = HOST:PORT of the segment name)
  *   mc-rpc HOST:PORT unmount CLIENT SEGMENT
  *   mc-rpc HOST:PORT put KEY SIZE CLIENT                 (put_start + put_end)
+ *   mc-rpc HOST:PORT put_start KEY SIZE CLIENT           (the put stays in progress)
  *   mc-rpc HOST:PORT exist KEY
  *   mc-rpc HOST:PORT get KEY
  *   mc-rpc HOST:PORT remove KEY
@@ -150,15 +151,16 @@ int main(int argc, char **argv)
 							.segment_id = id_of(argv[4]) };
 		st = call(MC_OP_UNMOUNT_SEGMENT, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
-	} else if (!strcmp(op, "put") && argc == 6) {
+	} else if ((!strcmp(op, "put") || !strcmp(op, "put_start")) && argc == 6) {
 		struct mc_msg_put_start_req q = { .client_id = id_of(argv[5]),
 						  .key = key_of(argv[3]),
 						  .size = strtoull(argv[4], NULL, 0),
 						  .config = { .replica_num = 1 } };
 		st = call(MC_OP_PUT_START, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
-		if (!st) {
+		if (!st)
 			printf(" replicas=%u", resp.put_start_resp.n_replicas);
+		if (!st && !strcmp(op, "put")) {
 			struct mc_msg_put_end_req e = { .client_id = q.client_id, .key = q.key };
 			st = call(MC_OP_PUT_END, &e, &a, &resp);
 			printf(" put_end=%s", mc_error_name(st));
