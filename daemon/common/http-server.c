@@ -19,6 +19,8 @@ struct mc_http_server {
 	size_t nroutes;
 	size_t max_body;
 	uint16_t port;
+	mc_http_authorize_fn authorize;
+	void *authorize_ctx;
 	mc_http_log_fn log;
 	void *log_ctx;
 };
@@ -28,6 +30,11 @@ struct req_state {
 	char *body;
 	size_t len, cap;
 	bool too_large;
+	char *dec;			/* decoded params and arguments */
+	struct mc_http_arg args[MC_HTTP_MAX_ARGS];
+	struct mc_http_str raw[2 * MC_HTTP_MAX_ARGS];	/* while collecting */
+	unsigned nraw;
+	bool too_many;
 };
 
 static void json_escape(FILE *f, const char *s)
@@ -38,6 +45,8 @@ static void json_escape(FILE *f, const char *s)
 			fprintf(f, "\\%c", c);
 		else if (c < 0x20)
 			fprintf(f, "\\u%04x", c);
+		else if (c >= 0x7f)
+			fputc('?', f);	/* messages quote raw URLs: keep the JSON valid UTF-8 */
 		else
 			fputc(c, f);
 	}
@@ -79,6 +88,134 @@ void mc_http_text(struct mc_http_response *resp, unsigned status, const char *co
 	resp->body_len = resp->body ? strlen(text) : 0;
 }
 
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+long mc_http_percent_decode(const char *src, size_t len, char *dst, bool plus_space)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = src[i];
+		if (c == '%') {
+			if (i + 2 >= len)
+				return -1;
+			int h = hexval((unsigned char)src[i + 1]), l = hexval((unsigned char)src[i + 2]);
+			if (h < 0 || l < 0)
+				return -1;
+			dst[o++] = (char)(h << 4 | l);
+			i += 2;
+		} else {
+			dst[o++] = plus_space && c == '+' ? ' ' : c;
+		}
+	}
+	dst[o] = 0;
+	return (long)o;
+}
+
+const char *mc_http_header(const struct mc_http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const struct mc_http_arg *mc_http_arg(const struct mc_http_request *req, const char *name)
+{
+	size_t l = strlen(name);
+	for (unsigned i = 0; i < req->nargs; i++)
+		if (req->args[i].name.len == l && !memcmp(req->args[i].name.p, name, l))
+			return &req->args[i];
+	return NULL;
+}
+
+const struct mc_http_arg *mc_http_args_unknown(const struct mc_http_request *req,
+					       const char *const *allowed)
+{
+	for (unsigned i = 0; i < req->nargs; i++) {
+		const struct mc_http_arg *a = &req->args[i];
+		bool known = false;
+		for (const char *const *n = allowed; *n && !known; n++)
+			known = strlen(*n) == a->name.len && !memcmp(*n, a->name.p, a->name.len);
+		if (!known || mc_http_arg(req, a->name.p) != a)
+			return a;
+	}
+	return NULL;
+}
+
+/* Matches url against pat; the "{}" segments (raw) go to raw[]. */
+static bool route_match(const char *pat, const char *url, struct mc_http_str *raw, unsigned *n)
+{
+	*n = 0;
+	while (*pat && *url) {
+		if (*pat != '/' || *url != '/')
+			return false;
+		pat++, url++;
+		const char *pe = strchrnul(pat, '/'), *ue = strchrnul(url, '/');
+		if (pe - pat == 2 && !memcmp(pat, "{}", 2)) {
+			if (ue == url || *n == MC_HTTP_MAX_PARAMS)
+				return false;
+			raw[(*n)++] = (struct mc_http_str){ url, (size_t)(ue - url) };
+		} else if (pe - pat != ue - url || memcmp(pat, url, (size_t)(pe - pat))) {
+			return false;
+		}
+		pat = pe, url = ue;
+	}
+	return !*pat && !*url;
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				   size_t key_size, const char *value, size_t value_size)
+{
+	struct req_state *st = cls;
+	if (st->nraw + 2 > 2 * MC_HTTP_MAX_ARGS) {
+		st->too_many = true;
+		return MHD_NO;
+	}
+	st->raw[st->nraw++] = (struct mc_http_str){ key ? key : "", key ? key_size : 0 };
+	st->raw[st->nraw++] = (struct mc_http_str){ value ? value : "", value ? value_size : 0 };
+	return MHD_YES;
+}
+
+/* Decodes the params and the query into st->dec; false on a bad encoding. */
+static bool decode_request(struct req_state *st, struct MHD_Connection *c,
+			   struct mc_http_request *req, const struct mc_http_str *raw)
+{
+	size_t total = 0;
+	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, collect_arg, st);
+	for (unsigned i = 0; i < req->nparams; i++)
+		total += raw[i].len + 1;
+	for (unsigned i = 0; i < st->nraw; i++)
+		total += st->raw[i].len + 1;
+	char *p = st->dec = malloc(total ? total : 1);
+	if (!p)
+		return false;
+	for (unsigned i = 0; i < req->nparams; i++) {
+		long l = mc_http_percent_decode(raw[i].p, raw[i].len, p, false);
+		if (l < 0)
+			return false;
+		req->params[i] = (struct mc_http_str){ p, (size_t)l };
+		p += l + 1;
+	}
+	for (unsigned i = 0; i < st->nraw; i++) {
+		/* MHD already turned '+' into ' ' (the form rule) */
+		long l = mc_http_percent_decode(st->raw[i].p, st->raw[i].len, p, false);
+		if (l < 0)
+			return false;
+		struct mc_http_str *d = i % 2 ? &st->args[i / 2].value : &st->args[i / 2].name;
+		*d = (struct mc_http_str){ p, (size_t)l };
+		p += l + 1;
+	}
+	req->args = st->args;
+	req->nargs = st->nraw / 2;
+	return true;
+}
+
 static enum MHD_Result send_resp(struct MHD_Connection *c, struct mc_http_response *r,
 				 const char *allow)
 {
@@ -96,6 +233,8 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, struct mc_http_respon
 				r->content_type ? r->content_type : "text/plain; charset=utf-8");
 	if (allow)
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
+	if (r->header && r->header_value)
+		MHD_add_response_header(mr, r->header, r->header_value);
 	enum MHD_Result ret = MHD_queue_response(c, r->status, mr);
 	MHD_destroy_response(mr);
 	return ret;
@@ -118,7 +257,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
 			st->too_large = true;
-			mc_http_error(&resp, 413, "TOO_LARGE",
+			mc_http_error(&resp, 413, "PAYLOAD_TOO_LARGE",
 				      "request body too large");
 			return send_resp(c, &resp, NULL);
 		}
@@ -147,7 +286,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 	if (st->too_large) {
-		mc_http_error(&resp, 413, "TOO_LARGE",
+		mc_http_error(&resp, 413, "PAYLOAD_TOO_LARGE",
 			      "request body too large");
 		return send_resp(c, &resp, NULL);
 	}
@@ -155,18 +294,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	const struct mc_http_route *hit = NULL;
 	bool path_known = false;
 	char allow[128] = "";
+	struct mc_http_str raw[MC_HTTP_MAX_PARAMS];
+	unsigned nraw = 0;
 	for (size_t i = 0; i < s->nroutes; i++) {
 		const struct mc_http_route *rt = &s->routes[i];
-		if (strcmp(rt->path, url))
+		unsigned n;
+		if (!route_match(rt->path, url, raw, &n))
 			continue;
 		path_known = true;
 		if (!strcmp(rt->method, method) ||
 		    (!strcmp(method, "HEAD") && !strcmp(rt->method, "GET"))) {
 			hit = rt;
+			nraw = n;
 			break;
 		}
 		size_t l = strlen(allow);
-		snprintf(allow + l, sizeof(allow) - l, "%s%s", l ? ", " : "", rt->method);
+		if (!strstr(allow, rt->method))
+			snprintf(allow + l, sizeof(allow) - l, "%s%s", l ? ", " : "", rt->method);
 	}
 	if (!hit) {
 		char msg[300];
@@ -181,8 +325,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	struct mc_http_request req = {
 		.method = method, .path = url, .body = st->body ? st->body : "",
-		.body_len = st->len, .conn = c,
+		.body_len = st->len, .nparams = nraw, .conn = c,
 	};
+	if (!decode_request(st, c, &req, raw)) {
+		if (!st->dec)
+			return MHD_NO;
+		mc_http_error(&resp, 400, "BAD_REQUEST", "bad percent-encoding in the URL");
+		return send_resp(c, &resp, NULL);
+	}
+	if (st->too_many) {
+		mc_http_error(&resp, 400, "BAD_REQUEST", "too many query arguments");
+		return send_resp(c, &resp, NULL);
+	}
+	if (s->authorize && !s->authorize(s->authorize_ctx, &req, &resp))
+		return send_resp(c, &resp, NULL);
 	hit->fn(hit->ctx, &req, &resp);
 	return send_resp(c, &resp, NULL);
 }
@@ -193,9 +349,18 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct req_state *st = *con_cls;
 	if (st) {
 		free(st->body);
+		free(st->dec);
 		free(st);
 		*con_cls = NULL;
 	}
+}
+
+/* MHD would decode the path and the query in place (and stop at a %00): we
+ * decode ourselves, strictly and binary-safe. */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls, (void)c;
+	return strlen(s);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -242,6 +407,8 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 	s->max_body = cfg->max_body ? cfg->max_body : 1 << 20;
 	s->log = cfg->log;
 	s->log_ctx = cfg->log_ctx;
+	s->authorize = cfg->authorize;
+	s->authorize_ctx = cfg->authorize_ctx;
 
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	if (v6)
@@ -255,6 +422,7 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 		  (intptr_t)(cfg->conn_memory ? cfg->conn_memory : 64 * 1024), NULL },
 		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_limit, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL },
+		{ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)no_unescape, NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	errno = 0;

@@ -1,16 +1,30 @@
 /*
  * http-server.h - a thin wrapper over GNU libmicrohttpd for the daemons'
- * admin ports (/health, /metrics, later the REST API).
+ * admin ports (/health, /metrics, the master's REST API).
  *
  * Threads: MHD_USE_EPOLL_INTERNAL_THREAD with a pool of `threads` (default
  * 2): handlers of different connections run concurrently, so a handler only
  * reads atomics or takes the locks the RPC path takes.
  *
- * Routing: an exact (method, path) table; the query string is not part of
- * the path.  A path in the table with another method -> 405 (with an Allow
- * header); HEAD is served by a GET route; a path not in the table -> 404.
+ * Routing: a (method, path pattern) table, first match wins.  A pattern is
+ * a path whose segments are literals or "{}", which matches one non-empty
+ * segment; the matched segments reach the handler percent-decoded, in
+ * req->params.  The query string is not part of the path.  A path some
+ * pattern matches with another method -> 405 (with an Allow header); HEAD is
+ * served by a GET route (MHD sends no body); a path no pattern matches -> 404.
  * Error bodies are JSON: {"error":{"code":"NOT_FOUND","message":"..."}}.
- * A request body over max_body bytes -> 413 (the handler is not called).
+ * A request body over max_body bytes -> 413 PAYLOAD_TOO_LARGE (the handler
+ * is not called).
+ *
+ * Encoding: MHD's own unescaping is turned off, so binary bytes survive;
+ * "{}" path segments and query names and values are decoded here, strictly:
+ * a '%' not followed by two hex digits -> 400 BAD_REQUEST.  In the query,
+ * '+' is a space (MHD applies the form rule before we see it): send %2B.
+ * Decoded strings are NUL-terminated and carry their length (they may hold
+ * NULs).
+ *
+ * Authorization: the optional `authorize` callback runs after routing, before
+ * the handler; false means it filled in the response (e.g. 401).
  *
  * Binding: `address` is a numeric IPv4 or IPv6 address or a host name
  * (first result of getaddrinfo); port 0 picks a free port, which
@@ -22,26 +36,46 @@
 #ifndef MC_DAEMON_HTTP_SERVER_H
 #define MC_DAEMON_HTTP_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct mc_http_server;
 
+#define MC_HTTP_MAX_PARAMS 4		/* "{}" segments in one pattern */
+#define MC_HTTP_MAX_ARGS   16		/* query arguments (more -> 400) */
+
+/* A decoded string: NUL-terminated, len bytes (NULs allowed). */
+struct mc_http_str {
+	const char *p;
+	size_t len;
+};
+
+struct mc_http_arg {
+	struct mc_http_str name, value;	/* "?flag" alone: value "" */
+};
+
 struct mc_http_request {
 	const char *method;		/* "GET" */
-	const char *path;		/* "/metrics" (no query) */
+	const char *path;		/* "/metrics" (no query, still percent-encoded) */
 	const char *body;		/* NUL-terminated; "" when none */
 	size_t body_len;
-	void *conn;			/* the struct MHD_Connection, for headers and arguments */
+	struct mc_http_str params[MC_HTTP_MAX_PARAMS];	/* the "{}" segments, decoded */
+	unsigned nparams;
+	const struct mc_http_arg *args;	/* the query, decoded, in order */
+	unsigned nargs;
+	void *conn;			/* the struct MHD_Connection */
 };
 
 /* What a handler fills in.  body is malloc'd and freed by the server (NULL:
- * empty body); content_type must stay valid (a literal).  status 0 -> 500. */
+ * empty body); content_type, header and header_value must stay valid
+ * (literals).  status 0 -> 500. */
 struct mc_http_response {
 	unsigned status;
 	const char *content_type;
 	char *body;
 	size_t body_len;
+	const char *header, *header_value;	/* one extra header, or NULL */
 };
 
 typedef void (*mc_http_handler_fn)(void *ctx, const struct mc_http_request *req,
@@ -49,17 +83,19 @@ typedef void (*mc_http_handler_fn)(void *ctx, const struct mc_http_request *req,
 
 struct mc_http_route {
 	const char *method;
-	const char *path;
+	const char *path;		/* "/api/v1/objects/{}/pin" */
 	mc_http_handler_fn fn;
 	void *ctx;
 };
 
 typedef void (*mc_http_log_fn)(void *ctx, const char *msg);
+typedef bool (*mc_http_authorize_fn)(void *ctx, const struct mc_http_request *req,
+				     struct mc_http_response *resp);
 
 struct mc_http_server_config {
 	const char *address;		/* NULL or "": 127.0.0.1 */
 	uint16_t port;			/* 0: pick a free one */
-	const struct mc_http_route *routes;	/* copied */
+	const struct mc_http_route *routes;	/* copied (the strings are not) */
 	size_t nroutes;
 	unsigned threads;		/* 0: 2 */
 	unsigned conn_limit;		/* 0: 64 */
@@ -67,6 +103,8 @@ struct mc_http_server_config {
 	unsigned timeout_s;		/* idle connection timeout; 0: 10 */
 	size_t max_body;		/* 0: 1 MiB */
 	size_t conn_memory;		/* per-connection memory (also caps headers); 0: 64 KiB */
+	mc_http_authorize_fn authorize;	/* NULL: everything allowed */
+	void *authorize_ctx;
 	mc_http_log_fn log;
 	void *log_ctx;
 };
@@ -87,5 +125,17 @@ void mc_http_error(struct mc_http_response *resp, unsigned status, const char *c
 /* Sets a malloc'd copy of text as the body. */
 void mc_http_text(struct mc_http_response *resp, unsigned status, const char *content_type,
 		  const char *text);
+/* A request header (case-insensitive name), or NULL. */
+const char *mc_http_header(const struct mc_http_request *req, const char *name);
+/* The first query argument called name, or NULL. */
+const struct mc_http_arg *mc_http_arg(const struct mc_http_request *req, const char *name);
+/* The first query argument whose name is not in the NULL-terminated list
+ * `allowed` (or is repeated), or NULL when all are known. */
+const struct mc_http_arg *mc_http_args_unknown(const struct mc_http_request *req,
+					       const char *const *allowed);
+/* Strict percent-decoding of src[0..len) into dst (room for len + 1; NUL
+ * added).  plus_space: '+' -> ' '.  Returns the decoded length, or -1 on a
+ * bad '%' sequence. */
+long mc_http_percent_decode(const char *src, size_t len, char *dst, bool plus_space);
 
 #endif

@@ -195,6 +195,46 @@ void mc_master_clients_get_stats(struct mc_master_clients *c, struct mc_master_c
 	pthread_mutex_unlock(&c->lock);
 }
 
+int mc_master_clients_list(struct mc_master_clients *c, struct mc_client_info **ret,
+			   uint32_t *ret_n, uint64_t *ret_now_ms)
+{
+	int r = 0;
+	uint32_t n = 0;
+	pthread_mutex_lock(&c->lock);
+	uint64_t now = now_ms(c);
+	struct mc_client_info *v = calloc(c->n ? c->n : 1, sizeof(*v));
+	if (!v)
+		r = MC_ERR_NO_MEMORY;
+	for (; !r && n < c->n; n++) {
+		const struct client *cl = &c->v[n];
+		v[n].id = cl->id;
+		v[n].last_seen_ms = cl->last_seen_ms;
+		v[n].nsegs = cl->nsegs;
+		if (cl->nsegs && !(v[n].segs = malloc(cl->nsegs * sizeof(*v[n].segs)))) {
+			r = MC_ERR_NO_MEMORY;
+			break;
+		}
+		if (cl->nsegs)
+			memcpy(v[n].segs, cl->segs, cl->nsegs * sizeof(*v[n].segs));
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0) {
+		mc_master_clients_list_free(v, n);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	*ret_now_ms = now;
+	return 0;
+}
+
+void mc_master_clients_list_free(struct mc_client_info *v, uint32_t n)
+{
+	for (uint32_t i = 0; v && i < n; i++)
+		free(v[i].segs);
+	free(v);
+}
+
 uint32_t mc_master_clients_sweep(struct mc_master_clients *c)
 {
 	uint64_t now = now_ms(c);

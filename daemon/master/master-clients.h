@@ -55,6 +55,18 @@ struct mc_master_clients_stats {
 };
 void mc_master_clients_get_stats(struct mc_master_clients *c, struct mc_master_clients_stats *ret);
 
+/* A copy of the registry (REST /api/v1/clients).  last_seen_ms is on the
+ * meta's clock, as is *ret_now_ms (read at the same time). */
+struct mc_client_info {
+	struct mc_uuid id;
+	uint64_t last_seen_ms;
+	struct mc_uuid *segs;
+	uint32_t nsegs;
+};
+int mc_master_clients_list(struct mc_master_clients *c, struct mc_client_info **ret,
+			   uint32_t *ret_n, uint64_t *ret_now_ms);
+void mc_master_clients_list_free(struct mc_client_info *v, uint32_t n);
+
 /* One housekeeping pass (the thread calls it; tests may too): drops the
  * clients silent for ttl_ms, unmounting their segments.  Returns how many. */
 uint32_t mc_master_clients_sweep(struct mc_master_clients *c);

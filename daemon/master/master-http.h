@@ -1,11 +1,17 @@
 /*
  * master-http.h - the master's admin HTTP server (DESIGN §5): /health,
  * /metrics and the REST API under /api/v1 (docs/rest-api.md).
+ *
+ * Handlers run on the HTTP server's threads and call mc_meta_* and the
+ * client registry like the RPC handlers do (same locks, same order).
  */
 #ifndef MC_MASTER_HTTP_H
 #define MC_MASTER_HTTP_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 struct mc_meta;
 struct mc_master_clients;
@@ -17,6 +23,16 @@ struct mc_master_http_config {
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
 	struct mc_master_metrics *metrics;
+	/* Bearer token for every non-GET call (NULL or "": none needed); copied.
+	 * mc_master_http_load_token() reads it from admin_token_file. */
+	const char *admin_token;
+	/* Snapshots (the persistence module); NULL: the endpoints answer 503.
+	 * Both return 0 or a negative MC_ERR_* and hand over a new reference:
+	 * list -> a JSON array of SNAPSHOT objects, newest first; take -> the
+	 * new SNAPSHOT object (docs/rest-api.md). */
+	int (*snapshot_list)(void *ctx, json_t **ret_array);
+	int (*snapshot_take)(void *ctx, json_t **ret_object);
+	void *snapshot_ctx;
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
 };
@@ -28,5 +44,10 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 uint16_t mc_master_http_port(const struct mc_master_http *h);
 /* NULL is fine; returns NULL. */
 struct mc_master_http *mc_master_http_stop(struct mc_master_http *h);
+
+/* Reads the token file: its content minus trailing CR/LF.  0 and a malloc'd
+ * *ret, or -1 with a message in err (missing, unreadable, empty, over 4 KiB,
+ * or holding a NUL or a line break inside). */
+int mc_master_http_load_token(const char *path, char **ret, char *err, size_t errlen);
 
 #endif

@@ -75,7 +75,7 @@ static const struct mc_option options[] = {
 	O(rpc_address, MC_OPT_STR, "0.0.0.0", "address of the binary RPC listener"),
 	O(rpc_port, MC_OPT_PORT, "50051", "port of the binary RPC listener (0: pick a free one)"),
 	O(http_address, MC_OPT_STR, "127.0.0.1",
-	  "address of the admin HTTP server (/health, /metrics)"),
+	  "address of the admin HTTP server (/health, /metrics, the REST API /api/v1)"),
 	O(http_port, MC_OPT_PORT, "9003", "port of the admin HTTP server (0: pick a free one)"),
 	O(state_dir, MC_OPT_STR, "/var/lib/mooncake/master",
 	  "state directory, created if missing (will hold snapshots and the oplog)"),
@@ -102,7 +102,7 @@ static const struct mc_option options[] = {
 	  "[reserved: etcd HA is not implemented yet] comma-separated http://host:port list"),
 	O(cluster_id, MC_OPT_STR, "mooncake", "cluster name (etcd key prefix, once etcd exists)"),
 	O(admin_token_file, MC_OPT_STR, "",
-	  "[reserved: the REST API is not implemented yet] file with the bearer token"),
+	  "file holding the bearer token the REST API's non-GET calls need (empty: none)"),
 	O(workers, MC_OPT_U64, "2", "RPC worker threads (1..256)"),
 	O(log_level, MC_OPT_STR, "info", "error | warning | notice | info | debug"),
 };
@@ -194,6 +194,7 @@ int main(int argc, char **argv)
 	struct mc_master_http *http = NULL;
 	struct mc_master_metrics *metrics = NULL;
 	struct mc_master_rpc_metrics rpcm;
+	char *admin_token = NULL;
 	int r, ret = 1, sfd = -1;
 	const size_t nopts = sizeof(options) / sizeof(options[0]);
 
@@ -209,6 +210,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mc_log_max_level = mc_log_level_from_name(cfg.log_level);
+	if (*cfg.admin_token_file &&
+	    mc_master_http_load_token(cfg.admin_token_file, &admin_token, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mooncake-master: %s\n", err);
+		mc_config_release(options, nopts, &cfg);
+		return 2;
+	}
 
 	if ((r = make_dirs(cfg.state_dir)) < 0) {
 		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(-r));
@@ -279,6 +286,7 @@ int main(int argc, char **argv)
 		.meta = meta,
 		.clients = clients,
 		.metrics = metrics,
+		.admin_token = admin_token,
 		.log = http_log,
 	};
 	if ((r = mc_master_http_start(&hcfg, &http)) < 0) {
@@ -315,5 +323,8 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	mc_config_release(options, nopts, &cfg);
+	if (admin_token)
+		explicit_bzero(admin_token, strlen(admin_token));
+	free(admin_token);
 	return ret;
 }

@@ -2,6 +2,8 @@
 #ifndef MC_MASTER_META_INTERNAL_H
 #define MC_MASTER_META_INTERNAL_H
 
+#include <regex.h>
+
 #include "master/meta.h"
 #include "util/hash.h"
 
@@ -120,5 +122,18 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 /* Makes room for a block of size on one of the preferred segments, first. */
 uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 				       const struct mc_bytes_ref *pref, uint32_t npref);
+
+/* meta-scan.c.  The paged listing behind mc_meta_get_all_keys() (same
+ * cursor), over the objects `match` accepts (NULL: all; it must be the same
+ * for every page).  Both callbacks run under the shard's read lock. */
+typedef bool (*meta_match_fn)(void *ctx, const struct mc_object *o);
+typedef void (*meta_object_fn)(void *ctx, const struct mc_object *o);
+int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor, uint32_t limit,
+		   meta_match_fn match, meta_object_fn fn, void *ctx,
+		   uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len);
+/* POSIX extended, REG_NOSUB; INVALID_PARAMS if it does not compile or is too long. */
+int meta_regex_compile(regex_t *re, const char *regex);
+/* buf: MC_MAX_KEY_LEN + 1 bytes of scratch. */
+bool meta_key_matches(const regex_t *re, const struct mc_object *o, char *buf);
 
 #endif

@@ -17,7 +17,7 @@
  * buf (MC_MAX_KEY_LEN + 1 bytes) and NUL-terminated: regexec() may read up to
  * a NUL whatever the flags say (sanitizers' interceptors do, and so do libcs
  * without REG_STARTEND), and the object's key is not terminated. */
-static bool key_matches(const regex_t *re, const struct mc_object *o, char *buf)
+bool meta_key_matches(const regex_t *re, const struct mc_object *o, char *buf)
 {
 	regmatch_t pm = { .rm_so = 0, .rm_eo = o->key_len };
 	memcpy(buf, mc_object_key(o), o->key_len);
@@ -25,7 +25,7 @@ static bool key_matches(const regex_t *re, const struct mc_object *o, char *buf)
 	return regexec(re, buf, 1, &pm, REG_STARTEND) == 0;
 }
 
-static int compile(regex_t *re, const char *regex)
+int meta_regex_compile(regex_t *re, const char *regex)
 {
 	if (!regex || strlen(regex) > MC_MAX_KEY_LEN)
 		return MC_ERR_INVALID_PARAMS;
@@ -54,7 +54,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 		uint32_t it = 0;
 		struct mc_object *o;
 		while (tab && (o = mc_objtab_next(tab, &it))) {
-			if (mc_object_is_processing(o) || (re && !key_matches(re, o, keybuf)))
+			if (mc_object_is_processing(o) || (re && !meta_key_matches(re, o, keybuf)))
 				continue;
 			uint64_t lease = mc_object_load_time(o);
 			if (lease > now && !force)
@@ -78,7 +78,7 @@ int mc_meta_remove_by_regex(struct mc_meta *m, struct mc_ref tenant, const char 
 			    bool force, uint64_t *ret_removed)
 {
 	regex_t re;
-	int r = compile(&re, regex);
+	int r = meta_regex_compile(&re, regex);
 	if (r < 0)
 		return r;
 	r = remove_where(m, tenant, &re, force, ret_removed);
@@ -92,7 +92,7 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 	regex_t re;
 	uint16_t t;
 	char keybuf[MC_MAX_KEY_LEN + 1];
-	int r = compile(&re, regex);
+	int r = meta_regex_compile(&re, regex);
 	if (r < 0)
 		return r;
 	r = meta_tenant_resolve(m, tenant, false, &t);
@@ -108,7 +108,7 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 		uint32_t it = 0;
 		struct mc_object *o;
 		while (tab && (o = mc_objtab_next(tab, &it))) {
-			if (mc_object_is_processing(o) || !key_matches(&re, o, keybuf))
+			if (mc_object_is_processing(o) || !meta_key_matches(&re, o, keybuf))
 				continue;
 			struct mc_object_info info = {
 				.size = o->size, .checksum = o->checksum,
@@ -172,9 +172,9 @@ static uint64_t get_le(const uint8_t *p, int n)
 	return v;
 }
 
-int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor,
-			 uint32_t limit, mc_key_fn key_fn, void *ctx,
-			 uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len)
+int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor, uint32_t limit,
+		   meta_match_fn match, meta_object_fn fn, void *ctx,
+		   uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len)
 {
 	uint64_t hash = 0;
 	uint32_t shard = 0, skip = 0, emitted = 0;
@@ -217,7 +217,10 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 		}
 		uint32_t k = 0, it = 0;
 		struct mc_object *o;
+		/* The filter applies before the order: `skip` counts matching keys only. */
 		while (tab && (o = mc_objtab_next(tab, &it))) {
+			if (match && !match(ctx, o))
+				continue;
 			uint64_t h = meta_key_hash(tp, mc_object_key(o), o->key_len);
 			if (!resume || h >= hash)
 				ents[k++] = (struct keyent){ .hash = h, .o = o };
@@ -241,14 +244,7 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 				*ret_next_len = MC_META_CURSOR_LEN;
 				return 0;
 			}
-			o = ents[i].o;
-			struct mc_object_info info = {
-				.size = o->size, .checksum = o->checksum,
-				.has_checksum = o->flags & MC_OBJ_HAS_CHECKSUM,
-				.nrep = mc_object_is_processing(o) ? 0 :
-					meta_emit_replicas(m, o, 0, true, NULL, NULL),
-			};
-			key_fn(ctx, mc_object_key(o), o->key_len, &info);
+			fn(ctx, ents[i].o);
 			emitted++;
 		}
 		pthread_rwlock_unlock(&sh->lock);
@@ -256,6 +252,33 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 	free(ents);
 	*ret_next_len = 0;
 	return 0;
+}
+
+struct all_keys {
+	struct mc_meta *m;
+	mc_key_fn key_fn;
+	void *ctx;
+};
+
+static void all_keys_fn(void *ctx, const struct mc_object *o)
+{
+	struct all_keys *a = ctx;
+	struct mc_object_info info = {
+		.size = o->size, .checksum = o->checksum,
+		.has_checksum = o->flags & MC_OBJ_HAS_CHECKSUM,
+		.nrep = mc_object_is_processing(o) ? 0 :
+			meta_emit_replicas(a->m, o, 0, true, NULL, NULL),
+	};
+	a->key_fn(a->ctx, mc_object_key(o), o->key_len, &info);
+}
+
+int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor,
+			 uint32_t limit, mc_key_fn key_fn, void *ctx,
+			 uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len)
+{
+	struct all_keys a = { .m = m, .key_fn = key_fn, .ctx = ctx };
+	return meta_scan_keys(m, tenant, cursor, limit, NULL, all_keys_fn, &a, next_cursor,
+			      ret_next_len);
 }
 
 /* ---- consistency check ---------------------------------------------------------------- */

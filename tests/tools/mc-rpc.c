@@ -7,11 +7,13 @@
  *   mc-rpc HOST:PORT mount CLIENT SEGMENT NAME SIZE      (endpoint = HOST:PORT of the segment name)
  *   mc-rpc HOST:PORT unmount CLIENT SEGMENT
  *   mc-rpc HOST:PORT put KEY SIZE CLIENT                 (put_start + put_end)
+ *   mc-rpc HOST:PORT put_start KEY SIZE CLIENT           (the put stays in progress)
  *   mc-rpc HOST:PORT exist KEY
  *   mc-rpc HOST:PORT get KEY
  *   mc-rpc HOST:PORT remove KEY
  *   mc-rpc HOST:PORT op OPCODE                            (an empty body)
  *
+ * A KEY written hex:6b6579 is those bytes (binary keys, NULs included).
  * CLIENT and SEGMENT are small integers (the uuid's low half).  Exit 0 when
  * every response came back (whatever its status), 1 on a transport error,
  * 2 on a usage error.  Used by tests/integration.
@@ -74,6 +76,22 @@ static struct mc_uuid id_of(const char *s)
 	return (struct mc_uuid){ .hi = 0x6d632d727063ull, .lo = strtoull(s, NULL, 0) };
 }
 
+/* KEY, or hex:BYTES (decoded into a static buffer: one key per run). */
+static struct mc_bytes key_of(const char *s)
+{
+	static uint8_t buf[8192];
+	size_t n = 0;
+	if (strncmp(s, "hex:", 4))
+		return mc_bytes_str(s);
+	for (s += 4; s[0] && s[1] && n < sizeof(buf); s += 2) {
+		unsigned v;
+		if (sscanf(s, "%2x", &v) != 1)
+			break;
+		buf[n++] = (uint8_t)v;
+	}
+	return MC_BYTES(buf, n);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|exist|get|remove|op ARGS...\n");
@@ -133,27 +151,28 @@ int main(int argc, char **argv)
 							.segment_id = id_of(argv[4]) };
 		st = call(MC_OP_UNMOUNT_SEGMENT, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
-	} else if (!strcmp(op, "put") && argc == 6) {
+	} else if ((!strcmp(op, "put") || !strcmp(op, "put_start")) && argc == 6) {
 		struct mc_msg_put_start_req q = { .client_id = id_of(argv[5]),
-						  .key = mc_bytes_str(argv[3]),
+						  .key = key_of(argv[3]),
 						  .size = strtoull(argv[4], NULL, 0),
 						  .config = { .replica_num = 1 } };
 		st = call(MC_OP_PUT_START, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
-		if (!st) {
+		if (!st)
 			printf(" replicas=%u", resp.put_start_resp.n_replicas);
+		if (!st && !strcmp(op, "put")) {
 			struct mc_msg_put_end_req e = { .client_id = q.client_id, .key = q.key };
 			st = call(MC_OP_PUT_END, &e, &a, &resp);
 			printf(" put_end=%s", mc_error_name(st));
 		}
 	} else if (!strcmp(op, "exist") && argc == 4) {
-		struct mc_msg_exist_key_req q = { .key = mc_bytes_str(argv[3]) };
+		struct mc_msg_exist_key_req q = { .key = key_of(argv[3]) };
 		st = call(MC_OP_EXIST_KEY, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 		if (!st)
 			printf(" exists=%d", resp.exist_key_resp.exists);
 	} else if (!strcmp(op, "get") && argc == 4) {
-		struct mc_msg_get_replica_list_req q = { .key = mc_bytes_str(argv[3]) };
+		struct mc_msg_get_replica_list_req q = { .key = key_of(argv[3]) };
 		st = call(MC_OP_GET_REPLICA_LIST, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 		if (!st) {
@@ -164,7 +183,7 @@ int main(int argc, char **argv)
 				       p->replicas[0].mem.endpoint.p);
 		}
 	} else if (!strcmp(op, "remove") && argc == 4) {
-		struct mc_msg_remove_req q = { .key = mc_bytes_str(argv[3]) };
+		struct mc_msg_remove_req q = { .key = key_of(argv[3]) };
 		st = call(MC_OP_REMOVE, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 	} else if (!strcmp(op, "op") && argc == 4) {
