@@ -234,6 +234,8 @@ char *ctl_progress_line(char *buf, size_t cap, const char *label, uint64_t done,
 			uint64_t total, unsigned width)
 {
 	char d[32], tt[32];
+	if (total && done > total)
+		done = total;
 	ctl_fmt_size(done, d, sizeof(d));
 	if (!total) {
 		snprintf(buf, cap, "%s  %s", label, d);
@@ -243,8 +245,6 @@ char *ctl_progress_line(char *buf, size_t cap, const char *label, uint64_t done,
 		width = 4;
 	if (width > 200)
 		width = 200;
-	if (done > total)
-		done = total;
 	char bar[201];
 	unsigned fill = (unsigned)((long double)done * width / total);
 	memset(bar, '#', fill);

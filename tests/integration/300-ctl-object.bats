@@ -52,7 +52,7 @@ setup() {
 
 @test "version prints the versions; -o json too" {
 	run -0 "$CTL" version
-	[[ "$output" == "mooncakectl 0.1.0 (libmooncake 0.1.0)" ]]
+	[[ "${lines[0]}" == "mooncakectl 0.1.0 (libmooncake 0.1.0)" ]]
 	run -0 "$CTL" -o json version
 	[ "$(echo "$output" | jq -r .version)" = 0.1.0 ]
 	[ "$(echo "$output" | jq -r .library)" = 0.1.0 ]
