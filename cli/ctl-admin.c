@@ -251,9 +251,11 @@ static int seg_drain(struct ctl *ctl, int argc, char **argv)
 	char *path = path_of("segments/", pos[0], "/drain");
 	if (!path)
 		return CTL_FAILED;
-	json_t *body = json_object(), *s;
-	if (o[0].value)
+	json_t *body = NULL, *s; /* no body: the default grace */
+	if (o[0].value) {
+		body = json_object();
 		json_object_set_new(body, "grace_ms", json_integer((json_int_t)grace));
+	}
 	r = ctl_rest(ctl, "POST", path, body, subj, &s);
 	json_decref(body);
 	free(path);
@@ -448,9 +450,11 @@ int ctl_evict(struct ctl *ctl, int argc, char **argv)
 	if (o[0].value && (ctl_parse_ratio(o[0].value, &ratio) < 0 || ratio >= 1.0))
 		return ctl_usage("evict: bad value '%s' for --ratio (0 <= R < 1, e.g. 0.5)",
 				 o[0].value);
-	json_t *body = json_object(), *e;
-	if (o[0].value)
+	json_t *body = NULL, *e; /* no body: down to the low watermark */
+	if (o[0].value) {
+		body = json_object();
 		json_object_set_new(body, "target_ratio", json_real(ratio));
+	}
 	r = ctl_rest(ctl, "POST", "/api/v1/evict", body, "evict", &e);
 	json_decref(body);
 	if (r)
