@@ -122,8 +122,8 @@ int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, cons
 		goto out;
 	}
 	hdr = curl_slist_append(hdr, "Accept: application/json");
-	if (data)
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	/* No body: no Content-Type (libcurl would say form-urlencoded on a POST). */
+	hdr = curl_slist_append(hdr, data ? "Content-Type: application/json" : "Content-Type:");
 	if (ctl->token) {
 		if (asprintf(&auth, "Authorization: Bearer %s", ctl->token) < 0) {
 			auth = NULL;
