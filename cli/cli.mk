@@ -5,7 +5,7 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 $(O)/bin/mooncakectl: $(CLI_OBJS) $(CLIENT_LIB)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -ljansson -lcurl
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -ljansson -ldl
 
 ifneq ($(CLI_SRCS),)
 BINS += $(O)/bin/mooncakectl
