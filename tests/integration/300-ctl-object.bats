@@ -198,13 +198,6 @@ setup() {
 	run -1 "$CTL" object get out-key /nonexistent/dir/file
 }
 
-@test "REST-only groups say so and exit 1" {
-	for g in status segment client tenant evict snapshot trace; do
-		run -1 "$CTL" "$g" list
-		[ "$output" = "mooncakectl: '$g' needs the REST admin API (not built yet)" ]
-	done
-}
-
 @test "object pin / unpin: soft pins with a TTL; errors named" {
 	printf pinned | "$CTL" object put pin-key -
 	run -0 "$CTL" object pin pin-key --ttl 60000
