@@ -1,7 +1,12 @@
 /*
- * ctl-object.c - mooncakectl object put|get|stat|exist|rm|ls, through
- * libmooncake.  Options of a verb may come anywhere after the verb;
+ * ctl-object.c - mooncakectl object put|get|stat|exist|rm|ls|pin|unpin,
+ * through libmooncake.  Options of a verb may come anywhere after the verb;
  * "--" ends them (for keys starting with '-').
+ *
+ * Progress: libmooncake has no progress callback (a put or get is one call),
+ * so on a terminal (and not with -o json) a large transfer shows a real bar
+ * while the file is read (put) or written (get), in 1 MiB chunks, and a
+ * stage line with the elapsed time around the mc_put / mc_get call itself.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,93 +15,100 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "ctl-util.h"
 #include "ctl.h"
 
-/* ---- argument parsing ----------------------------------------------------------- */
-
-struct opt {
-	const char *name;	/* "--replicas" */
-	bool has_value;
-	const char *value;	/* set when seen ("" for flags) */
-};
-
-/* Splits argv (after the verb) into options and up to maxpos positionals. */
-static int parse(const char *verb, int argc, char **argv, struct opt *opts, size_t nopts,
-		 const char **pos, int minpos, int maxpos, int *npos)
-{
-	bool dashdash = false;
-	*npos = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!dashdash && strcmp(a, "--") == 0) {
-			dashdash = true;
-			continue;
-		}
-		if (!dashdash && a[0] == '-' && a[1]) {
-			size_t k;
-			const char *eq = strchr(a, '=');
-			size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-			for (k = 0; k < nopts; k++)
-				if (strlen(opts[k].name) == nl && strncmp(a, opts[k].name, nl) == 0)
-					break;
-			if (k == nopts)
-				return ctl_usage("object %s: unknown option '%s'", verb, a);
-			if (!opts[k].has_value) {
-				if (eq)
-					return ctl_usage("object %s: option '%s' takes no value", verb,
-							 opts[k].name);
-				opts[k].value = "";
-			} else if (eq) {
-				opts[k].value = eq + 1;
-			} else if (i + 1 < argc) {
-				opts[k].value = argv[++i];
-			} else {
-				return ctl_usage("object %s: option '%s' needs a value", verb, a);
-			}
-			continue;
-		}
-		if (*npos == maxpos)
-			return ctl_usage("object %s: unexpected argument '%s'", verb, a);
-		pos[(*npos)++] = a;
-	}
-	if (*npos < minpos)
-		return ctl_usage("object %s: missing %s", verb, *npos == 0 ? "KEY" : "argument");
-	return 0;
-}
-
-static int parse_u64(const char *verb, const char *name, const char *v, uint64_t max,
-		     uint64_t *ret)
-{
-	char *end;
-	errno = 0;
-	if (!v || !*v || *v == '-')
-		return ctl_usage("object %s: bad value '%s' for %s", verb, v ? v : "", name);
-	unsigned long long x = strtoull(v, &end, 10);
-	if (errno || *end || x > max)
-		return ctl_usage("object %s: bad value '%s' for %s", verb, v, name);
-	*ret = x;
-	return 0;
-}
+#define PROGRESS_MIN (1u << 20) /* smaller transfers show nothing */
+#define CHUNK (1u << 20)
 
 static void subject_of(char *buf, size_t cap, const char *key)
 {
 	snprintf(buf, cap, "object '%s'", key);
 }
 
+/* ---- progress on stderr ---------------------------------------------------------- */
+
+struct progress {
+	bool on;
+	const char *label;
+	uint64_t total;		/* 0: unknown */
+	struct timespec start, last;
+};
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static void progress_start(struct progress *p, bool on, const char *label, uint64_t total)
+{
+	p->on = on;
+	p->label = label;
+	p->total = total;
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
+	p->last.tv_sec = 0;
+	p->last.tv_nsec = 0;
+}
+
+/* A bar for done of total bytes; at most 10 redraws a second (and the last one). */
+static void progress_bytes(struct progress *p, uint64_t done)
+{
+	if (!p->on)
+		return;
+	bool final = p->total && done >= p->total;
+	if (!final && (p->last.tv_sec || p->last.tv_nsec) && since(&p->last) < 0.1)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &p->last);
+	char line[320];
+	ctl_progress_line(line, sizeof(line), p->label, done, p->total, 30);
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
+}
+
+/* A stage without a measurable fraction: "storing 'k' (26.5 MiB) ..." */
+static void progress_stage(struct progress *p, const char *what)
+{
+	if (!p->on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
+	fprintf(stderr, "\r%s ...\033[K", what);
+	fflush(stderr);
+}
+
+/* Ends a stage: "WHAT: done in 1.2s" (time since the stage began), newline. */
+static void progress_end(struct progress *p, const char *what, bool ok)
+{
+	if (!p->on)
+		return;
+	char d[32];
+	ctl_fmt_duration_ms((uint64_t)(since(&p->start) * 1000.0), d, sizeof(d));
+	fprintf(stderr, "\r%s: %s in %s\033[K\n", what, ok ? "done" : "failed", d);
+	fflush(stderr);
+}
+
 /* ---- put / get ------------------------------------------------------------------ */
 
-/* Reads a whole file or stdin ("-") into *ret. */
-static int slurp(const char *path, uint8_t **ret, size_t *ret_len)
+/* Reads a whole file or stdin ("-") into *ret, in chunks, drawing p. */
+static int slurp(const char *path, uint8_t **ret, size_t *ret_len, struct progress *p,
+		 bool progress)
 {
 	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	size_t cap = 1 << 16, len = 0;
+	uint64_t total = 0;
 	struct stat st;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
 		cap = (size_t)st.st_size + 1;
+		total = (uint64_t)st.st_size;
+	}
+	/* Unknown sizes (pipes) count bytes once past the threshold. */
+	progress_start(p, progress && (total >= PROGRESS_MIN || !total), path, total);
 	uint8_t *b = malloc(cap);
 	int err = b ? 0 : -ENOMEM;
 	while (!err) {
@@ -109,7 +121,8 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len)
 			b = nb;
 			cap *= 2;
 		}
-		ssize_t n = read(fd, b + len, cap - len);
+		size_t want = cap - len < CHUNK ? cap - len : CHUNK;
+		ssize_t n = read(fd, b + len, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -118,6 +131,8 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len)
 			break;
 		else
 			len += (size_t)n;
+		if (total || len >= PROGRESS_MIN)
+			progress_bytes(p, len);
 	}
 	if (fd != 0)
 		close(fd);
@@ -125,6 +140,8 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len)
 		free(b);
 		return err;
 	}
+	if (!total && len < PROGRESS_MIN)
+		p->on = false; /* a small pipe: nothing was drawn */
 	*ret = b;
 	*ret_len = len;
 	return 0;
@@ -132,17 +149,17 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len)
 
 static int obj_put(struct ctl *ctl, int argc, char **argv)
 {
-	struct opt o[] = { { "--replicas", true, NULL }, { "--hard-pin", false, NULL }, { "--pin-ttl", true, NULL },
+	struct ctl_opt o[] = { { "--replicas", true, NULL }, { "--hard-pin", false, NULL }, { "--pin-ttl", true, NULL },
 			   { "--group", true, NULL } };
 	const char *pos[2];
 	int np, r;
 	uint64_t replicas = 1, ttl = 0;
-	if ((r = parse("put", argc, argv, o, 4, pos, 2, 2, &np)))
+	if ((r = ctl_args("object put", argc, argv, o, 4, pos, 2, 2, &np, "KEY")))
 		return r;
-	if (o[0].value && ((r = parse_u64("put", "--replicas", o[0].value, MC_MAX_REPLICAS,
+	if (o[0].value && ((r = ctl_arg_u64("object put", "--replicas", o[0].value, MC_MAX_REPLICAS,
 					  &replicas)) || replicas == 0))
 		return r ? r : ctl_usage("object put: --replicas must be 1..%u", MC_MAX_REPLICAS);
-	if (o[2].value && (r = parse_u64("put", "--pin-ttl", o[2].value, UINT64_MAX, &ttl)))
+	if (o[2].value && (r = ctl_arg_u64("object put", "--pin-ttl", o[2].value, UINT64_MAX, &ttl)))
 		return r;
 	if (o[3].value && (!*o[3].value || strlen(o[3].value) > 256))
 		return ctl_usage("object put: --group needs 1..256 bytes");
@@ -150,7 +167,10 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("object put: empty KEY");
 	uint8_t *data = NULL;
 	size_t len = 0;
-	if ((r = slurp(pos[1], &data, &len)) < 0) {
+	struct progress pg;
+	if ((r = slurp(pos[1], &data, &len, &pg, ctl_progress_wanted(ctl))) < 0) {
+		if (pg.on)
+			fputc('\n', stderr);
 		fprintf(stderr, "mooncakectl: %s: %s\n", strcmp(pos[1], "-") ? pos[1] : "stdin",
 			strerror(-r));
 		return CTL_FAILED;
@@ -171,7 +191,13 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 	struct mc_put_opts po = { .sz = sizeof(po), .replicas = (unsigned)replicas,
 				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl,
 				  .group = o[3].value };
+	char stage[MC_MAX_KEY_LEN + 64], sz[32];
+	snprintf(stage, sizeof(stage), "storing '%s' (%s)", pos[0], ctl_fmt_size(len, sz, sizeof(sz)));
+	if (pg.on)
+		fputc('\n', stderr); /* keep the finished reading bar */
+	progress_stage(&pg, stage);
 	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
+	progress_end(&pg, stage, r == 0);
 	free(data);
 	if (r < 0)
 		return ctl_fail(subj, r);
@@ -188,16 +214,19 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 	return CTL_OK;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+static int write_all(int fd, const uint8_t *p, size_t n, struct progress *pg)
 {
+	size_t done = 0;
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = write(fd, p, n < CHUNK ? n : CHUNK);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
 			return -errno;
 		p += w;
 		n -= (size_t)w;
+		done += (size_t)w;
+		progress_bytes(pg, done);
 	}
 	return 0;
 }
@@ -206,7 +235,7 @@ static int obj_get(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[2];
 	int np, r;
-	if ((r = parse("get", argc, argv, NULL, 0, pos, 1, 2, &np)))
+	if ((r = ctl_args("object get", argc, argv, NULL, 0, pos, 1, 2, &np, "KEY")))
 		return r;
 	const char *out = np == 2 ? pos[1] : "-";
 	bool to_stdout = strcmp(out, "-") == 0;
@@ -219,12 +248,35 @@ static int obj_get(struct ctl *ctl, int argc, char **argv)
 		return r;
 	void *buf;
 	size_t len = 0;
-	if ((r = mc_get(c, pos[0], strlen(pos[0]), &buf, &len)) < 0)
+	struct progress pg;
+	/* The size is unknown until the get returns: a stage line while it
+	 * runs, erased afterwards unless the object was large. */
+	bool tty = ctl_progress_wanted(ctl);
+	char stage[MC_MAX_KEY_LEN + 64];
+	snprintf(stage, sizeof(stage), "fetching '%s'", pos[0]);
+	progress_start(&pg, tty, out, 0);
+	progress_stage(&pg, stage);
+	pg.on = false;
+	r = mc_get(c, pos[0], strlen(pos[0]), &buf, &len);
+	if (tty)
+		fputs("\r\033[K", stderr);
+	if (r < 0)
 		return ctl_fail(subj, r);
+	if (tty && len >= PROGRESS_MIN) {
+		char sz[32];
+		pg.on = true;
+		snprintf(stage, sizeof(stage), "fetched '%s' (%s) in %.1fs", pos[0],
+			 ctl_fmt_size(len, sz, sizeof(sz)), since(&pg.start));
+		fprintf(stderr, "%s\n", stage);
+		pg.total = len;
+		pg.label = to_stdout ? "stdout" : out;
+	}
 	int fd = to_stdout ? 1 : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int e = fd < 0 ? -errno : write_all(fd, buf, len);
+	int e = fd < 0 ? -errno : write_all(fd, buf, len, &pg);
 	if (fd > 1 && close(fd) < 0 && !e)
 		e = -errno;
+	if (pg.on)
+		fputc('\n', stderr);
 	mc_buf_free(buf);
 	if (e) {
 		fprintf(stderr, "mooncakectl: %s: %s\n", to_stdout ? "stdout" : out, strerror(-e));
@@ -274,7 +326,7 @@ static int obj_stat(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[1];
 	int np, r;
-	if ((r = parse("stat", argc, argv, NULL, 0, pos, 1, 1, &np)))
+	if ((r = ctl_args("object stat", argc, argv, NULL, 0, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object stat: empty KEY");
@@ -328,7 +380,7 @@ static int obj_exist(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[1];
 	int np, r;
-	if ((r = parse("exist", argc, argv, NULL, 0, pos, 1, 1, &np)))
+	if ((r = ctl_args("object exist", argc, argv, NULL, 0, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object exist: empty KEY");
@@ -353,10 +405,10 @@ static int obj_exist(struct ctl *ctl, int argc, char **argv)
 
 static int obj_rm(struct ctl *ctl, int argc, char **argv)
 {
-	struct opt o[] = { { "--force", false, NULL } };
+	struct ctl_opt o[] = { { "--force", false, NULL } };
 	const char *pos[1];
 	int np, r;
-	if ((r = parse("rm", argc, argv, o, 1, pos, 1, 1, &np)))
+	if ((r = ctl_args("object rm", argc, argv, o, 1, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object rm: empty KEY");
@@ -382,18 +434,18 @@ static int obj_rm(struct ctl *ctl, int argc, char **argv)
 
 static int obj_pin_common(struct ctl *ctl, int argc, char **argv, bool pin)
 {
-	struct opt o[] = { { "--ttl", true, NULL } };
+	struct ctl_opt o[] = { { "--ttl", true, NULL } };
 	const char *pos[1];
 	const char *verb = pin ? "pin" : "unpin";
 	uint64_t ttl = 0;
 	int np, r;
-	if ((r = parse(verb, argc, argv, o, pin ? 1 : 0, pos, 1, 1, &np)))
+	if ((r = ctl_args(pin ? "object pin" : "object unpin", argc, argv, o, pin ? 1 : 0, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object %s: empty KEY", verb);
 	if (pin && !o[0].value)
 		return ctl_usage("object pin: --ttl MS is required");
-	if (pin && ((r = parse_u64("pin", "--ttl", o[0].value, UINT64_MAX, &ttl)) || ttl == 0))
+	if (pin && ((r = ctl_arg_u64("object pin", "--ttl", o[0].value, UINT64_MAX, &ttl)) || ttl == 0))
 		return r ? r : ctl_usage("object pin: --ttl must be at least 1");
 	char subj[MC_MAX_KEY_LEN + 16];
 	subject_of(subj, sizeof(subj), pos[0]);
@@ -431,15 +483,15 @@ static int obj_unpin(struct ctl *ctl, int argc, char **argv)
 
 static int obj_ls(struct ctl *ctl, int argc, char **argv)
 {
-	struct opt o[] = { { "--prefix", true, NULL }, { "--regex", true, NULL }, { "--limit", true, NULL } };
+	struct ctl_opt o[] = { { "--prefix", true, NULL }, { "--regex", true, NULL }, { "--limit", true, NULL } };
 	const char *pos[1];
 	int np, r;
 	uint64_t limit = 0;
-	if ((r = parse("ls", argc, argv, o, 3, pos, 0, 0, &np)))
+	if ((r = ctl_args("object ls", argc, argv, o, 3, pos, 0, 0, &np, "KEY")))
 		return r;
 	if (o[0].value && o[1].value)
 		return ctl_usage("object ls: --prefix and --regex exclude each other");
-	if (o[2].value && ((r = parse_u64("ls", "--limit", o[2].value, UINT32_MAX, &limit)) ||
+	if (o[2].value && ((r = ctl_arg_u64("object ls", "--limit", o[2].value, UINT32_MAX, &limit)) ||
 			   limit == 0))
 		return r ? r : ctl_usage("object ls: --limit must be at least 1");
 	struct mc_client *c;
@@ -490,7 +542,7 @@ static int obj_ls(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_verb verbs[] = {
-	{ "put", "KEY FILE|- [--replicas N] [--hard-pin] [--pin-ttl MS]", obj_put },
+	{ "put", "KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G]", obj_put },
 	{ "get", "KEY [FILE|-]", obj_get },
 	{ "stat", "KEY", obj_stat },
 	{ "exist", "KEY", obj_exist },
@@ -502,14 +554,5 @@ static const struct ctl_verb verbs[] = {
 
 int ctl_object(struct ctl *ctl, int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage:\n");
-		for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-			fprintf(stderr, "  mooncakectl object %s %s\n", verbs[i].name, verbs[i].usage);
-		return CTL_USAGE;
-	}
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (strcmp(argv[1], verbs[i].name) == 0)
-			return verbs[i].run(ctl, argc - 1, argv + 1);
-	return ctl_usage("object: unknown verb '%s'", argv[1]);
+	return ctl_dispatch(ctl, "object", verbs, sizeof(verbs) / sizeof(verbs[0]), argc, argv);
 }

@@ -7,7 +7,7 @@ build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-d
        liburing-dev libbpf-dev bpftool libibverbs-dev librdmacm-dev libmicrohttpd-dev
        libinih-dev libsqlite3-dev systemtap-sdt-dev)
 test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl
-      redis-server redis-tools libclang-rt-14-dev prometheus)
+      redis-server redis-tools libclang-rt-14-dev prometheus groff-base)
 
 case "${1:-all}" in
 build|run) want=("${build[@]}") ;;

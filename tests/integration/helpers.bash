@@ -6,7 +6,8 @@
 #
 #   mc_init [DIR]            paths ($O, $MASTER, $NODE, $CTL, $RPC) and the
 #                            state directory (default $BATS_TEST_TMPDIR/mc)
-#   start_master [opts]      sets $MASTER_ADDR, $MASTER_PID, $MOONCAKE_RPC
+#   start_master [opts]      sets $MASTER_ADDR, $MASTER_PID, $MOONCAKE_RPC and
+#                            $MASTER_HTTP (admin HTTP host:port), $MOONCAKE_MASTER
 #   start_node NAME [opts]   waits for "ready" and "mounted"; records the pid,
 #                            the endpoint and the segment (shm) ids
 #   node_pid NAME, node_endpoint NAME, node_of_endpoint HOST:PORT
@@ -14,7 +15,7 @@
 #   stop_all                 SIGTERM (then SIGKILL) everything started, reap,
 #                            delete the nodes' shm files; fails if a daemon
 #                            log holds a sanitizer report
-#   ctl ARGS...              mooncakectl --rpc $MASTER_ADDR ARGS...
+#   ctl ARGS...              mooncakectl --rpc $MASTER_ADDR --master $MASTER_HTTP ARGS...
 #   put_random KEY SIZE [put options]   random bytes in $MC_DIR/data, put
 #   get_compare KEY          get to a file, cmp with what put_random wrote
 #
@@ -71,8 +72,10 @@ start_master() {
 	fi
 	MASTER_ADDR=$hp
 	MOONCAKE_RPC=$hp
+	MASTER_HTTP=$(sed -n 's/.*ready: rpc on [^ ,]*, http on \([^ ,]*\),.*/\1/p' "$log" | tail -n1)
+	MOONCAKE_MASTER=http://$MASTER_HTTP
 	echo "$hp" >"$MC_DIR/master.addr"
-	export MASTER_ADDR MOONCAKE_RPC
+	export MASTER_ADDR MOONCAKE_RPC MASTER_HTTP MOONCAKE_MASTER
 }
 
 # _mc_record_shm NAME: the segment ids from the node's node.id and its log.
@@ -194,7 +197,7 @@ stop_all() {
 
 ctl() {
 	# shellcheck disable=SC2086
-	$MC_CTL_EXEC "$CTL" --rpc "$MASTER_ADDR" "$@"
+	$MC_CTL_EXEC "$CTL" --rpc "$MASTER_ADDR" ${MASTER_HTTP:+--master "http://$MASTER_HTTP"} "$@"
 }
 
 _mc_file() { printf '%s/data/%s' "$MC_DIR" "$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_')"; }
