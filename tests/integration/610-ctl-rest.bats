@@ -31,6 +31,7 @@ teardown_file() {
 
 setup() {
 	[ -z "${SKIP_REST:-}" ] || skip "$SKIP_REST"
+	mc_init "$BATS_FILE_TMPDIR/mc"	# the paths: setup_file's shell variables are gone
 }
 
 teardown() {
