@@ -29,6 +29,7 @@
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
+#include "util/probes.h"
 #include "util/rand.h"
 
 #define EXACT_LIMIT 128u
@@ -145,11 +146,14 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static __thread unsigned evict_reason;   /* MC_EVICT_*, for the evict probe */
+
 static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_object *o)
 {
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
 	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
 	uint64_t bytes = o->size * o->nrep;
+	MC_PROBE4(evict, o->hash, o->tenant, bytes, evict_reason);
 	if (tab)
 		mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
 	meta_object_destroy(m, o, 0);
@@ -305,6 +309,7 @@ static uint32_t segments_by_fill(struct mc_meta *m, struct seg_used **ret)
 uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,
 			     uint64_t want)
 {
+	evict_reason = tenant >= 0 ? MC_EVICT_QUOTA : MC_EVICT_FULL;
 	if (tenant >= 0 && want) {
 		/* More than the tenant holds (a put larger than its whole quota):
 		 * evicting all of it would not make the put fit. */
@@ -369,6 +374,7 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 				       const struct mc_bytes_ref *pref, uint32_t npref)
 {
 	uint64_t freed = 0;
+	evict_reason = MC_EVICT_FULL;
 	for (uint32_t p = 0; p < npref; p++) {
 		uint64_t idx;
 		if (mc_map_get(&m->segs.by_name, pref[p].p, pref[p].len, &idx) < 0)
@@ -394,6 +400,7 @@ int mc_meta_evict(struct mc_meta *m, double target, struct mc_evict_result *ret)
 
 	if (!(target >= 0.0 && target <= 1.0))
 		return MC_ERR_INVALID_PARAMS;
+	evict_reason = MC_EVICT_TARGET;
 	pthread_rwlock_rdlock(&m->segs.lock);
 	struct seg_used *v;
 	uint32_t n = segments_by_fill(m, &v);
