@@ -153,7 +153,9 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
 	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
 	uint64_t bytes = o->size * o->nrep;
-	MC_PROBE4(evict, o->hash, o->tenant, bytes, evict_reason);
+	unsigned why = evict_reason;
+	__asm__("" : "+r"(why));   /* a register operand: USDT cannot name a TLS slot */
+	MC_PROBE4(evict, o->hash, o->tenant, bytes, why);
 	if (tab)
 		mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
 	meta_object_destroy(m, o, 0);
