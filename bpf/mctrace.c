@@ -45,6 +45,7 @@ struct mctrace {
 	unsigned nseen, capseen;
 	unsigned nfiles;		/* files attached */
 	char pin_path[256];
+	char scan_under[256];
 	struct mctrace_maps maps;
 };
 
@@ -150,6 +151,7 @@ int mctrace_open(const struct mctrace_opts *o, struct mctrace **ret, char *err, 
 	if (!t)
 		return fail(err, errlen, -ENOMEM, "out of memory");
 	snprintf(t->pin_path, sizeof(t->pin_path), "%s", o->pin_path ? o->pin_path : MCTRACE_DEFAULT_PIN_PATH);
+	snprintf(t->scan_under, sizeof(t->scan_under), "%s", o->scan_under ? o->scan_under : "/");
 	if ((r = ensure_bpffs(t->pin_path, err, errlen)) < 0)
 		goto bad;
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = t->pin_path);
@@ -201,8 +203,15 @@ void mctrace_close(struct mctrace *t, bool unpin)
 	free(t->seen);
 	if (t->maps.lease_mem)
 		munmap(t->maps.lease_mem, sizeof(struct mc_lease_stats));
-	for (unsigned i = 0; unpin && i < t->nobjs; i++)
-		bpf_object__unpin_maps(t->objs[i], NULL);
+	/* Map by map: the shared maps (events, recent_events*) are pinned once
+	 * but belong to several objects, and bpf_object__unpin_maps() stops at
+	 * the first that is gone. */
+	for (unsigned i = 0; unpin && i < t->nobjs; i++) {
+		struct bpf_map *m;
+		bpf_object__for_each_map(m, t->objs[i])
+			if (bpf_map__is_pinned(m))
+				bpf_map__unpin(m, NULL);
+	}
 	if (unpin)
 		rmdir(t->pin_path);
 	mc_tcp__destroy(t->tcp);
@@ -329,7 +338,7 @@ int mctrace_attach_path(struct mctrace *t, const char *path, char *err, size_t e
 	return n;
 }
 
-int mctrace_scan(struct mctrace *t)
+int mctrace_scan(struct mctrace *t, void (*fn)(void *ctx, const char *path, int probes), void *ctx)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -349,10 +358,15 @@ int mctrace_scan(struct mctrace *t)
 			char perms[8], file[4097];
 			file[0] = 0;
 			if (sscanf(line, "%*s %7s %*s %*s %*s %4096[^\n]", perms, file) < 2 ||
-			    perms[2] != 'x' || file[0] != '/' || strstr(file, " (deleted)"))
+			    perms[2] != 'x' || file[0] != '/' || strstr(file, " (deleted)") ||
+			    strncmp(file, t->scan_under, strlen(t->scan_under)) != 0)
 				continue;
-			if (mctrace_attach_path(t, file, NULL, 0) > 0)
+			int n = mctrace_attach_path(t, file, NULL, 0);
+			if (n > 0) {
 				added++;
+				if (fn)
+					fn(ctx, file, n);
+			}
 		}
 		fclose(f);
 	}

@@ -33,6 +33,7 @@ struct mctrace_opts {
 	const char *pin_path;		/* NULL: MCTRACE_DEFAULT_PIN_PATH */
 	uint64_t slow_transfer_us;	/* event threshold */
 	bool debug;			/* libbpf's messages to stderr */
+	const char *scan_under;		/* mctrace_scan: only files under this prefix (NULL: all) */
 };
 
 /* The fds of the maps (-1: absent). */
@@ -54,8 +55,9 @@ const struct mctrace_maps *mctrace_maps(const struct mctrace *t);
 /* Attaches every mooncake probe of path: number of probes attached (0 when
  * the file has none, or it was attached before), or a negative errno. */
 int mctrace_attach_path(struct mctrace *t, const char *path, char *err, size_t errlen);
-/* Attaches to files mapped by running processes: number of files newly attached. */
-int mctrace_scan(struct mctrace *t);
+/* Attaches to files mapped by running processes: number of files newly
+ * attached; fn(ctx, path, probes) for each (fn may be NULL). */
+int mctrace_scan(struct mctrace *t, void (*fn)(void *ctx, const char *path, int probes), void *ctx);
 unsigned mctrace_files(const struct mctrace *t);
 unsigned mctrace_links(const struct mctrace *t);
 

@@ -32,6 +32,7 @@ struct ctl_verb {
 };
 
 int ctl_object(struct ctl *ctl, int argc, char **argv);
+int ctl_trace(struct ctl *ctl, int argc, char **argv);
 
 /* Connects (once); prints the error and returns an exit code on failure. */
 int ctl_connect(struct ctl *ctl, struct mc_client **ret);

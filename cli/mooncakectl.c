@@ -27,6 +27,7 @@ static void usage(FILE *f)
 		"  object exist KEY\n"
 		"  object rm KEY [--force]\n"
 		"  object ls [--prefix P | --regex R] [--limit N]\n"
+		"  trace lease|evict|transfer [--duration S] [--pin-path DIR]\n"
 		"  version\n"
 		"\n"
 		"  --rpc     master RPC address (env MOONCAKE_RPC, default 127.0.0.1:50051)\n"
@@ -199,6 +200,8 @@ int main(int argc, char **argv)
 	int rc;
 	if (strcmp(group, "object") == 0) {
 		rc = ctl_object(&ctl, argc - i, argv + i);
+	} else if (strcmp(group, "trace") == 0) {
+		rc = ctl_trace(&ctl, argc - i, argv + i);
 	} else if (strcmp(group, "version") == 0) {
 		rc = cmd_version(&ctl, argc - i, argv + i);
 	} else if (strcmp(group, "help") == 0) {

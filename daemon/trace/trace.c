@@ -44,6 +44,7 @@ struct trace_config {
 	uint64_t slow_transfer_us;
 	char *attach;
 	uint64_t scan_interval_ms;
+	char *scan_under;
 	bool keep_pins;
 	bool check;
 	char *log_level;
@@ -63,6 +64,8 @@ static const struct mc_option options[] = {
 	  "next to this binary)"),
 	O(scan_interval_ms, MC_OPT_MS, "1000",
 	  "how often to look for new processes to attach to and for expired leases"),
+	O(scan_under, MC_OPT_STR, "/",
+	  "attach only to files under this directory when found in running processes"),
 	O(keep_pins, MC_OPT_BOOL, "false", "leave the maps pinned on exit"),
 	O(check, MC_OPT_BOOL, "false",
 	  "only check privileges and kernel features, print the verdict, exit 0 or 1"),
@@ -209,6 +212,11 @@ static void attach_one(struct mctrace *t, const char *path, bool must)
 		log_warning("cannot attach to %s", err);
 }
 
+static void on_found(void *ctx, const char *path, int n)
+{
+	log_info("attached %d probe(s) in %s (found running)", n, path);
+}
+
 static void attach_configured(struct mctrace *t, const char *list)
 {
 	if (*list) {
@@ -279,7 +287,8 @@ int main(int argc, char **argv)
 	}
 
 	struct mctrace_opts to = { .pin_path = cfg.pin_path, .slow_transfer_us = cfg.slow_transfer_us,
-				   .debug = mc_log_max_level >= MC_LOG_DEBUG };
+				   .debug = mc_log_max_level >= MC_LOG_DEBUG,
+				   .scan_under = cfg.scan_under };
 	if ((r = mctrace_open(&to, &t, err, sizeof(err))) < 0) {
 		log_error("cannot trace: %s", err);
 		goto out;
@@ -295,7 +304,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	attach_configured(t, cfg.attach);
-	int found = mctrace_scan(t);
+	int found = mctrace_scan(t, on_found, NULL);
 
 	struct mc_http_route rt[] = {
 		{ "GET", "/health", http_health, NULL },
@@ -329,9 +338,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		uint64_t now = mc_now_ms();
 		if (now >= next) {
-			int n = mctrace_scan(t);
-			if (n > 0)
-				log_info("attached to %d more file(s)", n);
+			mctrace_scan(t, on_found, NULL);
 			unsigned x = mctrace_sweep_leases(mctrace_maps(t), now);
 			if (x)
 				log_debug("%u lease(s) expired", x);
