@@ -46,6 +46,7 @@ struct mctrace {
 	unsigned nfiles;		/* files attached */
 	char pin_path[256];
 	char scan_under[256];
+	char probes[512];
 	struct mctrace_maps maps;
 };
 
@@ -152,6 +153,8 @@ int mctrace_open(const struct mctrace_opts *o, struct mctrace **ret, char *err, 
 		return fail(err, errlen, -ENOMEM, "out of memory");
 	snprintf(t->pin_path, sizeof(t->pin_path), "%s", o->pin_path ? o->pin_path : MCTRACE_DEFAULT_PIN_PATH);
 	snprintf(t->scan_under, sizeof(t->scan_under), "%s", o->scan_under ? o->scan_under : "/");
+	snprintf(t->probes, sizeof(t->probes), ",%s,", o->probes && *o->probes ? o->probes :
+		 MCTRACE_DEFAULT_PROBES);
 	if ((r = ensure_bpffs(t->pin_path, err, errlen)) < 0)
 		goto bad;
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = t->pin_path);
@@ -319,6 +322,10 @@ int mctrace_attach_path(struct mctrace *t, const char *path, char *err, size_t e
 				snprintf(probe, sizeof(probe), "%.*s__%s", (int)(us - pn), pn, us + 1);
 			else
 				snprintf(probe, sizeof(probe), "%s", pn);
+			char item[70];
+			snprintf(item, sizeof(item), ",%s,", probe);
+			if (strcmp(t->probes, ",all,") != 0 && !strstr(t->probes, item))
+				continue;   /* not asked for */
 			struct bpf_link *l = bpf_program__attach_usdt(p, -1, path, "mooncake", probe, NULL);
 			if (!l) {
 				if (errno == ENOENT)
@@ -425,45 +432,60 @@ static uint32_t log2_slot(uint64_t v)
 	return s < MC_HIST_SLOTS ? s : MC_HIST_SLOTS - 1;
 }
 
+/* One stale lease: take it out unless it was extended meanwhile. */
+static unsigned close_lease(const struct mctrace_maps *m, const struct mc_lease_key *k,
+			    uint64_t now_ms)
+{
+	struct mc_lease_val v;
+	if (bpf_map_lookup_and_delete_elem(m->leases, k, &v) < 0)
+		return 0;   /* the next grant closed it meanwhile */
+	if (v.until_ms > now_ms) {   /* extended meanwhile: put it back */
+		bpf_map_update_elem(m->leases, k, &v, BPF_NOEXIST);
+		return 0;
+	}
+	uint64_t held = (v.until_ms - v.start_ms) * 1000;
+	struct mc_lease_stats *s = m->lease_mem;
+	__atomic_add_fetch(&s->expired, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->hold_us_sum, held, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->hold_us.slots[log2_slot(held)], 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+#define SWEEP_BATCH 4096
+
 unsigned mctrace_sweep_leases(const struct mctrace_maps *m, uint64_t now_ms)
 {
-	struct mc_lease_key k, next, stale[256];
-	struct mc_lease_val v;
-	unsigned n = 0, total = 0;
-	bool more = true;
+	static __thread struct mc_lease_key keys[SWEEP_BATCH], stale[SWEEP_BATCH];
+	static __thread struct mc_lease_val vals[SWEEP_BATCH];
+	unsigned total = 0;
 	if (m->leases < 0 || !m->lease_mem)
 		return 0;
-	while (more) {
-		/* collect a batch of stale keys, then take them out one by one: a
-		 * deletion while walking would restart the walk */
-		n = 0;
-		void *cur = NULL;
-		more = false;
-		while (bpf_map_get_next_key(m->leases, cur, &next) == 0) {
-			k = next;
-			cur = &k;
-			if (bpf_map_lookup_elem(m->leases, &k, &v) == 0 && v.until_ms <= now_ms) {
-				stale[n++] = k;
-				if (n == sizeof(stale) / sizeof(stale[0])) {
-					more = true;
-					break;
-				}
-			}
+	/* Read in batches (one syscall per SWEEP_BATCH entries), collect the
+	 * stale ones, then close those one by one: deleting while a batch walk
+	 * is under way would make it skip or repeat entries. */
+	for (int round = 0; round < 64; round++) {
+		uint64_t token;
+		void *in = NULL;
+		unsigned nstale = 0;
+		bool full = false;
+		for (;;) {
+			__u32 n = SWEEP_BATCH;
+			int r = bpf_map_lookup_batch(m->leases, in, &token, keys, vals, &n, NULL);
+			if (r < 0 && errno != ENOENT)
+				return total;
+			for (__u32 i = 0; i < n && nstale < SWEEP_BATCH; i++)
+				if (vals[i].until_ms <= now_ms)
+					stale[nstale++] = keys[i];
+			if (nstale == SWEEP_BATCH)
+				full = true;
+			if (r < 0 || full)
+				break;   /* ENOENT: the walk is done */
+			in = &token;
 		}
-		for (unsigned i = 0; i < n; i++) {
-			if (bpf_map_lookup_and_delete_elem(m->leases, &stale[i], &v) < 0)
-				continue;   /* the next grant closed it meanwhile */
-			if (v.until_ms > now_ms) {   /* extended meanwhile: put it back */
-				bpf_map_update_elem(m->leases, &stale[i], &v, BPF_NOEXIST);
-				continue;
-			}
-			uint64_t held = (v.until_ms - v.start_ms) * 1000;
-			struct mc_lease_stats *s = m->lease_mem;
-			__atomic_add_fetch(&s->expired, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&s->hold_us_sum, held, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&s->hold_us.slots[log2_slot(held)], 1, __ATOMIC_RELAXED);
-			total++;
-		}
+		for (unsigned i = 0; i < nstale; i++)
+			total += close_lease(m, &stale[i], now_ms);
+		if (!full)
+			break;
 	}
 	return total;
 }
@@ -479,18 +501,9 @@ static int lookup0(int fd, void *v)
 int mctrace_read_lease(const struct mctrace_maps *m, struct mc_lease_stats *ret, uint64_t *ret_live)
 {
 	int r = lookup0(m->lease_stats, ret);
-	if (r < 0 || !ret_live)
-		return r;
-	struct mc_lease_key k, next;
-	void *cur = NULL;
-	uint64_t live = 0;
-	while (m->leases >= 0 && bpf_map_get_next_key(m->leases, cur, &next) == 0) {
-		k = next;
-		cur = &k;
-		live++;
-	}
-	*ret_live = live;
-	return 0;
+	if (r == 0 && ret_live)   /* every lease granted is live until counted expired */
+		*ret_live = ret->granted > ret->expired ? ret->granted - ret->expired : 0;
+	return r;
 }
 
 int mctrace_read_put(const struct mctrace_maps *m, struct mc_put_stats *ret)

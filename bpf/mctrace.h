@@ -26,6 +26,11 @@
 #include "mooncake-trace.h"
 
 #define MCTRACE_DEFAULT_PIN_PATH "/sys/fs/bpf/mooncake"
+/* Every probe but transfer__start: each attached probe costs a trap per
+ * pass (about 2 us on small VMs), and transfer__done carries the client's
+ * start time.  Without transfer__start there are no "started" counts and
+ * no node-side write durations. */
+#define MCTRACE_DEFAULT_PROBES "lease__grant,evict,put__start,put__end,put__revoke,transfer__done"
 
 struct mctrace;
 
@@ -34,6 +39,8 @@ struct mctrace_opts {
 	uint64_t slow_transfer_us;	/* event threshold */
 	bool debug;			/* libbpf's messages to stderr */
 	const char *scan_under;		/* mctrace_scan: only files under this prefix (NULL: all) */
+	const char *probes;		/* comma-separated probe names, "all", or NULL:
+					 * MCTRACE_DEFAULT_PROBES */
 };
 
 /* The fds of the maps (-1: absent). */

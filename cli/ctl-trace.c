@@ -303,7 +303,8 @@ int ctl_trace(struct ctl *ctl, int argc, char **argv)
 		/* No tracer: be one for a while. */
 		snprintf(priv, sizeof(priv), "/sys/fs/bpf/mooncakectl-%d", (int)getpid());
 		struct mctrace_opts o = { .pin_path = priv, .slow_transfer_us = 10000,
-					  .scan_under = getenv("MOONCAKE_TRACE_SCAN_UNDER") };
+					  .scan_under = getenv("MOONCAKE_TRACE_SCAN_UNDER"),
+					  .probes = "all" };
 		if ((r = mctrace_open(&o, &t, err, sizeof(err))) < 0) {
 			fprintf(stderr, "mooncakectl: trace: no maps pinned in %s (is mooncake-trace "
 				"running?) and cannot attach: %s\n", pin, err);

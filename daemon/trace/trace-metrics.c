@@ -125,6 +125,8 @@ int trace_metrics_render(const struct mctrace_maps *m, FILE *f)
 		"Read lease grants that extended a live lease.", ls.extended);
 	counter(f, "mooncake_trace_leases_expired_total",
 		"Read leases that ran out (deadline passed).", ls.expired);
+	counter(f, "mooncake_trace_leases_untracked_total",
+		"Read lease grants not tracked (the leases map was full).", ls.untracked);
 	header(f, "mooncake_trace_leases_live", "gauge", "Read leases being tracked now.");
 	fprintf(f, "mooncake_trace_leases_live %llu\n", (unsigned long long)live);
 	header(f, "mooncake_trace_lease_hold_seconds", "histogram",

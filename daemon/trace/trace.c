@@ -45,6 +45,7 @@ struct trace_config {
 	char *attach;
 	uint64_t scan_interval_ms;
 	char *scan_under;
+	char *probes;
 	bool keep_pins;
 	bool check;
 	char *log_level;
@@ -66,6 +67,8 @@ static const struct mc_option options[] = {
 	  "how often to look for new processes to attach to and for expired leases"),
 	O(scan_under, MC_OPT_STR, "/",
 	  "attach only to files under this directory when found in running processes"),
+	O(probes, MC_OPT_STR, MCTRACE_DEFAULT_PROBES,
+	  "probes to attach, comma-separated, or all (each costs a trap per pass when attached)"),
 	O(keep_pins, MC_OPT_BOOL, "false", "leave the maps pinned on exit"),
 	O(check, MC_OPT_BOOL, "false",
 	  "only check privileges and kernel features, print the verdict, exit 0 or 1"),
@@ -91,6 +94,21 @@ static int validate(const struct trace_config *c, char *err, size_t len)
 	if (c->pin_path[0] != '/' || strlen(c->pin_path) > 200)
 		return snprintf(err, len, "bad value '%s' for option '--pin_path' (expected an "
 				"absolute path of at most 200 bytes)", c->pin_path), -1;
+	static const char *const known[] = { "all", "lease__grant", "evict", "put__start", "put__end",
+					     "put__revoke", "transfer__start", "transfer__done" };
+	char *copy = strdup(c->probes), *save = NULL;
+	for (char *p = copy ? strtok_r(copy, ",", &save) : NULL; p; p = strtok_r(NULL, ",", &save)) {
+		bool ok = false;
+		for (unsigned i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strcmp(p, known[i]) == 0;
+		if (!ok) {
+			snprintf(err, len, "bad value '%s' for option '--probes' (unknown probe '%s'; "
+				 "see lib/util/probes.h)", c->probes, p);
+			free(copy);
+			return -1;
+		}
+	}
+	free(copy);
 	if (c->scan_interval_ms < 10 || c->scan_interval_ms > 3600000)
 		return snprintf(err, len, "bad value '%llu' for option '--scan_interval_ms' "
 				"(expected 10..3600000)", (unsigned long long)c->scan_interval_ms), -1;
@@ -288,7 +306,7 @@ int main(int argc, char **argv)
 
 	struct mctrace_opts to = { .pin_path = cfg.pin_path, .slow_transfer_us = cfg.slow_transfer_us,
 				   .debug = mc_log_max_level >= MC_LOG_DEBUG,
-				   .scan_under = cfg.scan_under };
+				   .scan_under = cfg.scan_under, .probes = cfg.probes };
 	if ((r = mctrace_open(&to, &t, err, sizeof(err))) < 0) {
 		log_error("cannot trace: %s", err);
 		goto out;

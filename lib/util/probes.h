@@ -53,6 +53,15 @@
 
 #include <sys/sdt.h>
 
+/* A 5-byte nop at each probe instead of sdt.h's 1-byte one: kernels with
+ * optimized uprobes (x86-64, Linux 6.18+) then replace the breakpoint trap
+ * with a call into a trampoline once a tracer attaches, several times
+ * cheaper.  Untraced it is still one nop. */
+#if defined(__x86_64__)
+#undef _SDT_NOP
+#define _SDT_NOP .nops 5
+#endif
+
 enum { MC_EVICT_FULL = 1, MC_EVICT_QUOTA = 2, MC_EVICT_TARGET = 3 };
 enum { MC_SIDE_CLIENT = 0, MC_SIDE_NODE = 1 };
 enum { MC_XFER_WRITE = 1, MC_XFER_READ = 2 };

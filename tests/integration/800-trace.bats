@@ -79,6 +79,8 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	run -2 "$TRACE" --log_level=loud
 	run -2 "$TRACE" --pin_path=relative
 	run -2 "$TRACE" --slow_transfer_us=abc
+	run -2 "$TRACE" --probes=lease__grant,nope
+	[[ "$output" == *"unknown probe 'nope'"* ]]
 }
 
 @test "mooncake-trace refuses clearly without privileges" {
@@ -166,7 +168,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	need_bpf
 	start_master
 	start_node t2 --segment_size=16M
-	start_trace --slow_transfer_us=0 --attach="$MASTER,$NODE"
+	start_trace --slow_transfer_us=0 --attach="$MASTER,$NODE" --probes=all
 	cp "$CTL" "$MC_DIR/ctl-copy"   # a new inode no one attached to
 	run -0 put_random a 64K
 	[ "$(metric mooncake_trace_attached_files)" -eq 2 ]
