@@ -63,7 +63,9 @@ static __always_inline void mc_emit(struct mc_event *ev)
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-	bpf_ringbuf_output(&events, ev, sizeof(*ev), 0);
+	/* No wakeup per event (a context switch each): the tracer drains
+	 * the buffer on a timer. */
+	bpf_ringbuf_output(&events, ev, sizeof(*ev), BPF_RB_NO_WAKEUP);
 	__u64 *pos = bpf_map_lookup_elem(&recent_events_pos, &zero);
 	if (!pos)
 		return;

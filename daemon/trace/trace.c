@@ -5,7 +5,8 @@
  * they count as mooncake_trace_* metrics on its HTTP port.
  *
  * Threads: main loads, attaches, then loops in epoll over a signalfd
- * (SIGTERM/SIGINT) and the events ring buffer; every scan_interval_ms it
+ * (SIGTERM/SIGINT), draining the events ring buffer every 100 ms (the
+ * programs submit without wakeups); every scan_interval_ms it
  * attaches to files that newly appeared in /proc/<pid>/maps and sweeps
  * the leases that ran out.  The HTTP server (libmicrohttpd, its own
  * threads) renders /metrics by reading the maps (bpf syscalls, no lock
@@ -363,7 +364,10 @@ int main(int argc, char **argv)
 			next = now + cfg.scan_interval_ms;
 		}
 		struct epoll_event ev[2];
-		int n = epoll_wait(ep, ev, 2, (int)(next > now ? next - now : 0));
+		/* events come without wakeups (BPF_RB_NO_WAKEUP): drain every 100 ms */
+		uint64_t wait = next > now ? next - now : 0;
+		int n = epoll_wait(ep, ev, 2, (int)(wait < 100 ? wait : 100));
+		ring_buffer__consume(rb);
 		if (n < 0 && errno != EINTR) {
 			log_error("epoll_wait: %s", strerror(errno));
 			break;
