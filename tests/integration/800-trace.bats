@@ -142,6 +142,10 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	sum=$(curl -sf "http://$TRACE_HTTP/metrics" | awk '$1 ~ /^mooncake_trace_evictions_total/ { s += $2 } END { print s }')
 	[ "$sum" -eq "$mobj" ]
 	[ "$(metric 'mooncake_trace_events_total{kind="evict"}')" -eq "$mobj" ]
+	# every family exported is in the table of docs/metrics-trace.md
+	for n in $(curl -sf "http://$TRACE_HTTP/metrics" | awk '/^# TYPE/ { print $3 }'); do
+		grep -q "^| \`$n\` |" docs/metrics-trace.md || { echo "undocumented: $n"; false; }
+	done
 	# the exposition is valid
 	if command -v promtool >/dev/null; then
 		curl -sf "http://$TRACE_HTTP/metrics" | promtool check metrics
@@ -210,4 +214,28 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	run -1 env MOONCAKE_TRACE_PINS=/nonexistent setpriv --reuid=nobody --regid=nogroup \
 		--clear-groups --inh-caps=-all "$CTL" trace lease
 	[[ "$output" == *"cannot attach: needs CAP_SYS_ADMIN"* ]]
+}
+
+@test "the kernel's view: TCP retransmissions counted per connection (tracepoint)" {
+	need_bpf
+	command -v python3 >/dev/null || skip "python3 not installed"
+	start_trace --scan_under=/nonexistent/
+	# a listener that never accepts, with a backlog of 0: the kernel drops
+	# the SYNs past the queue and the connecting side retransmits them
+	port=$(python3 -c '
+import socket, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(0)
+print(l.getsockname()[1], flush=True)
+cs = []
+for i in range(4):
+    c = socket.socket(); c.setblocking(False)
+    try: c.connect(("127.0.0.1", l.getsockname()[1]))
+    except BlockingIOError: pass
+    cs.append(c)
+time.sleep(1.6)
+')
+	n=$(curl -sf "http://$TRACE_HTTP/metrics" |
+		awk -v r="remote=\"127.0.0.1:$port\"}" 'index($1, "mooncake_trace_tcp_retransmits_total{") == 1 && index($1, r) { s += $2 } END { print s + 0 }')
+	[ "$n" -ge 1 ]
+	[ "$(bpftool map dump pinned "$PIN/tcp_retrans" | jq --argjson p "$port" '[.[] | select(.key.dport == $p) | .value] | add')" -eq "$n" ]
 }
