@@ -131,7 +131,7 @@ static int cmd_version(struct ctl *ctl, int argc, char **argv)
 }
 
 static const char *const rest_groups[] = {
-	"status", "segment", "client", "tenant", "evict", "snapshot", "trace",
+	"status", "segment", "client", "tenant", "evict", "snapshot",
 };
 
 int main(int argc, char **argv)

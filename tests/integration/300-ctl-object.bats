@@ -199,7 +199,7 @@ setup() {
 }
 
 @test "REST-only groups say so and exit 1" {
-	for g in status segment client tenant evict snapshot trace; do
+	for g in status segment client tenant evict snapshot; do
 		run -1 "$CTL" "$g" list
 		[ "$output" = "mooncakectl: '$g' needs the REST admin API (not built yet)" ]
 	done
