@@ -95,6 +95,7 @@ TEST_BINS :=
 include lib/lib.mk
 include daemon/daemon.mk
 include cli/cli.mk
+include bpf/bpf.mk
 include tests/tests.mk
 
 all: $(BINS) $(TEST_BINS)

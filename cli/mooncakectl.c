@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"  tenant list | quota TENANT [BYTES]\n"
 		"  evict [--ratio R]\n"
 		"  snapshot list | create\n"
-		"  trace lease | evict | transfer [--duration S]\n"
+		"  trace lease | evict | transfer [--duration S] [--pin-path DIR]\n"
 		"  version\n"
 		"\n"
 		"Options:\n"
@@ -260,16 +260,6 @@ static int cmd_version(struct ctl *ctl, int argc, char **argv)
 	return CTL_OK;
 }
 
-/* Until cli/ctl-trace.c lands: replace ctl_trace_unbuilt by ctl_trace in groups[]
- * (that one line; the stub may stay, it is marked unused). */
-__attribute__((unused)) static int ctl_trace_unbuilt(struct ctl *ctl, int argc, char **argv)
-{
-	(void)ctl;
-	(void)argc;
-	(void)argv;
-	return ctl_error("trace: needs the BPF tracer (not built yet)");
-}
-
 static int cmd_help(struct ctl *ctl, int argc, char **argv)
 {
 	usage(stdout);
@@ -285,7 +275,7 @@ static const struct ctl_verb groups[] = {
 	{ "tenant", "list | quota TENANT [BYTES]", ctl_tenant },
 	{ "evict", "[--ratio R]", ctl_evict },
 	{ "snapshot", "list | create", ctl_snapshot },
-	{ "trace", "lease | evict | transfer [--duration S]", ctl_trace_unbuilt },
+	{ "trace", "lease | evict | transfer [--duration S] [--pin-path DIR]", ctl_trace },
 	{ "version", "", cmd_version },
 	{ "help", "", cmd_help },
 };

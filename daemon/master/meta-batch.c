@@ -16,6 +16,7 @@
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
+#include "util/probes.h"
 
 struct batch_item {
 	uint32_t shard;
@@ -237,6 +238,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 					break;
 				st = do_put_start(m, &a, meta_now(m));
 			}
+			MC_PROBE5(put__start, (uint32_t)a.loc.hash, a.loc.tenant, a.size, cfg->replica_num, st);
 			ret_status[it->idx] = st;
 		}
 		pthread_rwlock_unlock(&sh->lock);

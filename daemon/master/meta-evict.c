@@ -29,6 +29,7 @@
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
+#include "util/probes.h"
 #include "util/rand.h"
 
 #define EXACT_LIMIT 128u
@@ -151,6 +152,7 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
 	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
 	uint64_t bytes = o->size * o->nrep;
+	MC_PROBE4(evict, o->hash, o->tenant, bytes, reason);
 	if (tab)
 		mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
 	meta_object_destroy(m, o, 0);

@@ -11,6 +11,7 @@
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
+#include "util/probes.h"
 
 void mc_meta_config_defaults(struct mc_meta_config *c)
 {
@@ -274,6 +275,7 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now)
 {
 	uint64_t until = now + m->cfg.lease_ttl_ms;
+	MC_PROBE5(lease__grant, o->hash, o->tenant, m->cfg.lease_ttl_ms, mc_object_load_time(o), now);
 	/* Readers race here under the shared lock; all of them store ~now+ttl,
 	 * so a relaxed "store if later" is all the ordering needed. */
 	if (__atomic_load_n(&o->time_ms, __ATOMIC_RELAXED) < until)
@@ -452,6 +454,7 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	}
 	pthread_rwlock_unlock(&m->segs.lock);
 	pthread_mutex_unlock(stripe);
+	MC_PROBE5(put__start, (uint32_t)a.loc.hash, a.loc.tenant, size, cfg->replica_num, r);
 	return r;
 }
 
@@ -499,6 +502,7 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 		o->flags |= MC_OBJ_HAS_CHECKSUM;
 		o->checksum = checksum;
 	}
+	MC_PROBE4(put__end, o->hash, o->tenant, o->size, now - o->time_ms);
 	__atomic_store_n(&o->time_ms, now, __ATOMIC_RELAXED);   /* last touch; no lease yet */
 	return 0;
 }
@@ -514,6 +518,7 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 		return MC_ERR_ILLEGAL_CLIENT;
 	if (!mc_object_is_processing(o))
 		return MC_ERR_INVALID_WRITE;
+	MC_PROBE3(put__revoke, o->hash, o->tenant, o->size);
 	mc_objtab_delete_at(tab, pos);
 	meta_object_destroy(m, o, 0);
 	return 0;

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "node/node-data.h"
+#include "util/probes.h"
 
 /* The segment and the checked range [offset, offset + length). */
 static int check_range(const struct mc_node_segments *s, struct mc_uuid id, uint64_t off,
@@ -35,8 +36,11 @@ static int a_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 	if (q->length != call->hdr->attach_len)
 		return MC_ERR_INVALID_PARAMS;
 	int r = check_range(ctx, q->segment_id, q->offset, q->length, &g);
-	if (r < 0)
+	MC_PROBE5(transfer__start, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL);
+	if (r < 0) {
+		MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
 		return r;
+	}
 	*dst = g->base + q->offset;
 	return 0;
 }
@@ -44,6 +48,8 @@ static int a_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 /* DATA_WRITE, after it: the bytes are in place. */
 static int h_write(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
+	const struct mc_msg_data_write_req *q = call->req;
+	MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, 0, 0);
 	return 0;
 }
 
@@ -52,10 +58,12 @@ static int h_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 	const struct mc_msg_data_read_req *q = call->req;
 	const struct mc_node_segment *g;
 	int r = check_range(ctx, q->segment_id, q->offset, q->length, &g);
+	if (r == 0 && q->length > MC_PROTO_MAX_ATTACH)
+		r = MC_ERR_TOO_LARGE;
+	/* The reply is sent after the handler returns: the node's view of a read is its lookup. */
+	MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_READ, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
 	if (r < 0)
 		return r;
-	if (q->length > MC_PROTO_MAX_ATTACH)
-		return MC_ERR_TOO_LARGE;
 	call->resp_attach->iov_base = g->base + q->offset;
 	call->resp_attach->iov_len = q->length;
 	return 0;

@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "client/client-internal.h"
+#include "util/clock.h"
+#include "util/probes.h"
 
 #define XFER_CHUNK (16ull << 20)
 
@@ -58,6 +60,9 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 {
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
+	uint64_t t0 = mc_now_ns();
+	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
+	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint);
 	XXH3_state_t *st = NULL;
 	if (ret_sum) {
 		if (!(st = XXH3_createState()))
@@ -96,6 +101,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 			*ret_sum = XXH3_64bits_digest(st);
 		XXH3_freeState(st);
 	}
+	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint, r, t0);
 	return r;
 }
 
@@ -105,6 +111,9 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	int r = 0;
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
+	uint64_t t0 = mc_now_ns();
+	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
+	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint);
 	XXH3_state_t *st = XXH3_createState();
 	if (!st)
 		return MC_ERR_NO_MEMORY;
@@ -145,5 +154,6 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	}
 	if (r == 0)
 		*ret_sum = sum;
+	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
 	return r;
 }

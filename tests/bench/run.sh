@@ -11,3 +11,5 @@ for b in "$O"/tests/bench/bench-*; do
 done
 echo "== cluster (master + node + libmooncake on loopback)"
 O=$O tests/bench/cluster.sh
+echo "== tracer overhead (mooncake-trace attached vs detached)"
+O=$O tests/bench/trace-overhead.sh

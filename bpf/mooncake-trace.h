@@ -1,0 +1,122 @@
+/*
+ * mooncake-trace.h - shared between the BPF programs (bpf/NAME.bpf.c) and user
+ * space (the loader, mooncake-trace, mooncakectl trace): the layout of every
+ * pinned map's key and value, and of the events in the ring buffer.
+ *
+ * Pinned maps (under pin_path, default /sys/fs/bpf/mooncake/; every key
+ * and value is BTF-typed, so `bpftool map dump pinned PATH` prints fields):
+ *
+ *   lease_stats    ARRAY[1]  -> struct mc_lease_stats   (mmapable: the
+ *                  tracer's sweep adds expiries with atomics)
+ *   leases         HASH struct mc_lease_key -> struct mc_lease_val  (live leases)
+ *   evict_stats    ARRAY[4] reason (enum mc_evict_reason of meta.h) -> struct mc_evict_stats
+ *   evict_tenants  HASH u32 tenant slot -> struct mc_evict_stats
+ *   put_stats      ARRAY[1]  -> struct mc_put_stats
+ *   transfer_stats HASH struct mc_xfer_key -> struct mc_xfer_stats
+ *   transfer_starts LRU_HASH u32 tid -> u64 ns   (node side: start times)
+ *   tcp_retrans    HASH struct mc_tcp_key -> u64 retransmitted segments
+ *   recent_events  ARRAY[MC_RECENT] -> struct mc_event, written round robin;
+ *                  recent_events_pos ARRAY[1] -> u64 events written so far
+ *   events         RINGBUF of struct mc_event (slow or failed transfers,
+ *                  evictions), consumed by mooncake-trace
+ *
+ * Histograms: slot i counts values v (microseconds) with 2^i <= v < 2^(i+1);
+ * slot 0 also counts v = 0.
+ */
+#ifndef MC_BPF_MOONCAKE_TRACE_H
+#define MC_BPF_MOONCAKE_TRACE_H
+
+#define MC_HIST_SLOTS 32
+#define MC_RECENT 256
+#define MC_PEER_LEN 48
+#define MC_COMM_LEN 16
+
+/* Values passed by the probes (lib/util/probes.h). */
+#define MC_EVICT_REASONS 4   /* 0 watermark, 1 put, 2 quota, 3 admin (meta.h) */
+#define MC_SIDE_CLIENT 0
+#define MC_SIDE_NODE 1
+
+struct mc_hist {
+	__u64 slots[MC_HIST_SLOTS];
+};
+
+struct mc_lease_key {
+	__u32 obj_hash;
+	__u32 tenant;
+};
+
+struct mc_lease_val {
+	__u64 start_ms;		/* first grant seen (master clock, CLOCK_MONOTONIC ms) */
+	__u64 until_ms;		/* deadline of the latest grant */
+};
+
+struct mc_lease_stats {
+	__u64 granted;		/* new leases */
+	__u64 extended;		/* grants on a live lease */
+	__u64 expired;		/* leases whose deadline passed */
+	__u64 untracked;	/* grants not recorded (leases map full) */
+	__u64 hold_us_sum;
+	struct mc_hist hold_us;	/* first grant to deadline */
+};
+
+struct mc_evict_stats {
+	__u64 objects;
+	__u64 bytes;
+};
+
+struct mc_put_stats {
+	__u64 started;		/* PutStart answered OK */
+	__u64 start_failed;
+	__u64 ended;
+	__u64 revoked;
+	__u64 bytes_ended;
+	__u64 dur_us_sum;
+	struct mc_hist dur_us;	/* PutStart to PutEnd */
+};
+
+struct mc_xfer_key {
+	__u32 side;		/* MC_SIDE_* */
+	__u32 op;		/* 1 write, 2 read */
+	__u32 transport;	/* enum mc_transport: 0 tcp, 1 rdma, 2 shm */
+};
+
+struct mc_xfer_stats {
+	__u64 started;
+	__u64 done;		/* finished, failed ones included */
+	__u64 errors;
+	__u64 bytes;		/* of successful transfers */
+	__u64 slow;		/* at or over slow_transfer_us */
+	__u64 timed;		/* observations in dur_us */
+	__u64 dur_us_sum;
+	struct mc_hist dur_us;
+};
+
+struct mc_tcp_key {
+	__u32 saddr;		/* IPv4, network order (0 for IPv6) */
+	__u32 daddr;
+	__u16 sport;		/* host order */
+	__u16 dport;
+};
+
+enum mc_event_kind {
+	MC_EV_EVICT = 1,
+	MC_EV_SLOW_TRANSFER = 2,
+	MC_EV_FAILED_TRANSFER = 3,
+};
+
+struct mc_event {
+	__u64 ts_ns;		/* CLOCK_MONOTONIC */
+	__u32 kind;		/* enum mc_event_kind */
+	__u32 pid;
+	__u32 obj_hash;		/* evict */
+	__u32 tenant;		/* evict */
+	__u64 bytes;
+	__u64 dur_us;		/* transfers (0: unknown) */
+	__s32 status;		/* transfers: 0 or MC_ERR_* */
+	__u32 reason;		/* evict: enum mc_evict_reason */
+	__u32 side, op, transport, pad;
+	char comm[MC_COMM_LEN];
+	char peer[MC_PEER_LEN];
+};
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * probes.h - the USDT probes (provider "mooncake") and the one table that
+ * documents them.  A probe is a single nop in the code plus a note in the
+ * ELF file (.note.stapsdt, see `readelf -n`); it costs nothing until a
+ * tracer attaches a uprobe to it.  Arguments must stay cheap to compute
+ * (loads of fields already at hand): they are evaluated on every pass.
+ *
+ * Names keep the double underscore of the dtrace convention
+ * (attach to "lease__grant").  Types are what the probe passes; integer
+ * arguments are widened to 64-bit registers.  BPF programs in bpf/ read
+ * them in this order (bpf/mooncake-trace.h holds the enums).
+ *
+ *   probe (where)                      arguments
+ *   ---------------------------------- ------------------------------------------------
+ *   lease__grant (master)              u32 obj_hash, u32 tenant, u64 ttl_ms,
+ *                                      u64 prev_ms, u64 now_ms
+ *       a read lease is granted or extended (GetReplicaList, ExistKey).
+ *       prev_ms is the object's previous lease deadline (or, if it never
+ *       had one, the time of its last write); the lease is new when
+ *       prev_ms <= now_ms.  Leases are deadlines in the master: nothing runs
+ *       when one lapses, so expiry is derived by the tracer from the
+ *       deadline (now_ms + ttl_ms) in the master's clock (CLOCK_MONOTONIC).
+ *   evict (master)                     u32 obj_hash, u32 tenant, u64 bytes, u32 reason
+ *       an object is evicted; bytes = size x replicas; reason is enum
+ *       mc_evict_reason (daemon/master/meta.h): 0 watermark (the background
+ *       tick), 1 put (a PutStart needed room), 2 quota (the tenant's own
+ *       objects made room under its quota), 3 admin (an evict request).
+ *   put__start (master)                u32 obj_hash, u32 tenant, u64 size,
+ *                                      u32 replicas, s32 status
+ *       PutStart answered (status 0 or a negative MC_ERR_*), single and batch.
+ *   put__end (master)                  u32 obj_hash, u32 tenant, u64 size, u64 dur_ms
+ *       PutEnd completed a write; dur_ms = PutEnd - PutStart.
+ *   put__revoke (master)               u32 obj_hash, u32 tenant, u64 size
+ *       PutRevoke dropped a write in progress.
+ *   transfer__start (libmooncake, node) u32 side, u32 op, u32 transport, u64 bytes,
+ *                                      const char *peer
+ *   transfer__done (libmooncake, node) u32 side, u32 op, u32 transport, u64 bytes,
+ *                                      const char *peer, s32 status, u64 start_ns
+ *       the bytes of one replica moved (or failed).  side MC_SIDE_*:
+ *       0 client (libmooncake), 1 node; op MC_XFER_*: 1 write (put), 2 read
+ *       (get); transport enum mc_transport: 0 tcp, 1 rdma, 2 shm
+ *       (co-located memcpy);
+ *       peer: NUL-terminated node endpoint "host:port" on the client side,
+ *       NULL on the node side; status 0 or a negative MC_ERR_*; start_ns:
+ *       CLOCK_MONOTONIC ns at transfer__start, or 0 when the probe site does
+ *       not know it (the node: the tracer pairs start and done by thread).
+ *
+ * Which files carry which probes: the master binary (lease, evict, put),
+ * the node binary (transfer, side 1), libmooncake.so.0 and every program
+ * linking libmooncake.a, e.g. mooncakectl (transfer, side 0).
+ */
+#ifndef MC_UTIL_PROBES_H
+#define MC_UTIL_PROBES_H
+
+#include <sys/sdt.h>
+
+/* A 5-byte nop at each probe instead of sdt.h's 1-byte one: kernels with
+ * optimized uprobes (x86-64, Linux 6.18+) then replace the breakpoint trap
+ * with a call into a trampoline once a tracer attaches, several times
+ * cheaper.  Untraced it is still one nop. */
+#if defined(__x86_64__)
+#undef _SDT_NOP
+#define _SDT_NOP .nops 5
+#endif
+
+enum { MC_SIDE_CLIENT = 0, MC_SIDE_NODE = 1 };
+enum { MC_XFER_WRITE = 1, MC_XFER_READ = 2 };
+/* transport: enum mc_transport (mooncake/types.h): 0 tcp, 1 rdma, 2 shm. */
+
+#define MC_PROBE(name) DTRACE_PROBE(mooncake, name)
+#define MC_PROBE3(name, a, b, c) DTRACE_PROBE3(mooncake, name, a, b, c)
+#define MC_PROBE4(name, a, b, c, d) DTRACE_PROBE4(mooncake, name, a, b, c, d)
+#define MC_PROBE5(name, a, b, c, d, e) DTRACE_PROBE5(mooncake, name, a, b, c, d, e)
+#define MC_PROBE7(name, a, b, c, d, e, f, g) DTRACE_PROBE7(mooncake, name, a, b, c, d, e, f, g)
+
+#endif

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# tests/bench/trace-overhead.sh -- the cost of tracing, in one run: 4 KiB
+# put and get ops/s of client-bench (CONC threads, over TCP and over shared
+# memory) with mooncake-trace attached to the master, the node and the
+# client, against the same with no tracer (the probes are then nops).
+# Detached and attached runs alternate, RUNS of each (default 3); every
+# figure is the median.  Goal: at most 3% loss.  Prints
+# "trace <metric> <value> <unit>" and "trace loss <name> <percent>%" lines.
+# Needs root (uprobes); prints a reason and exits 0 otherwise.
+set -eu
+O=${O:-.output}
+RUNS=${RUNS:-3}
+CONC=${CONC:-16}
+SECS=${SECS:-2}
+cd "$(dirname "$0")/../.."
+if [ "$(id -u)" -ne 0 ] || ! why=$("$O/bin/mooncake-trace" --check=true); then
+	echo "trace skipped: ${why:-needs root (CAP_SYS_ADMIN for uprobes)}"
+	exit 0
+fi
+tmp=$(mktemp -d)
+pids=()
+tpid=
+pin=/sys/fs/bpf/mooncake-bench-$$
+cleanup() {
+	[ -n "$tpid" ] && kill "$tpid" 2>/dev/null
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	for id in $(grep -o '/dev/shm/mooncake-[0-9a-f]*' "$tmp/node.log" 2>/dev/null | sort -u); do rm -f "$id"; done
+	rm -rf "$tmp" "$pin"
+}
+trap cleanup EXIT
+
+wait_log() {
+	for _ in $(seq 1 100); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+	echo "trace: not ready, see $1" >&2; cat "$1" >&2; exit 1
+}
+
+"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port=0 --http_port=0 --state_dir="$tmp/m" \
+	--lease_ttl_ms=1000 2>"$tmp/master.log" &
+pids+=($!)
+wait_log "$tmp/master.log" ready
+M=$(sed -n 's/.*ready: rpc on \([^ ,]*\),.*/\1/p' "$tmp/master.log")
+"$O/bin/mooncake-node" --master="$M" --data_address=127.0.0.1 --data_port=0 --http_port=0 \
+	--segment_size=512M --state_dir="$tmp/n" 2>"$tmp/node.log" &
+pids+=($!)
+wait_log "$tmp/node.log" mounted
+
+attach() {
+	"$O/bin/mooncake-trace" --http_port=0 --pin_path="$pin" --scan_under="$tmp/" \
+		--attach="$O/bin/mooncake-master,$O/bin/mooncake-node,$O/tests/bench/client-bench" \
+		--log_level=notice 2>"$tmp/trace.log" &
+	tpid=$!
+	wait_log "$tmp/trace.log" ready
+}
+detach() {
+	kill "$tpid"
+	wait "$tpid" 2>/dev/null || true
+	tpid=
+}
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+: >"$tmp/out"
+for _ in $(seq 1 "$RUNS"); do
+	for mode in detached attached; do
+		[ "$mode" = attached ] && attach
+		MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$CONC" "$SECS" |
+			sed "s/^/$mode tcp /" >>"$tmp/out"
+		"$O/tests/bench/client-bench" "$M" small "$CONC" "$SECS" | sed "s/^/$mode shm /" >>"$tmp/out"
+		if [ "$mode" = attached ]; then
+			curl -sf "http://$(sed -n 's/.*ready: http on \([^ ,]*\),.*/\1/p' "$tmp/trace.log")/metrics" \
+				>"$tmp/metrics" || true
+			detach
+		fi
+	done
+done
+pick() { awk -v m="$1" -v t="$2" -v n="$3" '$1 == m && $2 == t && $4 == n {print $5}' "$tmp/out" | median; }
+for t in tcp shm; do
+	for op in put get; do
+		d=$(pick detached "$t" "${op}4k_c$CONC"); a=$(pick attached "$t" "${op}4k_c$CONC")
+		echo "trace ${t}_${op}4k_c${CONC}_detached $d ops/s"
+		echo "trace ${t}_${op}4k_c${CONC}_attached $a ops/s"
+		awk -v a="$a" -v d="$d" -v n="${t}_${op}4k_c$CONC" \
+			'BEGIN { if (d > 0) printf "trace loss %s %.1f%%\n", n, (d - a) * 100 / d }'
+	done
+done
+# the tracer saw the traffic (otherwise the figures compare nothing)
+seen=$(awk '$1 ~ /^mooncake_trace_transfers_total/ { s += $2 } END { print s + 0 }' "$tmp/metrics")
+echo "trace transfers_seen_last_run $seen transfers"
