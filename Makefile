@@ -96,6 +96,7 @@ include lib/lib.mk
 include daemon/daemon.mk
 include cli/cli.mk
 include tests/tests.mk
+include packaging/packaging.mk
 
 all: $(BINS) $(TEST_BINS)
 
