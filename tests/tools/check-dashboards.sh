@@ -61,120 +61,146 @@ command -v jq >/dev/null || { echo "check-dashboards: jq is needed" >&2; exit 2;
 fail=0
 err() { echo "FAIL  $*"; fail=1; }
 
-# ---- structure ------------------------------------------------------------------------
+# ---- one jq pass over every file ------------------------------------------------------
+# It prints lines of tab-separated fields:
+#   P  MESSAGE                          a structure or names problem
+#   N  METRIC                           a metric name used (--list-names)
+#   T  FILE ID TITLE REFID base64(EXPR) a target, macros and variables substituted
+#   V  FILE NAME base64(EXPR)           a label_values() variable, as a query
 
-# All panels, rows' nested panels included, flattened.
-JQ_PANELS='[.panels[]? | ., (.panels[]? // empty)]'
-
+good=()
 for f in "${files[@]}"; do
-	if ! jq -e 'type == "object"' "$f" >/dev/null 2>&1; then
+	if jq -e 'type == "object"' "$f" >/dev/null 2>&1; then
+		good+=("$f")
+	else
 		err "$f: not a JSON object ($(jq empty "$f" 2>&1 | head -n1))"
-		continue
 	fi
-	# one line per problem
-	jq -r --arg f "$f" '
-		def ds_ok: type == "object" and .type == "prometheus" and
-			(.uid == "${DS_PROMETHEUS}" or .uid == "$DS_PROMETHEUS");
-		(if (.uid | type) != "string" or .uid == "" or (.uid | length) > 40
-		 then "\($f): uid missing or longer than 40 characters" else empty end),
-		(if (.title | type) != "string" or .title == "" then "\($f): title missing" else empty end),
-		(if ([.templating.list[]? | select(.name == "DS_PROMETHEUS" and .type == "datasource"
-			and .query == "prometheus")] | length) != 1
-		 then "\($f): no datasource variable DS_PROMETHEUS (type datasource, query prometheus)"
-		 else empty end),
-		(.templating.list[]? | select(.type == "query") | select(.datasource | ds_ok | not) |
-			"\($f): variable \(.name): datasource is not ${DS_PROMETHEUS}"),
-		(if (.panels | type) != "array" or (.panels | length) == 0 then "\($f): no panels"
-		 else empty end),
-		('"$JQ_PANELS"' | group_by(.id)[] | select(length > 1) |
-			"\($f): panel id \(.[0].id) used \(length) times"),
-		('"$JQ_PANELS"'[] | select(.type != "row") |
-			"\($f) #\(.id) \"\(.title // "")\"" as $p |
-			(if (.title // "") == "" then "\($p): no title" else empty end),
-			(if (.datasource | ds_ok | not) then "\($p): datasource is not ${DS_PROMETHEUS}"
-			 else empty end),
-			(if (.gridPos | type) != "object" or (.gridPos.w // 0) < 1 or (.gridPos.h // 0) < 1
-			    or ((.gridPos.x // 0) + (.gridPos.w // 0)) > 24
-			 then "\($p): gridPos missing or outside the 24 columns" else empty end),
-			(if ((.targets // []) | length) == 0 then "\($p): no target" else empty end),
-			(.targets[]? |
-				(if (.expr // "" | gsub("\\s"; "")) == "" then "\($p) \(.refId // "?"): empty expr"
-				 else empty end),
-				(if has("datasource") and (.datasource | ds_ok | not)
-				 then "\($p) \(.refId // "?"): target datasource is not ${DS_PROMETHEUS}"
-				 else empty end)))
-	' "$f" | while IFS= read -r line; do echo "FAIL  $line"; done | grep . && fail=1
 done
+[ ${#good[@]} -gt 0 ] || exit 1
 
-# uids and titles unique across the files
-for key in uid title; do
-	dup=$(for f in "${files[@]}"; do jq -r ".$key // empty" "$f" 2>/dev/null; done | sort | uniq -d)
-	[ -z "$dup" ] || err "$key used by more than one dashboard: $(echo "$dup" | tr '\n' ' ')"
-done
+JQ_PROG='
+def ds_ok: type == "object" and .type == "prometheus" and
+	(.uid == "${DS_PROMETHEUS}" or .uid == "$DS_PROMETHEUS");
+def panels: [.panels[]? | ., (.panels[]? // empty)];
+def names: [scan("\\bmooncake_[A-Za-z0-9_:]+")] | unique;
+def vquery: .query | if type == "object" then .query else . end // "";
+def subst($vars):
+	gsub("\\$\\{__rate_interval\\}|\\$__rate_interval\\b"; "1m") |
+	gsub("\\$\\{__interval\\}|\\$__interval\\b"; "15s") |
+	gsub("\\$\\{__range\\}|\\$__range\\b"; "5m") |
+	reduce $vars[] as $v (.; gsub("\\$\\{" + $v.name + "(:[a-z]+)?\\}|\\[\\[" + $v.name +
+		"\\]\\]|\\$" + $v.name + "\\b"; $v.value));
+def known_ok($known): . as $m | ($m | sub("_(bucket|sum|count)$"; "")) as $base |
+	($known | index([$m]) != null or index([$base]) != null);
 
-# ---- targets ---------------------------------------------------------------------------
+($known | split("\n") | map(select(. != ""))) as $known |
+[inputs | {f: input_filename, d: .}] as $all |
+(
+	# uids and titles unique across the files
+	(["uid", "title"][] as $k | [$all[] | .d[$k] | select(type == "string")] |
+		group_by(.)[] | select(length > 1) |
+		"P\t\($k) used by more than one dashboard: \(.[0])"),
+	($all[] | .f as $f | .d |
+	[.templating.list[]? | select(.type != "datasource") |
+		{name, value: (.allValue // ".*")}] as $vars |
+	(if (.uid | type) != "string" or .uid == "" or (.uid | length) > 40
+	 then "P\t\($f): uid missing or longer than 40 characters" else empty end),
+	(if (.title | type) != "string" or .title == "" then "P\t\($f): title missing" else empty end),
+	(if ([.templating.list[]? | select(.name == "DS_PROMETHEUS" and .type == "datasource"
+		and .query == "prometheus")] | length) != 1
+	 then "P\t\($f): no datasource variable DS_PROMETHEUS (type datasource, query prometheus)"
+	 else empty end),
+	(if (.panels | type) != "array" or (.panels | length) == 0 then "P\t\($f): no panels"
+	 else empty end),
+	(panels | group_by(.id)[] | select(length > 1) |
+		"P\t\($f): panel id \(.[0].id) used \(length) times"),
+	(.templating.list[]? | select(.type == "query") |
+		"\($f) variable $\(.name)" as $w |
+		(if (.datasource | ds_ok | not) then "P\t\($w): datasource is not ${DS_PROMETHEUS}"
+		 else empty end),
+		(vquery | names[] | select($check and (known_ok($known) | not)) |
+			"P\t\($w): metric \(.) is neither documented nor exported"),
+		(vquery | names[] | "N\t\(.)"),
+		(vquery | capture("^\\s*label_values\\((?<sel>.*),\\s*(?<label>[A-Za-z_][A-Za-z0-9_]*)\\s*\\)\\s*$")
+			// empty | "V\t\($f)\t\($w | sub("^.* "; ""))\t" +
+			("count by (\(.label)) (\(.sel | subst($vars)))" | @base64))),
+	(panels[] | select(.type != "row") | . as $p |
+		"\($f) #\(.id) \"\(.title // "")\"" as $w |
+		(if (.title // "") == "" then "P\t\($w): no title" else empty end),
+		(if (.datasource | ds_ok | not) then "P\t\($w): datasource is not ${DS_PROMETHEUS}"
+		 else empty end),
+		(if (.gridPos | type) != "object" or (.gridPos.w // 0) < 1 or (.gridPos.h // 0) < 1
+		    or ((.gridPos.x // 0) + (.gridPos.w // 0)) > 24
+		 then "P\t\($w): gridPos missing or outside the 24 columns" else empty end),
+		(if ((.targets // []) | length) == 0 then "P\t\($w): no target" else empty end),
+		(.targets[]? | "\($w) \(.refId // "?")" as $t |
+			(if (.expr // "" | gsub("\\s"; "")) == "" then "P\t\($t): empty expr"
+			 else
+				(.expr | names[] | "N\t\(.)"),
+				(.expr | names[] | select($check and (known_ok($known) | not)) |
+					"P\t\($t): metric \(.) is neither documented nor exported"),
+				"T\t" + ([$f, ($p.id | tostring), ($p.title // "" | gsub("\t"; " ")),
+					(.refId // "?"), (.expr | subst($vars) | @base64)] | join("\t"))
+			 end),
+			(if has("datasource") and (.datasource | ds_ok | not)
+			 then "P\t\($t): target datasource is not ${DS_PROMETHEUS}" else empty end))))
+)'
 
-# "FILE<TAB>ID<TAB>TITLE<TAB>REFID<TAB>base64(expr)" per target, and
-# "FILE<TAB>var<TAB>NAME<TAB>-<TAB>base64(query)" per query variable.
-targets() {
-	local f
-	for f in "${files[@]}"; do
-		jq -r --arg f "$f" '
-			('"$JQ_PANELS"'[] | select(.type != "row") | . as $p | .targets[]? |
-				select((.expr // "") != "") |
-				[$f, ($p.id | tostring), ($p.title // ""), (.refId // "?"), (.expr | @base64)]),
-			(.templating.list[]? | select(.type == "query") |
-				[$f, "var", .name, "-", ((.query | if type == "object" then .query else . end)
-					// "" | @base64)])
-			| @tsv' "$f" 2>/dev/null
-	done
-}
+check=false
+[ -z "$names" ] || check=true
+all=$(jq -n -r --rawfile known "${names:-/dev/null}" --argjson check "$check" "$JQ_PROG" \
+	"${good[@]}") || { err "jq failed on the dashboards"; exit 1; }
 
-metric_names() { grep -oE '\bmooncake_[A-Za-z0-9_:]+' | sort -u; }
-
-all=$(targets)
 if [ "$list" = 1 ]; then
-	while IFS=$'\t' read -r _ _ _ _ b64; do base64 -d <<<"$b64"; echo; done <<<"$all" | metric_names
+	grep '^N' <<<"$all" | cut -f2 | sort -u
 	exit 0
 fi
 
-# the dashboard's variables and the value each stands for: "NAME<TAB>VALUE"
-varvalues() {
-	jq -r '.templating.list[]? | select(.type != "datasource") |
-		[.name, (.allValue // ".*")] | @tsv' "$1"
-}
+npanels=0 ntargets=0 nvars=0
+declare -A seen_panel=()
+while IFS=$'\t' read -r kind a b c d e; do
+	case "$kind" in
+	P) err "$a" ;;
+	T) ntargets=$((ntargets + 1))
+	   [ -n "${seen_panel[$a#$b]:-}" ] || { seen_panel[$a#$b]=1; npanels=$((npanels + 1)); } ;;
+	V) nvars=$((nvars + 1)) ;;
+	esac
+done <<<"$all"
 
-# substitute FILE EXPR: Grafana's macros and FILE's variables replaced.
-substitute() {
-	local f=$1 e=$2 name value
-	e=${e//'${__rate_interval}'/1m}
-	e=${e//'$__rate_interval'/1m}
-	e=${e//'${__interval}'/15s}
-	e=${e//'$__interval'/15s}
-	e=${e//'${__range}'/5m}
-	e=${e//'$__range'/5m}
-	while IFS=$'\t' read -r name value; do
-		[ -n "$name" ] || continue
-		e=$(NAME=$name VALUE=$value perl -pe 's/\$\{\Q$ENV{NAME}\E(?::[a-z]+)?\}|\[\[\Q$ENV{NAME}\E\]\]|\$\Q$ENV{NAME}\E\b/$ENV{VALUE}/g' <<<"$e")
-	done < <(varvalues "$f")
-	printf '%s' "$e"
-}
+if [ -z "$prom" ]; then
+	echo "dashboards: $npanels panels, $ntargets targets, $nvars variable queries checked" \
+	     "(structure${names:+, names})"
+	exit $fail
+fi
 
-# query EXPR: prints "ok", "empty", "nan" or "error: MESSAGE".
-query() {
-	local out
-	if ! out=$(curl -sS --max-time 20 "$prom/api/v1/query" --data-urlencode "query=$1" 2>&1); then
-		echo "error: $out"
-		return
-	fi
-	jq -r '
-		if .status != "success" then "error: \(.errorType // ""): \(.error // "")"
-		elif .data.resultType == "scalar" then (if .data.result[1] == "NaN" then "nan" else "ok" end)
-		elif (.data.result | length) == 0 then "empty"
-		elif .data.resultType == "matrix" then "ok"
-		elif ([.data.result[] | select(.value[1] != "NaN")] | length) == 0 then "nan"
-		else "ok" end' <<<"$out" 2>/dev/null || echo "error: not a Prometheus answer: ${out:0:200}"
-}
+# ---- every query at Prometheus ----------------------------------------------------------
+
+# The answers, one a line: the T/V line, then a tab and the JSON answer.
+answers=$(while IFS=$'\t' read -r kind a b c d e; do
+	case "$kind" in
+	T) q=$e ;;
+	V) q=$c ;;
+	*) continue ;;
+	esac
+	r=$(curl -sS --max-time 20 "$prom/api/v1/query" --data-urlencode "query=$(base64 -d <<<"$q")" 2>&1) ||
+		r=$(jq -cn --arg e "$r" '{status: "error", errorType: "curl", error: $e}')
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$a" "$b" "$c" "$d" "$e" "${r//$'\n'/ }"
+done <<<"$all")
+
+# "KIND FILE ID TITLE REFID VERDICT EXPR" per answer; VERDICT ok, empty, nan or error: ...
+verdicts=$(jq -R -r '
+	split("\t") | . as $l |
+	(if $l[0] == "V" then [$l[0], $l[1], "var", $l[2], "-", $l[3]] else $l[0:6] end) as $m |
+	($l[6:] | join("\t")) as $raw |
+	(try ($raw | fromjson) catch null) as $r |
+	(if $r == null then "error: not a Prometheus answer: \($raw[0:200])"
+	 elif $r.status != "success" then "error: \($r.errorType // ""): \($r.error // "")"
+	 elif $r.data.resultType == "scalar" then (if $r.data.result[1] == "NaN" then "nan" else "ok" end)
+	 elif ($r.data.result | length) == 0 then "empty"
+	 elif $r.data.resultType == "matrix" then "ok"
+	 elif ([$r.data.result[] | select(.value[1] != "NaN")] | length) == 0 then "nan"
+	 else "ok" end) as $v |
+	($m[0:5] + [$v, ($m[5] | @base64d)]) | join("\t")' <<<"$answers")
 
 is_allowed() {
 	local t
@@ -184,70 +210,38 @@ is_allowed() {
 
 # every --may-be-empty title must name a panel
 for t in "${allowed[@]+"${allowed[@]}"}"; do
-	cut -f3 <<<"$all" | grep -qxF -- "$t" || err "--may-be-empty \"$t\": no such panel"
+	grep -q "^T"$'\t'"[^"$'\t'"]*"$'\t'"[^"$'\t'"]*"$'\t'"$(sed 's/[][\.*^$/]/\\&/g' <<<"$t")"$'\t' <<<"$all" ||
+		err "--may-be-empty \"$t\": no such panel"
 done
 
-npanels=0 ntargets=0 ndata=0 nnodata=0 nallowed=0
-nodata_panels=()
-declare -A seen_panel=()
-known=
-[ -z "$names" ] || known=$(sort -u "$names")
-
-while IFS=$'\t' read -r f id title ref b64; do
-	[ -n "$f" ] || continue
-	expr=$(base64 -d <<<"$b64")
-	where="$(basename "$f") #$id \"$title\" $ref"
-	[ "$id" = var ] && where="$(basename "$f") variable \$$title"
-	if [ "$id" != var ]; then
-		ntargets=$((ntargets + 1))
-		[ -n "${seen_panel[$f#$id]:-}" ] || { seen_panel[$f#$id]=1; npanels=$((npanels + 1)); }
+ndata=0 nnodata=0 nallowed=0
+nodata=()
+while IFS=$'\t' read -r kind f id title ref verdict q; do
+	[ -n "$kind" ] || continue
+	if [ "$kind" = V ]; then
+		where="${f##*/} variable \$$title"
+	else
+		where="${f##*/} #$id \"$title\" $ref"
 	fi
-
-	if [ -n "$names" ]; then
-		while read -r m; do
-			[ -n "$m" ] || continue
-			base=$(sed -E 's/_(bucket|sum|count)$//' <<<"$m")
-			grep -qxF -- "$m" <<<"$known" || grep -qxF -- "$base" <<<"$known" ||
-				err "$where: metric $m is neither documented nor exported"
-		done < <(metric_names <<<"$expr")
-	fi
-
-	[ -n "$prom" ] || continue
-	if [ "$id" = var ]; then
-		# label_values(SELECTOR, LABEL)
-		if [[ "$expr" =~ ^[[:space:]]*label_values\((.*),[[:space:]]*([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\)[[:space:]]*$ ]]; then
-			q="count by (${BASH_REMATCH[2]}) ($(substitute "$f" "${BASH_REMATCH[1]}"))"
-			r=$(query "$q")
-			if [ "$r" = ok ]; then
-				[ "$verbose" = 0 ] || echo "ok    $where: $q"
-			else
-				err "$where: $r: $q"
-			fi
-		fi
+	if [ "$verdict" = ok ]; then
+		[ "$kind" = V ] || ndata=$((ndata + 1))
+		[ "$verbose" = 0 ] || echo "ok    $where: $q"
 		continue
 	fi
-	q=$(substitute "$f" "$expr")
-	r=$(query "$q")
-	if [ "$r" = ok ]; then
-		ndata=$((ndata + 1))
-		[ "$verbose" = 0 ] || echo "ok    $where: $q"
-	elif is_allowed "$title" && [ "${r%%:*}" != error ]; then
+	if [ "$kind" = T ] && is_allowed "$title" && [ "${verdict%%:*}" != error ]; then
 		nallowed=$((nallowed + 1))
-		echo "EMPTY $where: $r (allowed): $q"
-	else
-		nnodata=$((nnodata + 1))
-		case " ${nodata_panels[*]+"${nodata_panels[*]}"} " in
-		*" \"$title\" "*) ;;
-		*) nodata_panels+=("\"$title\"") ;;
-		esac
-		err "$where: $r: $q"
+		echo "EMPTY $where: $verdict (allowed): $q"
+		continue
 	fi
-done <<<"$all"
+	[ "$kind" = V ] || nnodata=$((nnodata + 1))
+	[ "$kind" = V ] && title="\$$title"
+	case " ${nodata[*]+"${nodata[*]}"} " in
+	*" \"$title\" "*) ;;
+	*) nodata+=("\"$title\"") ;;
+	esac
+	err "$where: $verdict: $q"
+done <<<"$verdicts"
 
-if [ -n "$prom" ]; then
-	echo "dashboards: $npanels panels, $ntargets targets: $ndata with data, $nnodata without" \
-	     "(${nodata_panels[*]+"${nodata_panels[*]}"}), $nallowed allowed empty"
-else
-	echo "dashboards: $npanels panels, $ntargets targets checked (structure${names:+, names})"
-fi
+echo "dashboards: $npanels panels, $ntargets targets: $ndata with data, $nnodata without" \
+     "(${nodata[*]+"${nodata[*]}"}), $nallowed allowed empty"
 exit $fail
