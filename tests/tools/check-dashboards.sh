@@ -20,11 +20,14 @@
 #                    NAME_bucket, NAME_sum and NAME_count)
 #   --prom URL       evaluates every target expr as an instant query at
 #                    URL/api/v1/query, after substituting Grafana's macros
-#                    ($__rate_interval -> 1m, $__interval -> 15s, $__range ->
-#                    5m) and the dashboard's variables (their allValue, else
+#                    ($__rate_interval -> 1m or --rate-interval, $__interval
+#                    -> 15s, $__range -> 5m) and the dashboard's variables (their allValue, else
 #                    .*); a target whose result is empty, or only NaN, has
 #                    no data and fails its panel.  Variable queries
 #                    label_values(SELECTOR, LABEL) must return that label.
+#   --rate-interval D  what $__rate_interval stands for (default 1m); a test
+#                    on a slow machine widens it so that a workload some
+#                    time ago still shows in rate() and histogram_quantile()
 #   --may-be-empty TITLE
 #                    (repeatable) the panel TITLE may have no data: reported
 #                    as allowed, not failed.  TITLE must exist.
@@ -38,12 +41,13 @@ set -u
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
 
-prom= names= list=0 verbose=0
+prom= names= list=0 verbose=0 rate_interval=1m
 allowed=()
 files=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--prom) prom=${2:?--prom needs a URL}; shift ;;
+	--rate-interval) rate_interval=${2:?--rate-interval needs a duration}; shift ;;
 	--names) names=${2:?--names needs a file}; shift ;;
 	--may-be-empty) allowed+=("${2:?--may-be-empty needs a title}"); shift ;;
 	--list-names) list=1 ;;
@@ -85,7 +89,7 @@ def panels: [.panels[]? | ., (.panels[]? // empty)];
 def names: [scan("\\bmooncake_[A-Za-z0-9_:]+")] | unique;
 def vquery: .query | if type == "object" then .query else . end // "";
 def subst($vars):
-	gsub("\\$\\{__rate_interval\\}|\\$__rate_interval\\b"; "1m") |
+	gsub("\\$\\{__rate_interval\\}|\\$__rate_interval\\b"; $ri) |
 	gsub("\\$\\{__interval\\}|\\$__interval\\b"; "15s") |
 	gsub("\\$\\{__range\\}|\\$__range\\b"; "5m") |
 	reduce $vars[] as $v (.; gsub("\\$\\{" + $v.name + "(:[a-z]+)?\\}|\\[\\[" + $v.name +
@@ -148,7 +152,8 @@ def known_ok($known): . as $m | ($m | sub("_(bucket|sum|count)$"; "")) as $base 
 
 check=false
 [ -z "$names" ] || check=true
-all=$(jq -n -r --rawfile known "${names:-/dev/null}" --argjson check "$check" "$JQ_PROG" \
+all=$(jq -n -r --rawfile known "${names:-/dev/null}" --argjson check "$check" \
+	--arg ri "$rate_interval" "$JQ_PROG" \
 	"${good[@]}") || { err "jq failed on the dashboards"; exit 1; }
 
 if [ "$list" = 1 ]; then
