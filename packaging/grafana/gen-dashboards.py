@@ -357,7 +357,9 @@ def trace():
     b.ts("Lease grants and expiries",
          [("sum(%s)" % rate("mooncake_trace_leases_granted_total"), "granted"),
           ("sum(%s)" % rate("mooncake_trace_leases_extended_total"), "extended"),
-          ("sum(%s)" % rate("mooncake_trace_leases_expired_total"), "expired")], "ops")
+          ("sum(%s)" % rate("mooncake_trace_leases_expired_total"), "expired"),
+          ("sum(%s)" % rate("mooncake_trace_leases_untracked_total"), "untracked (map full)")],
+         "ops")
     b.ts("Leases live", [("sum by (instance) (mooncake_trace_leases_live%s)" % I,
                           "{{instance}}")])
     b.row("Evictions and puts")
