@@ -97,6 +97,7 @@ include daemon/daemon.mk
 include cli/cli.mk
 include bpf/bpf.mk
 include tests/tests.mk
+include packaging/packaging.mk
 
 all: $(BINS) $(TEST_BINS)
 
