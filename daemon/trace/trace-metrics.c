@@ -15,21 +15,18 @@ static void header(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* Every slot is written, so a series' set of buckets never changes: a bucket
+ * that first appeared with a count would show no rate to Prometheus. */
 static void hist(FILE *f, const char *name, const char *labels, const struct mc_hist *h,
 		 uint64_t sum_us)
 {
-	uint64_t cum = 0, top = 0;
-	for (unsigned i = 0; i < MC_HIST_SLOTS; i++)
-		if (h->slots[i])
-			top = i;
+	uint64_t cum = 0;
 	const char *sep = *labels ? "," : "";
-	for (unsigned i = 0; i <= top; i++) {
+	for (unsigned i = 0; i < MC_HIST_SLOTS; i++) {
 		cum += h->slots[i];
 		fprintf(f, "%s_bucket{%s%sle=\"%.6g\"} %llu\n", name, labels, sep,
 			(double)(2ull << i) / 1e6, (unsigned long long)cum);
 	}
-	for (unsigned i = top + 1; i < MC_HIST_SLOTS; i++)
-		cum += h->slots[i];
 	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep, (unsigned long long)cum);
 	if (*labels) {
 		fprintf(f, "%s_sum{%s} %.6f\n", name, labels, (double)sum_us / 1e6);
