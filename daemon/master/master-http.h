@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 struct mc_meta;
 struct mc_master_clients;
 struct mc_master_metrics;
@@ -19,6 +21,10 @@ struct mc_master_http_config {
 	struct mc_master_metrics *metrics;
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
+	/* (added by the persist branch for compiling; the REST helper owns these) */
+	int (*snapshot_list)(void *ctx, json_t **ret_array);
+	int (*snapshot_take)(void *ctx, json_t **ret_object);
+	void *snapshot_ctx;
 };
 
 struct mc_master_http;

@@ -435,11 +435,14 @@ static int pin_op(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bo
 		r = MC_ERR_REPLICA_IS_NOT_READY;
 	else if (pin) {
 		r = mc_pinidx_set(&m->pins, o, meta_now(m) + ttl_ms);
-		if (r == 0)
+		if (r == 0) {
 			o->flags |= MC_OBJ_SOFT_PIN;
+			meta_log_pin(m, o, ttl_ms);
+		}
 	} else if (o->flags & MC_OBJ_SOFT_PIN) {
 		mc_pinidx_clear(&m->pins, o);
 		o->flags &= (uint8_t)~MC_OBJ_SOFT_PIN;
+		meta_log_pin(m, o, 0);
 	}
 	pthread_rwlock_unlock(&sh->lock);
 	return r;

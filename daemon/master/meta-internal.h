@@ -118,4 +118,13 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 				       const struct mc_bytes_ref *pref, uint32_t npref);
 
+/* meta-oplog.c: append the record of a mutation (no-ops without an oplog).
+ * Called with the mutation's ordering lock held (see meta.h). */
+void meta_log_put(struct mc_meta *m, const struct mc_object *o);
+void meta_log_del(struct mc_meta *m, const struct mc_object *o);
+void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec);
+void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment);
+void meta_log_quota(struct mc_meta *m, uint16_t tenant, uint64_t quota);
+void meta_log_pin(struct mc_meta *m, const struct mc_object *o, uint64_t ttl_ms);
+
 #endif
