@@ -22,7 +22,32 @@ struct bulk_ent {
 struct persist_bulk {
 	struct bulk_ent *v;
 	size_t n, cap;
+	/* lookups repeat: the last segments and client seen */
+	struct mc_uuid seg_id[4];
+	uint32_t seg_slot[4];
+	uint32_t nseg_cached;
+	struct mc_uuid client;
+	uint32_t client_slot;
+	bool has_client;
 };
+
+static int find_segment(struct mc_meta *m, struct persist_bulk *b, struct mc_uuid id,
+			uint32_t *ret)
+{
+	if (b)
+		for (uint32_t i = 0; i < b->nseg_cached; i++)
+			if (mc_uuid_eq(b->seg_id[i], id)) {
+				*ret = b->seg_slot[i];
+				return 0;
+			}
+	int r = mc_segmgr_find(&m->segs, id, ret);
+	if (r == 0 && b) {
+		uint32_t k = b->nseg_cached < 4 ? b->nseg_cached++ : (uint32_t)(id.lo & 3);
+		b->seg_id[k] = id;
+		b->seg_slot[k] = *ret;
+	}
+	return r;
+}
 
 int persist_bulk_new(struct persist_bulk **ret)
 {
@@ -92,13 +117,23 @@ int persist_apply_object(struct mc_meta *m, const struct persist_obj *po,
 	uint32_t cslot, slots[MC_MAX_REPLICAS], skipped = 0;
 	int r;
 
-	if ((r = meta_locate(m, po->tenant, po->key, true, &loc)) < 0 ||
-	    (r = meta_client_intern(m, po->client, &cslot)) < 0)
+	if ((r = meta_locate(m, po->tenant, po->key, true, &loc)) < 0)
 		return r;
+	if (bulk && bulk->has_client && mc_uuid_eq(bulk->client, po->client)) {
+		cslot = bulk->client_slot;
+	} else {
+		if ((r = meta_client_intern(m, po->client, &cslot)) < 0)
+			return r;
+		if (bulk) {
+			bulk->client = po->client;
+			bulk->client_slot = cslot;
+			bulk->has_client = true;
+		}
+	}
 	/* Segment slots first: segs.lock comes before the shard lock. */
 	for (uint32_t i = 0; i < po->nrep; i++)
 		if (!is_memory_type(po->rep[i].type) ||
-		    mc_segmgr_find(&m->segs, po->rep[i].seg, &slots[i]) < 0)
+		    find_segment(m, bulk, po->rep[i].seg, &slots[i]) < 0)
 			slots[i] = MC_SEG_NONE;
 	if (bulk && bulk->n + po->nrep > bulk->cap) {
 		size_t ncap = bulk->cap ? bulk->cap * 2 : 4096;

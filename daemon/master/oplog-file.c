@@ -196,6 +196,8 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 	}
 	rc.last_seq = last;
 	l->last_seq = l->written_seq = l->durable_seq = last;
+	if (l->nfiles && l->files[l->nfiles - 1].first == last + 1)
+		l->nfiles--;   /* an empty last file: reopened below */
 	int r = open_new_file(l, last + 1);
 	if (r < 0) {
 		free(l->files);

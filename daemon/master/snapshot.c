@@ -11,21 +11,27 @@
  *     id              the snapshot id (also in the file name)
  *     created_ms      CLOCK_REALTIME ms when the metadata was frozen
  *     oplog_seq       every oplog record <= this is contained in the snapshot
- *     objects         rows of `objects`
+ *     objects         object records in `objects`
  *     segments        rows of `segments`
  *     digest          sum (mod 2^64, stored as a signed integer) of
- *                     XXH3(rec) over the rows of `objects` and `segments`
+ *                     XXH3(blob) over the rows of `objects` (recs) and
+ *                     `segments` (rec)
  *     complete        1; written last, in the same transaction
  *   CREATE TABLE tenants(slot INTEGER PRIMARY KEY, name BLOB NOT NULL,
  *                        quota INTEGER NOT NULL);
  *   CREATE TABLE segments(rec BLOB NOT NULL);   -- MOUNT payload (meta-oplog.c)
- *   CREATE TABLE objects(rec BLOB NOT NULL);    -- OBJECT payload (meta-oplog.c)
+ *   CREATE TABLE objects(shard INTEGER NOT NULL, n INTEGER NOT NULL, recs BLOB NOT NULL);
+ *     -- one row per metadata shard: n object records, each a u32 length
+ *     -- (little-endian) then an OBJECT payload (meta-oplog.c); rows of a
+ *     -- thousand objects keep sqlite's per-row cost out of the way
  *
  * Objects hold their replica descriptors (segment id, offset) and soft pin
  * and group; PROCESSING objects are not written (on restart their space
  * is free).  A load checks, before the state is used: schema_version,
- * PRAGMA quick_check, complete = 1, row counts against meta and the
- * digest (so a file that decodes but lost or changed rows is refused,
+ * complete = 1, record counts against meta and the digest (it covers
+ * every byte the load uses; sqlite reports a damaged page structure as
+ * SQLITE_CORRUPT while reading; PRAGMA quick_check would cost a second
+ * pass over the file) (so a file that decodes but lost or changed rows is refused,
  * unlike the release that restored an empty snapshot "successfully").
  *
  * Consistency without stalling readers: take() holds segs.lock for
@@ -96,7 +102,7 @@ static const char schema_sql[] =
 	"CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
 	"CREATE TABLE tenants(slot INTEGER PRIMARY KEY, name BLOB NOT NULL, quota INTEGER NOT NULL);"
 	"CREATE TABLE segments(rec BLOB NOT NULL);"
-	"CREATE TABLE objects(rec BLOB NOT NULL);";
+	"CREATE TABLE objects(shard INTEGER NOT NULL, n INTEGER NOT NULL, recs BLOB NOT NULL);";
 
 static int put_meta(sqlite3 *db, const char *k, uint64_t v)
 {
@@ -182,10 +188,12 @@ static int write_db(struct mc_meta *m, const char *path, uint64_t id, uint64_t s
 	}
 	sqlite3_finalize(st);
 
-	if (sqlite3_prepare_v2(db, "INSERT INTO objects VALUES(?)", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "INSERT INTO objects VALUES(?,?,?)", -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	for (uint32_t sh = 0; sh < MC_META_SHARDS; sh++) {
 		struct mc_shard *shard = &m->shards[sh];
+		uint64_t n = 0;
+		b.len = 0;
 		for (uint32_t t = 0; t < shard->ntenants; t++) {
 			struct mc_objtab *tab = &shard->tenants[t].tab;
 			uint32_t it = 0;
@@ -193,14 +201,27 @@ static int write_db(struct mc_meta *m, const char *path, uint64_t id, uint64_t s
 			while ((o = mc_objtab_next(tab, &it))) {
 				if (mc_object_is_processing(o))
 					continue;
-				b.len = 0;
+				size_t at = b.len;
+				uint32_t len = 0;
+				pbuf_put(&b, &len, 4);
 				persist_encode_object(m, o, &b, now, wall, false);
-				if (b.err || insert_blob(st, b.p, b.len) < 0)
+				if (b.err)
 					goto out;
-				digest += mc_hash(b.p, b.len);
-				nobj++;
+				len = (uint32_t)(b.len - at - 4);
+				memcpy(b.p + at, &len, 4);
+				n++;
 			}
 		}
+		if (!n)
+			continue;
+		sqlite3_bind_int64(st, 1, sh);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
+		sqlite3_bind_blob(st, 3, b.p, (int)b.len, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_reset(st);
+		digest += mc_hash(b.p, b.len);
+		nobj += n;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
@@ -318,16 +339,6 @@ int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_inf
 	if ((r = read_info(db, path, &info, &version, err, errlen)) < 0)
 		goto out;
 	r = MC_ERR_PERSISTENT_FAIL;
-	if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW ||
-	    strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
-		snprintf(err, errlen, "integrity check failed: %s",
-			 st && sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) :
-							    sqlite3_errmsg(db));
-		goto out;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
 	if (get_meta(db, "digest", &want_digest) < 0 || get_meta(db, "segments", &want_seg) < 0) {
 		snprintf(err, errlen, "incomplete meta table");
 		goto out;
@@ -370,18 +381,29 @@ int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_inf
 
 	if ((r = persist_bulk_new(&bulk)) < 0)
 		goto out;
-	if (sqlite3_prepare_v2(db, "SELECT rec FROM objects", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT n, recs FROM objects", -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		const void *p = sqlite3_column_blob(st, 0);
-		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-		struct persist_obj po;
-		uint32_t skipped = 0;
+		uint64_t cnt = (uint64_t)sqlite3_column_int64(st, 0);
+		const uint8_t *p = sqlite3_column_blob(st, 1);
+		size_t n = (size_t)sqlite3_column_bytes(st, 1);
 		digest += mc_hash(p, n);
-		nobj++;
-		if (persist_decode_object(p, n, &po) < 0 ||
-		    persist_apply_object(m, &po, bulk, &skipped) < 0 || skipped) {
-			snprintf(err, errlen, "bad object row %" PRIu64, nobj);
+		for (uint64_t i = 0; i < cnt; i++) {
+			struct persist_obj po;
+			uint32_t len, skipped = 0;
+			if (n < 4 || (memcpy(&len, p, 4), n - 4 < len) ||
+			    persist_decode_object(p + 4, len, &po) < 0 ||
+			    persist_apply_object(m, &po, bulk, &skipped) < 0 || skipped) {
+				snprintf(err, errlen, "bad object record %" PRIu64, nobj);
+				r = MC_ERR_PERSISTENT_FAIL;
+				goto out;
+			}
+			p += 4 + len;
+			n -= 4 + len;
+			nobj++;
+		}
+		if (n) {
+			snprintf(err, errlen, "trailing bytes in an objects row");
 			r = MC_ERR_PERSISTENT_FAIL;
 			goto out;
 		}

@@ -199,10 +199,15 @@ static void test_round_trip(void **state)
 	struct rep_sink sink = { 0 };
 	assert_rc(mc_meta_get_replica_list(b, DFLT, ref_str("key-1"), &info, rep_collect, &sink), 0);
 	assert_int_equal(sink.n, 1);
-	assert_string_equal(sink.r[0].name, "node1") ;
 	struct mc_object *o = find(a, 0, "key-1", 5);
 	assert_non_null(o);
-	assert_int_equal(sink.r[0].offset, o ? o->rep[0].offset : 0);
+	if (!o)
+		return;
+	const struct mc_segment *sa = mc_segmgr_get(&a->segs, o->rep[0].seg);
+	assert_non_null(sa);
+	assert_string_equal(sink.r[0].name, sa ? sa->name : "");
+	assert_int_equal(sink.r[0].offset, o->rep[0].offset);
+	assert_int_equal(sink.r[0].seg_base, (sa ? sa->base : 0) + 4096);
 	/* A remount of another size is refused. */
 	struct mc_segment_spec bad = seg_spec(1, "node1", 1ull << 31);
 	assert_rc(mc_meta_mount_segment(b, C2, &bad), MC_ERR_INVALID_PARAMS);
