@@ -80,3 +80,9 @@ bench: $(O)/tests/bench/client-bench all
 $(O)/tests/tools/mc-load: $(O)/tests/tools/mc-load.o $(CLIENT_LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+
+# More kill -9 rounds than `make test` runs (20 master, 5 node rounds there).
+.PHONY: test-restart-slow
+test-restart-slow: all
+	$(Q)MC_BUILD=$(abspath $(O)) MC_RESTART_ROUNDS=$${ROUNDS:-200} MC_NODE_RESTART_ROUNDS=$${NODE_ROUNDS:-50} \
+		prove --exec 'bats --tap' tests/integration/700-restart.bats

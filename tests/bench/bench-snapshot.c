@@ -228,13 +228,14 @@ int main(int argc, char **argv)
 
 	struct mc_snapshots *s;
 	struct mc_snapshot_config sc = { .dir = dir, .retain = 1 };
-	if (mc_snapshots_new(m, NULL, &sc, &s) < 0)
+	if (mc_snapshots_new(m, NULL, &sc, &s) < 0)   /* creates dir */
 		return 1;
 	sc.dir = sdir;
 	mc_snapshots_free(s);
 	if (mc_snapshots_new(m, NULL, &sc, &s) < 0)
 		return 1;
 	struct mc_snapshot_info info;
+	double idle = get_p99_us(m, 2000, NULL, NULL);   /* before any fork (no COW faults) */
 	t0 = mc_now_ms();
 	if (mc_snapshot_take(s, &info) < 0)
 		return 1;
@@ -243,7 +244,6 @@ int main(int argc, char **argv)
 	printf("bench-snapshot pause_us %" PRIu64 " us\n", info.pause_us);
 	printf("bench-snapshot file_bytes %" PRIu64 " bytes\n", info.file_bytes);
 
-	double idle = get_p99_us(m, 2000, NULL, NULL);
 	double busy = get_p99_us(m, 0, take_three, s);
 	printf("bench-snapshot get_p99_us %.1f us\n", idle);
 	printf("bench-snapshot get_p99_snap_us %.1f us\n", busy);
