@@ -79,7 +79,7 @@ uint64_t persist_wall_ms(void)
 
 void pbuf_put(struct pbuf *b, const void *p, size_t n)
 {
-	if (b->err)
+	if (b->err || !n)
 		return;
 	if (b->len + n > b->cap) {
 		size_t ncap = b->cap ? b->cap * 2 : 256;
