@@ -790,6 +790,7 @@ int mc_snapshots_new(struct mc_meta *m, struct mc_oplog *l, const struct mc_snap
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
 	pthread_condattr_destroy(&ca);
+	apply_retention(s);   /* a crash may have come between a take and its retention */
 	*ret = s;
 	return 0;
 }
