@@ -2,7 +2,7 @@
  * snapshot.c - metadata snapshots in sqlite.  See snapshot.h.
  *
  * Files: <dir>/snap-<id, 20 decimal digits>.db, one sqlite database each,
- * written as <name>.tmp, fsynced, renamed, the directory fsynced.
+ * written as <name>.<pid>.tmp, fsynced, renamed, the directory fsynced.
  *
  * Schema, version 1 (MC_SNAPSHOT_SCHEMA):
  *
@@ -54,6 +54,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -146,7 +148,7 @@ static int write_db(struct mc_meta *m, const char *path, uint64_t id, uint64_t s
 	uint64_t now = meta_now(m), wall = persist_wall_ms();
 	int r = -1;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	unlink(tmp);
 	pbuf_init(&b);
 	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
@@ -629,7 +631,12 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 	uint64_t seq = s->oplog ? mc_oplog_last_seq(s->oplog) : 0;
 	pid_t pid = fork();
 	if (pid == 0) {
-		/* The child: a frozen copy of the metadata, one thread, no lock needed. */
+		/* The child: a frozen copy of the metadata, one thread, no lock needed.
+		 * It dies with the master, so that a snapshot never appears after
+		 * a restarted master chose its ids. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
 		_exit(write_db(s->meta, path, id, seq, NULL) == 0 ? 0 : 1);
 	}
 	thaw(s->meta);
