@@ -29,7 +29,7 @@ $(O)/daemon/%.a:
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 DAEMON_LIBS := $(DCOMMON_LIB) $(PROTO_LIB) $(UTIL_LIB)
-DAEMON_SYSLIBS := $(LIBS_CORE) -linih -lmicrohttpd -ljansson
+DAEMON_SYSLIBS := $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
 
 $(O)/bin/mooncake-master: $(O)/$(MASTER_MAIN:.c=.o) $(MASTER_LIB) $(DAEMON_LIBS)
 	$(call msg,LD,$@)

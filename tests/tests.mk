@@ -16,11 +16,11 @@ TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(PROTO_LIB)
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -ljansson -lcmocka
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka
 
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -ljansson
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -78,3 +78,14 @@ $(O)/tests/bench/client-bench: $(O)/tests/bench/client-bench.o $(CLIENT_LIB)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
 TEST_BINS += $(O)/tests/bench/client-bench
 bench: $(O)/tests/bench/client-bench all
+
+# Load generator of the restart tests (libmooncake's public API).
+$(O)/tests/tools/mc-load: $(O)/tests/tools/mc-load.o $(CLIENT_LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+
+# More kill -9 rounds than `make test` runs (20 master, 5 node rounds there).
+.PHONY: test-restart-slow
+test-restart-slow: all
+	$(Q)MC_BUILD=$(abspath $(O)) MC_RESTART_ROUNDS=$${ROUNDS:-200} MC_NODE_RESTART_ROUNDS=$${NODE_ROUNDS:-50} \
+		prove --exec 'bats --tap' tests/integration/700-restart.bats

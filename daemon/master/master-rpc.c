@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "master/master-rpc.h"
+#include "master/oplog.h"
 
 #define REQ(T) const struct mc_msg_##T *q = call->req
 #define RESP(T) struct mc_msg_##T *p = resp
@@ -640,31 +641,66 @@ static int h_get_all_keys(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return 0;
 }
 
+/* ---- durability ---------------------------------------------------------------- */
+
+static int rpc_durable(struct mc_master_rpc *m, int r)
+{
+	bool failed;
+	uint64_t seq = mc_meta_oplog_pending(&failed);
+	if (failed)
+		return MC_ERR_PERSISTENT_FAIL;
+	if (seq && m->oplog && mc_oplog_wait_durable(m->oplog, seq) < 0)
+		return MC_ERR_PERSISTENT_FAIL;
+	return r;
+}
+
+#define DURABLE(fn_)									\
+	static int fn_##_durable(void *ctx, const struct mc_rpc_call *call, void *resp)	\
+	{										\
+		mc_meta_oplog_pending(NULL);						\
+		int r = fn_(ctx, call, resp);						\
+		return rpc_durable(ctx, r);						\
+	}
+DURABLE(h_mount_segment)
+DURABLE(h_remount_segments)
+DURABLE(h_unmount_segment)
+DURABLE(h_put_start)
+DURABLE(h_put_end)
+DURABLE(h_remove)
+DURABLE(h_pin)
+DURABLE(h_unpin)
+DURABLE(h_batch_put_start)
+DURABLE(h_batch_put_end)
+DURABLE(h_batch_remove)
+DURABLE(h_remove_all)
+DURABLE(h_remove_by_regex)
+#undef DURABLE
+
 void mc_master_rpc_handlers(struct mc_rpc_handlers *h)
 {
 	memset(h, 0, sizeof(*h));
 #define H(NAME, fn_) h->fn[MC_OPI_##NAME] = fn_
 	H(HELLO, h_hello);
 	H(PING, h_ping);
-	H(MOUNT_SEGMENT, h_mount_segment);
-	H(REMOUNT_SEGMENTS, h_remount_segments);
-	H(UNMOUNT_SEGMENT, h_unmount_segment);
-	H(PUT_START, h_put_start);
-	H(PUT_END, h_put_end);
+	H(MOUNT_SEGMENT, h_mount_segment_durable);
+	H(REMOUNT_SEGMENTS, h_remount_segments_durable);
+	H(UNMOUNT_SEGMENT, h_unmount_segment_durable);
+	H(PUT_START, h_put_start_durable);
+	H(PUT_END, h_put_end_durable);
 	H(PUT_REVOKE, h_put_revoke);
 	H(GET_REPLICA_LIST, h_get_replica_list);
 	H(EXIST_KEY, h_exist_key);
-	H(REMOVE, h_remove);
-	H(PIN, h_pin);
-	H(UNPIN, h_unpin);
+	H(REMOVE, h_remove_durable);
+	H(PIN, h_pin_durable);
+	H(UNPIN, h_unpin_durable);
 	H(BATCH_EXIST, h_batch_exist);
 	H(BATCH_GET_REPLICA_LIST, h_batch_get_replica_list);
-	H(BATCH_PUT_START, h_batch_put_start);
-	H(BATCH_PUT_END, h_batch_put_end);
+	H(BATCH_PUT_START, h_batch_put_start_durable);
+	H(BATCH_PUT_END, h_batch_put_end_durable);
 	H(BATCH_PUT_REVOKE, h_batch_put_revoke);
-	H(BATCH_REMOVE, h_batch_remove);
-	H(REMOVE_ALL, h_remove_all);
-	H(REMOVE_BY_REGEX, h_remove_by_regex);
+	H(BATCH_REMOVE, h_batch_remove_durable);
+	H(REMOVE_ALL, h_remove_all_durable);
+	H(REMOVE_BY_REGEX, h_remove_by_regex_durable);
 	H(GET_REPLICA_LIST_BY_REGEX, h_get_replica_list_by_regex);
 	H(GET_ALL_KEYS, h_get_all_keys);
 #undef H

@@ -13,9 +13,21 @@
 #include "common/rpc-server.h"
 #include "master/master-clients.h"
 
+struct mc_oplog;
+
+/*
+ * Durability: a handler of a mutating op (segment ops, PutStart - its
+ * evictions -, PutEnd, Remove, pins, the batch and scan removes) replies
+ * only once the oplog records its mutation appended are durable
+ * (mc_oplog_wait_durable, no metadata lock held).  The wait blocks the
+ * worker thread; concurrent waiters share one fsync (group commit).  A
+ * failed append or fsync answers PERSISTENT_FAIL: the change is in memory
+ * but would not survive a restart.
+ */
 struct mc_master_rpc {
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
+	struct mc_oplog *oplog;        /* NULL: oplog off, nothing to wait for */
 };
 
 /* Fills h with the master's handlers; the server's ctx is a struct mc_master_rpc *. */

@@ -15,8 +15,23 @@
  *   housekeeping   master-clients.c, every 1 s: drops clients silent for
  *                  client_ttl_ms (unmounting their segments), then
  *                  mc_meta_tick() (deferred block releases).
+ *   snapshot       snapshot.c, every snapshot_interval_s: freezes the
+ *                  metadata (segs.lock write, every shard lock read, the
+ *                  registry locks), fork()s a child that writes the sqlite
+ *                  file, thaws, waits for the child, applies the retention
+ *                  and compacts the oplog.  POST /api/v1/snapshots runs the
+ *                  same from the HTTP thread.
+ *   (oplog)        the local oplog backend may run a flusher thread
+ *                  (oplog.h); RPC workers block in mc_oplog_wait_durable()
+ *                  before replying to a mutation, holding no lock.
+ *
+ * Startup: open the oplog (cutting a torn tail), load the newest valid
+ * snapshot, replay the oplog after it, then serve.  Segments come back
+ * RESTORED and turn readable when their nodes remount them.
  *
  * Lock order, outermost first:
+ *   00. the snapshot module's mutex (snapshot.c): serializes takes and every
+ *      sqlite call; held across the freeze and the fork;
  *   0. clients expire_lock (master-clients.c): held by a sweep from picking
  *      the expired clients to the end of their unmounts, and by the
  *      MOUNT_SEGMENT / REMOUNT_SEGMENTS handlers around their mounts;
@@ -41,6 +56,8 @@
 #include "master/master-http.h"
 #include "master/master-metrics.h"
 #include "master/master-rpc.h"
+#include "master/oplog.h"
+#include "master/snapshot.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/notify.h"
@@ -63,6 +80,7 @@ struct master_config {
 	uint64_t snapshot_interval_s;
 	uint64_t snapshot_retain;
 	char *oplog;
+	bool oplog_sync;
 	char *etcd_endpoints;
 	char *cluster_id;
 	char *admin_token_file;
@@ -78,7 +96,7 @@ static const struct mc_option options[] = {
 	  "address of the admin HTTP server (/health, /metrics, the REST API /api/v1)"),
 	O(http_port, MC_OPT_PORT, "9003", "port of the admin HTTP server (0: pick a free one)"),
 	O(state_dir, MC_OPT_STR, "/var/lib/mooncake/master",
-	  "state directory, created if missing (will hold snapshots and the oplog)"),
+	  "state directory, created if missing: snapshots/ and oplog/"),
 	O(lease_ttl_ms, MC_OPT_MS, "10000", "read lease granted by GetReplicaList/ExistKey"),
 	O(client_ttl_ms, MC_OPT_MS, "10000",
 	  "a client silent this long is dropped and its segments unmounted"),
@@ -93,11 +111,15 @@ static const struct mc_option options[] = {
 	O(soft_pin_ttl_ms, MC_OPT_MS, "1800000",
 	  "[reserved] default soft-pin TTL for a pin request that names none (every request names one today)"),
 	O(snapshot_interval_s, MC_OPT_U64, "300",
-	  "[reserved: snapshots are not implemented yet] seconds between snapshots (0: off)"),
-	O(snapshot_retain, MC_OPT_U64, "3",
-	  "[reserved: snapshots are not implemented yet] snapshots kept"),
+	  "seconds between snapshots of all metadata into state_dir/snapshots (0: only on demand)"),
+	O(snapshot_retain, MC_OPT_U64, "3", "snapshots kept (1..1000)"),
 	O(oplog, MC_OPT_STR, "local",
-	  "[reserved: the oplog is not implemented yet] local | etcd | off"),
+	  "local: every mutation logged in state_dir/oplog, a restart loses nothing acknowledged; "
+	  "off: a restart loses what the last snapshot does not hold; etcd: [reserved] acts as off"),
+	O(oplog_sync, MC_OPT_BOOL, "true",
+	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once and "
+	  "fsync in the background (faster; a machine crash may lose the last acknowledged changes, "
+	  "a master crash alone does not)"),
 	O(etcd_endpoints, MC_OPT_STR, "",
 	  "[reserved: etcd HA is not implemented yet] comma-separated http://host:port list"),
 	O(cluster_id, MC_OPT_STR, "mooncake", "cluster name (etcd key prefix, once etcd exists)"),
@@ -112,7 +134,7 @@ static const char usage[] =
 	"Usage: mooncake-master [--config FILE] [--name=value ...]\n"
 	"\n"
 	"The Mooncake Store master: all object metadata in memory, served over the\n"
-	"binary RPC protocol.  Options marked [reserved] are accepted and validated\n"
+	"binary RPC protocol, persisted in state_dir (snapshots + oplog).  Options marked [reserved] are accepted and validated\n"
 	"now; their feature comes in a later release and they have no effect yet.";
 
 static int validate(const struct master_config *c, char *err, size_t len)
@@ -146,6 +168,9 @@ static int validate(const struct master_config *c, char *err, size_t len)
 	if (c->put_release_timeout_ms < c->put_discard_timeout_ms)
 		return snprintf(err, len, "option '--put_release_timeout_ms' must be >= "
 				"'--put_discard_timeout_ms'"), -1;
+	if (c->snapshot_retain < 1 || c->snapshot_retain > 1000)
+		return snprintf(err, len, "bad value '%llu' for option '--snapshot_retain' (expected "
+				"1..1000)", (unsigned long long)c->snapshot_retain), -1;
 	if (!*c->state_dir)
 		return snprintf(err, len, "option '--state_dir' must not be empty"), -1;
 	if (!*c->http_address)
@@ -179,6 +204,11 @@ static void rpc_log(void *ctx, int level, const char *msg)
 	mc_log(level, "%s", msg);
 }
 
+static void persist_log(int level, const char *msg)
+{
+	mc_log(level, "%s", msg);
+}
+
 static void http_log(void *ctx, const char *msg)
 {
 	log_warning("http: %s", msg);
@@ -195,6 +225,9 @@ int main(int argc, char **argv)
 	struct mc_master_metrics *metrics = NULL;
 	struct mc_master_rpc_metrics rpcm;
 	char *admin_token = NULL;
+	struct mc_oplog *oplog = NULL;
+	struct mc_snapshots *snaps = NULL;
+	char path[PATH_MAX];
 	int r, ret = 1, sfd = -1;
 	const size_t nopts = sizeof(options) / sizeof(options[0]);
 
@@ -242,8 +275,46 @@ int main(int argc, char **argv)
 	mcfg.put_release_timeout_ms = cfg.put_release_timeout_ms;
 	mcfg.eviction_high_watermark = cfg.eviction_high_watermark;
 	mcfg.eviction_low_watermark = cfg.eviction_low_watermark;
-	if ((r = mc_meta_new(&mcfg, &meta)) < 0) {
-		log_error("cannot create the metadata service: %s", mc_strerror(r));
+	if (!strcmp(cfg.oplog, "etcd"))
+		log_warning("oplog=etcd is not implemented yet: running without an oplog");
+	if (!strcmp(cfg.oplog, "local")) {
+		struct mc_oplog_config ocfg = { .sync = cfg.oplog_sync };
+		struct mc_oplog_recovery orec;
+		snprintf(path, sizeof(path), "%s/oplog", cfg.state_dir);
+		if ((r = mc_oplog_open_local(path, &ocfg, &oplog, &orec)) < 0) {
+			log_error("cannot open the oplog in %s: %s", path,
+				  r <= -1000 ? mc_strerror(r) : strerror(-r));
+			goto out;
+		}
+		if (orec.truncated_bytes || orec.dropped_files)
+			log_error("oplog: cut a torn or corrupt tail: %llu bytes, %llu files dropped (%s); "
+				  "kept records %llu..%llu", (unsigned long long)orec.truncated_bytes,
+				  (unsigned long long)orec.dropped_files, orec.detail,
+				  (unsigned long long)orec.first_seq, (unsigned long long)orec.last_seq);
+	}
+	snprintf(path, sizeof(path), "%s/snapshots", cfg.state_dir);
+	if ((r = make_dirs(path)) < 0) {
+		log_error("cannot create '%s': %s", path, strerror(-r));
+		goto out;
+	}
+	struct mc_snapshot_info sinfo;
+	if ((r = mc_snapshot_recover(path, &mcfg, oplog, persist_log, &meta, &sinfo, err,
+				     sizeof(err))) < 0) {
+		log_error("cannot recover the metadata: %s", err);
+		goto out;
+	}
+	struct mc_meta_stats mst;
+	mc_meta_get_stats(meta, &mst);
+	log_notice("recovered %llu objects on %u segments (waiting for their nodes to remount)",
+		   (unsigned long long)mst.objects, mst.segments);
+	mc_meta_set_oplog(meta, oplog);
+	struct mc_snapshot_config sncfg = {
+		.dir = path, .retain = (uint32_t)cfg.snapshot_retain,
+		.interval_s = cfg.snapshot_interval_s, .log = persist_log,
+	};
+	if ((r = mc_snapshots_new(meta, oplog, &sncfg, &snaps)) < 0 ||
+	    (r = mc_snapshots_start(snaps)) < 0) {
+		log_error("cannot start snapshots: %s", strerror(-r));
 		goto out;
 	}
 	if ((r = mc_master_clients_new(meta, cfg.client_ttl_ms, &clients)) < 0 ||
@@ -259,7 +330,7 @@ int main(int argc, char **argv)
 	}
 	mc_master_metrics_rpc(metrics, &rpcm);
 
-	struct mc_master_rpc rpc = { .meta = meta, .clients = clients };
+	struct mc_master_rpc rpc = { .meta = meta, .clients = clients, .oplog = oplog };
 	struct mc_rpc_handlers h;
 	mc_master_rpc_handlers(&h);
 	struct mc_rpc_server_config scfg = {
@@ -288,6 +359,10 @@ int main(int argc, char **argv)
 		.metrics = metrics,
 		.admin_token = admin_token,
 		.log = http_log,
+		/* snapshots (REST: GET/POST /api/v1/snapshots) */
+		.snapshot_list = mc_snapshot_list_json,
+		.snapshot_take = mc_snapshot_take_json,
+		.snapshot_ctx = snaps,
 	};
 	if ((r = mc_master_http_start(&hcfg, &http)) < 0) {
 		log_error("cannot serve http on %s:%llu: %s", cfg.http_address,
@@ -317,7 +392,11 @@ int main(int argc, char **argv)
 out:
 	http = mc_master_http_stop(http);
 	srv = mc_rpc_server_stop(srv);
+	snaps = mc_snapshots_free(snaps);
 	clients = mc_master_clients_free(clients);
+	if (meta)
+		mc_meta_set_oplog(meta, NULL);
+	oplog = mc_oplog_close(oplog);
 	meta = mc_meta_free(meta);
 	metrics = mc_master_metrics_free(metrics);
 	if (sfd >= 0)

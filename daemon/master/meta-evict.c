@@ -449,11 +449,13 @@ static int pin_op(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bo
 		if (r == 0) {
 			o->flags |= MC_OBJ_SOFT_PIN;
 			__atomic_add_fetch(&m->pins_set, 1, __ATOMIC_RELAXED);
+			meta_log_pin(m, o, ttl_ms);
 		}
 	} else if (o->flags & MC_OBJ_SOFT_PIN) {
 		mc_pinidx_clear(&m->pins, o);
 		o->flags &= (uint8_t)~MC_OBJ_SOFT_PIN;
 		__atomic_add_fetch(&m->pins_cleared, 1, __ATOMIC_RELAXED);
+		meta_log_pin(m, o, 0);
 	}
 	pthread_rwlock_unlock(&sh->lock);
 	return r;

@@ -135,5 +135,13 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 int meta_regex_compile(regex_t *re, const char *regex);
 /* buf: MC_MAX_KEY_LEN + 1 bytes of scratch. */
 bool meta_key_matches(const regex_t *re, const struct mc_object *o, char *buf);
+/* meta-oplog.c: append the record of a mutation (no-ops without an oplog).
+ * Called with the mutation's ordering lock held (see meta.h). */
+void meta_log_put(struct mc_meta *m, const struct mc_object *o);
+void meta_log_del(struct mc_meta *m, const struct mc_object *o);
+void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec);
+void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment);
+void meta_log_quota(struct mc_meta *m, uint16_t tenant, uint64_t quota);
+void meta_log_pin(struct mc_meta *m, const struct mc_object *o, uint64_t ttl_ms);
 
 #endif

@@ -30,7 +30,10 @@ int mc_meta_mount_segment(struct mc_meta *m, struct mc_uuid client,
 {
 	uint32_t slot;
 	int r = mc_segmgr_mount(&m->segs, client, spec, &slot);
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	meta_log_mount(m, client, spec);
+	return 0;
 }
 
 struct owner_ref {
@@ -126,7 +129,11 @@ int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_
 		pthread_rwlock_unlock(&m->segs.lock);
 		return MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;   /* another unmount is running */
 	}
+	if (s->status == MC_SEG_RESTORED)   /* mc_segmgr_remove subtracts its size */
+		__atomic_add_fetch(&m->segs.capacity, s->size, __ATOMIC_RELAXED);
+	uint8_t was = s->status;
 	__atomic_store_n(&s->status, MC_SEG_UNMOUNTING, __ATOMIC_RELEASE);
+	meta_log_unmount(m, s->id);   /* ordered by segs.lock against its mount */
 	pthread_rwlock_unlock(&m->segs.lock);
 
 	pthread_mutex_lock(&s->lock);
@@ -134,7 +141,9 @@ int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_
 	pthread_mutex_unlock(&s->lock);
 	if (c.err) {
 		free(c.v);
-		__atomic_store_n(&s->status, MC_SEG_OK, __ATOMIC_RELEASE);
+		if (was == MC_SEG_RESTORED)
+			__atomic_sub_fetch(&m->segs.capacity, s->size, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->status, was, __ATOMIC_RELEASE);
 		return c.err;
 	}
 	if (c.n)   /* c.v is NULL for an empty segment */

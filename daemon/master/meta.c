@@ -292,6 +292,8 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 	uint64_t now = meta_now(m);
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
 
+	if (!mc_object_is_processing(o))
+		meta_log_del(m, o);   /* unfinished writes were never logged */
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		struct mc_replica *r = &o->rep[i];
 		if (!is_memory(r))
@@ -504,6 +506,7 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 	}
 	MC_PROBE4(put__end, o->hash, o->tenant, o->size, now - o->time_ms);
 	__atomic_store_n(&o->time_ms, now, __ATOMIC_RELAXED);   /* last touch; no lease yet */
+	meta_log_put(m, o);
 	return 0;
 }
 
@@ -680,7 +683,10 @@ int mc_meta_set_quota(struct mc_meta *m, struct mc_ref tenant, uint64_t quota_by
 	int r = meta_tenant_resolve(m, tenant, true, &t);
 	if (r < 0)
 		return r;
+	pthread_mutex_lock(&m->tenants_lock);   /* orders the log records */
 	__atomic_store_n(&meta_tenant(m, t)->quota_bytes, quota_bytes, __ATOMIC_RELAXED);
+	meta_log_quota(m, t, quota_bytes);
+	pthread_mutex_unlock(&m->tenants_lock);
 	return 0;
 }
 

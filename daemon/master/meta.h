@@ -24,6 +24,16 @@
  *   5. registry locks         tenants.lock, clients.lock, pins.lock,
  *                             groups.lock (leaf locks)
  *
+ * Persistence (meta-oplog.c): every mutation of a complete object, of a
+ * segment, a quota or a pin appends its oplog record while it holds the
+ * lock that orders it (the shard's write lock for objects, segs.lock for
+ * unmounts, tenants.lock for quotas); the log's own mutex is a leaf below
+ * all of these.  The caller then waits for durability with no lock held
+ * (mc_meta_oplog_pending()).  A snapshot (snapshot.c) takes segs.lock for
+ * writing, every shard lock for reading in ascending order, then the
+ * registry locks, forks, and releases them all: writers pause for the
+ * fork, readers never do.
+ *
  * Evicting a group takes the write locks of all its members' shards at
  * once, in ascending shard order (meta-evict.c).
  *
@@ -126,6 +136,7 @@ struct mc_meta {
 	/* atomic counters */
 	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
+	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
 };
 
 /* ---- references and results -------------------------------------------------- */
@@ -302,5 +313,23 @@ void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx);
  * bytes per segment equal the sum of its blocks, tenant charges equal the
  * sum over live objects, counters match.  0 or MC_ERR_INTERNAL_ERROR. */
 int mc_meta_check(struct mc_meta *m);
+
+/* ---- persistence (meta-oplog.c, meta-persist.c, snapshot.c) ------------------------ */
+
+struct mc_oplog;
+/* Starts logging mutations to l (NULL stops). */
+void mc_meta_set_oplog(struct mc_meta *m, struct mc_oplog *l);
+/* The highest sequence this thread appended since its last call (0: none),
+ * and resets it; *ret_failed is set when an append failed (the mutation
+ * happened in memory but is not durable: do not acknowledge it). */
+uint64_t mc_meta_oplog_pending(bool *ret_failed);
+
+struct mc_meta_replay_stats {
+	uint64_t records, applied, skipped_replicas, bad_records;
+};
+/* Applies the log's records after after_seq (idempotent).  0 or the
+ * error of mc_oplog_replay (-ENODATA: the log no longer reaches back). */
+int mc_meta_replay(struct mc_meta *m, struct mc_oplog *l, uint64_t after_seq,
+		   struct mc_meta_replay_stats *ret);
 
 #endif

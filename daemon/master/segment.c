@@ -40,6 +40,9 @@ static void segment_free(struct mc_segment *s)
 	free(s->endpoint);
 	free(s->shm_path);
 	free(s->deferred);
+	for (uint32_t i = 0; i < s->nstale; i++)
+		free(s->stale[i]);
+	free(s->stale);
 	free(s);
 }
 
@@ -176,8 +179,79 @@ static int dup_str(char **dst, const char *src, size_t max)
 	return *dst ? 0 : MC_ERR_NO_MEMORY;
 }
 
+/* Replaces *field by a copy of val; the old string stays alive until the
+ * segment is freed (GetReplicaList reads it without the segmgr lock). */
+static int swap_str(struct mc_segment *s, char **field, const char *val, size_t max)
+{
+	char *n, **st;
+	if (str_eq(*field, val))
+		return 0;
+	int r = dup_str(&n, val, max);
+	if (r < 0)
+		return r;
+	if (!(st = realloc(s->stale, (s->nstale + 1) * sizeof(*st)))) {
+		free(n);
+		return MC_ERR_NO_MEMORY;
+	}
+	s->stale = st;
+	s->stale[s->nstale++] = *field;
+	__atomic_store_n(field, n, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* A known segment mounted again: see segmgr.h.  Holds m->lock (write). */
+static int adopt(struct mc_segmgr *m, struct mc_segment *s, struct mc_uuid client,
+		 const struct mc_segment_spec *spec)
+{
+	bool restored = s->status == MC_SEG_RESTORED;
+	int r;
+
+	if (s->size != spec->size || !str_eq(s->name, spec->name) ||
+	    (!restored && !mc_uuid_eq(s->client, client)))
+		return MC_ERR_INVALID_PARAMS;
+	if (!str_eq(s->host, spec->host)) {
+		list_unlink(m, &m->by_host, s->host, strlen(s->host), s,
+			    offsetof(struct mc_segment, host_next));
+		if ((r = swap_str(s, &s->host, spec->host, MC_MAX_SEGMENT_NAME)) < 0 ||
+		    (r = list_push(m, &m->by_host, s->host, strlen(s->host), s, &s->host_next)) < 0)
+			return r;
+	}
+	if (!mc_uuid_eq(s->client, client)) {
+		list_unlink(m, &m->by_client, &s->client, sizeof(s->client), s,
+			    offsetof(struct mc_segment, client_next));
+		s->client = client;
+		if ((r = list_push(m, &m->by_client, &client, sizeof(client), s, &s->client_next)) < 0)
+			return r;
+	}
+	if ((r = swap_str(s, &s->endpoint, spec->endpoint, MC_MAX_SEGMENT_NAME)) < 0 ||
+	    (r = swap_str(s, &s->shm_path, spec->shm_path, 256)) < 0)
+		return r;
+	__atomic_store_n(&s->base, spec->base, __ATOMIC_RELAXED);
+	s->transport = spec->transport;
+	if (restored) {
+		__atomic_add_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->status, MC_SEG_OK, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
+		     const struct mc_segment_spec *spec, uint8_t status, uint32_t *ret_slot);
+
 int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
 		    const struct mc_segment_spec *spec, uint32_t *ret_slot)
+{
+	return mount_new(m, client, spec, MC_SEG_OK, ret_slot);
+}
+
+int mc_segmgr_restore(struct mc_segmgr *m, struct mc_uuid client,
+		      const struct mc_segment_spec *spec, uint32_t *ret_slot)
+{
+	return mount_new(m, client, spec, MC_SEG_RESTORED, ret_slot);
+}
+
+static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
+		     const struct mc_segment_spec *spec, uint8_t status, uint32_t *ret_slot)
 {
 	uint64_t v;
 	int r;
@@ -192,8 +266,11 @@ int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
 		struct mc_segment *s = m->slots[v];
 		if (s->status == MC_SEG_UNMOUNTING)
 			r = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
-		else if (!spec_matches(s, client, spec))
-			r = MC_ERR_INVALID_PARAMS;
+		else if (status == MC_SEG_RESTORED)
+			r = MC_ERR_SEGMENT_ALREADY_EXISTS;
+		else if ((s->status == MC_SEG_RESTORED || !spec_matches(s, client, spec)) &&
+			 (r = adopt(m, s, client, spec)) < 0)
+			;
 		else {
 			*ret_slot = (uint32_t)v;
 			r = 0;
@@ -216,7 +293,7 @@ int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
 	s->base = spec->base;
 	s->size = spec->size;
 	s->transport = spec->transport;
-	s->status = MC_SEG_OK;
+	s->status = status;
 	s->mgr = m;
 	if ((r = dup_str(&s->name, spec->name, MC_MAX_SEGMENT_NAME)) < 0 ||
 	    (r = dup_str(&s->host, spec->host, MC_MAX_SEGMENT_NAME)) < 0 ||
@@ -249,7 +326,8 @@ int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
 	}
 	m->nslots_used++;
 	m->free_hint = (slot + 1) % MC_MAX_SEGMENTS;
-	__atomic_add_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);
+	if (status != MC_SEG_RESTORED)   /* counted once its node remounts it */
+		__atomic_add_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->slots[slot], s, __ATOMIC_RELEASE);
 	*ret_slot = slot;
 	r = 0;

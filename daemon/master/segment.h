@@ -45,6 +45,9 @@ enum mc_segment_status {
 	MC_SEG_OK = 1,
 	MC_SEG_DRAINING = 2,      /* readable, no new allocations */
 	MC_SEG_UNMOUNTING = 3,    /* neither readable nor allocatable; replicas being dropped */
+	MC_SEG_RESTORED = 4,      /* known from a snapshot/oplog, its node has not remounted it
+				   * yet: holds its objects' blocks, neither readable nor
+				   * allocatable (meta-persist.c) */
 };
 
 /* What a node sends in MountSegment. */
@@ -79,6 +82,9 @@ struct mc_segment {
 	uint8_t status;           /* enum mc_segment_status; atomic loads/stores */
 	uint64_t drain_deadline_ms;
 
+	char **stale;             /* strings replaced by a remount, freed with the segment
+				   * (lock-free readers may still hold the old ones) */
+	uint32_t nstale;
 	pthread_mutex_t lock;     /* guards alloc, deferred, used */
 	struct mc_offalloc *alloc;
 	uint64_t used;            /* bytes reserved (mirror of the allocator, atomic loads) */
@@ -114,11 +120,19 @@ enum mc_place_strategy {
 int  mc_segmgr_init(struct mc_segmgr *m);
 void mc_segmgr_release(struct mc_segmgr *m);
 
-/* Mounting is idempotent for an identical spec; a different spec under a
- * known id is MC_ERR_INVALID_PARAMS; base 0 or size outside
+/* Mounting is idempotent for an identical spec.  A known id mounted again
+ * with the same size and name by its own client (a restarted node: its
+ * memory outlived it, at another address perhaps), or a RESTORED segment
+ * mounted with the same size and name by any client, is adopted in place:
+ * base, endpoint, host, shm path and transport are updated, the status
+ * becomes OK and the blocks (objects) it holds stay.  Any other spec under
+ * a known id is MC_ERR_INVALID_PARAMS; base 0 or size outside
  * [1 KiB, 1 TiB] is MC_ERR_INVALID_PARAMS.  *ret_slot on success. */
 int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
 		    const struct mc_segment_spec *spec, uint32_t *ret_slot);
+/* Adds a segment in status RESTORED (base may be any non-zero value). */
+int mc_segmgr_restore(struct mc_segmgr *m, struct mc_uuid client,
+		      const struct mc_segment_spec *spec, uint32_t *ret_slot);
 
 /* The slot of a mounted segment id, or MC_ERR_SEGMENT_NOT_FOUND. */
 int mc_segmgr_find(struct mc_segmgr *m, struct mc_uuid id, uint32_t *ret_slot);

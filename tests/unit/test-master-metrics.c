@@ -50,7 +50,7 @@ static int setup(void **state)
 	assert_rc(mc_master_clients_new(f->meta, 10000, &f->clients), 0);
 	assert_int_equal(mc_master_metrics_new(f->meta, f->clients, &f->mm), 0);
 	mc_master_metrics_rpc(f->mm, &rm);
-	f->rpc = (struct mc_master_rpc){ f->meta, f->clients };
+	f->rpc = (struct mc_master_rpc){ .meta = f->meta, .clients = f->clients };
 	mc_master_rpc_handlers(&h);
 	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 1,
 					  .op_requests = rm.op_requests, .op_errors = rm.op_errors,

@@ -49,7 +49,7 @@ static int start(void **state, size_t max_out)
 	mc.clock = (struct mc_clock){ .now = clock_now, .ctx = &f->clock };
 	assert_int_equal(mc_meta_new(&mc, &f->meta), 0);
 	assert_int_equal(mc_master_clients_new(f->meta, 10000, &f->clients), 0);
-	f->rpc = (struct mc_master_rpc){ f->meta, f->clients };
+	f->rpc = (struct mc_master_rpc){ .meta = f->meta, .clients = f->clients };
 	mc_master_rpc_handlers(&h);
 	snprintf(f->unix_path, sizeof(f->unix_path), "/tmp/test-rpc-server.%d.sock", (int)getpid());
 	struct mc_rpc_server_config c = { .address = "127.0.0.1", .port = 0, .workers = 2,

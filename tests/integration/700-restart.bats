@@ -1,0 +1,152 @@
+#!/usr/bin/env bats
+# Persistence: the master restarts (kill -9) from its snapshot + oplog with
+# every acknowledged object readable once its node remounts; the node
+# daemon restarts from its /dev/shm files; corrupt state files are
+# detected and the master starts from the last consistent state.
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+setup() {
+	mc_init
+	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
+}
+
+teardown() {
+	stop_all
+}
+
+# restart_master [opts]: kill -9 the master and start it again on the same port.
+restart_master() {
+	local port=${MASTER_ADDR##*:}
+	kill -KILL "$MASTER_PID"
+	# (a master inside a long fsync dies when it returns)
+	_mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID"
+	start_master --rpc_port="$port" "$@"
+}
+
+# wait_readable KEY: the node remounts within a few seconds of the restart.
+wait_readable() {
+	local i
+	for i in $(seq 1 100); do
+		get_compare "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	get_compare "$1" || { sed "s|^|# |" "$MC_DIR"/*.log >&2; return 1; }
+}
+
+@test "master kill -9: acknowledged objects readable after the restart, removed ones gone" {
+	start_master --snapshot_interval_s=0
+	start_node n1
+	for i in 1 2 3 4; do run -0 put_random "k$i" 100K; done
+	run -0 ctl object rm k2 --force
+	restart_master --snapshot_interval_s=0
+	grep -q 'replayed' "$MC_DIR/master.log"
+	wait_readable k1
+	get_compare k3
+	get_compare k4
+	run ctl object get k2 "$MC_DIR/k2.out"
+	[ "$status" -ne 0 ]
+}
+
+# wait_remounted: every segment of the node is readable again (the node
+# pings once a second and remounts when the master does not know it).
+wait_remounted() {
+	local i
+	for i in $(seq 1 100); do
+		ctl object put "probe-$1-$i" "$MC_DIR/probe" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+@test "master kill -9 at random moments under put/remove load, 20 rounds: nothing acknowledged lost" {
+	local rounds=${MC_RESTART_ROUNDS:-20} r
+	head -c 1000 /dev/urandom >"$MC_DIR/probe"
+	start_master --snapshot_interval_s=1 --snapshot_retain=2 --eviction_high_watermark=1
+	start_node n1 --segment_size=256M
+	mkdir -p "$MC_DIR/load"
+	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 600 4 &
+	local load=$!
+	for r in $(seq 1 "$rounds"); do
+		sleep "0.$((RANDOM % 8 + 2))"
+		restart_master --snapshot_interval_s=1 --snapshot_retain=2 --eviction_high_watermark=1
+		wait_remounted "$r"
+	done
+	sleep 0.5
+	kill -TERM "$load"
+	wait "$load"
+	restart_master --snapshot_interval_s=1 --snapshot_retain=2 --eviction_high_watermark=1
+	wait_remounted end
+	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
+	echo "# $output" >&3
+	[ "$status" -eq 0 ]
+	# snapshots were taken and old oplog files compacted away
+	[ "$(ls "$MC_DIR/master/snapshots" | grep -c '\.db$')" -le 2 ]
+}
+
+@test "node kill -9 under load, 5 rounds: its /dev/shm segments are remounted, objects stay readable" {
+	local rounds=${MC_NODE_RESTART_ROUNDS:-5} r
+	head -c 1000 /dev/urandom >"$MC_DIR/probe"
+	start_master --eviction_high_watermark=1
+	start_node n1 --segment_size=256M
+	local seg
+	seg=$(awk '$1 == "segment" { print $2 }' "$MC_DIR/node-n1/node.id")
+	mkdir -p "$MC_DIR/load"
+	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 600 4 &
+	local load=$!
+	for r in $(seq 1 "$rounds"); do
+		sleep "0.$((RANDOM % 8 + 2))"
+		kill_node n1 KILL
+		start_node n1 --segment_size=256M
+		grep -q "$seg" "$MC_DIR/node-n1.log"   # the same segment, not a new one
+		wait_remounted "$r"
+	done
+	sleep 0.5
+	kill -TERM "$load"
+	wait "$load"
+	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
+	echo "# $output" >&3
+	[ "$status" -eq 0 ]
+}
+
+@test "corrupt snapshot and oplog tail: detected, logged, the master starts from the last consistent state" {
+	head -c 1000 /dev/urandom >"$MC_DIR/probe"
+	start_master --snapshot_interval_s=0
+	start_node n1
+	for i in 1 2 3; do run -0 put_random "s$i" 10K; done
+	curl -sf -X POST "http://$(sed -n 's/.*http on \([^,]*\),.*/\1/p' "$MC_DIR/master.log" | tail -n1)/api/v1/snapshots" >/dev/null ||
+		true   # the REST route may not be merged yet: the snapshot thread covers it below
+	restart_master --snapshot_interval_s=1
+	wait_readable s1
+	local i
+	for i in $(seq 1 40); do
+		ls "$MC_DIR"/master/snapshots/*.db >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	for i in 4 5 6; do run -0 put_random "s$i" 10K; done
+	sleep 1.5   # a second snapshot with s4..s6
+	for i in 7 8; do run -0 put_random "s$i" 10K; done
+	kill -KILL "$MASTER_PID"
+	_mc_reap "$MASTER_PID"
+	# flip a bit of an object record (the key s4) in the newest snapshot,
+	# add a torn record to the oplog
+	local snap log
+	snap=$(ls "$MC_DIR"/master/snapshots/*.db | tail -n1)
+	python3 -c "
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+i = b.find(b'\x02\x00s4')
+assert i >= 0
+b[i + 3] ^= 0x01
+open(sys.argv[1], 'wb').write(b)" "$snap"
+	log=$(ls "$MC_DIR"/master/oplog/*.log | tail -n1)
+	printf 'torn\x00\x01' >>"$log"
+	local port=${MASTER_ADDR##*:}
+	start_master --rpc_port="$port" --snapshot_interval_s=0
+	grep -q 'oplog: cut a torn or corrupt tail' "$MC_DIR/master.log"
+	wait_readable s1
+	for i in 2 3 4 5 6 7 8; do get_compare "s$i"; done
+	grep -q "snapshot $snap is not usable" "$MC_DIR/master.log"
+	[ -e "$snap.bad" ]
+}
