@@ -52,12 +52,23 @@ wait_ready "${pids[1]}" "$state/node.log" mooncake-node
 cat <<MSG
 Mooncake Store is running from the build tree (state in $state):
   master RPC   127.0.0.1:50051       log $state/master.log
+  master HTTP  http://127.0.0.1:9003 (REST /api/v1, /metrics, /health)
   node data    127.0.0.1:50061       log $state/node.log (one 1 GiB segment)
+  node HTTP    http://127.0.0.1:9004 (/metrics, /health)
 
 Try it in another terminal:
   $O/bin/mooncakectl object put hello /etc/os-release
   $O/bin/mooncakectl object get hello -
   $O/bin/mooncakectl object ls
+  $O/bin/mooncakectl status
+  $O/bin/mooncakectl segment list
+  $O/bin/mooncakectl snapshot create
+  curl -s http://127.0.0.1:9003/api/v1/objects | jq .
+As root, watch leases, evictions and transfers live:
+  $O/bin/mooncake-trace &   then   $O/bin/mooncakectl trace transfer
+
+Stop the master with Ctrl-C and start it again: every acknowledged object
+is still there (snapshots + oplog in $state/master).
 
 Ctrl-C stops both daemons.
 MSG
