@@ -18,6 +18,7 @@
 #include "master/meta-admin.h"
 #include "mooncake/error.h"
 #include "mooncake/version.h"
+#include "master/oplog.h"
 #include "util/clock.h"
 #include "util/metrics.h"
 
@@ -430,6 +431,40 @@ static HTTP_HANDLER(http_snapshots_take)
 	http_json(resp, 201, obj);
 }
 
+/* ---- durability ------------------------------------------------------------------- */
+
+/*
+ * A mutating call answers only once the oplog records of its changes are on
+ * disk, as the RPC handlers do (master-rpc.c): the records a thread appended
+ * are tracked per thread (mc_meta_oplog_pending()), and MHD runs a request's
+ * handler on one thread.
+ */
+#define DURABLE(fn_)									\
+	static void fn_##_durable(void *ctx, const struct mc_http_request *req,		\
+				  struct mc_http_response *resp)			\
+	{										\
+		struct mc_master_http *h = ctx;						\
+		bool failed;								\
+		mc_meta_oplog_pending(NULL);						\
+		fn_(ctx, req, resp);							\
+		uint64_t seq = mc_meta_oplog_pending(&failed);				\
+		if (failed || (seq && h->cfg.oplog &&					\
+			       mc_oplog_wait_durable(h->cfg.oplog, seq) < 0)) {		\
+			free(resp->body);						\
+			resp->body = NULL;						\
+			http_mc_error(resp, MC_ERR_PERSISTENT_FAIL,			\
+				      "the change could not be made durable in the oplog");	\
+		}									\
+	}
+DURABLE(http_segment_delete)
+DURABLE(http_segment_drain)
+DURABLE(http_object_delete)
+DURABLE(http_object_pin)
+DURABLE(http_object_unpin)
+DURABLE(http_evict)
+DURABLE(http_quota_put)
+#undef DURABLE
+
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
 int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_master_http **ret)
@@ -454,18 +489,18 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 		{ "GET", API "/cluster", http_cluster, h },
 		{ "GET", API "/segments", http_segments_list, h },
 		{ "GET", API "/segments/{}", http_segment_get, h },
-		{ "DELETE", API "/segments/{}", http_segment_delete, h },
-		{ "POST", API "/segments/{}/drain", http_segment_drain, h },
+		{ "DELETE", API "/segments/{}", http_segment_delete_durable, h },
+		{ "POST", API "/segments/{}/drain", http_segment_drain_durable, h },
 		{ "GET", API "/clients", http_clients_list, h },
 		{ "GET", API "/objects", http_objects_list, h },
 		{ "GET", API "/objects/{}", http_object_get, h },
-		{ "DELETE", API "/objects/{}", http_object_delete, h },
-		{ "POST", API "/objects/{}/pin", http_object_pin, h },
-		{ "DELETE", API "/objects/{}/pin", http_object_unpin, h },
-		{ "POST", API "/evict", http_evict, h },
+		{ "DELETE", API "/objects/{}", http_object_delete_durable, h },
+		{ "POST", API "/objects/{}/pin", http_object_pin_durable, h },
+		{ "DELETE", API "/objects/{}/pin", http_object_unpin_durable, h },
+		{ "POST", API "/evict", http_evict_durable, h },
 		{ "GET", API "/tenants", http_tenants_list, h },
 		{ "GET", API "/tenants/{}/quota", http_quota_get, h },
-		{ "PUT", API "/tenants/{}/quota", http_quota_put, h },
+		{ "PUT", API "/tenants/{}/quota", http_quota_put_durable, h },
 		{ "GET", API "/snapshots", http_snapshots_list, h },
 		{ "POST", API "/snapshots", http_snapshots_take, h },
 	};

@@ -16,6 +16,7 @@
 struct mc_meta;
 struct mc_master_clients;
 struct mc_master_metrics;
+struct mc_oplog;
 
 struct mc_master_http_config {
 	const char *address;
@@ -23,6 +24,9 @@ struct mc_master_http_config {
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
 	struct mc_master_metrics *metrics;
+	/* Every change a mutating call made is durable in this log before the
+	 * reply goes out (NULL: no oplog). */
+	struct mc_oplog *oplog;
 	/* Bearer token for every non-GET call (NULL or "": none needed); copied.
 	 * mc_master_http_load_token() reads it from admin_token_file. */
 	const char *admin_token;

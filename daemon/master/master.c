@@ -357,6 +357,7 @@ int main(int argc, char **argv)
 		.meta = meta,
 		.clients = clients,
 		.metrics = metrics,
+		.oplog = oplog,
 		.admin_token = admin_token,
 		.log = http_log,
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */

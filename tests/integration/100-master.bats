@@ -145,7 +145,7 @@ start_master() {
 
 @test "a port in use is an error naming the address" {
 	start_master
-	run ! timeout 5 "$MASTER" --rpc_address=127.0.0.1 --rpc_port="${ADDR##*:}" --state_dir="$STATE" 3>&-
+	run ! timeout 5 "$MASTER" --rpc_address=127.0.0.1 --rpc_port="${ADDR##*:}" --state_dir="$STATE-2" --http_port=0 3>&-
 	[[ "$output" == *"127.0.0.1:${ADDR##*:}"* ]] || [[ "$output" == *"in use"* ]]
 }
 
@@ -162,4 +162,10 @@ start_master() {
 	[ $(( (end - start) / 1000000 )) -lt 2000 ]
 	grep -q 'stopping' "$BATS_TEST_TMPDIR/master.log"
 	run ! "$RPC" "$ADDR" hello
+}
+
+@test "a second master on the same state_dir is refused" {
+	start_master
+	run ! timeout 5 "$MASTER" --rpc_address=127.0.0.1 --rpc_port=0 --http_port=0 --state_dir="$STATE" 3>&-
+	[[ "$output" == *oplog* ]]
 }
