@@ -33,16 +33,6 @@ teardown() {
 	stop_all
 }
 
-# A TCP port nothing listens on (Prometheus takes no port 0).
-free_port() {
-	local p i
-	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-	done
-	return 1
-}
-
 # start_prometheus: scrapes master and node every second; sets $PROM.
 start_prometheus() {
 	local try port i

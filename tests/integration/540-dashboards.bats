@@ -15,16 +15,6 @@ load helpers
 DASH=packaging/grafana/dashboards
 CHECK=tests/tools/check-dashboards.sh
 
-# A TCP port nothing listens on (Prometheus takes no port 0).
-free_port() {
-	local p i
-	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-	done
-	return 1
-}
-
 # _stop_pid FILE: SIGTERM (then SIGKILL) the pid in FILE, reap it.
 _stop_pid() {
 	[ -f "$1" ] || return 0

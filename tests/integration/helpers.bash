@@ -18,6 +18,7 @@
 #   ctl ARGS...              mooncakectl --rpc $MASTER_ADDR --master $MASTER_HTTP ARGS...
 #   put_random KEY SIZE [put options]   random bytes in $MC_DIR/data, put
 #   get_compare KEY          get to a file, cmp with what put_random wrote
+#   free_port                a free TCP port (for servers without port 0)
 #
 # Network namespaces (410-netns.bats): $MC_EXEC is a command prefix for the
 # daemons (e.g. "ip netns exec NS"), $MC_CTL_EXEC for mooncakectl;
@@ -193,6 +194,17 @@ stop_all() {
 		fi
 	done
 	return $rc
+}
+
+# free_port: a TCP port nothing listens on now, for servers that take no
+# port 0 (Prometheus).
+free_port() {
+	local p i
+	for i in $(seq 1 50); do
+		p=$((20000 + RANDOM % 40000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+	done
+	return 1
 }
 
 ctl() {
