@@ -6,6 +6,7 @@
  * _sum is exact (the programs add every observation), _count is the total.
  */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "trace/trace-metrics.h"
@@ -60,6 +61,29 @@ static void xfer_fn(void *ctx, const void *k, const void *v)
 	memcpy(&x->k[x->n], k, sizeof(x->k[0]));
 	memcpy(&x->v[x->n], v, sizeof(x->v[0]));
 	x->n++;
+}
+
+/*
+ * Every (side, op, transport) series is exported from the start, at zero
+ * until its first transfer: a series that first appeared with a count
+ * would show Prometheus no increase, so no rate.
+ */
+static void xfer_zeros(struct xfers *x)
+{
+	for (uint32_t side = MC_SIDE_CLIENT; side <= MC_SIDE_NODE; side++)
+		for (uint32_t op = 1; op <= 2; op++)
+			for (uint32_t t = 0; t <= 2; t++) {
+				bool seen = false;
+				for (unsigned i = 0; i < x->n && !seen; i++)
+					seen = x->k[i].side == side && x->k[i].op == op &&
+					       x->k[i].transport == t;
+				if (seen || x->n == MAX_XFER)
+					continue;
+				x->k[x->n] = (struct mc_xfer_key){ .side = side, .op = op,
+								   .transport = t };
+				memset(&x->v[x->n], 0, sizeof(x->v[0]));
+				x->n++;
+			}
 }
 
 static void xfer_labels(char *buf, size_t len, const struct mc_xfer_key *k)
@@ -160,6 +184,7 @@ int trace_metrics_render(const struct mctrace_maps *m, FILE *f)
 	struct xfers x = { 0 };
 	mctrace_each(m->transfer_stats, sizeof(struct mc_xfer_key), sizeof(struct mc_xfer_stats),
 		     xfer_fn, &x);
+	xfer_zeros(&x);
 	xfer_family(f, &x, "mooncake_trace_transfers_started_total", "Replica transfers started.",
 		    offsetof(struct mc_xfer_stats, started));
 	xfer_family(f, &x, "mooncake_trace_transfers_total",

@@ -198,7 +198,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	# the ctl that did the put was not attached (only master and node were, and
 	# the copy): the client-side put is not counted, the master's is
 	[ "$(metric mooncake_trace_puts_ended_total)" -eq 1 ]
-	[ -z "$(metric 'mooncake_trace_transfers_total{side="client",op="put",transport="shm"}')" ]
+	[ "$(metric 'mooncake_trace_transfers_total{side="client",op="put",transport="shm"}')" -eq 0 ]
 	[ "$(metric 'mooncake_trace_slow_transfers_total{side="client",op="get",transport="shm"}')" -eq 1 ]
 	[ "$(metric 'mooncake_trace_events_total{kind="slow_transfer"}')" -eq 1 ]
 	grep -q "slow transfer: pid .* client get over shm, 65536 bytes" "$MC_DIR/trace.log"
