@@ -193,21 +193,28 @@ static int seg_list(struct ctl *ctl, int argc, char **argv)
 	return print_table(&t);
 }
 
+/* METHOD /api/v1/segments/ID[suffix]; errors name "segment ID". */
+static int seg_rest(struct ctl *ctl, const char *method, const char *id, const char *suffix,
+		    json_t *body, json_t **ret)
+{
+	char subj[256];
+	snprintf(subj, sizeof(subj), "segment %s", id);
+	char *path = path_of("segments/", id, suffix);
+	if (!path)
+		return CTL_FAILED;
+	int r = ctl_rest(ctl, method, path, body, subj, ret);
+	free(path);
+	return r;
+}
+
 static int seg_show(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[1];
 	int np, r;
 	if ((r = ctl_args("segment show", argc, argv, NULL, 0, pos, 1, 1, &np, "ID")))
 		return r;
-	char subj[256];
-	snprintf(subj, sizeof(subj), "segment %s", pos[0]);
-	char *path = path_of("segments/", pos[0], "");
-	if (!path)
-		return CTL_FAILED;
 	json_t *s;
-	r = ctl_rest(ctl, "GET", path, NULL, subj, &s);
-	free(path);
-	if (r)
+	if ((r = seg_rest(ctl, "GET", pos[0], "", NULL, &s)))
 		return r;
 	if (ctl->json)
 		return print_json(s);
@@ -246,19 +253,13 @@ static int seg_drain(struct ctl *ctl, int argc, char **argv)
 	if (o[0].value &&
 	    (r = ctl_arg_u64("segment drain", "--grace", o[0].value, INT64_MAX, &grace)))
 		return r;
-	char subj[256];
-	snprintf(subj, sizeof(subj), "segment %s", pos[0]);
-	char *path = path_of("segments/", pos[0], "/drain");
-	if (!path)
-		return CTL_FAILED;
 	json_t *body = NULL, *s; /* no body: the default grace */
 	if (o[0].value) {
 		body = json_object();
 		json_object_set_new(body, "grace_ms", json_integer((json_int_t)grace));
 	}
-	r = ctl_rest(ctl, "POST", path, body, subj, &s);
+	r = seg_rest(ctl, "POST", pos[0], "/drain", body, &s);
 	json_decref(body);
-	free(path);
 	if (r)
 		return r;
 	if (ctl->json)
@@ -281,15 +282,8 @@ static int seg_unmount(struct ctl *ctl, int argc, char **argv)
 	int np, r;
 	if ((r = ctl_args("segment unmount", argc, argv, NULL, 0, pos, 1, 1, &np, "ID")))
 		return r;
-	char subj[256];
-	snprintf(subj, sizeof(subj), "segment %s", pos[0]);
-	char *path = path_of("segments/", pos[0], "");
-	if (!path)
-		return CTL_FAILED;
 	json_t *s;
-	r = ctl_rest(ctl, "DELETE", path, NULL, subj, &s);
-	free(path);
-	if (r)
+	if ((r = seg_rest(ctl, "DELETE", pos[0], "", NULL, &s)))
 		return r;
 	if (ctl->json)
 		return print_json(s);
