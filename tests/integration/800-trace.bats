@@ -136,8 +136,17 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	for i in $(seq 1 30); do put_random "f$i" 1M >/dev/null 2>&1 && ok=$((ok + 1)); done
 	sleep 0.3
 	[ "$(dump put_stats | jq '.[0].value.ended')" -eq $((5 + ok)) ]
-	mobj=$(curl -sf "http://$MHTTP/metrics" | awk '$1 ~ /^mooncake_master_evicted_objects_total\{/ { s += $2 } END { print s }')
-	mbytes=$(curl -sf "http://$MHTTP/metrics" | awk '$1 ~ /^mooncake_master_evicted_bytes_total\{/ { s += $2 } END { print s }')
+	# the housekeeping tick (1 s) may still be evicting down to the low
+	# watermark: wait until the master's count holds still across two ticks
+	evicted() { curl -sf "http://$MHTTP/metrics" | awk -v n="$1" 'index($1, n "{") == 1 { s += $2 } END { print s }'; }
+	prev=-1
+	for _ in $(seq 1 20); do
+		mobj=$(evicted mooncake_master_evicted_objects_total)
+		[ "$mobj" = "$prev" ] && break
+		prev=$mobj
+		sleep 2.2
+	done
+	mbytes=$(evicted mooncake_master_evicted_bytes_total)
 	[ "$mobj" -ge 15 ]
 	[ "$(dump evict_stats | jq '[.[].value.objects] | add')" -eq "$mobj" ]
 	[ "$(dump evict_stats | jq '[.[].value.bytes] | add')" -eq "$mbytes" ]
