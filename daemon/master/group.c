@@ -73,7 +73,7 @@ int mc_groups_join(struct mc_groups *g, uint16_t tenant, const void *name, uint3
 		goto undo;
 	}
 	gr->members[gr->n++] = (struct mc_group_member){ .o = o, .shard = shard };
-	gr->gen++;
+	gr->gen = ++g->gen_seq;
 	goto out;
 undo:
 	if (!gr->n) {
@@ -97,7 +97,7 @@ void mc_groups_leave(struct mc_groups *g, struct mc_object *o)
 				gr->members[i] = gr->members[--gr->n];
 				break;
 			}
-		gr->gen++;
+		gr->gen = ++g->gen_seq;
 		if (!gr->n) {
 			mc_map_del(&g->by_name, gr->key, gr->keylen, NULL);
 			free(gr->members);
@@ -126,7 +126,7 @@ uint64_t mc_groups_lease(struct mc_groups *g, struct mc_object *o)
 }
 
 uint32_t mc_groups_members(struct mc_groups *g, struct mc_object *o,
-			   struct mc_group_member *ret, uint32_t max, uint32_t *ret_gen)
+			   struct mc_group_member *ret, uint32_t max, uint64_t *ret_gen)
 {
 	uint32_t n = 0;
 	pthread_mutex_lock(&g->lock);
@@ -141,7 +141,7 @@ uint32_t mc_groups_members(struct mc_groups *g, struct mc_object *o,
 	return n;
 }
 
-int mc_groups_same(struct mc_groups *g, struct mc_object *o, uint32_t gen)
+int mc_groups_same(struct mc_groups *g, struct mc_object *o, uint64_t gen)
 {
 	pthread_mutex_lock(&g->lock);
 	struct mc_group *gr = of(g, o);

@@ -35,7 +35,7 @@ struct mc_group {
 	uint64_t lease_ms;            /* shared lease deadline */
 	uint32_t n, cap;
 	struct mc_group_member *members;
-	uint32_t gen;                 /* bumped on every join and leave */
+	uint64_t gen;                 /* a fresh mc_groups.gen_seq on every join and leave */
 	uint32_t keylen;
 	uint8_t key[];                /* tenant slot (2 bytes) + name: the map key */
 };
@@ -44,6 +44,9 @@ struct mc_groups {
 	pthread_mutex_t lock;
 	struct mc_map by_name;        /* tenant+name -> struct mc_group * */
 	struct mc_map by_obj;         /* object pointer -> struct mc_group * */
+	uint64_t gen_seq;             /* last generation handed out: unique across groups, so
+				       * an object address reused in another group never
+				       * matches a generation taken before */
 };
 
 void mc_groups_init(struct mc_groups *g);
@@ -61,9 +64,10 @@ uint64_t mc_groups_lease(struct mc_groups *g, struct mc_object *o);
  * group's generation; returns the member count (> max: too many to take).
  */
 uint32_t mc_groups_members(struct mc_groups *g, struct mc_object *o,
-			   struct mc_group_member *ret, uint32_t max, uint32_t *ret_gen);
-/* Whether o's group still has generation gen. */
-int mc_groups_same(struct mc_groups *g, struct mc_object *o, uint32_t gen);
+			   struct mc_group_member *ret, uint32_t max, uint64_t *ret_gen);
+/* Whether o's group still has generation gen (then the members copied with
+ * it are the members, even if o's address was reused meanwhile). */
+int mc_groups_same(struct mc_groups *g, struct mc_object *o, uint64_t gen);
 uint32_t mc_groups_count(struct mc_groups *g);
 
 #endif

@@ -19,9 +19,13 @@
  * found nothing (exact for scanned segments, per sample otherwise).
  *
  * Locks (meta.h): the caller holds segs.lock for reading and no shard lock.
- * A victim is picked under its segment's lock (an owner is alive while its
- * block is used), then re-checked under its shard's write lock and the
- * segment lock before it goes.
+ * A victim is picked under its segment's lock alone: an owner is alive
+ * while its block is used, its header (hash, tenant, size) is written before
+ * placement publishes it as an owner (do_put_start), and its flags and time
+ * are changed only atomically, so that reading them is safe.  The victim
+ * is then re-checked under its shard's write lock and the segment lock
+ * before it goes.  Nothing here reads the allocator without the segment
+ * lock except mc_offalloc_largest_free(), an atomic scalar.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +178,8 @@ static uint64_t evict_group(struct mc_meta *m, const struct victim *v, uint64_t 
 {
 	struct mc_group_member *mem = malloc(MAX_GROUP_EVICT * sizeof(*mem));
 	uint32_t *shards = malloc(MAX_GROUP_EVICT * sizeof(*shards));
-	uint32_t gen = 0, ns = 0;
+	uint64_t gen = 0;
+	uint32_t ns = 0;
 	uint64_t freed = 0;
 
 	uint32_t n = (mem && shards) ?
@@ -219,8 +224,12 @@ static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const stru
 	}
 	pthread_rwlock_wrlock(&sh->lock);
 	pthread_mutex_lock(&s->lock);
+	/* The owner is alive while it owns the node; the shard check catches
+	 * an address freed and reused by an object of another shard, whose
+	 * lock is not the one held. */
 	bool still = mc_offalloc_node_is_used(s->alloc, v->node) &&
-		     mc_offalloc_node_owner(s->alloc, v->node) == v->o;
+		     mc_offalloc_node_owner(s->alloc, v->node) == v->o &&
+		     v->o->hash % MC_META_SHARDS == v->shard;
 	if (still)
 		here = mc_offalloc_node_size(s->alloc, v->node);
 	pthread_mutex_unlock(&s->lock);
@@ -249,8 +258,9 @@ static uint64_t evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t 
 	struct skip skip = { .n = 0 };
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < max; i++) {
-			if (want ? counted >= want :
-				   mc_offalloc_largest_free(s->alloc) >= fit)   /* racy read: a hint */
+			/* largest_free reads one scalar the allocator publishes
+			 * atomically: no segment lock needed, nothing traversed. */
+			if (want ? counted >= want : mc_offalloc_largest_free(s->alloc) >= fit)
 				return freed;
 			struct victim v;
 			if (!pick_victim(m, s, now, pass, tenant, &skip, &v))
@@ -447,13 +457,13 @@ static int pin_op(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bo
 	else if (pin) {
 		r = mc_pinidx_set(&m->pins, o, meta_now(m) + ttl_ms);
 		if (r == 0) {
-			o->flags |= MC_OBJ_SOFT_PIN;
+			mc_object_flags_set(o, MC_OBJ_SOFT_PIN);
 			__atomic_add_fetch(&m->pins_set, 1, __ATOMIC_RELAXED);
 			meta_log_pin(m, o, ttl_ms);
 		}
 	} else if (o->flags & MC_OBJ_SOFT_PIN) {
 		mc_pinidx_clear(&m->pins, o);
-		o->flags &= (uint8_t)~MC_OBJ_SOFT_PIN;
+		mc_object_flags_clear(o, MC_OBJ_SOFT_PIN);
 		__atomic_add_fetch(&m->pins_cleared, 1, __ATOMIC_RELAXED);
 		meta_log_pin(m, o, 0);
 	}

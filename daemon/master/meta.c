@@ -381,6 +381,21 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		__atomic_sub_fetch(&t->charged_bytes, a->size * want, __ATOMIC_RELAXED);
 		return MC_ERR_NO_MEMORY;
 	}
+	/* The header first: placement publishes o as its blocks' owner, and
+	 * eviction reads an owner's header under the segment lock alone
+	 * (meta-evict.c), so it must never see an uninitialised one. */
+	o->size = a->size;
+	o->checksum = 0;
+	o->time_ms = now;
+	o->hash = (uint32_t)a->loc.hash;
+	o->client = a->client;
+	o->key_len = (uint16_t)a->key.len;
+	o->tenant = a->loc.tenant;
+	o->flags = MC_OBJ_PROCESSING | (a->cfg->hard_pin ? MC_OBJ_HARD_PIN : 0);
+	o->nrep = 0;
+	o->nrep_cap = (uint8_t)want;
+	o->data_type = a->cfg->data_type;
+	memcpy(mc_object_key(o), a->key.p, a->key.len);
 	struct mc_place_req req = {
 		.size = a->size, .nrep = want, .preferred = a->cfg->preferred,
 		.npreferred = a->cfg->npreferred, .strategy = m->cfg.place_strategy, .owner = o,
@@ -395,30 +410,20 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	if (got < want)   /* best effort: settle the charge to what was placed */
 		__atomic_sub_fetch(&t->charged_bytes, a->size * (want - got), __ATOMIC_RELAXED);
 
-	o->size = a->size;
-	o->checksum = 0;
-	o->time_ms = now;
-	o->hash = (uint32_t)a->loc.hash;
-	o->client = a->client;
-	o->key_len = (uint16_t)a->key.len;
-	o->tenant = a->loc.tenant;
-	o->flags = MC_OBJ_PROCESSING | (a->cfg->hard_pin ? MC_OBJ_HARD_PIN : 0);
 	o->nrep = (uint8_t)got;
-	o->nrep_cap = (uint8_t)want;
-	o->data_type = a->cfg->data_type;
 	for (uint32_t i = 0; i < got; i++)
 		o->rep[i] = (struct mc_replica){
 			.seg = placed[i].slot, .node = placed[i].node, .offset = placed[i].offset,
 			.type = MC_REPLICA_MEMORY, .status = MC_REPLICA_PROCESSING,
 		};
-	memcpy(mc_object_key(o), a->key.p, a->key.len);
 	if (a->cfg->soft_pin_ttl_ms && mc_pinidx_set_pending(&m->pins, o, a->cfg->soft_pin_ttl_ms) == 0)
-		o->flags |= MC_OBJ_SOFT_PIN;   /* starts at PutEnd */
+		mc_object_flags_set(o, MC_OBJ_SOFT_PIN);   /* starts at PutEnd */
 	if (a->cfg->group.len && mc_groups_join(&m->groups, a->loc.tenant, a->cfg->group.p,
 						a->cfg->group.len, o, a->loc.shard) == 0)
-		o->flags |= MC_OBJ_GROUPED;
+		mc_object_flags_set(o, MC_OBJ_GROUPED);
 	if (mc_objtab_insert(tab, a->loc.hash, o) < 0) {
-		o->flags &= MC_OBJ_SOFT_PIN | MC_OBJ_GROUPED;   /* destroy drops pin and group */
+		/* destroy drops pin and group */
+		mc_object_flags_clear(o, (uint8_t)~(MC_OBJ_SOFT_PIN | MC_OBJ_GROUPED));
 		__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
 		sh->nobjects++;
 		meta_object_destroy(m, o, 0);
@@ -497,11 +502,11 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 	for (uint32_t i = 0; i < o->nrep; i++)
 		if (o->rep[i].status == MC_REPLICA_PROCESSING)
 			o->rep[i].status = MC_REPLICA_COMPLETE;
-	o->flags &= (uint8_t)~MC_OBJ_PROCESSING;
+	mc_object_flags_clear(o, MC_OBJ_PROCESSING);
 	if (o->flags & MC_OBJ_SOFT_PIN)
 		mc_pinidx_start(&m->pins, o, now);   /* the pin's time starts now */
 	if (has_checksum) {
-		o->flags |= MC_OBJ_HAS_CHECKSUM;
+		mc_object_flags_set(o, MC_OBJ_HAS_CHECKSUM);
 		o->checksum = checksum;
 	}
 	MC_PROBE4(put__end, o->hash, o->tenant, o->size, now - o->time_ms);

@@ -90,4 +90,20 @@ static inline uint64_t mc_object_load_time(const struct mc_object *o)
 	return __atomic_load_n(&o->time_ms, __ATOMIC_RELAXED);
 }
 
+/*
+ * Flags of an object that is some block's owner change only through these
+ * (under the shard's write lock): eviction loads them atomically holding
+ * only the segment lock (meta-evict.c).  Plain reads under the shard lock
+ * stay fine, the lock orders them against these writes.
+ */
+static inline void mc_object_flags_set(struct mc_object *o, uint8_t f)
+{
+	__atomic_fetch_or(&o->flags, f, __ATOMIC_RELAXED);
+}
+
+static inline void mc_object_flags_clear(struct mc_object *o, uint8_t f)
+{
+	__atomic_fetch_and(&o->flags, (uint8_t)~f, __ATOMIC_RELAXED);
+}
+
 #endif

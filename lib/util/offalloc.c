@@ -105,6 +105,7 @@ struct mc_offalloc {
 	uint32_t used_units;
 	uint32_t used_nodes;
 	uint32_t free_regions;
+	uint32_t largest_pub;	/* largest_free() in units, published by every change (atomic) */
 	uint32_t top_map;			/* bit t: leaf_map[t] != 0 */
 	uint8_t leaf_map[TOP_BINS];		/* bit l: bin_head[t*8+l] != NIL */
 	uint32_t bin_head[NUM_BINS];
@@ -207,6 +208,30 @@ static uint32_t bin_probe(const struct mc_offalloc *a, uint32_t b, uint32_t r, i
 		idx = a->nodes[idx].bin_next;
 	}
 	return NIL;
+}
+
+/* The highest non-empty bin, or NIL. */
+static uint32_t top_bin(const struct mc_offalloc *a)
+{
+	uint32_t top;
+
+	if (!a->top_map)
+		return NIL;
+	top = 31 - __builtin_clz(a->top_map);
+	return top * LEAF_BINS + 31 - __builtin_clz(a->leaf_map[top]);
+}
+
+/*
+ * Called at the end of every change: mc_offalloc_largest_free() reads only
+ * this scalar, so that it may run without the caller's lock (a reader racing
+ * a change gets the value before or after it, never a torn traversal).
+ */
+static void publish(struct mc_offalloc *a)
+{
+	uint32_t b = top_bin(a);
+
+	__atomic_store_n(&a->largest_pub, b == NIL ? 0 : a->nodes[a->bin_head[b]].size,
+			 __ATOMIC_RELAXED);
 }
 
 /* ---- node slots -------------------------------------------------------- */
@@ -365,6 +390,7 @@ int mc_offalloc_new(uint64_t size, uint32_t max_nodes, struct mc_offalloc **ret)
 	bin_insert(a, 0);
 	a->free_regions = 1;
 	a->first = a->hint = 0;
+	publish(a);
 	*ret = a;
 	return 0;
 }
@@ -412,6 +438,7 @@ int mc_offalloc_alloc(struct mc_offalloc *a, uint64_t size, void *owner,
 			return rc;
 	}
 	used = carve(a, idx, a->nodes[idx].offset, r, owner);
+	publish(a);
 	if (ret_node)
 		*ret_node = used;
 	if (ret_offset)
@@ -462,6 +489,7 @@ int mc_offalloc_alloc_at(struct mc_offalloc *a, uint64_t offset, uint64_t size,
 	if (rc)
 		return rc;
 	used = carve(a, idx, u, (uint32_t)units, owner);
+	publish(a);
 	a->hint = used;
 	if (ret_node)
 		*ret_node = used;
@@ -509,6 +537,7 @@ int mc_offalloc_release(struct mc_offalloc *a, uint32_t idx)
 	}
 	bin_insert(a, idx);
 	a->free_regions++;
+	publish(a);
 	return 0;
 }
 
@@ -577,23 +606,11 @@ uint64_t mc_offalloc_quantum(const struct mc_offalloc *a)
 	return a ? UINT64_C(1) << a->shift : 0;
 }
 
-static uint32_t top_bin(const struct mc_offalloc *a)
-{
-	uint32_t top;
-
-	if (!a->top_map)
-		return NIL;
-	top = 31 - __builtin_clz(a->top_map);
-	return top * LEAF_BINS + 31 - __builtin_clz(a->leaf_map[top]);
-}
-
 uint64_t mc_offalloc_largest_free(const struct mc_offalloc *a)
 {
-	uint32_t b;
-
-	if (!a || (b = top_bin(a)) == NIL)
+	if (!a)
 		return 0;
-	return (uint64_t)a->nodes[a->bin_head[b]].size << a->shift;
+	return (uint64_t)__atomic_load_n(&a->largest_pub, __ATOMIC_RELAXED) << a->shift;
 }
 
 void mc_offalloc_get_stats(const struct mc_offalloc *a, struct mc_offalloc_stats *ret)
@@ -699,5 +716,7 @@ int mc_offalloc_check(const struct mc_offalloc *a)
 	}
 	CHECK(slots == a->slot_count);
 	CHECK((uint64_t)a->used_nodes + nfree + slots == a->node_hwm);
+	idx = top_bin(a);
+	CHECK(a->largest_pub == (idx == NIL ? 0 : a->nodes[a->bin_head[idx]].size));
 	return 0;
 }

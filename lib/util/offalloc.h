@@ -18,7 +18,10 @@
  * are rounded up to the quantum; mc_offalloc_quantum() says which it is.
  *
  * NOT internally locked: the caller serializes every call on one allocator
- * (the master holds the segment's mutex).  Distinct allocators are
+ * (the master holds the segment's mutex), with two exceptions that may run
+ * concurrently with anything: mc_offalloc_largest_free() (it reads one
+ * scalar each change publishes atomically) and mc_offalloc_capacity() /
+ * mc_offalloc_quantum() (fixed at creation).  Distinct allocators are
  * independent.  Never logs, never aborts: functions return 0 or a negative
  * code of mooncake/error.h and write their out-parameters only on success:
  *   MC_ERR_INVALID_PARAMS        zero size, range outside the segment, bad handle
@@ -114,6 +117,9 @@ uint64_t mc_offalloc_quantum(const struct mc_offalloc *a);
  * O(1): the size of one free region of the highest non-empty size class, so
  * within 12.5% below the exact largest.  An alloc of at most this many bytes
  * is guaranteed to find room (it may still need a node slot to split).
+ * Lock-free: every change publishes this value in an atomic scalar, and this
+ * reads only that (no node is looked at), so it may be called without the
+ * caller's lock; unlocked, it is the value as of some recent change.
  */
 uint64_t mc_offalloc_largest_free(const struct mc_offalloc *a);
 
