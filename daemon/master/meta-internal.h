@@ -39,6 +39,13 @@ static inline struct mc_tenant *meta_tenant(struct mc_meta *m, uint16_t slot)
 	return __atomic_load_n(&m->tenants[slot], __ATOMIC_ACQUIRE);
 }
 
+/* A shard counter (nobjects, hard_pinned): written under the shard's write
+ * lock, read without it by mc_meta_get_stats(), so the store is atomic. */
+static inline void meta_shard_count(uint64_t *counter, int64_t delta)
+{
+	__atomic_store_n(counter, *counter + (uint64_t)delta, __ATOMIC_RELAXED);
+}
+
 static inline bool key_ok(struct mc_ref key)
 {
 	return key.p && key.len > 0 && key.len <= MC_MAX_KEY_LEN;

@@ -312,9 +312,9 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 		mc_groups_leave(&m->groups, o);
 	__atomic_sub_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELAXED);
-	m->shards[o->hash % MC_META_SHARDS].nobjects--;   /* under the shard's write lock */
+	meta_shard_count(&m->shards[o->hash % MC_META_SHARDS].nobjects, -1);
 	if (o->flags & MC_OBJ_HARD_PIN)
-		m->shards[o->hash % MC_META_SHARDS].hard_pinned--;
+		meta_shard_count(&m->shards[o->hash % MC_META_SHARDS].hard_pinned, -1);
 	free(o);
 }
 
@@ -425,14 +425,14 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		/* destroy drops pin and group */
 		mc_object_flags_clear(o, (uint8_t)~(MC_OBJ_SOFT_PIN | MC_OBJ_GROUPED));
 		__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
-		sh->nobjects++;
+		meta_shard_count(&sh->nobjects, 1);
 		meta_object_destroy(m, o, 0);
 		return MC_ERR_NO_MEMORY;
 	}
 	__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
-	sh->nobjects++;
+	meta_shard_count(&sh->nobjects, 1);
 	if (o->flags & MC_OBJ_HARD_PIN)
-		sh->hard_pinned++;
+		meta_shard_count(&sh->hard_pinned, 1);
 	meta_emit_replicas(m, o, a->index, false, a->fn, a->ctx);
 	return 0;
 }
