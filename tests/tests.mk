@@ -79,8 +79,8 @@ $(O)/tests/bench/client-bench: $(O)/tests/bench/client-bench.o $(CLIENT_LIB)
 TEST_BINS += $(O)/tests/bench/client-bench
 bench: $(O)/tests/bench/client-bench all
 
-# Load generator of the restart tests (libmooncake's public API).
-$(O)/tests/tools/mc-load: $(O)/tests/tools/mc-load.o $(CLIENT_LIB)
+# Load generators of the restart and eviction tests (libmooncake's public API).
+$(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
 
