@@ -6,6 +6,7 @@
 #   test            install missing Debian packages, build, run unit + integration tests
 #   test-unit       only the cmocka unit tests
 #   test-integration only the bats integration tests
+#   test-tsan       the master's concurrency tests under ThreadSanitizer (in .output-tsan)
 #   bench           in-process and end-to-end benchmarks (prints figures and ratios)
 #   fuzz            build the libFuzzer targets (clang) and run each briefly
 #   deps            apt-get install what build, run and test need (as root)
