@@ -87,19 +87,21 @@ static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struc
 	memset(d, 0, sizeof(*d));
 	d->status = v->status;
 	if ((v->type == MC_REPLICA_MEMORY || v->type == MC_REPLICA_NOF_SSD) && v->seg) {
+		/* No segmgr lock here: a remount may change these (segment.h). */
 		const struct mc_segment *seg = v->seg;
+		const char *ep = mc_segment_endpoint(seg);
 		d->type = v->type;
 		d->mem.segment_id = seg->id;
 		d->mem.offset = v->offset;
 		d->mem.size = v->size;
-		d->mem.address = seg->base + v->offset;
-		d->mem.transport = seg->transport;
-		if (seg->endpoint && *seg->endpoint) {
-			size_t len = strlen(seg->endpoint);
+		d->mem.address = mc_segment_base(seg) + v->offset;
+		d->mem.transport = mc_segment_transport(seg);
+		if (ep && *ep) {
+			size_t len = strlen(ep);
 			char *e = mc_arena_alloc(a, len, 1);
 			if (!e)
 				return false;
-			memcpy(e, seg->endpoint, len);
+			memcpy(e, ep, len);
 			d->mem.endpoint = MC_BYTES(e, len);
 		}
 		return true;

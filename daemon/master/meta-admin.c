@@ -173,7 +173,8 @@ static void copy_object(struct mc_meta *m, const struct mc_object *o, uint64_t n
 		if (s) {
 			a->segment = s->id;
 			snprintf(a->segment_name, sizeof(a->segment_name), "%s", s->name ? s->name : "");
-			snprintf(a->endpoint, sizeof(a->endpoint), "%s", s->endpoint ? s->endpoint : "");
+			const char *ep = mc_segment_endpoint(s);   /* no segmgr lock: see segment.h */
+			snprintf(a->endpoint, sizeof(a->endpoint), "%s", ep ? ep : "");
 		}
 	}
 }

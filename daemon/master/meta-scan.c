@@ -375,8 +375,11 @@ int mc_meta_check(struct mc_meta *m)
 		}
 	}
 	(void)used_total;
-	for (uint32_t t = 0; t < m->ntenants && !err; t++) {
-		struct mc_tenant *tp = m->tenants[t];
+	pthread_mutex_lock(&m->tenants_lock);   /* registration runs beside us */
+	uint32_t ntenants = m->ntenants;
+	pthread_mutex_unlock(&m->tenants_lock);
+	for (uint32_t t = 0; t < ntenants && !err; t++) {
+		struct mc_tenant *tp = meta_tenant(m, (uint16_t)t);
 		if (tp->charged_bytes != charged[t] || tp->objects != objs[t])
 			err = 1;
 	}

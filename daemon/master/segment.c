@@ -227,7 +227,7 @@ static int adopt(struct mc_segmgr *m, struct mc_segment *s, struct mc_uuid clien
 	    (r = swap_str(s, &s->shm_path, spec->shm_path, 256)) < 0)
 		return r;
 	__atomic_store_n(&s->base, spec->base, __ATOMIC_RELAXED);
-	s->transport = spec->transport;
+	__atomic_store_n(&s->transport, spec->transport, __ATOMIC_RELAXED);
 	if (restored) {
 		__atomic_add_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->status, MC_SEG_OK, __ATOMIC_RELEASE);

@@ -143,6 +143,26 @@ static inline struct mc_segment *mc_segmgr_get(const struct mc_segmgr *m, uint32
 	return slot < MC_MAX_SEGMENTS ? __atomic_load_n(&m->slots[slot], __ATOMIC_ACQUIRE) : NULL;
 }
 
+/* The fields a remount may change (adopt, segment.c), for readers without
+ * segmgr->lock (replica views): the endpoint string is swapped with a release
+ * store and the old one stays allocated until the segment goes.  Each is
+ * the value before or after a concurrent remount (not necessarily all from
+ * the same side). */
+static inline const char *mc_segment_endpoint(const struct mc_segment *s)
+{
+	return __atomic_load_n(&s->endpoint, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t mc_segment_base(const struct mc_segment *s)
+{
+	return __atomic_load_n(&s->base, __ATOMIC_RELAXED);
+}
+
+static inline uint8_t mc_segment_transport(const struct mc_segment *s)
+{
+	return __atomic_load_n(&s->transport, __ATOMIC_RELAXED);
+}
+
 static inline bool mc_segment_is_readable(const struct mc_segment *s)
 {
 	uint8_t st = __atomic_load_n(&s->status, __ATOMIC_ACQUIRE);

@@ -4,8 +4,9 @@
  * 1 MiB, one or two replicas, two tenants, one with a quota, a quarter of
  * them in groups, some soft-pinned, single and batch forms), while they
  * also read, test, remove and pin each other's keys; one thread forces
- * admin evictions, one drives the clock, ticks (watermark eviction) and
- * runs mc_meta_check() meanwhile.  Every PutStart that finds no space
+ * admin evictions and remounts a segment with a new endpoint (its node
+ * restarted), one drives the clock, ticks (watermark eviction) and runs
+ * mc_meta_check() meanwhile.  Every PutStart that finds no space
  * evicts (evict_on_full), so eviction always runs beside writers.
  *
  * Afterwards:
@@ -179,6 +180,15 @@ struct view_check {
 	uint64_t n;
 };
 
+/* Segment s0 is remounted over and over (a restarted node adopting it) with
+ * one of these endpoints and bases: a view sees one or the other. */
+static const char *const EP[2] = { "10.0.0.1:17000", "10.0.0.2:17002" };
+
+static bool known_endpoint(const char *ep)
+{
+	return ep && (strcmp(ep, EP[0]) == 0 || strcmp(ep, EP[1]) == 0);
+}
+
 static void check_view(void *ctx, uint32_t index, const struct mc_replica_view *v)
 {
 	struct view_check *c = ctx;
@@ -186,6 +196,8 @@ static void check_view(void *ctx, uint32_t index, const struct mc_replica_view *
 	if (!v->seg || v->size != want || v->offset + v->size > v->seg->size)
 		failure("%s: replica view size %" PRIu64 " at %" PRIu64 ", want size %" PRIu64,
 			c->k->s, v->size, v->offset, want);
+	else if (!known_endpoint(mc_segment_endpoint(v->seg)) || !mc_segment_base(v->seg))
+		failure("%s: replica view with endpoint '%s'", c->k->s, mc_segment_endpoint(v->seg));
 	c->n++;
 }
 
@@ -407,6 +419,20 @@ static void *worker_main(void *arg)
 static uint64_t ADMIN_EVICTIONS, TICKS, CHECKS;
 static double MAX_FILL;
 
+#define NODE client_id(1000)
+
+static int mount_s(int i, int variant)
+{
+	char name[8];
+	struct mc_segment_spec spec;
+	snprintf(name, sizeof(name), "s%d", i);
+	spec = seg_spec((uint64_t)i + 1, name, SEG_SIZE);
+	spec.endpoint = EP[variant];
+	spec.base += (uint64_t)variant << 32;
+	return mc_meta_mount_segment(M, NODE, &spec);
+}
+
+/* Admin evictions, and remounts of s0 that change its endpoint and base. */
 static void *evictor_main(void *arg)
 {
 	uint64_t i = 0, rng = 0x243f6a8885a308d3ull;
@@ -414,6 +440,7 @@ static void *evictor_main(void *arg)
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		struct mc_evict_result er;
 		allow("evict", mc_meta_evict(M, 0.5 + (double)(rng % 40) / 100.0, &er), 1, 0);
+		allow("remount", mount_s(0, (int)(i & 1)), 1, 0);
 		sleep_us(2000);
 		i++;
 	}
@@ -561,11 +588,8 @@ static void test_evict_stress(void **state)
 	cfg.eviction_low_watermark = 0.80;
 	cfg.clock = test_clock_of(&CLK);
 	assert_rc(mc_meta_new(&cfg, &M), 0);
-	for (int i = 0; i < NSEGS; i++) {
-		char name[8];
-		snprintf(name, sizeof(name), "s%d", i);
-		assert_rc(mount_seg(M, client_id(1000), (uint64_t)i + 1, name, SEG_SIZE), 0);
-	}
+	for (int i = 0; i < NSEGS; i++)
+		assert_rc(mount_s(i, 0), 0);
 	assert_rc(mc_meta_set_quota(M, tref(1), QUOTA_T1), 0);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -623,10 +647,11 @@ static void test_evict_stress(void **state)
 	if (FAIL.n)
 		fail_msg("%u unexpected results, the first: %s", FAIL.n, FAIL.first);
 
-	/* It ran, the cache was full, and every kind of eviction happened beside the writers. */
-	assert_true(ops > 2000 && puts > 500 && gets > 100 && removes > 10 && batches > 10);
-	assert_true(MAX_FILL > 0.85);
-	assert_true(st.evicted_objects_by[MC_EVICT_PUT] > 0);
+	/* It ran, the cache was full (puts found no space: they evicted), and
+	 * admin or background eviction ran beside the writers too.  (MAX_FILL
+	 * is sampled by the clock thread only: too seldom under TSan to assert.) */
+	assert_true(ops > 1000 && puts > 300 && gets > 30 && removes > 10 && batches > 10);
+	assert_true(st.evicted_objects_by[MC_EVICT_PUT] > 100);
 	assert_true(st.evicted_objects_by[MC_EVICT_ADMIN] + st.evicted_objects_by[MC_EVICT_WATERMARK] > 0);
 	assert_true(CHECKS > 0);
 
