@@ -423,7 +423,7 @@ static double MAX_FILL;
 
 static int mount_s(int i, int variant)
 {
-	char name[8];
+	char name[16];
 	struct mc_segment_spec spec;
 	snprintf(name, sizeof(name), "s%d", i);
 	spec = seg_spec((uint64_t)i + 1, name, SEG_SIZE);
