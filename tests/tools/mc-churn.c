@@ -29,6 +29,7 @@
 
 #include "mooncake/client.h"
 #include "mooncake/error.h"
+#include "util/rand.h"
 
 #define RECENT 64
 
@@ -83,19 +84,9 @@ static void fill(const char *key, uint8_t *b, size_t len)
 struct worker {
 	pthread_t th;
 	int id;
-	uint64_t rng;
 	uint8_t *buf, *want;
 	uint64_t puts, full, gets, hits, misses, removes, leased, exists;
 };
-
-static uint64_t rnd(struct worker *w)
-{
-	uint64_t x = w->rng;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return w->rng = x;
-}
 
 static void *run_thread(void *arg)
 {
@@ -105,13 +96,14 @@ static void *run_thread(void *arg)
 	char recent[RECENT][64], key[64], group[64];
 	uint32_t nrecent = 0, n = 0;
 
+	mc_rand_seed(0x9e3779b97f4a7c15ull * (uint64_t)(w->id + 1) ^ (uint64_t)getpid());
 	int r = mc_client_new(&o, &c);
 	if (r < 0) {
 		violation("connect", master, r);
 		return NULL;
 	}
 	while (now_ns() < end_ns) {
-		uint64_t x = rnd(w) % 100;
+		uint64_t x = mc_rand() % 100;
 		if (x < 60 || !nrecent) {
 			snprintf(key, sizeof(key), "churn-%d-%d-%u", (int)getpid(), w->id, n);
 			uint64_t h = key_hash(key);
@@ -126,7 +118,7 @@ static void *run_thread(void *arg)
 			n++;
 			if (r == 0) {
 				w->puts++;
-				snprintf(recent[nrecent < RECENT ? nrecent++ : rnd(w) % RECENT],
+				snprintf(recent[nrecent < RECENT ? nrecent++ : mc_rand() % RECENT],
 					 sizeof(recent[0]), "%s", key);
 			} else if (r == MC_ERR_NO_AVAILABLE_HANDLE) {
 				w->full++;
@@ -135,7 +127,7 @@ static void *run_thread(void *arg)
 			}
 			continue;
 		}
-		const char *k = recent[rnd(w) % nrecent];
+		const char *k = recent[mc_rand() % nrecent];
 		if (x < 85) {
 			size_t len = 0, want = size_of(key_hash(k));
 			r = mc_get_into(c, k, strlen(k), w->buf, max_size, &len);
@@ -191,7 +183,6 @@ int main(int argc, char **argv)
 		return 1;
 	for (long i = 0; i < nth; i++) {
 		w[i].id = (int)i;
-		w[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)getpid();
 		w[i].buf = malloc(max_size);
 		w[i].want = malloc(max_size);
 		if (!w[i].buf || !w[i].want || pthread_create(&w[i].th, NULL, run_thread, &w[i])) {

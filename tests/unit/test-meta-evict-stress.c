@@ -42,8 +42,10 @@
 
 #include "master/meta.h"
 #include "mooncake/error.h"
+#include "util/rand.h"
 
 #include "meta-helpers.h"
+#include "stress-helpers.h"
 
 #define NWORKERS  8
 #define NSEGS     3
@@ -55,52 +57,6 @@
 
 static struct mc_meta *M;
 static struct test_clock CLK;
-static int STOP;                        /* atomic */
-
-struct fail {
-	pthread_mutex_t lock;
-	uint32_t n;
-	char first[256];
-};
-static struct fail FAIL = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static void failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void failure(const char *fmt, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&FAIL.lock);
-	if (FAIL.n++ == 0) {
-		va_start(ap, fmt);
-		vsnprintf(FAIL.first, sizeof(FAIL.first), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&FAIL.lock);
-}
-
-static bool stopped(void)
-{
-	return __atomic_load_n(&STOP, __ATOMIC_ACQUIRE);
-}
-
-static void sleep_us(long us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
-	nanosleep(&ts, NULL);
-}
-
-/* rc must be one of the n codes after it. */
-static void allow(const char *what, int rc, int n, ...)
-{
-	va_list ap;
-	va_start(ap, n);
-	for (int i = 0; i < n; i++)
-		if (va_arg(ap, int) == rc) {
-			va_end(ap);
-			return;
-		}
-	va_end(ap);
-	failure("%s: unexpected %d (%s)", what, rc, mc_error_name(rc));
-}
 
 /* ---- keys: everything about an object follows from its key ---------------------- */
 
@@ -151,7 +107,6 @@ static struct mc_ref tref(int t)
 struct worker {
 	pthread_t th;
 	int id;
-	uint64_t rng;
 	struct mc_uuid client;
 	uint32_t next;                      /* keys w<id>-0 .. next-1 were tried (atomic) */
 	uint32_t pend[NPEND], npend;        /* PROCESSING puts of this worker */
@@ -161,18 +116,9 @@ struct worker {
 
 static struct worker W[NWORKERS];
 
-static uint64_t rnd(struct worker *w)
-{
-	uint64_t x = w->rng;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return w->rng = x;
-}
-
 static uint32_t below(struct worker *w, uint32_t n)
 {
-	return (uint32_t)(rnd(w) % n);
+	return (uint32_t)(mc_rand() % n);   /* per thread, seeded in worker_main */
 }
 
 struct view_check {
@@ -391,6 +337,7 @@ static void w_pin(struct worker *w)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	mc_rand_seed(0x9e3779b97f4a7c15ull * (uint64_t)(w->id + 1));
 	while (!stopped()) {
 		uint32_t x = below(w, 100);
 		if (x < 40)
@@ -435,11 +382,10 @@ static int mount_s(int i, int variant)
 /* Admin evictions, and remounts of s0 that change its endpoint and base. */
 static void *evictor_main(void *arg)
 {
-	uint64_t i = 0, rng = 0x243f6a8885a308d3ull;
+	uint64_t i = 0;
 	while (!stopped()) {
-		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		struct mc_evict_result er;
-		allow("evict", mc_meta_evict(M, 0.5 + (double)(rng % 40) / 100.0, &er), 1, 0);
+		allow("evict", mc_meta_evict(M, 0.5 + (double)(mc_rand() % 40) / 100.0, &er), 1, 0);
 		allow("remount", mount_s(0, (int)(i & 1)), 1, 0);
 		sleep_us(2000);
 		i++;
@@ -596,7 +542,6 @@ static void test_evict_stress(void **state)
 	for (int i = 0; i < NWORKERS; i++) {
 		memset(&W[i], 0, sizeof(W[i]));
 		W[i].id = i;
-		W[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 		W[i].client = client_id((uint64_t)i + 1);
 	}
 	for (int i = 0; i < NWORKERS; i++)
@@ -604,7 +549,7 @@ static void test_evict_stress(void **state)
 	assert_int_equal(pthread_create(&evictor, NULL, evictor_main, NULL), 0);
 	assert_int_equal(pthread_create(&clock, NULL, clock_main, NULL), 0);
 	sleep_us((long)run_ms() * 1000L);
-	__atomic_store_n(&STOP, 1, __ATOMIC_RELEASE);
+	stress_stop();
 	for (int i = 0; i < NWORKERS; i++)
 		pthread_join(W[i].th, NULL);
 	pthread_join(evictor, NULL);
@@ -644,8 +589,7 @@ static void test_evict_stress(void **state)
 		      st.evicted_bytes / MiB, st.evicted_objects_by[MC_EVICT_PUT],
 		      st.evicted_objects_by[MC_EVICT_QUOTA], st.evicted_objects_by[MC_EVICT_WATERMARK],
 		      st.evicted_objects_by[MC_EVICT_ADMIN], ADMIN_EVICTIONS, TICKS, CHECKS, MAX_FILL);
-	if (FAIL.n)
-		fail_msg("%u unexpected results, the first: %s", FAIL.n, FAIL.first);
+	assert_no_failure();
 
 	/* It ran, the cache was full (puts found no space: they evicted), and
 	 * admin or background eviction ran beside the writers too.  (MAX_FILL

@@ -29,6 +29,7 @@
 #include "mooncake/error.h"
 
 #include "meta-helpers.h"
+#include "stress-helpers.h"
 
 #define NWORKERS 6
 #define NKEYS    512
@@ -41,53 +42,7 @@
 
 static struct mc_meta *M;
 static struct test_clock CLK;
-static int STOP;                        /* atomic */
 static struct mc_uuid NODE;             /* owner of every segment */
-
-struct fail {
-	pthread_mutex_t lock;
-	uint32_t n;
-	char first[256];
-};
-static struct fail FAIL = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static void failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void failure(const char *fmt, ...)
-{
-	va_list ap;
-	pthread_mutex_lock(&FAIL.lock);
-	if (FAIL.n++ == 0) {
-		va_start(ap, fmt);
-		vsnprintf(FAIL.first, sizeof(FAIL.first), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&FAIL.lock);
-}
-
-static bool stopped(void)
-{
-	return __atomic_load_n(&STOP, __ATOMIC_ACQUIRE);
-}
-
-static void sleep_us(long us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
-	nanosleep(&ts, NULL);
-}
-
-/* rc must be one of the n codes after it. */
-static void allow(const char *what, int rc, int n, ...)
-{
-	va_list ap;
-	va_start(ap, n);
-	for (int i = 0; i < n; i++)
-		if (va_arg(ap, int) == rc) {
-			va_end(ap);
-			return;
-		}
-	va_end(ap);
-	failure("%s: unexpected %d (%s)", what, rc, mc_error_name(rc));
-}
 
 static char KEYS[NKEYS][16];
 
@@ -434,7 +389,7 @@ static void test_stress(void **state)
 	assert_int_equal(pthread_create(&flapper, NULL, flapper_main, NULL), 0);
 	assert_int_equal(pthread_create(&clock, NULL, clock_main, NULL), 0);
 	sleep_us(RUN_MS * 1000L);
-	__atomic_store_n(&STOP, 1, __ATOMIC_RELEASE);
+	stress_stop();
 	for (int i = 0; i < NWORKERS; i++)
 		pthread_join(w[i].th, NULL);
 	pthread_join(flapper, NULL);
@@ -453,8 +408,7 @@ static void test_stress(void **state)
 		      PRIu64 " removes, %" PRIu64 " gets; %" PRIu64 " mount cycles, %" PRIu64
 		      " ticks, %" PRIu64 " concurrent checks\n", ops, puts, ends, revokes, removes, gets,
 		      FLAPS, TICKS, CHECKS);
-	if (FAIL.n)
-		fail_msg("%u unexpected results, the first: %s", FAIL.n, FAIL.first);
+	assert_no_failure();
 	assert_true(ops > 1000 && puts > 100 && ends > 50 && removes > 10 && gets > 10);
 	assert_true(FLAPS > 10);
 	assert_rc(mc_meta_check(M), 0);
