@@ -257,10 +257,13 @@ static int bad_option(const char *cmd, int c, char **argv, const struct option *
 	/* Unknown, or an abbreviation of several. */
 	char cands[256] = "";
 	size_t m = 0, len = 0;
-	for (const struct option *o = lo; o->name; o++)
-		if (strncmp(o->name, a + 2, (size_t)nl - 2) == 0 && len + strlen(o->name) + 5 < sizeof(cands))
-			len += (size_t)snprintf(cands + len, sizeof(cands) - len, "%s--%s",
-						m++ ? ", " : "", o->name);
+	for (const struct option *o = lo; o->name; o++) {
+		if (strncmp(o->name, a + 2, (size_t)nl - 2) != 0 ||
+		    len + strlen(o->name) + 5 >= sizeof(cands))
+			continue;
+		len += (size_t)snprintf(cands + len, sizeof(cands) - len, "%s--%s", m++ ? ", " : "",
+					o->name);
+	}
 	if (m > 1)
 		return ctl_usage("%s%sambiguous option '%.*s' (%s)", pre, sep, nl, a, cands);
 	return ctl_usage("%s%sunknown option '%.*s'", pre, sep, nl, a);
