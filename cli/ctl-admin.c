@@ -124,7 +124,7 @@ static char *path_of(const char *a, const char *b, const char *c)
 int ctl_status(struct ctl *ctl, int argc, char **argv)
 {
 	int np, r;
-	if ((r = ctl_args("status", argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
 	json_t *j;
 	if ((r = ctl_rest(ctl, "GET", "/api/v1/cluster", NULL, "status", &j)))
@@ -167,7 +167,7 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
 static int seg_list(struct ctl *ctl, int argc, char **argv)
 {
 	int np, r;
-	if ((r = ctl_args("segment list", argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
 	json_t *j;
 	if ((r = ctl_rest(ctl, "GET", "/api/v1/segments", NULL, "segment list", &j)))
@@ -193,16 +193,72 @@ static int seg_list(struct ctl *ctl, int argc, char **argv)
 	return print_table(&t);
 }
 
-/* METHOD /api/v1/segments/ID[suffix]; errors name "segment ID". */
-static int seg_rest(struct ctl *ctl, const char *method, const char *id, const char *suffix,
-		    json_t *body, json_t **ret)
+/*
+ * The id of the segment arg designates (git-style, ctl_match_segment): a
+ * whole id as is, else a name or an id prefix looked up in the segment
+ * list.  Prints the message and returns the exit code when there is none
+ * (4) or more than one (2, the candidates listed).
+ */
+static int seg_resolve(struct ctl *ctl, const char *arg, char id[33])
 {
-	char subj[256];
-	snprintf(subj, sizeof(subj), "segment %s", id);
+	if (ctl_is_segment_id(arg)) {
+		snprintf(id, 33, "%s", arg);
+		return 0;
+	}
+	char subj[300];
+	snprintf(subj, sizeof(subj), "segment %s", arg);
+	json_t *j, *s;
+	int r = ctl_rest(ctl, "GET", "/api/v1/segments", NULL, subj, &j);
+	if (r)
+		return r;
+	const json_t *arr = json_object_get(j, "segments");
+	size_t n = json_array_size(arr), i, m = 0, match[8];
+	const char **ids = calloc(n + 1, sizeof(*ids)), **names = calloc(n + 1, sizeof(*names));
+	if (!ids || !names) {
+		r = ctl_error("out of memory");
+		goto out;
+	}
+	json_array_foreach(arr, i, s) {
+		ids[i] = js(s, "id");
+		names[i] = js(s, "name");
+	}
+	m = ctl_match_segment(arg, ids, names, n, match, N(match));
+	if (m == 0) {
+		r = CTL_NOT_FOUND;
+		ctl_error("%s: SEGMENT_NOT_FOUND (no segment has this name or an id starting with "
+			  "it; an id prefix needs 4 hex digits at least; see mooncakectl segment "
+			  "list)", subj);
+	} else if (m > 1) {
+		r = CTL_USAGE;
+		ctl_error("%s: ambiguous, it designates %zu segments:", subj, m);
+		for (size_t k = 0; k < m && k < N(match); k++)
+			fprintf(stderr, "  %s  %s\n", ids[match[k]],
+				names[match[k]] ? names[match[k]] : "-");
+		fprintf(stderr, "mooncakectl: give more digits of the id, or the whole id\n");
+	} else {
+		snprintf(id, 33, "%s", ids[match[0]]);
+	}
+out:
+	free(ids);
+	free(names);
+	json_decref(j);
+	return r;
+}
+
+/* METHOD /api/v1/segments/ID[suffix] of the segment arg designates; errors
+ * name "segment ARG"; *id gets its id. */
+static int seg_rest(struct ctl *ctl, const char *method, const char *arg, const char *suffix,
+		    json_t *body, char id[33], json_t **ret)
+{
+	int r = seg_resolve(ctl, arg, id);
+	if (r)
+		return r;
+	char subj[300];
+	snprintf(subj, sizeof(subj), "segment %s", arg);
 	char *path = path_of("segments/", id, suffix);
 	if (!path)
 		return CTL_FAILED;
-	int r = ctl_rest(ctl, method, path, body, subj, ret);
+	r = ctl_rest(ctl, method, path, body, subj, ret);
 	free(path);
 	return r;
 }
@@ -211,10 +267,11 @@ static int seg_show(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[1];
 	int np, r;
-	if ((r = ctl_args("segment show", argc, argv, NULL, 0, pos, 1, 1, &np, "ID")))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 1, &np, "SEGMENT")))
 		return r;
 	json_t *s;
-	if ((r = seg_rest(ctl, "GET", pos[0], "", NULL, &s)))
+	char id[33];
+	if ((r = seg_rest(ctl, "GET", pos[0], "", NULL, id, &s)))
 		return r;
 	if (ctl->json)
 		return print_json(s);
@@ -248,7 +305,7 @@ static int seg_drain(struct ctl *ctl, int argc, char **argv)
 	const char *pos[1];
 	int np, r;
 	uint64_t grace = 0;
-	if ((r = ctl_args("segment drain", argc, argv, o, N(o), pos, 1, 1, &np, "ID")))
+	if ((r = ctl_args(ctl, argc, argv, o, N(o), pos, 1, 1, &np, "SEGMENT")))
 		return r;
 	if (o[0].value &&
 	    (r = ctl_arg_u64("segment drain", "--grace", o[0].value, INT64_MAX, &grace)))
@@ -258,14 +315,15 @@ static int seg_drain(struct ctl *ctl, int argc, char **argv)
 		body = json_object();
 		json_object_set_new(body, "grace_ms", json_integer((json_int_t)grace));
 	}
-	r = seg_rest(ctl, "POST", pos[0], "/drain", body, &s);
+	char id[33];
+	r = seg_rest(ctl, "POST", pos[0], "/drain", body, id, &s);
 	json_decref(body);
 	if (r)
 		return r;
 	if (ctl->json)
 		return print_json(s);
 	struct cell c;
-	printf("segment %s (%s): %s", pos[0], js(s, "name") ? js(s, "name") : "-",
+	printf("segment %s (%s): %s", id, js(s, "name") ? js(s, "name") : "-",
 	       js(s, "status") ? js(s, "status") : "draining");
 	if (o[0].value && grace)
 		printf(", unmounted when empty or in %s", c_dur(&c, grace));
@@ -280,24 +338,35 @@ static int seg_unmount(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[1];
 	int np, r;
-	if ((r = ctl_args("segment unmount", argc, argv, NULL, 0, pos, 1, 1, &np, "ID")))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 1, &np, "SEGMENT")))
 		return r;
 	json_t *s;
-	if ((r = seg_rest(ctl, "DELETE", pos[0], "", NULL, &s)))
+	char id[33];
+	if ((r = seg_rest(ctl, "DELETE", pos[0], "", NULL, id, &s)))
 		return r;
 	if (ctl->json)
 		return print_json(s);
 	printf("unmounted segment %s (%" PRIu64 " objects dropped)\n",
-	       js(s, "unmounted") ? js(s, "unmounted") : pos[0], ju(s, "objects_dropped"));
+	       js(s, "unmounted") ? js(s, "unmounted") : id, ju(s, "objects_dropped"));
 	json_decref(s);
 	return CTL_OK;
 }
 
 static const struct ctl_verb seg_verbs[] = {
-	{ "list", "", seg_list },
-	{ "show", "ID", seg_show },
-	{ "drain", "ID [--grace MS]", seg_drain },
-	{ "unmount", "ID", seg_unmount },
+	{ "list", "", "Every mounted segment: id, name, endpoint, size, used, free, status.",
+	  seg_list },
+	{ "show", "SEGMENT",
+	  "One segment, with the replicas it holds and its drain deadline.\n"
+	  "SEGMENT is its id, a unique prefix of it (4 hex digits at least) or its name.",
+	  seg_show },
+	{ "drain", "SEGMENT [--grace MS]",
+	  "Stop allocating on the segment, and unmount it once empty.\n"
+	  "It is unmounted when its last replica is gone, or when the grace period\n"
+	  "has passed.\n"
+	  "  --grace MS     unmount after MS milliseconds at most (default: no limit)",
+	  seg_drain },
+	{ "unmount", "SEGMENT", "Unmount the segment now, dropping the replicas it holds.",
+	  seg_unmount },
 };
 
 int ctl_segment(struct ctl *ctl, int argc, char **argv)
@@ -310,7 +379,7 @@ int ctl_segment(struct ctl *ctl, int argc, char **argv)
 static int cli_list(struct ctl *ctl, int argc, char **argv)
 {
 	int np, r;
-	if ((r = ctl_args("client list", argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
 	json_t *j;
 	if ((r = ctl_rest(ctl, "GET", "/api/v1/clients", NULL, "client list", &j)))
@@ -335,7 +404,8 @@ static int cli_list(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_verb client_verbs[] = {
-	{ "list", "", cli_list },
+	{ "list", "", "Clients known to the master: id, last heartbeat, silence, segments.",
+	  cli_list },
 };
 
 int ctl_client(struct ctl *ctl, int argc, char **argv)
@@ -353,7 +423,7 @@ static const char *c_quota(struct cell *c, uint64_t q)
 static int ten_list(struct ctl *ctl, int argc, char **argv)
 {
 	int np, r;
-	if ((r = ctl_args("tenant list", argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
 	json_t *j;
 	if ((r = ctl_rest(ctl, "GET", "/api/v1/tenants", NULL, "tenant list", &j)))
@@ -384,7 +454,7 @@ static int ten_quota(struct ctl *ctl, int argc, char **argv)
 	const char *pos[2];
 	int np, r;
 	uint64_t bytes = 0;
-	if ((r = ctl_args("tenant quota", argc, argv, NULL, 0, pos, 1, 2, &np, "TENANT")))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 2, &np, "TENANT")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("tenant quota: empty TENANT");
@@ -423,8 +493,11 @@ static int ten_quota(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_verb tenant_verbs[] = {
-	{ "list", "", ten_list },
-	{ "quota", "TENANT [BYTES]", ten_quota },
+	{ "list", "", "Every tenant: objects, bytes charged, quota.", ten_list },
+	{ "quota", "TENANT [BYTES]",
+	  "Show the tenant's quota, or set it to BYTES.\n"
+	  "BYTES takes a K, M, G or T suffix (powers of 1024); 0 means unlimited.",
+	  ten_quota },
 };
 
 int ctl_tenant(struct ctl *ctl, int argc, char **argv)
@@ -439,7 +512,7 @@ int ctl_evict(struct ctl *ctl, int argc, char **argv)
 	struct ctl_opt o[] = { { "--ratio", true, NULL } };
 	int np, r;
 	double ratio = 0;
-	if ((r = ctl_args("evict", argc, argv, o, N(o), NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, o, N(o), NULL, 0, 0, &np, NULL)))
 		return r;
 	if (o[0].value && (ctl_parse_ratio(o[0].value, &ratio) < 0 || ratio >= 1.0))
 		return ctl_usage("evict: bad value '%s' for --ratio (0 <= R < 1, e.g. 0.5)",
@@ -467,7 +540,7 @@ int ctl_evict(struct ctl *ctl, int argc, char **argv)
 static int snap_list(struct ctl *ctl, int argc, char **argv)
 {
 	int np, r;
-	if ((r = ctl_args("snapshot list", argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
 	json_t *j;
 	if ((r = ctl_rest(ctl, "GET", "/api/v1/snapshots", NULL, "snapshot list", &j)))
@@ -496,7 +569,7 @@ static int snap_list(struct ctl *ctl, int argc, char **argv)
 static int snap_create(struct ctl *ctl, int argc, char **argv)
 {
 	int np, r;
-	if ((r = ctl_args("snapshot create", argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
 	json_t *s;
 	if ((r = ctl_rest(ctl, "POST", "/api/v1/snapshots", NULL, "snapshot create", &s)))
@@ -512,8 +585,8 @@ static int snap_create(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_verb snap_verbs[] = {
-	{ "list", "", snap_list },
-	{ "create", "", snap_create },
+	{ "list", "", "The master's metadata snapshots, newest first.", snap_list },
+	{ "create", "", "Write a snapshot now.", snap_create },
 };
 
 int ctl_snapshot(struct ctl *ctl, int argc, char **argv)

@@ -3,10 +3,14 @@
  * through libmooncake.  Options of a verb may come anywhere after the verb;
  * "--" ends them (for keys starting with '-').
  *
- * Progress: libmooncake has no progress callback (a put or get is one call),
- * so on a terminal (and not with -o json) a large transfer shows a real bar
- * while the file is read (put) or written (get), in 1 MiB chunks, and a
- * stage line with the elapsed time around the mc_put / mc_get call itself.
+ * Progress (on a terminal, not with -o json, 1 MiB and more): a line for
+ * the file read (put) or written (get), and one for the transfer itself,
+ * fed by libmooncake's per-chunk progress callback (ctl-progress.c).
+ *
+ * A put never replaces an object: an existing key exits CTL_EXISTS (3)
+ * with "exists, unchanged".  An --overwrite needs an atomic replace on the
+ * master (an UPSERT op); remove + put would show readers a missing object
+ * in between, so there is none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,10 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl-rest.h"
 #include "ctl-util.h"
-#include "ctl.h"
 
-#define PROGRESS_MIN (1u << 20) /* smaller transfers show nothing */
 #define CHUNK (1u << 20)
 
 static void subject_of(char *buf, size_t cap, const char *key)
@@ -29,72 +32,10 @@ static void subject_of(char *buf, size_t cap, const char *key)
 	snprintf(buf, cap, "object '%s'", key);
 }
 
-/* ---- progress on stderr ---------------------------------------------------------- */
-
-struct progress {
-	bool on;
-	const char *label;
-	uint64_t total;		/* 0: unknown */
-	struct timespec start, last;
-};
-
-static double since(const struct timespec *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
-
-static void progress_start(struct progress *p, bool on, const char *label, uint64_t total)
-{
-	p->on = on;
-	p->label = label;
-	p->total = total;
-	clock_gettime(CLOCK_MONOTONIC, &p->start);
-	p->last.tv_sec = 0;
-	p->last.tv_nsec = 0;
-}
-
-/* A bar for done of total bytes; at most 10 redraws a second (and the last one). */
-static void progress_bytes(struct progress *p, uint64_t done)
-{
-	if (!p->on)
-		return;
-	bool final = p->total && done >= p->total;
-	if (!final && (p->last.tv_sec || p->last.tv_nsec) && since(&p->last) < 0.1)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &p->last);
-	char line[320];
-	ctl_progress_line(line, sizeof(line), p->label, done, p->total, 30);
-	fprintf(stderr, "\r%s\033[K", line);
-	fflush(stderr);
-}
-
-/* A stage without a measurable fraction: "storing 'k' (26.5 MiB) ..." */
-static void progress_stage(struct progress *p, const char *what)
-{
-	if (!p->on)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &p->start);
-	fprintf(stderr, "\r%s ...\033[K", what);
-	fflush(stderr);
-}
-
-/* Ends a stage: "WHAT: done in 1.2s" (time since the stage began), newline. */
-static void progress_end(struct progress *p, const char *what, bool ok)
-{
-	if (!p->on)
-		return;
-	char d[32];
-	ctl_fmt_duration_ms((uint64_t)(since(&p->start) * 1000.0), d, sizeof(d));
-	fprintf(stderr, "\r%s: %s in %s\033[K\n", what, ok ? "done" : "failed", d);
-	fflush(stderr);
-}
-
 /* ---- put / get ------------------------------------------------------------------ */
 
 /* Reads a whole file or stdin ("-") into *ret, in chunks, drawing p. */
-static int slurp(const char *path, uint8_t **ret, size_t *ret_len, struct progress *p,
+static int slurp(const char *path, uint8_t **ret, size_t *ret_len, struct ctl_progress *p,
 		 bool progress)
 {
 	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
@@ -108,7 +49,8 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len, struct progre
 		total = (uint64_t)st.st_size;
 	}
 	/* Unknown sizes (pipes) count bytes once past the threshold. */
-	progress_start(p, progress && (total >= PROGRESS_MIN || !total), path, total);
+	ctl_progress_start(p, progress && (total >= CTL_PROGRESS_MIN || !total),
+			   fd == 0 ? "stdin" : path, total);
 	uint8_t *b = malloc(cap);
 	int err = b ? 0 : -ENOMEM;
 	while (!err) {
@@ -131,17 +73,20 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len, struct progre
 			break;
 		else
 			len += (size_t)n;
-		if (total || len >= PROGRESS_MIN)
-			progress_bytes(p, len);
+		if (total || len >= CTL_PROGRESS_MIN)
+			ctl_progress_update(p, len);
+	}
+	if (!err && !total && p->drawn) { /* a pipe: its size is known now */
+		p->total = len;
+		ctl_progress_update(p, len);
 	}
 	if (fd != 0)
 		close(fd);
+	ctl_progress_end(p);
 	if (err) {
 		free(b);
 		return err;
 	}
-	if (!total && len < PROGRESS_MIN)
-		p->on = false; /* a small pipe: nothing was drawn */
 	*ret = b;
 	*ret_len = len;
 	return 0;
@@ -154,7 +99,7 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 	const char *pos[2];
 	int np, r;
 	uint64_t replicas = 1, ttl = 0;
-	if ((r = ctl_args("object put", argc, argv, o, 4, pos, 2, 2, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, o, 4, pos, 2, 2, &np, "KEY")))
 		return r;
 	if (o[0].value && ((r = ctl_arg_u64("object put", "--replicas", o[0].value, MC_MAX_REPLICAS,
 					  &replicas)) || replicas == 0))
@@ -167,10 +112,9 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("object put: empty KEY");
 	uint8_t *data = NULL;
 	size_t len = 0;
-	struct progress pg;
-	if ((r = slurp(pos[1], &data, &len, &pg, ctl_progress_wanted(ctl))) < 0) {
-		if (pg.on)
-			fputc('\n', stderr);
+	struct ctl_progress pg;
+	bool tty = ctl_progress_wanted(ctl);
+	if ((r = slurp(pos[1], &data, &len, &pg, tty)) < 0) {
 		fprintf(stderr, "mooncakectl: %s: %s\n", strcmp(pos[1], "-") ? pos[1] : "stdin",
 			strerror(-r));
 		return CTL_FAILED;
@@ -188,33 +132,38 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		free(data);
 		return r;
 	}
+	char label[MC_MAX_KEY_LEN + 16];
+	snprintf(label, sizeof(label), "storing '%s'", pos[0]);
+	ctl_progress_start(&pg, tty, label, 0);
 	struct mc_put_opts po = { .sz = sizeof(po), .replicas = (unsigned)replicas,
 				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl,
-				  .group = o[3].value };
-	char stage[MC_MAX_KEY_LEN + 64], sz[32];
-	snprintf(stage, sizeof(stage), "storing '%s' (%s)", pos[0], ctl_fmt_size(len, sz, sizeof(sz)));
-	if (pg.on)
-		fputc('\n', stderr); /* keep the finished reading bar */
-	progress_stage(&pg, stage);
+				  .group = o[3].value, .exclusive = true,
+				  .progress = ctl_progress_cb, .progress_ctx = &pg };
 	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
-	progress_end(&pg, stage, r == 0);
+	ctl_progress_end(&pg);
 	free(data);
-	if (r < 0)
+	if (r < 0 && r != MC_ERR_OBJECT_ALREADY_EXISTS)
 		return ctl_fail(subj, r);
+	bool stored = r == 0;
 	if (ctl->json) {
 		json_t *j = json_object();
 		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
 		json_object_set_new(j, "size", json_integer((json_int_t)len));
 		json_object_set_new(j, "replicas", json_integer((json_int_t)replicas));
-		json_object_set_new(j, "stored", json_true());
+		json_object_set_new(j, "stored", json_boolean(stored));
 		ctl_json_print(j);
-	} else {
+	} else if (stored) {
 		printf("stored '%s' (%zu bytes)\n", pos[0], len);
 	}
-	return CTL_OK;
+	if (stored)
+		return CTL_OK;
+	/* Immutable objects: say so, and what to do to replace it. */
+	fprintf(stderr, "mooncakectl: %s exists, unchanged (objects are immutable; to replace "
+		"it, remove it first: mooncakectl object rm KEY)\n", subj);
+	return CTL_EXISTS;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n, struct progress *pg)
+static int write_all(int fd, const uint8_t *p, size_t n, struct ctl_progress *pg)
 {
 	size_t done = 0;
 	while (n) {
@@ -226,7 +175,7 @@ static int write_all(int fd, const uint8_t *p, size_t n, struct progress *pg)
 		p += w;
 		n -= (size_t)w;
 		done += (size_t)w;
-		progress_bytes(pg, done);
+		ctl_progress_update(pg, done);
 	}
 	return 0;
 }
@@ -235,7 +184,7 @@ static int obj_get(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[2];
 	int np, r;
-	if ((r = ctl_args("object get", argc, argv, NULL, 0, pos, 1, 2, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 2, &np, "KEY")))
 		return r;
 	const char *out = np == 2 ? pos[1] : "-";
 	bool to_stdout = strcmp(out, "-") == 0;
@@ -248,35 +197,24 @@ static int obj_get(struct ctl *ctl, int argc, char **argv)
 		return r;
 	void *buf;
 	size_t len = 0;
-	struct progress pg;
-	/* The size is unknown until the get returns: a stage line while it
-	 * runs, erased afterwards unless the object was large. */
+	/* The network phase draws once the size is known (the first chunk). */
 	bool tty = ctl_progress_wanted(ctl);
-	char stage[MC_MAX_KEY_LEN + 64];
-	snprintf(stage, sizeof(stage), "fetching '%s'", pos[0]);
-	progress_start(&pg, tty, out, 0);
-	progress_stage(&pg, stage);
-	pg.on = false;
-	r = mc_get(c, pos[0], strlen(pos[0]), &buf, &len);
-	if (tty)
-		fputs("\r\033[K", stderr);
+	char label[MC_MAX_KEY_LEN + 16];
+	snprintf(label, sizeof(label), "fetching '%s'", pos[0]);
+	struct ctl_progress pg;
+	ctl_progress_start(&pg, tty, label, 0);
+	struct mc_get_opts go = { .sz = sizeof(go), .progress = ctl_progress_cb,
+				  .progress_ctx = &pg };
+	r = mc_get_with(c, pos[0], strlen(pos[0]), &go, &buf, &len);
+	ctl_progress_end(&pg);
 	if (r < 0)
 		return ctl_fail(subj, r);
-	if (tty && len >= PROGRESS_MIN) {
-		char sz[32];
-		pg.on = true;
-		snprintf(stage, sizeof(stage), "fetched '%s' (%s) in %.1fs", pos[0],
-			 ctl_fmt_size(len, sz, sizeof(sz)), since(&pg.start));
-		fprintf(stderr, "%s\n", stage);
-		pg.total = len;
-		pg.label = to_stdout ? "stdout" : out;
-	}
+	ctl_progress_start(&pg, tty && len >= CTL_PROGRESS_MIN, to_stdout ? "stdout" : out, len);
 	int fd = to_stdout ? 1 : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	int e = fd < 0 ? -errno : write_all(fd, buf, len, &pg);
 	if (fd > 1 && close(fd) < 0 && !e)
 		e = -errno;
-	if (pg.on)
-		fputc('\n', stderr);
+	ctl_progress_end(&pg);
 	mc_buf_free(buf);
 	if (e) {
 		fprintf(stderr, "mooncakectl: %s: %s\n", to_stdout ? "stdout" : out, strerror(-e));
@@ -326,7 +264,7 @@ static int obj_stat(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[1];
 	int np, r;
-	if ((r = ctl_args("object stat", argc, argv, NULL, 0, pos, 1, 1, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object stat: empty KEY");
@@ -380,7 +318,7 @@ static int obj_exist(struct ctl *ctl, int argc, char **argv)
 {
 	const char *pos[1];
 	int np, r;
-	if ((r = ctl_args("object exist", argc, argv, NULL, 0, pos, 1, 1, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object exist: empty KEY");
@@ -403,12 +341,58 @@ static int obj_exist(struct ctl *ctl, int argc, char **argv)
 	return ex ? CTL_OK : CTL_NOT_FOUND;
 }
 
+/*
+ * The refusal of a remove under a read lease, saying when the lease ends:
+ * the binary RPC's error carries no deadline, the REST object record
+ * (lease_deadline_ms, a read that grants no lease) does; without the REST
+ * API (not reachable in 2 s) the message gives the lease's length instead.
+ */
+static int rm_leased(struct ctl *ctl, const char *key, const char *subj)
+{
+	char *k = ctl_pct_encode(key, strlen(key));
+	const char *t = ctl->tenant ? ctl->tenant : "";
+	char *te = ctl_pct_encode(t, strlen(t)), *path = NULL;
+	if (k && te && asprintf(&path, "/api/v1/objects/%s%s%s", k, *t ? "?tenant=" : "", te) < 0)
+		path = NULL;
+	free(k);
+	free(te);
+	struct ctl_rest_reply rep = { 0 };
+	long tmo = ctl->timeout_ms > 0 && ctl->timeout_ms < 2000 ? ctl->timeout_ms : 2000;
+	int r = path ? ctl_rest_request(ctl, "GET", path, NULL, tmo, &rep) : -1;
+	free(path);
+	const json_t *dl = r == 0 && rep.status == 200 ? json_object_get(rep.body, "lease_deadline_ms")
+						       : NULL;
+	fprintf(stderr, "mooncakectl: %s: OBJECT_HAS_LEASE (", subj);
+	if (json_is_integer(dl)) {
+		int64_t ms = (int64_t)json_integer_value(dl);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		int64_t left = ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+		time_t at = (time_t)(ms / 1000);
+		struct tm tm;
+		char when[32] = "?", in[32];
+		if (localtime_r(&at, &tm))
+			strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		ctl_fmt_duration_ms(left > 0 ? (uint64_t)left : 0, in, sizeof(in));
+		fprintf(stderr, "a reader's lease runs until %s, %s from now", when, in);
+	} else if (dl && json_is_null(dl)) {
+		fprintf(stderr, "the read lease has just ended: retry");
+	} else {
+		fprintf(stderr, "a reader holds a read lease: every get, stat or exist grants one "
+			"for the master's lease_ttl_ms, 10 s by default");
+	}
+	fprintf(stderr, "); --force removes it anyway\n");
+	if (r == 0)
+		ctl_rest_reply_free(&rep);
+	return CTL_FAILED;
+}
+
 static int obj_rm(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_opt o[] = { { "--force", false, NULL } };
 	const char *pos[1];
 	int np, r;
-	if ((r = ctl_args("object rm", argc, argv, o, 1, pos, 1, 1, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, o, 1, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object rm: empty KEY");
@@ -417,7 +401,10 @@ static int obj_rm(struct ctl *ctl, int argc, char **argv)
 	struct mc_client *c;
 	if ((r = ctl_connect(ctl, &c)))
 		return r;
-	if ((r = mc_remove(c, pos[0], strlen(pos[0]), o[0].value != NULL)) < 0)
+	r = mc_remove(c, pos[0], strlen(pos[0]), o[0].value != NULL);
+	if (r == MC_ERR_OBJECT_HAS_LEASE)
+		return rm_leased(ctl, pos[0], subj);
+	if (r < 0)
 		return ctl_fail(subj, r);
 	if (ctl->json) {
 		json_t *j = json_object();
@@ -439,7 +426,7 @@ static int obj_pin_common(struct ctl *ctl, int argc, char **argv, bool pin)
 	const char *verb = pin ? "pin" : "unpin";
 	uint64_t ttl = 0;
 	int np, r;
-	if ((r = ctl_args(pin ? "object pin" : "object unpin", argc, argv, o, pin ? 1 : 0, pos, 1, 1, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, o, pin ? 1 : 0, pos, 1, 1, &np, "KEY")))
 		return r;
 	if (!*pos[0])
 		return ctl_usage("object %s: empty KEY", verb);
@@ -487,7 +474,7 @@ static int obj_ls(struct ctl *ctl, int argc, char **argv)
 	const char *pos[1];
 	int np, r;
 	uint64_t limit = 0;
-	if ((r = ctl_args("object ls", argc, argv, o, 3, pos, 0, 0, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, o, 3, pos, 0, 0, &np, "KEY")))
 		return r;
 	if (o[0].value && o[1].value)
 		return ctl_usage("object ls: --prefix and --regex exclude each other");
@@ -542,14 +529,38 @@ static int obj_ls(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_verb verbs[] = {
-	{ "put", "KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G]", obj_put },
-	{ "get", "KEY [FILE|-]", obj_get },
-	{ "stat", "KEY", obj_stat },
-	{ "exist", "KEY", obj_exist },
-	{ "rm", "KEY [--force]", obj_rm },
-	{ "ls", "[--prefix P | --regex R] [--limit N]", obj_ls },
-	{ "pin", "KEY --ttl MS", obj_pin },
-	{ "unpin", "KEY", obj_unpin },
+	{ "put", "KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G]",
+	  "Store FILE (or standard input) under KEY, unless KEY exists (exit 3).\n"
+	  "Objects are immutable: an existing object is left unchanged (\"exists,\n"
+	  "unchanged\"); to replace it, remove it first.\n"
+	  "  --replicas N   up to N replicas on distinct segments (default 1)\n"
+	  "  --pin-ttl MS   soft-pin the object for MS milliseconds\n"
+	  "  --hard-pin     never evict it\n"
+	  "  --group G      member of group G (evicted together, one read lease)",
+	  obj_put },
+	{ "get", "KEY [FILE|-]",
+	  "Read the object into FILE (default: standard output).", obj_get },
+	{ "stat", "KEY", "Size, checksum and replicas of the object (takes a read lease).",
+	  obj_stat },
+	{ "exist", "KEY", "Exit 0 if the object exists, 4 if not (takes a read lease).",
+	  obj_exist },
+	{ "rm", "KEY [--force]",
+	  "Remove the object (refused under a read lease, unless --force).\n"
+	  "Every get, stat or exist grants a read lease, for the master's lease_ttl_ms\n"
+	  "(10 s by default); the refusal says when it ends.\n"
+	  "  --force        remove it even under a read lease",
+	  obj_rm },
+	{ "ls", "[--prefix P | --regex R] [--limit N]",
+	  "List keys.\n"
+	  "  --prefix P     only keys starting with P\n"
+	  "  --regex R      only keys matching the POSIX extended regular expression R\n"
+	  "  --limit N      at most N keys",
+	  obj_ls },
+	{ "pin", "KEY --ttl MS",
+	  "Soft-pin the object: evicted only after unpinned objects, for MS milliseconds.\n"
+	  "  --ttl MS       how long (1 .. the master's maximum, 24 h by default)",
+	  obj_pin },
+	{ "unpin", "KEY", "Drop the object's soft pin.", obj_unpin },
 };
 
 int ctl_object(struct ctl *ctl, int argc, char **argv)

@@ -271,34 +271,31 @@ static void wait_for(struct mctrace *t, const struct mctrace_maps *m, double sec
 	}
 }
 
-int ctl_trace(struct ctl *ctl, int argc, char **argv)
+/* trace lease|evict|transfer: argv[0] is the view. */
+static int trace_view(struct ctl *ctl, int argc, char **argv)
 {
+	struct ctl_opt opt[] = { { "--duration", true, NULL }, { "--pin-path", true, NULL } };
 	const char *pin = getenv("MOONCAKE_TRACE_PINS");
+	const char *what = argv[0];
 	double duration = -1;
+	int np, r;
+	if ((r = ctl_args(ctl, argc, argv, opt, 2, NULL, 0, 0, &np, NULL)))
+		return r;
 	if (!pin || !*pin)
 		pin = MCTRACE_DEFAULT_PIN_PATH;
-	if (argc < 2)
-		return ctl_usage("trace: lease | evict | transfer [--duration S] [--pin-path DIR]");
-	const char *what = argv[1];
-	if (strcmp(what, "lease") && strcmp(what, "evict") && strcmp(what, "transfer"))
-		return ctl_usage("trace: unknown view '%s' (lease, evict or transfer)", what);
-	for (int i = 2; i < argc; i++) {
+	if (opt[0].value) {
 		char *end;
-		if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
-			duration = strtod(argv[++i], &end);
-			if (*end || !(duration >= 0 && duration <= 86400))
-				return ctl_usage("trace: bad duration '%s' (seconds, 0..86400)", argv[i]);
-		} else if (!strcmp(argv[i], "--pin-path") && i + 1 < argc) {
-			pin = argv[++i];
-		} else {
-			return ctl_usage("trace: unexpected argument '%s'", argv[i]);
-		}
+		duration = strtod(opt[0].value, &end);
+		if (!*opt[0].value || *end || !(duration >= 0 && duration <= 86400))
+			return ctl_usage("trace: bad duration '%s' (seconds, 0..86400)", opt[0].value);
 	}
+	if (opt[1].value)
+		pin = opt[1].value;
 
 	struct mctrace_maps own, *m = &own;
 	struct mctrace *t = NULL;
 	char err[512], priv[64];
-	int r = mctrace_maps_open(pin, &own);
+	r = mctrace_maps_open(pin, &own);
 	if (r < 0) {
 		/* No tracer: be one for a while. */
 		snprintf(priv, sizeof(priv), "/sys/fs/bpf/mooncakectl-%d", (int)getpid());
@@ -355,4 +352,26 @@ int ctl_trace(struct ctl *ctl, int argc, char **argv)
 	else
 		mctrace_maps_close(&own);
 	return CTL_OK;
+}
+
+#define TRACE_OPTS \
+	"  --duration S   what happens during the next S seconds (default: the totals\n" \
+	"                 since the tracer started; 5 s without a running tracer)\n" \
+	"  --pin-path DIR where mooncake-trace pinned its maps (default\n" \
+	"                 /sys/fs/bpf/mooncake, env MOONCAKE_TRACE_PINS)"
+
+static const struct ctl_verb trace_verbs[] = {
+	{ "lease", "[--duration S] [--pin-path DIR]",
+	  "Read leases granted, extended and expired, and how long they were held.\n" TRACE_OPTS, trace_view },
+	{ "evict", "[--duration S] [--pin-path DIR]",
+	  "Evictions by reason, and the latest ones.\n" TRACE_OPTS, trace_view },
+	{ "transfer", "[--duration S] [--pin-path DIR]",
+	  "Transfers by side, op and transport, their latency, slow and failed ones.\n" TRACE_OPTS,
+	  trace_view },
+};
+
+int ctl_trace(struct ctl *ctl, int argc, char **argv)
+{
+	return ctl_dispatch(ctl, "trace", trace_verbs, sizeof(trace_verbs) / sizeof(trace_verbs[0]),
+			    argc, argv);
 }

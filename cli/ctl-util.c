@@ -230,16 +230,38 @@ void ctl_table_free(struct ctl_table *t)
 
 /* ---- progress ----------------------------------------------------------------- */
 
-char *ctl_progress_line(char *buf, size_t cap, const char *label, uint64_t done,
-			uint64_t total, unsigned width)
+/* "0:00:03", "12:34:56" (h:mm:ss, as rsync prints its ETA). */
+static void fmt_hms(uint64_t s, char *buf, size_t cap)
 {
-	char d[32], tt[32];
+	snprintf(buf, cap, "%llu:%02u:%02u", (unsigned long long)(s / 3600),
+		 (unsigned)(s / 60 % 60), (unsigned)(s % 60));
+}
+
+char *ctl_progress_line(char *buf, size_t cap, const char *label, uint64_t done,
+			uint64_t total, uint64_t elapsed_ms, unsigned width)
+{
+	char d[32], tt[32], rate[40] = "--", eta[40] = "--:--:--";
 	if (total && done > total)
 		done = total;
 	ctl_fmt_size(done, d, sizeof(d));
+	double bps = 0;
+	if (elapsed_ms && done) {
+		bps = (double)done * 1000.0 / (double)elapsed_ms;
+		ctl_fmt_size((uint64_t)bps, rate, sizeof(rate));
+	}
 	if (!total) {
-		snprintf(buf, cap, "%s  %s", label, d);
+		snprintf(buf, cap, "%s  %s  %s/s", label, d, rate);
 		return buf;
+	}
+	if (done == total) {
+		snprintf(eta, sizeof(eta), "in ");
+		ctl_fmt_duration_ms(elapsed_ms, eta + 3, sizeof(eta) - 3);
+	} else if (bps > 0) {
+		char hms[32];
+		fmt_hms((uint64_t)((double)(total - done) / bps + 0.5), hms, sizeof(hms));
+		snprintf(eta, sizeof(eta), "ETA %s", hms);
+	} else {
+		snprintf(eta, sizeof(eta), "ETA --:--:--");
 	}
 	if (width < 4)
 		width = 4;
@@ -251,7 +273,53 @@ char *ctl_progress_line(char *buf, size_t cap, const char *label, uint64_t done,
 	memset(bar + fill, '.', width - fill);
 	bar[width] = 0;
 	unsigned pct = (unsigned)((long double)done * 100 / total);
-	snprintf(buf, cap, "%s  [%s] %3u%%  %s / %s", label, bar, pct, d,
-		 ctl_fmt_size(total, tt, sizeof(tt)));
+	snprintf(buf, cap, "%s  [%s] %3u%%  %s / %s  %s/s  %s", label, bar, pct, d,
+		 ctl_fmt_size(total, tt, sizeof(tt)), rate, eta);
 	return buf;
+}
+
+/* ---- segment names ------------------------------------------------------------- */
+
+static bool is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+bool ctl_is_segment_id(const char *s)
+{
+	size_t n = 0;
+	while (s[n] && is_hex(s[n]))
+		n++;
+	return n == 32 && !s[n];
+}
+
+size_t ctl_match_segment(const char *arg, const char *const *ids, const char *const *names,
+			 size_t n, size_t *out, size_t cap)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (names[i] && strcmp(names[i], arg) == 0) {
+			if (m < cap)
+				out[m] = i;
+			m++;
+		}
+	size_t len = strlen(arg);
+	if (m || len < 4 || len > 32)
+		return m;
+	for (size_t k = 0; k < len; k++)
+		if (!is_hex(arg[k]))
+			return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!ids[i] || strlen(ids[i]) < len)
+			continue;
+		size_t k = 0;
+		while (k < len && (arg[k] | 0x20) == (ids[i][k] | 0x20))
+			k++;
+		if (k == len) {
+			if (m < cap)
+				out[m] = i;
+			m++;
+		}
+	}
+	return m;
 }

@@ -1,7 +1,8 @@
 /*
  * ctl-util.h - the pure helpers of mooncakectl (no I/O to the cluster, no
  * libcurl, no jansson): percent-encoding, sizes, durations, aligned tables,
- * the progress line and the HTTP status -> exit code mapping.  Unit-tested
+ * the progress line, segment name matching and the HTTP status -> exit
+ * code mapping.  Unit-tested
  * by tests/unit/test-ctl-util.c.
  */
 #ifndef MC_CLI_CTL_UTIL_H
@@ -75,12 +76,30 @@ void ctl_table_free(struct ctl_table *t);
 /* ---- progress ----------------------------------------------------------------- */
 
 /*
- * One progress line (no newline) into buf:
- *   "reading data.bin  [#########.......]  45%  12.0 MiB / 26.5 MiB"
- * total 0 means unknown: "reading -  12.0 MiB".  width is the bar's width
- * in characters (>= 4).  Returns buf.
+ * One progress line (no newline) into buf, elapsed_ms after the start:
+ *   "data.bin  [#########.......]  45%  12.0 MiB / 26.5 MiB  8.0 MiB/s  ETA 0:00:02"
+ * and once done reaches total "...  100%  26.5 MiB / 26.5 MiB  8.0 MiB/s  in 3.3s".
+ * The rate is the average since the start ("--" before 1 ms or a byte);
+ * the ETA is what is left at that rate ("--:--:--" while unknown).  total 0
+ * means unknown: "stdin  12.0 MiB  8.0 MiB/s".  width is the bar's width in
+ * characters (4..200).  Returns buf.
  */
 char *ctl_progress_line(char *buf, size_t cap, const char *label, uint64_t done,
-			uint64_t total, unsigned width);
+			uint64_t total, uint64_t elapsed_ms, unsigned width);
+
+/* ---- segment names --------------------------------------------------------- */
+
+/* Whether s is a whole segment id: 32 hex digits. */
+bool ctl_is_segment_id(const char *s);
+
+/*
+ * Which of n segments arg designates, as git resolves an abbreviated
+ * object name: those named arg (names[i], NULL for none), else, when arg
+ * is 4 to 32 hex digits (any case), those whose id (ids[i], lowercase hex)
+ * starts with it.  Stores the first cap matching indexes in out and
+ * returns how many segments matched (0: none; more than 1: ambiguous).
+ */
+size_t ctl_match_segment(const char *arg, const char *const *ids, const char *const *names,
+			 size_t n, size_t *out, size_t cap);
 
 #endif

@@ -4,13 +4,20 @@
  *   mooncakectl [--master URL] [--rpc HOST:PORT] [--tenant T] [--token-file F]
  *               [--timeout MS] [-o table|json | -j] GROUP VERB ...
  *
+ * The command line is parsed with getopt_long: the global options may come
+ * anywhere (before the group, between group and verb, among the verb's
+ * arguments), every group and verb answers -h/--help, --version prints the
+ * versions.
+ *
  * Data commands (object ...) go through libmooncake to the master's binary
  * RPC (--rpc, MOONCAKE_RPC, default 127.0.0.1:50051).  The admin groups
  * (status, segment, client, tenant, evict, snapshot) use the master's REST
  * API (--master, MOONCAKE_MASTER, default http://127.0.0.1:9003; see
  * docs/rest-api.md and cli/ctl-rest.c).  `trace` runs the BPF tracer
- * (cli/ctl-trace.c).  Exit status: 0 ok, 1 failed, 2 usage, 4 not found.
+ * (cli/ctl-trace.c).  Exit status: 0 ok, 1 failed, 2 usage, 3 the object
+ * exists (put), 4 not found.
  */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +36,7 @@ static void usage(FILE *f)
 		"usage: mooncakectl [OPTIONS] COMMAND ...\n"
 		"\n"
 		"  status\n"
-		"  segment list | show ID | drain ID [--grace MS] | unmount ID\n"
+		"  segment list | show SEGMENT | drain SEGMENT [--grace MS] | unmount SEGMENT\n"
 		"  client list\n"
 		"  object put KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G]\n"
 		"  object get KEY [FILE|-]\n"
@@ -41,18 +48,22 @@ static void usage(FILE *f)
 		"  snapshot list | create\n"
 		"  trace lease | evict | transfer [--duration S] [--pin-path DIR]\n"
 		"  version\n"
+		"  help [COMMAND [VERB]]\n"
 		"\n"
-		"Options:\n"
+		"A SEGMENT is its id, a unique prefix of it (4 hex digits at least) or its name.\n"
+		"\n"
+		"Options (anywhere on the line):\n"
 		"  --master URL       admin HTTP API (env MOONCAKE_MASTER, default %s)\n"
 		"  --rpc HOST:PORT    binary RPC, for object (env MOONCAKE_RPC, default %s)\n"
 		"  --tenant T         tenant of object commands (default: the default tenant)\n"
 		"  --token-file F     bearer token for changes (env MOONCAKE_TOKEN_FILE)\n"
 		"  --timeout MS       per request (default 10000)\n"
 		"  -o table|json, -j  output format (JSON: the server's reply)\n"
-		"  -h, --help         this text\n"
+		"  -h, --help         this text; after a command, that command's usage\n"
+		"  --version          the versions of mooncakectl and libmooncake\n"
 		"\n"
-		"Exit status: 0 ok, 1 failed operation, 2 usage error, 4 not found.\n"
-		"See mooncakectl(1).\n",
+		"Exit status: 0 ok, 1 failed operation, 2 usage error, 3 object exists (put),\n"
+		"4 not found.  See mooncakectl(1).\n",
 		CTL_DEFAULT_MASTER, CTL_DEFAULT_RPC);
 }
 
@@ -110,9 +121,15 @@ int ctl_connect(struct ctl *ctl, struct mc_client **ret)
 	return 0;
 }
 
+/*
+ * 15 significant digits (DBL_DIG): every decimal of 15 digits or fewer,
+ * as the master writes its numbers (12), parses to a double that prints
+ * back as the same decimal, so 0.9 stays 0.9 (jansson's default of 17
+ * prints 0.90000000000000002).
+ */
 void ctl_json_print(json_t *v)
 {
-	char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
 	if (s)
 		puts(s);
 	free(s);
@@ -152,51 +169,188 @@ void ctl_print_key(FILE *f, const void *key, size_t len)
 	}
 }
 
-bool ctl_progress_wanted(const struct ctl *ctl)
+/* ---- the command line ---------------------------------------------------------------- */
+
+enum {
+	OPT_MASTER = 0x100,
+	OPT_RPC,
+	OPT_TENANT,
+	OPT_TOKEN_FILE,
+	OPT_TIMEOUT,
+	OPT_VERSION,
+	OPT_VERB = 0x200,	/* + the index of a verb's option */
+	OPT_HELP_SEEN = -2,	/* parse(): -h or --help */
+};
+
+#define MAX_VERB_OPTS 16
+
+/* The global options, accepted anywhere on the line. */
+static const struct option global_opts[] = {
+	{ "master", required_argument, NULL, OPT_MASTER },
+	{ "rpc", required_argument, NULL, OPT_RPC },
+	{ "tenant", required_argument, NULL, OPT_TENANT },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "output", required_argument, NULL, 'o' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+};
+
+static int print_version(void)
 {
-	return !ctl->json && isatty(2);
+	printf("mooncakectl %s (libmooncake %s)\n", MC_VERSION_STRING, mc_version_string());
+	return CTL_DONE;
 }
 
-/* ---- verb arguments ---------------------------------------------------------------- */
+static int apply_global(struct ctl *ctl, int c, const char *v)
+{
+	uint64_t tmo;
+	switch (c) {
+	case OPT_MASTER:
+		if (!*v)
+			return ctl_usage("--master needs a URL");
+		ctl->master = v;
+		break;
+	case OPT_RPC: ctl->rpc = v; break;
+	case OPT_TENANT: ctl->tenant = v; break;
+	case OPT_TOKEN_FILE: ctl->token_file = v; break;
+	case OPT_TIMEOUT:
+		if (ctl_parse_u64(v, 3600000, &tmo) < 0 || tmo == 0)
+			return ctl_usage("bad value '%s' for --timeout (1..3600000 ms)", v);
+		ctl->timeout_ms = (long)tmo;
+		break;
+	case 'j': ctl->json = true; break;
+	case 'o':
+		if (strcmp(v, "json") == 0)
+			ctl->json = true;
+		else if (strcmp(v, "table") == 0)
+			ctl->json = false;
+		else
+			return ctl_usage("bad output format '%s' (table or json)", v);
+		break;
+	}
+	return 0;
+}
 
-int ctl_args(const char *cmd, int argc, char **argv, struct ctl_opt *opts, size_t nopts,
+/*
+ * The message for what getopt_long refused (c is '?' or ':'); CTL_USAGE.
+ * glibc sets optopt to 0 for an unknown or ambiguous long option, to the
+ * option's val for a long option given a value it does not take, and to
+ * the character for a short option.
+ */
+static int bad_option(const char *cmd, int c, char **argv, const struct option *lo)
+{
+	const char *pre = cmd ? cmd : "", *sep = cmd ? ": " : "";
+	const char *a = argv[optind - 1];
+	bool is_long = strncmp(a, "--", 2) == 0 && (optopt == 0 || optopt == 'j' ||
+						   optopt == 'h' || optopt == 'o' ||
+						   optopt >= OPT_MASTER);
+	if (!is_long)
+		return ctl_usage(c == ':' ? "%s%soption '-%c' needs a value" :
+			"%s%sunknown option '-%c'", pre, sep, optopt);
+	int nl = (int)strcspn(a, "=");
+	if (c == ':')
+		return ctl_usage("%s%soption '%.*s' needs a value", pre, sep, nl, a);
+	if (optopt)
+		return ctl_usage("%s%soption '%.*s' takes no value", pre, sep, nl, a);
+	/* Unknown, or an abbreviation of several. */
+	char cands[256] = "";
+	size_t m = 0, len = 0;
+	for (const struct option *o = lo; o->name; o++) {
+		if (strncmp(o->name, a + 2, (size_t)nl - 2) != 0 ||
+		    len + strlen(o->name) + 5 >= sizeof(cands))
+			continue;
+		len += (size_t)snprintf(cands + len, sizeof(cands) - len, "%s--%s", m++ ? ", " : "",
+					o->name);
+	}
+	if (m > 1)
+		return ctl_usage("%s%sambiguous option '%.*s' (%s)", pre, sep, nl, a, cands);
+	return ctl_usage("%s%sunknown option '%.*s'", pre, sep, nl, a);
+}
+
+/*
+ * Parses argv[1..argc) with getopt_long: the global options (applied to
+ * ctl) and the nopts options of a verb.  stop: ends at the first word that
+ * is not an option (a group or a verb), its index in *nwords (argc: none);
+ * else the words go to pos[] (at most maxpos), their count in *nwords.
+ * Returns 0, CTL_USAGE (message printed), OPT_HELP_SEEN, or CTL_DONE
+ * (--version printed).  cmd names the command in messages (NULL: none).
+ */
+static int parse(struct ctl *ctl, const char *cmd, int argc, char **argv, struct ctl_opt *opts,
+		 size_t nopts, const char **pos, int maxpos, int *nwords, bool stop)
+{
+	struct option lo[N(global_opts) + MAX_VERB_OPTS + 1];
+	size_t n = N(global_opts);
+	memcpy(lo, global_opts, sizeof(global_opts));
+	for (size_t k = 0; k < nopts && k < MAX_VERB_OPTS; k++)
+		lo[n++] = (struct option){ opts[k].name + 2,
+					   opts[k].has_value ? required_argument : no_argument,
+					   NULL, OPT_VERB + (int)k };
+	lo[n] = (struct option){ 0 };
+	/* '+': stop at the first word; '-': words come back in order as 1
+	 * (permutation that POSIXLY_CORRECT cannot turn off); ':': no messages
+	 * of getopt's own, ':' for a missing value. */
+	const char *shorts = stop ? "+:hjo:" : "-:hjo:";
+	int c, np = 0;
+	optind = 0;   /* a fresh scan (glibc) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		int r = 0;
+		if (c == 1) {
+			if (np == maxpos)
+				return ctl_usage("%s: unexpected argument '%s'", cmd, optarg);
+			pos[np++] = optarg;
+		} else if (c == 'h') {
+			return OPT_HELP_SEEN;
+		} else if (c == OPT_VERSION) {
+			return print_version();
+		} else if (c == '?' || c == ':') {
+			return bad_option(cmd, c, argv, lo);
+		} else if (c >= OPT_VERB) {
+			opts[c - OPT_VERB].value = optarg ? optarg : "";
+		} else if ((r = apply_global(ctl, c, optarg))) {
+			return r;
+		}
+	}
+	if (stop) {
+		*nwords = optind;
+		return 0;
+	}
+	for (; optind < argc; optind++) {   /* after "--" */
+		if (np == maxpos)
+			return ctl_usage("%s: unexpected argument '%s'", cmd, argv[optind]);
+		pos[np++] = argv[optind];
+	}
+	*nwords = np;
+	return 0;
+}
+
+static const char global_hint[] =
+	"Global options, accepted anywhere: --master URL, --rpc HOST:PORT, --tenant T,\n"
+	"--token-file F, --timeout MS, -o table|json, -j (see mooncakectl --help).\n";
+
+/* "usage: mooncakectl [OPTIONS] object put KEY ...", its help, the global options. */
+static void verb_usage(FILE *f, const char *cmd, const struct ctl_verb *v)
+{
+	fprintf(f, "usage: mooncakectl [OPTIONS] %s%s%s\n", cmd, v && *v->usage ? " " : "",
+		v ? v->usage : "");
+	if (v && v->help && *v->help)
+		fprintf(f, "\n%s\n", v->help);
+	fprintf(f, "\n%s", global_hint);
+}
+
+int ctl_args(struct ctl *ctl, int argc, char **argv, struct ctl_opt *opts, size_t nopts,
 	     const char **pos, int minpos, int maxpos, int *npos, const char *missing)
 {
-	bool dashdash = false;
-	*npos = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!dashdash && strcmp(a, "--") == 0) {
-			dashdash = true;
-			continue;
-		}
-		if (!dashdash && a[0] == '-' && a[1]) {
-			size_t k;
-			const char *eq = strchr(a, '=');
-			size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-			for (k = 0; k < nopts; k++)
-				if (strlen(opts[k].name) == nl && strncmp(a, opts[k].name, nl) == 0)
-					break;
-			if (k == nopts)
-				return ctl_usage("%s: unknown option '%s'", cmd, a);
-			if (!opts[k].has_value) {
-				if (eq)
-					return ctl_usage("%s: option '%s' takes no value", cmd,
-							 opts[k].name);
-				opts[k].value = "";
-			} else if (eq) {
-				opts[k].value = eq + 1;
-			} else if (i + 1 < argc) {
-				opts[k].value = argv[++i];
-			} else {
-				return ctl_usage("%s: option '%s' needs a value", cmd, a);
-			}
-			continue;
-		}
-		if (*npos == maxpos)
-			return ctl_usage("%s: unexpected argument '%s'", cmd, a);
-		pos[(*npos)++] = a;
+	const char *cmd = ctl->cmd ? ctl->cmd : argv[0];
+	int r = parse(ctl, cmd, argc, argv, opts, nopts, pos, maxpos, npos, false);
+	if (r == OPT_HELP_SEEN) {
+		verb_usage(stdout, cmd, ctl->verb);
+		return CTL_DONE;
 	}
+	if (r)
+		return r;
 	if (*npos < minpos)
 		return ctl_usage("%s: missing %s", cmd, *npos == 0 && missing ? missing : "argument");
 	return 0;
@@ -209,20 +363,43 @@ int ctl_arg_u64(const char *cmd, const char *name, const char *v, uint64_t max, 
 	return 0;
 }
 
+/* The verbs of a group: the usage line of each, with its summary when long. */
+static void group_usage(FILE *f, const char *group, const struct ctl_verb *verbs, size_t n,
+			bool long_form)
+{
+	fprintf(f, "usage:\n");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "  mooncakectl %s %s%s%s\n", group, verbs[i].name,
+			*verbs[i].usage ? " " : "", verbs[i].usage);
+		if (long_form && verbs[i].help)
+			fprintf(f, "      %.*s\n", (int)strcspn(verbs[i].help, "\n"), verbs[i].help);
+	}
+	if (long_form)
+		fprintf(f, "\nmooncakectl %s VERB --help: a verb's options.\n%s", group, global_hint);
+}
+
 int ctl_dispatch(struct ctl *ctl, const char *group, const struct ctl_verb *verbs, size_t n,
 		 int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage:\n");
-		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, "  mooncakectl %s %s%s%s\n", group, verbs[i].name,
-				*verbs[i].usage ? " " : "", verbs[i].usage);
+	int w, r = parse(ctl, group, argc, argv, NULL, 0, NULL, 0, &w, true);
+	if (r == OPT_HELP_SEEN) {
+		group_usage(stdout, group, verbs, n, true);
+		return CTL_DONE;
+	}
+	if (r)
+		return r;
+	if (w >= argc) {
+		group_usage(stderr, group, verbs, n, false);
 		return CTL_USAGE;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(argv[1], verbs[i].name) == 0)
-			return verbs[i].run(ctl, argc - 1, argv + 1);
-	return ctl_usage("%s: unknown verb '%s'", group, argv[1]);
+		if (strcmp(argv[w], verbs[i].name) == 0) {
+			snprintf(ctl->cmdbuf, sizeof(ctl->cmdbuf), "%s %s", group, verbs[i].name);
+			ctl->cmd = ctl->cmdbuf;
+			ctl->verb = &verbs[i];
+			return verbs[i].run(ctl, argc - w, argv + w);
+		}
+	return ctl_usage("%s: unknown verb '%s'", group, argv[w]);
 }
 
 /* ---- version, trace ---------------------------------------------------------------- */
@@ -230,7 +407,7 @@ int ctl_dispatch(struct ctl *ctl, const char *group, const struct ctl_verb *verb
 static int cmd_version(struct ctl *ctl, int argc, char **argv)
 {
 	int np, r;
-	if ((r = ctl_args("version", argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
 	/* The master's version if it answers quickly; its absence is no failure. */
 	struct ctl_rest_reply rep;
@@ -260,27 +437,59 @@ static int cmd_version(struct ctl *ctl, int argc, char **argv)
 	return CTL_OK;
 }
 
-static int cmd_help(struct ctl *ctl, int argc, char **argv)
-{
-	usage(stdout);
-	return CTL_OK;
-}
+static int cmd_help(struct ctl *ctl, int argc, char **argv);
 
-/* The groups: one line each. */
+/* The groups: one line each (groups with verbs list them in their own table). */
 static const struct ctl_verb groups[] = {
-	{ "status", "", ctl_status },
-	{ "segment", "list | show ID | drain ID [--grace MS] | unmount ID", ctl_segment },
-	{ "client", "list", ctl_client },
-	{ "object", "put | get | stat | exist | rm | ls | pin | unpin", ctl_object },
-	{ "tenant", "list | quota TENANT [BYTES]", ctl_tenant },
-	{ "evict", "[--ratio R]", ctl_evict },
-	{ "snapshot", "list | create", ctl_snapshot },
-	{ "trace", "lease | evict | transfer [--duration S] [--pin-path DIR]", ctl_trace },
-	{ "version", "", cmd_version },
-	{ "help", "", cmd_help },
+	{ "status", "",
+	  "Capacity, used bytes and ratio, objects, segments, clients, tenants, evictions,\n"
+	  "watermarks, lease TTL, uptime and role of the master.", ctl_status },
+	{ "segment", "list | show SEGMENT | drain SEGMENT [--grace MS] | unmount SEGMENT", NULL,
+	  ctl_segment },
+	{ "client", "list", NULL, ctl_client },
+	{ "object", "put | get | stat | exist | rm | ls | pin | unpin", NULL, ctl_object },
+	{ "tenant", "list | quota TENANT [BYTES]", NULL, ctl_tenant },
+	{ "evict", "[--ratio R]",
+	  "Evict now, until the used ratio is R.\n"
+	  "  --ratio R      0 <= R < 1 (default: the master's low watermark)", ctl_evict },
+	{ "snapshot", "list | create", NULL, ctl_snapshot },
+	{ "trace", "lease | evict | transfer [--duration S] [--pin-path DIR]", NULL, ctl_trace },
+	{ "version", "",
+	  "The versions of mooncakectl and libmooncake, and of the master when its\n"
+	  "/health answers (an unreachable master is reported, not an error).", cmd_version },
+	{ "help", "[COMMAND [VERB]]", "The usage of every command, or of one.", cmd_help },
 };
 
-/* ---- global options ---------------------------------------------------------------- */
+/* Runs the group named argv[0] (its usage for an unknown one); -1: no such group. */
+static int run_group(struct ctl *ctl, int argc, char **argv)
+{
+	for (size_t k = 0; k < N(groups); k++)
+		if (strcmp(argv[0], groups[k].name) == 0) {
+			ctl->cmd = groups[k].name;
+			ctl->verb = &groups[k];
+			return groups[k].run(ctl, argc, argv);
+		}
+	return -1;
+}
+
+/* help [COMMAND [VERB]]: the usage of all, or COMMAND [VERB] --help. */
+static int cmd_help(struct ctl *ctl, int argc, char **argv)
+{
+	const char *pos[2];
+	int np, r;
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 0, 2, &np, NULL)))
+		return r;
+	if (np == 0) {
+		usage(stdout);
+		return CTL_OK;
+	}
+	char help[] = "--help";
+	char *av[] = { (char *)pos[0], np > 1 ? (char *)pos[1] : help, np > 1 ? help : NULL, NULL };
+	r = run_group(ctl, np + 1, av);
+	return r >= 0 ? r : ctl_usage("help: unknown command '%s'", pos[0]);
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
 
 static const char *env_or(const char *name, const char *dflt)
 {
@@ -296,83 +505,20 @@ int main(int argc, char **argv)
 		.token_file = env_or("MOONCAKE_TOKEN_FILE", NULL),
 		.timeout_ms = 10000,
 	};
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = NULL;
-		if (a[0] != '-' || strcmp(a, "-") == 0)
-			break;
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			return CTL_OK;
-		}
-		if (strcmp(a, "-j") == 0 || strcmp(a, "--json") == 0) {
-			ctl.json = true;
-			continue;
-		}
-		/* Options with a value: --opt=V or --opt V (and -o V, -oV). */
-		static const char *const names[] = { "--rpc", "--tenant", "--output", "-o",
-						     "--master", "--token-file", "--timeout" };
-		size_t k, nl = 0;
-		for (k = 0; k < N(names); k++) {
-			nl = strlen(names[k]);
-			if (strncmp(a, names[k], nl) == 0 && (a[nl] == 0 || a[nl] == '=' ||
-							    (k == 3 && a[nl])))
-				break;
-		}
-		if (k == N(names))
-			return ctl_usage("unknown option '%s'", a);
-		if (a[nl] == '=')
-			v = a + nl + 1;
-		else if (a[nl])
-			v = a + nl;
-		else if (i + 1 < argc)
-			v = argv[++i];
-		else
-			return ctl_usage("option '%s' needs a value", a);
-		uint64_t tmo;
-		switch (k) {
-		case 0: ctl.rpc = v; break;
-		case 1: ctl.tenant = v; break;
-		case 2:
-		case 3:
-			if (strcmp(v, "json") == 0)
-				ctl.json = true;
-			else if (strcmp(v, "table") == 0)
-				ctl.json = false;
-			else
-				return ctl_usage("bad output format '%s' (table or json)", v);
-			break;
-		case 4:
-			if (!*v)
-				return ctl_usage("--master needs a URL");
-			ctl.master = v;
-			break;
-		case 5: ctl.token_file = v; break;
-		default:
-			if (ctl_parse_u64(v, 3600000, &tmo) < 0 || tmo == 0)
-				return ctl_usage("bad value '%s' for --timeout (1..3600000 ms)", v);
-			ctl.timeout_ms = (long)tmo;
-			break;
-		}
-	}
-	if (i >= argc) {
+	int w, rc = parse(&ctl, NULL, argc, argv, NULL, 0, NULL, 0, &w, true);
+	if (rc == OPT_HELP_SEEN) {
+		usage(stdout);
+		rc = CTL_DONE;
+	} else if (rc == 0 && w >= argc) {
 		usage(stderr);
-		return CTL_USAGE;
+		rc = CTL_USAGE;
+	} else if (rc == 0) {
+		rc = run_group(&ctl, argc - w, argv + w);
+		if (rc < 0)
+			rc = ctl_usage("unknown command '%s'", argv[w]);
 	}
-	const char *group = argv[i];
-	int rc = -1;
-	for (size_t k = 0; k < N(groups); k++)
-		if (strcmp(group, groups[k].name) == 0) {
-			rc = groups[k].run(&ctl, argc - i, argv + i);
-			break;
-		}
-	if (rc < 0)
-		rc = ctl_usage("unknown command '%s'", group);
+	if (rc == CTL_DONE)
+		rc = CTL_OK;
 	mc_client_free(ctl.client);
 	ctl_rest_cleanup(&ctl);
 	if (fflush(stdout) != 0 && rc == CTL_OK) {

@@ -88,6 +88,18 @@ MC_API void mc_client_free(struct mc_client *c);
 
 #define MC_MAX_PREFERRED_SEGMENTS 16u
 
+/*
+ * Progress of one put or get: done of total bytes have reached their
+ * destination.  Called by the thread doing the transfer after each chunk
+ * (16 MiB over TCP, 256 KiB through shared memory), never for metadata
+ * calls; it runs on the data path, so keep it cheap (no I/O; a terminal
+ * bar should redraw from it at most a few times a second).  For a put
+ * total is len x the replicas placed, written one after the other; for a
+ * get total is the object's size, and done starts again from 0 when a
+ * failed read moves to another replica.
+ */
+typedef void mc_progress_fn(void *ctx, uint64_t done, uint64_t total);
+
 struct mc_put_opts {
 	size_t sz;		/* sizeof(struct mc_put_opts) */
 	unsigned replicas;	/* 1..MC_MAX_REPLICAS; 0: 1.  Best effort: the master places
@@ -98,15 +110,22 @@ struct mc_put_opts {
 	unsigned n_preferred;	/* <= MC_MAX_PREFERRED_SEGMENTS */
 	const char *group;	/* group id (<= 256 bytes) or NULL: members share one read
 				   lease and are evicted all together or not at all */
+	bool exclusive;		/* an existing key is OBJECT_ALREADY_EXISTS (nothing is
+				   written); false: success, as in the original */
+	mc_progress_fn *progress; /* called per chunk written, or NULL */
+	void *progress_ctx;
 };
 
 /*
  * Stores len bytes (len >= 1) under key.  Objects are immutable: if key
- * already exists the call succeeds without writing (as in the original,
- * OBJECT_ALREADY_EXISTS counts as success).  On a failed replica write the
- * put is revoked and the write's error returned.  opts may be NULL.
+ * already exists (or another put of it is in progress) nothing is written,
+ * and the call returns 0 as in the original, or OBJECT_ALREADY_EXISTS with
+ * opts->exclusive.  There is no overwrite: remove the object first (the
+ * master has no atomic replace).  On a failed replica write the put is
+ * revoked and the write's error returned.  opts may be NULL.
  * Errors: INVALID_PARAMS, NO_AVAILABLE_HANDLE (no space), TENANT_QUOTA_EXCEEDED,
- * TRANSFER_FAIL / RPC_FAIL / RPC_TIMEOUT, SEGMENT_NOT_FOUND, TOO_LARGE, ...
+ * TRANSFER_FAIL / RPC_FAIL / RPC_TIMEOUT, SEGMENT_NOT_FOUND, TOO_LARGE,
+ * OBJECT_ALREADY_EXISTS (exclusive only), ...
  */
 MC_API int mc_put(struct mc_client *c, const void *key, size_t klen, const void *buf, size_t len,
 		  const struct mc_put_opts *opts);
@@ -129,7 +148,17 @@ MC_API int mc_put_from(struct mc_client *c, const void *key, size_t klen, const 
  */
 MC_API int mc_get(struct mc_client *c, const void *key, size_t klen, void **buf, size_t *len);
 
-/* Frees a buffer returned by mc_get().  NULL is a no-op. */
+struct mc_get_opts {
+	size_t sz;		/* sizeof(struct mc_get_opts) */
+	mc_progress_fn *progress; /* called per chunk read, or NULL */
+	void *progress_ctx;
+};
+
+/* mc_get() with options (NULL: the defaults, i.e. mc_get()). */
+MC_API int mc_get_with(struct mc_client *c, const void *key, size_t klen,
+		       const struct mc_get_opts *opts, void **buf, size_t *len);
+
+/* Frees a buffer returned by mc_get() or mc_get_with().  NULL is a no-op. */
 MC_API void mc_buf_free(void *buf);
 
 /*
@@ -238,7 +267,9 @@ MC_API void mc_key_list_free(struct mc_key_list *l);
  * MC_MAX_BATCH keys and one body) items, one status per item in
  * status[i] (0 or MC_ERR_*).  The function itself returns 0 when the batch
  * was processed (look at status[]), or an error that applies to all items
- * (INVALID_PARAMS, RPC_*): then status[] is unspecified.
+ * (INVALID_PARAMS, RPC_*): then status[] is unspecified.  mc_batch_put
+ * applies opts to every item (an existing key: 0, or OBJECT_ALREADY_EXISTS
+ * with opts->exclusive) but calls no progress callback.
  */
 MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 			const size_t *klens, const void *const *bufs, const size_t *lens,

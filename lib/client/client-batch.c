@@ -93,7 +93,8 @@ static bool put_valid(size_t i, void *ctx)
 }
 
 static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *bufs,
-		     const size_t *lens, const struct mc_msg_put_config *cfg, int *status,
+		     const size_t *lens, const struct mc_msg_put_config *cfg, bool exclusive,
+		     int *status,
 		     uint64_t *sizes, struct mc_msg_put_end_item *ends, struct mc_bytes *revokes)
 {
 	struct mc_bytes tenant = mc_client_tenant(c);
@@ -118,7 +119,7 @@ static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *b
 		size_t i = ch->idx[j];
 		const struct mc_msg_batch_put_item *it = &p.items[j];
 		if (it->status == MC_ERR_OBJECT_ALREADY_EXISTS) {
-			status[i] = 0;
+			status[i] = exclusive ? it->status : 0;
 			continue;
 		}
 		if (it->status) {
@@ -126,7 +127,8 @@ static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *b
 			continue;
 		}
 		uint64_t sum = 0;
-		int w = mc_write_replicas(c, it->replicas, it->n_replicas, bufs[i], lens[i], &sum);
+		int w = mc_write_replicas(c, it->replicas, it->n_replicas, bufs[i], lens[i], &sum,
+					  NULL, NULL);
 		if (w == 0) {
 			ends[nend] = (struct mc_msg_put_end_item){
 				.key = ch->keys[j], .has_checksum = true, .checksum = sum };
@@ -161,12 +163,13 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 {
 	struct mc_msg_put_config cfg;
 	struct mc_bytes pref[MC_MAX_PREFERRED_SEGMENTS];
+	struct mc_put_opts o;
 	struct chunk ch;
 	int r;
 
 	if (!args_ok(c, n, keys, klens, status) || (n && (!bufs || !lens)))
 		return MC_ERR_INVALID_PARAMS;
-	if ((r = mc_put_config_of(opts, &cfg, pref)) < 0)
+	if ((r = mc_put_config_of(opts, &cfg, pref, &o)) < 0)
 		return r;
 	if ((r = chunk_alloc(&ch, n)) < 0)
 		return r;
@@ -179,7 +182,7 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 	struct put_ctx pc = { bufs, lens, status };
 	size_t pos = 0;
 	while (r == 0 && chunk_next(&ch, n, keys, klens, &pos, status, put_valid, &pc))
-		r = put_chunk(c, &ch, bufs, lens, &cfg, status, sizes, ends, revokes);
+		r = put_chunk(c, &ch, bufs, lens, &cfg, o.exclusive, status, sizes, ends, revokes);
 	free(sizes);
 	free(ends);
 	free(revokes);
@@ -218,7 +221,7 @@ MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *k
 			if (s == 0)
 				s = mc_read_object(c, it->replicas, it->n_replicas, it->size,
 						   it->has_checksum, it->checksum, t0,
-						   it->lease_ttl_ms, bufs[i]);
+						   it->lease_ttl_ms, bufs[i], NULL);
 			if (s == 0)
 				lens[i] = it->size;
 			status[i] = s;

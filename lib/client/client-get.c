@@ -1,10 +1,12 @@
 /*
- * client-get.c - mc_get / mc_get_into: GET_REPLICA_LIST (remembering when it
+ * client-get.c - mc_get / mc_get_with / mc_get_into: GET_REPLICA_LIST (remembering when it
  * was sent), one replica read (co-located ones first, then the others in
  * the master's order, the next one tried when a read or its checksum
  * fails), the checksum verified, then the lease check: a read that ended
  * after query time + lease_ttl_ms is LEASE_EXPIRED (monotonic clock).
+ * mc_get_with's progress callback hears of each chunk of the replica read.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,7 @@
 
 int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t nreps,
 		   uint64_t size, bool has_checksum, uint64_t checksum, uint64_t query_ms,
-		   uint64_t lease_ms, void *buf)
+		   uint64_t lease_ms, void *buf, const struct mc_progress *pg)
 {
 	struct mc_target t[MC_MAX_REPLICAS];
 	unsigned order[MC_MAX_REPLICAS], n = 0, nt = 0;
@@ -49,7 +51,7 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 	for (unsigned k = 0; k < n; k++) {
 		struct mc_target *tk = &t[order[k]];
 		uint64_t sum = 0;
-		r = mc_target_read(c, tk, buf, size, &sum);
+		r = mc_target_read(c, tk, buf, size, &sum, pg);
 		if (r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT || r == MC_ERR_TRANSFER_FAIL)
 			__atomic_store_n(&tk->node->down_until_ms, mc_now_ms() + MC_NODE_DOWN_MS,
 					 __ATOMIC_RELAXED);
@@ -63,10 +65,18 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 	return r;
 }
 
-/* buf NULL: allocate (*ret_buf). */
+#define GET_OPTS_MIN_SZ (offsetof(struct mc_get_opts, progress_ctx) + sizeof(void *))
+
+/* buf NULL: allocate (*ret_buf).  opts may be NULL. */
 static int get(struct mc_client *c, const void *key, size_t klen, void *buf, size_t cap,
-	       void **ret_buf, size_t *ret_len)
+	       void **ret_buf, size_t *ret_len, const struct mc_get_opts *opts)
 {
+	struct mc_get_opts o = { .sz = sizeof(o) };
+	if (opts) {
+		if (opts->sz < GET_OPTS_MIN_SZ)
+			return MC_ERR_INVALID_PARAMS;
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	}
 	if (!c || mc_check_key(key, klen) < 0 || !ret_len || (!buf && !ret_buf) ||
 	    (buf && cap == 0))
 		return MC_ERR_INVALID_PARAMS;
@@ -89,9 +99,10 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 					  !(buf = mine = malloc(p.size ? p.size : 1))))
 				r = MC_ERR_NO_MEMORY;
 		}
+		struct mc_progress pg = { .fn = o.progress, .ctx = o.progress_ctx, .total = p.size };
 		if (r == 0)
 			r = mc_read_object(c, p.replicas, p.n_replicas, p.size, p.has_checksum,
-					   p.checksum, t0, p.lease_ttl_ms, buf);
+					   p.checksum, t0, p.lease_ttl_ms, buf, &pg);
 		if (r != MC_ERR_LEASE_EXPIRED || attempt == 1)
 			break;
 		if (mine) {   /* the key may hold another object by now: size again */
@@ -113,7 +124,15 @@ MC_API int mc_get(struct mc_client *c, const void *key, size_t klen, void **buf,
 {
 	if (!buf)
 		return MC_ERR_INVALID_PARAMS;
-	return get(c, key, klen, NULL, 0, buf, len);
+	return get(c, key, klen, NULL, 0, buf, len, NULL);
+}
+
+MC_API int mc_get_with(struct mc_client *c, const void *key, size_t klen,
+		       const struct mc_get_opts *opts, void **buf, size_t *len)
+{
+	if (!buf)
+		return MC_ERR_INVALID_PARAMS;
+	return get(c, key, klen, NULL, 0, buf, len, opts);
 }
 
 MC_API int mc_get_into(struct mc_client *c, const void *key, size_t klen, void *buf, size_t cap,
@@ -121,5 +140,5 @@ MC_API int mc_get_into(struct mc_client *c, const void *key, size_t klen, void *
 {
 	if (!buf)
 		return MC_ERR_INVALID_PARAMS;
-	return get(c, key, klen, buf, cap, NULL, len);
+	return get(c, key, klen, buf, cap, NULL, len, NULL);
 }

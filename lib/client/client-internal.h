@@ -129,33 +129,52 @@ struct mc_target {
 	uint8_t *shm;			/* mapped bytes, or NULL: TCP */
 };
 
+/* The progress callback of one call: reports base + done of total. */
+struct mc_progress {
+	mc_progress_fn *fn;	/* NULL: nothing to report */
+	void *ctx;
+	uint64_t base, total;
+};
+
+static inline void mc_progress_report(const struct mc_progress *pg, uint64_t done)
+{
+	if (pg && pg->fn)
+		pg->fn(pg->ctx, pg->base + done, pg->total);
+}
+
 /* Fills t from a replica descriptor: NOT_SUPPORTED for non-memory replicas. */
 int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc_target *t);
 /* Writes buf to the replica; with ret_sum, also the checksum of buf
- * (XXH3-64, equal to mc_hash(buf, len)), computed while the bytes are in cache. */
+ * (XXH3-64, equal to mc_hash(buf, len)), computed while the bytes are in cache.
+ * pg (or NULL) hears of each chunk written. */
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
-		    uint64_t *ret_sum);
+		    uint64_t *ret_sum, const struct mc_progress *pg);
 /* Reads the replica into buf; *ret_sum gets the checksum of what was read
- * (XXH3-64, equal to mc_hash()), computed while the bytes are still in cache. */
+ * (XXH3-64, equal to mc_hash()), computed while the bytes are still in cache.
+ * pg (or NULL) hears of each chunk read. */
 int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
-		   uint64_t *ret_sum);
+		   uint64_t *ret_sum, const struct mc_progress *pg);
 
 
-/* client-put.c: the put config of opts (validated). */
+/* client-put.c: the put config of opts (validated); *ret gets opts with the
+ * defaults of the fields the caller's sz lacks. */
 int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *cfg,
-		     struct mc_bytes *pref_storage);
+		     struct mc_bytes *pref_storage, struct mc_put_opts *ret);
 
-/* client-put.c: writes the value to every replica of a PUT_START answer. */
+/* client-put.c: writes the value to every replica of a PUT_START answer;
+ * fn (or NULL) hears of the progress over all of them. */
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
-		      const void *buf, size_t len, uint64_t *ret_sum);
+		      const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
+		      void *ctx);
 
 /*
  * client-get.c: read one object described by (replicas, size, checksum)
  * into buf (cap bytes); query_ms is when the lookup was sent, lease_ms the
- * lease it got.  Tries co-located replicas first, then the others.
+ * lease it got.  Tries co-located replicas first, then the others.  pg (or
+ * NULL) hears of the progress of each replica read.
  */
 int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t nreps,
 		   uint64_t size, bool has_checksum, uint64_t checksum, uint64_t query_ms,
-		   uint64_t lease_ms, void *buf);
+		   uint64_t lease_ms, void *buf, const struct mc_progress *pg);
 
 #endif

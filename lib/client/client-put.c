@@ -3,7 +3,8 @@
  * replicas), the bytes written to every replica, then PUT_END with the
  * value's checksum; any failed write revokes the put (PUT_REVOKE) and its
  * error is returned.  OBJECT_ALREADY_EXISTS counts as success (objects are
- * immutable; as in the original).
+ * immutable; as in the original) unless the caller asked for an exclusive
+ * put.
  */
 #include <string.h>
 
@@ -12,7 +13,7 @@
 #define PUT_OPTS_MIN_SZ (offsetof(struct mc_put_opts, n_preferred) + sizeof(unsigned))
 
 int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *cfg,
-		     struct mc_bytes *pref)
+		     struct mc_bytes *pref, struct mc_put_opts *ret)
 {
 	struct mc_put_opts o = { .sz = sizeof(o) };
 	if (opts) {
@@ -39,21 +40,25 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 					   .n_preferred_segments = o.n_preferred,
 					   .preferred_segments = pref,
 					   .group_id = o.group ? mc_bytes_str(o.group) : (struct mc_bytes){ 0 } };
+	*ret = o;
 	return 0;
 }
 
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
-		      const void *buf, size_t len, uint64_t *ret_sum)
+		      const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
+		      void *ctx)
 {
 	if (n == 0)
 		return MC_ERR_NO_AVAILABLE_HANDLE;
+	struct mc_progress pg = { .fn = fn, .ctx = ctx, .total = (uint64_t)len * n };
 	for (uint32_t i = 0; i < n; i++) {
 		struct mc_target t;
 		int r = mc_target_of(c, &reps[i], &t);
 		if (r == 0 && t.size != len)
 			r = MC_ERR_INVALID_REPLICA;
+		pg.base = (uint64_t)len * i;
 		if (r == 0)   /* the first write also computes the checksum */
-			r = mc_target_write(c, &t, buf, len, i == 0 ? ret_sum : NULL);
+			r = mc_target_write(c, &t, buf, len, i == 0 ? ret_sum : NULL, &pg);
 		if (r < 0)
 			return r;
 	}
@@ -65,11 +70,12 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 {
 	struct mc_msg_put_config cfg;
 	struct mc_bytes pref[MC_MAX_PREFERRED_SEGMENTS];
+	struct mc_put_opts o;
 	int r;
 
 	if (!c || mc_check_key(key, klen) < 0 || !buf || len == 0)
 		return MC_ERR_INVALID_PARAMS;
-	if ((r = mc_put_config_of(opts, &cfg, pref)) < 0)
+	if ((r = mc_put_config_of(opts, &cfg, pref, &o)) < 0)
 		return r;
 	uint64_t sum = 0;
 	struct mc_bytes tenant = mc_client_tenant(c), k = MC_BYTES(key, klen);
@@ -80,11 +86,12 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 	r = mc_pool_call(&c->mpool, &cn, MC_OP_PUT_START, &q, &p, NULL);
 	if (r == MC_ERR_OBJECT_ALREADY_EXISTS) {
 		mc_pool_put(&c->mpool, cn);
-		return 0;
+		return o.exclusive ? r : 0;
 	}
 	if (r == 0) {
 		/* p points into cn: keep cn until the writes are done. */
-		int w = mc_write_replicas(c, p.replicas, p.n_replicas, buf, len, &sum);
+		int w = mc_write_replicas(c, p.replicas, p.n_replicas, buf, len, &sum, o.progress,
+					  o.progress_ctx);
 		if (w == 0) {
 			struct mc_msg_put_end_req e = { .client_id = c->id, .tenant = tenant, .key = k,
 							.has_checksum = true, .checksum = sum };

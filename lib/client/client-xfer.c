@@ -2,7 +2,9 @@
  * client-xfer.c - the bytes of one memory replica: memcpy into / out of a
  * mapped shared segment when co-located (shm.c), else DATA_WRITE /
  * DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
- * writev from the caller's buffer and received straight into it.
+ * writev from the caller's buffer and received straight into it.  The
+ * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
+ * HASH_STEP through shared memory).
  */
 #include <sys/mman.h>
 #include <xxhash.h>
@@ -56,7 +58,7 @@ static void shm_populate(void *p, uint64_t len, bool write)
 #define HASH_STEP (256u << 10)
 
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
-		    uint64_t *ret_sum)
+		    uint64_t *ret_sum, const struct mc_progress *pg)
 {
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
@@ -78,6 +80,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 			if (st)
 				XXH3_64bits_update(st, (const char *)buf + done, n);
 			done += n;
+			mc_progress_report(pg, done);
 		}
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 	} else {
@@ -93,6 +96,8 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 			if (r == 0 && st)
 				XXH3_64bits_update(st, (const char *)buf + done, (size_t)n);
 			done += n;
+			if (r == 0)
+				mc_progress_report(pg, done);
 		}
 		mc_pool_put(&t->node->pool, cn);
 	}
@@ -106,7 +111,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 }
 
 int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
-		   uint64_t *ret_sum)
+		   uint64_t *ret_sum, const struct mc_progress *pg)
 {
 	int r = 0;
 	if (len > t->size)
@@ -126,6 +131,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 			memcpy((char *)buf + done, t->shm + done, n);
 			XXH3_64bits_update(st, (char *)buf + done, n);
 			done += n;
+			mc_progress_report(pg, done);
 		}
 	} else {
 		struct mc_conn *cn = NULL;
@@ -141,6 +147,8 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 			if (r == 0)
 				XXH3_64bits_update(st, (char *)buf + done, (size_t)n);
 			done += n;
+			if (r == 0)
+				mc_progress_report(pg, done);
 		}
 		mc_pool_put(&t->node->pool, cn);
 	}

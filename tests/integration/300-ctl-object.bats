@@ -2,7 +2,8 @@
 # mooncakectl object put|get|stat|exist|rm|ls against a real master and
 # node on loopback: data through files and stdin/stdout, keys with spaces
 # and UTF-8, -o json checked with jq, error messages and exit codes
-# (1 failed, 2 usage, 4 not found).
+# (1 failed, 2 usage, 3 the key exists, 4 not found), options anywhere on
+# the line (getopt_long).
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -72,13 +73,57 @@ setup() {
 	cmp "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/out4"
 }
 
-@test "put from stdin; a second put of the same key succeeds" {
+@test "put from stdin; a second put of the same key exits 3 and changes nothing" {
 	run -0 bash -c "printf 'hello world' | '$CTL' object put stdin-key -"
 	run -0 "$CTL" object get stdin-key
 	[ "$output" = "hello world" ]
-	run -0 bash -c "printf 'other' | '$CTL' object put stdin-key -"
+	run -3 bash -c "printf 'other' | '$CTL' object put stdin-key -"
 	run -0 "$CTL" object get stdin-key
 	[ "$output" = "hello world" ]
+}
+
+@test "put dup a.txt, then put dup b.txt: 'exists, unchanged', exit 3, stored false; a.txt's bytes stay" {
+	printf 'aaaaaaaaaa' >"$BATS_TEST_TMPDIR/a.txt"                 # 10 B
+	printf 'bbbbbbbbbbbbbbbbbbbbbbbbbb' >"$BATS_TEST_TMPDIR/b.txt" # 26 B
+	run -0 "$CTL" object put dup "$BATS_TEST_TMPDIR/a.txt"
+	[ "$output" = "stored 'dup' (10 bytes)" ]
+	run -3 --separate-stderr "$CTL" object put dup "$BATS_TEST_TMPDIR/b.txt"
+	[ -z "$output" ]   # nothing claims it was stored
+	[[ "$stderr" == "mooncakectl: object 'dup' exists, unchanged (objects are immutable; to replace it, remove it first: mooncakectl object rm KEY)" ]]
+	run -3 --separate-stderr "$CTL" -o json object put dup "$BATS_TEST_TMPDIR/b.txt"
+	[ "$(jq -r .stored <<<"$output")" = false ]
+	[ "$(jq -r .key <<<"$output")" = dup ]
+	run -0 "$CTL" object get dup
+	[ "$output" = aaaaaaaaaa ]
+	run -0 "$CTL" -o json object stat dup
+	[ "$(jq -r .size <<<"$output")" = 10 ]
+	# The documented way to replace it: remove, then put.
+	run -0 "$CTL" object rm --force dup
+	run -0 "$CTL" -o json object put dup "$BATS_TEST_TMPDIR/b.txt"
+	[ "$(jq -r .stored <<<"$output")" = true ]
+	run -0 "$CTL" object get dup
+	[ "$output" = bbbbbbbbbbbbbbbbbbbbbbbbbb ]
+}
+
+@test "object ls -o json: global options after the verb, between group and verb, --tenant last" {
+	printf 1 | "$CTL" object put opt-anywhere -
+	run -0 "$CTL" object ls -o json --prefix opt-
+	[ "$(jq -r '.keys[0]' <<<"$output")" = opt-anywhere ]
+	run -0 "$CTL" object -j ls --prefix=opt-
+	[ "$(jq -r .count <<<"$output")" = 1 ]
+	run -0 "$CTL" object ls --prefix opt- --output=json
+	[ "$(jq -r .count <<<"$output")" = 1 ]
+	printf t | "$CTL" object put tenant-key - --tenant opt-t
+	run -0 "$CTL" object get tenant-key --tenant opt-t
+	[ "$output" = t ]
+	run -4 "$CTL" object get tenant-key
+	# --rpc after the verb is used too: a dead port fails the command.
+	run -1 "$CTL" object ls --rpc 127.0.0.1:1
+	[[ "$output" == *"master 127.0.0.1:1: RPC_FAIL"* ]]
+	# "--" ends the options: a key starting with '-'.
+	printf d | "$CTL" object put -- -dash-key -
+	run -0 "$CTL" object get -o table -- -dash-key
+	[ "$output" = d ]
 }
 
 @test "keys with spaces and UTF-8" {
@@ -135,8 +180,9 @@ setup() {
 @test "rm: leased object needs --force; not found is 4" {
 	printf x | "$CTL" object put rm-key -
 	"$CTL" object get rm-key >/dev/null   # takes a read lease
-	run -1 "$CTL" object rm rm-key
-	[[ "$output" == *"mooncakectl: object 'rm-key': OBJECT_HAS_LEASE"* ]]
+	# No REST API to ask for the deadline (nothing on port 1): the lease's length.
+	MOONCAKE_MASTER=http://127.0.0.1:1 run -1 "$CTL" object rm rm-key
+	[ "$output" = "mooncakectl: object 'rm-key': OBJECT_HAS_LEASE (a reader holds a read lease: every get, stat or exist grants one for the master's lease_ttl_ms, 10 s by default); --force removes it anyway" ]
 	run -0 "$CTL" object rm rm-key --force
 	[ "$output" = "removed 'rm-key'" ]
 	run -4 "$CTL" object get rm-key
@@ -177,6 +223,13 @@ setup() {
 	run -2 "$CTL" object put k - --replicas 0
 	run -2 "$CTL" object put k - --replicas many
 	run -2 "$CTL" object put k - --bogus
+	[[ "$output" == *"object put: unknown option '--bogus'"* ]]
+	run -2 "$CTL" object rm k --force=yes
+	[[ "$output" == *"object rm: option '--force' takes no value"* ]]
+	run -2 "$CTL" object put k - --replicas
+	[[ "$output" == *"object put: option '--replicas' needs a value"* ]]
+	run -2 "$CTL" object ls --t
+	[[ "$output" == *"ambiguous option '--t' (--tenant, --token-file, --timeout)"* ]]
 	run -2 "$CTL" object ls --prefix a --regex b
 	run -2 "$CTL" object ls --regex '('
 	[[ "$output" == *"bad regex"* ]]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# mooncakectl without the REST admin API: --help, usage errors (exit 2,
+# mooncakectl without the REST admin API: --help (of every command and
+# verb), --version, usage errors (exit 2,
 # detected before contacting anything), an unreachable master (exit 1, the
 # message names the URL), version (with and without a master), the trace
 # placeholder, progress on a terminal only, the bash completion (loads,
@@ -29,12 +30,62 @@ teardown() {
 	for o in --master --rpc --tenant --token-file --timeout "-o table|json"; do
 		[[ "$output" == *"$o"* ]] || { echo "missing $o"; false; }
 	done
-	[[ "$output" == *"Exit status: 0 ok, 1 failed operation, 2 usage error, 4 not found."* ]]
+	[[ "$output" == *"Exit status: 0 ok, 1 failed operation, 2 usage error, 3 object exists (put),"* ]]
 	run -0 "$CTL" help
-	[[ "$output" == *"segment list | show ID | drain ID [--grace MS] | unmount ID"* ]]
+	[[ "$output" == *"segment list | show SEGMENT | drain SEGMENT [--grace MS] | unmount SEGMENT"* ]]
 	run -2 --separate-stderr "$CTL"
 	[ -z "$output" ]
 	[[ "$stderr" == usage:* ]]
+}
+
+@test "object --help, object put --help, segment -h and every other command and verb: exit 0, its usage; --version exits 0" {
+	# --master and --rpc point at closed ports: contacting them would be exit 1.
+	c() { "$CTL" --master "$DEAD" --rpc 127.0.0.1:1 "$@"; }
+	run -0 --separate-stderr c object --help
+	[ -z "$stderr" ]
+	[[ "${lines[0]}" == usage:* ]]
+	for v in put get stat exist rm ls pin unpin; do
+		[[ "$output" == *"mooncakectl object $v"* ]] || { echo "object --help lacks $v"; false; }
+	done
+	run -0 --separate-stderr c object put --help
+	[ -z "$stderr" ]
+	[ "${lines[0]}" = "usage: mooncakectl [OPTIONS] object put KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G]" ]
+	[[ "$output" == *"--replicas N"*"--pin-ttl MS"*"--hard-pin"*"--group G"* ]]
+	[[ "$output" == *"exit 3"* ]]
+	run -0 c segment -h
+	[[ "$output" == *"mooncakectl segment drain SEGMENT [--grace MS]"* ]]
+	# Every group and every verb, with -h and --help, anywhere after it.
+	local g v
+	for g in "status" "segment list" "segment show" "segment drain" "segment unmount" \
+		"client list" "object get" "object stat" "object exist" "object rm" "object ls" \
+		"object pin" "object unpin" "tenant list" "tenant quota" "evict" "snapshot list" \
+		"snapshot create" "trace lease" "trace evict" "trace transfer" "version" "help"; do
+		for h in -h --help; do
+			# shellcheck disable=SC2086
+			run -0 --separate-stderr c $g $h
+			[ -z "$stderr" ] || { echo "$g $h: $stderr"; false; }
+			[[ "${lines[0]}" == "usage: mooncakectl [OPTIONS] $g" ||
+				"${lines[0]}" == "usage: mooncakectl [OPTIONS] $g "* ]] ||
+				{ echo "$g $h: ${lines[0]}"; false; }
+		done
+	done
+	for g in segment client object tenant snapshot trace; do
+		run -0 c "$g" --help
+		[[ "${lines[0]}" == usage:* ]] || { echo "$g --help: ${lines[0]}"; false; }
+	done
+	# --help after arguments, and help COMMAND VERB, say the same.
+	run -0 c object rm some-key --help
+	[ "${lines[0]}" = "usage: mooncakectl [OPTIONS] object rm KEY [--force]" ]
+	run -0 c help object rm
+	[ "${lines[0]}" = "usage: mooncakectl [OPTIONS] object rm KEY [--force]" ]
+	run -2 c help frob
+	[[ "$output" == *"help: unknown command 'frob'"* ]]
+	# --version anywhere: the client's versions, no master asked.
+	run -0 --separate-stderr c --version
+	[ "$output" = "mooncakectl 0.1.0 (libmooncake 0.1.0)" ]
+	[ -z "$stderr" ]
+	run -0 c object ls --version
+	[ "$output" = "mooncakectl 0.1.0 (libmooncake 0.1.0)" ]
 }
 
 @test "usage errors exit 2 with a message and never contact the master" {
@@ -43,11 +94,11 @@ teardown() {
 	run -2 c frobnicate
 	[[ "$output" == "mooncakectl: unknown command 'frobnicate' (see mooncakectl --help)" ]]
 	run -2 c segment
-	[[ "$output" == *"mooncakectl segment drain ID [--grace MS]"* ]]
+	[[ "$output" == *"mooncakectl segment drain SEGMENT [--grace MS]"* ]]
 	run -2 c segment frob
 	[[ "$output" == *"segment: unknown verb 'frob'"* ]]
 	run -2 c segment show
-	[[ "$output" == *"segment show: missing ID"* ]]
+	[[ "$output" == *"segment show: missing SEGMENT"* ]]
 	run -2 c segment show a b
 	[[ "$output" == *"segment show: unexpected argument 'b'"* ]]
 	run -2 c segment drain x --grace soon
@@ -55,7 +106,7 @@ teardown() {
 	run -2 c segment drain x --grace -5
 	[[ "$output" == *"bad value '-5' for --grace"* ]]
 	run -2 c segment unmount
-	[[ "$output" == *"segment unmount: missing ID"* ]]
+	[[ "$output" == *"segment unmount: missing SEGMENT"* ]]
 	run -2 c segment list --all
 	[[ "$output" == *"segment list: unknown option '--all'"* ]]
 	run -2 c status extra
@@ -86,6 +137,20 @@ teardown() {
 	[[ "$output" == *"option '--master' needs a value"* ]]
 	run -2 c --bogus status
 	[[ "$output" == *"unknown option '--bogus'"* ]]
+	run -2 c status --bogus
+	[[ "$output" == *"status: unknown option '--bogus'"* ]]
+	run -2 c segment --bogus list
+	[[ "$output" == *"segment: unknown option '--bogus'"* ]]
+	run -2 c status -o
+	[[ "$output" == *"status: option '-o' needs a value"* ]]
+	run -2 c status -o yaml
+	[[ "$output" == *"bad output format 'yaml'"* ]]
+	run -2 c --json=yes status
+	[[ "$output" == *"option '--json' takes no value"* ]]
+	run -2 c trace lease --duration soon
+	[[ "$output" == *"trace: bad duration 'soon'"* ]]
+	run -2 c trace lease extra
+	[[ "$output" == *"trace lease: unexpected argument 'extra'"* ]]
 	run -2 c object pin k
 	[[ "$output" == *"object pin: --ttl MS is required"* ]]
 	run -2 c object put k
@@ -156,7 +221,7 @@ teardown() {
 	[ "$output" = "mooncakectl: trace: needs the BPF tracer (not built yet)" ]
 }
 
-@test "progress: drawn on a terminal for a large put/get, never when piped or with -o json" {
+@test "progress: bytes, rate and ETA on a terminal, also while the object travels; never when piped or with -o json" {
 	start_master
 	start_node p1
 	head -c 3M /dev/urandom >"$MC_DIR/data/big"
@@ -167,16 +232,30 @@ teardown() {
 	run -0 --separate-stderr ctl object get big "$MC_DIR/data/big.out"
 	[ -z "$stderr" ]
 	cmp "$MC_DIR/data/big" "$MC_DIR/data/big.out"
-	# On a pseudo-terminal (script(1)): the file bar reaches 100%, then the stage.
-	local cmd="$CTL --rpc $MASTER_ADDR"
+	# On a pseudo-terminal (script(1)): the file read, then the replica
+	# written, each line ending at 100% with its rate and time.
+	local cmd="$CTL --rpc $MASTER_ADDR" rate='[0-9.]+ (B|KiB|MiB|GiB)/s'
 	run -0 script -qec "$cmd object put big2 $MC_DIR/data/big" /dev/null
-	[[ "$output" == *"[##############################] 100%  3.0 MiB / 3.0 MiB"* ]]
-	[[ "$output" == *"storing 'big2' (3.0 MiB): done in "* ]]
+	[[ "$output" =~ big\ \ \[#+\]\ 100%\ \ 3\.0\ MiB\ /\ 3\.0\ MiB\ \ ($rate|--/s)\ \ in\  ]]
+	[[ "$output" =~ storing\ \'big2\'\ \ \[#+\]\ 100%\ \ 3\.0\ MiB\ /\ 3\.0\ MiB\ \ ($rate|--/s)\ \ in\  ]]
 	[[ "$output" == *"stored 'big2' (3145728 bytes)"* ]]
+	# Co-located, the copy is reported per 256 KiB: the first draw, before
+	# the end, shows the ETA.
+	[[ "$output" =~ storing\ \'big2\'\ \ \[[#.]+\]\ +[0-9]+%\ \ [0-9.]+\ [KM]iB\ /\ 3\.0\ MiB\ \ ($rate|--/s)\ \ ETA\ [0-9-]+:[0-9-]{2}:[0-9-]{2} ]]
+	# get: the network phase draws (libmooncake's progress callback), then the file.
 	run -0 script -qec "$cmd object get big2 $MC_DIR/data/big2.out" /dev/null
-	[[ "$output" == *"fetched 'big2' (3.0 MiB) in "* ]]
-	[[ "$output" == *"] 100%  3.0 MiB / 3.0 MiB"* ]]
+	[[ "$output" =~ fetching\ \'big2\'\ \ \[[#.]+\]\ +[0-9]+%\ .*\ ETA\  ]]
+	[[ "$output" =~ fetching\ \'big2\'\ \ \[#+\]\ 100%\ \ 3\.0\ MiB\ /\ 3\.0\ MiB\ \ ($rate|--/s)\ \ in\  ]]
+	[[ "$output" == *"big2.out  ["*"] 100%  3.0 MiB / 3.0 MiB  "* ]]
+	[[ "$output" == *"wrote 'big2' (3145728 bytes) to $MC_DIR/data/big2.out"* ]]
 	cmp "$MC_DIR/data/big" "$MC_DIR/data/big2.out"
+	# Over TCP too (one 16 MiB chunk: the final line), value to a pipe.
+	run -0 script -qec "MC_DISABLE_SHM=1 $cmd object get big2 | cmp - $MC_DIR/data/big" /dev/null
+	[[ "$output" =~ fetching\ \'big2\'\ \ \[#+\]\ 100%\ \ 3\.0\ MiB\ /\ 3\.0\ MiB ]]
+	# A pipe of unknown size: bytes and rate, then the bar once its size is known.
+	run -0 script -qec "cat $MC_DIR/data/big | $cmd object put big4 -" /dev/null
+	[[ "$output" =~ stdin\ \ [0-9.]+\ MiB\ \ ($rate|--/s) ]] || [[ "$output" == *"stdin  ["* ]]
+	[[ "$output" == *"stdin  ["*"] 100%  3.0 MiB / 3.0 MiB"* ]]
 	# -o json on a terminal: no progress, stdout is only the JSON.
 	run -0 script -qec "$cmd -o json object put big3 $MC_DIR/data/big" /dev/null
 	[[ "$output" != *"100%"* ]] && [[ "$output" != *storing* ]]
@@ -185,6 +264,8 @@ teardown() {
 	printf small >"$MC_DIR/data/small"
 	run -0 script -qec "$cmd object put small $MC_DIR/data/small" /dev/null
 	[ "$(tr -d '\r' <<<"$output")" = "stored 'small' (5 bytes)" ]
+	run -0 script -qec "$cmd object get small $MC_DIR/data/small.out" /dev/null
+	[ "$(tr -d '\r' <<<"$output")" = "wrote 'small' (5 bytes) to $MC_DIR/data/small.out" ]
 }
 
 # complete_words WORD...: runs the completion function on the words (the
@@ -220,10 +301,23 @@ complete_words() {
 	run -0 complete_words mooncakectl snapshot ""
 	[ "$(echo $output)" = "list create" ]
 	run -0 complete_words mooncakectl object put k f --
-	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group" ]
+	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group --master --rpc --tenant --token-file --timeout --output --json --help --version" ]
+	# Global options anywhere: after the verb, between group and verb.
+	run -0 complete_words mooncakectl object ls -o json --p
+	[ "$output" = --prefix ]
+	run -0 complete_words mooncakectl object -j ""
+	[ "$(echo $output)" = "put get stat exist rm ls pin unpin" ]
+	run -0 complete_words mooncakectl object --tenant t put k --rpc h:1 cli/mooncakectl.bash-c
+	[ "$output" = cli/mooncakectl.bash-completion ]
+	run -0 complete_words mooncakectl object put k --ver
+	[ "$output" = --version ]
+	run -0 complete_words mooncakectl help s
+	[ "$(echo $output)" = "status segment snapshot" ]
+	run -0 complete_words mooncakectl trace lease --pin-path cli/mooncakectl.bash-c
+	[ -z "$output" ]
 	run -0 complete_words mooncakectl segment drain ID --g
 	[ "$output" = --grace ]
-	run -0 complete_words mooncakectl evict --r
+	run -0 complete_words mooncakectl evict --ra
 	[ "$output" = --ratio ]
 	run -0 complete_words mooncakectl object put key cli/mooncakectl.bash-c
 	[ "$output" = cli/mooncakectl.bash-completion ]
@@ -242,7 +336,8 @@ complete_words() {
 		"client list" "object put" "object get" "object stat" "object exist" "object rm" \
 		"object ls" "object pin" "object unpin" "tenant list" "tenant quota" evict \
 		"snapshot list" "snapshot create" "trace lease" version --master --rpc --tenant \
-		--token-file --timeout MOONCAKE_MASTER MOONCAKE_RPC MOONCAKE_TOKEN_FILE "EXIT STATUS"; do
+		--token-file --timeout --version MOONCAKE_MASTER MOONCAKE_RPC MOONCAKE_TOKEN_FILE \
+		"EXIT STATUS" immutable OBJECT_HAS_LEASE "git names"; do
 		grep -qF -- "$w" <<<"$(sed 's/.\x08//g' <<<"$page")" || { echo "missing: $w"; false; }
 	done
 	if command -v man >/dev/null; then

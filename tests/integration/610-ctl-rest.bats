@@ -3,7 +3,9 @@
 # (docs/rest-api.md): status, segment list|show|drain|unmount, client list,
 # tenant list|quota, evict, snapshot list|create, the admin token; tables for
 # people, -o json checked with jq, error messages naming the subject, exit
-# codes (1 failed, 4 not found).  Skipped (with a message) when the master
+# codes (1 failed, 4 not found), segments named by name or id prefix, the
+# lease's end in the refusal of an rm, the master's numbers kept as they
+# were written (0.9 stays 0.9).  Skipped (with a message) when the master
 # answers 404 on /api/v1/cluster, i.e. was built without the REST API.
 bats_require_minimum_version 1.5.0
 
@@ -92,7 +94,7 @@ seg_of() {
 	[ "$(jq -r 'has("objects") and has("drain_deadline_ms")' <<<"$output")" = true ]
 }
 
-@test "segment show: unknown id exits 4, a malformed one 1, both naming the segment" {
+@test "segment show: an unknown id or name exits 4, naming the segment" {
 	id=$(seg_of r1)
 	bad=$(tr '0-9a-f' '1-9a-f0' <<<"$id")
 	run -4 --separate-stderr ctl segment show "$bad"
@@ -100,9 +102,9 @@ seg_of() {
 	[[ "$stderr" == "mooncakectl: segment $bad: SEGMENT_NOT_FOUND ("* ]]
 	run -4 --separate-stderr ctl -o json segment show "$bad"
 	[ -z "$output" ]
-	# A '/' and a space are percent-encoded: the route matches, the id is bad (400).
-	run -1 --separate-stderr ctl segment show "not a/uuid"
-	[[ "$stderr" == "mooncakectl: segment not a/uuid: "* ]]
+	# Neither a name nor an id prefix: not found, naming what was given.
+	run -4 --separate-stderr ctl segment show "not a/uuid"
+	[[ "$stderr" == "mooncakectl: segment not a/uuid: SEGMENT_NOT_FOUND ("* ]]
 	[[ "$stderr" != *"has no GET"* ]]
 	run -4 ctl segment unmount "$bad"
 	[[ "$output" == *"segment $bad: SEGMENT_NOT_FOUND"* ]]
@@ -236,4 +238,90 @@ seg_of() {
 	[ "$(jq -r .objects <<<"$output")" = 0 ]
 	MOONCAKE_TOKEN_FILE=$MC_DIR/token run -0 ctl tenant quota tk 1G
 	grep -qE '^quota: +1.0 GiB$' <<<"$output"
+}
+
+@test "-o json status keeps the master's numbers: 0.9 stays 0.9, no 17-digit noise" {
+	raw=$(curl -sf "http://$MASTER_HTTP/api/v1/cluster")
+	run -0 ctl -o json status
+	[[ "$output" == *'"high_watermark": 0.9,'* ]]
+	[[ "$output" == *'"low_watermark": 0.8'* ]]
+	# Every number with a fraction as the master wrote it (uptime_s moves between the calls).
+	nums() { tr -d ' \n' | grep -oE '"[a-z_]+":-?[0-9]+\.[0-9]+([eE][-+]?[0-9]+)?' | grep -v '^"uptime_s"' | sort; }
+	want=$(nums <<<"$raw")
+	got=$(nums <<<"$output")
+	[ -n "$want" ]
+	[ "$want" = "$got" ]
+	# uptime_s: at most the master's 12 significant digits.
+	up=$(tr -d ' ' <<<"$output" | grep -oE '"uptime_s":[0-9.]+' | cut -d: -f2)
+	[ "$(tr -d . <<<"$up" | sed 's/^0*//' | wc -c)" -le 13 ]
+}
+
+@test "rm right after a get: the refusal says when the read lease ends and that --force exists" {
+	put_random lease-k 1000
+	ctl object get lease-k >/dev/null   # a read lease of lease_ttl_ms (10 s)
+	run -1 --separate-stderr ctl object rm lease-k
+	[ -z "$output" ]
+	re="^mooncakectl: object 'lease-k': OBJECT_HAS_LEASE \(a reader's lease runs until [0-9]{2}:[0-9]{2}:[0-9]{2}, ([0-9.]+s|[0-9]+ms) from now\); --force removes it anyway$"
+	[[ "$stderr" =~ $re ]]
+	# The time left is within the 10 s lease.
+	left=$(sed -E 's/.*, ([0-9.]+)(s|ms) from now.*/\1 \2/' <<<"$stderr")
+	read -r n unit <<<"$left"
+	[ "$unit" = ms ] || awk -v n="$n" 'BEGIN { exit !(n > 0 && n <= 10) }'
+	# Another tenant: the lookup asks for the right one.
+	ctl --tenant "t lease" object put lt "$MC_DIR/data/lease-k"
+	ctl object get lt --tenant "t lease" >/dev/null
+	run -1 ctl object rm lt --tenant "t lease"
+	[[ "$output" =~ "a reader's lease runs until" ]]
+	run -0 ctl object rm lease-k --force
+	run -0 ctl object rm lt --force --tenant "t lease"
+}
+
+@test "segment show n1-0: segments by name and by unique id prefix; an ambiguous prefix lists the candidates" {
+	OWN_CLUSTER=1
+	mc_init "$BATS_TEST_TMPDIR/names"
+	start_master
+	# Two segments whose ids share the prefix c0ffee (the node reuses the ids
+	# listed in its node.id when their /dev/shm files exist with the right size).
+	rnd() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
+	id0=c0ffee00$(rnd) id1=c0ffee11$(rnd)
+	mkdir -p "$MC_DIR/node-nm"
+	printf 'mooncake-node 1\nclient %s\nsegment %s 16777216\nsegment %s 16777216\n' \
+		"$(rnd)$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')" "$id0" "$id1" >"$MC_DIR/node-nm/node.id"
+	printf '%s\n%s\n' "$id0" "$id1" >>"$MC_DIR/shm"   # stop_all removes them
+	truncate -s 16M "/dev/shm/mooncake-$id0" "/dev/shm/mooncake-$id1"
+	start_node nm --segments=2
+	run -0 ctl -o json segment list
+	[ "$(jq -r '[.segments[].id] | sort | join(" ")' <<<"$output")" = "$(printf '%s\n' "$id0" "$id1" | sort | tr '\n' ' ' | sed 's/ $//')" ]
+
+	# By name.
+	name1=$(jq -r --arg id "$id1" '.segments[] | select(.id == $id) | .name' <<<"$output")
+	[ "$name1" = nm-1 ]
+	run -0 ctl segment show nm-1
+	grep -qE "^id: +$id1\$" <<<"$output"
+	run -0 ctl -o json segment show nm-0
+	[ "$(jq -r .id <<<"$output")" = "$id0" ]
+	# By a unique prefix, any case.
+	run -0 ctl -o json segment show c0ffee1
+	[ "$(jq -r .id <<<"$output")" = "$id1" ]
+	run -0 ctl -o json segment show C0FFEE00
+	[ "$(jq -r .id <<<"$output")" = "$id0" ]
+	# Ambiguous: exit 2, both candidates with their names, nothing on stdout.
+	run -2 --separate-stderr ctl segment show c0ffee
+	[ -z "$output" ]
+	[[ "$stderr" == "mooncakectl: segment c0ffee: ambiguous, it designates 2 segments:"* ]]
+	[[ "$stderr" == *"  $id0  nm-0"* ]]
+	[[ "$stderr" == *"  $id1  nm-1"* ]]
+	# Too short a prefix, and nothing by that name: not found (4).
+	run -4 --separate-stderr ctl segment show c0f
+	[[ "$stderr" == *"SEGMENT_NOT_FOUND"*"4 hex digits at least"* ]]
+	run -4 ctl segment show nm-7
+	# drain and unmount take names and prefixes too.
+	run -0 ctl segment drain nm-1 --grace 600000
+	[[ "$output" == "segment $id1 (nm-1): draining, unmounted when empty or in 10m00s" ]]
+	run -0 ctl -o json segment show "$id1"
+	[ "$(jq -r .status <<<"$output")" = draining ]
+	run -0 ctl segment unmount c0ffee11
+	[[ "$output" == "unmounted segment $id1 ("* ]]
+	run -0 ctl -o json segment list
+	[ "$(jq -r '.segments | length' <<<"$output")" = 1 ]
 }

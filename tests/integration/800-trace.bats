@@ -80,7 +80,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	run -2 "$TRACE" --pin_path=relative
 	run -2 "$TRACE" --slow_transfer_us=abc
 	run -2 "$CTL" trace list   # trace is a real group of mooncakectl now
-	[[ "$output" == *"unknown view 'list'"* ]]
+	[[ "$output" == *"trace: unknown verb 'list'"* ]]
 	run -2 "$TRACE" --probes=lease__grant,nope
 	[[ "$output" == *"unknown probe 'nope'"* ]]
 }

@@ -10,8 +10,10 @@
  * checksum mismatch (bytes of the /dev/shm file flipped behind the node's
  * back), LEASE_EXPIRED (a master with --lease_ttl_ms=20 and the library's
  * MC_TEST_READ_DELAY_MS hook slowing each replica read by 100 ms), batch
- * forms (split over MC_MAX_BATCH), listing, registered buffers, and 200
- * threads doing puts and gets at once.
+ * forms (split over MC_MAX_BATCH), listing, registered buffers, exclusive
+ * puts (OBJECT_ALREADY_EXISTS reported), the progress callback of put and
+ * get (TCP chunks, shared-memory steps, replicas), and 200 threads doing
+ * puts and gets at once.
  *
  * MC_BUILD (default .output) names the build tree holding the daemons.
  */
@@ -476,6 +478,139 @@ static void test_lease_expired(void **state)
 	stop(&m);
 }
 
+/* ---- an existing key, progress ------------------------------------------------- */
+
+static void test_exclusive(void **state)
+{
+	NEED_NODE();
+	struct mc_client *c = client(NULL, true);
+	struct mc_put_opts ex = { .sz = sizeof(ex), .exclusive = true };
+	void *buf = NULL;
+	size_t len = 0;
+	assert_int_equal(mc_put(c, "dup", 3, "aaaaaaaaaa", 10, &ex), 0);
+	/* The second put writes nothing, and says so when asked. */
+	assert_int_equal(mc_put(c, "dup", 3, "bbbbbbbbbbbbbbbbbbbbbbbbbb", 26, &ex),
+			 MC_ERR_OBJECT_ALREADY_EXISTS);
+	/* The original's semantics by default: success, nothing written. */
+	assert_int_equal(mc_put(c, "dup", 3, "bbbbbbbbbbbbbbbbbbbbbbbbbb", 26, NULL), 0);
+	struct mc_put_opts plain = { .sz = sizeof(plain) };
+	assert_int_equal(mc_put(c, "dup", 3, "bbbbbbbbbbbbbbbbbbbbbbbbbb", 26, &plain), 0);
+	/* A caller compiled before the field: its sz ends before exclusive, so
+	 * whatever lies there is not read. */
+	struct mc_put_opts old = { .sz = offsetof(struct mc_put_opts, exclusive), .exclusive = true };
+	assert_int_equal(mc_put(c, "dup", 3, "bbbbbbbbbbbbbbbbbbbbbbbbbb", 26, &old), 0);
+	assert_int_equal(mc_get(c, "dup", 3, &buf, &len), 0);
+	assert_int_equal(len, 10);
+	assert_memory_equal(buf, "aaaaaaaaaa", 10);
+	mc_buf_free(buf);
+	/* Batch: per item. */
+	const void *keys[] = { "dup", "dup-new" };
+	size_t klens[] = { 3, 7 }, lens[] = { 2, 2 };
+	const void *bufs[] = { "xx", "yy" };
+	int st[2] = { 1, 1 };
+	assert_int_equal(mc_batch_put(c, 2, keys, klens, bufs, lens, &ex, st), 0);
+	assert_int_equal(st[0], MC_ERR_OBJECT_ALREADY_EXISTS);
+	assert_int_equal(st[1], 0);
+	assert_int_equal(mc_batch_put(c, 2, keys, klens, bufs, lens, NULL, st), 0);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[1], 0);
+	assert_int_equal(mc_remove(c, "dup", 3, true), 0);
+	assert_int_equal(mc_remove(c, "dup-new", 7, true), 0);
+	mc_client_free(c);
+}
+
+struct seen {
+	unsigned calls;
+	uint64_t last, total;
+	bool backwards, total_changed;
+};
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct seen *s = ctx;
+	if (s->calls && done < s->last)
+		s->backwards = true;
+	if (s->calls && total != s->total)
+		s->total_changed = true;
+	s->calls++;
+	s->last = done;
+	s->total = total;
+}
+
+static void test_progress(void **state)
+{
+	NEED_NODE();
+	struct mc_client *tcp = client(NULL, false), *shm = client(NULL, true);
+	size_t n = (40u << 20) + 5;   /* 3 TCP chunks of at most 16 MiB */
+	uint8_t *v = malloc(n);
+	assert_non_null(v);
+	fill(v, n, 11);
+
+	/* put over TCP, 2 replicas: total = replicas x len, 3 chunks each, in order. */
+	struct seen s = { 0 };
+	struct mc_put_opts po = { .sz = sizeof(po), .replicas = 2, .progress = on_progress,
+				  .progress_ctx = &s };
+	assert_int_equal(mc_put(tcp, "prog", 4, v, n, &po), 0);
+	/* Placement is best effort (space freed by earlier tests may still be
+	 * held): count on the replicas the master placed. */
+	struct mc_object_stat st = { .sz = sizeof(st) };
+	assert_int_equal(mc_stat(tcp, "prog", 4, &st), 0);
+	assert_true(st.n_replicas >= 1 && st.n_replicas <= 2);
+	assert_int_equal(s.calls, 3 * st.n_replicas);
+	assert_int_equal(s.total, st.n_replicas * (uint64_t)n);
+	assert_int_equal(s.last, st.n_replicas * (uint64_t)n);
+	assert_false(s.backwards);
+	assert_false(s.total_changed);
+
+	/* get over TCP: 3 chunks; through shared memory: one call per 256 KiB. */
+	void *buf = NULL;
+	size_t len = 0;
+	s = (struct seen){ 0 };
+	struct mc_get_opts go = { .sz = sizeof(go), .progress = on_progress, .progress_ctx = &s };
+	assert_int_equal(mc_get_with(tcp, "prog", 4, &go, &buf, &len), 0);
+	assert_int_equal(len, n);
+	assert_memory_equal(buf, v, n);
+	mc_buf_free(buf);
+	assert_int_equal(s.calls, 3);
+	assert_int_equal(s.total, n);
+	assert_int_equal(s.last, n);
+	assert_false(s.backwards);
+	s = (struct seen){ 0 };
+	assert_int_equal(mc_get_with(shm, "prog", 4, &go, &buf, &len), 0);
+	assert_memory_equal(buf, v, n);
+	mc_buf_free(buf);
+	assert_int_equal(s.calls, (n + (256u << 10) - 1) / (256u << 10));
+	assert_int_equal(s.last, n);
+	assert_false(s.backwards);
+
+	/* An existing key transfers nothing: no call. */
+	s = (struct seen){ 0 };
+	po.exclusive = true;
+	assert_int_equal(mc_put(shm, "prog", 4, v, n, &po), MC_ERR_OBJECT_ALREADY_EXISTS);
+	assert_int_equal(s.calls, 0);
+	/* A missing key: no call either, the error as mc_get's. */
+	assert_int_equal(mc_get_with(tcp, "prog-none", 9, &go, &buf, &len), MC_ERR_OBJECT_NOT_FOUND);
+	assert_int_equal(s.calls, 0);
+	/* NULL opts and no callback behave as mc_get; a bad sz is refused. */
+	assert_int_equal(mc_get_with(tcp, "prog", 4, NULL, &buf, &len), 0);
+	mc_buf_free(buf);
+	struct mc_get_opts bad = { .sz = 1 };
+	assert_int_equal(mc_get_with(tcp, "prog", 4, &bad, &buf, &len), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_get_with(tcp, "prog", 4, &go, NULL, &len), MC_ERR_INVALID_PARAMS);
+	/* A 1-byte object: one call, done = total = 1. */
+	s = (struct seen){ 0 };
+	po = (struct mc_put_opts){ .sz = sizeof(po), .progress = on_progress, .progress_ctx = &s };
+	assert_int_equal(mc_put(tcp, "prog1", 5, "z", 1, &po), 0);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.last, 1);
+	assert_int_equal(s.total, 1);
+	assert_int_equal(mc_remove(tcp, "prog", 4, true), 0);
+	assert_int_equal(mc_remove(tcp, "prog1", 5, true), 0);
+	free(v);
+	mc_client_free(tcp);
+	mc_client_free(shm);
+}
+
 /* ---- batch and list ------------------------------------------------------------ */
 
 static void test_batch(void **state)
@@ -635,6 +770,8 @@ int main(void)
 		cmocka_unit_test(test_two_replicas),
 		cmocka_unit_test(test_checksum_mismatch),
 		cmocka_unit_test(test_lease_expired),
+		cmocka_unit_test(test_exclusive),
+		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_threads),
 	};

@@ -1,6 +1,6 @@
 /* test-ctl-util.c - mooncakectl's pure helpers (cli/ctl-util.c): percent-encoding,
  * sizes with suffixes, ratios, human sizes and durations, the HTTP -> exit code
- * mapping, aligned tables and the progress line. */
+ * mapping, aligned tables, the progress line (rate, ETA) and segment matching. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -209,19 +209,87 @@ static void test_table(void **state)
 static void test_progress(void **state)
 {
 	char b[256];
-	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 0, 1024, 4),
-			    "f  [....]   0%  0 B / 1.0 KiB");
-	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 512, 1024, 4),
-			    "f  [##..]  50%  512 B / 1.0 KiB");
-	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 1024, 1024, 4),
-			    "f  [####] 100%  1.0 KiB / 1.0 KiB");
-	/* done past total is clamped; unknown total shows bytes only. */
-	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 4096, 1024, 4),
-			    "f  [####] 100%  1.0 KiB / 1.0 KiB");
-	assert_string_equal(ctl_progress_line(b, sizeof(b), "-", 3u << 20, 0, 4), "-  3.0 MiB");
+	/* No time elapsed, nothing done: rate and ETA unknown. */
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 0, 1024, 0, 4),
+			    "f  [....]   0%  0 B / 1.0 KiB  --/s  ETA --:--:--");
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 512, 1024, 0, 4),
+			    "f  [##..]  50%  512 B / 1.0 KiB  --/s  ETA --:--:--");
+	/* 512 B in 1 s: 512 B/s, 1 s left. */
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 512, 1024, 1000, 4),
+			    "f  [##..]  50%  512 B / 1.0 KiB  512 B/s  ETA 0:00:01");
+	/* 8 MiB of 26 MiB in 1 s: 8.0 MiB/s, 18 MiB left: 2.25 s, rounded. */
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "data.bin", 8u << 20, 26u << 20, 1000, 16),
+			    "data.bin  [####............]  30%  8.0 MiB / 26.0 MiB  8.0 MiB/s  ETA 0:00:02");
+	/* Hours: 1 MiB of 10 GiB at 1 MiB/s. */
+	ctl_progress_line(b, sizeof(b), "x", 1u << 20, 10ull << 30, 1000, 4);
+	assert_non_null(strstr(b, "1.0 MiB/s  ETA 2:50:39"));
+	/* At the end: the total time instead of the ETA. */
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 1024, 1024, 2000, 4),
+			    "f  [####] 100%  1.0 KiB / 1.0 KiB  512 B/s  in 2.0s");
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 3u << 20, 3u << 20, 25, 4),
+			    "f  [####] 100%  3.0 MiB / 3.0 MiB  120.0 MiB/s  in 25ms");
+	/* done past total is clamped; unknown total shows bytes and rate only. */
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "f", 4096, 1024, 1000, 4),
+			    "f  [####] 100%  1.0 KiB / 1.0 KiB  1.0 KiB/s  in 1.0s");
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "-", 3u << 20, 0, 0, 4),
+			    "-  3.0 MiB  --/s");
+	assert_string_equal(ctl_progress_line(b, sizeof(b), "stdin", 3u << 20, 0, 2000, 4),
+			    "stdin  3.0 MiB  1.5 MiB/s");
 	/* Large totals do not overflow the fraction. */
-	ctl_progress_line(b, sizeof(b), "x", UINT64_MAX / 2, UINT64_MAX, 10);
+	ctl_progress_line(b, sizeof(b), "x", UINT64_MAX / 2, UINT64_MAX, 1, 10);
 	assert_non_null(strstr(b, "[#####.....]  49%"));
+	/* A small buffer truncates, never overflows. */
+	char small[12];
+	ctl_progress_line(small, sizeof(small), "a-long-label", 1, 2, 1, 8);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+}
+
+static void test_match_segment(void **state)
+{
+	static const char *const ids[] = {
+		"6f1c0a9e000000000000000000000001", "6f1c0a9e000000000000000000000002",
+		"ab12cd34000000000000000000000003", "0123abcd000000000000000000000004",
+	};
+	static const char *const names[] = { "n1-0", "n2-0", "0123", NULL };
+	size_t out[4], m;
+
+	assert_true(ctl_is_segment_id(ids[0]));
+	assert_true(ctl_is_segment_id("6F1C0A9E000000000000000000000001"));
+	assert_false(ctl_is_segment_id("6f1c0a9e00000000000000000000000"));   /* 31 */
+	assert_false(ctl_is_segment_id("6f1c0a9e0000000000000000000000011")); /* 33 */
+	assert_false(ctl_is_segment_id("6f1c0a9e00000000000000000000000g"));
+	assert_false(ctl_is_segment_id(""));
+
+	/* A name; a unique id prefix, any case. */
+	static const struct { const char *arg; size_t want; } one[] = {
+		{ "n2-0", 1 }, { "ab12", 2 }, { "0123ABCD", 3 },
+		{ "0123", 2 },   /* a name wins over the id prefix of segment 3 */
+		{ "0123abcd000000000000000000000004", 3 },   /* a whole id */
+	};
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
+		m = ctl_match_segment(one[i].arg, ids, names, 4, out, 4);
+		if (m != 1 || out[0] != one[i].want)
+			fail_msg("'%s': %zu matches, first %zu", one[i].arg, m, out[0]);
+	}
+	/* An ambiguous prefix: both candidates, in order; cap bounds what is stored. */
+	m = ctl_match_segment("6f1c", ids, names, 4, out, 4);
+	assert_int_equal(m, 2);
+	assert_int_equal(out[0], 0);
+	assert_int_equal(out[1], 1);
+	out[1] = 99;
+	assert_int_equal(ctl_match_segment("6f1c0a9e", ids, names, 4, out, 1), 2);
+	assert_int_equal(out[1], 99);
+	/* Too short a prefix, not hex, nothing there, too long: no match. */
+	assert_int_equal(ctl_match_segment("6f1", ids, names, 4, out, 4), 0);
+	assert_int_equal(ctl_match_segment("n1", ids, names, 4, out, 4), 0);
+	assert_int_equal(ctl_match_segment("ffff", ids, names, 4, out, 4), 0);
+	assert_int_equal(ctl_match_segment("", ids, names, 4, out, 4), 0);
+	assert_int_equal(ctl_match_segment("6f1c0a9e0000000000000000000000011", ids, names, 4,
+					   out, 4), 0);
+	/* Two segments with the same name: ambiguous. */
+	static const char *const dup[] = { "n1-0", "n1-0" };
+	assert_int_equal(ctl_match_segment("n1-0", ids, dup, 2, out, 4), 2);
+	assert_int_equal(ctl_match_segment("x", ids, names, 0, out, 4), 0);
 }
 
 int main(void)
@@ -234,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_exit_of_http),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_progress),
+		cmocka_unit_test(test_match_segment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
