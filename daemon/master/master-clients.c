@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "master/master-clients.h"
+#include "util/syserr.h"
 
 struct client {
 	struct mc_uuid id;
@@ -311,7 +312,7 @@ int mc_master_clients_start(struct mc_master_clients *c)
 	c->stop = false;
 	int r = pthread_create(&c->thread, NULL, housekeeping_main, c);
 	if (r)
-		return -r;
+		return mc_err_from_errno(r);
 	c->running = true;
 	return 0;
 }

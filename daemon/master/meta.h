@@ -328,7 +328,8 @@ struct mc_meta_replay_stats {
 	uint64_t records, applied, skipped_replicas, bad_records;
 };
 /* Applies the log's records after after_seq (idempotent).  0 or the
- * error of mc_oplog_replay (-ENODATA: the log no longer reaches back). */
+ * error of mc_oplog_replay (MC_ERR_OPLOG_ENTRY_NOT_FOUND: the log no
+ * longer reaches back). */
 int mc_meta_replay(struct mc_meta *m, struct mc_oplog *l, uint64_t after_seq,
 		   struct mc_meta_replay_stats *ret);
 

@@ -66,7 +66,7 @@
  * empty), fdatasyncs, and only then raises durable_seq and wakes
  * wait_durable().  New files are preallocated
  * (fallocate KEEP_SIZE, so the size stays the end of the data).  A failed
- * write or fsync makes the log fail for good (-EIO): after a failed fsync
+ * write or fsync makes the log fail for good (MC_ERR_PERSISTENT_FAIL): after a failed fsync
  * the page cache state is unknown, retrying could claim durability falsely.
  *
  * Locks: io_mu (the file side: fd, files[]) is taken before mu (the append
@@ -91,6 +91,7 @@
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/macro.h"
+#include "util/syserr.h"
 
 void oplogf_name(char *buf, size_t n, uint64_t first)
 {
@@ -146,7 +147,7 @@ int oplogf_sync(struct flog *l, int fd, bool dir)
 	int r = dir ? fsync(fd) : fdatasync(fd);
 
 	__atomic_add_fetch(&l->fsyncs, 1, __ATOMIC_RELAXED);
-	return r ? -errno : 0;
+	return r ? mc_err_from_errno(errno) : 0;
 }
 
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
@@ -156,10 +157,10 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			return mc_err_from_errno(errno);
 		}
 		if (k == 0)
-			return -EIO;
+			return MC_ERR_FILE_WRITE_FAIL;
 		p += k;
 		n -= (size_t)k;
 		off += (uint64_t)k;
@@ -170,7 +171,7 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 /* ---- reading ---------------------------------------------------------------- */
 
 /* Makes n bytes readable at r->buf + r->pos; returns how many are (< n only
- * at end of file) or a negative errno. */
+ * at end of file) or MC_ERR_* (MC_ERR_FILE_READ_FAIL: r->sys says why). */
 ssize_t oplogf_rd_need(struct reader *r, size_t n)
 {
 	if (r->end - r->pos >= n)
@@ -193,7 +194,8 @@ ssize_t oplogf_rd_need(struct reader *r, size_t n)
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			r->sys = errno;
+			return MC_ERR_FILE_READ_FAIL;
 		}
 		if (k == 0)
 			break;
@@ -209,8 +211,11 @@ int oplogf_rd_reset(struct reader *r, int fd)
 	r->fd = fd;
 	r->pos = r->end = 0;
 	r->off = 0;
-	if (fstat(fd, &st))
-		return -errno;
+	r->sys = 0;
+	if (fstat(fd, &st)) {
+		r->sys = errno;
+		return MC_ERR_FILE_READ_FAIL;
+	}
 	r->size = (uint64_t)st.st_size;
 	return 0;
 }
@@ -320,7 +325,7 @@ int oplogf_create(struct flog *l, uint64_t first)
 	oplogf_name(name, sizeof(name), first);
 	fd = openat(l->dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return -errno;
+		return mc_err_from_errno(errno);
 	file_hdr_encode(h, first);
 	oplogf_prealloc(l, fd);
 	if ((rc = pwrite_all(fd, h, sizeof(h), 0)) || (rc = oplogf_sync(l, fd, false)) ||
@@ -407,7 +412,7 @@ void *oplogf_flusher(void *arg)
 
 		pthread_mutex_lock(&l->mu);
 		if (failed || rc) {
-			l->failed = -EIO;
+			l->failed = MC_ERR_PERSISTENT_FAIL;
 		} else {
 			l->durable_seq = l->out.last_seq;
 			l->flushes++;
@@ -441,7 +446,7 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	for (;;) {
 		if (l->failed || l->closing) {
 			pthread_mutex_unlock(&l->mu);
-			return l->failed ? l->failed : -EBADF;
+			return l->failed ? l->failed : MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
 		}
 		if (!l->cur.len || l->cur.len + need <= l->cfg.buffer_bytes)
 			break;
@@ -497,15 +502,15 @@ static int flog_wait_durable(struct mc_oplog *b, uint64_t seq)
 
 	pthread_mutex_lock(&l->mu);
 	if (seq >= l->next_seq) {
-		rc = -EINVAL;
+		rc = MC_ERR_INVALID_PARAMS;
 	} else if (!l->cfg.sync) {
-		rc = l->failed && seq > l->durable_seq ? -EIO : 0;
+		rc = l->failed && seq > l->durable_seq ? MC_ERR_PERSISTENT_FAIL : 0;
 	} else {
 		l->waiters++;
 		while (l->durable_seq < seq && !l->failed)
 			pthread_cond_wait(&l->durable_cv, &l->mu);
 		l->waiters--;
-		rc = l->durable_seq >= seq ? 0 : -EIO;
+		rc = l->durable_seq >= seq ? 0 : MC_ERR_PERSISTENT_FAIL;
 	}
 	pthread_mutex_unlock(&l->mu);
 	return rc;
@@ -531,7 +536,7 @@ static int unlink_files(struct flog *l, const uint64_t *f, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		oplogf_name(name, sizeof(name), f[i]);
 		if (unlinkat(l->dirfd, name, 0) && errno != ENOENT && !rc)
-			rc = -errno;
+			rc = mc_err_from_errno(errno);
 	}
 	if (n)
 		oplogf_sync(l, l->dirfd, true);
@@ -607,10 +612,10 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 	pthread_mutex_unlock(&l->mu);
 	if (after + 1 < l->files[0]) {
 		pthread_mutex_unlock(&l->io_mu);
-		return -ENODATA;
+		return MC_ERR_OPLOG_ENTRY_NOT_FOUND;
 	}
 	if (after >= next) {
-		rc = appended ? -EBUSY : skip_to(l, after);
+		rc = appended ? MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS : skip_to(l, after);
 		pthread_mutex_unlock(&l->io_mu);
 		return rc;
 	}
@@ -638,16 +643,16 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 			if (fd >= 0)
 				close(fd);
 			free(r.buf);
-			return -EIO;
+			return MC_ERR_FILE_READ_FAIL;
 		}
 		ssize_t k = oplogf_rd_need(&r, FILE_HDR_LEN);
 		if (k < 0 || oplogf_hdr_check(r.buf, (size_t)k)) {
-			rc = -EIO;
+			rc = MC_ERR_FILE_READ_FAIL;
 		} else {
 			oplogf_rd_skip(&r, FILE_HDR_LEN);
 			rc = oplogf_scan(&r, files[i], after, flast, fn, ctx, &s);
 			if (!rc && s.next != flast + 1)
-				rc = -EIO;	/* verified at open, not any more */
+				rc = MC_ERR_FILE_READ_FAIL;	/* verified at open, not any more */
 		}
 		close(r.fd);
 	}

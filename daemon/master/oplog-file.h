@@ -47,7 +47,7 @@ struct flog {
 	uint64_t appended, bytes, blocked, flushes;
 	uint32_t waiters;		/* threads in wait_durable */
 	uint32_t expect;		/* waiters when the last batch became durable */
-	int failed;			/* 0 or -EIO, for good */
+	int failed;			/* 0 or MC_ERR_PERSISTENT_FAIL, for good */
 	bool closing, appended_any;
 	pthread_t flusher;
 
@@ -75,9 +75,11 @@ struct reader {
 	size_t cap, pos, end;
 	uint64_t off;		/* file offset of buf[pos] */
 	uint64_t size;		/* of the file: a longer record is torn, not read */
+	int sys;		/* errno of the last failed read or fstat */
 };
 
-/* Points r (whose buf is kept) at the start of fd; 0 or -errno. */
+/* Points r (whose buf is kept) at the start of fd; 0 or MC_ERR_FILE_READ_FAIL
+ * (r->sys says why). */
 int oplogf_rd_reset(struct reader *r, int fd);
 
 struct scan {

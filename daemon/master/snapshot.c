@@ -69,6 +69,7 @@
 #include "master/snapshot.h"
 #include "mooncake/error.h"
 #include "util/clock.h"
+#include "util/syserr.h"
 
 struct mc_snapshots {
 	struct mc_meta *meta;
@@ -130,8 +131,8 @@ static int fsync_path(const char *path, bool dir)
 {
 	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	int r = fsync(fd) < 0 ? -errno : 0;
+		return mc_err_from_errno(errno);
+	int r = fsync(fd) < 0 ? mc_err_from_errno(errno) : 0;
 	close(fd);
 	return r;
 }
@@ -442,7 +443,7 @@ out:
 
 /* ---- the directory ---------------------------------------------------------------------- */
 
-/* Ids of the snapshot files, newest first. */
+/* Ids of the snapshot files, newest first.  On failure errno says why. */
 static int list_ids(const char *dir, uint64_t **ret, uint32_t *ret_n)
 {
 	uint64_t *v = NULL;
@@ -450,7 +451,7 @@ static int list_ids(const char *dir, uint64_t **ret, uint32_t *ret_n)
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	if (!d)
-		return errno == ENOENT ? (*ret = NULL, *ret_n = 0, 0) : -errno;
+		return errno == ENOENT ? (*ret = NULL, *ret_n = 0, 0) : mc_err_from_errno(errno);
 	while ((de = readdir(d))) {
 		uint64_t id;
 		char tail[8];
@@ -462,7 +463,7 @@ static int list_ids(const char *dir, uint64_t **ret, uint32_t *ret_n)
 			if (!nv) {
 				free(v);
 				closedir(d);
-				return -ENOMEM;
+				return errno = ENOMEM, MC_ERR_NO_MEMORY;
 			}
 			v = nv;
 		}
@@ -495,7 +496,7 @@ int mc_snapshot_recover(const char *dir, const struct mc_meta_config *cfg, struc
 	struct mc_snapshot_info info = { 0 };
 	int r = list_ids(dir, &ids, &n);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot list %s: %s", dir, strerror(-r));
+		snprintf(err, errlen, "cannot list %s: %s", dir, strerror(errno));
 		return r;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -537,13 +538,13 @@ int mc_snapshot_recover(const char *dir, const struct mc_meta_config *cfg, struc
 		struct mc_meta_replay_stats st;
 		uint64_t t0 = mc_now_ms();
 		r = mc_meta_replay(m, l, info.oplog_seq, &st);
-		if (r == -ENODATA) {
+		if (r == MC_ERR_OPLOG_ENTRY_NOT_FOUND) {
 			slog(log, LOG_ERR, "the oplog does not reach back to snapshot position %" PRIu64
 			     ": changes between them are lost", info.oplog_seq);
 			r = mc_meta_replay(m, l, 0, &st);
 		}
-		if (r < 0 && r != -ENODATA) {
-			snprintf(err, errlen, "oplog replay: %s", strerror(-r));
+		if (r < 0 && r != MC_ERR_OPLOG_ENTRY_NOT_FOUND) {
+			snprintf(err, errlen, "oplog replay: %s", mc_strerror(r));
 			mc_meta_free(m);
 			return r;
 		}
@@ -642,10 +643,10 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 	thaw(s->meta);
 	uint64_t pause_us = (mc_now_ns() - t0) / 1000;
 	if (pid < 0) {
-		r = -errno;
+		int e = errno;
 		pthread_mutex_unlock(&s->lock);
-		slog(s->log, LOG_ERR, "snapshot %" PRIu64 ": fork: %s", id, strerror(-r));
-		return r;
+		slog(s->log, LOG_ERR, "snapshot %" PRIu64 ": fork: %s", id, strerror(e));
+		return mc_err_from_errno(e);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -704,7 +705,7 @@ int mc_snapshot_list(struct mc_snapshots *s, struct mc_snapshot_info **ret, uint
 	pthread_mutex_unlock(&s->lock);
 	free(ids);
 	if (!v)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	*ret = v;
 	*ret_n = k;
 	return 0;
@@ -730,7 +731,7 @@ int mc_snapshot_list_json(void *ctx, json_t **ret_array)
 		json_array_append_new(a, info_json(&v[i]));
 	free(v);
 	if (!a)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	*ret_array = a;
 	return 0;
 }
@@ -743,7 +744,7 @@ int mc_snapshot_take_json(void *ctx, json_t **ret_object)
 		return r;
 	json_t *o = info_json(&i);
 	if (!o)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	*ret_object = o;
 	return 0;
 }
@@ -776,15 +777,17 @@ int mc_snapshots_new(struct mc_meta *m, struct mc_oplog *l, const struct mc_snap
 	struct mc_snapshots *s = calloc(1, sizeof(*s));
 	pthread_condattr_t ca;
 	if (!s)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	if (snprintf(s->dir, sizeof(s->dir), "%s", cfg->dir) >= (int)sizeof(s->dir)) {
 		free(s);
-		return -ENAMETOOLONG;
+		slog(cfg->log, LOG_ERR, "snapshot folder name too long: %s", cfg->dir);
+		return MC_ERR_INVALID_PARAMS;
 	}
 	if (mkdir(s->dir, 0750) < 0 && errno != EEXIST) {
-		int e = -errno;
+		int e = errno;
 		free(s);
-		return e;
+		slog(cfg->log, LOG_ERR, "cannot create %s: %s", cfg->dir, strerror(e));
+		return mc_err_from_errno(e);
 	}
 	s->meta = m;
 	s->oplog = l;
@@ -807,8 +810,10 @@ int mc_snapshots_start(struct mc_snapshots *s)
 	if (!s->interval_s)
 		return 0;
 	int r = pthread_create(&s->thread, NULL, snap_thread, s);
-	if (r)
-		return -r;
+	if (r) {
+		slog(s->log, LOG_ERR, "cannot start the snapshot thread: %s", strerror(r));
+		return mc_err_from_errno(r);
+	}
 	s->started = true;
 	return 0;
 }

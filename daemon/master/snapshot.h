@@ -38,7 +38,7 @@ struct mc_snapshot_config {
 
 struct mc_snapshots;
 
-/* l may be NULL (oplog off).  0 or a negative errno / MC_ERR_*. */
+/* l may be NULL (oplog off).  0 or MC_ERR_* (the reason goes to cfg->log). */
 int mc_snapshots_new(struct mc_meta *m, struct mc_oplog *l, const struct mc_snapshot_config *cfg,
 		     struct mc_snapshots **ret);
 int mc_snapshots_start(struct mc_snapshots *s);

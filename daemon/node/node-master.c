@@ -8,6 +8,7 @@
 #include "client/rpc-conn.h"
 #include "common/log.h"
 #include "node/node-master.h"
+#include "util/syserr.h"
 
 #define RPC_TIMEOUT_MS 2000
 #define UNMOUNT_TIMEOUT_MS 1000
@@ -169,7 +170,7 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	struct mc_node_master *m = calloc(1, sizeof(*m));
 	pthread_condattr_t ca;
 	if (!m)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	m->cfg = *cfg;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -181,7 +182,7 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	if (r) {
 		mc_arena_free(&m->arena);
 		free(m);
-		return -r;
+		return mc_err_from_errno(r);
 	}
 	*ret = m;
 	return 0;
