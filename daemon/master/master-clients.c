@@ -35,7 +35,7 @@ struct mc_master_clients {
 
 static uint64_t now_ms(struct mc_master_clients *c)
 {
-	return mc_clock_now(&c->meta->cfg.clock);
+	return mc_meta_now(c->meta);
 }
 
 int mc_master_clients_new(struct mc_meta *m, uint64_t ttl_ms, struct mc_master_clients **ret)

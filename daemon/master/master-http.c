@@ -282,7 +282,7 @@ static HTTP_HANDLER(http_cluster)
 	if (!http_args_only(req, resp, no_args))
 		return;
 	mc_meta_get_stats(h->cfg.meta, &st);
-	const struct mc_meta_config *mc = &h->cfg.meta->cfg;
+	const struct mc_meta_config *mc = mc_meta_get_config(h->cfg.meta);
 	json_t *j = json_pack("{s:s,s:s,s:f,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 			      "s:{s:f,s:f},s:I}",
 			      "role", "single", "version", MC_VERSION_STRING,
@@ -310,7 +310,7 @@ static HTTP_HANDLER(http_evict)
 	struct mc_master_http *h = ctx;
 	static const char *const fields[] = { "target_ratio", NULL };
 	json_t *body;
-	double target = h->cfg.meta->cfg.eviction_low_watermark;
+	double target = mc_meta_get_config(h->cfg.meta)->eviction_low_watermark;
 	if (!http_args_only(req, resp, no_args) || !http_body(req, resp, true, fields, &body))
 		return;
 	json_t *v = body ? json_object_get(body, "target_ratio") : NULL;

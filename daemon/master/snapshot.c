@@ -63,12 +63,11 @@
 
 #include <sqlite3.h>
 
-#include "master/meta-internal.h"
-#include "master/meta-persist.h"
 #include "master/oplog.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
 #include "util/clock.h"
+#include "util/hash.h"
 #include "util/syserr.h"
 
 struct mc_snapshots {
@@ -137,108 +136,103 @@ static int fsync_path(const char *path, bool dir)
 	return r;
 }
 
+/* The writer of one file, fed by mc_meta_dump(). */
+struct writer {
+	sqlite3 *db;
+	sqlite3_stmt *tenant, *segment, *object;
+	struct mc_wbuf rec;             /* a MOUNT payload */
+	struct mc_wbuf row;             /* the objects of one shard (record rows) */
+	uint32_t shard, nrow;           /* the shard of row, its objects */
+	uint64_t digest, nobj, nseg;
+};
+
+static int flush_row(struct writer *w)
+{
+	if (!w->nrow)
+		return 0;
+	sqlite3_bind_int64(w->object, 1, w->shard);
+	sqlite3_bind_int64(w->object, 2, w->nrow);
+	sqlite3_bind_blob(w->object, 3, w->row.p, (int)w->row.len, SQLITE_STATIC);
+	int r = sqlite3_step(w->object) == SQLITE_DONE ? 0 : MC_ERR_PERSISTENT_FAIL;
+	sqlite3_reset(w->object);
+	w->digest += mc_hash(w->row.p, w->row.len);
+	w->nobj += w->nrow;
+	w->nrow = 0;
+	mc_wbuf_reset(&w->row);
+	return r;
+}
+
+static int write_one(void *ctx, uint32_t index, const struct mc_record *r)
+{
+	struct writer *w = ctx;
+	int rc;
+
+	switch (r->type) {
+	case MC_REC_QUOTA:
+		sqlite3_bind_int64(w->tenant, 1, index);
+		sqlite3_bind_blob(w->tenant, 2, r->quota.tenant.p, (int)r->quota.tenant.len,
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(w->tenant, 3, (sqlite3_int64)r->quota.quota_bytes);
+		rc = sqlite3_step(w->tenant) == SQLITE_DONE ? 0 : MC_ERR_PERSISTENT_FAIL;
+		sqlite3_reset(w->tenant);
+		return rc;
+	case MC_REC_MOUNT:
+		mc_wbuf_reset(&w->rec);
+		if ((rc = mc_record_encode(&w->rec, r)) < 0 ||
+		    (rc = insert_blob(w->segment, w->rec.p, w->rec.len)) < 0)
+			return rc;
+		w->digest += mc_hash(w->rec.p, w->rec.len);
+		w->nseg++;
+		return 0;
+	case MC_REC_OBJECT:
+		if (index != w->shard && (rc = flush_row(w)) < 0)
+			return rc;
+		w->shard = index;
+		if ((rc = mc_record_row_put(&w->row, r)) < 0)
+			return rc;
+		w->nrow++;
+		return 0;
+	}
+	return MC_ERR_INVALID_PARAMS;
+}
+
 /* Writes m as it is (nothing may change it meanwhile: the fork child, or tests). */
 static int write_db(struct mc_meta *m, const char *path, uint64_t id, uint64_t seq,
 		    struct mc_snapshot_info *ret)
 {
 	char tmp[4200];
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	struct pbuf b;
-	uint64_t digest = 0, nobj = 0, nseg = 0, t0 = mc_now_ms();
-	uint64_t now = meta_now(m), wall = persist_wall_ms();
+	struct writer w = { 0 };
+	uint64_t t0 = mc_now_ms(), wall = mc_wall_ms();
 	int r = -1;
 
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	unlink(tmp);
-	pbuf_init(&b);
-	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
-	    sqlite3_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;"
+	mc_wbuf_init(&w.rec, MC_OPLOG_MAX_RECORD);
+	mc_wbuf_init(&w.row, SIZE_MAX);
+	if (sqlite3_open_v2(tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
+	    sqlite3_exec(w.db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;"
 			 "PRAGMA cache_size=-65536; BEGIN;", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)
+	    sqlite3_exec(w.db, schema_sql, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(w.db, "INSERT INTO tenants VALUES(?,?,?)", -1, &w.tenant, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(w.db, "INSERT INTO segments VALUES(?)", -1, &w.segment, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(w.db, "INSERT INTO objects VALUES(?,?,?)", -1, &w.object, NULL) != SQLITE_OK)
 		goto out;
-
-	if (sqlite3_prepare_v2(db, "INSERT INTO tenants VALUES(?,?,?)", -1, &st, NULL) != SQLITE_OK)
+	if (mc_meta_dump(m, write_one, &w) < 0 || flush_row(&w) < 0)
 		goto out;
-	for (uint32_t i = 0; i < m->ntenants; i++) {
-		struct mc_tenant *t = m->tenants[i];
-		sqlite3_bind_int64(st, 1, i);
-		sqlite3_bind_blob(st, 2, t->name, (int)strlen(t->name), SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)t->quota_bytes);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-
-	if (sqlite3_prepare_v2(db, "INSERT INTO segments VALUES(?)", -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	for (uint32_t i = 0; i < MC_MAX_SEGMENTS; i++) {
-		struct mc_segment *s = m->segs.slots[i];
-		if (!s || s->status == MC_SEG_UNMOUNTING)
-			continue;
-		struct mc_segment_spec spec = {
-			.id = s->id, .name = s->name, .host = s->host, .endpoint = s->endpoint,
-			.shm_path = s->shm_path, .base = s->base, .size = s->size,
-			.transport = s->transport,
-		};
-		b.len = 0;
-		persist_encode_mount(&b, s->client, &spec);
-		if (b.err || insert_blob(st, b.p, b.len) < 0)
-			goto out;
-		digest += mc_hash(b.p, b.len);
-		nseg++;
-	}
-	sqlite3_finalize(st);
-
-	if (sqlite3_prepare_v2(db, "INSERT INTO objects VALUES(?,?,?)", -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	for (uint32_t sh = 0; sh < MC_META_SHARDS; sh++) {
-		struct mc_shard *shard = &m->shards[sh];
-		uint64_t n = 0;
-		b.len = 0;
-		for (uint32_t t = 0; t < shard->ntenants; t++) {
-			struct mc_objtab *tab = &shard->tenants[t].tab;
-			uint32_t it = 0;
-			struct mc_object *o;
-			while ((o = mc_objtab_next(tab, &it))) {
-				if (mc_object_is_processing(o))
-					continue;
-				size_t at = b.len;
-				uint32_t len = 0;
-				pbuf_put(&b, &len, 4);
-				persist_encode_object(m, o, &b, now, wall, false);
-				if (b.err)
-					goto out;
-				len = (uint32_t)(b.len - at - 4);
-				memcpy(b.p + at, &len, 4);
-				n++;
-			}
-		}
-		if (!n)
-			continue;
-		sqlite3_bind_int64(st, 1, sh);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
-		sqlite3_bind_blob(st, 3, b.p, (int)b.len, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_reset(st);
-		digest += mc_hash(b.p, b.len);
-		nobj += n;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (put_meta(db, "schema_version", MC_SNAPSHOT_SCHEMA) < 0 || put_meta(db, "id", id) < 0 ||
-	    put_meta(db, "created_ms", wall) < 0 || put_meta(db, "oplog_seq", seq) < 0 ||
-	    put_meta(db, "objects", nobj) < 0 || put_meta(db, "segments", nseg) < 0 ||
-	    put_meta(db, "digest", digest) < 0 || put_meta(db, "complete", 1) < 0 ||
-	    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	if (put_meta(w.db, "schema_version", MC_SNAPSHOT_SCHEMA) < 0 || put_meta(w.db, "id", id) < 0 ||
+	    put_meta(w.db, "created_ms", wall) < 0 || put_meta(w.db, "oplog_seq", seq) < 0 ||
+	    put_meta(w.db, "objects", w.nobj) < 0 || put_meta(w.db, "segments", w.nseg) < 0 ||
+	    put_meta(w.db, "digest", w.digest) < 0 || put_meta(w.db, "complete", 1) < 0 ||
+	    sqlite3_exec(w.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		goto out;
 	r = 0;
 out:
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	pbuf_release(&b);
+	sqlite3_finalize(w.tenant);
+	sqlite3_finalize(w.segment);
+	sqlite3_finalize(w.object);
+	sqlite3_close(w.db);
+	mc_wbuf_free(&w.rec);
+	mc_wbuf_free(&w.row);
 	if (r == 0 && (fsync_path(tmp, false) < 0 || rename(tmp, path) < 0))
 		r = -1;
 	if (r < 0) {
@@ -257,7 +251,7 @@ out:
 		memset(ret, 0, sizeof(*ret));
 		ret->id = id;
 		ret->created_ms = wall;
-		ret->objects = nobj;
+		ret->objects = w.nobj;
 		ret->oplog_seq = seq;
 		ret->file_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 		ret->duration_ms = mc_now_ms() - t0;
@@ -330,8 +324,9 @@ int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_inf
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	struct persist_bulk *bulk = NULL;
+	struct mc_meta_loader *l = NULL;
 	struct mc_snapshot_info info;
+	struct mc_record rec;
 	uint64_t version, digest = 0, want_digest = 0, nobj = 0, nseg = 0, want_seg = 0;
 	int r;
 
@@ -346,12 +341,18 @@ int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_inf
 		snprintf(err, errlen, "incomplete meta table");
 		goto out;
 	}
+	if ((r = mc_meta_load_begin(m, &l)) < 0)
+		goto out;
 
-	if (sqlite3_prepare_v2(db, "SELECT name, quota FROM tenants ORDER BY slot", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT slot, name, quota FROM tenants ORDER BY slot", -1, &st,
+			       NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		struct mc_ref t = { sqlite3_column_blob(st, 0), (uint32_t)sqlite3_column_bytes(st, 0) };
-		if (mc_meta_set_quota(m, t, (uint64_t)sqlite3_column_int64(st, 1)) < 0) {
+		rec = (struct mc_record){ .type = MC_REC_QUOTA, .quota = {
+			.tenant = MC_BYTES(sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1)),
+			.quota_bytes = (uint64_t)sqlite3_column_int64(st, 2),
+		} };
+		if (mc_meta_load(l, (uint32_t)sqlite3_column_int64(st, 0), &rec) < 0) {
 			snprintf(err, errlen, "bad tenant row");
 			r = MC_ERR_PERSISTENT_FAIL;
 			goto out;
@@ -366,13 +367,9 @@ int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_inf
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		const void *p = sqlite3_column_blob(st, 0);
 		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-		struct mc_uuid client;
-		struct mc_segment_spec spec;
-		static char strs[4][MC_MAX_SEGMENT_NAME + 257];
 		digest += mc_hash(p, n);
 		nseg++;
-		if (persist_decode_mount(p, n, &client, &spec, strs) < 0 ||
-		    persist_restore_segment(m, client, &spec) < 0) {
+		if (mc_record_decode(MC_REC_MOUNT, p, n, &rec) < 0 || mc_meta_load(l, 0, &rec) < 0) {
 			snprintf(err, errlen, "bad segment row %" PRIu64, nseg);
 			r = MC_ERR_PERSISTENT_FAIL;
 			goto out;
@@ -382,30 +379,25 @@ int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_inf
 		goto sqlerr;
 	sqlite3_finalize(st);
 
-	if ((r = persist_bulk_new(&bulk)) < 0)
-		goto out;
-	if (sqlite3_prepare_v2(db, "SELECT n, recs FROM objects", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT shard, n, recs FROM objects", -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t cnt = (uint64_t)sqlite3_column_int64(st, 0);
-		const uint8_t *p = sqlite3_column_blob(st, 1);
-		size_t n = (size_t)sqlite3_column_bytes(st, 1);
+		uint32_t shard = (uint32_t)sqlite3_column_int64(st, 0);
+		uint64_t cnt = (uint64_t)sqlite3_column_int64(st, 1);
+		const uint8_t *p = sqlite3_column_blob(st, 2);
+		size_t n = (size_t)sqlite3_column_bytes(st, 2);
+		struct mc_rbuf rb;
 		digest += mc_hash(p, n);
-		for (uint64_t i = 0; i < cnt; i++) {
-			struct persist_obj po;
-			uint32_t len, skipped = 0;
-			if (n < 4 || (memcpy(&len, p, 4), n - 4 < len) ||
-			    persist_decode_object(p + 4, len, &po) < 0 ||
-			    persist_apply_object(m, &po, bulk, &skipped) < 0 || skipped) {
+		mc_rbuf_init(&rb, p, n);
+		for (uint64_t i = 0; i < cnt; i++, nobj++) {
+			if (mc_record_row_next(&rb, MC_REC_OBJECT, &rec) < 0 ||
+			    mc_meta_load(l, shard, &rec) < 0) {
 				snprintf(err, errlen, "bad object record %" PRIu64, nobj);
 				r = MC_ERR_PERSISTENT_FAIL;
 				goto out;
 			}
-			p += 4 + len;
-			n -= 4 + len;
-			nobj++;
 		}
-		if (n) {
+		if (mc_rbuf_finish(&rb)) {
 			snprintf(err, errlen, "trailing bytes in an objects row");
 			r = MC_ERR_PERSISTENT_FAIL;
 			goto out;
@@ -423,11 +415,13 @@ int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_inf
 		snprintf(err, errlen, "content digest mismatch (rows changed)");
 		goto out;
 	}
-	if (persist_bulk_finish(m, bulk) < 0) {
+	r = mc_meta_load_finish(l);
+	l = NULL;
+	if (r < 0) {
 		snprintf(err, errlen, "overlapping blocks");
+		r = MC_ERR_PERSISTENT_FAIL;
 		goto out;
 	}
-	r = 0;
 	if (ret)
 		*ret = info;
 	goto out;
@@ -437,7 +431,7 @@ sqlerr:
 out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	persist_bulk_free(bulk);
+	mc_meta_load_free(l);
 	return r;
 }
 
@@ -561,28 +555,6 @@ int mc_snapshot_recover(const char *dir, const struct mc_meta_config *cfg, struc
 
 /* ---- taking snapshots --------------------------------------------------------------------- */
 
-static void freeze(struct mc_meta *m)
-{
-	pthread_rwlock_wrlock(&m->segs.lock);
-	for (uint32_t i = 0; i < MC_META_SHARDS; i++)
-		pthread_rwlock_rdlock(&m->shards[i].lock);
-	pthread_mutex_lock(&m->tenants_lock);
-	pthread_rwlock_rdlock(&m->clients_lock);
-	pthread_mutex_lock(&m->pins.lock);
-	pthread_mutex_lock(&m->groups.lock);
-}
-
-static void thaw(struct mc_meta *m)
-{
-	pthread_mutex_unlock(&m->groups.lock);
-	pthread_mutex_unlock(&m->pins.lock);
-	pthread_rwlock_unlock(&m->clients_lock);
-	pthread_mutex_unlock(&m->tenants_lock);
-	for (uint32_t i = MC_META_SHARDS; i-- > 0;)
-		pthread_rwlock_unlock(&m->shards[i].lock);
-	pthread_rwlock_unlock(&m->segs.lock);
-}
-
 static void apply_retention(struct mc_snapshots *s)
 {
 	uint64_t *ids;
@@ -628,7 +600,7 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 	snap_path(s->dir, id, path, sizeof(path));
 
 	uint64_t t0 = mc_now_ns();
-	freeze(s->meta);
+	mc_meta_freeze(s->meta);
 	uint64_t seq = s->oplog ? mc_oplog_last_seq(s->oplog) : 0;
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -640,7 +612,7 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 			_exit(1);
 		_exit(write_db(s->meta, path, id, seq, NULL) == 0 ? 0 : 1);
 	}
-	thaw(s->meta);
+	mc_meta_thaw(s->meta);
 	uint64_t pause_us = (mc_now_ns() - t0) / 1000;
 	if (pid < 0) {
 		int e = errno;
