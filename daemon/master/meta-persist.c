@@ -222,7 +222,7 @@ static int apply_object(struct mc_meta *m, const struct mc_record_object *po,
 			.type = po->rep[i].type, .status = MC_REPLICA_COMPLETE,
 		};
 	}
-	if (!tab || (po->nrep && !o->nrep)) {   /* nothing left to read */
+	if (!tab || !o->nrep) {   /* nothing left to read (or a record without replicas) */
 		pthread_rwlock_unlock(&sh->lock);
 		free(o);
 		*ret_skipped = skipped;

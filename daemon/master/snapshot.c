@@ -1,50 +1,22 @@
 /*
- * snapshot.c - metadata snapshots in sqlite.  See snapshot.h.
+ * snapshot.c - metadata snapshots: the folder of files, taking one (fork),
+ * retention, the periodic thread and recovery.  See snapshot.h; the file
+ * format is snapshot-file.c's, the records the store's (meta.h, record.h).
  *
  * Files: <dir>/snap-<id, 20 decimal digits>.db, one sqlite database each,
  * written as <name>.<pid>.tmp, fsynced, renamed, the directory fsynced.
  *
- * Schema, version 1 (MC_SNAPSHOT_SCHEMA):
- *
- *   CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);
- *     schema_version  1; a reader refuses a file with a larger one
- *     id              the snapshot id (also in the file name)
- *     created_ms      CLOCK_REALTIME ms when the metadata was frozen
- *     oplog_seq       every oplog record <= this is contained in the snapshot
- *     objects         object records in `objects`
- *     segments        rows of `segments`
- *     digest          sum (mod 2^64, stored as a signed integer) of
- *                     XXH3(blob) over the rows of `objects` (recs) and
- *                     `segments` (rec)
- *     complete        1; written last, in the same transaction
- *   CREATE TABLE tenants(slot INTEGER PRIMARY KEY, name BLOB NOT NULL,
- *                        quota INTEGER NOT NULL);
- *   CREATE TABLE segments(rec BLOB NOT NULL);   -- MOUNT payload (meta-oplog.c)
- *   CREATE TABLE objects(shard INTEGER NOT NULL, n INTEGER NOT NULL, recs BLOB NOT NULL);
- *     -- one row per metadata shard: n object records, each a u32 length
- *     -- (little-endian) then an OBJECT payload (meta-oplog.c); rows of a
- *     -- thousand objects keep sqlite's per-row cost out of the way
- *
- * Objects hold their replica descriptors (segment id, offset) and soft pin
- * and group; PROCESSING objects are not written (on restart their space
- * is free).  A load checks, before the state is used: schema_version,
- * complete = 1, record counts against meta and the digest (it covers
- * every byte the load uses; sqlite reports a damaged page structure as
- * SQLITE_CORRUPT while reading; PRAGMA quick_check would cost a second
- * pass over the file) (so a file that decodes but lost or changed rows is refused,
- * unlike the release that restored an empty snapshot "successfully").
- *
- * Consistency without stalling readers: take() holds segs.lock for
- * writing and every shard lock for reading (plus the registry locks),
- * reads the oplog position, fork()s and releases everything.  The child
- * owns a copy-on-write image of one instant and writes the file at its
- * pace; the parent only pays for the fork (page tables: ~1-2 ms per GiB
- * of metadata) while writers wait; readers (GetReplicaList, shard read
- * locks) continue throughout.  The copy-on-write faults afterwards cost
- * writers a page copy each, once.  Shard-by-shard copies would stall
- * each shard for its copy and need the oplog to glue the copies into one
- * point in time; the fork gives that point directly.  bench-snapshot
- * measures it.
+ * Consistency without stalling readers: take() freezes the store
+ * (mc_meta_freeze: segs.lock for writing, every shard lock for reading,
+ * the registry locks), reads the oplog position, fork()s and thaws.  The
+ * child owns a copy-on-write image of one instant and writes the file at
+ * its pace (mc_meta_dump into mc_snapshot_file_write); the parent only
+ * pays for the fork (page tables: ~1-2 ms per GiB of metadata) while
+ * writers wait; readers (GetReplicaList, shard read locks) continue
+ * throughout.  The copy-on-write faults afterwards cost writers a page
+ * copy each, once.  Shard-by-shard copies would stall each shard for its
+ * copy and need the oplog to glue the copies into one point in time; the
+ * fork gives that point directly.  bench-snapshot measures it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -61,13 +33,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "master/oplog.h"
+#include "master/snapshot-file.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
 #include "util/clock.h"
-#include "util/hash.h"
 #include "util/syserr.h"
 
 struct mc_snapshots {
@@ -98,341 +68,41 @@ static void slog(void (*log)(int, const char *), int level, const char *fmt, ...
 	log(level, buf);
 }
 
-/* ---- writing -------------------------------------------------------------------------- */
+/* ---- one file ------------------------------------------------------------------------------ */
 
-static const char schema_sql[] =
-	"CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
-	"CREATE TABLE tenants(slot INTEGER PRIMARY KEY, name BLOB NOT NULL, quota INTEGER NOT NULL);"
-	"CREATE TABLE segments(rec BLOB NOT NULL);"
-	"CREATE TABLE objects(shard INTEGER NOT NULL, n INTEGER NOT NULL, recs BLOB NOT NULL);";
-
-static int put_meta(sqlite3 *db, const char *k, uint64_t v)
+static int dump_meta(void *src, mc_meta_emit_fn emit, void *ctx)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "INSERT INTO meta VALUES(?,?)", -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)v);
-	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-	sqlite3_finalize(st);
-	return r;
-}
-
-static int insert_blob(sqlite3_stmt *st, const void *p, size_t n)
-{
-	sqlite3_bind_blob(st, 1, p, (int)n, SQLITE_STATIC);
-	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-	sqlite3_reset(st);
-	return r;
-}
-
-static int fsync_path(const char *path, bool dir)
-{
-	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
-	if (fd < 0)
-		return mc_err_from_errno(errno);
-	int r = fsync(fd) < 0 ? mc_err_from_errno(errno) : 0;
-	close(fd);
-	return r;
-}
-
-/* The writer of one file, fed by mc_meta_dump(). */
-struct writer {
-	sqlite3 *db;
-	sqlite3_stmt *tenant, *segment, *object;
-	struct mc_wbuf rec;             /* a MOUNT payload */
-	struct mc_wbuf row;             /* the objects of one shard (record rows) */
-	uint32_t shard, nrow;           /* the shard of row, its objects */
-	uint64_t digest, nobj, nseg;
-};
-
-static int flush_row(struct writer *w)
-{
-	if (!w->nrow)
-		return 0;
-	sqlite3_bind_int64(w->object, 1, w->shard);
-	sqlite3_bind_int64(w->object, 2, w->nrow);
-	sqlite3_bind_blob(w->object, 3, w->row.p, (int)w->row.len, SQLITE_STATIC);
-	int r = sqlite3_step(w->object) == SQLITE_DONE ? 0 : MC_ERR_PERSISTENT_FAIL;
-	sqlite3_reset(w->object);
-	w->digest += mc_hash(w->row.p, w->row.len);
-	w->nobj += w->nrow;
-	w->nrow = 0;
-	mc_wbuf_reset(&w->row);
-	return r;
-}
-
-static int write_one(void *ctx, uint32_t index, const struct mc_record *r)
-{
-	struct writer *w = ctx;
-	int rc;
-
-	switch (r->type) {
-	case MC_REC_QUOTA:
-		sqlite3_bind_int64(w->tenant, 1, index);
-		sqlite3_bind_blob(w->tenant, 2, r->quota.tenant.p, (int)r->quota.tenant.len,
-				  SQLITE_STATIC);
-		sqlite3_bind_int64(w->tenant, 3, (sqlite3_int64)r->quota.quota_bytes);
-		rc = sqlite3_step(w->tenant) == SQLITE_DONE ? 0 : MC_ERR_PERSISTENT_FAIL;
-		sqlite3_reset(w->tenant);
-		return rc;
-	case MC_REC_MOUNT:
-		mc_wbuf_reset(&w->rec);
-		if ((rc = mc_record_encode(&w->rec, r)) < 0 ||
-		    (rc = insert_blob(w->segment, w->rec.p, w->rec.len)) < 0)
-			return rc;
-		w->digest += mc_hash(w->rec.p, w->rec.len);
-		w->nseg++;
-		return 0;
-	case MC_REC_OBJECT:
-		if (index != w->shard && (rc = flush_row(w)) < 0)
-			return rc;
-		w->shard = index;
-		if ((rc = mc_record_row_put(&w->row, r)) < 0)
-			return rc;
-		w->nrow++;
-		return 0;
-	}
-	return MC_ERR_INVALID_PARAMS;
-}
-
-/* Writes m as it is (nothing may change it meanwhile: the fork child, or tests). */
-static int write_db(struct mc_meta *m, const char *path, uint64_t id, uint64_t seq,
-		    struct mc_snapshot_info *ret)
-{
-	char tmp[4200];
-	struct writer w = { 0 };
-	uint64_t t0 = mc_now_ms(), wall = mc_wall_ms();
-	int r = -1;
-
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	unlink(tmp);
-	mc_wbuf_init(&w.rec, MC_OPLOG_MAX_RECORD);
-	mc_wbuf_init(&w.row, SIZE_MAX);
-	if (sqlite3_open_v2(tmp, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
-	    sqlite3_exec(w.db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;"
-			 "PRAGMA cache_size=-65536; BEGIN;", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(w.db, schema_sql, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(w.db, "INSERT INTO tenants VALUES(?,?,?)", -1, &w.tenant, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(w.db, "INSERT INTO segments VALUES(?)", -1, &w.segment, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(w.db, "INSERT INTO objects VALUES(?,?,?)", -1, &w.object, NULL) != SQLITE_OK)
-		goto out;
-	if (mc_meta_dump(m, write_one, &w) < 0 || flush_row(&w) < 0)
-		goto out;
-	if (put_meta(w.db, "schema_version", MC_SNAPSHOT_SCHEMA) < 0 || put_meta(w.db, "id", id) < 0 ||
-	    put_meta(w.db, "created_ms", wall) < 0 || put_meta(w.db, "oplog_seq", seq) < 0 ||
-	    put_meta(w.db, "objects", w.nobj) < 0 || put_meta(w.db, "segments", w.nseg) < 0 ||
-	    put_meta(w.db, "digest", w.digest) < 0 || put_meta(w.db, "complete", 1) < 0 ||
-	    sqlite3_exec(w.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		goto out;
-	r = 0;
-out:
-	sqlite3_finalize(w.tenant);
-	sqlite3_finalize(w.segment);
-	sqlite3_finalize(w.object);
-	sqlite3_close(w.db);
-	mc_wbuf_free(&w.rec);
-	mc_wbuf_free(&w.row);
-	if (r == 0 && (fsync_path(tmp, false) < 0 || rename(tmp, path) < 0))
-		r = -1;
-	if (r < 0) {
-		unlink(tmp);
-		return MC_ERR_PERSISTENT_FAIL;
-	}
-	char dir[4200];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash) {
-		*slash = 0;
-		fsync_path(dir, true);
-	}
-	if (ret) {
-		struct stat sb;
-		memset(ret, 0, sizeof(*ret));
-		ret->id = id;
-		ret->created_ms = wall;
-		ret->objects = w.nobj;
-		ret->oplog_seq = seq;
-		ret->file_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-		ret->duration_ms = mc_now_ms() - t0;
-	}
-	return 0;
+	return mc_meta_dump(src, emit, ctx);
 }
 
 int mc_snapshot_write_file(struct mc_meta *m, const char *path, uint64_t id, uint64_t oplog_seq,
 			   struct mc_snapshot_info *ret)
 {
-	return write_db(m, path, id, oplog_seq, ret);
-}
-
-/* ---- reading -------------------------------------------------------------------------- */
-
-static int get_meta(sqlite3 *db, const char *k, uint64_t *v)
-{
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k=?", -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-	int r = -1;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		*v = (uint64_t)sqlite3_column_int64(st, 0);
-		r = 0;
-	}
-	sqlite3_finalize(st);
-	return r;
-}
-
-static int read_info(sqlite3 *db, const char *path, struct mc_snapshot_info *ret,
-		     uint64_t *version, char *err, size_t errlen)
-{
-	struct stat sb;
-	memset(ret, 0, sizeof(*ret));
-	if (get_meta(db, "schema_version", version) < 0) {
-		snprintf(err, errlen, "no schema version (%s)", sqlite3_errmsg(db));
-		return MC_ERR_PERSISTENT_FAIL;
-	}
-	if (*version > MC_SNAPSHOT_SCHEMA) {
-		snprintf(err, errlen, "written by a newer master (schema version %" PRIu64
-			 ", this one reads up to %d): refusing it", *version, MC_SNAPSHOT_SCHEMA);
-		return MC_ERR_INVALID_VERSION;
-	}
-	uint64_t complete = 0, duration = 0;
-	if (get_meta(db, "id", &ret->id) < 0 || get_meta(db, "created_ms", &ret->created_ms) < 0 ||
-	    get_meta(db, "oplog_seq", &ret->oplog_seq) < 0 || get_meta(db, "objects", &ret->objects) < 0 ||
-	    get_meta(db, "complete", &complete) < 0 || complete != 1) {
-		snprintf(err, errlen, "incomplete meta table (%s)", sqlite3_errmsg(db));
-		return MC_ERR_PERSISTENT_FAIL;
-	}
-	if (get_meta(db, "duration_ms", &duration) == 0)
-		ret->duration_ms = duration;
-	ret->file_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-	return 0;
-}
-
-static int open_ro(const char *path, sqlite3 **db)
-{
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		sqlite3_close(*db);
-		*db = NULL;
-		return MC_ERR_FILE_OPEN_FAIL;
-	}
-	return 0;
+	return mc_snapshot_file_write(path, id, oplog_seq, dump_meta, m, ret);
 }
 
 int mc_snapshot_load(const char *path, struct mc_meta *m, struct mc_snapshot_info *ret,
 		     char *err, size_t errlen)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	struct mc_meta_loader *l = NULL;
+	struct mc_meta_loader *l;
 	struct mc_snapshot_info info;
-	struct mc_record rec;
-	uint64_t version, digest = 0, want_digest = 0, nobj = 0, nseg = 0, want_seg = 0;
-	int r;
+	int r = mc_meta_load_begin(m, &l);
 
-	if ((r = open_ro(path, &db)) < 0) {
-		snprintf(err, errlen, "cannot open");
+	if (r < 0) {
+		snprintf(err, errlen, "out of memory");
 		return r;
 	}
-	if ((r = read_info(db, path, &info, &version, err, errlen)) < 0)
-		goto out;
-	r = MC_ERR_PERSISTENT_FAIL;
-	if (get_meta(db, "digest", &want_digest) < 0 || get_meta(db, "segments", &want_seg) < 0) {
-		snprintf(err, errlen, "incomplete meta table");
-		goto out;
+	if ((r = mc_snapshot_file_read(path, mc_meta_load, l, &info, err, errlen)) < 0) {
+		mc_meta_load_free(l);
+		return r;
 	}
-	if ((r = mc_meta_load_begin(m, &l)) < 0)
-		goto out;
-
-	if (sqlite3_prepare_v2(db, "SELECT slot, name, quota FROM tenants ORDER BY slot", -1, &st,
-			       NULL) != SQLITE_OK)
-		goto sqlerr;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		rec = (struct mc_record){ .type = MC_REC_QUOTA, .quota = {
-			.tenant = MC_BYTES(sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1)),
-			.quota_bytes = (uint64_t)sqlite3_column_int64(st, 2),
-		} };
-		if (mc_meta_load(l, (uint32_t)sqlite3_column_int64(st, 0), &rec) < 0) {
-			snprintf(err, errlen, "bad tenant row");
-			r = MC_ERR_PERSISTENT_FAIL;
-			goto out;
-		}
-	}
-	if (r != SQLITE_DONE)
-		goto sqlerr;
-	sqlite3_finalize(st);
-
-	if (sqlite3_prepare_v2(db, "SELECT rec FROM segments", -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		const void *p = sqlite3_column_blob(st, 0);
-		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-		digest += mc_hash(p, n);
-		nseg++;
-		if (mc_record_decode(MC_REC_MOUNT, p, n, &rec) < 0 || mc_meta_load(l, 0, &rec) < 0) {
-			snprintf(err, errlen, "bad segment row %" PRIu64, nseg);
-			r = MC_ERR_PERSISTENT_FAIL;
-			goto out;
-		}
-	}
-	if (r != SQLITE_DONE)
-		goto sqlerr;
-	sqlite3_finalize(st);
-
-	if (sqlite3_prepare_v2(db, "SELECT shard, n, recs FROM objects", -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		uint32_t shard = (uint32_t)sqlite3_column_int64(st, 0);
-		uint64_t cnt = (uint64_t)sqlite3_column_int64(st, 1);
-		const uint8_t *p = sqlite3_column_blob(st, 2);
-		size_t n = (size_t)sqlite3_column_bytes(st, 2);
-		struct mc_rbuf rb;
-		digest += mc_hash(p, n);
-		mc_rbuf_init(&rb, p, n);
-		for (uint64_t i = 0; i < cnt; i++, nobj++) {
-			if (mc_record_row_next(&rb, MC_REC_OBJECT, &rec) < 0 ||
-			    mc_meta_load(l, shard, &rec) < 0) {
-				snprintf(err, errlen, "bad object record %" PRIu64, nobj);
-				r = MC_ERR_PERSISTENT_FAIL;
-				goto out;
-			}
-		}
-		if (mc_rbuf_finish(&rb)) {
-			snprintf(err, errlen, "trailing bytes in an objects row");
-			r = MC_ERR_PERSISTENT_FAIL;
-			goto out;
-		}
-	}
-	if (r != SQLITE_DONE)
-		goto sqlerr;
-	r = MC_ERR_PERSISTENT_FAIL;
-	if (nobj != info.objects || nseg != want_seg) {
-		snprintf(err, errlen, "%" PRIu64 " objects and %" PRIu64 " segments where the meta "
-			 "table says %" PRIu64 " and %" PRIu64, nobj, nseg, info.objects, want_seg);
-		goto out;
-	}
-	if (digest != want_digest) {
-		snprintf(err, errlen, "content digest mismatch (rows changed)");
-		goto out;
-	}
-	r = mc_meta_load_finish(l);
-	l = NULL;
-	if (r < 0) {
+	if (mc_meta_load_finish(l) < 0) {
 		snprintf(err, errlen, "overlapping blocks");
-		r = MC_ERR_PERSISTENT_FAIL;
-		goto out;
+		return MC_ERR_PERSISTENT_FAIL;
 	}
 	if (ret)
 		*ret = info;
-	goto out;
-sqlerr:
-	snprintf(err, errlen, "sqlite: %s", sqlite3_errmsg(db));
-	r = MC_ERR_PERSISTENT_FAIL;
-out:
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	mc_meta_load_free(l);
-	return r;
+	return 0;
 }
 
 /* ---- the directory ---------------------------------------------------------------------- */
@@ -570,15 +240,10 @@ static void apply_retention(struct mc_snapshots *s)
 	if (s->oplog && n) {
 		uint32_t oldest = (n < s->retain ? n : s->retain) - 1;
 		char path[4200], why[256];
-		sqlite3 *db;
 		struct mc_snapshot_info info;
-		uint64_t version;
 		snap_path(s->dir, ids[oldest], path, sizeof(path));
-		if (open_ro(path, &db) == 0) {
-			if (read_info(db, path, &info, &version, why, sizeof(why)) == 0)
-				mc_oplog_compact(s->oplog, info.oplog_seq);
-			sqlite3_close(db);
-		}
+		if (mc_snapshot_file_info(path, &info, why, sizeof(why)) == 0)
+			mc_oplog_compact(s->oplog, info.oplog_seq);
 	}
 	free(ids);
 }
@@ -610,7 +275,7 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(1);
-		_exit(write_db(s->meta, path, id, seq, NULL) == 0 ? 0 : 1);
+		_exit(mc_snapshot_write_file(s->meta, path, id, seq, NULL) == 0 ? 0 : 1);
 	}
 	mc_meta_thaw(s->meta);
 	uint64_t pause_us = (mc_now_ns() - t0) / 1000;
@@ -628,14 +293,8 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 		return MC_ERR_PERSISTENT_FAIL;
 	}
 	struct mc_snapshot_info info;
-	sqlite3 *db;
 	char why[256];
-	uint64_t version;
-	r = open_ro(path, &db);
-	if (r == 0) {
-		r = read_info(db, path, &info, &version, why, sizeof(why));
-		sqlite3_close(db);
-	}
+	r = mc_snapshot_file_info(path, &info, why, sizeof(why));
 	if (r == 0) {
 		info.duration_ms = (mc_now_ns() - t0) / 1000000;
 		info.pause_us = pause_us;
@@ -665,14 +324,9 @@ int mc_snapshot_list(struct mc_snapshots *s, struct mc_snapshot_info **ret, uint
 	struct mc_snapshot_info *v = calloc(n ? n : 1, sizeof(*v));
 	for (uint32_t i = 0; v && i < n; i++) {
 		char path[4200], why[256];
-		sqlite3 *db;
-		uint64_t version;
 		snap_path(s->dir, ids[i], path, sizeof(path));
-		if (open_ro(path, &db) < 0)
-			continue;
-		if (read_info(db, path, &v[k], &version, why, sizeof(why)) == 0)
+		if (mc_snapshot_file_info(path, &v[k], why, sizeof(why)) == 0)
 			k++;
-		sqlite3_close(db);
 	}
 	pthread_mutex_unlock(&s->lock);
 	free(ids);

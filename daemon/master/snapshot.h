@@ -1,6 +1,6 @@
 /*
  * snapshot.h - snapshots of all metadata into sqlite files under
- * state_dir/snapshots/ (format: top of snapshot.c), the periodic snapshot
+ * state_dir/snapshots/ (format: top of snapshot-file.c), the periodic snapshot
  * thread, and recovery (newest valid snapshot, then the oplog after it).
  *
  * Threads: mc_snapshots_start() runs one thread that takes a snapshot every
