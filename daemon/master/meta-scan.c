@@ -173,20 +173,6 @@ static int keyent_cmp(const void *a, const void *b)
 	return x->o->key_len < y->o->key_len ? -1 : x->o->key_len > y->o->key_len;
 }
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor, uint32_t limit,
 		   meta_match_fn match, meta_object_fn fn, void *ctx,
 		   uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len)
@@ -201,8 +187,8 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 	if (limit == 0 || (cursor.len && cursor.len != MC_META_CURSOR_LEN))
 		return MC_ERR_INVALID_PARAMS;
 	if (cursor.len) {
-		hash = get_le(cursor.p, 8);
-		skip = (uint32_t)get_le((const uint8_t *)cursor.p + 8, 2);
+		hash = mc_load_le64(cursor.p);
+		skip = mc_load_le16((const uint8_t *)cursor.p + 8);
 		shard = (uint32_t)(hash % MC_META_SHARDS);
 		resume = true;
 	}
@@ -252,8 +238,8 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 				uint32_t before = 0;
 				for (uint32_t j = i; j > 0 && ents[j - 1].hash == ents[i].hash; j--)
 					before++;
-				put_le(next_cursor, ents[i].hash, 8);
-				put_le(next_cursor + 8, before, 2);
+				mc_store_le64(next_cursor, ents[i].hash);
+				mc_store_le16(next_cursor + 8, (uint16_t)before);
 				pthread_rwlock_unlock(&sh->lock);
 				free(ents);
 				*ret_next_len = MC_META_CURSOR_LEN;

@@ -144,12 +144,12 @@ static int check_versions(int dirfd, const uint64_t *f, size_t n, struct mc_oplo
 		}
 		ssize_t k = pread(fd, h, sizeof(h), 0);
 		close(fd);
-		uint32_t hl = k >= 16 ? get32(h + 12) : 0;
-		if (k >= 16 && !memcmp(h, OPLOG_MAGIC, 8) && get32(h + 8) > OPLOG_VERSION &&
+		uint32_t hl = k >= 16 ? mc_load_le32(h + 12) : 0;
+		if (k >= 16 && !memcmp(h, OPLOG_MAGIC, 8) && mc_load_le32(h + 8) > OPLOG_VERSION &&
 		    hl >= FILE_HDR_LEN && hl <= MAX_HDR_LEN && (size_t)k >= hl &&
-		    get64(h + hl - 8) == mc_hash(h, hl - 8)) {
+		    mc_load_le64(h + hl - 8) == mc_hash(h, hl - 8)) {
 			detail(r, "%s: oplog format version %" PRIu32 " is newer than this build's (%u)",
-			       name, get32(h + 8), OPLOG_VERSION);
+			       name, mc_load_le32(h + 8), OPLOG_VERSION);
 			return MC_ERR_INVALID_VERSION;
 		}
 	}
@@ -170,9 +170,11 @@ struct cut {
 static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint64_t *next,
 		    uint64_t *last_end, uint64_t *last_recs, struct mc_oplog_recovery *r)
 {
-	struct reader rd = { .fd = -1 };
+	struct reader rd;
 	char name[NAME_LEN + 1];
 	int rc = 0;
+
+	oplogf_rd_init(&rd);
 
 	c->file = n;
 	*next = 0;
@@ -197,8 +199,9 @@ static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint6
 			close(rd.fd);
 			break;
 		}
-		uint64_t first = k >= (ssize_t)FILE_HDR_LEN ? get64(rd.buf + 16) : 0;
-		if ((why = oplogf_hdr_check(rd.buf, (size_t)k)) ||
+		const uint8_t *h = oplogf_rd_at(&rd);
+		uint64_t first = k >= (ssize_t)FILE_HDR_LEN ? mc_load_le64(h + 16) : 0;
+		if ((why = oplogf_hdr_check(h, (size_t)k)) ||
 		    (first != f[i] && (why = "first seq of the header differs from the name")) ||
 		    ((!first || first > MAX_SEQ) && (why = "first seq out of range")) ||
 		    (*next && first != *next && (why = "files not contiguous"))) {
@@ -225,7 +228,7 @@ static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint6
 			snprintf(c->why, sizeof(c->why), "%s", s.why);
 		}
 	}
-	free(rd.buf);
+	mc_wbuf_free(&rd.buf);
 	if (rc)
 		detail(r, "%s: reading the oplog: %s", name,
 		       rd.sys ? strerror(rd.sys) : mc_strerror(rc));
@@ -308,6 +311,8 @@ static int flog_init(struct flog *l, const struct mc_oplog_config *cfg)
 		l->cfg.flush_interval_us = DEF_WINDOW_US;
 	if (!l->cfg.buffer_bytes)
 		l->cfg.buffer_bytes = DEF_BUFFER;
+	mc_wbuf_init(&l->cur.buf, SIZE_MAX);
+	mc_wbuf_init(&l->out.buf, SIZE_MAX);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_mutex_init(&l->io_mu, NULL);
 	pthread_condattr_init(&ca);
