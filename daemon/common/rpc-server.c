@@ -706,7 +706,7 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		if ((r = pthread_create(&s->w[i].thread, NULL, worker_main, &s->w[i])) != 0) {
 			slog(s, MC_RPC_LOG_ERR, "cannot start a worker thread: %s", strerror(r));
-			r = mc_err_from_errno(r);
+			r = MC_ERR_NO_MEMORY;	/* no resources for a thread */
 			goto fail;
 		}
 		s->w[i].started = true;

@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "master/master-clients.h"
-#include "util/syserr.h"
 
 struct client {
 	struct mc_uuid id;
@@ -312,7 +311,7 @@ int mc_master_clients_start(struct mc_master_clients *c)
 	c->stop = false;
 	int r = pthread_create(&c->thread, NULL, housekeeping_main, c);
 	if (r)
-		return mc_err_from_errno(r);
+		return MC_ERR_NO_MEMORY;	/* pthread_create: no resources for a thread */
 	c->running = true;
 	return 0;
 }

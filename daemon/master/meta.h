@@ -29,7 +29,7 @@
  * lock that orders it (the shard's write lock for objects, segs.lock for
  * unmounts, tenants.lock for quotas); the log's own mutex is a leaf below
  * all of these.  The caller then waits for durability with no lock held
- * (mc_meta_oplog_pending()).  mc_meta_freeze() (meta-persist.c) takes
+ * (mc_meta_oplog_pending()).  mc_meta_freeze() (meta-oplog.c) takes
  * segs.lock for writing, every shard lock for reading in ascending order,
  * then the registry locks: writers pause until mc_meta_thaw(), readers
  * never do (a snapshot forks in between).
@@ -333,8 +333,9 @@ void mc_meta_load_free(struct mc_meta_loader *l);
  * missing key and an UNMOUNT of an unknown segment do nothing, a MOUNT of
  * a known segment keeps it; segments come back RESTORED).  Replicas on
  * unknown segments are dropped and counted in *ret_skipped (may be NULL).
- * MC_ERR_DESERIALIZE_FAIL or MC_ERR_INVALID_PARAMS for a bad record.
- * Mutations applied are not logged again.
+ * MC_ERR_DESERIALIZE_FAIL or MC_ERR_INVALID_PARAMS for a bad record.  A
+ * store that logs would log what it applies: with an oplog set,
+ * MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS.
  */
 int mc_meta_apply(struct mc_meta *m, uint16_t type, const void *rec, uint32_t len,
 		  uint32_t *ret_skipped);

@@ -388,7 +388,7 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 		r.last_seq = next - 1;
 	if ((rc = pthread_create(&l->flusher, NULL, oplogf_flusher, l))) {
 		detail(&r, "cannot start the flusher thread: %s", strerror(rc));
-		rc = mc_err_from_errno(rc);
+		rc = MC_ERR_NO_MEMORY;	/* pthread_create: no resources for a thread */
 		goto fail;
 	}
 	*ret = &l->base;

@@ -438,7 +438,7 @@ int mc_snapshots_start(struct mc_snapshots *s)
 	int r = pthread_create(&s->thread, NULL, snap_thread, s);
 	if (r) {
 		slog(s->log, LOG_ERR, "cannot start the snapshot thread: %s", strerror(r));
-		return mc_err_from_errno(r);
+		return MC_ERR_NO_MEMORY;	/* no resources for a thread */
 	}
 	s->started = true;
 	return 0;

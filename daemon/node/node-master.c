@@ -8,7 +8,6 @@
 #include "client/rpc-conn.h"
 #include "common/log.h"
 #include "node/node-master.h"
-#include "util/syserr.h"
 
 #define RPC_TIMEOUT_MS 2000
 #define UNMOUNT_TIMEOUT_MS 1000
@@ -182,7 +181,7 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	if (r) {
 		mc_arena_free(&m->arena);
 		free(m);
-		return mc_err_from_errno(r);
+		return MC_ERR_NO_MEMORY;	/* pthread_create: no resources for a thread */
 	}
 	*ret = m;
 	return 0;
