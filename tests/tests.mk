@@ -28,6 +28,9 @@ FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitiz
 # FUZZ_EXTRA_<target>: more sources a target needs (prerequisites too).
 FUZZ_EXTRA_fuzz-oplog := $(wildcard daemon/master/oplog*.c)
 $(O)/fuzz/fuzz-oplog: $(FUZZ_EXTRA_fuzz-oplog) $(wildcard daemon/master/oplog*.h)
+FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
+	record.c segment.c objtab.c pinidx.c group.c oplog.c)
+$(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)

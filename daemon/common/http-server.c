@@ -13,6 +13,9 @@
 
 #include <microhttpd.h>
 
+#include "mooncake/error.h"
+#include "util/syserr.h"
+
 struct mc_http_server {
 	struct MHD_Daemon *d;
 	struct mc_http_route *routes;
@@ -380,14 +383,14 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 {
 	*ret = NULL;
 	if (!cfg || (cfg->nroutes && !cfg->routes))
-		return -EINVAL;
+		return MC_ERR_INVALID_PARAMS;
 	const char *addr = cfg->address && *cfg->address ? cfg->address : "127.0.0.1";
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE }, *ai = NULL;
 	char port[8];
 	snprintf(port, sizeof(port), "%u", (unsigned)cfg->port);
 	if (getaddrinfo(addr, port, &hints, &ai) != 0 || !ai)
-		return -EINVAL;
+		return MC_ERR_INVALID_PARAMS;
 	struct sockaddr_storage ss;
 	memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
 	bool v6 = ai->ai_family == AF_INET6;
@@ -395,12 +398,12 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 
 	struct mc_http_server *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	s->nroutes = cfg->nroutes;
 	s->routes = calloc(cfg->nroutes ? cfg->nroutes : 1, sizeof(*s->routes));
 	if (!s->routes) {
 		free(s);
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	}
 	if (cfg->nroutes)
 		memcpy(s->routes, cfg->routes, cfg->nroutes * sizeof(*s->routes));
@@ -430,10 +433,10 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!s->d) {
-		int e = errno ? errno : EADDRINUSE;
+		int e = errno ? errno : EADDRINUSE;	/* MHD logged why, through s->log */
 		free(s->routes);
 		free(s);
-		return -e;
+		return mc_err_from_errno(e);
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = di ? di->port : cfg->port;

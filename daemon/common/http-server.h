@@ -109,8 +109,10 @@ struct mc_http_server_config {
 	void *log_ctx;
 };
 
-/* Starts serving.  0, or a negative errno (-EINVAL for a bad address or
- * config, -EADDRINUSE and friends when MHD cannot start). */
+/* Starts serving.  0, or MC_ERR_INVALID_PARAMS for a bad address or config,
+ * MC_ERR_NO_MEMORY, or the code of MHD's errno (util/syserr.h; an address
+ * in use is MC_ERR_RPC_FAIL) when it cannot start: MHD logs its reason
+ * through cfg->log. */
 int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http_server **ret);
 
 /* The port actually bound. */

@@ -3,7 +3,8 @@
 #define MC_DAEMON_NOTIFY_H
 
 /* Sends a state string ("READY=1", "STOPPING=1", "STATUS=...") to
- * $NOTIFY_SOCKET.  0 if sent or if not running under systemd; <0 on error. */
+ * $NOTIFY_SOCKET.  0 if sent or if not running under systemd, else MC_ERR_*
+ * (MC_ERR_INVALID_PARAMS: a malformed $NOTIFY_SOCKET). */
 int mc_notify(const char *state);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "common/rpc-server.h"
 #include "util/sock.h"
+#include "util/syserr.h"
 
 #define DEFAULT_MAX_OUT (4u << 20)
 #define READ_BUDGET     (1u << 20)	/* bytes read per readable event before yielding */
@@ -582,7 +583,14 @@ out:
 static int add_fd(int epfd, int fd, void *tag)
 {
 	struct epoll_event e = { .events = EPOLLIN, .data.ptr = tag };
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0 ? mc_err_from_errno(errno) : 0;
+}
+
+/* Logs what failed (with errno's reason) and returns r. */
+static int setup_failed(struct mc_rpc_server *s, int r, const char *what)
+{
+	slog(s, MC_RPC_LOG_ERR, "%s: %s", what, strerror(errno));
+	return r;
 }
 
 static int worker_setup(struct mc_rpc_server *s, struct worker *w, const struct sockaddr_storage *sa,
@@ -592,19 +600,18 @@ static int worker_setup(struct mc_rpc_server *s, struct worker *w, const struct 
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->epfd < 0 || w->evfd < 0)
-		return -errno;
+		return setup_failed(s, mc_err_from_errno(errno), "epoll/eventfd");
 	if ((r = add_fd(w->epfd, w->evfd, &TAG_EV)) < 0)
-		return r;
+		return setup_failed(s, r, "epoll_ctl");
 	if (sa) {
 		w->lfd = mc_sock_listen(sa, salen, true, backlog);
 		if (w->lfd < 0)
-			return w->lfd;
+			return setup_failed(s, w->lfd, "listen");
 		if ((r = add_fd(w->epfd, w->lfd, &TAG_LISTEN)) < 0)
-			return r;
+			return setup_failed(s, r, "epoll_ctl");
 	}
 	if (w->ufd >= 0 && (r = add_fd(w->epfd, w->ufd, &TAG_UNIX)) < 0)
-		return r;
-	(void)s;
+		return setup_failed(s, r, "epoll_ctl");
 	return 0;
 }
 
@@ -644,7 +651,7 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		mc_arena_init(&s->w[i].arena);
 	}
 	if (cfg->address && (r = mc_sock_resolve(cfg->address, cfg->port, &sa, &salen)) < 0) {
-		slog(s, MC_RPC_LOG_ERR, "cannot resolve '%s': %s", cfg->address, strerror(-r));
+		slog(s, MC_RPC_LOG_ERR, "cannot resolve '%s'", cfg->address);
 		goto fail;
 	}
 	/* SO_REUSEPORT would let a second server (another daemon of the same
@@ -652,7 +659,9 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 	if (cfg->address && cfg->port) {
 		int probe = mc_sock_listen(&sa, salen, false, 1);
 		if (probe < 0) {
-			r = probe;	/* the caller reports it */
+			r = probe;
+			slog(s, MC_RPC_LOG_ERR, "cannot listen on %s:%u: %s", cfg->address,
+			     (unsigned)cfg->port, strerror(errno));
 			goto fail;
 		}
 		close(probe);
@@ -661,17 +670,17 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		struct sockaddr_storage ua;
 		socklen_t ualen;
 		char buf[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
-		if ((size_t)snprintf(buf, sizeof(buf), "unix:%s", cfg->unix_path) >= sizeof(buf) - 3) {
-			r = -ENAMETOOLONG;
+		if ((size_t)snprintf(buf, sizeof(buf), "unix:%s", cfg->unix_path) >= sizeof(buf) - 3 ||
+		    (r = mc_sock_parse(buf, &ua, &ualen)) < 0) {
+			r = MC_ERR_INVALID_PARAMS;
+			slog(s, MC_RPC_LOG_ERR, "unix socket path '%s' is too long", cfg->unix_path);
 			goto fail;
 		}
-		if ((r = mc_sock_parse(buf, &ua, &ualen)) < 0)
-			goto fail;
 		unlink(cfg->unix_path);
 		s->w[0].ufd = mc_sock_listen(&ua, ualen, false, s->cfg.backlog);
 		if (s->w[0].ufd < 0) {
 			r = s->w[0].ufd;
-			slog(s, MC_RPC_LOG_ERR, "cannot listen on %s: %s", cfg->unix_path, strerror(-r));
+			slog(s, MC_RPC_LOG_ERR, "cannot listen on %s: %s", cfg->unix_path, strerror(errno));
 			goto fail;
 		}
 		s->unix_path = strdup(cfg->unix_path);
@@ -679,11 +688,11 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		r = worker_setup(s, &s->w[i], cfg->address ? &sa : NULL, salen, s->cfg.backlog);
 		if (r < 0)
-			goto fail;	/* the caller reports it */
+			goto fail;	/* logged there */
 		if (i == 0 && cfg->address) {
 			int p = mc_sock_local_port(s->w[0].lfd);
 			if (p < 0) {
-				r = p;
+				r = setup_failed(s, p, "getsockname");
 				goto fail;
 			}
 			s->port = (uint16_t)p;
@@ -696,7 +705,8 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 	}
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		if ((r = pthread_create(&s->w[i].thread, NULL, worker_main, &s->w[i])) != 0) {
-			r = -r;
+			slog(s, MC_RPC_LOG_ERR, "cannot start a worker thread: %s", strerror(r));
+			r = MC_ERR_NO_MEMORY;	/* no resources for a thread */
 			goto fail;
 		}
 		s->w[i].started = true;
@@ -705,7 +715,7 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 	return 0;
 fail:
 	mc_rpc_server_stop(s);
-	return r < 0 ? r : MC_ERR_INTERNAL_ERROR;
+	return r;
 }
 
 uint16_t mc_rpc_server_port(const struct mc_rpc_server *s)

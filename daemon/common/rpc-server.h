@@ -147,7 +147,7 @@ unsigned mc_rpc_error_codes(const char *const **ret);
 unsigned mc_rpc_error_index(int status);
 
 /* Binds every listening socket (so errors surface here) and starts the
- * workers.  0, or a negative errno / MC_ERR_* code. */
+ * workers.  0, or MC_ERR_* (the system's reason goes to cfg->log). */
 int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 			const struct mc_rpc_handlers *handlers, void *ctx,
 			struct mc_rpc_server **ret);

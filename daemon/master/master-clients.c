@@ -34,7 +34,7 @@ struct mc_master_clients {
 
 static uint64_t now_ms(struct mc_master_clients *c)
 {
-	return mc_clock_now(&c->meta->cfg.clock);
+	return mc_meta_now(c->meta);
 }
 
 int mc_master_clients_new(struct mc_meta *m, uint64_t ttl_ms, struct mc_master_clients **ret)
@@ -311,7 +311,7 @@ int mc_master_clients_start(struct mc_master_clients *c)
 	c->stop = false;
 	int r = pthread_create(&c->thread, NULL, housekeeping_main, c);
 	if (r)
-		return -r;
+		return MC_ERR_NO_MEMORY;	/* pthread_create: no resources for a thread */
 	c->running = true;
 	return 0;
 }

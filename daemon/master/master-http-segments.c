@@ -83,7 +83,7 @@ static bool find_segment(struct mc_master_http *h, const struct mc_http_request 
 
 static json_t *segment_detail_json(struct mc_master_http *h, const struct mc_admin_segment *s)
 {
-	uint64_t now = mc_clock_now(&h->cfg.meta->cfg.clock);
+	uint64_t now = mc_meta_now(h->cfg.meta);
 	json_t *j = segment_json(s);
 	json_object_set_new(j, "objects", json_integer((json_int_t)s->objects));
 	json_object_set_new(j, "drain_deadline_ms", s->drain_deadline_ms ?

@@ -21,6 +21,7 @@
 #include "master/oplog.h"
 #include "util/clock.h"
 #include "util/metrics.h"
+#include "util/syserr.h"
 
 #define MAX_TOKEN 4096
 
@@ -188,27 +189,31 @@ int mc_master_http_load_token(const char *path, char **ret, char *err, size_t er
 {
 	char buf[MAX_TOKEN + 2];
 	FILE *f = fopen(path, "re");
-	if (!f)
-		return snprintf(err, errlen, "cannot read admin_token_file '%s': %s", path,
-				strerror(errno)), -1;
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "cannot read admin_token_file '%s': %s", path, strerror(e));
+		return mc_err_from_errno(e);
+	}
 	size_t n = fread(buf, 1, sizeof(buf), f);
 	int bad = ferror(f);
 	fclose(f);
 	if (bad)
-		return snprintf(err, errlen, "cannot read admin_token_file '%s'", path), -1;
+		return snprintf(err, errlen, "cannot read admin_token_file '%s'", path),
+		       MC_ERR_FILE_READ_FAIL;
 	if (n > MAX_TOKEN)
 		return snprintf(err, errlen, "admin_token_file '%s' is over %d bytes", path,
-				MAX_TOKEN), -1;
+				MAX_TOKEN), MC_ERR_INVALID_PARAMS;
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		n--;
 	if (!n)
-		return snprintf(err, errlen, "admin_token_file '%s' is empty", path), -1;
+		return snprintf(err, errlen, "admin_token_file '%s' is empty", path),
+		       MC_ERR_INVALID_PARAMS;
 	for (size_t i = 0; i < n; i++)
 		if (buf[i] == 0 || buf[i] == '\n' || buf[i] == '\r')
 			return snprintf(err, errlen, "admin_token_file '%s' holds more than one "
-					"line or a NUL", path), -1;
+					"line or a NUL", path), MC_ERR_INVALID_PARAMS;
 	if (!(*ret = strndup(buf, n)))
-		return snprintf(err, errlen, "out of memory"), -1;
+		return snprintf(err, errlen, "out of memory"), MC_ERR_NO_MEMORY;
 	return 0;
 }
 
@@ -277,7 +282,7 @@ static HTTP_HANDLER(http_cluster)
 	if (!http_args_only(req, resp, no_args))
 		return;
 	mc_meta_get_stats(h->cfg.meta, &st);
-	const struct mc_meta_config *mc = &h->cfg.meta->cfg;
+	const struct mc_meta_config *mc = mc_meta_get_config(h->cfg.meta);
 	json_t *j = json_pack("{s:s,s:s,s:f,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 			      "s:{s:f,s:f},s:I}",
 			      "role", "single", "version", MC_VERSION_STRING,
@@ -305,7 +310,7 @@ static HTTP_HANDLER(http_evict)
 	struct mc_master_http *h = ctx;
 	static const char *const fields[] = { "target_ratio", NULL };
 	json_t *body;
-	double target = h->cfg.meta->cfg.eviction_low_watermark;
+	double target = mc_meta_get_config(h->cfg.meta)->eviction_low_watermark;
 	if (!http_args_only(req, resp, no_args) || !http_body(req, resp, true, fields, &body))
 		return;
 	json_t *v = body ? json_object_get(body, "target_ratio") : NULL;
@@ -471,13 +476,13 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 {
 	struct mc_master_http *h = calloc(1, sizeof(*h));
 	if (!h)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	h->cfg = *cfg;
 	h->started_ms = mc_now_ms();
 	if (cfg->admin_token && *cfg->admin_token) {
 		if (!(h->token = strdup(cfg->admin_token))) {
 			free(h);
-			return -ENOMEM;
+			return MC_ERR_NO_MEMORY;
 		}
 		h->token_len = strlen(h->token);
 	}

@@ -43,15 +43,15 @@ struct mc_master_http_config {
 
 struct mc_master_http;
 
-/* 0 or a negative errno. */
+/* 0 or MC_ERR_* (as mc_http_server_start). */
 int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_master_http **ret);
 uint16_t mc_master_http_port(const struct mc_master_http *h);
 /* NULL is fine; returns NULL. */
 struct mc_master_http *mc_master_http_stop(struct mc_master_http *h);
 
 /* Reads the token file: its content minus trailing CR/LF.  0 and a malloc'd
- * *ret, or -1 with a message in err (missing, unreadable, empty, over 4 KiB,
- * or holding a NUL or a line break inside). */
+ * *ret, or MC_ERR_* with a message in err (missing, unreadable, empty, over
+ * 4 KiB, or holding a NUL or a line break inside). */
 int mc_master_http_load_token(const char *path, char **ret, char *err, size_t errlen);
 
 #endif

@@ -218,13 +218,13 @@ static int add_families(struct mc_master_metrics *mm)
 					      "Build information; the value is 1.", "version",
 					      version, 1);
 	if (!bi)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	mc_metric_set(bi, 0, 1);
 	for (unsigned i = 0; i < V_COUNT; i++) {
 		mm->refs[i] = (struct value_ref){ mm, i };
 		if (!mc_metrics_add_fn(mm->reg, fams[i].type, fams[i].name, fams[i].help,
 				       NULL, NULL, 0, value_of, &mm->refs[i]))
-			return -ENOMEM;
+			return MC_ERR_NO_MEMORY;
 	}
 	for (unsigned i = 0; i < MC_EVICT_REASONS; i++)
 		reasons[i] = mc_evict_reason_name(i);
@@ -236,7 +236,7 @@ static int add_families(struct mc_master_metrics *mm)
 	    !mc_metrics_add_fn(mm->reg, MC_METRIC_COUNTER, "mooncake_master_evicted_bytes_total",
 			       "Bytes freed by eviction (size x replicas), by reason.", "reason",
 			       reasons, MC_EVICT_REASONS, evicted_bytes, mm))
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	if (!mc_metrics_add_collector(mm->reg, MC_METRIC_GAUGE,
 				      "mooncake_master_segment_capacity_bytes",
 				      "Bytes of a mounted segment (segment: its id).", seg_labels, 2,
@@ -254,7 +254,7 @@ static int add_families(struct mc_master_metrics *mm)
 	    !mc_metrics_add_collector(mm->reg, MC_METRIC_GAUGE, "mooncake_master_tenant_quota_bytes",
 				      "Quota of a tenant (0: unlimited).", tenant_labels, 1,
 				      collect_tenant_quota, mm))
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	/* The master's ops: all but the node data plane's. */
 	for (unsigned i = 0; i < MC_OP_COUNT; i++) {
 		const struct mc_op_info *oi = mc_op_info_at(i);
@@ -280,7 +280,7 @@ static int add_families(struct mc_master_metrics *mm)
 	mm->rpc.op_duration = mc_metrics_add(mm->reg, MC_METRIC_HISTOGRAM,
 					     "mooncake_master_rpc_duration_seconds",
 					     "Run time of the RPC handlers, by op.", "op", ops, nops);
-	return mm->rpc.op_requests && mm->rpc.op_errors && mm->rpc.op_duration ? 0 : -ENOMEM;
+	return mm->rpc.op_requests && mm->rpc.op_errors && mm->rpc.op_duration ? 0 : MC_ERR_NO_MEMORY;
 }
 
 int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *clients,
@@ -288,14 +288,14 @@ int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *client
 {
 	struct mc_master_metrics *mm = calloc(1, sizeof(*mm));
 	if (!mm)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	mm->meta = meta;
 	mm->clients = clients;
 	clock_gettime(CLOCK_MONOTONIC, &mm->started);
 	pthread_mutex_init(&mm->lock, NULL);
 	if (!(mm->reg = mc_metrics_new()) || add_families(mm) < 0) {
 		mc_master_metrics_free(mm);
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	}
 	*ret = mm;
 	return 0;

@@ -27,7 +27,7 @@ struct mc_master_rpc_metrics {
 	const int16_t *op_series;	/* the master's ops (not the node data plane's) */
 };
 
-/* 0 or -ENOMEM.  clients may be NULL. */
+/* 0 or MC_ERR_NO_MEMORY.  clients may be NULL. */
 int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *clients,
 			  struct mc_master_metrics **ret);
 struct mc_master_metrics *mc_master_metrics_free(struct mc_master_metrics *mm);

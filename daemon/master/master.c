@@ -58,6 +58,7 @@
 #include "master/master-rpc.h"
 #include "master/oplog.h"
 #include "master/snapshot.h"
+#include "util/syserr.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/notify.h"
@@ -178,25 +179,25 @@ static int validate(const struct master_config *c, char *err, size_t len)
 	return 0;
 }
 
-/* mkdir -p */
+/* mkdir -p; on failure errno says why. */
 static int make_dirs(const char *path)
 {
 	char buf[PATH_MAX];
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
+		return errno = ENAMETOOLONG, MC_ERR_INVALID_PARAMS;
 	for (char *p = buf + 1; *p; p++)
 		if (*p == '/') {
 			*p = 0;
 			if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-				return -errno;
+				return mc_err_from_errno(errno);
 			*p = '/';
 		}
 	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-		return -errno;
+		return mc_err_from_errno(errno);
 	struct stat st;
 	if (stat(buf, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+		return mc_err_from_errno(errno);
+	return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, MC_ERR_FILE_OPEN_FAIL);
 }
 
 static void rpc_log(void *ctx, int level, const char *msg)
@@ -251,7 +252,7 @@ int main(int argc, char **argv)
 	}
 
 	if ((r = make_dirs(cfg.state_dir)) < 0) {
-		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(-r));
+		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(errno));
 		goto out;
 	}
 
@@ -283,7 +284,7 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/oplog", cfg.state_dir);
 		if ((r = mc_oplog_open_local(path, &ocfg, &oplog, &orec)) < 0) {
 			log_error("cannot open the oplog in %s: %s", path,
-				  r <= -1000 ? mc_strerror(r) : strerror(-r));
+				  orec.detail[0] ? orec.detail : mc_strerror(r));
 			goto out;
 		}
 		if (orec.truncated_bytes || orec.dropped_files)
@@ -294,7 +295,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s/snapshots", cfg.state_dir);
 	if ((r = make_dirs(path)) < 0) {
-		log_error("cannot create '%s': %s", path, strerror(-r));
+		log_error("cannot create '%s': %s", path, strerror(errno));
 		goto out;
 	}
 	struct mc_snapshot_info sinfo;
@@ -314,13 +315,13 @@ int main(int argc, char **argv)
 	};
 	if ((r = mc_snapshots_new(meta, oplog, &sncfg, &snaps)) < 0 ||
 	    (r = mc_snapshots_start(snaps)) < 0) {
-		log_error("cannot start snapshots: %s", strerror(-r));
+		log_error("cannot start snapshots: %s", mc_strerror(r));
 		goto out;
 	}
 	if ((r = mc_master_clients_new(meta, cfg.client_ttl_ms, &clients)) < 0 ||
 	    (r = mc_master_clients_start(clients)) < 0) {
 		log_error("cannot start the housekeeping thread: %s",
-			  r < -1000 ? mc_strerror(r) : strerror(-r));
+			  mc_strerror(r));
 		goto out;
 	}
 
@@ -346,7 +347,7 @@ int main(int argc, char **argv)
 	if ((r = mc_rpc_server_start(&scfg, &h, &rpc, &srv)) < 0) {
 		log_error("cannot listen on %s:%llu: %s", cfg.rpc_address,
 			  (unsigned long long)cfg.rpc_port,
-			  r <= -1000 ? mc_strerror(r) : strerror(-r));
+			  mc_strerror(r));
 		goto out;
 	}
 	mc_master_metrics_set_server(metrics, srv);
@@ -367,7 +368,7 @@ int main(int argc, char **argv)
 	};
 	if ((r = mc_master_http_start(&hcfg, &http)) < 0) {
 		log_error("cannot serve http on %s:%llu: %s", cfg.http_address,
-			  (unsigned long long)cfg.http_port, strerror(-r));
+			  (unsigned long long)cfg.http_port, mc_strerror(r));
 		goto out;
 	}
 	log_notice("ready: rpc on %s:%u, http on %s:%u, %llu workers, state in %s",

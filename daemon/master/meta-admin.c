@@ -182,20 +182,14 @@ static void copy_object(struct mc_meta *m, const struct mc_object *o, uint64_t n
 int mc_admin_get_object(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
 			struct mc_admin_object *ret)
 {
-	struct mc_loc loc;
-	int r = meta_locate(m, tenant, key, false, &loc);
-	if (r == MC_ERR_TENANT_NOT_REGISTERED)
-		return MC_ERR_OBJECT_NOT_FOUND;
+	struct meta_key k;
+	int r = meta_key_lock(m, tenant, key, false, &k);
 	if (r < 0)
 		return r;
-	struct mc_shard *sh = &m->shards[loc.shard];
-	pthread_rwlock_rdlock(&sh->lock);
-	struct mc_objtab *tab = shard_table(sh, loc.tenant, false);
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc.hash, key.p, (uint16_t)key.len, NULL)
-				  : NULL;
+	struct mc_object *o = meta_key_find(&k, NULL);
 	if (o)
 		copy_object(m, o, meta_now(m), ret);
-	pthread_rwlock_unlock(&sh->lock);
+	meta_key_unlock(&k);
 	return o ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
@@ -238,7 +232,7 @@ struct list_ctx {
 	struct mc_meta *m;
 	struct mc_ref prefix;
 	const regex_t *re;
-	char keybuf[MC_MAX_KEY_LEN + 1];
+	struct mc_wbuf keybuf;
 	mc_admin_key_fn fn;
 	void *ctx;
 };
@@ -249,7 +243,7 @@ static bool list_match(void *ctx, const struct mc_object *o)
 	if (c->prefix.len && (o->key_len < c->prefix.len ||
 			      memcmp(mc_object_key(o), c->prefix.p, c->prefix.len)))
 		return false;
-	return !c->re || meta_key_matches(c->re, o, c->keybuf);
+	return !c->re || meta_key_matches(c->re, o, &c->keybuf);
 }
 
 static void list_emit(void *ctx, const struct mc_object *o)
@@ -274,22 +268,22 @@ int mc_admin_list_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref pr
 
 	if (!fn || (prefix.len && regex) || prefix.len > MC_MAX_KEY_LEN)
 		return MC_ERR_INVALID_PARAMS;
-	struct list_ctx *c = malloc(sizeof(*c));   /* keybuf is 4 KiB: not on the stack */
-	if (!c)
-		return MC_ERR_NO_MEMORY;
-	*c = (struct list_ctx){ .m = m, .prefix = prefix, .fn = fn, .ctx = ctx };
+	struct list_ctx c = { .m = m, .prefix = prefix, .fn = fn, .ctx = ctx };
 	if (regex) {
-		if ((r = meta_regex_compile(&re, regex)) < 0) {
-			free(c);
+		if ((r = meta_regex_compile(&re, regex)) < 0)
+			return r;
+		if ((r = meta_scratch_init(&c.keybuf)) < 0) {
+			regfree(&re);
 			return r;
 		}
-		c->re = &re;
+		c.re = &re;
 	}
 	bool filter = prefix.len || regex;
-	r = meta_scan_keys(m, tenant, cursor, limit, filter ? list_match : NULL, list_emit, c,
+	r = meta_scan_keys(m, tenant, cursor, limit, filter ? list_match : NULL, list_emit, &c,
 			   next_cursor, ret_next_len);
-	if (regex)
+	if (regex) {
 		regfree(&re);
-	free(c);
+		mc_wbuf_free(&c.keybuf);
+	}
 	return r;
 }

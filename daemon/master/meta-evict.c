@@ -437,19 +437,13 @@ int mc_meta_evict(struct mc_meta *m, double target, struct mc_evict_result *ret)
 static int pin_op(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool pin,
 		  uint64_t ttl_ms)
 {
-	struct mc_loc loc;
+	struct meta_key k;
 	if (pin && (ttl_ms == 0 || ttl_ms > m->cfg.soft_pin_max_ttl_ms))
 		return MC_ERR_INVALID_PARAMS;
-	int r = meta_locate(m, tenant, key, false, &loc);
-	if (r == MC_ERR_TENANT_NOT_REGISTERED)
-		return MC_ERR_OBJECT_NOT_FOUND;
+	int r = meta_key_lock(m, tenant, key, true, &k);
 	if (r < 0)
 		return r;
-	struct mc_shard *sh = &m->shards[loc.shard];
-	pthread_rwlock_wrlock(&sh->lock);
-	struct mc_objtab *tab = shard_table(sh, loc.tenant, false);
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc.hash, key.p, (uint16_t)key.len, NULL) :
-				    NULL;
+	struct mc_object *o = meta_key_find(&k, NULL);
 	if (!o)
 		r = MC_ERR_OBJECT_NOT_FOUND;
 	else if (mc_object_is_processing(o))
@@ -467,7 +461,7 @@ static int pin_op(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bo
 		__atomic_add_fetch(&m->pins_cleared, 1, __ATOMIC_RELAXED);
 		meta_log_pin(m, o, 0);
 	}
-	pthread_rwlock_unlock(&sh->lock);
+	meta_key_unlock(&k);
 	return r;
 }
 

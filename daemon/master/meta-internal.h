@@ -1,11 +1,69 @@
-/* meta-internal.h - helpers shared by the meta*.c files (not an interface). */
+/*
+ * meta-internal.h - the body of the metadata store and the helpers shared
+ * by the meta*.c files.  Not an interface: nothing outside meta*.c
+ * includes it (a benchmark aside); the rest of the master goes through
+ * meta.h, persistence through its records (meta.h, record.h).
+ */
 #ifndef MC_MASTER_META_INTERNAL_H
 #define MC_MASTER_META_INTERNAL_H
 
 #include <regex.h>
 
+#include "master/group.h"
 #include "master/meta.h"
+#include "master/objtab.h"
+#include "master/pinidx.h"
+#include "proto/wire.h"
 #include "util/hash.h"
+#include "util/map.h"
+
+struct mc_tenant {
+	char *name;
+	uint64_t seed;                      /* hash seed; 0 for the default tenant */
+	uint64_t quota_bytes;               /* 0 = unlimited (atomic) */
+	uint64_t charged_bytes;             /* size x replicas of live objects (atomic) */
+	uint64_t objects;                   /* live objects (atomic) */
+};
+
+struct mc_shard_tenant {
+	uint16_t tenant;
+	struct mc_objtab tab;
+};
+
+struct mc_shard {
+	pthread_rwlock_t lock;
+	uint64_t leases;                    /* read leases granted: relaxed atomic adds under
+					     * the read lock, on the line the lock bounces anyway */
+	uint64_t nobjects;                  /* objects in this shard (written under lock) */
+	uint64_t hard_pinned;               /* of which hard-pinned (written under lock) */
+	uint32_t ntenants, cap;
+	struct mc_shard_tenant *tenants;
+} __attribute__((aligned(64)));
+
+struct mc_meta {
+	struct mc_meta_config cfg;
+	struct mc_segmgr segs;
+	struct mc_shard shards[MC_META_SHARDS];
+	pthread_mutex_t stripes[MC_META_STRIPES];
+
+	pthread_mutex_t tenants_lock;       /* registration only; reads by slot are lock-free */
+	struct mc_map tenant_by_name;
+	struct mc_tenant *tenants[MC_MAX_TENANTS];
+	uint32_t ntenants;
+
+	pthread_rwlock_t clients_lock;
+	struct mc_map client_by_id;         /* uuid -> slot */
+	struct mc_uuid *client_ids;         /* slot -> uuid; slots are never reused */
+	uint32_t nclients, clients_cap;
+
+	struct mc_pinidx pins;              /* soft-pin deadlines (leaf lock) */
+	struct mc_groups groups;            /* object groups (leaf lock) */
+	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
+	/* atomic counters */
+	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
+	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
+	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
+};
 
 /* Where a key lives. */
 struct mc_loc {
@@ -81,9 +139,37 @@ static inline bool meta_has_lease(const struct mc_object *o, uint64_t now)
  * its blocks (or defers them to release_ms when it is non-zero and in the
  * future), settles the tenant's quota and counters, frees the record. */
 void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
-/* Unlinks from tab and destroys. */
-void meta_object_erase(struct mc_meta *m, struct mc_objtab *tab, struct mc_object *o,
-		       uint64_t hash, uint64_t release_ms);
+
+/* The object of key at loc in tab (NULL when tab is NULL or the key is
+ * absent); *ret_pos (may be NULL) gets its position for
+ * mc_objtab_delete_at().  The caller holds the shard's lock. */
+static inline struct mc_object *meta_find_locked(struct mc_objtab *tab, const struct mc_loc *loc,
+						 struct mc_ref key, uint32_t *ret_pos)
+{
+	return tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, ret_pos) : NULL;
+}
+
+/* A key located and its shard locked: meta_key_lock() .. meta_key_unlock(). */
+struct meta_key {
+	struct mc_loc loc;
+	struct mc_ref key;
+	struct mc_shard *sh;
+	struct mc_objtab *tab;              /* the tenant's table in the shard; NULL: none */
+};
+/* Locates key in a registered tenant and takes its shard's lock (write or
+ * read).  MC_ERR_OBJECT_NOT_FOUND when the tenant is unknown (nothing of it
+ * exists), MC_ERR_INVALID_PARAMS for a bad key or tenant; then nothing is
+ * locked. */
+int meta_key_lock(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool write,
+		  struct meta_key *ret);
+static inline struct mc_object *meta_key_find(const struct meta_key *k, uint32_t *ret_pos)
+{
+	return meta_find_locked(k->tab, &k->loc, k->key, ret_pos);
+}
+static inline void meta_key_unlock(struct meta_key *k)
+{
+	pthread_rwlock_unlock(&k->sh->lock);
+}
 
 /* The bodies of the single-key operations; the caller holds the locks named. */
 struct put_start_args {
@@ -140,9 +226,17 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 		   uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len);
 /* POSIX extended, REG_NOSUB; INVALID_PARAMS if it does not compile or is too long. */
 int meta_regex_compile(regex_t *re, const char *regex);
-/* buf: MC_MAX_KEY_LEN + 1 bytes of scratch. */
-bool meta_key_matches(const regex_t *re, const struct mc_object *o, char *buf);
-/* meta-oplog.c: append the record of a mutation (no-ops without an oplog).
+/* scratch: made by meta_scratch_init() (room for any key: the match never
+ * allocates); the key is copied into it, NUL-terminated for regexec. */
+bool meta_key_matches(const regex_t *re, const struct mc_object *o, struct mc_wbuf *scratch);
+int meta_scratch_init(struct mc_wbuf *scratch);
+
+/* meta-oplog.c: the OBJECT record of o (pointing into m: valid while o and
+ * its locks are held).  lock: take the pin and group leaf locks (false
+ * when the caller froze m). */
+void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t now_mono,
+			uint64_t now_wall, bool lock, struct mc_record *ret);
+/* Append the record of a mutation (no-ops without an oplog).
  * Called with the mutation's ordering lock held (see meta.h). */
 void meta_log_put(struct mc_meta *m, const struct mc_object *o);
 void meta_log_del(struct mc_meta *m, const struct mc_object *o);

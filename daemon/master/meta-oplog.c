@@ -1,54 +1,24 @@
 /*
- * meta-oplog.c - the metadata mutations as oplog records: encoding (from
- * inside the mutations, under the lock that orders them), decoding and
- * replay.  The log itself (framing, sequence numbers, checksums, fsync) is
- * oplog.h's business; this file owns the record payloads.
+ * meta-oplog.c - the store as records (record.h, byte format in record.c):
+ * what each mutation appends to the oplog, from inside the mutation, under
+ * the lock that orders it; and the whole state at once (mc_meta_dump,
+ * between mc_meta_freeze and mc_meta_thaw: the one place that takes every
+ * lock).  The log itself (framing, sequence numbers, checksums, fsync) is
+ * oplog.h's business; rebuilding a store from records is meta-persist.c's.
  *
- * Payload formats (version 1).  Integers are little-endian (the master
- * runs on little-endian hosts only; the encoder asserts it); "str16" is a
- * u16 length then that many bytes; "uuid" is 16 bytes: hi then lo, u64 each.
- *
- *   type 1 OBJECT   a complete object, replacing any object of that key
- *     str16 tenant  str16 key
- *     u64 size  u64 checksum
- *     u8 flags        bit 0 has checksum, bit 1 hard pin
- *     u8 data_type  u8 nrep  u8 reserved (0)
- *     uuid writer (client)
- *     u64 soft_pin_deadline   CLOCK_REALTIME ms, 0: not soft-pinned
- *     str16 group             length 0: no group
- *     nrep x { uuid segment, u64 offset, u64 size (reserved block bytes,
- *              informational), u8 type, u8 status }
- *   type 2 DELETE   the object of a key is gone (remove, evict, unmount)
- *     str16 tenant  str16 key
- *   type 3 MOUNT    a segment was mounted
- *     uuid client  uuid segment  u64 base  u64 size  u8 transport
- *     str16 name  str16 host  str16 endpoint  str16 shm_path
- *   type 4 UNMOUNT  a segment and every replica on it are gone
- *     uuid segment
- *   type 5 QUOTA    str16 tenant  u64 quota_bytes (0: unlimited)
- *   type 6 PIN      str16 tenant  str16 key  u64 deadline (CLOCK_REALTIME ms, 0: unpin)
- *
- * The snapshot's objects table (snapshot.c) stores OBJECT payloads too.
- *
- * Replay is idempotent: OBJECT replaces, DELETE of a missing key and
- * UNMOUNT of an unknown segment are no-ops, MOUNT of a known segment
- * keeps it.  Segments come back in status RESTORED (meta-persist.c).
- * Unfinished writes (PutStart without PutEnd) are never logged: after a
- * restart they are gone and their space is free.  Read leases are not
- * logged either (they last seconds).
+ * What is logged: an OBJECT when a write completes (PutEnd); a DELETE when
+ * a complete object goes (remove, evict, unmount, takeover); MOUNT and
+ * UNMOUNT of segments; QUOTA when a quota is set; PIN when a soft pin is
+ * set or cleared.  Unfinished writes (PutStart without PutEnd) are never
+ * logged: after a restart they are gone and their space is free.  Read
+ * leases are not logged either (they last seconds).
  */
-#include <endian.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "master/meta-internal.h"
-#include "master/meta-persist.h"
 #include "master/oplog.h"
 #include "mooncake/error.h"
-
-_Static_assert(__BYTE_ORDER == __LITTLE_ENDIAN, "record encoding assumes little-endian");
 
 static __thread uint64_t pending_seq;
 static __thread bool pending_failed;
@@ -68,382 +38,222 @@ uint64_t mc_meta_oplog_pending(bool *ret_failed)
 	return s;
 }
 
-uint64_t persist_wall_ms(void)
+/* ---- the state as records -------------------------------------------------------------- */
+
+static struct mc_bytes tenant_name(struct mc_meta *m, uint16_t slot)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return mc_bytes_str(meta_tenant(m, slot)->name);
 }
 
-/* ---- encoding ------------------------------------------------------------------------ */
-
-void pbuf_put(struct pbuf *b, const void *p, size_t n)
+static bool is_memory(uint8_t type)
 {
-	if (b->err || !n)
-		return;
-	if (b->len + n > b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 256;
-		while (ncap < b->len + n)
-			ncap *= 2;
-		uint8_t *nb = b->p == b->inline_buf ? malloc(ncap) : realloc(b->p, ncap);
-		if (!nb) {
-			b->err = true;
-			return;
-		}
-		if (b->p == b->inline_buf)
-			memcpy(nb, b->inline_buf, b->len);
-		b->p = nb;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
+	return type == MC_REPLICA_MEMORY || type == MC_REPLICA_NOF_SSD;
 }
 
-void pbuf_init(struct pbuf *b)
+void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t now_mono,
+			uint64_t now_wall, bool lock, struct mc_record *ret)
 {
-	b->p = b->inline_buf;
-	b->len = 0;
-	b->cap = sizeof(b->inline_buf);
-	b->err = false;
-}
+	struct mc_record_object *r = &ret->object;
+	uint64_t v;
 
-void pbuf_release(struct pbuf *b)
-{
-	if (b->p != b->inline_buf)
-		free(b->p);
-	pbuf_init(b);
-}
-
-static void put_u64(struct pbuf *b, uint64_t v) { pbuf_put(b, &v, 8); }
-static void put_u8(struct pbuf *b, uint8_t v) { pbuf_put(b, &v, 1); }
-static void put_uuid(struct pbuf *b, struct mc_uuid u) { put_u64(b, u.hi); put_u64(b, u.lo); }
-static void put_str(struct pbuf *b, const void *p, size_t n)
-{
-	uint16_t l = (uint16_t)n;
-	pbuf_put(b, &l, 2);
-	pbuf_put(b, p, n);
-}
-static void put_cstr(struct pbuf *b, const char *s)
-{
-	put_str(b, s ? s : "", s ? strlen(s) : 0);
-}
-
-static void put_tenant_key(struct pbuf *b, struct mc_meta *m, const struct mc_object *o)
-{
-	put_cstr(b, meta_tenant(m, o->tenant)->name);
-	put_str(b, mc_object_key(o), o->key_len);
-}
-
-void persist_encode_object(struct mc_meta *m, const struct mc_object *o, struct pbuf *b,
-			   uint64_t now_mono, uint64_t now_wall, bool lock)
-{
-	uint64_t pin = 0, v;
-	struct mc_uuid writer = { 0 };
-
-	put_tenant_key(b, m, o);
-	put_u64(b, o->size);
-	put_u64(b, o->checksum);
-	put_u8(b, (o->flags & MC_OBJ_HAS_CHECKSUM ? 1 : 0) | (o->flags & MC_OBJ_HARD_PIN ? 2 : 0));
-	put_u8(b, o->data_type);
-	put_u8(b, o->nrep);
-	put_u8(b, 0);
+	memset(ret, 0, sizeof(*ret));
+	ret->type = MC_REC_OBJECT;
+	r->tenant = tenant_name(m, o->tenant);
+	r->key = MC_BYTES(mc_object_key(o), o->key_len);
+	r->size = o->size;
+	r->checksum = o->checksum;
+	r->flags = (o->flags & MC_OBJ_HAS_CHECKSUM ? MC_RECORD_HAS_CHECKSUM : 0) |
+		   (o->flags & MC_OBJ_HARD_PIN ? MC_RECORD_HARD_PIN : 0);
+	r->data_type = o->data_type;
+	r->nrep = o->nrep;
 	if (o->client < m->nclients)
-		writer = m->client_ids[o->client];
-	put_uuid(b, writer);
+		r->writer = m->client_ids[o->client];
 	if (o->flags & MC_OBJ_SOFT_PIN) {
 		if (lock)
 			pthread_mutex_lock(&m->pins.lock);
 		if (mc_map_get(&m->pins.by_obj, &o, sizeof(o), &v) == 0 && !(v & MC_PIN_PENDING) &&
 		    v > now_mono)
-			pin = now_wall + (v - now_mono);
+			r->pin_deadline_ms = now_wall + (v - now_mono);
 		if (lock)
 			pthread_mutex_unlock(&m->pins.lock);
 	}
-	put_u64(b, pin);
-	bool grouped = false;
 	if (o->flags & MC_OBJ_GROUPED) {
 		if (lock)
 			pthread_mutex_lock(&m->groups.lock);
 		if (mc_map_get(&m->groups.by_obj, &o, sizeof(o), &v) == 0) {
-			struct mc_group *g = (struct mc_group *)(uintptr_t)v;
-			if (g->keylen >= 2) {
-				put_str(b, g->key + 2, g->keylen - 2);
-				grouped = true;
-			}
+			const struct mc_group *g = (const struct mc_group *)(uintptr_t)v;
+			if (g->keylen >= 2)   /* the tenant slot, then the name */
+				r->group = MC_BYTES(g->key + 2, g->keylen - 2);
 		}
 		if (lock)
 			pthread_mutex_unlock(&m->groups.lock);
 	}
-	if (!grouped)
-		put_str(b, NULL, 0);
 	for (uint32_t i = 0; i < o->nrep; i++) {
-		const struct mc_replica *r = &o->rep[i];
-		const struct mc_segment *s = (r->type == MC_REPLICA_MEMORY || r->type == MC_REPLICA_NOF_SSD) ?
-			mc_segmgr_get(&m->segs, r->seg) : NULL;
-		put_uuid(b, s ? s->id : (struct mc_uuid){ 0 });
-		put_u64(b, r->offset);
-		put_u64(b, o->size);
-		put_u8(b, (uint8_t)r->type);
-		put_u8(b, (uint8_t)r->status);
+		const struct mc_replica *p = &o->rep[i];
+		const struct mc_segment *s = is_memory(p->type) ? mc_segmgr_get(&m->segs, p->seg) : NULL;
+		r->rep[i] = (struct mc_record_replica){
+			.segment = s ? s->id : (struct mc_uuid){ 0 }, .offset = p->offset,
+			.size = o->size, .type = (uint8_t)p->type, .status = (uint8_t)p->status,
+		};
 	}
 }
 
-/* ---- decoding ------------------------------------------------------------------------ */
-
-struct rd {
-	const uint8_t *p;
-	size_t n;
-	bool bad;
-};
-
-static const void *take(struct rd *r, size_t n)
+static void mount_record(struct mc_uuid client, const struct mc_segment_spec *spec,
+			 struct mc_record *ret)
 {
-	if (r->bad || r->n < n) {
-		r->bad = true;
-		return NULL;
-	}
-	const void *p = r->p;
-	r->p += n;
-	r->n -= n;
-	return p;
-}
-static uint64_t get_u64(struct rd *r) { uint64_t v = 0; const void *p = take(r, 8); if (p) memcpy(&v, p, 8); return v; }
-static uint8_t get_u8(struct rd *r) { const uint8_t *p = take(r, 1); return p ? *p : 0; }
-static struct mc_uuid get_uuid(struct rd *r) { struct mc_uuid u; u.hi = get_u64(r); u.lo = get_u64(r); return u; }
-static struct mc_ref get_str(struct rd *r)
-{
-	uint16_t l = 0;
-	const void *p = take(r, 2);
-	if (p)
-		memcpy(&l, p, 2);
-	p = take(r, l);
-	return (struct mc_ref){ .p = p, .len = p ? l : 0 };
-}
-
-int persist_decode_object(const void *rec, size_t len, struct persist_obj *o)
-{
-	struct rd r = { rec, len, false };
-	o->tenant = get_str(&r);
-	o->key = get_str(&r);
-	o->size = get_u64(&r);
-	o->checksum = get_u64(&r);
-	o->flags = get_u8(&r);
-	o->data_type = get_u8(&r);
-	o->nrep = get_u8(&r);
-	get_u8(&r);
-	o->client = get_uuid(&r);
-	o->pin_wall_ms = get_u64(&r);
-	o->group = get_str(&r);
-	if (o->nrep > MC_MAX_REPLICAS)
-		return MC_ERR_INVALID_PARAMS;
-	for (uint32_t i = 0; i < o->nrep; i++) {
-		o->rep[i].seg = get_uuid(&r);
-		o->rep[i].offset = get_u64(&r);
-		get_u64(&r);
-		o->rep[i].type = get_u8(&r);
-		o->rep[i].status = get_u8(&r);
-	}
-	if (r.bad || r.n || !key_ok(o->key) || !o->size)
-		return MC_ERR_INVALID_PARAMS;
-	return 0;
-}
-
-int persist_decode_mount(const void *rec, size_t len, struct mc_uuid *client,
-			 struct mc_segment_spec *spec, char strs[4][MC_MAX_SEGMENT_NAME + 257])
-{
-	struct rd r = { rec, len, false };
-	*client = get_uuid(&r);
-	spec->id = get_uuid(&r);
-	spec->base = get_u64(&r);
-	spec->size = get_u64(&r);
-	spec->transport = get_u8(&r);
-	for (int i = 0; i < 4; i++) {
-		struct mc_ref s = get_str(&r);
-		if (s.len > MC_MAX_SEGMENT_NAME + 256)
-			r.bad = true;
-		if (r.bad)
-			break;
-		memcpy(strs[i], s.p, s.len);
-		strs[i][s.len] = 0;
-	}
-	spec->name = strs[0];
-	spec->host = strs[1];
-	spec->endpoint = strs[2];
-	spec->shm_path = strs[3];
-	return r.bad || r.n ? MC_ERR_INVALID_PARAMS : 0;
-}
-
-void persist_encode_mount(struct pbuf *b, struct mc_uuid client, const struct mc_segment_spec *spec)
-{
-	put_uuid(b, client);
-	put_uuid(b, spec->id);
-	put_u64(b, spec->base);
-	put_u64(b, spec->size);
-	put_u8(b, spec->transport);
-	put_cstr(b, spec->name);
-	put_cstr(b, spec->host);
-	put_cstr(b, spec->endpoint);
-	put_cstr(b, spec->shm_path);
+	memset(ret, 0, sizeof(*ret));
+	ret->type = MC_REC_MOUNT;
+	ret->mount = (struct mc_record_mount){
+		.client = client, .segment = spec->id, .base = spec->base, .size = spec->size,
+		.transport = spec->transport, .name = mc_bytes_str(spec->name),
+		.host = mc_bytes_str(spec->host), .endpoint = mc_bytes_str(spec->endpoint),
+		.shm_path = mc_bytes_str(spec->shm_path),
+	};
 }
 
 /* ---- appends ------------------------------------------------------------------------- */
 
-static void append(struct mc_meta *m, uint16_t type, struct pbuf *b)
+static void append(struct mc_meta *m, const struct mc_record *r)
 {
 	struct mc_oplog *l = __atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE);
+	struct mc_wbuf w;
 	uint64_t seq;
+
 	if (!l)
 		return;
-	if (b->err || mc_oplog_append(l, type, b->p, (uint32_t)b->len, &seq) < 0) {
+	mc_wbuf_init(&w, MC_OPLOG_MAX_RECORD);
+	if (mc_record_encode(&w, r) ||
+	    mc_oplog_append(l, r->type, w.p, (uint32_t)w.len, &seq) < 0)
 		pending_failed = true;
-		return;
-	}
-	if (seq > pending_seq)
+	else if (seq > pending_seq)
 		pending_seq = seq;
+	mc_wbuf_free(&w);
 }
 
 void meta_log_put(struct mc_meta *m, const struct mc_object *o)
 {
-	struct pbuf b;
+	struct mc_record r;
 	if (!m->oplog)
 		return;
-	pbuf_init(&b);
 	pthread_rwlock_rdlock(&m->clients_lock);
-	persist_encode_object(m, o, &b, meta_now(m), persist_wall_ms(), true);
+	meta_object_record(m, o, meta_now(m), mc_wall_ms(), true, &r);
 	pthread_rwlock_unlock(&m->clients_lock);
-	append(m, PERSIST_REC_OBJECT, &b);
-	pbuf_release(&b);
+	append(m, &r);   /* the writer's uuid was copied: no lock needed */
 }
 
 void meta_log_del(struct mc_meta *m, const struct mc_object *o)
 {
-	struct pbuf b;
 	if (!m->oplog)
 		return;
-	pbuf_init(&b);
-	put_tenant_key(&b, m, o);
-	append(m, PERSIST_REC_DELETE, &b);
-	pbuf_release(&b);
+	struct mc_record r = { .type = MC_REC_DELETE, .key = {
+		.tenant = tenant_name(m, o->tenant), .key = MC_BYTES(mc_object_key(o), o->key_len),
+	} };
+	append(m, &r);
 }
 
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec)
 {
-	struct pbuf b;
+	struct mc_record r;
 	if (!m->oplog)
 		return;
-	pbuf_init(&b);
-	persist_encode_mount(&b, client, spec);
-	append(m, PERSIST_REC_MOUNT, &b);
-	pbuf_release(&b);
+	mount_record(client, spec, &r);
+	append(m, &r);
 }
 
 void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment)
 {
-	struct pbuf b;
 	if (!m->oplog)
 		return;
-	pbuf_init(&b);
-	put_uuid(&b, segment);
-	append(m, PERSIST_REC_UNMOUNT, &b);
-	pbuf_release(&b);
+	struct mc_record r = { .type = MC_REC_UNMOUNT, .segment = segment };
+	append(m, &r);
 }
 
 void meta_log_quota(struct mc_meta *m, uint16_t tenant, uint64_t quota)
 {
-	struct pbuf b;
 	if (!m->oplog)
 		return;
-	pbuf_init(&b);
-	put_cstr(&b, meta_tenant(m, tenant)->name);
-	put_u64(&b, quota);
-	append(m, PERSIST_REC_QUOTA, &b);
-	pbuf_release(&b);
+	struct mc_record r = { .type = MC_REC_QUOTA, .quota = {
+		.tenant = tenant_name(m, tenant), .quota_bytes = quota,
+	} };
+	append(m, &r);
 }
 
 void meta_log_pin(struct mc_meta *m, const struct mc_object *o, uint64_t ttl_ms)
 {
-	struct pbuf b;
 	if (!m->oplog)
 		return;
-	pbuf_init(&b);
-	put_tenant_key(&b, m, o);
-	put_u64(&b, ttl_ms ? persist_wall_ms() + ttl_ms : 0);
-	append(m, PERSIST_REC_PIN, &b);
-	pbuf_release(&b);
+	struct mc_record r = { .type = MC_REC_PIN, .pin = {
+		.tenant = tenant_name(m, o->tenant), .key = MC_BYTES(mc_object_key(o), o->key_len),
+		.deadline_ms = ttl_ms ? mc_wall_ms() + ttl_ms : 0,
+	} };
+	append(m, &r);
 }
 
-/* ---- replay -------------------------------------------------------------------------- */
+/* ---- the whole state ------------------------------------------------------------------- */
 
-static int replay_one(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+void mc_meta_freeze(struct mc_meta *m)
 {
-	struct { struct mc_meta *m; struct mc_meta_replay_stats *st; } *c = ctx;
-	struct mc_meta *m = c->m;
-	struct rd r = { rec, len, false };
-	int ret = 0;
-
-	c->st->records++;
-	switch (type) {
-	case PERSIST_REC_OBJECT: {
-		struct persist_obj o;
-		uint32_t skipped = 0;
-		ret = persist_decode_object(rec, len, &o);
-		if (ret == 0)
-			ret = persist_apply_object(m, &o, NULL, &skipped);
-		c->st->skipped_replicas += skipped;
-		break;
-	}
-	case PERSIST_REC_DELETE: {
-		struct mc_ref t = get_str(&r), k = get_str(&r);
-		ret = r.bad || r.n ? MC_ERR_INVALID_PARAMS : persist_apply_delete(m, t, k);
-		break;
-	}
-	case PERSIST_REC_MOUNT: {
-		struct mc_uuid client;
-		struct mc_segment_spec spec;
-		static __thread char strs[4][MC_MAX_SEGMENT_NAME + 257];
-		ret = persist_decode_mount(rec, len, &client, &spec, strs);
-		if (ret == 0)
-			ret = persist_restore_segment(m, client, &spec);
-		break;
-	}
-	case PERSIST_REC_UNMOUNT: {
-		struct mc_uuid id = get_uuid(&r);
-		ret = r.bad || r.n ? MC_ERR_INVALID_PARAMS : persist_apply_unmount(m, id);
-		break;
-	}
-	case PERSIST_REC_QUOTA: {
-		struct mc_ref t = get_str(&r);
-		uint64_t q = get_u64(&r);
-		ret = r.bad || r.n ? MC_ERR_INVALID_PARAMS : mc_meta_set_quota(m, t, q);
-		break;
-	}
-	case PERSIST_REC_PIN: {
-		struct mc_ref t = get_str(&r), k = get_str(&r);
-		uint64_t d = get_u64(&r);
-		ret = r.bad || r.n ? MC_ERR_INVALID_PARAMS : persist_apply_pin(m, t, k, d);
-		break;
-	}
-	default:
-		ret = MC_ERR_INVALID_PARAMS;
-	}
-	if (ret == MC_ERR_INVALID_PARAMS)
-		c->st->bad_records++;
-	else
-		c->st->applied++;
-	return 0;   /* one bad record does not stop the replay */
+	pthread_rwlock_wrlock(&m->segs.lock);
+	for (uint32_t i = 0; i < MC_META_SHARDS; i++)
+		pthread_rwlock_rdlock(&m->shards[i].lock);
+	pthread_mutex_lock(&m->tenants_lock);
+	pthread_rwlock_rdlock(&m->clients_lock);
+	pthread_mutex_lock(&m->pins.lock);
+	pthread_mutex_lock(&m->groups.lock);
 }
 
-int mc_meta_replay(struct mc_meta *m, struct mc_oplog *l, uint64_t after_seq,
-		   struct mc_meta_replay_stats *ret)
+void mc_meta_thaw(struct mc_meta *m)
 {
-	struct mc_meta_replay_stats st = { 0 };
-	struct { struct mc_meta *m; struct mc_meta_replay_stats *st; } c = { m, &st };
-	struct mc_oplog *saved = m->oplog;
+	pthread_mutex_unlock(&m->groups.lock);
+	pthread_mutex_unlock(&m->pins.lock);
+	pthread_rwlock_unlock(&m->clients_lock);
+	pthread_mutex_unlock(&m->tenants_lock);
+	for (uint32_t i = MC_META_SHARDS; i-- > 0;)
+		pthread_rwlock_unlock(&m->shards[i].lock);
+	pthread_rwlock_unlock(&m->segs.lock);
+}
 
-	m->oplog = NULL;   /* replaying must not log again */
-	int r = mc_oplog_replay(l, after_seq, replay_one, &c);
-	m->oplog = saved;
-	if (ret)
-		*ret = st;
-	return r;
+int mc_meta_dump(struct mc_meta *m, mc_meta_emit_fn fn, void *ctx)
+{
+	uint64_t now = meta_now(m), wall = mc_wall_ms();
+	struct mc_record r;
+	int rc;
+
+	for (uint32_t i = 0; i < m->ntenants; i++) {
+		const struct mc_tenant *t = m->tenants[i];
+		r = (struct mc_record){ .type = MC_REC_QUOTA, .quota = {
+			.tenant = mc_bytes_str(t->name), .quota_bytes = t->quota_bytes,
+		} };
+		if ((rc = fn(ctx, i, &r)))
+			return rc;
+	}
+	for (uint32_t i = 0; i < MC_MAX_SEGMENTS; i++) {
+		const struct mc_segment *s = m->segs.slots[i];
+		if (!s || s->status == MC_SEG_UNMOUNTING)
+			continue;
+		struct mc_segment_spec spec = {
+			.id = s->id, .name = s->name, .host = s->host, .endpoint = s->endpoint,
+			.shm_path = s->shm_path, .base = s->base, .size = s->size,
+			.transport = s->transport,
+		};
+		mount_record(s->client, &spec, &r);
+		if ((rc = fn(ctx, 0, &r)))
+			return rc;
+	}
+	for (uint32_t sh = 0; sh < MC_META_SHARDS; sh++) {
+		const struct mc_shard *shard = &m->shards[sh];
+		for (uint32_t t = 0; t < shard->ntenants; t++) {
+			const struct mc_objtab *tab = &shard->tenants[t].tab;
+			uint32_t it = 0;
+			struct mc_object *o;
+			while ((o = mc_objtab_next(tab, &it))) {
+				if (mc_object_is_processing(o))
+					continue;
+				meta_object_record(m, o, now, wall, false, &r);
+				if ((rc = fn(ctx, sh, &r)))
+					return rc;
+			}
+		}
+	}
+	return 0;
 }

@@ -1,15 +1,30 @@
 /*
- * meta-persist.c - rebuilding the metadata from snapshot and oplog records:
- * objects at their exact segment offsets, segments as RESTORED until their
- * node remounts them.  See meta-persist.h.  Runs at startup, before any
- * RPC is served, but takes the usual locks in the usual order anyway
- * (meta.h), so that it is also safe against the housekeeping thread.
+ * meta-persist.c - rebuilding the store from records (record.h): one at a
+ * time from a log (mc_meta_apply, mc_meta_replay), or in bulk from a dump
+ * (the loader).  Objects come back at their exact segment offsets.  Runs
+ * before any RPC is served (or in a standby's own store), but takes the
+ * usual locks in the usual order anyway (meta.h), so that it is also safe
+ * against the housekeeping thread.
+ *
+ * Restored segments: a segment known from a snapshot or the log comes back
+ * in status MC_SEG_RESTORED: it holds its objects' blocks (mc_offalloc_alloc_at
+ * at the recorded offsets) but is neither readable nor allocatable, so a
+ * GetReplicaList of an object living only there answers REPLICA_IS_NOT_READY.
+ * When its node remounts the same segment id with the same size and name
+ * (REMOUNT_SEGMENTS after the master restart, or MOUNT_SEGMENT after a node
+ * restart), mc_segmgr_mount adopts it in place: OK, objects readable again.
+ * Mounting the id with another size fails (INVALID_PARAMS); the node then
+ * has to unmount it, which drops its objects.
+ *
+ * Bulk loading: objects are created and inserted at once, their blocks are
+ * collected and reserved in (segment, offset) order at the end, so that
+ * mc_offalloc_alloc_at stays O(1) each.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "master/meta-internal.h"
-#include "master/meta-persist.h"
+#include "master/oplog.h"
 #include "mooncake/error.h"
 
 struct bulk_ent {
@@ -19,7 +34,8 @@ struct bulk_ent {
 	struct mc_object *o;
 };
 
-struct persist_bulk {
+struct mc_meta_loader {
+	struct mc_meta *m;
 	struct bulk_ent *v;
 	size_t n, cap;
 	/* lookups repeat: the last segments and client seen */
@@ -31,7 +47,7 @@ struct persist_bulk {
 	bool has_client;
 };
 
-static int find_segment(struct mc_meta *m, struct persist_bulk *b, struct mc_uuid id,
+static int find_segment(struct mc_meta *m, struct mc_meta_loader *b, struct mc_uuid id,
 			uint32_t *ret)
 {
 	if (b)
@@ -49,21 +65,20 @@ static int find_segment(struct mc_meta *m, struct persist_bulk *b, struct mc_uui
 	return r;
 }
 
-int persist_bulk_new(struct persist_bulk **ret)
+static int find_client(struct mc_meta *m, struct mc_meta_loader *b, struct mc_uuid id,
+		       uint32_t *ret)
 {
-	struct persist_bulk *b = calloc(1, sizeof(*b));
-	if (!b)
-		return MC_ERR_NO_MEMORY;
-	*ret = b;
-	return 0;
-}
-
-void persist_bulk_free(struct persist_bulk *b)
-{
-	if (!b)
-		return;
-	free(b->v);
-	free(b);
+	if (b && b->has_client && mc_uuid_eq(b->client, id)) {
+		*ret = b->client_slot;
+		return 0;
+	}
+	int r = meta_client_intern(m, id, ret);
+	if (r == 0 && b) {
+		b->client = id;
+		b->client_slot = *ret;
+		b->has_client = true;
+	}
+	return r;
 }
 
 static int bulk_cmp(const void *a, const void *b)
@@ -74,7 +89,8 @@ static int bulk_cmp(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-int persist_bulk_finish(struct mc_meta *m, struct persist_bulk *b)
+/* Reserves every collected block; one that does not fit: MC_ERR_INTERNAL_ERROR. */
+static int bulk_reserve(struct mc_meta *m, struct mc_meta_loader *b)
 {
 	if (b->n)
 		qsort(b->v, b->n, sizeof(b->v[0]), bulk_cmp);
@@ -97,12 +113,28 @@ int persist_bulk_finish(struct mc_meta *m, struct persist_bulk *b)
 	return 0;
 }
 
-int persist_restore_segment(struct mc_meta *m, struct mc_uuid client,
-			    const struct mc_segment_spec *spec)
+/* ---- one record --------------------------------------------------------------------------- */
+
+/* A known segment (RESTORED unless already present). */
+static int restore_segment(struct mc_meta *m, const struct mc_record_mount *r)
 {
+	char strs[4][MC_RECORD_MAX_SEGSTR + 1];
+	const struct mc_bytes in[4] = { r->name, r->host, r->endpoint, r->shm_path };
 	uint32_t slot;
-	int r = mc_segmgr_restore(&m->segs, client, spec, &slot);
-	return r == MC_ERR_SEGMENT_ALREADY_EXISTS ? 0 : r;
+
+	for (int i = 0; i < 4; i++) {
+		if (in[i].len > MC_RECORD_MAX_SEGSTR)
+			return MC_ERR_INVALID_PARAMS;
+		if (in[i].len)
+			memcpy(strs[i], in[i].p, in[i].len);
+		strs[i][in[i].len] = 0;
+	}
+	struct mc_segment_spec spec = {
+		.id = r->segment, .name = strs[0], .host = strs[1], .endpoint = strs[2],
+		.shm_path = strs[3], .base = r->base, .size = r->size, .transport = r->transport,
+	};
+	int rc = mc_segmgr_restore(&m->segs, r->client, &spec, &slot);
+	return rc == MC_ERR_SEGMENT_ALREADY_EXISTS ? 0 : rc;
 }
 
 static bool is_memory_type(uint8_t t)
@@ -110,30 +142,24 @@ static bool is_memory_type(uint8_t t)
 	return t == MC_REPLICA_MEMORY || t == MC_REPLICA_NOF_SSD;
 }
 
-int persist_apply_object(struct mc_meta *m, const struct persist_obj *po,
-			 struct persist_bulk *bulk, uint32_t *ret_skipped)
+/* Creates (replacing) the object.  bulk NULL: blocks are reserved now,
+ * replicas whose segment is unknown or whose range is taken are skipped
+ * (counted in *ret_skipped); an object left without replicas is dropped. */
+static int apply_object(struct mc_meta *m, const struct mc_record_object *po,
+			struct mc_meta_loader *bulk, uint32_t *ret_skipped)
 {
 	struct mc_loc loc;
 	uint32_t cslot, slots[MC_MAX_REPLICAS], skipped = 0;
+	struct mc_ref key = { po->key.p, po->key.len };
 	int r;
 
-	if ((r = meta_locate(m, po->tenant, po->key, true, &loc)) < 0)
+	if ((r = meta_locate(m, (struct mc_ref){ po->tenant.p, po->tenant.len }, key, true, &loc)) < 0 ||
+	    (r = find_client(m, bulk, po->writer, &cslot)) < 0)
 		return r;
-	if (bulk && bulk->has_client && mc_uuid_eq(bulk->client, po->client)) {
-		cslot = bulk->client_slot;
-	} else {
-		if ((r = meta_client_intern(m, po->client, &cslot)) < 0)
-			return r;
-		if (bulk) {
-			bulk->client = po->client;
-			bulk->client_slot = cslot;
-			bulk->has_client = true;
-		}
-	}
 	/* Segment slots first: segs.lock comes before the shard lock. */
 	for (uint32_t i = 0; i < po->nrep; i++)
 		if (!is_memory_type(po->rep[i].type) ||
-		    find_segment(m, bulk, po->rep[i].seg, &slots[i]) < 0)
+		    find_segment(m, bulk, po->rep[i].segment, &slots[i]) < 0)
 			slots[i] = MC_SEG_NONE;
 	if (bulk && bulk->n + po->nrep > bulk->cap) {
 		size_t ncap = bulk->cap ? bulk->cap * 2 : 4096;
@@ -143,7 +169,7 @@ int persist_apply_object(struct mc_meta *m, const struct persist_obj *po,
 		bulk->v = nv;
 		bulk->cap = ncap;
 	}
-	struct mc_object *o = malloc(MC_OBJECT_HDR + po->nrep * sizeof(struct mc_replica) + po->key.len);
+	struct mc_object *o = malloc(MC_OBJECT_HDR + po->nrep * sizeof(struct mc_replica) + key.len);
 	if (!o)
 		return MC_ERR_NO_MEMORY;
 	uint64_t now = meta_now(m);
@@ -152,19 +178,20 @@ int persist_apply_object(struct mc_meta *m, const struct persist_obj *po,
 	o->time_ms = now;   /* last touch; leases are not persisted */
 	o->hash = (uint32_t)loc.hash;
 	o->client = cslot;
-	o->key_len = (uint16_t)po->key.len;
+	o->key_len = (uint16_t)key.len;
 	o->tenant = loc.tenant;
-	o->flags = (po->flags & 1 ? MC_OBJ_HAS_CHECKSUM : 0) | (po->flags & 2 ? MC_OBJ_HARD_PIN : 0);
+	o->flags = (po->flags & MC_RECORD_HAS_CHECKSUM ? MC_OBJ_HAS_CHECKSUM : 0) |
+		   (po->flags & MC_RECORD_HARD_PIN ? MC_OBJ_HARD_PIN : 0);
 	o->nrep = 0;
 	o->nrep_cap = po->nrep;
 	o->data_type = po->data_type;
-	memcpy(mc_object_key(o), po->key.p, po->key.len);
+	memcpy(mc_object_key(o), key.p, key.len);
 
 	struct mc_shard *sh = &m->shards[loc.shard];
 	pthread_rwlock_wrlock(&sh->lock);
 	struct mc_objtab *tab = shard_table(sh, loc.tenant, true);
 	uint32_t pos;
-	struct mc_object *old = tab ? mc_objtab_find(tab, loc.hash, po->key.p, (uint16_t)po->key.len, &pos) : NULL;
+	struct mc_object *old = meta_find_locked(tab, &loc, key, &pos);
 	if (old) {   /* replaying over a state that has it: replace */
 		mc_objtab_delete_at(tab, pos);
 		meta_object_destroy(m, old, 0);
@@ -195,7 +222,7 @@ int persist_apply_object(struct mc_meta *m, const struct persist_obj *po,
 			.type = po->rep[i].type, .status = MC_REPLICA_COMPLETE,
 		};
 	}
-	if (!tab || (po->nrep && !o->nrep)) {   /* nothing left to read */
+	if (!tab || !o->nrep) {   /* nothing left to read (or a record without replicas) */
 		pthread_rwlock_unlock(&sh->lock);
 		free(o);
 		*ret_skipped = skipped;
@@ -214,8 +241,9 @@ int persist_apply_object(struct mc_meta *m, const struct persist_obj *po,
 		pthread_rwlock_unlock(&sh->lock);
 		return MC_ERR_NO_MEMORY;
 	}
-	uint64_t wall = persist_wall_ms();
-	if (po->pin_wall_ms > wall && mc_pinidx_set(&m->pins, o, now + (po->pin_wall_ms - wall)) == 0)
+	uint64_t wall = mc_wall_ms();
+	if (po->pin_deadline_ms > wall &&
+	    mc_pinidx_set(&m->pins, o, now + (po->pin_deadline_ms - wall)) == 0)
 		o->flags |= MC_OBJ_SOFT_PIN;
 	if (po->group.len && mc_groups_join(&m->groups, loc.tenant, po->group.p, po->group.len, o,
 					    loc.shard) == 0)
@@ -225,28 +253,24 @@ int persist_apply_object(struct mc_meta *m, const struct persist_obj *po,
 	return 0;
 }
 
-int persist_apply_delete(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key)
+static int apply_delete(struct mc_meta *m, const struct mc_record_key *r)
 {
-	struct mc_loc loc;
+	struct meta_key k;
 	uint32_t pos;
-	int r = meta_locate(m, tenant, key, false, &loc);
-	if (r == MC_ERR_TENANT_NOT_REGISTERED)
-		return 0;
-	if (r < 0)
-		return r;
-	struct mc_shard *sh = &m->shards[loc.shard];
-	pthread_rwlock_wrlock(&sh->lock);
-	struct mc_objtab *tab = shard_table(sh, loc.tenant, false);
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc.hash, key.p, (uint16_t)key.len, &pos) : NULL;
+	int rc = meta_key_lock(m, (struct mc_ref){ r->tenant.p, r->tenant.len },
+			       (struct mc_ref){ r->key.p, r->key.len }, true, &k);
+	if (rc < 0)
+		return rc == MC_ERR_OBJECT_NOT_FOUND ? 0 : rc;
+	struct mc_object *o = meta_key_find(&k, &pos);
 	if (o) {
-		mc_objtab_delete_at(tab, pos);
+		mc_objtab_delete_at(k.tab, pos);
 		meta_object_destroy(m, o, 0);
 	}
-	pthread_rwlock_unlock(&sh->lock);
+	meta_key_unlock(&k);
 	return 0;
 }
 
-int persist_apply_unmount(struct mc_meta *m, struct mc_uuid segment)
+static int apply_unmount(struct mc_meta *m, struct mc_uuid segment)
 {
 	uint32_t slot;
 	if (mc_segmgr_find(&m->segs, segment, &slot) < 0)
@@ -259,27 +283,145 @@ int persist_apply_unmount(struct mc_meta *m, struct mc_uuid segment)
 	return r == MC_ERR_ILLEGAL_CLIENT ? 0 : r;
 }
 
-int persist_apply_pin(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
-		      uint64_t deadline_wall_ms)
+static int apply_pin(struct mc_meta *m, const struct mc_record_pin *r)
 {
-	struct mc_loc loc;
-	int r = meta_locate(m, tenant, key, false, &loc);
-	if (r == MC_ERR_TENANT_NOT_REGISTERED)
-		return 0;
-	if (r < 0)
-		return r;
-	struct mc_shard *sh = &m->shards[loc.shard];
-	pthread_rwlock_wrlock(&sh->lock);
-	struct mc_objtab *tab = shard_table(sh, loc.tenant, false);
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc.hash, key.p, (uint16_t)key.len, NULL) : NULL;
-	uint64_t wall = persist_wall_ms();
-	if (o && deadline_wall_ms > wall) {
-		if (mc_pinidx_set(&m->pins, o, meta_now(m) + (deadline_wall_ms - wall)) == 0)
+	struct meta_key k;
+	int rc = meta_key_lock(m, (struct mc_ref){ r->tenant.p, r->tenant.len },
+			       (struct mc_ref){ r->key.p, r->key.len }, true, &k);
+	if (rc < 0)
+		return rc == MC_ERR_OBJECT_NOT_FOUND ? 0 : rc;
+	struct mc_object *o = meta_key_find(&k, NULL);
+	uint64_t wall = mc_wall_ms();
+	if (o && r->deadline_ms > wall) {
+		if (mc_pinidx_set(&m->pins, o, meta_now(m) + (r->deadline_ms - wall)) == 0)
 			o->flags |= MC_OBJ_SOFT_PIN;
 	} else if (o && (o->flags & MC_OBJ_SOFT_PIN)) {
 		mc_pinidx_clear(&m->pins, o);
 		o->flags &= (uint8_t)~MC_OBJ_SOFT_PIN;
 	}
-	pthread_rwlock_unlock(&sh->lock);
+	meta_key_unlock(&k);
 	return 0;
+}
+
+static int apply_quota(struct mc_meta *m, const struct mc_record_quota *r)
+{
+	return mc_meta_set_quota(m, (struct mc_ref){ r->tenant.p, r->tenant.len }, r->quota_bytes);
+}
+
+int mc_meta_apply(struct mc_meta *m, uint16_t type, const void *rec, uint32_t len,
+		  uint32_t *ret_skipped)
+{
+	struct mc_record r;
+	uint32_t skipped = 0;
+
+	if (__atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE))
+		return MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;   /* it would log what it applies */
+	int rc = mc_record_decode(type, rec, len, &r);
+	if (rc < 0)
+		return rc == MC_ERR_INVALID_PARAMS ? MC_ERR_DESERIALIZE_FAIL : rc;
+	switch (type) {
+	case MC_REC_OBJECT:
+		rc = apply_object(m, &r.object, NULL, &skipped);
+		break;
+	case MC_REC_DELETE:
+		rc = apply_delete(m, &r.key);
+		break;
+	case MC_REC_MOUNT:
+		rc = restore_segment(m, &r.mount);
+		break;
+	case MC_REC_UNMOUNT:
+		rc = apply_unmount(m, r.segment);
+		break;
+	case MC_REC_QUOTA:
+		rc = apply_quota(m, &r.quota);
+		break;
+	case MC_REC_PIN:
+		rc = apply_pin(m, &r.pin);
+		break;
+	}
+	if (ret_skipped)
+		*ret_skipped = skipped;
+	return rc;
+}
+
+/* ---- a log ---------------------------------------------------------------------------------- */
+
+struct replay_ctx {
+	struct mc_meta *m;
+	struct mc_meta_replay_stats *st;
+};
+
+static int replay_one(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct replay_ctx *c = ctx;
+	uint32_t skipped = 0;
+
+	c->st->records++;
+	int r = mc_meta_apply(c->m, type, rec, len, &skipped);
+	c->st->skipped_replicas += skipped;
+	if (r == MC_ERR_DESERIALIZE_FAIL || r == MC_ERR_INVALID_PARAMS)
+		c->st->bad_records++;
+	else
+		c->st->applied++;
+	return 0;   /* one bad record does not stop the replay */
+}
+
+int mc_meta_replay(struct mc_meta *m, struct mc_oplog *l, uint64_t after_seq,
+		   struct mc_meta_replay_stats *ret)
+{
+	struct mc_meta_replay_stats st = { 0 };
+	struct replay_ctx c = { m, &st };
+	struct mc_oplog *saved = m->oplog;
+
+	m->oplog = NULL;   /* replaying must not log again */
+	int r = mc_oplog_replay(l, after_seq, replay_one, &c);
+	m->oplog = saved;
+	if (ret)
+		*ret = st;
+	return r;
+}
+
+/* ---- a dump ---------------------------------------------------------------------------------- */
+
+int mc_meta_load_begin(struct mc_meta *m, struct mc_meta_loader **ret)
+{
+	struct mc_meta_loader *l = calloc(1, sizeof(*l));
+	if (!l)
+		return MC_ERR_NO_MEMORY;
+	l->m = m;
+	*ret = l;
+	return 0;
+}
+
+int mc_meta_load(void *loader, uint32_t index, const struct mc_record *r)
+{
+	struct mc_meta_loader *l = loader;
+	uint32_t skipped = 0;
+	int rc;
+
+	switch (r->type) {
+	case MC_REC_QUOTA:
+		return apply_quota(l->m, &r->quota);
+	case MC_REC_MOUNT:
+		return restore_segment(l->m, &r->mount);
+	case MC_REC_OBJECT:
+		rc = apply_object(l->m, &r->object, l, &skipped);
+		return rc < 0 ? rc : skipped ? MC_ERR_SEGMENT_NOT_FOUND : 0;
+	}
+	return MC_ERR_INVALID_PARAMS;   /* not a record of a dump */
+}
+
+int mc_meta_load_finish(struct mc_meta_loader *l)
+{
+	int r = bulk_reserve(l->m, l);
+	mc_meta_load_free(l);
+	return r;
+}
+
+void mc_meta_load_free(struct mc_meta_loader *l)
+{
+	if (!l)
+		return;
+	free(l->v);
+	free(l);
 }

@@ -14,15 +14,26 @@
 #include "util/macro.h"
 
 /* REG_STARTEND: keys are bytes, not C strings.  Still, the key is copied to
- * buf (MC_MAX_KEY_LEN + 1 bytes) and NUL-terminated: regexec() may read up to
- * a NUL whatever the flags say (sanitizers' interceptors do, and so do libcs
- * without REG_STARTEND), and the object's key is not terminated. */
-bool meta_key_matches(const regex_t *re, const struct mc_object *o, char *buf)
+ * scratch and NUL-terminated: regexec() may read up to a NUL whatever the
+ * flags say (sanitizers' interceptors do, and so do libcs without
+ * REG_STARTEND), and the object's key is not terminated. */
+bool meta_key_matches(const regex_t *re, const struct mc_object *o, struct mc_wbuf *scratch)
 {
 	regmatch_t pm = { .rm_so = 0, .rm_eo = o->key_len };
-	memcpy(buf, mc_object_key(o), o->key_len);
-	buf[o->key_len] = 0;
-	return regexec(re, buf, 1, &pm, REG_STARTEND) == 0;
+	mc_wbuf_reset(scratch);
+	mc_wbuf_put_raw(scratch, mc_object_key(o), o->key_len);
+	if (mc_wbuf_put_u8(scratch, 0))
+		return false;   /* not after meta_scratch_init() */
+	return regexec(re, (const char *)scratch->p, 1, &pm, REG_STARTEND) == 0;
+}
+
+int meta_scratch_init(struct mc_wbuf *scratch)
+{
+	mc_wbuf_init(scratch, MC_MAX_KEY_LEN + 1);
+	if (!mc_wbuf_append(scratch, MC_MAX_KEY_LEN + 1))
+		return MC_ERR_NO_MEMORY;
+	mc_wbuf_reset(scratch);   /* keeps the memory: a key always fits */
+	return 0;
 }
 
 int meta_regex_compile(regex_t *re, const char *regex)
@@ -38,13 +49,13 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 {
 	uint16_t t;
 	uint64_t removed = 0;
-	char keybuf[MC_MAX_KEY_LEN + 1];
+	struct mc_wbuf keybuf;
 	int r = meta_tenant_resolve(m, tenant, false, &t);
 	if (r == MC_ERR_TENANT_NOT_REGISTERED) {
 		*ret_removed = 0;
 		return 0;
 	}
-	if (r < 0)
+	if (r < 0 || (r = meta_scratch_init(&keybuf)) < 0)
 		return r;
 	for (uint32_t s = 0; s < MC_META_SHARDS; s++) {
 		struct mc_shard *sh = &m->shards[s];
@@ -54,7 +65,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 		uint32_t it = 0;
 		struct mc_object *o;
 		while (tab && (o = mc_objtab_next(tab, &it))) {
-			if (mc_object_is_processing(o) || (re && !meta_key_matches(re, o, keybuf)))
+			if (mc_object_is_processing(o) || (re && !meta_key_matches(re, o, &keybuf)))
 				continue;
 			uint64_t lease = mc_object_load_time(o);
 			if (lease > now && !force)
@@ -65,6 +76,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 		}
 		pthread_rwlock_unlock(&sh->lock);
 	}
+	mc_wbuf_free(&keybuf);
 	*ret_removed = removed;
 	return 0;
 }
@@ -91,11 +103,13 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 {
 	regex_t re;
 	uint16_t t;
-	char keybuf[MC_MAX_KEY_LEN + 1];
+	struct mc_wbuf keybuf;
 	int r = meta_regex_compile(&re, regex);
 	if (r < 0)
 		return r;
 	r = meta_tenant_resolve(m, tenant, false, &t);
+	if (r == 0)
+		r = meta_scratch_init(&keybuf);
 	if (r < 0) {
 		regfree(&re);
 		return r == MC_ERR_TENANT_NOT_REGISTERED ? 0 : r;
@@ -108,7 +122,7 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 		uint32_t it = 0;
 		struct mc_object *o;
 		while (tab && (o = mc_objtab_next(tab, &it))) {
-			if (mc_object_is_processing(o) || !meta_key_matches(&re, o, keybuf))
+			if (mc_object_is_processing(o) || !meta_key_matches(&re, o, &keybuf))
 				continue;
 			struct mc_object_info info = {
 				.size = o->size, .checksum = o->checksum,
@@ -124,6 +138,7 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 		}
 		pthread_rwlock_unlock(&sh->lock);
 	}
+	mc_wbuf_free(&keybuf);
 	regfree(&re);
 	return 0;
 }
@@ -158,20 +173,6 @@ static int keyent_cmp(const void *a, const void *b)
 	return x->o->key_len < y->o->key_len ? -1 : x->o->key_len > y->o->key_len;
 }
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor, uint32_t limit,
 		   meta_match_fn match, meta_object_fn fn, void *ctx,
 		   uint8_t next_cursor[MC_META_CURSOR_LEN], uint32_t *ret_next_len)
@@ -186,8 +187,8 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 	if (limit == 0 || (cursor.len && cursor.len != MC_META_CURSOR_LEN))
 		return MC_ERR_INVALID_PARAMS;
 	if (cursor.len) {
-		hash = get_le(cursor.p, 8);
-		skip = (uint32_t)get_le((const uint8_t *)cursor.p + 8, 2);
+		hash = mc_load_le64(cursor.p);
+		skip = mc_load_le16((const uint8_t *)cursor.p + 8);
 		shard = (uint32_t)(hash % MC_META_SHARDS);
 		resume = true;
 	}
@@ -237,8 +238,8 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 				uint32_t before = 0;
 				for (uint32_t j = i; j > 0 && ents[j - 1].hash == ents[i].hash; j--)
 					before++;
-				put_le(next_cursor, ents[i].hash, 8);
-				put_le(next_cursor + 8, before, 2);
+				mc_store_le64(next_cursor, ents[i].hash);
+				mc_store_le16(next_cursor + 8, (uint16_t)before);
 				pthread_rwlock_unlock(&sh->lock);
 				free(ents);
 				*ret_next_len = MC_META_CURSOR_LEN;

@@ -82,6 +82,16 @@ int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
 	return 0;
 }
 
+const struct mc_meta_config *mc_meta_get_config(const struct mc_meta *m)
+{
+	return &m->cfg;
+}
+
+uint64_t mc_meta_now(const struct mc_meta *m)
+{
+	return meta_now(m);
+}
+
 struct mc_meta *mc_meta_free(struct mc_meta *m)
 {
 	if (!m)
@@ -163,6 +173,22 @@ int meta_locate(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool
 	ret->hash = h;
 	ret->shard = (uint32_t)(h % MC_META_SHARDS);
 	ret->tenant = t;
+	return 0;
+}
+
+int meta_key_lock(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool write,
+		  struct meta_key *ret)
+{
+	int r = meta_locate(m, tenant, key, false, &ret->loc);
+	if (r < 0)
+		return r == MC_ERR_TENANT_NOT_REGISTERED ? MC_ERR_OBJECT_NOT_FOUND : r;
+	ret->key = key;
+	ret->sh = &m->shards[ret->loc.shard];
+	if (write)
+		pthread_rwlock_wrlock(&ret->sh->lock);
+	else
+		pthread_rwlock_rdlock(&ret->sh->lock);
+	ret->tab = shard_table(ret->sh, ret->loc.tenant, false);
 	return 0;
 }
 
@@ -318,13 +344,6 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 	free(o);
 }
 
-void meta_object_erase(struct mc_meta *m, struct mc_objtab *tab, struct mc_object *o,
-		       uint64_t hash, uint64_t release_ms)
-{
-	mc_objtab_delete(tab, hash, o);
-	meta_object_destroy(m, o, release_ms);
-}
-
 /* ---- PutStart ----------------------------------------------------------------------- */
 
 static int check_put_args(const struct mc_meta *m, struct mc_ref key, uint64_t size,
@@ -361,7 +380,7 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 
 	if (!tab)
 		return MC_ERR_NO_MEMORY;
-	struct mc_object *old = mc_objtab_find(tab, a->loc.hash, a->key.p, (uint16_t)a->key.len, &pos);
+	struct mc_object *old = meta_find_locked(tab, &a->loc, a->key, &pos);
 	if (old) {
 		/* As the original: taken over only once start + timeout < now. */
 		if (!mc_object_is_processing(old) ||
@@ -492,7 +511,7 @@ bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
 	       struct mc_ref key, bool has_checksum, uint64_t checksum, uint64_t now)
 {
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, NULL) : NULL;
+	struct mc_object *o = meta_find_locked(tab, loc, key, NULL);
 	if (!o)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	if (o->client != client)
@@ -519,7 +538,7 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 		  struct mc_ref key)
 {
 	uint32_t pos;
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, &pos) : NULL;
+	struct mc_object *o = meta_find_locked(tab, loc, key, &pos);
 	if (!o)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	if (o->client != client)
@@ -539,31 +558,26 @@ static int single_write(struct mc_meta *m, enum write_op op, const struct mc_uui
 			struct mc_ref tenant, struct mc_ref key, bool flag, uint64_t checksum,
 			bool force)
 {
-	struct mc_loc loc;
+	struct meta_key k;
 	uint32_t cslot = 0;
-	int r = meta_locate(m, tenant, key, false, &loc);
-	if (r == MC_ERR_TENANT_NOT_REGISTERED)
-		return MC_ERR_OBJECT_NOT_FOUND;
-	if (r < 0)
-		return r;
 	if (client && meta_client_lookup(m, *client, &cslot) < 0)
 		cslot = UINT32_MAX;   /* unknown client: cannot be any object's writer */
-	struct mc_shard *sh = &m->shards[loc.shard];
-	pthread_rwlock_wrlock(&sh->lock);
-	struct mc_objtab *tab = shard_table(sh, loc.tenant, false);
+	int r = meta_key_lock(m, tenant, key, true, &k);
+	if (r < 0)
+		return r;
 	uint64_t now = meta_now(m);
 	switch (op) {
 	case OP_PUT_END:
-		r = do_put_end(m, tab, cslot, &loc, key, flag, checksum, now);
+		r = do_put_end(m, k.tab, cslot, &k.loc, key, flag, checksum, now);
 		break;
 	case OP_PUT_REVOKE:
-		r = do_put_revoke(m, tab, cslot, &loc, key);
+		r = do_put_revoke(m, k.tab, cslot, &k.loc, key);
 		break;
 	case OP_REMOVE:
-		r = do_remove(m, tab, &loc, key, force, now);
+		r = do_remove(m, k.tab, &k.loc, key, force, now);
 		break;
 	}
-	pthread_rwlock_unlock(&sh->lock);
+	meta_key_unlock(&k);
 	return r;
 }
 
@@ -585,7 +599,7 @@ int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, stru
 	      bool force, uint64_t now)
 {
 	uint32_t pos;
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, &pos) : NULL;
+	struct mc_object *o = meta_find_locked(tab, loc, key, &pos);
 	if (!o)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	if (mc_object_is_processing(o))
@@ -611,7 +625,7 @@ int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc 
 			struct mc_ref key, uint64_t now, uint32_t index,
 			struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
 {
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, NULL) : NULL;
+	struct mc_object *o = meta_find_locked(tab, loc, key, NULL);
 	if (!o)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	if (mc_object_is_processing(o))
@@ -631,7 +645,7 @@ int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc 
 int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
 	     uint64_t now, bool *ret)
 {
-	struct mc_object *o = tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, NULL) : NULL;
+	struct mc_object *o = meta_find_locked(tab, loc, key, NULL);
 	bool exists = o && !mc_object_is_processing(o) &&
 		      meta_emit_replicas(m, o, 0, true, NULL, NULL) > 0;
 	if (exists)
@@ -643,18 +657,13 @@ int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struc
 int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
 			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
 {
-	struct mc_loc loc;
+	struct meta_key k;
 	struct mc_object_info info;
-	int r = meta_locate(m, tenant, key, false, &loc);
-	if (r == MC_ERR_TENANT_NOT_REGISTERED)
-		return MC_ERR_OBJECT_NOT_FOUND;
+	int r = meta_key_lock(m, tenant, key, false, &k);
 	if (r < 0)
 		return r;
-	struct mc_shard *sh = &m->shards[loc.shard];
-	pthread_rwlock_rdlock(&sh->lock);
-	r = do_get_replica_list(m, shard_table(sh, loc.tenant, false), &loc, key, meta_now(m), 0,
-				&info, fn, ctx);
-	pthread_rwlock_unlock(&sh->lock);
+	r = do_get_replica_list(m, k.tab, &k.loc, key, meta_now(m), 0, &info, fn, ctx);
+	meta_key_unlock(&k);
 	if (r == 0 && ret)
 		*ret = info;
 	return r;
@@ -662,19 +671,17 @@ int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_
 
 int mc_meta_exist_key(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool *ret)
 {
-	struct mc_loc loc;
+	struct meta_key k;
 	bool exists;
-	int r = meta_locate(m, tenant, key, false, &loc);
-	if (r == MC_ERR_TENANT_NOT_REGISTERED) {
+	int r = meta_key_lock(m, tenant, key, false, &k);
+	if (r == MC_ERR_OBJECT_NOT_FOUND) {   /* an unknown tenant holds nothing */
 		*ret = false;
 		return 0;
 	}
 	if (r < 0)
 		return r;
-	struct mc_shard *sh = &m->shards[loc.shard];
-	pthread_rwlock_rdlock(&sh->lock);
-	r = do_exist(m, shard_table(sh, loc.tenant, false), &loc, key, meta_now(m), &exists);
-	pthread_rwlock_unlock(&sh->lock);
+	r = do_exist(m, k.tab, &k.loc, key, meta_now(m), &exists);
+	meta_key_unlock(&k);
 	if (r == 0)
 		*ret = exists;
 	return r;

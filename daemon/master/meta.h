@@ -29,10 +29,10 @@
  * lock that orders it (the shard's write lock for objects, segs.lock for
  * unmounts, tenants.lock for quotas); the log's own mutex is a leaf below
  * all of these.  The caller then waits for durability with no lock held
- * (mc_meta_oplog_pending()).  A snapshot (snapshot.c) takes segs.lock for
- * writing, every shard lock for reading in ascending order, then the
- * registry locks, forks, and releases them all: writers pause for the
- * fork, readers never do.
+ * (mc_meta_oplog_pending()).  mc_meta_freeze() (meta-oplog.c) takes
+ * segs.lock for writing, every shard lock for reading in ascending order,
+ * then the registry locks: writers pause until mc_meta_thaw(), readers
+ * never do (a snapshot forks in between).
  *
  * Evicting a group takes the write locks of all its members' shards at
  * once, in ascending shard order (meta-evict.c).
@@ -50,13 +50,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "master/group.h"           /* MC_MAX_GROUP_NAME */
 #include "master/object.h"
-#include "master/objtab.h"
-#include "master/group.h"
-#include "master/pinidx.h"
+#include "master/record.h"
 #include "master/segment.h"
 #include "util/clock.h"
-#include "util/map.h"
 #include "util/uuid.h"
 
 #define MC_META_SHARDS  1024u
@@ -91,53 +89,8 @@ enum mc_evict_reason {
 /* "watermark", "put", "quota", "admin"; NULL past the last. */
 const char *mc_evict_reason_name(unsigned reason);
 
-struct mc_tenant {
-	char *name;
-	uint64_t seed;                      /* hash seed; 0 for the default tenant */
-	uint64_t quota_bytes;               /* 0 = unlimited (atomic) */
-	uint64_t charged_bytes;             /* size x replicas of live objects (atomic) */
-	uint64_t objects;                   /* live objects (atomic) */
-};
-
-struct mc_shard_tenant {
-	uint16_t tenant;
-	struct mc_objtab tab;
-};
-
-struct mc_shard {
-	pthread_rwlock_t lock;
-	uint64_t leases;                    /* read leases granted: relaxed atomic adds under
-					     * the read lock, on the line the lock bounces anyway */
-	uint64_t nobjects;                  /* objects in this shard (written under lock) */
-	uint64_t hard_pinned;               /* of which hard-pinned (written under lock) */
-	uint32_t ntenants, cap;
-	struct mc_shard_tenant *tenants;
-} __attribute__((aligned(64)));
-
-struct mc_meta {
-	struct mc_meta_config cfg;
-	struct mc_segmgr segs;
-	struct mc_shard shards[MC_META_SHARDS];
-	pthread_mutex_t stripes[MC_META_STRIPES];
-
-	pthread_mutex_t tenants_lock;       /* registration only; reads by slot are lock-free */
-	struct mc_map tenant_by_name;
-	struct mc_tenant *tenants[MC_MAX_TENANTS];
-	uint32_t ntenants;
-
-	pthread_rwlock_t clients_lock;
-	struct mc_map client_by_id;         /* uuid -> slot */
-	struct mc_uuid *client_ids;         /* slot -> uuid; slots are never reused */
-	uint32_t nclients, clients_cap;
-
-	struct mc_pinidx pins;              /* soft-pin deadlines (leaf lock) */
-	struct mc_groups groups;            /* object groups (leaf lock) */
-	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
-	/* atomic counters */
-	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
-	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
-	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
-};
+/* The store; its body is private to the meta*.c files (meta-internal.h). */
+struct mc_meta;
 
 /* ---- references and results -------------------------------------------------- */
 
@@ -181,6 +134,9 @@ struct mc_object_info {
 
 int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret);
 struct mc_meta *mc_meta_free(struct mc_meta *m);
+/* The configuration m runs with, and its clock's now (ms). */
+const struct mc_meta_config *mc_meta_get_config(const struct mc_meta *m);
+uint64_t mc_meta_now(const struct mc_meta *m);
 
 /* ---- segments ------------------------------------------------------------------- */
 
@@ -314,7 +270,16 @@ void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx);
  * sum over live objects, counters match.  0 or MC_ERR_INTERNAL_ERROR. */
 int mc_meta_check(struct mc_meta *m);
 
-/* ---- persistence (meta-oplog.c, meta-persist.c, snapshot.c) ------------------------ */
+/* ---- persistence: the core's one boundary (meta-oplog.c, meta-persist.c) ---------- */
+
+/*
+ * Records (record.h) go out and come in here, and nothing else does:
+ * mutations append theirs to the oplog; mc_meta_dump() hands out the whole
+ * state as records; a store is rebuilt from records by mc_meta_apply()
+ * (a log, one record at a time) or by a loader (a dump, in bulk).
+ * Snapshots (snapshot.c), recovery, and a standby master that tails the
+ * leader's log into its own store use only these functions.
+ */
 
 struct mc_oplog;
 /* Starts logging mutations to l (NULL stops). */
@@ -324,11 +289,63 @@ void mc_meta_set_oplog(struct mc_meta *m, struct mc_oplog *l);
  * happened in memory but is not durable: do not acknowledge it). */
 uint64_t mc_meta_oplog_pending(bool *ret_failed);
 
+/* Holds every mutation: takes the locks in the order above (stripes
+ * aside), so the state stands still until mc_meta_thaw(); readers of
+ * objects go on.  The caller holds no lock of m.  Nothing but
+ * mc_meta_dump() (and fork()) may touch m in between. */
+void mc_meta_freeze(struct mc_meta *m);
+void mc_meta_thaw(struct mc_meta *m);
+
+/* A record as the state holds it, valid during the call.  index: an
+ * OBJECT's metadata shard (snapshots group objects by it), a QUOTA's
+ * tenant slot; 0 otherwise. */
+typedef int (*mc_meta_emit_fn)(void *ctx, uint32_t index, const struct mc_record *r);
+
+/*
+ * The whole state as records, in the order a loader takes them: a QUOTA
+ * for every tenant (slot order, the default tenant first), a MOUNT for
+ * every segment (UNMOUNTING ones left out), then an OBJECT for every
+ * complete object, shard by shard in ascending order (writes in progress
+ * are left out: after a restart their space is free).  Stops at fn's
+ * first non-zero return and returns it.  m is frozen by the caller, or
+ * nobody else can reach it (a fork()ed child, a test); nothing here locks.
+ */
+int mc_meta_dump(struct mc_meta *m, mc_meta_emit_fn fn, void *ctx);
+
+/*
+ * Loading a dump into a new store (nothing else may use m meanwhile).
+ * mc_meta_load takes the records in mc_meta_dump's order (it is an
+ * mc_meta_emit_fn: a dump can be piped straight into a loader); an object
+ * on a segment not loaded before it is MC_ERR_SEGMENT_NOT_FOUND.  The
+ * objects' blocks are reserved by mc_meta_load_finish, sorted, which
+ * frees the loader: MC_ERR_INTERNAL_ERROR if two overlap (the dump
+ * contradicts itself).  After any failure m must be thrown away.
+ */
+struct mc_meta_loader;
+int mc_meta_load_begin(struct mc_meta *m, struct mc_meta_loader **ret);
+int mc_meta_load(void *loader, uint32_t index, const struct mc_record *r);
+int mc_meta_load_finish(struct mc_meta_loader *l);
+/* Gives up a load (NULL is fine). */
+void mc_meta_load_free(struct mc_meta_loader *l);
+
+/*
+ * Applies one oplog record (idempotent: OBJECT replaces, a DELETE of a
+ * missing key and an UNMOUNT of an unknown segment do nothing, a MOUNT of
+ * a known segment keeps it; segments come back RESTORED).  Replicas on
+ * unknown segments are dropped and counted in *ret_skipped (may be NULL).
+ * MC_ERR_DESERIALIZE_FAIL or MC_ERR_INVALID_PARAMS for a bad record.  A
+ * store that logs would log what it applies: with an oplog set,
+ * MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS.
+ */
+int mc_meta_apply(struct mc_meta *m, uint16_t type, const void *rec, uint32_t len,
+		  uint32_t *ret_skipped);
+
 struct mc_meta_replay_stats {
 	uint64_t records, applied, skipped_replicas, bad_records;
 };
-/* Applies the log's records after after_seq (idempotent).  0 or the
- * error of mc_oplog_replay (-ENODATA: the log no longer reaches back). */
+/* Applies the log's records after after_seq (mc_meta_apply; a bad record
+ * is counted and skipped).  0 or the error of mc_oplog_replay
+ * (MC_ERR_OPLOG_ENTRY_NOT_FOUND: the log no longer reaches back). */
 int mc_meta_replay(struct mc_meta *m, struct mc_oplog *l, uint64_t after_seq,
 		   struct mc_meta_replay_stats *ret);
 

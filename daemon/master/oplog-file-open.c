@@ -19,6 +19,7 @@
 #include "mooncake/error.h"
 #include "util/hash.h"
 #include "util/macro.h"
+#include "util/syserr.h"
 
 #define MAX_HDR_LEN 4096u	/* of any version, see oplog-file.c */
 
@@ -33,14 +34,15 @@ static void detail(struct mc_oplog_recovery *r, const char *fmt, ...)
 }
 
 /* mkdir p; when it was created, fsync its parent so that the entry (and
- * with it every record acknowledged in it) survives a crash. */
+ * with it every record acknowledged in it) survives a crash.  On failure
+ * errno says why. */
 static int mkdir_synced(char *p)
 {
 	char *slash = strrchr(p, '/');
 	int fd;
 
 	if (mkdir(p, 0755))
-		return errno == EEXIST ? 0 : -errno;
+		return errno == EEXIST ? 0 : mc_err_from_errno(errno);
 	if (slash == p)
 		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	else if (slash) {
@@ -51,9 +53,11 @@ static int mkdir_synced(char *p)
 		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) ? -errno : 0;
+		return mc_err_from_errno(errno);
+	int rc = fsync(fd) ? mc_err_from_errno(errno) : 0;
+	int e = errno;
 	close(fd);
+	errno = e;
 	return rc;
 }
 
@@ -63,7 +67,7 @@ static int mkdir_p(const char *dir)
 	int rc;
 
 	if (!p)
-		return MC_ERR_NO_MEMORY;
+		return errno = ENOMEM, MC_ERR_NO_MEMORY;
 	for (char *s = p + 1; *s; s++) {
 		if (*s != '/')
 			continue;
@@ -84,7 +88,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* The segment files' first seqs, ascending. */
-static int list_files(int dirfd, uint64_t **ret, size_t *ret_n)
+static int list_files(int dirfd, uint64_t **ret, size_t *ret_n, struct mc_oplog_recovery *r)
 {
 	uint64_t *v = NULL, first;
 	size_t n = 0, cap = 0;
@@ -92,11 +96,12 @@ static int list_files(int dirfd, uint64_t **ret, size_t *ret_n)
 	int fd = dup(dirfd);
 	DIR *d;
 
-	if (fd < 0)
-		return -errno;
-	if (!(d = fdopendir(fd))) {
-		close(fd);
-		return -errno;
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		detail(r, "cannot list the folder: %s", strerror(e));
+		return mc_err_from_errno(e);
 	}
 	rewinddir(d);
 	while ((de = readdir(d))) {
@@ -108,6 +113,7 @@ static int list_files(int dirfd, uint64_t **ret, size_t *ret_n)
 			if (!nv) {
 				free(v);
 				closedir(d);
+				detail(r, "out of memory");
 				return MC_ERR_NO_MEMORY;
 			}
 			v = nv;
@@ -132,17 +138,18 @@ static int check_versions(int dirfd, const uint64_t *f, size_t n, struct mc_oplo
 		oplogf_name(name, sizeof(name), f[i]);
 		int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			detail(r, "%s: %s", name, strerror(errno));
-			return -errno;
+			int e = errno;
+			detail(r, "%s: %s", name, strerror(e));
+			return mc_err_from_errno(e);
 		}
 		ssize_t k = pread(fd, h, sizeof(h), 0);
 		close(fd);
-		uint32_t hl = k >= 16 ? get32(h + 12) : 0;
-		if (k >= 16 && !memcmp(h, OPLOG_MAGIC, 8) && get32(h + 8) > OPLOG_VERSION &&
+		uint32_t hl = k >= 16 ? mc_load_le32(h + 12) : 0;
+		if (k >= 16 && !memcmp(h, OPLOG_MAGIC, 8) && mc_load_le32(h + 8) > OPLOG_VERSION &&
 		    hl >= FILE_HDR_LEN && hl <= MAX_HDR_LEN && (size_t)k >= hl &&
-		    get64(h + hl - 8) == mc_hash(h, hl - 8)) {
+		    mc_load_le64(h + hl - 8) == mc_hash(h, hl - 8)) {
 			detail(r, "%s: oplog format version %" PRIu32 " is newer than this build's (%u)",
-			       name, get32(h + 8), OPLOG_VERSION);
+			       name, mc_load_le32(h + 8), OPLOG_VERSION);
 			return MC_ERR_INVALID_VERSION;
 		}
 	}
@@ -158,14 +165,16 @@ struct cut {
 /*
  * Verifies files f[0..n); *next gets the seq after the last valid record
  * (0: no valid file header), *last_end / *last_recs the valid end and the
- * records of the last file kept, r the counts.
+ * records of the last file kept, r the counts (and on a read error, why).
  */
 static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint64_t *next,
 		    uint64_t *last_end, uint64_t *last_recs, struct mc_oplog_recovery *r)
 {
-	struct reader rd = { .fd = -1 };
+	struct reader rd;
 	char name[NAME_LEN + 1];
 	int rc = 0;
+
+	oplogf_rd_init(&rd);
 
 	c->file = n;
 	*next = 0;
@@ -176,7 +185,8 @@ static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint6
 		oplogf_name(name, sizeof(name), f[i]);
 		int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			rc = -errno;
+			rd.sys = errno;
+			rc = mc_err_from_errno(rd.sys);
 			break;
 		}
 		if ((rc = oplogf_rd_reset(&rd, fd))) {
@@ -189,8 +199,9 @@ static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint6
 			close(rd.fd);
 			break;
 		}
-		uint64_t first = k >= (ssize_t)FILE_HDR_LEN ? get64(rd.buf + 16) : 0;
-		if ((why = oplogf_hdr_check(rd.buf, (size_t)k)) ||
+		const uint8_t *h = oplogf_rd_at(&rd);
+		uint64_t first = k >= (ssize_t)FILE_HDR_LEN ? mc_load_le64(h + 16) : 0;
+		if ((why = oplogf_hdr_check(h, (size_t)k)) ||
 		    (first != f[i] && (why = "first seq of the header differs from the name")) ||
 		    ((!first || first > MAX_SEQ) && (why = "first seq out of range")) ||
 		    (*next && first != *next && (why = "files not contiguous"))) {
@@ -217,7 +228,10 @@ static int scan_all(int dirfd, const uint64_t *f, size_t n, struct cut *c, uint6
 			snprintf(c->why, sizeof(c->why), "%s", s.why);
 		}
 	}
-	free(rd.buf);
+	mc_wbuf_free(&rd.buf);
+	if (rc)
+		detail(r, "%s: reading the oplog: %s", name,
+		       rd.sys ? strerror(rd.sys) : mc_strerror(rc));
 	return rc;
 }
 
@@ -227,38 +241,39 @@ static int cut_tail(int dirfd, const uint64_t *f, size_t n, const struct cut *c,
 {
 	char name[NAME_LEN + 1];
 	struct stat st;
-	int rc = 0;
+	int e = 0;
 
 	oplogf_name(name, sizeof(name), f[c->file]);
 	int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
-		rc = -errno;
+		e = errno;
 		goto out;
 	}
 	r->truncated_bytes = (uint64_t)st.st_size - c->off;
 	if (c->off == 0) {
 		if (unlinkat(dirfd, name, 0))
-			rc = -errno;
+			e = errno;
 	} else if (ftruncate(fd, (off_t)c->off) || fsync(fd)) {
-		rc = -errno;
+		e = errno;
 	}
-	for (size_t j = c->file + 1; j < n && !rc; j++) {
+	for (size_t j = c->file + 1; j < n && !e; j++) {
 		char later[NAME_LEN + 1];
 
 		oplogf_name(later, sizeof(later), f[j]);
 		if (unlinkat(dirfd, later, 0))
-			rc = -errno;
+			e = errno;
 		else
 			r->dropped_files++;
 	}
-	if (!rc && fsync(dirfd))
-		rc = -errno;
+	if (!e && fsync(dirfd))
+		e = errno;
 out:
 	if (fd >= 0)
 		close(fd);
+	int rc = e ? mc_err_from_errno(e) : 0;
 	if (rc)
 		detail(r, "%s: cutting off a bad tail at offset %" PRIu64 " failed: %s",
-		       name, c->off, strerror(-rc));
+		       name, c->off, strerror(e));
 	else
 		detail(r, "%s: offset %" PRIu64 ": %s; cut %" PRIu64 " bytes, removed %" PRIu64
 		       " later files", name, c->off, c->why, r->truncated_bytes, r->dropped_files);
@@ -273,7 +288,7 @@ static int open_active(struct flog *l, uint64_t first, uint64_t end, uint64_t re
 	oplogf_name(name, sizeof(name), first);
 	l->fd = openat(l->dirfd, name, O_WRONLY | O_CLOEXEC);
 	if (l->fd < 0)
-		return -errno;
+		return mc_err_from_errno(errno);
 	oplogf_prealloc(l, l->fd);
 	l->fsize = end;
 	l->frecs = recs;
@@ -296,6 +311,8 @@ static int flog_init(struct flog *l, const struct mc_oplog_config *cfg)
 		l->cfg.flush_interval_us = DEF_WINDOW_US;
 	if (!l->cfg.buffer_bytes)
 		l->cfg.buffer_bytes = DEF_BUFFER;
+	mc_wbuf_init(&l->cur.buf, SIZE_MAX);
+	mc_wbuf_init(&l->out.buf, SIZE_MAX);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_mutex_init(&l->io_mu, NULL);
 	pthread_condattr_init(&ca);
@@ -324,28 +341,26 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 		return MC_ERR_NO_MEMORY;
 	flog_init(l, cfg);
 	if ((rc = mkdir_p(dir))) {
-		detail(&r, "%s: cannot create: %s", dir, strerror(-rc));
+		detail(&r, "%s: cannot create: %s", dir, strerror(errno));
 		goto fail;
 	}
 	l->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (l->dirfd < 0) {
-		rc = -errno;
+		rc = mc_err_from_errno(errno);
 		detail(&r, "%s: %s", dir, strerror(errno));
 		goto fail;
 	}
 	l->lockfd = openat(l->dirfd, "LOCK", O_CREAT | O_RDWR | O_CLOEXEC, 0644);
 	if (l->lockfd < 0 || flock(l->lockfd, LOCK_EX | LOCK_NB)) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		detail(&r, "%s/LOCK: %s", dir, rc == -EBUSY ? "the oplog is open elsewhere"
-							   : strerror(-rc));
+		int e = errno;
+		rc = e == EWOULDBLOCK ? MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS : mc_err_from_errno(e);
+		detail(&r, "%s/LOCK: %s", dir, e == EWOULDBLOCK ? "the oplog is open elsewhere"
+								 : strerror(e));
 		goto fail;
 	}
-	if ((rc = list_files(l->dirfd, &f, &n)) || (rc = check_versions(l->dirfd, f, n, &r)))
+	if ((rc = list_files(l->dirfd, &f, &n, &r)) || (rc = check_versions(l->dirfd, f, n, &r)) ||
+	    (rc = scan_all(l->dirfd, f, n, &c, &next, &end, &recs, &r)))
 		goto fail;
-	if ((rc = scan_all(l->dirfd, f, n, &c, &next, &end, &recs, &r))) {
-		detail(&r, "%s: reading the oplog: %s", dir, strerror(-rc));
-		goto fail;
-	}
 	kept = n;
 	if (c.file < n) {
 		if ((rc = cut_tail(l->dirfd, f, n, &c, &r)))
@@ -364,15 +379,18 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 	else
 		rc = oplogf_create(l, next);
 	if (rc) {
-		detail(&r, "%s: opening the active file: %s", dir, strerror(-rc));
+		detail(&r, "%s: opening the active file: %s", dir, mc_strerror(rc));
 		goto fail;
 	}
 	l->next_seq = next;
 	l->durable_seq = next - 1;
 	if (r.records)
 		r.last_seq = next - 1;
-	if ((rc = -pthread_create(&l->flusher, NULL, oplogf_flusher, l)))
+	if ((rc = pthread_create(&l->flusher, NULL, oplogf_flusher, l))) {
+		detail(&r, "cannot start the flusher thread: %s", strerror(rc));
+		rc = MC_ERR_NO_MEMORY;	/* pthread_create: no resources for a thread */
 		goto fail;
+	}
 	*ret = &l->base;
 	if (rec)
 		*rec = r;

@@ -66,14 +66,13 @@
  * empty), fdatasyncs, and only then raises durable_seq and wakes
  * wait_durable().  New files are preallocated
  * (fallocate KEEP_SIZE, so the size stays the end of the data).  A failed
- * write or fsync makes the log fail for good (-EIO): after a failed fsync
+ * write or fsync makes the log fail for good (MC_ERR_PERSISTENT_FAIL): after a failed fsync
  * the page cache state is unknown, retrying could claim durability falsely.
  *
  * Locks: io_mu (the file side: fd, files[]) is taken before mu (the append
  * side), never the other way round; the flusher holds io_mu, not mu, while
  * it writes and syncs.
  */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -91,6 +90,7 @@
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/macro.h"
+#include "util/syserr.h"
 
 void oplogf_name(char *buf, size_t n, uint64_t first)
 {
@@ -118,11 +118,11 @@ static void file_hdr_encode(uint8_t *h, uint64_t first)
 {
 	memset(h, 0, FILE_HDR_LEN);
 	memcpy(h, OPLOG_MAGIC, 8);
-	put32(h + 8, OPLOG_VERSION);
-	put32(h + 12, FILE_HDR_LEN);
-	put64(h + 16, first);
-	put64(h + 24, mc_wall_ms());
-	put64(h + 56, mc_hash(h, 56));
+	mc_store_le32(h + 8, OPLOG_VERSION);
+	mc_store_le32(h + 12, FILE_HDR_LEN);
+	mc_store_le64(h + 16, first);
+	mc_store_le64(h + 24, mc_wall_ms());
+	mc_store_le64(h + 56, mc_hash(h, 56));
 }
 
 /* NULL when h (n bytes read) is a valid version-1 header, else why not. */
@@ -132,11 +132,11 @@ const char *oplogf_hdr_check(const uint8_t *h, size_t n)
 		return "short file header";
 	if (memcmp(h, OPLOG_MAGIC, 8))
 		return "bad magic";
-	if (get32(h + 8) != OPLOG_VERSION)
+	if (mc_load_le32(h + 8) != OPLOG_VERSION)
 		return "bad format version";
-	if (get32(h + 12) != FILE_HDR_LEN)
+	if (mc_load_le32(h + 12) != FILE_HDR_LEN)
 		return "bad header length";
-	if (get64(h + 56) != mc_hash(h, 56))
+	if (mc_load_le64(h + 56) != mc_hash(h, 56))
 		return "bad header checksum";
 	return NULL;
 }
@@ -146,7 +146,7 @@ int oplogf_sync(struct flog *l, int fd, bool dir)
 	int r = dir ? fsync(fd) : fdatasync(fd);
 
 	__atomic_add_fetch(&l->fsyncs, 1, __ATOMIC_RELAXED);
-	return r ? -errno : 0;
+	return r ? mc_err_from_errno(errno) : 0;
 }
 
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
@@ -156,10 +156,10 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			return mc_err_from_errno(errno);
 		}
 		if (k == 0)
-			return -EIO;
+			return MC_ERR_FILE_WRITE_FAIL;
 		p += k;
 		n -= (size_t)k;
 		off += (uint64_t)k;
@@ -170,36 +170,37 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 /* ---- reading ---------------------------------------------------------------- */
 
 /* Makes n bytes readable at r->buf + r->pos; returns how many are (< n only
- * at end of file) or a negative errno. */
+ * at end of file) or MC_ERR_* (MC_ERR_FILE_READ_FAIL: r->sys says why). */
 ssize_t oplogf_rd_need(struct reader *r, size_t n)
 {
-	if (r->end - r->pos >= n)
+	if (r->buf.len - r->pos >= n)
 		return (ssize_t)n;
 	if (r->pos) {
-		memmove(r->buf, r->buf + r->pos, r->end - r->pos);
-		r->end -= r->pos;
+		mc_wbuf_consume(&r->buf, r->pos);
 		r->pos = 0;
 	}
-	if (n > r->cap || !r->buf) {
-		size_t cap = MC_MAX(n, (size_t)MC_MIN((uint64_t)READ_CHUNK, r->size));
-		uint8_t *p = realloc(r->buf, cap);
-		if (!p)
-			return MC_ERR_NO_MEMORY;
-		r->buf = p;
-		r->cap = cap;
-	}
-	while (r->end < n) {
-		ssize_t k = read(r->fd, r->buf + r->end, r->cap - r->end);
+	/* Read ahead up to a chunk (at most the file), in one read() if it can. */
+	size_t want = MC_MAX(n, (size_t)MC_MIN((uint64_t)READ_CHUNK, r->size));
+	while (r->buf.len < n) {
+		size_t room = want - r->buf.len, have = r->buf.len;
+		uint8_t *d = mc_wbuf_append(&r->buf, room);
+		if (!d) {
+			int e = mc_wbuf_error(&r->buf);
+			mc_wbuf_truncate(&r->buf, have);
+			return e;
+		}
+		ssize_t k = read(r->fd, d, room);
+		mc_wbuf_truncate(&r->buf, have + (k > 0 ? (size_t)k : 0));
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			r->sys = errno;
+			return MC_ERR_FILE_READ_FAIL;
 		}
 		if (k == 0)
 			break;
-		r->end += (size_t)k;
 	}
-	return (ssize_t)MC_MIN(n, r->end);
+	return (ssize_t)MC_MIN(n, r->buf.len);
 }
 
 int oplogf_rd_reset(struct reader *r, int fd)
@@ -207,10 +208,14 @@ int oplogf_rd_reset(struct reader *r, int fd)
 	struct stat st;
 
 	r->fd = fd;
-	r->pos = r->end = 0;
+	mc_wbuf_truncate(&r->buf, 0);
+	r->pos = 0;
 	r->off = 0;
-	if (fstat(fd, &st))
-		return -errno;
+	r->sys = 0;
+	if (fstat(fd, &st)) {
+		r->sys = errno;
+		return MC_ERR_FILE_READ_FAIL;
+	}
 	r->size = (uint64_t)st.st_size;
 	return 0;
 }
@@ -244,14 +249,14 @@ int oplogf_scan(struct reader *r, uint64_t first, uint64_t after, uint64_t limit
 			snprintf(s->why, sizeof(s->why), "short record header (torn write)");
 			return 0;
 		}
-		const uint8_t *h = r->buf + r->pos;
-		uint32_t len = get32(h);
-		uint64_t seq = get64(h + 8), sum = get64(h + 16);
+		const uint8_t *h = oplogf_rd_at(r);
+		uint32_t len = mc_load_le32(h);
+		uint64_t seq = mc_load_le64(h + 8), sum = mc_load_le64(h + 16);
 		if (len > MC_OPLOG_MAX_RECORD) {
 			snprintf(s->why, sizeof(s->why), "record length %" PRIu32 " over the limit", len);
 			return 0;
 		}
-		if (get16(h + 6)) {
+		if (mc_load_le16(h + 6)) {
 			snprintf(s->why, sizeof(s->why), "nonzero record flags");
 			return 0;
 		}
@@ -267,14 +272,14 @@ int oplogf_scan(struct reader *r, uint64_t first, uint64_t after, uint64_t limit
 			snprintf(s->why, sizeof(s->why), "short record %" PRIu64 " (torn write)", seq);
 			return 0;
 		}
-		h = r->buf + r->pos;
+		h = oplogf_rd_at(r);
 		const uint8_t *pl = h + REC_HDR_LEN;
 		if (rec_checksum(h, mc_hash(pl, len)) != sum) {
 			snprintf(s->why, sizeof(s->why), "bad checksum of record %" PRIu64, seq);
 			return 0;
 		}
 		if (fn && seq > after) {
-			int rc = fn(ctx, seq, get16(h + 4), pl, len);
+			int rc = fn(ctx, seq, mc_load_le16(h + 4), pl, len);
 			if (rc)
 				return rc;
 		}
@@ -320,7 +325,7 @@ int oplogf_create(struct flog *l, uint64_t first)
 	oplogf_name(name, sizeof(name), first);
 	fd = openat(l->dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return -errno;
+		return mc_err_from_errno(errno);
 	file_hdr_encode(h, first);
 	oplogf_prealloc(l, fd);
 	if ((rc = pwrite_all(fd, h, sizeof(h), 0)) || (rc = oplogf_sync(l, fd, false)) ||
@@ -343,7 +348,7 @@ static int write_batch(struct flog *l, const uint8_t *p, size_t n)
 	int rc;
 
 	while (pos < n) {
-		uint64_t rsz = REC_HDR_LEN + (uint64_t)get32(p + pos);
+		uint64_t rsz = REC_HDR_LEN + (uint64_t)mc_load_le32(p + pos);
 
 		if (vrecs && vsize + rsz > l->cfg.segment_bytes) {
 			int old = l->fd;
@@ -352,7 +357,7 @@ static int write_batch(struct flog *l, const uint8_t *p, size_t n)
 			    ((rc = pwrite_all(old, p + start, pos - start, l->fsize)) ||
 			     (rc = oplogf_sync(l, old, false))))
 				return rc;
-			if ((rc = oplogf_create(l, get64(p + pos + 8))))
+			if ((rc = oplogf_create(l, mc_load_le64(p + pos + 8))))
 				return rc;
 			close(old);
 			vsize = l->fsize;
@@ -378,21 +383,21 @@ void *oplogf_flusher(void *arg)
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		while (!l->cur.len && !l->closing)
+		while (!l->cur.buf.len && !l->closing)
 			pthread_cond_wait(&l->work_cv, &l->mu);
-		if (!l->cur.len)
+		if (!l->cur.buf.len)
 			break;
 		uint64_t deadline = l->batch_t0_ns + window_ns;
-		while (!l->closing && l->cur.len < early && (!l->expect || l->cur.nrec < l->expect) &&
+		while (!l->closing && l->cur.buf.len < early && (!l->expect || l->cur.nrec < l->expect) &&
 		       mc_now_ns() < deadline) {
 			struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
 					       .tv_nsec = (long)(deadline % 1000000000u) };
 			pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
 		}
-		struct rbuf t = l->out;
+		struct batch t = l->out;
 		l->out = l->cur;
 		l->cur = t;
-		l->cur.len = 0;
+		mc_wbuf_truncate(&l->cur.buf, 0);
 		l->cur.nrec = 0;
 		pthread_cond_broadcast(&l->space_cv);
 		int failed = l->failed;
@@ -401,24 +406,23 @@ void *oplogf_flusher(void *arg)
 		int rc = 0;
 		if (!failed) {
 			pthread_mutex_lock(&l->io_mu);
-			rc = write_batch(l, l->out.p, l->out.len);
+			rc = write_batch(l, l->out.buf.p, l->out.buf.len);
 			pthread_mutex_unlock(&l->io_mu);
 		}
 
 		pthread_mutex_lock(&l->mu);
 		if (failed || rc) {
-			l->failed = -EIO;
+			l->failed = MC_ERR_PERSISTENT_FAIL;
 		} else {
 			l->durable_seq = l->out.last_seq;
 			l->flushes++;
 		}
 		l->expect = l->waiters;
-		l->out.len = 0;
 		l->out.nrec = 0;
-		if (l->out.cap > KEEP_CAP) {
-			free(l->out.p);
-			l->out = (struct rbuf){ 0 };
-		}
+		if (l->out.buf.cap > KEEP_CAP)
+			mc_wbuf_free(&l->out.buf);
+		else
+			mc_wbuf_truncate(&l->out.buf, 0);
 		pthread_cond_broadcast(&l->durable_cv);
 		pthread_cond_broadcast(&l->space_cv);
 	}
@@ -441,9 +445,9 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	for (;;) {
 		if (l->failed || l->closing) {
 			pthread_mutex_unlock(&l->mu);
-			return l->failed ? l->failed : -EBADF;
+			return l->failed ? l->failed : MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
 		}
-		if (!l->cur.len || l->cur.len + need <= l->cfg.buffer_bytes)
+		if (!l->cur.buf.len || l->cur.buf.len + need <= l->cfg.buffer_bytes)
 			break;
 		if (!waited)
 			l->blocked++;
@@ -451,27 +455,22 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 		pthread_cond_signal(&l->work_cv);
 		pthread_cond_wait(&l->space_cv, &l->mu);
 	}
-	if (l->cur.len + need > l->cur.cap) {
-		size_t cap = MC_MAX(l->cur.len + need, MC_MAX(2 * l->cur.cap, (size_t)65536));
-		uint8_t *p = realloc(l->cur.p, cap);
-		if (!p) {
-			pthread_mutex_unlock(&l->mu);
-			return MC_ERR_NO_MEMORY;
-		}
-		l->cur.p = p;
-		l->cur.cap = cap;
+	size_t before = l->cur.buf.len;
+	uint8_t *h = mc_wbuf_append(&l->cur.buf, need);
+	if (!h) {
+		int e = mc_wbuf_error(&l->cur.buf);
+		mc_wbuf_truncate(&l->cur.buf, before);   /* the buffer stays usable */
+		pthread_mutex_unlock(&l->mu);
+		return e;
 	}
-	uint8_t *h = l->cur.p + l->cur.len;
 	seq = l->next_seq++;
-	put32(h, len);
-	put16(h + 4, type);
-	put16(h + 6, 0);
-	put64(h + 8, seq);
-	put64(h + 16, rec_checksum(h, ph));
+	mc_store_le32(h, len);
+	mc_store_le16(h + 4, type);
+	mc_store_le16(h + 6, 0);
+	mc_store_le64(h + 8, seq);
+	mc_store_le64(h + 16, rec_checksum(h, ph));
 	if (len)
 		memcpy(h + REC_HDR_LEN, rec, len);
-	size_t before = l->cur.len;
-	l->cur.len += need;
 	l->cur.last_seq = seq;
 	l->cur.nrec++;
 	l->appended++;
@@ -480,7 +479,7 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	if (!before) {
 		l->batch_t0_ns = mc_now_ns();
 		pthread_cond_signal(&l->work_cv);
-	} else if ((before < l->cfg.buffer_bytes / 4 && l->cur.len >= l->cfg.buffer_bytes / 4) ||
+	} else if ((before < l->cfg.buffer_bytes / 4 && l->cur.buf.len >= l->cfg.buffer_bytes / 4) ||
 		   l->cur.nrec == l->expect) {
 		pthread_cond_signal(&l->work_cv);
 	}
@@ -497,15 +496,15 @@ static int flog_wait_durable(struct mc_oplog *b, uint64_t seq)
 
 	pthread_mutex_lock(&l->mu);
 	if (seq >= l->next_seq) {
-		rc = -EINVAL;
+		rc = MC_ERR_INVALID_PARAMS;
 	} else if (!l->cfg.sync) {
-		rc = l->failed && seq > l->durable_seq ? -EIO : 0;
+		rc = l->failed && seq > l->durable_seq ? MC_ERR_PERSISTENT_FAIL : 0;
 	} else {
 		l->waiters++;
 		while (l->durable_seq < seq && !l->failed)
 			pthread_cond_wait(&l->durable_cv, &l->mu);
 		l->waiters--;
-		rc = l->durable_seq >= seq ? 0 : -EIO;
+		rc = l->durable_seq >= seq ? 0 : MC_ERR_PERSISTENT_FAIL;
 	}
 	pthread_mutex_unlock(&l->mu);
 	return rc;
@@ -531,7 +530,7 @@ static int unlink_files(struct flog *l, const uint64_t *f, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		oplogf_name(name, sizeof(name), f[i]);
 		if (unlinkat(l->dirfd, name, 0) && errno != ENOENT && !rc)
-			rc = -errno;
+			rc = mc_err_from_errno(errno);
 	}
 	if (n)
 		oplogf_sync(l, l->dirfd, true);
@@ -591,7 +590,7 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 {
 	struct flog *l = to_flog(b);
 	_cleanup_free_ uint64_t *files = NULL;
-	struct reader r = { .fd = -1 };
+	struct reader r;
 	uint64_t limit, next;
 	bool appended;
 	size_t n;
@@ -599,6 +598,7 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 
 	if (after >= MAX_SEQ)
 		return MC_ERR_INVALID_PARAMS;
+	oplogf_rd_init(&r);
 	pthread_mutex_lock(&l->io_mu);
 	pthread_mutex_lock(&l->mu);
 	appended = l->appended_any;
@@ -607,10 +607,10 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 	pthread_mutex_unlock(&l->mu);
 	if (after + 1 < l->files[0]) {
 		pthread_mutex_unlock(&l->io_mu);
-		return -ENODATA;
+		return MC_ERR_OPLOG_ENTRY_NOT_FOUND;
 	}
 	if (after >= next) {
-		rc = appended ? -EBUSY : skip_to(l, after);
+		rc = appended ? MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS : skip_to(l, after);
 		pthread_mutex_unlock(&l->io_mu);
 		return rc;
 	}
@@ -637,21 +637,21 @@ static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void 
 		if (fd < 0 || oplogf_rd_reset(&r, fd)) {
 			if (fd >= 0)
 				close(fd);
-			free(r.buf);
-			return -EIO;
+			mc_wbuf_free(&r.buf);
+			return MC_ERR_FILE_READ_FAIL;
 		}
 		ssize_t k = oplogf_rd_need(&r, FILE_HDR_LEN);
-		if (k < 0 || oplogf_hdr_check(r.buf, (size_t)k)) {
-			rc = -EIO;
+		if (k < 0 || oplogf_hdr_check(oplogf_rd_at(&r), (size_t)k)) {
+			rc = MC_ERR_FILE_READ_FAIL;
 		} else {
 			oplogf_rd_skip(&r, FILE_HDR_LEN);
 			rc = oplogf_scan(&r, files[i], after, flast, fn, ctx, &s);
 			if (!rc && s.next != flast + 1)
-				rc = -EIO;	/* verified at open, not any more */
+				rc = MC_ERR_FILE_READ_FAIL;	/* verified at open, not any more */
 		}
 		close(r.fd);
 	}
-	free(r.buf);
+	mc_wbuf_free(&r.buf);
 	return rc;
 }
 
@@ -683,8 +683,8 @@ void oplogf_free(struct flog *l)
 	pthread_cond_destroy(&l->work_cv);
 	pthread_cond_destroy(&l->durable_cv);
 	pthread_cond_destroy(&l->space_cv);
-	free(l->cur.p);
-	free(l->out.p);
+	mc_wbuf_free(&l->cur.buf);
+	mc_wbuf_free(&l->out.buf);
 	free(l->files);
 	free(l);
 }

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/types.h>
-#include <endian.h>
 
 #include "master/oplog-backend.h"
+#include "proto/wire.h"
 
 #define OPLOG_MAGIC	"MCOPLOG\n"
 #define OPLOG_VERSION	1u
@@ -27,9 +27,9 @@
 #define READ_CHUNK	(1u << 20)
 #define KEEP_CAP	(4u << 20)	/* a batch buffer larger than this is freed after use */
 
-struct rbuf {
-	uint8_t *p;
-	size_t len, cap;
+/* Encoded records back to back (file format), the last one's seq, how many. */
+struct batch {
+	struct mc_wbuf buf;
 	uint64_t last_seq, nrec;
 };
 
@@ -42,17 +42,17 @@ struct flog {
 	pthread_cond_t work_cv;		/* flusher: records, or closing (CLOCK_MONOTONIC) */
 	pthread_cond_t durable_cv;	/* waiters: durable_seq moved, or failure */
 	pthread_cond_t space_cv;	/* appenders: the flusher took the buffer */
-	struct rbuf cur;		/* records the flusher has not taken yet */
+	struct batch cur;		/* records the flusher has not taken yet */
 	uint64_t next_seq, durable_seq, batch_t0_ns;
 	uint64_t appended, bytes, blocked, flushes;
 	uint32_t waiters;		/* threads in wait_durable */
 	uint32_t expect;		/* waiters when the last batch became durable */
-	int failed;			/* 0 or -EIO, for good */
+	int failed;			/* 0 or MC_ERR_PERSISTENT_FAIL, for good */
 	bool closing, appended_any;
 	pthread_t flusher;
 
 	pthread_mutex_t io_mu;		/* the file side */
-	struct rbuf out;		/* the batch being written (flusher only) */
+	struct batch out;		/* the batch being written (flusher only) */
 	int fd;				/* active file */
 	uint64_t fsize, frecs;		/* its size and records */
 	uint64_t *files;		/* first seqs, ascending; the last is active */
@@ -62,23 +62,31 @@ struct flog {
 
 #define to_flog(b) container_of(b, struct flog, base)
 
-static inline uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
-static inline uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return le16toh(v); }
-static inline uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
-static inline void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
-static inline void put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
-static inline void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
-
+/* Reads a file through a buffer: buf.p[pos .. buf.len) are read, not used yet. */
 struct reader {
 	int fd;
-	uint8_t *buf;
-	size_t cap, pos, end;
-	uint64_t off;		/* file offset of buf[pos] */
+	struct mc_wbuf buf;
+	size_t pos;
+	uint64_t off;		/* file offset of buf.p[pos] */
 	uint64_t size;		/* of the file: a longer record is torn, not read */
+	int sys;		/* errno of the last failed read or fstat */
 };
 
-/* Points r (whose buf is kept) at the start of fd; 0 or -errno. */
+static inline void oplogf_rd_init(struct reader *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	mc_wbuf_init(&r->buf, SIZE_MAX);
+}
+
+/* Points r (whose buf is kept) at the start of fd; 0 or MC_ERR_FILE_READ_FAIL
+ * (r->sys says why). */
 int oplogf_rd_reset(struct reader *r, int fd);
+/* The bytes readable at the position (after oplogf_rd_need). */
+static inline const uint8_t *oplogf_rd_at(const struct reader *r)
+{
+	return r->buf.p + r->pos;
+}
 
 struct scan {
 	uint64_t end;		/* offset after the last valid record */

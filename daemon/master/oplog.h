@@ -71,8 +71,9 @@ struct mc_oplog_recovery {
 typedef int (*mc_oplog_fn)(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len);
 
 /* Opens (creating dir if needed) the local backend; dir is the oplog's own
- * folder (state_dir/oplog), locked (flock) while open: -EBUSY if another
- * process or handle has it.  0 or a negative errno / MC_ERR_*; *rec filled
+ * folder (state_dir/oplog), locked (flock) while open:
+ * MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS if another process or handle has
+ * it.  0 or MC_ERR_*; *rec filled
  * when non-NULL, and on failure rec->detail says why (e.g. a file written
  * by a newer format version: MC_ERR_INVALID_VERSION, nothing is changed on
  * disk).  A torn or corrupt tail is not a failure: it is cut off and
@@ -83,33 +84,37 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 /* Calls fn for each valid record with seq > after_seq, in order; stops at
  * fn's first non-zero return and returns it.  Records older than the
  * oldest kept file are gone: replaying from before first_seq - 1 returns
- * -ENODATA without calling fn (the caller's snapshot is too old).
+ * MC_ERR_OPLOG_ENTRY_NOT_FOUND without calling fn (the caller's snapshot
+ * is too old).
  * after_seq beyond the log's end (the snapshot holds mutations whose
  * records were lost in a crash) moves the sequence past it, so that no new
  * record is numbered <= after_seq; the records it then holds are all
  * covered by the snapshot and their files are deleted.  Call it before the
- * first append (-EBUSY after).  -EIO if a record read back at open no
- * longer verifies; MC_ERR_INVALID_PARAMS for after_seq >= 2^62. */
+ * first append (MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS after).
+ * MC_ERR_FILE_READ_FAIL if a record read back at open no longer verifies;
+ * MC_ERR_INVALID_PARAMS for after_seq >= 2^62. */
 int mc_oplog_replay(struct mc_oplog *l, uint64_t after_seq, mc_oplog_fn fn, void *ctx);
 
-/* Appends a record; *ret_seq gets its sequence.  0 or negative errno (-EIO
- * after a failed write or fsync: the log is then read-only and every later
- * append fails, so the master stops acknowledging mutations;
- * MC_ERR_TOO_LARGE past MC_OPLOG_MAX_RECORD).  Never waits for an fsync,
- * only for buffer space (see above). */
+/* Appends a record; *ret_seq gets its sequence.  0 or MC_ERR_*
+ * (MC_ERR_PERSISTENT_FAIL after a failed write or fsync: the log is then
+ * read-only and every later append fails, so the master stops
+ * acknowledging mutations; MC_ERR_TOO_LARGE past MC_OPLOG_MAX_RECORD;
+ * MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS while it closes).  Never waits for
+ * an fsync, only for buffer space (see above). */
 int mc_oplog_append(struct mc_oplog *l, uint16_t type, const void *rec, uint32_t len,
 		    uint64_t *ret_seq);
 
 /* Blocks until every record <= seq is durable (written and fdatasync'ed,
- * its file's directory entry fsync'ed).  0, -EIO (that record may be lost)
- * or -EINVAL (seq was never appended).  sync = false: returns at once. */
+ * its file's directory entry fsync'ed).  0, MC_ERR_PERSISTENT_FAIL (that
+ * record may be lost) or MC_ERR_INVALID_PARAMS (seq was never appended).
+ * sync = false: returns at once. */
 int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq);
 
 /* The last sequence appended (0 if none). */
 uint64_t mc_oplog_last_seq(struct mc_oplog *l);
 
 /* A snapshot now covers every record <= seq: delete the files that hold
- * only such records.  Returns the number of files deleted or a negative errno. */
+ * only such records.  Returns the number of files deleted or MC_ERR_*. */
 int mc_oplog_compact(struct mc_oplog *l, uint64_t seq);
 
 struct mc_oplog_stats {

@@ -24,8 +24,6 @@ int mc_segmgr_init(struct mc_segmgr *m)
 		return MC_ERR_NO_MEMORY;
 	mc_map_init(&m->by_id);
 	mc_map_init(&m->by_name);
-	mc_map_init(&m->by_client);
-	mc_map_init(&m->by_host);
 	return 0;
 }
 
@@ -57,8 +55,6 @@ void mc_segmgr_release(struct mc_segmgr *m)
 	free(m->names);
 	mc_map_release(&m->by_id);
 	mc_map_release(&m->by_name);
-	mc_map_release(&m->by_client);
-	mc_map_release(&m->by_host);
 	pthread_rwlock_destroy(&m->lock);
 }
 
@@ -137,39 +133,6 @@ static void name_del(struct mc_segmgr *m, struct mc_segment *s)
 	}
 }
 
-/* Intrusive per-key lists (client, host) threaded through the segments. */
-static int list_push(struct mc_segmgr *m, struct mc_map *map, const void *k, size_t kl,
-		     struct mc_segment *s, uint32_t *next)
-{
-	uint64_t head;
-	*next = mc_map_get(map, k, kl, &head) == 0 ? (uint32_t)head : MC_SEG_NONE;
-	return mc_map_put(map, k, kl, s->slot);
-}
-
-static void list_unlink(struct mc_segmgr *m, struct mc_map *map, const void *k, size_t kl,
-			struct mc_segment *s, size_t next_off)
-{
-	uint64_t head;
-	if (mc_map_get(map, k, kl, &head) < 0)
-		return;
-	uint32_t mynext = *(uint32_t *)((char *)s + next_off);
-	if ((uint32_t)head == s->slot) {
-		if (mynext == MC_SEG_NONE)
-			mc_map_del(map, k, kl, NULL);
-		else
-			mc_map_put(map, k, kl, mynext);
-		return;
-	}
-	for (uint32_t cur = (uint32_t)head; cur != MC_SEG_NONE;) {
-		uint32_t *np = (uint32_t *)((char *)m->slots[cur] + next_off);
-		if (*np == s->slot) {
-			*np = mynext;
-			return;
-		}
-		cur = *np;
-	}
-}
-
 static int dup_str(char **dst, const char *src, size_t max)
 {
 	src = src ? src : "";
@@ -209,21 +172,9 @@ static int adopt(struct mc_segmgr *m, struct mc_segment *s, struct mc_uuid clien
 	if (s->size != spec->size || !str_eq(s->name, spec->name) ||
 	    (!restored && !mc_uuid_eq(s->client, client)))
 		return MC_ERR_INVALID_PARAMS;
-	if (!str_eq(s->host, spec->host)) {
-		list_unlink(m, &m->by_host, s->host, strlen(s->host), s,
-			    offsetof(struct mc_segment, host_next));
-		if ((r = swap_str(s, &s->host, spec->host, MC_MAX_SEGMENT_NAME)) < 0 ||
-		    (r = list_push(m, &m->by_host, s->host, strlen(s->host), s, &s->host_next)) < 0)
-			return r;
-	}
-	if (!mc_uuid_eq(s->client, client)) {
-		list_unlink(m, &m->by_client, &s->client, sizeof(s->client), s,
-			    offsetof(struct mc_segment, client_next));
-		s->client = client;
-		if ((r = list_push(m, &m->by_client, &client, sizeof(client), s, &s->client_next)) < 0)
-			return r;
-	}
-	if ((r = swap_str(s, &s->endpoint, spec->endpoint, MC_MAX_SEGMENT_NAME)) < 0 ||
+	s->client = client;
+	if ((r = swap_str(s, &s->host, spec->host, MC_MAX_SEGMENT_NAME)) < 0 ||
+	    (r = swap_str(s, &s->endpoint, spec->endpoint, MC_MAX_SEGMENT_NAME)) < 0 ||
 	    (r = swap_str(s, &s->shm_path, spec->shm_path, 256)) < 0)
 		return r;
 	__atomic_store_n(&s->base, spec->base, __ATOMIC_RELAXED);
@@ -311,13 +262,7 @@ static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
 		segment_free(s);
 		goto out;
 	}
-	if ((r = mc_map_put(&m->by_id, &s->id, sizeof(s->id), slot)) < 0 ||
-	    (r = list_push(m, &m->by_client, &client, sizeof(client), s, &s->client_next)) < 0 ||
-	    (r = list_push(m, &m->by_host, s->host, strlen(s->host), s, &s->host_next)) < 0) {
-		/* Undo in reverse; the maps tolerate deleting what is not there. */
-		list_unlink(m, &m->by_client, &client, sizeof(client), s,
-			    offsetof(struct mc_segment, client_next));
-		mc_map_del(&m->by_id, &s->id, sizeof(s->id), NULL);
+	if ((r = mc_map_put(&m->by_id, &s->id, sizeof(s->id), slot)) < 0) {
 		m->slots[slot] = s;   /* name_del reads the slot table */
 		name_del(m, s);
 		m->slots[slot] = NULL;
@@ -372,10 +317,6 @@ void mc_segmgr_remove(struct mc_segmgr *m, uint32_t slot)
 	struct mc_segment *s = slot < MC_MAX_SEGMENTS ? m->slots[slot] : NULL;
 	if (s) {
 		mc_map_del(&m->by_id, &s->id, sizeof(s->id), NULL);
-		list_unlink(m, &m->by_client, &s->client, sizeof(s->client), s,
-			    offsetof(struct mc_segment, client_next));
-		list_unlink(m, &m->by_host, s->host, strlen(s->host), s,
-			    offsetof(struct mc_segment, host_next));
 		name_del(m, s);
 		__atomic_store_n(&m->slots[slot], NULL, __ATOMIC_RELEASE);
 		m->nslots_used--;
@@ -383,22 +324,6 @@ void mc_segmgr_remove(struct mc_segmgr *m, uint32_t slot)
 	}
 	pthread_rwlock_unlock(&m->lock);
 	segment_free(s);
-}
-
-static uint32_t walk_list(struct mc_segmgr *m, struct mc_map *map, const void *k, size_t kl,
-			  size_t next_off, uint32_t *ret, uint32_t max)
-{
-	uint64_t head;
-	uint32_t n = 0;
-	if (mc_map_get(map, k, kl, &head) < 0)
-		return 0;
-	for (uint32_t cur = (uint32_t)head; cur != MC_SEG_NONE;
-	     cur = *(uint32_t *)((char *)m->slots[cur] + next_off)) {
-		if (n < max)
-			ret[n] = cur;
-		n++;
-	}
-	return n;
 }
 
 uint64_t mc_segmgr_used(struct mc_segmgr *m)
@@ -410,19 +335,6 @@ uint64_t mc_segmgr_used(struct mc_segmgr *m)
 			used += mc_segment_used(m->slots[m->names[n].segs[i]]);
 	pthread_rwlock_unlock(&m->lock);
 	return used;
-}
-
-uint32_t mc_segmgr_client_segments(struct mc_segmgr *m, struct mc_uuid client,
-				   uint32_t *ret, uint32_t max)
-{
-	return walk_list(m, &m->by_client, &client, sizeof(client),
-			 offsetof(struct mc_segment, client_next), ret, max);
-}
-
-uint32_t mc_segmgr_host_segments(struct mc_segmgr *m, const char *host, uint32_t *ret, uint32_t max)
-{
-	return walk_list(m, &m->by_host, host, strlen(host),
-			 offsetof(struct mc_segment, host_next), ret, max);
 }
 
 /* ---- blocks ---------------------------------------------------------------- */

@@ -12,8 +12,8 @@
  * because a segment is freed only after every replica on it has been
  * removed under the owning shard's write lock (see meta.c, unmount).
  *
- * Indexes, all under segmgr->lock: by id (uuid), by name (placement works
- * over distinct names so replicas land on distinct nodes), by client, by host.
+ * Indexes, all under segmgr->lock: by id (uuid) and by name (placement works
+ * over distinct names so replicas land on distinct nodes).
  *
  * Locking: segmgr->lock (rwlock, writer-preferring) guards the indexes and
  * segment status changes; placement and mount/unmount take it.  Each
@@ -76,8 +76,6 @@ struct mc_segment {
 	uint64_t base, size;
 	uint32_t slot;
 	uint32_t name_idx;        /* index in segmgr->names */
-	uint32_t client_next;     /* next slot of the same client (MC_SEG_NONE ends) */
-	uint32_t host_next;       /* next slot on the same host */
 	uint8_t transport;
 	uint8_t status;           /* enum mc_segment_status; atomic loads/stores */
 	uint64_t drain_deadline_ms;
@@ -105,8 +103,6 @@ struct mc_segmgr {
 	uint32_t free_hint;
 	struct mc_map by_id;      /* uuid -> slot */
 	struct mc_map by_name;    /* name -> index in names[] */
-	struct mc_map by_client;  /* client uuid -> first slot of its list */
-	struct mc_map by_host;    /* host -> first slot of its list */
 	struct mc_segname *names;
 	uint32_t nnames, names_cap;
 	uint64_t capacity;        /* sum of mounted sizes (atomic loads) */
@@ -205,13 +201,6 @@ int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
 
 /* Bytes reserved on all segments (summed: no shared counter on the hot path). */
 uint64_t mc_segmgr_used(struct mc_segmgr *m);
-
-/* Slots of a client's segments / of a host's segments, into ret (at most max);
- * returns how many there are (may exceed max).  Caller holds m->lock. */
-uint32_t mc_segmgr_client_segments(struct mc_segmgr *m, struct mc_uuid client,
-				   uint32_t *ret, uint32_t max);
-uint32_t mc_segmgr_host_segments(struct mc_segmgr *m, const char *host,
-				 uint32_t *ret, uint32_t max);
 
 /* Frees a block now (segment lock taken here). */
 void mc_segment_release_block(struct mc_segment *s, uint32_t node);

@@ -1,6 +1,6 @@
 /*
  * snapshot.h - snapshots of all metadata into sqlite files under
- * state_dir/snapshots/ (format: top of snapshot.c), the periodic snapshot
+ * state_dir/snapshots/ (format: top of snapshot-file.c), the periodic snapshot
  * thread, and recovery (newest valid snapshot, then the oplog after it).
  *
  * Threads: mc_snapshots_start() runs one thread that takes a snapshot every
@@ -38,7 +38,7 @@ struct mc_snapshot_config {
 
 struct mc_snapshots;
 
-/* l may be NULL (oplog off).  0 or a negative errno / MC_ERR_*. */
+/* l may be NULL (oplog off).  0 or MC_ERR_* (the reason goes to cfg->log). */
 int mc_snapshots_new(struct mc_meta *m, struct mc_oplog *l, const struct mc_snapshot_config *cfg,
 		     struct mc_snapshots **ret);
 int mc_snapshots_start(struct mc_snapshots *s);

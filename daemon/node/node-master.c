@@ -169,7 +169,7 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	struct mc_node_master *m = calloc(1, sizeof(*m));
 	pthread_condattr_t ca;
 	if (!m)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	m->cfg = *cfg;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -181,7 +181,7 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	if (r) {
 		mc_arena_free(&m->arena);
 		free(m);
-		return -r;
+		return MC_ERR_NO_MEMORY;	/* pthread_create: no resources for a thread */
 	}
 	*ret = m;
 	return 0;

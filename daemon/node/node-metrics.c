@@ -111,13 +111,13 @@ static int add_families(struct mc_node_metrics *nm)
 					      "Build information; the value is 1.", "version",
 					      version, 1);
 	if (!bi)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	mc_metric_set(bi, 0, 1);
 	for (unsigned i = 0; i < V_COUNT; i++) {
 		nm->refs[i] = (struct value_ref){ nm, i };
 		if (!mc_metrics_add_fn(nm->reg, fams[i].type, fams[i].name, fams[i].help,
 				       NULL, NULL, 0, value_of, &nm->refs[i]))
-			return -ENOMEM;
+			return MC_ERR_NO_MEMORY;
 	}
 	/* The data plane's ops: HELLO and the MC_OPF_DATA ones. */
 	for (unsigned i = 0; i < MC_OP_COUNT; i++) {
@@ -149,7 +149,7 @@ static int add_families(struct mc_node_metrics *nm)
 	    !mc_metrics_add_fn(nm->reg, MC_METRIC_COUNTER, "mooncake_node_data_bytes_total",
 			       "Payload bytes moved by the data plane (in: written to segments, "
 			       "out: read from them).", "direction", dirs, 2, data_bytes, nm))
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	return 0;
 }
 
@@ -157,13 +157,13 @@ int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_node_metr
 {
 	struct mc_node_metrics *nm = calloc(1, sizeof(*nm));
 	if (!nm)
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	nm->segs = segs;
 	clock_gettime(CLOCK_MONOTONIC, &nm->started);
 	pthread_mutex_init(&nm->lock, NULL);
 	if (!(nm->reg = mc_metrics_new()) || add_families(nm) < 0) {
 		mc_node_metrics_free(nm);
-		return -ENOMEM;
+		return MC_ERR_NO_MEMORY;
 	}
 	*ret = nm;
 	return 0;

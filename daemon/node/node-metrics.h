@@ -19,7 +19,7 @@
 
 struct mc_node_metrics;
 
-/* 0 or -ENOMEM.  segs must outlive the metrics. */
+/* 0 or MC_ERR_NO_MEMORY.  segs must outlive the metrics. */
 int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_node_metrics **ret);
 /* NULL is fine.  Returns NULL. */
 struct mc_node_metrics *mc_node_metrics_free(struct mc_node_metrics *nm);

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mooncake/error.h"
 #include "node/node-segment.h"
+#include "util/syserr.h"
 
 #define ID_FILE "node.id"
 #define MAX_LISTED 4096
@@ -59,7 +61,7 @@ static int parse_uuid(const char *s, struct mc_uuid *ret)
 {
 	char hi[17], lo[17];
 	if (strlen(s) != 32 || strspn(s, "0123456789abcdefABCDEF") != 32)
-		return -1;
+		return MC_ERR_INVALID_PARAMS;
 	memcpy(hi, s, 16), hi[16] = 0;
 	memcpy(lo, s + 16, 16), lo[16] = 0;
 	ret->hi = strtoull(hi, NULL, 16);
@@ -67,7 +69,8 @@ static int parse_uuid(const char *s, struct mc_uuid *ret)
 	return 0;
 }
 
-/* Reads node.id: 1 loaded, 0 absent, -1 malformed (message in err). */
+/* Reads node.id: 1 loaded, 0 absent, else MC_ERR_* (unreadable, or
+ * MC_ERR_INVALID_PARAMS: malformed) with the message in err. */
 static int read_id(const char *path, struct mc_uuid *client, struct listed *l, unsigned *nl,
 		   char *err, size_t errlen)
 {
@@ -77,10 +80,11 @@ static int read_id(const char *path, struct mc_uuid *client, struct listed *l, u
 	bool have_client = false;
 	*nl = 0;
 	if (!f) {
-		if (errno == ENOENT)
+		int e = errno;
+		if (e == ENOENT)
 			return 0;
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-		return -1;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(e));
+		return mc_err_from_errno(e);
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char a[64], b[64];
@@ -108,13 +112,13 @@ static int read_id(const char *path, struct mc_uuid *client, struct listed *l, u
 	fclose(f);
 	if (!have_client) {
 		snprintf(err, errlen, "%s: no client line (remove the file to start afresh)", path);
-		return -1;
+		return MC_ERR_INVALID_PARAMS;
 	}
 	return 1;
 bad:
 	fclose(f);
 	snprintf(err, errlen, "%s:%u: malformed (remove the file to start afresh)", path, lineno);
-	return -1;
+	return MC_ERR_INVALID_PARAMS;
 }
 
 static int write_id(const char *dir, const struct mc_node_segments *s, char *err, size_t errlen)
@@ -141,31 +145,33 @@ static int write_id(const char *dir, const struct mc_node_segments *s, char *err
 		close(dfd);
 	}
 	return 0;
-fail:
-	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+fail:;
+	int e = errno;
+	snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
 	unlink(tmp);
-	return -errno;
+	return mc_err_from_errno(e);
 }
 
 /* Segments are mapped with MAP_POPULATE: the page tables are built once at
  * start instead of one fault per 4 KiB page on the data path (about 10 us
  * each on these VMs, which held large writes to a fraction of loopback speed). */
 
-/* Maps an existing file of the right size: 0, or -1 if absent / wrong size. */
+/* Maps an existing file of the right size: 0, or MC_ERR_FILE_NOT_FOUND if
+ * it is absent, of another size or cannot be mapped (a new one is made). */
 static int map_existing(struct mc_node_segment *g)
 {
 	int fd = open(g->shm_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	struct stat st;
 	if (fd < 0)
-		return -1;
+		return MC_ERR_FILE_NOT_FOUND;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != g->size) {
 		close(fd);
-		return -1;
+		return MC_ERR_FILE_NOT_FOUND;
 	}
 	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
-		return -1;
+		return MC_ERR_FILE_NOT_FOUND;
 	g->base = p;
 	g->reused = true;
 	return 0;
@@ -175,39 +181,39 @@ static int create_new(struct mc_node_segment *g, char *err, size_t errlen)
 {
 	if (mc_uuid_random(&g->id) < 0) {
 		snprintf(err, errlen, "getrandom: %s", strerror(errno));
-		return -EIO;
+		return MC_ERR_INTERNAL_ERROR;
 	}
 	mc_node_shm_path(g->id, g->shm_path, sizeof(g->shm_path));
 	int fd = open(g->shm_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		int e = errno;
 		snprintf(err, errlen, "cannot create %s: %s", g->shm_path, strerror(e));
-		return -e;
+		return mc_err_from_errno(e);
 	}
-	int r = 0;
+	int e = 0;
 	if (ftruncate(fd, (off_t)g->size) < 0) {
-		r = -errno;
+		e = errno;
 	} else {
 		/* Reserve the pages now: a full tmpfs fails here, not with SIGBUS
 		 * in the middle of a write.  EOPNOTSUPP: keep the sparse file. */
-		int e = posix_fallocate(fd, 0, (off_t)g->size);
-		if (e && e != EOPNOTSUPP && e != EINVAL)
-			r = -e;
+		e = posix_fallocate(fd, 0, (off_t)g->size);
+		if (e == EOPNOTSUPP || e == EINVAL)
+			e = 0;
 	}
-	if (r < 0) {
+	if (e) {
 		snprintf(err, errlen, "cannot size %s to %llu bytes: %s", g->shm_path,
-			 (unsigned long long)g->size, strerror(-r));
+			 (unsigned long long)g->size, strerror(e));
 		close(fd);
 		unlink(g->shm_path);
-		return r;
+		return mc_err_from_errno(e);
 	}
 	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
-		r = -errno;
-		snprintf(err, errlen, "cannot map %s: %s", g->shm_path, strerror(-r));
+		e = errno;
+		snprintf(err, errlen, "cannot map %s: %s", g->shm_path, strerror(e));
 		unlink(g->shm_path);
-		return r;
+		return mc_err_from_errno(e);
 	}
 	g->base = p;
 	g->reused = false;
@@ -224,24 +230,24 @@ int mc_node_segments_open(const char *state_dir, const char *name, unsigned n, u
 	char path[PATH_MAX];
 
 	if (!l)
-		return -ENOMEM;
+		return snprintf(err, errlen, "out of memory"), MC_ERR_NO_MEMORY;
 	if (state_dir) {
 		snprintf(path, sizeof(path), "%s/%s", state_dir, ID_FILE);
 		r = read_id(path, &s.client_id, l, &nl, err, errlen);
 		if (r < 0) {
 			free(l);
-			return -EINVAL;
+			return r;
 		}
 	}
 	if (r == 0 && mc_uuid_random(&s.client_id) < 0) {
-		free(l);
 		snprintf(err, errlen, "getrandom: %s", strerror(errno));
-		return -EIO;
+		free(l);
+		return MC_ERR_INTERNAL_ERROR;
 	}
 	s.seg = calloc(n ? n : 1, sizeof(*s.seg));
 	if (!s.seg) {
 		free(l);
-		return -ENOMEM;
+		return snprintf(err, errlen, "out of memory"), MC_ERR_NO_MEMORY;
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct mc_node_segment *g = &s.seg[i];

@@ -54,8 +54,8 @@ struct mc_node_segments {
 
 /*
  * Loads or creates the identity in state_dir (NULL: no state, always new)
- * and opens/creates n segments of size bytes named "<name>-<i>".  0 or a
- * negative errno with a message in err.
+ * and opens/creates n segments of size bytes named "<name>-<i>".  0 or
+ * MC_ERR_* with a message in err.
  */
 int mc_node_segments_open(const char *state_dir, const char *name, unsigned n, uint64_t size,
 			  struct mc_node_segments *ret, char *err, size_t errlen);

@@ -44,7 +44,7 @@ struct mc_node_transport_ops {
 	enum mc_transport type;		/* advertised in MOUNT_SEGMENT */
 	/* 1 when usable on this host, 0 if not (why says it), < 0 on error. */
 	int (*probe)(char *why, size_t len);
-	/* Start serving.  0, or a negative errno / MC_ERR_* code. */
+	/* Start serving.  0, or MC_ERR_* (the reason goes to cfg->log). */
 	int (*start)(const struct mc_node_transport_config *cfg, struct mc_node_transport **ret);
 	/* The port actually bound. */
 	uint16_t (*port)(const struct mc_node_transport *t);

@@ -47,6 +47,7 @@
 #include "node/node-metrics.h"
 #include "node/node-segment.h"
 #include "node/node-transport.h"
+#include "util/syserr.h"
 
 #define DEFAULT_CONFIG "/etc/mooncake/node.conf"
 
@@ -123,24 +124,25 @@ static int validate(const struct node_config *c, char *err, size_t len)
 	return 0;
 }
 
+/* mkdir -p; on failure errno says why. */
 static int make_dirs(const char *path)
 {
 	char buf[PATH_MAX];
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
+		return errno = ENAMETOOLONG, MC_ERR_INVALID_PARAMS;
 	for (char *p = buf + 1; *p; p++)
 		if (*p == '/') {
 			*p = 0;
 			if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-				return -errno;
+				return mc_err_from_errno(errno);
 			*p = '/';
 		}
 	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-		return -errno;
+		return mc_err_from_errno(errno);
 	struct stat st;
 	if (stat(buf, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+		return mc_err_from_errno(errno);
+	return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, MC_ERR_FILE_OPEN_FAIL);
 }
 
 static void rpc_log(void *ctx, int level, const char *msg)
@@ -220,7 +222,7 @@ int main(int argc, char **argv)
 	}
 
 	if ((r = make_dirs(cfg.state_dir)) < 0) {
-		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(-r));
+		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(errno));
 		goto out;
 	}
 	mc_node_set_shm_dir(cfg.shm_dir);
@@ -261,7 +263,7 @@ int main(int argc, char **argv)
 	if ((r = tops->start(&tc, &tr)) < 0) {
 		log_error("cannot listen on %s:%llu: %s", cfg.data_address,
 			  (unsigned long long)cfg.data_port,
-			  r <= -1000 ? mc_strerror(r) : strerror(-r));
+			  mc_strerror(r));
 		goto out;
 	}
 	uint16_t port = tops->port(tr);
@@ -286,7 +288,7 @@ int main(int argc, char **argv)
 	};
 	if ((r = mc_http_server_start(&hcfg, &http)) < 0) {
 		log_error("cannot serve http on %s:%llu: %s", cfg.http_address,
-			  (unsigned long long)cfg.http_port, strerror(-r));
+			  (unsigned long long)cfg.http_port, mc_strerror(r));
 		goto out;
 	}
 
@@ -299,7 +301,7 @@ int main(int argc, char **argv)
 		.on_mounted = on_mounted,
 	};
 	if ((r = mc_node_master_start(&lc, &link)) < 0) {
-		log_error("cannot start the master link: %s", strerror(-r));
+		log_error("cannot start the master link: %s", mc_strerror(r));
 		goto out;
 	}
 	mc_node_metrics_set_link(nm, link);

@@ -32,6 +32,7 @@
 #include "common/http-server.h"
 #include "common/log.h"
 #include "common/notify.h"
+#include "mooncake/error.h"
 #include "trace/trace-metrics.h"
 #include "util/clock.h"
 #include "util/metrics.h"
@@ -335,7 +336,7 @@ int main(int argc, char **argv)
 	};
 	if ((r = mc_http_server_start(&hcfg, &http)) < 0) {
 		log_error("cannot serve http on %s:%llu: %s", cfg.http_address,
-			  (unsigned long long)cfg.http_port, strerror(-r));
+			  (unsigned long long)cfg.http_port, mc_strerror(r));
 		goto out;
 	}
 	ep = epoll_create1(EPOLL_CLOEXEC);

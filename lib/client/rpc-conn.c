@@ -11,6 +11,7 @@
 #include "client/rpc-conn.h"
 #include "util/clock.h"
 #include "util/sock.h"
+#include "util/syserr.h"
 
 /* Responses are read through a small buffer: header and body (and the head
  * of an attachment) usually arrive in one recv(), one syscall per call
@@ -57,9 +58,9 @@ static int conn_read(struct mc_rpc_conn *c, void *dst, uint64_t n)
 			got = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
 		while (got < 0 && errno == EINTR);
 		if (got < 0)
-			return -errno;
+			return mc_err_from_errno(errno);
 		if (got == 0)
-			return -EPIPE;
+			return MC_ERR_RPC_FAIL;	/* EOF */
 		c->rpos = 0;
 		c->rlen = (size_t)got;
 	}
@@ -97,11 +98,12 @@ const char *mc_rpc_conn_server_version(const struct mc_rpc_conn *c)
 	return c->server_version;
 }
 
+/* The connection is unusable after error e: a timeout stays one, anything
+ * else is RPC_FAIL. */
 static int fail(struct mc_rpc_conn *c, int e)
 {
 	c->broken = true;
-	return (e == -EAGAIN || e == -EWOULDBLOCK || e == -ETIMEDOUT) ? MC_ERR_RPC_TIMEOUT :
-								      MC_ERR_RPC_FAIL;
+	return e == MC_ERR_RPC_TIMEOUT ? MC_ERR_RPC_TIMEOUT : MC_ERR_RPC_FAIL;
 }
 
 static int send_iov(int fd, struct iovec *iov, int n)
@@ -112,7 +114,7 @@ static int send_iov(int fd, struct iovec *iov, int n)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			return mc_err_from_errno(errno);
 		}
 		while (n > 0 && (size_t)w >= iov->iov_len) {
 			w -= (ssize_t)iov->iov_len;
@@ -156,11 +158,11 @@ int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
 		return fail(c, r);
 	if (mc_frame_hdr_decode(hdr, &f.hdr) < 0 || !mc_frame_is_response(&f.hdr) ||
 	    f.hdr.req_id != id || f.hdr.opcode != op)
-		return fail(c, -EPROTO);
+		return fail(c, MC_ERR_DESERIALIZE_FAIL);
 	if (f.hdr.body_len > c->body_cap) {
 		uint8_t *nb = realloc(c->body, f.hdr.body_len);
 		if (!nb)
-			return fail(c, -ENOMEM);
+			return fail(c, MC_ERR_NO_MEMORY);
 		c->body = nb;
 		c->body_cap = f.hdr.body_len;
 	}
@@ -183,7 +185,7 @@ int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
 		return f.hdr.status;
 	const struct mc_op_info *info;
 	if (resp && (r = mc_proto_decode(&f, arena, &info, resp)) < 0)
-		return fail(c, -EPROTO);
+		return fail(c, MC_ERR_DESERIALIZE_FAIL);
 	return 0;
 }
 
@@ -196,7 +198,7 @@ int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
 		return MC_ERR_INVALID_PARAMS;
 	int fd = mc_sock_connect(&sa, len, timeout_ms);
 	if (fd < 0)
-		return fd == -ETIMEDOUT ? MC_ERR_RPC_TIMEOUT : MC_ERR_RPC_FAIL;
+		return fd == MC_ERR_RPC_TIMEOUT ? MC_ERR_RPC_TIMEOUT : MC_ERR_RPC_FAIL;
 	if (timeout_ms > 0) {
 		struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

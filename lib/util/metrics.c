@@ -1,6 +1,8 @@
 /* metrics.c - see metrics.h. */
 #include "util/metrics.h"
 
+#include "mooncake/error.h"
+
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -507,12 +509,12 @@ static void render_one(FILE *f, struct mc_metric *x)
 int mc_metrics_render(struct mc_metrics *m, FILE *f)
 {
 	if (!m || !f)
-		return -1;
+		return MC_ERR_INVALID_PARAMS;
 	pthread_mutex_lock(&m->lock);
 	for (struct mc_metric *x = m->first; x; x = x->next)
 		render_one(f, x);
 	pthread_mutex_unlock(&m->lock);
-	return ferror(f) ? -1 : 0;
+	return ferror(f) ? MC_ERR_FILE_WRITE_FAIL : 0;
 }
 
 char *mc_metrics_render_string(struct mc_metrics *m, size_t *len)

@@ -122,7 +122,8 @@ void mc_metric_observe_ns(struct mc_metric *x, unsigned idx, uint64_t ns);
  * a collector family; tests. */
 double mc_metric_value(struct mc_metric *x, unsigned idx);
 
-/* Writes every family in registration order.  0, or -1 on a write error. */
+/* Writes every family in registration order.  0, or MC_ERR_FILE_WRITE_FAIL
+ * on a write error. */
 int mc_metrics_render(struct mc_metrics *m, FILE *f);
 /* The same into a malloc'd NUL-terminated string (*len without the NUL);
  * NULL on no memory. */

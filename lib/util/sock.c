@@ -12,7 +12,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "mooncake/error.h"
 #include "util/sock.h"
+#include "util/syserr.h"
 
 int mc_sock_resolve(const char *host, uint16_t port, struct sockaddr_storage *ret,
 		    socklen_t *ret_len)
@@ -25,7 +27,7 @@ int mc_sock_resolve(const char *host, uint16_t port, struct sockaddr_storage *re
 	if (!*host)
 		host = "0.0.0.0";
 	if (getaddrinfo(host, ps, &hints, &res) != 0)
-		return -EINVAL;
+		return MC_ERR_INVALID_PARAMS;
 	memcpy(ret, res->ai_addr, res->ai_addrlen);
 	*ret_len = res->ai_addrlen;
 	freeaddrinfo(res);
@@ -38,12 +40,12 @@ int mc_sock_parse(const char *addr, struct sockaddr_storage *ret, socklen_t *ret
 	const char *colon;
 
 	if (!addr)
-		return -EINVAL;
+		return MC_ERR_INVALID_PARAMS;
 	if (strncmp(addr, "unix:", 5) == 0) {
 		struct sockaddr_un *su = (struct sockaddr_un *)ret;
 		size_t n = strlen(addr + 5);
 		if (!n || n >= sizeof(su->sun_path))
-			return -EINVAL;
+			return MC_ERR_INVALID_PARAMS;
 		memset(su, 0, sizeof(*su));
 		su->sun_family = AF_UNIX;
 		memcpy(su->sun_path, addr + 5, n);
@@ -53,14 +55,14 @@ int mc_sock_parse(const char *addr, struct sockaddr_storage *ret, socklen_t *ret
 	if (addr[0] == '[') {
 		const char *end = strchr(addr, ']');
 		if (!end || end[1] != ':' || (size_t)(end - addr - 1) >= sizeof(host))
-			return -EINVAL;
+			return MC_ERR_INVALID_PARAMS;
 		memcpy(host, addr + 1, (size_t)(end - addr - 1));
 		host[end - addr - 1] = 0;
 		colon = end + 1;
 	} else {
 		colon = strrchr(addr, ':');
 		if (!colon || (size_t)(colon - addr) >= sizeof(host))
-			return -EINVAL;
+			return MC_ERR_INVALID_PARAMS;
 		memcpy(host, addr, (size_t)(colon - addr));
 		host[colon - addr] = 0;
 	}
@@ -68,7 +70,7 @@ int mc_sock_parse(const char *addr, struct sockaddr_storage *ret, socklen_t *ret
 	errno = 0;
 	unsigned long port = strtoul(colon + 1, &e, 10);
 	if (errno || e == colon + 1 || *e || port > 65535)
-		return -EINVAL;
+		return MC_ERR_INVALID_PARAMS;
 	return mc_sock_resolve(host, (uint16_t)port, ret, ret_len);
 }
 
@@ -76,9 +78,9 @@ int mc_sock_set_nonblock(int fd, bool on)
 {
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0)
-		return -errno;
+		return mc_err_from_errno(errno);
 	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
-	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+	return fcntl(fd, F_SETFL, fl) < 0 ? mc_err_from_errno(errno) : 0;
 }
 
 int mc_sock_listen(const struct sockaddr_storage *sa, socklen_t len, bool reuseport, int backlog)
@@ -86,7 +88,7 @@ int mc_sock_listen(const struct sockaddr_storage *sa, socklen_t len, bool reusep
 	int one = 1;
 	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return -errno;
+		return mc_err_from_errno(errno);
 	if (sa->ss_family != AF_UNIX) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (reuseport)
@@ -97,7 +99,8 @@ int mc_sock_listen(const struct sockaddr_storage *sa, socklen_t len, bool reusep
 	if (bind(fd, (const struct sockaddr *)sa, len) < 0 || listen(fd, backlog) < 0) {
 		int e = errno;
 		close(fd);
-		return -e;
+		errno = e;
+		return mc_err_from_errno(e);
 	}
 	return fd;
 }
@@ -107,7 +110,7 @@ int mc_sock_connect(const struct sockaddr_storage *sa, socklen_t len, int timeou
 	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1, e;
 	if (fd < 0)
-		return -errno;
+		return mc_err_from_errno(errno);
 	if (connect(fd, (const struct sockaddr *)sa, len) < 0) {
 		if (errno != EINPROGRESS) {
 			e = errno;
@@ -134,7 +137,8 @@ int mc_sock_connect(const struct sockaddr_storage *sa, socklen_t len, int timeou
 	return fd;
 fail:
 	close(fd);
-	return -e;
+	errno = e;
+	return mc_err_from_errno(e);
 }
 
 int mc_sock_local_port(int fd)
@@ -142,12 +146,12 @@ int mc_sock_local_port(int fd)
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
-		return -errno;
+		return mc_err_from_errno(errno);
 	if (ss.ss_family == AF_INET)
 		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	if (ss.ss_family == AF_INET6)
 		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return -EINVAL;
+	return MC_ERR_INVALID_PARAMS;
 }
 
 int mc_read_full(int fd, void *buf, size_t n)
@@ -158,9 +162,11 @@ int mc_read_full(int fd, void *buf, size_t n)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EPIPE;
+			return mc_err_from_errno(errno);
+		if (r == 0) {
+			errno = EPIPE;
+			return MC_ERR_RPC_FAIL;
+		}
 		p += r;
 		n -= (size_t)r;
 	}
@@ -175,7 +181,7 @@ int mc_write_full(int fd, const void *buf, size_t n)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
-			return -errno;
+			return mc_err_from_errno(errno);
 		p += r;
 		n -= (size_t)r;
 	}

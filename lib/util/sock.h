@@ -1,6 +1,8 @@
 /*
  * sock.h - sockets: address parsing, listen, connect, full reads/writes.
- * Every fd is created CLOEXEC; functions return an fd / 0 or a negative errno.
+ * Every fd is created CLOEXEC; functions return an fd / 0 or a negative
+ * MC_ERR_* code (util/syserr.h).  After a failed system call errno still
+ * holds its reason, for the caller's message (strerror(errno)).
  */
 #ifndef MC_UTIL_SOCK_H
 #define MC_UTIL_SOCK_H
@@ -11,7 +13,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-/* "host:port", "[v6]:port" or "unix:/path" -> address.  -EINVAL if malformed. */
+/* "host:port", "[v6]:port" or "unix:/path" -> address.  MC_ERR_INVALID_PARAMS
+ * if malformed or not resolvable. */
 int mc_sock_parse(const char *addr, struct sockaddr_storage *ret, socklen_t *ret_len);
 /* host and port -> address (host may be a name; resolved with getaddrinfo). */
 int mc_sock_resolve(const char *host, uint16_t port, struct sockaddr_storage *ret,
@@ -23,7 +26,8 @@ int mc_sock_connect(const struct sockaddr_storage *sa, socklen_t len, int timeou
 /* The port a bound socket got (for port 0). */
 int mc_sock_local_port(int fd);
 int mc_sock_set_nonblock(int fd, bool on);
-/* Reads/writes exactly n bytes on a blocking fd (EINTR retried); -EPIPE on EOF. */
+/* Reads/writes exactly n bytes on a blocking fd (EINTR retried); EOF is
+ * MC_ERR_RPC_FAIL with errno EPIPE. */
 int mc_read_full(int fd, void *buf, size_t n);
 int mc_write_full(int fd, const void *buf, size_t n);
 

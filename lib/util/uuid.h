@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <sys/random.h>
 
+#include "mooncake/error.h"
+
 struct mc_uuid {
 	uint64_t hi, lo;
 };
@@ -21,12 +23,13 @@ static inline bool mc_uuid_is_nil(struct mc_uuid a)
 	return a.hi == 0 && a.lo == 0;
 }
 
-/* A random (version 4) uuid.  0, or a negative errno from getrandom(). */
+/* A random (version 4) uuid.  0, or MC_ERR_INTERNAL_ERROR when getrandom()
+ * fails (errno says why). */
 static inline int mc_uuid_random(struct mc_uuid *ret)
 {
 	struct mc_uuid u;
 	if (getrandom(&u, sizeof(u), 0) != (ssize_t)sizeof(u))
-		return -1;
+		return MC_ERR_INTERNAL_ERROR;
 	u.hi = (u.hi & ~0xf000ull) | 0x4000ull;
 	*ret = u;
 	return 0;

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "master/meta.h"
+#include "master/meta-internal.h"   /* the W_ALLOC workload drives the store's segment manager */
 #include "mooncake/error.h"
 #include "util/clock.h"
 #include "util/rand.h"

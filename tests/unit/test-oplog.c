@@ -1,6 +1,7 @@
 /* test-oplog.c - the local oplog backend (daemon/master/oplog-file.c):
  * round trip, replay, recovery from torn and corrupt tails, compaction,
- * durability (fsync before wait_durable returns), sticky -EIO, versions. */
+ * durability (fsync before wait_durable returns), a sticky
+ * MC_ERR_PERSISTENT_FAIL, versions. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -232,7 +233,8 @@ static void test_roundtrip_100k(void **state)
 	assert_true(gone > 0);
 	mc_oplog_get_stats(l, &st);
 	assert_int_equal(st.files, count_files(f->dir));
-	assert_int_equal(mc_oplog_replay(l, 0, check_cb, &(struct check){ 0 }), -ENODATA);
+	assert_int_equal(mc_oplog_replay(l, 0, check_cb, &(struct check){ 0 }),
+			 MC_ERR_OPLOG_ENTRY_NOT_FOUND);
 	assert_int_equal(replay_check(l, n / 2, UINT32_MAX, big), n / 2 + 1);
 	mc_oplog_close(l);
 	l = open_ok(f->dir, &cfg, &rec);
@@ -259,7 +261,7 @@ static void test_seq_continues(void **state)
 
 	append_n(l, 10, 100);
 	assert_int_equal(mc_oplog_wait_durable(l, 10), 0);
-	assert_int_equal(mc_oplog_wait_durable(l, 11), -EINVAL);
+	assert_int_equal(mc_oplog_wait_durable(l, 11), MC_ERR_INVALID_PARAMS);
 	mc_oplog_close(l);
 
 	l = open_ok(f->dir, &cfg, &rec);
@@ -267,13 +269,15 @@ static void test_seq_continues(void **state)
 	assert_int_equal(mc_oplog_last_seq(l), 10);
 	assert_int_equal(append_ok(l, 11, "x", 1), 11);
 	/* replay past the start is refused once anything was appended */
-	assert_int_equal(mc_oplog_replay(l, 500, check_cb, &(struct check){ 0 }), -EBUSY);
+	assert_int_equal(mc_oplog_replay(l, 500, check_cb, &(struct check){ 0 }),
+			 MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS);
 	mc_oplog_close(l);
 
 	/* a second handle on the same folder is refused */
 	l = open_ok(f->dir, &cfg, &rec);
 	struct mc_oplog *l2 = NULL;
-	assert_int_equal(mc_oplog_open_local(f->dir, &cfg, &l2, &rec), -EBUSY);
+	assert_int_equal(mc_oplog_open_local(f->dir, &cfg, &l2, &rec),
+			 MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS);
 	assert_null(l2);
 	assert_non_null(strstr(rec.detail, "LOCK"));
 
@@ -287,7 +291,8 @@ static void test_seq_continues(void **state)
 	l = open_ok(f->dir, &cfg, &rec);
 	assert_int_equal(rec.first_seq, 101);
 	assert_int_equal(rec.last_seq, 101);
-	assert_int_equal(mc_oplog_replay(l, 50, check_cb, &(struct check){ 0 }), -ENODATA);
+	assert_int_equal(mc_oplog_replay(l, 50, check_cb, &(struct check){ 0 }),
+			 MC_ERR_OPLOG_ENTRY_NOT_FOUND);
 	assert_int_equal(replay_check(l, 100, UINT32_MAX, 0), 1);
 	mc_oplog_close(l);
 }
@@ -515,8 +520,9 @@ static int find_fd(const char *path)
 	return found;
 }
 
-/* A failed write makes the log fail for good: -EIO to the waiters of the
- * lost records and to every later append; what was durable stays so. */
+/* A failed write makes the log fail for good: MC_ERR_PERSISTENT_FAIL to the
+ * waiters of the lost records and to every later append; what was durable
+ * stays so. */
 static void test_eio_sticky(void **state)
 {
 	struct fixture *f = *state;
@@ -532,8 +538,8 @@ static void test_eio_sticky(void **state)
 	assert_int_equal(dup2(full, fd), fd);	/* writes now fail with ENOSPC */
 	close(full);
 	seq = append_ok(l, 2, "lost", 4);
-	assert_int_equal(mc_oplog_wait_durable(l, seq), -EIO);
-	assert_int_equal(mc_oplog_append(l, 3, "x", 1, &seq), -EIO);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), MC_ERR_PERSISTENT_FAIL);
+	assert_int_equal(mc_oplog_append(l, 3, "x", 1, &seq), MC_ERR_PERSISTENT_FAIL);
 	assert_int_equal(mc_oplog_wait_durable(l, 1), 0);
 	mc_oplog_close(l);
 	free(seg);
