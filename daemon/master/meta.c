@@ -703,15 +703,6 @@ int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_
 	return 0;
 }
 
-const char *mc_evict_reason_name(unsigned reason)
-{
-	static const char *const names[MC_EVICT_REASONS] = {
-		[MC_EVICT_WATERMARK] = "watermark", [MC_EVICT_PUT] = "put",
-		[MC_EVICT_QUOTA] = "quota", [MC_EVICT_ADMIN] = "admin",
-	};
-	return reason < MC_EVICT_REASONS ? names[reason] : NULL;
-}
-
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 {
 	memset(ret, 0, sizeof(*ret));
