@@ -15,7 +15,7 @@
 
 #include "mooncake/client.h"
 
-/* Exit codes (DESIGN §6). */
+/* Exit codes (mooncakectl(1), EXIT STATUS). */
 enum {
 	CTL_OK = 0,
 	CTL_FAILED = 1,

@@ -38,7 +38,7 @@ static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t 
 		return MC_ERR_NO_MEMORY;
 	}
 	uint16_t slot = (uint16_t)m->ntenants;
-	/* The default tenant hashes the key alone (seed 0), as the seed requires. */
+	/* The default tenant hashes the key alone (hash seed 0), as the original does. */
 	t->seed = slot == 0 ? 0 : (mc_hash(name, len) | 1);
 	if (mc_map_put(&m->tenant_by_name, name, len, slot) < 0) {
 		free(t->name);

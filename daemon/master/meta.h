@@ -1,7 +1,7 @@
 /*
  * meta.h - the master's metadata service: every object's metadata, in memory.
  *
- * Index (the seed's three levels):
+ * Index (three levels, as in the original Mooncake master):
  *
  *   shard = hash(tenant, key) % 1024        default tenant: hash(key) alone
  *     -> shard->tenants[tenant]             struct mc_shard_tenant
