@@ -18,14 +18,14 @@ BPFTOOL    ?= bpftool
 LLVM_STRIP ?= llvm-strip
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
-              -I$(O)/bpf -Ibpf -idirafter /usr/include/$(BPF_MULTIARCH)
+              -I$(O)/bpf -Ibpf -Ilib -idirafter /usr/include/$(BPF_MULTIARCH)
 
 $(O)/bpf/vmlinux.h:
 	$(call msg,BTF,$@)
 	@mkdir -p $(@D)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
-$(O)/bpf/%.bpf.o: bpf/%.bpf.c bpf/common.bpf.h bpf/mooncake-trace.h $(O)/bpf/vmlinux.h
+$(O)/bpf/%.bpf.o: bpf/%.bpf.c bpf/common.bpf.h bpf/mooncake-trace.h lib/util/probes.h $(O)/bpf/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bpf/mctrace.h"
+#include "mooncake/types.h"
 
 #include "mctrace/evict.skel.h"
 #include "mctrace/lease.skel.h"
@@ -567,11 +568,12 @@ const char *mctrace_side_name(uint32_t side)
 
 const char *mctrace_transport_name(uint32_t t)
 {
-	return t == 0 ? "tcp" : t == 1 ? "rdma" : t == 2 ? "shm" : "other";
+	const char *n = t <= INT32_MAX ? mc_transport_name((int)t) : NULL;
+	return n ? n : "other";
 }
 
 const char *mctrace_reason_name(uint32_t reason)
 {
-	static const char *const n[] = { "watermark", "put", "quota", "admin" };
-	return reason < 4 ? n[reason] : "other";
+	const char *n = mc_evict_reason_name(reason);
+	return n ? n : "other";
 }

@@ -9,7 +9,7 @@
  *   lease_stats    ARRAY[1]  -> struct mc_lease_stats   (mmapable: the
  *                  tracer's sweep adds expiries with atomics)
  *   leases         HASH struct mc_lease_key -> struct mc_lease_val  (live leases)
- *   evict_stats    ARRAY[4] reason (enum mc_evict_reason of meta.h) -> struct mc_evict_stats
+ *   evict_stats    ARRAY[4] reason (enum mc_evict_reason of util/probes.h) -> struct mc_evict_stats
  *   evict_tenants  HASH u32 tenant slot -> struct mc_evict_stats
  *   put_stats      ARRAY[1]  -> struct mc_put_stats
  *   transfer_stats HASH struct mc_xfer_key -> struct mc_xfer_stats
@@ -31,10 +31,8 @@
 #define MC_PEER_LEN 48
 #define MC_COMM_LEN 16
 
-/* Values passed by the probes (lib/util/probes.h). */
-#define MC_EVICT_REASONS 4   /* 0 watermark, 1 put, 2 quota, 3 admin (meta.h) */
-#define MC_SIDE_CLIENT 0
-#define MC_SIDE_NODE 1
+/* Values passed by the probes: MC_EVICT_REASONS, MC_SIDE_*. */
+#include "util/probes.h"
 
 struct mc_hist {
 	__u64 slots[MC_HIST_SLOTS];

@@ -235,29 +235,10 @@ static int obj_get(struct ctl *ctl, int argc, char **argv)
 
 /* ---- stat / exist / rm ------------------------------------------------------------ */
 
-static const char *type_name(unsigned t)
+/* The name of a value of mooncake/types.h, "unknown" when not in its table. */
+static const char *known(const char *name)
 {
-	switch (t) {
-	case MC_REPLICA_MEMORY: return "memory";
-	case MC_REPLICA_DISK: return "disk";
-	case MC_REPLICA_LOCAL_DISK: return "local_disk";
-	case MC_REPLICA_NOF_SSD: return "nof_ssd";
-	case MC_REPLICA_DFS: return "dfs";
-	default: return "unknown";
-	}
-}
-
-static const char *status_name(unsigned s)
-{
-	static const char *const n[] = { "undefined", "initialized", "processing",
-					 "complete", "removed", "failed" };
-	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "unknown";
-}
-
-static const char *transport_name(unsigned t)
-{
-	return t == MC_TRANSPORT_TCP ? "tcp" : t == MC_TRANSPORT_RDMA ? "rdma" :
-	       t == MC_TRANSPORT_SHM ? "shm" : "unknown";
+	return name ? name : "unknown";
 }
 
 static int obj_stat(struct ctl *ctl, int argc, char **argv)
@@ -288,13 +269,13 @@ static int obj_stat(struct ctl *ctl, int argc, char **argv)
 		for (unsigned i = 0; i < st.n_replicas; i++) {
 			const struct mc_replica_info *ri = &st.replicas[i];
 			json_t *o = json_object();
-			json_object_set_new(o, "type", json_string(type_name(ri->type)));
-			json_object_set_new(o, "status", json_string(status_name(ri->status)));
+			json_object_set_new(o, "type", json_string(known(mc_replica_type_name(ri->type))));
+			json_object_set_new(o, "status", json_string(known(mc_replica_status_name(ri->status))));
 			json_object_set_new(o, "endpoint", json_string(ri->endpoint));
 			json_object_set_new(o, "segment_id", json_string(ri->segment_id));
 			json_object_set_new(o, "offset", json_integer((json_int_t)ri->offset));
 			json_object_set_new(o, "size", json_integer((json_int_t)ri->size));
-			json_object_set_new(o, "transport", json_string(transport_name(ri->transport)));
+			json_object_set_new(o, "transport", json_string(known(mc_transport_name(ri->transport))));
 			json_array_append_new(reps, o);
 		}
 		json_object_set_new(j, "replicas", reps);
@@ -307,8 +288,9 @@ static int obj_stat(struct ctl *ctl, int argc, char **argv)
 		for (unsigned i = 0; i < st.n_replicas; i++) {
 			const struct mc_replica_info *ri = &st.replicas[i];
 			printf("%-3u %-8s %-9s %-22s %-32s %12" PRIu64 " %12" PRIu64 " %s\n", i,
-			       type_name(ri->type), status_name(ri->status), ri->endpoint,
-			       ri->segment_id, ri->offset, ri->size, transport_name(ri->transport));
+			       known(mc_replica_type_name(ri->type)),
+			       known(mc_replica_status_name(ri->status)), ri->endpoint, ri->segment_id,
+			       ri->offset, ri->size, known(mc_transport_name(ri->transport)));
 		}
 	}
 	return CTL_OK;

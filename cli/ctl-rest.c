@@ -20,6 +20,7 @@
 
 #include "ctl-rest.h"
 #include "ctl-util.h"
+#include "proto/wire.h"
 
 #define CTL_MAX_REPLY (64u << 20) /* a listing of 10000 objects is far below */
 
@@ -74,34 +75,11 @@ static int curl_load(char *err, size_t cap)
 	return 0;
 }
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool overflow;
-};
-
+/* The reply, at most CTL_MAX_REPLY - 1 bytes (MC_ERR_TOO_LARGE past it). */
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	struct buf *b = ud;
 	size_t n = size * nmemb;
-	if (b->len + n + 1 > CTL_MAX_REPLY) {
-		b->overflow = true;
-		return 0;
-	}
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 4096;
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (!np)
-			return 0;
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, ptr, n);
-	b->len += n;
-	b->p[b->len] = 0;
-	return n;
+	return mc_wbuf_put_raw(ud, ptr, n) == 0 ? n : 0;
 }
 
 const char *ctl_rest_base(struct ctl *ctl)
@@ -169,10 +147,11 @@ int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, cons
 	CURL *c = ctl->curl;
 	char *url = NULL, *data = NULL, *auth = NULL;
 	struct curl_slist *hdr = NULL;
-	struct buf b = { 0 };
+	struct mc_wbuf b;
 	char errbuf[CURL_ERROR_SIZE] = "";
 	int ret = 0;
 
+	mc_wbuf_init(&b, CTL_MAX_REPLY - 1);
 	if (asprintf(&url, "%s%s", ctl_rest_base(ctl), path) < 0) {
 		url = NULL;
 		ret = -ENOMEM;
@@ -225,13 +204,14 @@ int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, cons
 	if (cc != CURLE_OK) {
 		rep->curl_code = (int)cc;
 		snprintf(rep->transport, sizeof(rep->transport), "%s",
-			 b.overflow ? "reply too large" : *errbuf ? errbuf : cu.easy_strerror(cc));
+			 mc_wbuf_error(&b) == MC_ERR_TOO_LARGE ? "reply too large" :
+			 *errbuf ? errbuf : cu.easy_strerror(cc));
 		ret = -1;
 		goto out;
 	}
 	cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rep->status);
 	if (b.len) {
-		rep->body = json_loadb(b.p, b.len, 0, NULL);
+		rep->body = json_loadb((const char *)b.p, b.len, 0, NULL);
 		json_t *e = rep->body ? json_object_get(rep->body, "error") : NULL;
 		if (rep->status >= 400 && json_is_object(e)) {
 			const char *code = json_string_value(json_object_get(e, "code"));
@@ -245,7 +225,7 @@ out:
 	free(auth);
 	free(data);
 	free(url);
-	free(b.p);
+	mc_wbuf_free(&b);
 	return ret;
 }
 

@@ -36,9 +36,9 @@ $(O)/bin/mooncake-master: $(O)/$(MASTER_MAIN:.c=.o) $(MASTER_LIB) $(DAEMON_LIBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS)
 
-# The node also uses the blocking RPC client (lib/client/rpc-conn.o) for its
-# calls to the master, and libibverbs for node-rdma.o's device probe.
-$(O)/bin/mooncake-node: $(O)/$(NODE_MAIN:.c=.o) $(NODE_LIB) $(O)/lib/client/rpc-conn.o $(DAEMON_LIBS)
+# The node also uses the blocking RPC client (lib/rpc) for its calls to the
+# master, and libibverbs for node-rdma.o's device probe.
+$(O)/bin/mooncake-node: $(O)/$(NODE_MAIN:.c=.o) $(NODE_LIB) $(RPC_LIB) $(DAEMON_LIBS)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) -libverbs

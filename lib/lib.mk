@@ -1,8 +1,10 @@
-# lib/ -- internal utility archive and the public client library.
+# lib/ -- internal archives and the public client library.
 #
 #   $(O)/lib/libmcutil.a        lib/util/*.c            (internal, static)
-#   $(O)/lib/libmcproto.a       lib/proto/*.c           (wire protocol)
-#   $(O)/lib/libmooncake.so.0   lib/client/*.c + the two above, exports mc_* only
+#   $(O)/lib/libmcproto.a       lib/proto/*.c           (wire protocol: frames, codecs)
+#   $(O)/lib/libmcrpc.a         lib/rpc/*.c             (the blocking RPC connection)
+#   $(O)/lib/libmooncake.so.0   lib/client/*.c, rpc, proto and the few util objects
+#   $(O)/lib/libmooncake.a      they use (CLIENT_UTIL); exports the MC_API functions
 
 UTIL_SRCS  := $(wildcard lib/util/*.c)
 UTIL_OBJS  := $(UTIL_SRCS:%.c=$(O)/%.o)
@@ -12,23 +14,34 @@ PROTO_SRCS := $(wildcard lib/proto/*.c)
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(O)/%.o)
 PROTO_LIB  := $(O)/lib/libmcproto.a
 
+RPC_SRCS   := $(wildcard lib/rpc/*.c)
+RPC_OBJS   := $(RPC_SRCS:%.c=$(O)/%.o)
+RPC_LIB    := $(O)/lib/libmcrpc.a
+
 CLIENT_SRCS := $(wildcard lib/client/*.c)
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(O)/%.o)
 CLIENT_LIB  := $(O)/lib/libmooncake.a
 CLIENT_SO   := $(O)/lib/libmooncake.so.$(SOVERSION)
+# Of lib/util, only what the client calls and the public API (error and
+# type names, version): not the daemons' metrics, allocator or hash map.
+# The shared library is linked with -z defs, so a missing one fails the build.
+CLIENT_UTIL := error sock types version
+CLIENT_ALL_OBJS := $(CLIENT_OBJS) $(RPC_OBJS) $(PROTO_OBJS) \
+                   $(CLIENT_UTIL:%=$(O)/lib/util/%.o)
 
 $(UTIL_LIB): $(UTIL_OBJS)
 $(PROTO_LIB): $(PROTO_OBJS)
-$(CLIENT_LIB): $(CLIENT_OBJS) $(PROTO_OBJS) $(UTIL_OBJS)
+$(RPC_LIB): $(RPC_OBJS)
+$(CLIENT_LIB): $(CLIENT_ALL_OBJS)
 
 $(O)/lib/%.a:
 	$(call msg,AR,$@)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(CLIENT_SO): $(CLIENT_OBJS) $(PROTO_OBJS) $(UTIL_OBJS) lib/libmooncake.map
+$(CLIENT_SO): $(CLIENT_ALL_OBJS) lib/libmooncake.map
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -Wl,-soname,libmooncake.so.$(SOVERSION) \
+	$(Q)$(CC) -shared -Wl,-soname,libmooncake.so.$(SOVERSION) -Wl,-z,defs \
 		-Wl,--version-script=lib/libmooncake.map -o $@ \
 		$(filter %.o,$^) $(ALL_LDFLAGS) $(LIBS_CORE)
 	$(Q)ln -sf libmooncake.so.$(SOVERSION) $(O)/lib/libmooncake.so
@@ -39,4 +52,4 @@ $(O)/lib/mooncake.pc: lib/mooncake.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-BINS += $(UTIL_LIB) $(PROTO_LIB) $(CLIENT_LIB) $(CLIENT_SO) $(O)/lib/mooncake.pc
+BINS += $(UTIL_LIB) $(PROTO_LIB) $(RPC_LIB) $(CLIENT_LIB) $(CLIENT_SO) $(O)/lib/mooncake.pc

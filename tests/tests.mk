@@ -12,7 +12,7 @@ BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(O)/tests/bench/%)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz-*.c)
 FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 
-TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(PROTO_LIB) $(UTIL_LIB)
+TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $(PROTO_LIB) $(UTIL_LIB)
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)

@@ -15,6 +15,7 @@
 
 #include "mooncake/error.h"
 #include "util/syserr.h"
+#include "proto/wire.h"
 
 struct mc_http_server {
 	struct MHD_Daemon *d;
@@ -30,8 +31,7 @@ struct mc_http_server {
 
 /* Per-request state (MHD's con_cls). */
 struct req_state {
-	char *body;
-	size_t len, cap;
+	struct mc_wbuf body;		/* at most max_body bytes, then a NUL */
 	bool too_large;
 	char *dec;			/* decoded params and arguments */
 	struct mc_http_arg args[MC_HTTP_MAX_ARGS];
@@ -255,6 +255,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return MHD_NO;
+		mc_wbuf_init(&st->body, s->max_body + 1);
 		*con_cls = st;
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -269,24 +270,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (*upload_size) {	/* a chunk of the body */
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (st->too_large || st->len + n > s->max_body) {
+		if (st->too_large || st->body.len + n > s->max_body) {
 			st->too_large = true;
 			return MHD_YES;
 		}
-		if (st->len + n + 1 > st->cap) {
-			size_t cap = st->cap ? st->cap : 1024;
-			while (cap < st->len + n + 1)
-				cap *= 2;
-			char *b = realloc(st->body, cap);
-			if (!b)
-				return MHD_NO;
-			st->body = b;
-			st->cap = cap;
-		}
-		memcpy(st->body + st->len, upload, n);
-		st->len += n;
-		st->body[st->len] = 0;
-		return MHD_YES;
+		return mc_wbuf_put_raw(&st->body, upload, n) == 0 ? MHD_YES : MHD_NO;
 	}
 	if (st->too_large) {
 		mc_http_error(&resp, 413, "PAYLOAD_TOO_LARGE",
@@ -327,9 +315,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return send_resp(c, &resp, NULL);
 	}
 	struct mc_http_request req = {
-		.method = method, .path = url, .body = st->body ? st->body : "",
-		.body_len = st->len, .nparams = nraw, .conn = c,
+		.method = method, .path = url, .body = mc_wbuf_cstr(&st->body),
+		.body_len = st->body.len, .nparams = nraw, .conn = c,
 	};
+	if (!req.body)
+		return MHD_NO;
 	if (!decode_request(st, c, &req, raw)) {
 		if (!st->dec)
 			return MHD_NO;
@@ -351,7 +341,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct req_state *st = *con_cls;
 	if (st) {
-		free(st->body);
+		mc_wbuf_free(&st->body);
 		free(st->dec);
 		free(st);
 		*con_cls = NULL;

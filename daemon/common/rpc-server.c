@@ -110,6 +110,17 @@ unsigned mc_rpc_error_index(int status)
 	return NCODES - 1;
 }
 
+int mc_rpc_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_msg_hello_req *q = call->req;
+	struct mc_msg_hello_resp *p = resp;
+	if (q->proto_version != MC_PROTO_VERSION)
+		return MC_ERR_INVALID_VERSION;
+	p->proto_version = MC_PROTO_VERSION;
+	p->server_version = mc_bytes_str(MC_VERSION_STRING);
+	return 0;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec t;

@@ -94,6 +94,11 @@ struct mc_rpc_call {
  */
 typedef int (*mc_rpc_handler_fn)(void *ctx, const struct mc_rpc_call *call, void *resp);
 
+/* The handler of HELLO, the same on every server (proto.def's ANY(hello)):
+ * MC_ERR_INVALID_VERSION unless the client speaks MC_PROTO_VERSION, else
+ * this version and MC_VERSION_STRING. */
+int mc_rpc_hello(void *ctx, const struct mc_rpc_call *call, void *resp);
+
 /*
  * Attach hook of an MC_OPF_ATTACH_REQ op: given the decoded request (call->req)
  * and call->hdr->attach_len, return 0 and where the attachment goes in *dst

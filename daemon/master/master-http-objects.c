@@ -10,6 +10,7 @@
 #include "master/master-http-internal.h"
 #include "master/meta-admin.h"
 #include "mooncake/error.h"
+#include "mooncake/types.h"
 
 #define DEFAULT_LIMIT 1000u
 #define MAX_LIMIT     10000u
@@ -121,30 +122,6 @@ HTTP_HANDLER(http_objects_list)
 	http_json(resp, 200, json_pack("{s:o,s:o}", "objects", out.arr, "next_cursor", nc));
 }
 
-static const char *replica_type_name(uint8_t t)
-{
-	switch (t) {
-	case MC_REPLICA_MEMORY:		return "memory";
-	case MC_REPLICA_DISK:		return "disk";
-	case MC_REPLICA_LOCAL_DISK:	return "local_disk";
-	case MC_REPLICA_NOF_SSD:	return "nof_ssd";
-	case MC_REPLICA_DFS:		return "dfs";
-	default:			return "unknown";
-	}
-}
-
-static const char *replica_status_name(uint8_t s)
-{
-	switch (s) {
-	case MC_REPLICA_INITIALIZED:	return "initialized";
-	case MC_REPLICA_PROCESSING:	return "processing";
-	case MC_REPLICA_COMPLETE:	return "complete";
-	case MC_REPLICA_REMOVED:	return "removed";
-	case MC_REPLICA_FAILED:		return "failed";
-	default:			return "undefined";
-	}
-}
-
 static json_t *wall_or_null(uint64_t t, uint64_t now)
 {
 	return t ? json_integer((json_int_t)http_wall_ms(t, now)) : json_null();
@@ -173,8 +150,10 @@ HTTP_HANDLER(http_object_get)
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		const struct mc_admin_replica *p = &o->rep[i];
 		bool mem = p->type == MC_REPLICA_MEMORY || p->type == MC_REPLICA_NOF_SSD;
+		const char *type = mc_replica_type_name(p->type);
+		const char *status = mc_replica_status_name(p->status);
 		json_array_append_new(reps, json_pack("{s:s,s:s,s:o,s:o,s:o,s:I,s:I}",
-			"type", replica_type_name(p->type), "status", replica_status_name(p->status),
+			"type", type ? type : "unknown", "status", status ? status : "undefined",
 			"segment", mem ? http_uuid(p->segment) : json_null(),
 			"segment_name", mem ? json_string(p->segment_name) : json_null(),
 			"endpoint", mem ? json_string(p->endpoint) : json_null(),

@@ -10,6 +10,7 @@
 #include "master/master-http-internal.h"
 #include "master/meta-admin.h"
 #include "mooncake/error.h"
+#include "mooncake/types.h"
 
 static const char *const no_args[] = { NULL };
 
@@ -23,19 +24,10 @@ static const char *status_name(uint8_t st)
 	}
 }
 
-static const char *protocol_name(uint8_t t)
-{
-	switch (t) {
-	case MC_TRANSPORT_TCP:	return "tcp";
-	case MC_TRANSPORT_RDMA:	return "rdma";
-	case MC_TRANSPORT_SHM:	return "shm";
-	default:		return "unknown";
-	}
-}
-
 static json_t *segment_json(const struct mc_admin_segment *s)
 {
 	uint64_t used = s->used > s->size ? s->size : s->used;
+	const char *protocol = mc_transport_name(s->transport);
 	json_t *j = json_pack("{s:o,s:s,s:o,s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s,s:s}",
 			      "id", http_uuid(s->id), "name", s->name, "node", http_uuid(s->client),
 			      "host", s->host, "endpoint", s->endpoint, "shm_path", s->shm_path,
@@ -43,7 +35,7 @@ static json_t *segment_json(const struct mc_admin_segment *s)
 			      "free", (json_int_t)(s->size - used),
 			      "used_ratio", s->size ? (double)used / (double)s->size : 0.0,
 			      "status", status_name(s->status),
-			      "protocol", protocol_name(s->transport));
+			      "protocol", protocol ? protocol : "unknown");
 	return j;
 }
 

@@ -1,5 +1,5 @@
 /*
- * master-http.h - the master's admin HTTP server (DESIGN §5): /health,
+ * master-http.h - the master's admin HTTP server: /health,
  * /metrics and the REST API under /api/v1 (docs/rest-api.md).
  *
  * Handlers run on the HTTP server's threads and call mc_meta_* and the

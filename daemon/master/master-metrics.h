@@ -1,5 +1,5 @@
 /*
- * master-metrics.h - the master's Prometheus metrics (DESIGN §7, every family
+ * master-metrics.h - the master's Prometheus metrics (every family
  * listed in docs/metrics.md): gauges and counters read from the metadata
  * service, the client registry and the rpc server at each scrape,
  * per-segment and per-tenant gauges, and the per-op RPC families the rpc

@@ -153,17 +153,6 @@ static int put_config(struct mc_arena *a, const struct mc_msg_put_config *c, str
 
 /* ---- control ---------------------------------------------------------------- */
 
-static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
-{
-	REQ(hello_req);
-	RESP(hello_resp);
-	if (q->proto_version != MC_PROTO_VERSION)
-		return MC_ERR_INVALID_VERSION;
-	p->proto_version = MC_PROTO_VERSION;
-	p->server_version = mc_bytes_str(MC_VERSION_STRING);
-	return 0;
-}
-
 static int h_ping(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_master_rpc *m = ctx;
@@ -656,54 +645,31 @@ static int rpc_durable(struct mc_master_rpc *m, int r)
 	return r;
 }
 
-#define DURABLE(fn_)									\
-	static int fn_##_durable(void *ctx, const struct mc_rpc_call *call, void *resp)	\
-	{										\
-		mc_meta_oplog_pending(NULL);						\
-		int r = fn_(ctx, call, resp);						\
-		return rpc_durable(ctx, r);						\
-	}
-DURABLE(h_mount_segment)
-DURABLE(h_remount_segments)
-DURABLE(h_unmount_segment)
-DURABLE(h_put_start)
-DURABLE(h_put_end)
-DURABLE(h_remove)
-DURABLE(h_pin)
-DURABLE(h_unpin)
-DURABLE(h_batch_put_start)
-DURABLE(h_batch_put_end)
-DURABLE(h_batch_remove)
-DURABLE(h_remove_all)
-DURABLE(h_remove_by_regex)
-#undef DURABLE
+/* The master's handler of each op it serves (proto.def's server column). */
+static const mc_rpc_handler_fn master_fn[MC_OP_COUNT] = {
+#define MASTER(op) h_##op
+#define NODE(op) NULL
+#define ANY(op) mc_rpc_##op
+#define MC_OP_ROW(NAME, code, op, server, fl) [MC_OPI_##NAME] = server(op),
+#include "proto/proto.def"
+#undef MASTER
+#undef NODE
+#undef ANY
+};
+
+/* The ops flagged MC_OPF_DURABLE: their handler runs with the thread's
+ * pending oplog sequence reset, then the answer waits for it. */
+static int h_durable(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	mc_meta_oplog_pending(NULL);
+	int r = master_fn[call->info->index](ctx, call, resp);
+	return rpc_durable(ctx, r);
+}
 
 void mc_master_rpc_handlers(struct mc_rpc_handlers *h)
 {
 	memset(h, 0, sizeof(*h));
-#define H(NAME, fn_) h->fn[MC_OPI_##NAME] = fn_
-	H(HELLO, h_hello);
-	H(PING, h_ping);
-	H(MOUNT_SEGMENT, h_mount_segment_durable);
-	H(REMOUNT_SEGMENTS, h_remount_segments_durable);
-	H(UNMOUNT_SEGMENT, h_unmount_segment_durable);
-	H(PUT_START, h_put_start_durable);
-	H(PUT_END, h_put_end_durable);
-	H(PUT_REVOKE, h_put_revoke);
-	H(GET_REPLICA_LIST, h_get_replica_list);
-	H(EXIST_KEY, h_exist_key);
-	H(REMOVE, h_remove_durable);
-	H(PIN, h_pin_durable);
-	H(UNPIN, h_unpin_durable);
-	H(BATCH_EXIST, h_batch_exist);
-	H(BATCH_GET_REPLICA_LIST, h_batch_get_replica_list);
-	H(BATCH_PUT_START, h_batch_put_start_durable);
-	H(BATCH_PUT_END, h_batch_put_end_durable);
-	H(BATCH_PUT_REVOKE, h_batch_put_revoke);
-	H(BATCH_REMOVE, h_batch_remove_durable);
-	H(REMOVE_ALL, h_remove_all_durable);
-	H(REMOVE_BY_REGEX, h_remove_by_regex_durable);
-	H(GET_REPLICA_LIST_BY_REGEX, h_get_replica_list_by_regex);
-	H(GET_ALL_KEYS, h_get_all_keys);
-#undef H
+	for (unsigned i = 0; i < MC_OP_COUNT; i++)
+		h->fn[i] = master_fn[i] && (mc_op_info_at(i)->flags & MC_OPF_DURABLE) ?
+			   h_durable : master_fn[i];
 }

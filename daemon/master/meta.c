@@ -38,7 +38,7 @@ static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t 
 		return MC_ERR_NO_MEMORY;
 	}
 	uint16_t slot = (uint16_t)m->ntenants;
-	/* The default tenant hashes the key alone (seed 0), as the seed requires. */
+	/* The default tenant hashes the key alone (hash seed 0), as the original does. */
 	t->seed = slot == 0 ? 0 : (mc_hash(name, len) | 1);
 	if (mc_map_put(&m->tenant_by_name, name, len, slot) < 0) {
 		free(t->name);
@@ -713,15 +713,6 @@ int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_
 	ret->charged_bytes = __atomic_load_n(&tp->charged_bytes, __ATOMIC_RELAXED);
 	ret->objects = __atomic_load_n(&tp->objects, __ATOMIC_RELAXED);
 	return 0;
-}
-
-const char *mc_evict_reason_name(unsigned reason)
-{
-	static const char *const names[MC_EVICT_REASONS] = {
-		[MC_EVICT_WATERMARK] = "watermark", [MC_EVICT_PUT] = "put",
-		[MC_EVICT_QUOTA] = "quota", [MC_EVICT_ADMIN] = "admin",
-	};
-	return reason < MC_EVICT_REASONS ? names[reason] : NULL;
 }
 
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)

@@ -1,7 +1,7 @@
 /*
  * meta.h - the master's metadata service: every object's metadata, in memory.
  *
- * Index (the seed's three levels):
+ * Index (three levels, as in the original Mooncake master):
  *
  *   shard = hash(tenant, key) % 1024        default tenant: hash(key) alone
  *     -> shard->tenants[tenant]             struct mc_shard_tenant
@@ -55,6 +55,7 @@
 #include "master/record.h"
 #include "master/segment.h"
 #include "util/clock.h"
+#include "util/probes.h"
 #include "util/uuid.h"
 
 #define MC_META_SHARDS  1024u
@@ -78,16 +79,8 @@ struct mc_meta_config {
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
 
-/* Why objects were evicted (the counters of struct mc_meta_stats). */
-enum mc_evict_reason {
-	MC_EVICT_WATERMARK,                 /* background, above the high watermark (mc_meta_tick) */
-	MC_EVICT_PUT,                       /* a PutStart found no space */
-	MC_EVICT_QUOTA,                     /* a PutStart over its tenant's quota */
-	MC_EVICT_ADMIN,                     /* mc_meta_evict() (REST, mooncakectl) */
-	MC_EVICT_REASONS
-};
-/* "watermark", "put", "quota", "admin"; NULL past the last. */
-const char *mc_evict_reason_name(unsigned reason);
+/* Why objects were evicted (the counters of struct mc_meta_stats):
+ * enum mc_evict_reason and mc_evict_reason_name() in util/probes.h. */
 
 /* The store; its body is private to the meta*.c files (meta-internal.h). */
 struct mc_meta;

@@ -8,7 +8,7 @@
  *
  * The record is kept small on purpose: a single-replica object costs
  * 56 + key_len bytes here, plus one table slot (8 bytes at load <= 0.75)
- * and one allocator node (32 bytes) on its segment.  What the seed's
+ * and one allocator node (32 bytes) on its segment.  What Mooncake Store's
  * ObjectMetadata holds and where it went:
  *
  *   client_id        -> writer: slot in the client registry (struct mc_clients)

@@ -17,19 +17,8 @@ static int check_range(const struct mc_node_segments *s, struct mc_uuid id, uint
 	return 0;
 }
 
-static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
-{
-	const struct mc_msg_hello_req *q = call->req;
-	struct mc_msg_hello_resp *p = resp;
-	if (q->proto_version != MC_PROTO_VERSION)
-		return MC_ERR_INVALID_VERSION;
-	p->proto_version = MC_PROTO_VERSION;
-	p->server_version = mc_bytes_str(MC_VERSION_STRING);
-	return 0;
-}
-
 /* DATA_WRITE, before the attachment: where it goes. */
-static int a_write(void *ctx, const struct mc_rpc_call *call, void **dst)
+static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 {
 	const struct mc_msg_data_write_req *q = call->req;
 	const struct mc_node_segment *g;
@@ -46,14 +35,14 @@ static int a_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 }
 
 /* DATA_WRITE, after it: the bytes are in place. */
-static int h_write(void *ctx, const struct mc_rpc_call *call, void *resp)
+static int h_data_write(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_msg_data_write_req *q = call->req;
 	MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, 0, 0);
 	return 0;
 }
 
-static int h_read(void *ctx, const struct mc_rpc_call *call, void *resp)
+static int h_data_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_msg_data_read_req *q = call->req;
 	const struct mc_node_segment *g;
@@ -69,7 +58,7 @@ static int h_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return 0;
 }
 
-static int h_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
+static int h_data_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_node_segments *s = ctx;
 	struct mc_msg_data_stat_resp *p = resp;
@@ -91,10 +80,18 @@ static int h_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
 
 void mc_node_data_handlers(struct mc_rpc_handlers *h)
 {
+	/* The ops a node serves (proto.def's server column). */
+	static const mc_rpc_handler_fn node_fn[MC_OP_COUNT] = {
+#define MASTER(op) NULL
+#define NODE(op) h_##op
+#define ANY(op) mc_rpc_##op
+#define MC_OP_ROW(NAME, code, op, server, fl) [MC_OPI_##NAME] = server(op),
+#include "proto/proto.def"
+#undef MASTER
+#undef NODE
+#undef ANY
+	};
 	memset(h, 0, sizeof(*h));
-	h->fn[MC_OPI_HELLO] = h_hello;
-	h->fn[MC_OPI_DATA_WRITE] = h_write;
-	h->attach[MC_OPI_DATA_WRITE] = a_write;
-	h->fn[MC_OPI_DATA_READ] = h_read;
-	h->fn[MC_OPI_DATA_STAT] = h_stat;
+	memcpy(h->fn, node_fn, sizeof(h->fn));
+	h->attach[MC_OPI_DATA_WRITE] = a_data_write;
 }

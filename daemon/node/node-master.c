@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/rpc-conn.h"
+#include "rpc/rpc-conn.h"
 #include "common/log.h"
 #include "node/node-master.h"
 

@@ -1,5 +1,5 @@
 /*
- * node-metrics.h - the node's Prometheus metrics (DESIGN §7, listed in
+ * node-metrics.h - the node's Prometheus metrics (listed in
  * docs/metrics.md): its segments, the master link (mounted, heartbeats),
  * and the data plane (requests, errors and transfer time per op, bytes per
  * direction, connections).

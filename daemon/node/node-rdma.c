@@ -51,7 +51,6 @@ static void rdma_get_stats(const struct mc_node_transport *t, struct mc_rpc_stat
 }
 
 const struct mc_node_transport_ops mc_node_rdma_transport = {
-	.name = "rdma",
 	.type = MC_TRANSPORT_RDMA,
 	.probe = rdma_probe,
 	.start = rdma_start,

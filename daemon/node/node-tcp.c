@@ -61,7 +61,6 @@ static void tcp_get_stats(const struct mc_node_transport *t, struct mc_rpc_stats
 }
 
 const struct mc_node_transport_ops mc_node_tcp_transport = {
-	.name = "tcp",
 	.type = MC_TRANSPORT_TCP,
 	.probe = tcp_probe,
 	.start = tcp_start,

@@ -40,7 +40,6 @@ struct mc_node_transport_config {
 };
 
 struct mc_node_transport_ops {
-	const char *name;		/* "tcp", "rdma" */
 	enum mc_transport type;		/* advertised in MOUNT_SEGMENT */
 	/* 1 when usable on this host, 0 if not (why says it), < 0 on error. */
 	int (*probe)(char *why, size_t len);

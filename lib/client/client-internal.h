@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "client/rpc-conn.h"
+#include "rpc/rpc-conn.h"
 #include "mooncake/client.h"
 #include "proto/msg.h"
 #include "util/uuid.h"

@@ -326,39 +326,6 @@ MC_API int mc_stat(struct mc_client *c, const void *key, size_t klen, struct mc_
 
 /* ---- list ------------------------------------------------------------------- */
 
-struct keybuf {
-	struct mc_key *keys;
-	size_t n, cap;
-	uint8_t *bytes;
-	size_t blen, bcap;
-};
-
-static int keybuf_add(struct keybuf *k, const uint8_t *p, size_t len)
-{
-	if (k->n == k->cap) {
-		size_t nc = k->cap ? 2 * k->cap : 64;
-		struct mc_key *nk = realloc(k->keys, nc * sizeof(*nk));
-		if (!nk)
-			return MC_ERR_NO_MEMORY;
-		k->keys = nk;
-		k->cap = nc;
-	}
-	if (k->blen + len > k->bcap) {
-		size_t nc = k->bcap ? k->bcap : 4096;
-		while (nc < k->blen + len)
-			nc *= 2;
-		uint8_t *nb = realloc(k->bytes, nc);
-		if (!nb)
-			return MC_ERR_NO_MEMORY;
-		k->bytes = nb;
-		k->bcap = nc;
-	}
-	memcpy(k->bytes + k->blen, p, len);
-	k->keys[k->n++] = (struct mc_key){ (const void *)(uintptr_t)k->blen, len };
-	k->blen += len;
-	return 0;
-}
-
 MC_API int mc_list(struct mc_client *c, const struct mc_list_opts *opts, struct mc_key_list **ret)
 {
 	struct mc_list_opts o = { .sz = sizeof(o) };
@@ -387,22 +354,24 @@ MC_API int mc_list(struct mc_client *c, const struct mc_list_opts *opts, struct 
 	if (limit > MC_PROTO_MAX_LIST)
 		limit = MC_PROTO_MAX_LIST;
 
-	struct keybuf kb = { 0 };
+	struct mc_wbuf kb;		/* the keys taken, each as BYTES: u32 length, bytes */
+	size_t nkeys = 0;
 	uint8_t cursor[MC_PROTO_MAX_CURSOR];
 	size_t cursor_len = o.cursor_len;
 	if (cursor_len)
 		memcpy(cursor, o.cursor, cursor_len);
 	bool first = true;
+	mc_wbuf_init(&kb, SIZE_MAX);
 	/*
 	 * Each page asks for at most the keys still missing, so that every key
 	 * of a page can be taken and the server's cursor stays exact (it cannot
 	 * resume in the middle of a page).
 	 */
-	while (kb.n < limit && (first || cursor_len)) {
+	while (nkeys < limit && (first || cursor_len)) {
 		first = false;
 		struct mc_msg_get_all_keys_req q = { .tenant = mc_client_tenant(c),
 						     .cursor = MC_BYTES(cursor, cursor_len),
-						     .limit = (uint32_t)(limit - kb.n) };
+						     .limit = (uint32_t)(limit - nkeys) };
 		struct mc_msg_get_all_keys_resp p;
 		struct mc_conn *cn = NULL;
 		r = mc_pool_call(&c->mpool, &cn, MC_OP_GET_ALL_KEYS, &q, &p, NULL);
@@ -415,7 +384,8 @@ MC_API int mc_list(struct mc_client *c, const struct mc_list_opts *opts, struct 
 				if (regexec(&re, k.len ? (const char *)k.p : "", 0, &m, REG_STARTEND))
 					continue;
 			}
-			r = keybuf_add(&kb, k.p, k.len);
+			if ((r = mc_wbuf_put_bytes(&kb, k, MC_MAX_KEY_LEN)) == 0)
+				nkeys++;
 		}
 		if (r == 0) {
 			cursor_len = p.next_cursor.len <= sizeof(cursor) ? p.next_cursor.len : 0;
@@ -430,29 +400,34 @@ MC_API int mc_list(struct mc_client *c, const struct mc_list_opts *opts, struct 
 		regfree(&re);
 	if (r == 0) {
 		/* One allocation: the list, the key array, the cursor, the key bytes. */
-		size_t sz = sizeof(struct mc_key_list) + kb.n * sizeof(struct mc_key) + cursor_len +
-			    kb.blen + 1;
+		size_t blen = kb.len - 4 * nkeys;
+		size_t sz = sizeof(struct mc_key_list) + nkeys * sizeof(struct mc_key) + cursor_len +
+			    blen + 1;
 		struct mc_key_list *l = malloc(sz);
 		if (!l) {
 			r = MC_ERR_NO_MEMORY;
 		} else {
 			struct mc_key *keys = (struct mc_key *)(l + 1);
-			uint8_t *cur = (uint8_t *)(keys + kb.n);
+			uint8_t *cur = (uint8_t *)(keys + nkeys);
 			uint8_t *bytes = cur + cursor_len;
+			struct mc_rbuf rb;
 			if (cursor_len)
 				memcpy(cur, cursor, cursor_len);
-			if (kb.blen)
-				memcpy(bytes, kb.bytes, kb.blen);
-			for (size_t i = 0; i < kb.n; i++)
-				keys[i] = (struct mc_key){ bytes + (uintptr_t)kb.keys[i].key,
-							   kb.keys[i].len };
-			*l = (struct mc_key_list){ .n = kb.n, .keys = keys, .next_cursor = cur,
+			mc_rbuf_init(&rb, kb.p, kb.len);
+			for (size_t i = 0; i < nkeys; i++) {
+				struct mc_bytes k = { NULL, 0 };
+				mc_rbuf_get_bytes(&rb, MC_MAX_KEY_LEN, &k);
+				if (k.len)
+					memcpy(bytes, k.p, k.len);
+				keys[i] = (struct mc_key){ bytes, k.len };
+				bytes += k.len;
+			}
+			*l = (struct mc_key_list){ .n = nkeys, .keys = keys, .next_cursor = cur,
 						   .next_cursor_len = cursor_len };
 			*ret = l;
 		}
 	}
-	free(kb.keys);
-	free(kb.bytes);
+	mc_wbuf_free(&kb);
 	return r;
 }
 

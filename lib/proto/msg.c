@@ -269,8 +269,16 @@ MC_MSG_NESTED(GEN_CODEC)
 #define LOWER32(s) { LC4_(s, 0), LC4_(s, 4), LC4_(s, 8), LC4_(s, 12), \
 		     LC4_(s, 16), LC4_(s, 20), LC4_(s, 24), LC4_(s, 28) }
 
-#define MC_OP(NAME, code, rq, rs, fl) \
-	_Static_assert(sizeof(#NAME) <= 32, "op name too long: " #NAME);
+/* The rules of the table's columns (proto.def). */
+#define SERVED_BY_NODE_MASTER 0
+#define SERVED_BY_NODE_NODE   1
+#define SERVED_BY_NODE_ANY    0
+#define MC_OP_ROW(NAME, code, op, server, fl) \
+	_Static_assert(sizeof(#NAME) <= 32, "op name too long: " #NAME); \
+	_Static_assert(!((fl) & MC_OPF_DURABLE) || ((fl) & MC_OPF_MUTATING), \
+		       #NAME ": MC_OPF_DURABLE on an op that is not MC_OPF_MUTATING"); \
+	_Static_assert(!((fl) & MC_OPF_DATA) == !SERVED_BY_NODE_##server, \
+		       #NAME ": MC_OPF_DATA is for the ops a NODE serves, and only for them");
 #include "proto/proto.def"
 
 static const char op_names[MC_OP_COUNT][32] = {

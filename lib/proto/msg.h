@@ -84,6 +84,7 @@ enum mc_client_status {
 #define MC_OPF_DATA        (1u << 2)	/* node data plane */
 #define MC_OPF_ATTACH_REQ  (1u << 3)	/* the request carries an attachment */
 #define MC_OPF_ATTACH_RESP (1u << 4)	/* the response carries an attachment */
+#define MC_OPF_DURABLE     (1u << 5)	/* answered once its oplog records are on disk */
 
 /* The message field lists (the op table part needs MC_OP, see below). */
 #include "proto/proto.def"

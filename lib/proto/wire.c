@@ -52,6 +52,14 @@ void mc_wbuf_consume(struct mc_wbuf *w, size_t n)
 	w->len -= n;
 }
 
+char *mc_wbuf_cstr(struct mc_wbuf *w)
+{
+	if (!mc_wbuf_append(w, 1))
+		return NULL;
+	w->p[--w->len] = 0;
+	return (char *)w->p;
+}
+
 uint8_t *mc_wbuf_append_slow(struct mc_wbuf *w, size_t n)
 {
 	if (w->err)

@@ -112,6 +112,11 @@ void mc_wbuf_truncate(struct mc_wbuf *w, size_t len);
 /* Drop the first n bytes (e.g. after a partial write() to a socket). */
 void mc_wbuf_consume(struct mc_wbuf *w, size_t n);
 
+/* The bytes as a C string: a NUL is written after them (it needs room
+ * under max, and is not counted in len).  NULL if the buffer is in error
+ * or the NUL does not fit (error recorded). */
+char *mc_wbuf_cstr(struct mc_wbuf *w);
+
 /* Record err unless an error is already set; returns the sticky error. */
 static inline int mc_wbuf_fail(struct mc_wbuf *w, int err)
 {

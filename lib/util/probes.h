@@ -22,9 +22,9 @@
  *       deadline (now_ms + ttl_ms) in the master's clock (CLOCK_MONOTONIC).
  *   evict (master)                     u32 obj_hash, u32 tenant, u64 bytes, u32 reason
  *       an object is evicted; bytes = size x replicas; reason is enum
- *       mc_evict_reason (daemon/master/meta.h): 0 watermark (the background
- *       tick), 1 put (a PutStart needed room), 2 quota (the tenant's own
- *       objects made room under its quota), 3 admin (an evict request).
+ *       mc_evict_reason (below): 0 watermark (the background tick), 1 put (a
+ *       PutStart needed room), 2 quota (the tenant's own objects made room
+ *       under its quota), 3 admin (an evict request).
  *   put__start (master)                u32 obj_hash, u32 tenant, u64 size,
  *                                      u32 replicas, s32 status
  *       PutStart answered (status 0 or a negative MC_ERR_*), single and batch.
@@ -48,9 +48,44 @@
  * Which files carry which probes: the master binary (lease, evict, put),
  * the node binary (transfer, side 1), libmooncake.so.0 and every program
  * linking libmooncake.a, e.g. mooncakectl (transfer, side 0).
+ *
+ * The BPF programs include this file too (through bpf/mooncake-trace.h),
+ * for the argument values only.
  */
 #ifndef MC_UTIL_PROBES_H
 #define MC_UTIL_PROBES_H
+
+/* evict: why, X(NAME, "name") in value order from 0 (the master's
+ * eviction counters, the tracer's evict_stats map and labels). */
+#define MC_EVICT_REASON_LIST(X) \
+	X(WATERMARK, "watermark")	/* background, above the high watermark (mc_meta_tick) */ \
+	X(PUT,       "put")		/* a PutStart found no space */ \
+	X(QUOTA,     "quota")		/* a PutStart over its tenant's quota */ \
+	X(ADMIN,     "admin")		/* mc_meta_evict() (REST, mooncakectl) */
+
+enum mc_evict_reason {
+#define MC__EVICT_ENUM(NAME, name) MC_EVICT_##NAME,
+	MC_EVICT_REASON_LIST(MC__EVICT_ENUM)
+#undef MC__EVICT_ENUM
+	MC_EVICT_REASONS
+};
+
+enum { MC_SIDE_CLIENT = 0, MC_SIDE_NODE = 1 };
+enum { MC_XFER_WRITE = 1, MC_XFER_READ = 2 };
+/* transport: enum mc_transport (mooncake/types.h): 0 tcp, 1 rdma, 2 shm. */
+
+#ifndef __bpf__
+
+/* "watermark", "put", "quota", "admin"; NULL past the last. */
+static inline const char *mc_evict_reason_name(unsigned reason)
+{
+	static const char *const names[MC_EVICT_REASONS] = {
+#define MC__EVICT_NAME(NAME, name) [MC_EVICT_##NAME] = name,
+		MC_EVICT_REASON_LIST(MC__EVICT_NAME)
+#undef MC__EVICT_NAME
+	};
+	return reason < MC_EVICT_REASONS ? names[reason] : NULL;
+}
 
 #include <sys/sdt.h>
 
@@ -63,14 +98,11 @@
 #define _SDT_NOP .nops 5
 #endif
 
-enum { MC_SIDE_CLIENT = 0, MC_SIDE_NODE = 1 };
-enum { MC_XFER_WRITE = 1, MC_XFER_READ = 2 };
-/* transport: enum mc_transport (mooncake/types.h): 0 tcp, 1 rdma, 2 shm. */
-
 #define MC_PROBE(name) DTRACE_PROBE(mooncake, name)
 #define MC_PROBE3(name, a, b, c) DTRACE_PROBE3(mooncake, name, a, b, c)
 #define MC_PROBE4(name, a, b, c, d) DTRACE_PROBE4(mooncake, name, a, b, c, d)
 #define MC_PROBE5(name, a, b, c, d, e) DTRACE_PROBE5(mooncake, name, a, b, c, d, e)
 #define MC_PROBE7(name, a, b, c, d, e, f, g) DTRACE_PROBE7(mooncake, name, a, b, c, d, e, f, g)
 
+#endif /* !__bpf__ */
 #endif

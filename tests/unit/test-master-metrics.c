@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/rpc-conn.h"
+#include "rpc/rpc-conn.h"
 #include "common/rpc-server.h"
 #include "master/master-clients.h"
 #include "master/master-metrics.h"

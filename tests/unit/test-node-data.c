@@ -1,7 +1,7 @@
 /*
  * test-node-data.c - the node data plane in-process: node-tcp.c (rpc-server
  * with attachments + node-data.c) over two /dev/shm segments, driven
- * through lib/client/rpc-conn.h.  Random sizes 1 B .. 64 MiB written and
+ * through lib/rpc/rpc-conn.h.  Random sizes 1 B .. 64 MiB written and
  * read back byte for byte, bounds and overflow checks, length != attach,
  * unknown segment, pipelined garbage, concurrent clients, DATA_STAT, and
  * the shared-memory view of a co-located client.  Prints the transfer
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/rpc-conn.h"
+#include "rpc/rpc-conn.h"
 #include "node/node-segment.h"
 #include "node/node-transport.h"
 #include "util/rand.h"

@@ -3,7 +3,9 @@
  * pipelined requests and echoed ids, every master op family, unknown
  * opcodes, malformed bodies, broken headers and random bytes (error or close,
  * then the server keeps serving), output backpressure, 200 concurrent
- * connections, the Unix socket listener, client expiry (master-clients.c). */
+ * connections, the Unix socket listener, client expiry (master-clients.c),
+ * and the durability of every op proto.def flags MC_OPF_DURABLE (answered
+ * only once its oplog records are on disk, over a real local oplog). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 
 #include "common/rpc-server.h"
 #include "master/master-rpc.h"
+#include "master/oplog.h"
 #include "util/sock.h"
 
 struct fixture {
@@ -32,6 +35,8 @@ struct fixture {
 	struct mc_rpc_server *srv;
 	uint16_t port;
 	char unix_path[108];
+	struct mc_oplog *oplog;		/* setup_oplog only */
+	char state_dir[64];
 };
 
 static uint64_t clock_now(void *ctx)
@@ -71,10 +76,35 @@ static int setup_small_out(void **state)
 	return start(state, 4096);
 }
 
+/* The master's handlers over a real local oplog whose group-commit window
+ * (300 ms) is far longer than a reply takes: an answer that did not wait
+ * for its records would come back before they are durable. */
+static int setup_oplog(void **state)
+{
+	start(state, 0);
+	struct fixture *f = *state;
+	struct mc_oplog_config oc = { .sync = true, .flush_interval_us = 300000 };
+	char dir[96];
+	snprintf(f->state_dir, sizeof(f->state_dir), "/tmp/test-rpc-server.XXXXXX");
+	assert_non_null(mkdtemp(f->state_dir));
+	snprintf(dir, sizeof(dir), "%s/oplog", f->state_dir);
+	assert_int_equal(mc_oplog_open_local(dir, &oc, &f->oplog, NULL), 0);
+	mc_meta_set_oplog(f->meta, f->oplog);
+	f->rpc.oplog = f->oplog;
+	return 0;
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	f->srv = mc_rpc_server_stop(f->srv);
+	if (f->oplog) {
+		mc_meta_set_oplog(f->meta, NULL);
+		f->oplog = mc_oplog_close(f->oplog);
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->state_dir);
+		assert_int_equal(system(cmd), 0);
+	}
 	mc_master_clients_free(f->clients);
 	mc_meta_free(f->meta);
 	free(f);
@@ -758,6 +788,100 @@ static void test_client_expiry(void **state)
 	close(fd);
 }
 
+/* Every op the master serves that changes state is MC_OPF_DURABLE, but
+ * the revokes: a write in progress is never logged, so dropping one logs
+ * nothing either (meta-oplog.c).  A new mutating op has to choose. */
+static void test_durable_flags(void **state)
+{
+	for (unsigned i = 0; i < MC_OP_COUNT; i++) {
+		const struct mc_op_info *oi = mc_op_info_at(i);
+		bool revoke = oi->op == MC_OP_PUT_REVOKE || oi->op == MC_OP_BATCH_PUT_REVOKE;
+		if (oi->flags & MC_OPF_DATA)
+			assert_false(oi->flags & MC_OPF_DURABLE);
+		else if (oi->flags & MC_OPF_MUTATING)
+			assert_int_equal(!!(oi->flags & MC_OPF_DURABLE), !revoke);
+		else
+			assert_false(oi->flags & MC_OPF_DURABLE);
+	}
+}
+
+struct durable_check {
+	struct fixture *f;
+	int fd;
+	bool seen[MC_OP_COUNT];
+	uint64_t logged;		/* records appended by the ops so far */
+};
+
+/* op answers 0 and, when it appended records, only once they are all on disk. */
+static void durable_rpc(struct durable_check *d, uint16_t op, const void *req)
+{
+	struct mc_oplog_stats st;
+	uint64_t before = mc_oplog_last_seq(d->f->oplog);
+	assert_int_equal(rpc0(d->fd, op, req), 0);
+	uint64_t last = mc_oplog_last_seq(d->f->oplog);
+	mc_oplog_get_stats(d->f->oplog, &st);
+	assert_true(st.durable_seq >= last);
+	d->logged += last - before;
+	d->seen[mc_op_info(op)->index] = true;
+}
+
+static void test_durable_ops(void **state)
+{
+	struct fixture *f = *state;
+	struct durable_check d = { .f = f, .fd = conn(f) };
+	struct mc_msg_mount_segment_req ms = {
+		.client_id = uid(7),
+		.segment = { .id = uid(70), .name = mc_bytes_str("seg-d"),
+			     .host = mc_bytes_str("127.0.0.1"), .base = 1ull << 40,
+			     .size = 64u << 20, .endpoint = mc_bytes_str("127.0.0.1:50061") },
+	};
+	durable_rpc(&d, MC_OP_MOUNT_SEGMENT, &ms);
+	struct mc_msg_segment seg2 = ms.segment;
+	seg2.id = uid(71);
+	seg2.name = mc_bytes_str("seg-e");
+	struct mc_msg_remount_segments_req rms = { .client_id = uid(7), .n_segments = 1,
+						   .segments = &seg2 };
+	durable_rpc(&d, MC_OP_REMOUNT_SEGMENTS, &rms);
+
+	struct mc_msg_put_start_req ps = { .client_id = uid(7), .key = mc_bytes_str("d1"),
+					   .size = 4096, .config = { .replica_num = 1 } };
+	durable_rpc(&d, MC_OP_PUT_START, &ps);
+	struct mc_msg_put_end_req pe = { .client_id = uid(7), .key = ps.key };
+	durable_rpc(&d, MC_OP_PUT_END, &pe);
+	struct mc_msg_pin_req pin = { .key = ps.key, .ttl_ms = 60000 };
+	durable_rpc(&d, MC_OP_PIN, &pin);
+	struct mc_msg_unpin_req unpin = { .key = ps.key };
+	durable_rpc(&d, MC_OP_UNPIN, &unpin);
+	struct mc_msg_remove_req rm = { .key = ps.key, .force = true };
+	durable_rpc(&d, MC_OP_REMOVE, &rm);
+
+	struct mc_bytes keys[3] = { mc_bytes_str("d2"), mc_bytes_str("d3"), mc_bytes_str("d4") };
+	uint64_t sizes[3] = { 100, 200, 300 };
+	struct mc_msg_put_end_item items[3] = { { .key = keys[0] }, { .key = keys[1] },
+						{ .key = keys[2] } };
+	struct mc_msg_batch_put_start_req bps = { .client_id = uid(7), .n_keys = 3, .keys = keys,
+						  .n_sizes = 3, .sizes = sizes,
+						  .config = { .replica_num = 1 } };
+	durable_rpc(&d, MC_OP_BATCH_PUT_START, &bps);
+	struct mc_msg_batch_put_end_req bpe = { .client_id = uid(7), .n_items = 3, .items = items };
+	durable_rpc(&d, MC_OP_BATCH_PUT_END, &bpe);
+	struct mc_msg_batch_remove_req brm = { .n_keys = 1, .keys = keys, .force = true };
+	durable_rpc(&d, MC_OP_BATCH_REMOVE, &brm);
+	struct mc_msg_remove_by_regex_req rr = { .regex = mc_bytes_str("^d3$"), .force = true };
+	durable_rpc(&d, MC_OP_REMOVE_BY_REGEX, &rr);
+	struct mc_msg_remove_all_req ra = { .force = true };
+	durable_rpc(&d, MC_OP_REMOVE_ALL, &ra);
+	struct mc_msg_unmount_segment_req um = { .client_id = uid(7), .segment_id = uid(71) };
+	durable_rpc(&d, MC_OP_UNMOUNT_SEGMENT, &um);
+
+	/* 2 mounts, object, pin, unpin, delete, 3 objects, 3 deletes, unmount */
+	assert_true(d.logged >= 13);
+	for (unsigned i = 0; i < MC_OP_COUNT; i++)
+		if (mc_op_info_at(i)->flags & MC_OPF_DURABLE)
+			assert_true(d.seen[i]);	/* a new durable op belongs above */
+	close(d.fd);
+}
+
 static void test_stop_with_open_connections(void **state)
 {
 	(void)state;
@@ -794,6 +918,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unix_socket, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_expiry, setup, teardown),
 		cmocka_unit_test(test_stop_with_open_connections),
+		cmocka_unit_test(test_durable_flags),
+		cmocka_unit_test_setup_teardown(test_durable_ops, setup_oplog, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

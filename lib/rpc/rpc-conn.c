@@ -1,14 +1,13 @@
 /* rpc-conn.c - see rpc-conn.h. */
 #include <errno.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "client/rpc-conn.h"
+#include "rpc/rpc-conn.h"
 #include "util/clock.h"
 #include "util/sock.h"
 #include "util/syserr.h"
@@ -31,7 +30,6 @@ struct mc_rpc_conn {
 	size_t body_cap;
 	uint8_t rbuf[RBUF_SIZE];
 	size_t rpos, rlen;
-	char server_version[65];
 };
 
 /* Exactly n bytes into dst (dst NULL: drop them). */
@@ -91,11 +89,6 @@ bool mc_rpc_conn_check_idle(struct mc_rpc_conn *c)
 		return false;
 	}
 	return true;
-}
-
-const char *mc_rpc_conn_server_version(const struct mc_rpc_conn *c)
-{
-	return c->server_version;
 }
 
 /* The connection is unusable after error e: a timeout stays one, anything
@@ -219,9 +212,6 @@ int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
 	struct mc_msg_hello_resp p;
 	mc_arena_init(&a);
 	int r = mc_rpc_call(c, MC_OP_HELLO, &q, &p, &a, NULL);
-	if (r == 0)
-		snprintf(c->server_version, sizeof(c->server_version), "%.*s",
-			 (int)p.server_version.len, (const char *)p.server_version.p);
 	mc_arena_free(&a);
 	if (r < 0) {
 		mc_rpc_conn_close(c);

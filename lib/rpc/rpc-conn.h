@@ -1,7 +1,8 @@
 /*
  * rpc-conn.h - one blocking connection speaking the binary protocol
- * (lib/proto/frame.h) to a master or a node.  Internal to libmooncake and
- * the node daemon; never logs.
+ * (lib/proto/frame.h) to a master or a node: the client side of
+ * daemon/common/rpc-server.h.  Internal to libmooncake and the node daemon
+ * (its link to the master); never logs.
  *
  * A connection is used by one thread at a time (the library keeps one per
  * thread or a small pool).  A call sends one request frame, with an
@@ -13,8 +14,8 @@
  * transport failure returns MC_ERR_RPC_FAIL (or MC_ERR_RPC_TIMEOUT) and
  * marks the connection broken (mc_rpc_conn_ok() is then false: reopen).
  */
-#ifndef MC_CLIENT_RPC_CONN_H
-#define MC_CLIENT_RPC_CONN_H
+#ifndef MC_RPC_RPC_CONN_H
+#define MC_RPC_RPC_CONN_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,8 +33,6 @@ bool mc_rpc_conn_ok(const struct mc_rpc_conn *c);
 /* For an idle connection about to be reused: false (and marked broken)
  * when the peer closed it or sent something unrequested. */
 bool mc_rpc_conn_check_idle(struct mc_rpc_conn *c);
-/* The peer's version string from HELLO. */
-const char *mc_rpc_conn_server_version(const struct mc_rpc_conn *c);
 
 struct mc_rpc_attach {
 	const struct iovec *send;     /* request attachment (DATA_WRITE), or NULL */
