@@ -96,8 +96,8 @@ $(O)/tests/bench/client-bench: $(O)/tests/bench/client-bench.o $(CLIENT_LIB)
 TEST_BINS += $(O)/tests/bench/client-bench
 bench: $(O)/tests/bench/client-bench all
 
-# Load generators of the restart and eviction tests (libmooncake's public API).
-$(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB)
+# Load generators of the restart and eviction tests (libmooncake, plus util for mc_rand).
+$(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
 
