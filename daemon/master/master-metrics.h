@@ -1,6 +1,6 @@
 /*
- * master-metrics.h - the master's Prometheus metrics (DESIGN §7, every family
- * listed in docs/metrics.md): gauges and counters read from the metadata
+ * master-metrics.h - the master's Prometheus metrics (every family listed in
+ * docs/metrics.md): gauges and counters read from the metadata
  * service, the client registry and the rpc server at each scrape,
  * per-segment and per-tenant gauges, and the per-op RPC families the rpc
  * server updates as it answers.
@@ -17,25 +17,23 @@
 struct mc_meta;
 struct mc_master_clients;
 struct mc_rpc_server;
-struct mc_metric;
+struct mc_daemon_metrics;
+struct mc_op_metrics;
 
 struct mc_master_metrics;
-
-/* The families the rpc server updates (struct mc_rpc_server_config). */
-struct mc_master_rpc_metrics {
-	struct mc_metric *op_requests, *op_errors, *op_duration;
-	const int16_t *op_series;	/* the master's ops (not the node data plane's) */
-};
 
 /* 0 or -ENOMEM.  clients may be NULL. */
 int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *clients,
 			  struct mc_master_metrics **ret);
 struct mc_master_metrics *mc_master_metrics_free(struct mc_master_metrics *mm);
 
-void mc_master_metrics_rpc(struct mc_master_metrics *mm, struct mc_master_rpc_metrics *ret);
+/* The per-op families the rpc server updates (mc_op_metrics_attach()). */
+const struct mc_op_metrics *mc_master_metrics_ops(const struct mc_master_metrics *mm);
 /* The server whose totals the scrape reports (set once it runs). */
 void mc_master_metrics_set_server(struct mc_master_metrics *mm, struct mc_rpc_server *srv);
 
+/* The scrape (GET /metrics: mc_daemon_metrics_http() with it). */
+struct mc_daemon_metrics *mc_master_metrics_daemon(struct mc_master_metrics *mm);
 /* Text format 0.0.4, malloc'd; NULL when out of memory. */
 char *mc_master_metrics_render(struct mc_master_metrics *mm, size_t *len);
 

@@ -1,18 +1,19 @@
 /*
- * node-metrics.h - the node's Prometheus metrics (DESIGN §7, listed in
- * docs/metrics.md): its segments, the master link (mounted, heartbeats),
- * and the data plane (requests, errors and transfer time per op, bytes per
- * direction, connections).
+ * node-metrics.h - the node's Prometheus metrics (listed in docs/metrics.md):
+ * its segments, the master link (mounted, heartbeats), and the data plane
+ * (requests, errors and transfer time per op, bytes per direction,
+ * connections), on the daemons' shared lifecycle (common/daemon-metrics.h).
  *
- * Thread safety: mc_node_metrics_render() may run on any HTTP thread; the
- * set_* calls may run while it does (they take the same lock).  The data
- * plane updates its families lock-free (util/metrics.h).
+ * Thread safety: a scrape may run on any HTTP thread; the set_* calls may
+ * run while it does (they take the scrape's lock).  The data plane updates
+ * its families lock-free (util/metrics.h).
  */
 #ifndef MC_NODE_METRICS_H
 #define MC_NODE_METRICS_H
 
 #include <stddef.h>
 
+#include "common/daemon-metrics.h"
 #include "node/node-master.h"
 #include "node/node-segment.h"
 #include "node/node-transport.h"
@@ -24,8 +25,10 @@ int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_node_metr
 /* NULL is fine.  Returns NULL. */
 struct mc_node_metrics *mc_node_metrics_free(struct mc_node_metrics *nm);
 
-/* The families the data plane updates (struct mc_node_transport_config). */
-const struct mc_node_data_metrics *mc_node_metrics_data(struct mc_node_metrics *nm);
+/* The per-op families the data plane updates (struct mc_node_transport_config). */
+const struct mc_op_metrics *mc_node_metrics_ops(const struct mc_node_metrics *nm);
+/* The scrape (GET /metrics). */
+struct mc_daemon_metrics *mc_node_metrics_daemon(struct mc_node_metrics *nm);
 /* The transport whose totals a scrape reports; NULL before it runs and
  * before it stops. */
 void mc_node_metrics_set_transport(struct mc_node_metrics *nm,
@@ -33,8 +36,5 @@ void mc_node_metrics_set_transport(struct mc_node_metrics *nm,
 				   struct mc_node_transport *tr);
 /* The master link whose statistics a scrape reports; NULL before it stops. */
 void mc_node_metrics_set_link(struct mc_node_metrics *nm, struct mc_node_master *link);
-
-/* Text format 0.0.4, malloc'd; NULL when out of memory. */
-char *mc_node_metrics_render(struct mc_node_metrics *nm, size_t *len);
 
 #endif

@@ -1,13 +1,25 @@
-/* trace-metrics.h - the mooncake_trace_* families (docs/metrics-trace.md)
- * rendered from the BPF maps in the Prometheus text format 0.0.4. */
+/*
+ * trace-metrics.h - mooncake-trace's /metrics: the mooncake_trace_* families
+ * (docs/metrics-trace.md) read from the BPF maps at each scrape, on the
+ * daemons' shared lifecycle (common/daemon-metrics.h).
+ */
 #ifndef MC_TRACE_METRICS_H
 #define MC_TRACE_METRICS_H
 
-#include <stdio.h>
+#include <stdint.h>
 
-#include "bpf/mctrace.h"
+#include "common/daemon-metrics.h"
+#include "trace/mctrace.h"
 
-/* Writes every family read from m.  0, or -1 on a write error. */
-int trace_metrics_render(const struct mctrace_maps *m, FILE *f);
+struct trace_metrics;
+
+/* 0 or -ENOMEM.  t must outlive the metrics. */
+int trace_metrics_new(struct mctrace *t, struct trace_metrics **ret);
+/* NULL is fine.  Returns NULL. */
+struct trace_metrics *trace_metrics_free(struct trace_metrics *tm);
+/* The scrape (GET /metrics). */
+struct mc_daemon_metrics *trace_metrics_daemon(struct trace_metrics *tm);
+/* Counts one event read from the ring buffer (kind: MC_EV_*). */
+void trace_metrics_event(struct trace_metrics *tm, uint32_t kind);
 
 #endif

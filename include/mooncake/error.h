@@ -81,7 +81,8 @@ enum mc_error {
 
 /* "OBJECT_NOT_FOUND" for -704; "UNKNOWN_ERROR" for a code not in the table. */
 const char *mc_error_name(int code);
-/* Human-readable description of a code. */
+/* Human-readable description of a code (of a negative errno, for a code
+ * not in the table). */
 const char *mc_strerror(int code);
 /* The HTTP status the REST API answers a code with (500 if unknown). */
 int mc_error_http_status(int code);

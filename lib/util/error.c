@@ -34,7 +34,12 @@ MC_API const char *mc_error_name(int code)
 MC_API const char *mc_strerror(int code)
 {
 	const struct mc_error_info *e = error_find(code);
-	return e ? e->desc : "unknown error";
+	if (e)
+		return e->desc;
+	/* Not in the table: a negative errno (the daemons' internals still
+	 * return some), described as strerror() would. */
+	const char *d = code < 0 && code > -4096 ? strerrordesc_np(-code) : NULL;
+	return d ? d : "unknown error";
 }
 
 MC_API int mc_error_http_status(int code)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "client/rpc-conn.h"
+#include "common/daemon-metrics.h"
 #include "common/rpc-server.h"
 #include "master/master-clients.h"
 #include "master/master-metrics.h"
@@ -40,7 +41,6 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	struct mc_meta_config mc;
 	struct mc_rpc_handlers h;
-	struct mc_master_rpc_metrics rm;
 
 	f->clk.now = 1000000;
 	mc_meta_config_defaults(&mc);
@@ -49,12 +49,10 @@ static int setup(void **state)
 	assert_rc(mc_meta_new(&mc, &f->meta), 0);
 	assert_rc(mc_master_clients_new(f->meta, 10000, &f->clients), 0);
 	assert_int_equal(mc_master_metrics_new(f->meta, f->clients, &f->mm), 0);
-	mc_master_metrics_rpc(f->mm, &rm);
 	f->rpc = (struct mc_master_rpc){ .meta = f->meta, .clients = f->clients };
 	mc_master_rpc_handlers(&h);
-	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 1,
-					  .op_requests = rm.op_requests, .op_errors = rm.op_errors,
-					  .op_duration = rm.op_duration, .op_series = rm.op_series };
+	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 1 };
+	mc_op_metrics_attach(mc_master_metrics_ops(f->mm), &c);
 	assert_rc(mc_rpc_server_start(&c, &h, &f->rpc, &f->srv), 0);
 	mc_master_metrics_set_server(f->mm, f->srv);
 	snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u", (unsigned)mc_rpc_server_port(f->srv));
