@@ -145,8 +145,11 @@ static void print_option(const struct mc_option *o, const void *cfg, FILE *f)
 	}
 	mc_config_format(o, cfg, val, sizeof(val));
 	fprintf(f, "# default: %s\n", *def ? def : "(empty)");
-	/* inih caps a line at 199 characters: drop the spaces if they would not fit */
-	fprintf(f, strlen(o->name) + strlen(val) + 3 > 199 ? "%s=%s\n" : "%s = %s\n", o->name, val);
+	/* No spaces around '=' when the value starts with ';' (after a space it
+	 * would start a comment) or when they would not fit in inih's 199
+	 * characters a line. */
+	bool tight = val[0] == ';' || strlen(o->name) + strlen(val) + 3 > 199;
+	fprintf(f, tight ? "%s=%s\n" : "%s = %s\n", o->name, val);
 }
 
 int mc_config_print(const struct mc_config_def *def, const void *cfg, FILE *f)

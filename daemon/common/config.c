@@ -14,6 +14,8 @@
 
 /* Debian's inih is built with INI_MAX_LINE=200 and silently truncates longer lines. */
 #define INI_LINE_LIMIT 199
+#define MC_STRINGIFY_(x) #x
+#define MC_STRINGIFY(x) MC_STRINGIFY_(x)
 
 const char *const mc_config_log_levels[] = { "error", "warning", "notice", "info", "debug", NULL };
 
@@ -364,22 +366,39 @@ int mc_config_read(const struct mc_config_def *def, void *cfg, FILE *f, const ch
 		   char *err, size_t errlen)
 {
 	struct ini_ctx c = { .def = def, .cfg = cfg, .err = err, .errlen = errlen };
-	char line[1024];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
 	int lineno = 0;
 
-	/* Refuse over-long lines ourselves: inih would truncate them silently. */
-	while (fgets(line, sizeof(line), f)) {
+	/* Refuse what inih would take silently: an over-long line (truncated),
+	 * a NUL byte (the line would end there), and an indented line after a
+	 * key of the same section (a continuation of that key's value). */
+	bool key_seen = false;
+	while ((n = getline(&line, &cap, f)) > 0) {
 		lineno++;
-		size_t len = strlen(line);
-		bool nl = len && line[len - 1] == '\n';
-		if (nl)
-			len--;
-		if (len > INI_LINE_LIMIT || (!nl && !feof(f))) {
-			snprintf(err, errlen, "%s:%d: line longer than %d characters", name, lineno,
-				 INI_LINE_LIMIT);
+		size_t len = (size_t)n - (line[n - 1] == '\n');
+		const char *s = line + strspn(line, " \t\r\v\f");
+		const char *what = memchr(line, 0, len) ? "the line holds a NUL byte" :
+				   len > INI_LINE_LIMIT ? "the line holds more than "
+							  MC_STRINGIFY(INI_LINE_LIMIT) " characters" :
+				   NULL;
+		if (!what && *s && *s != '\n' && *s != ';' && *s != '#') {
+			if (*s == '[')
+				key_seen = false;
+			else if (s > line && key_seen)
+				what = "an indented line would continue the value above (a multi-line "
+				       "value, which no option takes): remove the indentation";
+			else
+				key_seen = true;
+		}
+		if (what) {
+			snprintf(err, errlen, "%s:%d: %s", name, lineno, what);
+			free(line);
 			return -1;
 		}
 	}
+	free(line);
 	if (ferror(f) || fseek(f, 0, SEEK_SET) < 0) {
 		snprintf(err, errlen, "cannot read %s: %s", name, strerror(errno));
 		return -1;
