@@ -13,23 +13,23 @@
 struct mc_daemon_metrics {
 	struct mc_metrics *reg;
 	pthread_mutex_t lock;
-	void (*take)(void *ctx);
-	void *ctx;
+	const struct mc_daemon_metrics_def *def;
+	void *state;
 	uint64_t started_ns;
 };
 
-int mc_daemon_metrics_new(void (*take)(void *ctx), void *ctx, struct mc_daemon_metrics **ret)
+int mc_daemon_metrics_new(const struct mc_daemon_metrics_def *def, const void *init,
+			  struct mc_daemon_metrics **ret)
 {
 	static const char *const version[] = { MC_VERSION_STRING };
 	struct mc_daemon_metrics *dm = calloc(1, sizeof(*dm));
 	if (!dm)
 		return -ENOMEM;
 	pthread_mutex_init(&dm->lock, NULL);
-	dm->take = take;
-	dm->ctx = ctx;
+	dm->def = def;
 	dm->started_ns = mc_now_ns();
 	struct mc_metric *bi = NULL;
-	if ((dm->reg = mc_metrics_new()))
+	if ((dm->state = malloc(def->size)) && (dm->reg = mc_metrics_new()))
 		bi = mc_metrics_add(dm->reg, MC_METRIC_GAUGE, "mooncake_build_info",
 				    "Build information; the value is 1.", "version", version, 1);
 	if (!bi) {
@@ -37,6 +37,12 @@ int mc_daemon_metrics_new(void (*take)(void *ctx), void *ctx, struct mc_daemon_m
 		return -ENOMEM;
 	}
 	mc_metric_set(bi, 0, 1);
+	memcpy(dm->state, init, def->size);
+	int r = def->add(dm, dm->state);
+	if (r < 0) {
+		mc_daemon_metrics_free(dm);
+		return r;
+	}
 	*ret = dm;
 	return 0;
 }
@@ -47,6 +53,7 @@ struct mc_daemon_metrics *mc_daemon_metrics_free(struct mc_daemon_metrics *dm)
 		return NULL;
 	mc_metrics_free(dm->reg);
 	pthread_mutex_destroy(&dm->lock);
+	free(dm->state);
 	free(dm);
 	return NULL;
 }
@@ -54,6 +61,11 @@ struct mc_daemon_metrics *mc_daemon_metrics_free(struct mc_daemon_metrics *dm)
 struct mc_metrics *mc_daemon_metrics_registry(struct mc_daemon_metrics *dm)
 {
 	return dm->reg;
+}
+
+void *mc_daemon_metrics_state(struct mc_daemon_metrics *dm)
+{
+	return dm->state;
 }
 
 static double read_double(void *ctx, unsigned idx)
@@ -90,8 +102,8 @@ void mc_daemon_metrics_unlock(struct mc_daemon_metrics *dm)
 char *mc_daemon_metrics_render(struct mc_daemon_metrics *dm, size_t *len)
 {
 	pthread_mutex_lock(&dm->lock);
-	if (dm->take)
-		dm->take(dm->ctx);
+	if (dm->def->take)
+		dm->def->take(dm, dm->state);
 	char *text = mc_metrics_render_string(dm->reg, len);
 	pthread_mutex_unlock(&dm->lock);
 	return text;

@@ -4,10 +4,11 @@
  * trace/trace-metrics.c).
  *
  * A daemon's metrics are a registry (util/metrics.h) that starts with
- * mooncake_build_info{version} = 1.  Most values are read from the
- * daemon's modules once per scrape: mc_daemon_metrics_render() takes the
- * lock, calls the daemon's take(ctx), which copies what it reports into
- * its own snapshot, renders, and unlocks.  Scalar families
+ * mooncake_build_info{version} = 1, and the daemon's state, which this
+ * module allocates and frees.  Most values are read from the daemon's
+ * modules once per scrape: mc_daemon_metrics_render() takes the lock,
+ * calls the daemon's take(), which copies what it reports into its state,
+ * renders, and unlocks.  Scalar families
  * (mc_daemon_metrics_add_scalars()) read one double each of that
  * snapshot; labelled and collector families read it through their own
  * callbacks.  Handles the scrape reads and that come and go while the
@@ -35,11 +36,26 @@
 
 struct mc_daemon_metrics;
 
-/* 0 or -ENOMEM.  take(ctx) runs under the lock before each render (may be NULL). */
-int mc_daemon_metrics_new(void (*take)(void *ctx), void *ctx, struct mc_daemon_metrics **ret);
+/* What a daemon's metrics module gives: the size of its state, which the
+ * lifecycle allocates (a copy of the init state given to new) and frees,
+ * the registration of its families, and the per-scrape snapshot. */
+struct mc_daemon_metrics_def {
+	size_t size;
+	/* Registers the daemon's families: 0 or -ENOMEM. */
+	int (*add)(struct mc_daemon_metrics *dm, void *state);
+	/* Before each render, under the lock (may be NULL). */
+	void (*take)(struct mc_daemon_metrics *dm, void *state);
+};
+
+/* The registry with mooncake_build_info, the state (def->size bytes copied
+ * from init), then def->add().  0 or -ENOMEM. */
+int mc_daemon_metrics_new(const struct mc_daemon_metrics_def *def, const void *init,
+			  struct mc_daemon_metrics **ret);
 /* NULL is fine.  Returns NULL. */
 struct mc_daemon_metrics *mc_daemon_metrics_free(struct mc_daemon_metrics *dm);
 struct mc_metrics *mc_daemon_metrics_registry(struct mc_daemon_metrics *dm);
+/* The daemon's state. */
+void *mc_daemon_metrics_state(struct mc_daemon_metrics *dm);
 
 /* A counter or gauge of one series whose value is *value at render time. */
 struct mc_scalar_family {

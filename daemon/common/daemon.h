@@ -47,6 +47,16 @@
 /* The default config file of a daemon, in its main: MC_DAEMON_CONFIG("master.conf"). */
 #define MC_DAEMON_CONFIG(file) MC_SYSCONFDIR "/mooncake/" file
 
+/* A daemon's definition, in its main: the program name, its config file
+ * (under SYSCONFDIR/mooncake), the usage text, the option table and the
+ * relation check (or NULL). */
+#define MC_DAEMON_DEF(var, program_, file, usage_, opts_, check_)			\
+	static const struct mc_config_def var = {					\
+		.program = (program_), .usage = (usage_),				\
+		.default_file = MC_DAEMON_CONFIG(file), .opts = (opts_),		\
+		.nopts = sizeof(opts_) / sizeof((opts_)[0]), .check = (check_),	\
+	}
+
 /* Exit codes. */
 enum { MC_EXIT_OK = 0, MC_EXIT_FAILURE = 1, MC_EXIT_USAGE = 2 };
 

@@ -22,11 +22,11 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_EXPIRED, V_RPC_REQUESTS, V_RPC_ERRORS, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_COUNT };
 
-struct mc_master_metrics {
+/* The state of the master's metrics (mc_daemon_metrics_state()). */
+struct master_metrics {
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
 	struct mc_rpc_server *srv;		/* under the scrape lock */
-	struct mc_daemon_metrics *dm;
 	struct mc_op_metrics ops;
 	/* the snapshot of one scrape (take_values(), under the scrape lock) */
 	struct mc_meta_stats ms;
@@ -35,19 +35,19 @@ struct mc_master_metrics {
 
 static double evicted_objects(void *ctx, unsigned reason)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	return (double)mm->ms.evicted_objects_by[reason];
 }
 
 static double evicted_bytes(void *ctx, unsigned reason)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	return (double)mm->ms.evicted_bytes_by[reason];
 }
 
-static void take_values(void *ctx)
+static void take_values(struct mc_daemon_metrics *dm, void *state)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = state;
 	struct mc_meta_stats *ms = &mm->ms;
 	struct mc_master_clients_stats cs = { 0 };
 	struct mc_rpc_stats rs = { 0 };
@@ -79,7 +79,7 @@ static void take_values(void *ctx)
 	v[V_RPC_ERRORS] = (double)rs.errors;
 	v[V_RPC_CONNECTIONS] = (double)rs.open;
 	v[V_RPC_ACCEPTED] = (double)rs.accepted;
-	v[V_UPTIME] = mc_daemon_metrics_uptime(mm->dm);
+	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
 }
 
 /* ---- collectors: one series per segment, per tenant --------------------------------- */
@@ -99,14 +99,14 @@ static void seg_one(void *ctx, const struct mc_segment *s, uint64_t used)
 
 static void collect_segment_capacity(void *ctx, struct mc_metric_sink *sink)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	struct seg_emit e = { sink, false };
 	mc_meta_foreach_segment(mm->meta, seg_one, &e);
 }
 
 static void collect_segment_used(void *ctx, struct mc_metric_sink *sink)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	struct seg_emit e = { sink, true };
 	mc_meta_foreach_segment(mm->meta, seg_one, &e);
 }
@@ -130,7 +130,7 @@ static void tenant_one(void *ctx, const char *name, const struct mc_tenant_usage
 #define TENANT_COLLECTOR(fn, which_)							\
 	static void fn(void *ctx, struct mc_metric_sink *sink)				\
 	{										\
-		struct mc_master_metrics *mm = ctx;					\
+		struct master_metrics *mm = ctx;					\
 		struct tenant_emit e = { sink, which_ };				\
 		mc_meta_foreach_tenant(mm->meta, tenant_one, &e);			\
 	}
@@ -146,8 +146,9 @@ static bool master_op(const struct mc_op_info *oi)
 	return !(oi->flags & MC_OPF_DATA);
 }
 
-static int add_families(struct mc_master_metrics *mm)
+static int add_families(struct mc_daemon_metrics *dm, void *state)
 {
+	struct master_metrics *mm = state;
 	static const struct mc_scalar_family fams[V_COUNT] = {
 		[V_OBJECTS] = { MC_METRIC_GAUGE, "mooncake_master_objects",
 				"Objects stored (writes in progress included)." },
@@ -194,10 +195,10 @@ static int add_families(struct mc_master_metrics *mm)
 		.prefix = "mooncake_master_rpc", .requests = "RPC requests",
 		.duration_help = "Run time of the RPC handlers, by op.", .want = master_op,
 	};
-	struct mc_metrics *reg = mc_daemon_metrics_registry(mm->dm);
+	struct mc_metrics *reg = mc_daemon_metrics_registry(dm);
 	const char *reasons[MC_EVICT_REASONS];
 
-	if (mc_daemon_metrics_add_scalars(mm->dm, fams, V_COUNT, mm->values) < 0)
+	if (mc_daemon_metrics_add_scalars(dm, fams, V_COUNT, mm->values) < 0)
 		return -ENOMEM;
 	for (unsigned i = 0; i < MC_EVICT_REASONS; i++)
 		reasons[i] = mc_evict_reason_name(i);
@@ -228,52 +229,28 @@ static int add_families(struct mc_master_metrics *mm)
 				      "Quota of a tenant (0: unlimited).", tenant_labels, 1,
 				      collect_tenant_quota, mm))
 		return -ENOMEM;
-	return mc_daemon_metrics_add_ops(mm->dm, &opf, &mm->ops);
+	return mc_daemon_metrics_add_ops(dm, &opf, &mm->ops);
 }
 
 int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *clients,
-			  struct mc_master_metrics **ret)
+			  struct mc_daemon_metrics **ret)
 {
-	struct mc_master_metrics *mm = calloc(1, sizeof(*mm));
-	if (!mm)
-		return -ENOMEM;
-	mm->meta = meta;
-	mm->clients = clients;
-	if (mc_daemon_metrics_new(take_values, mm, &mm->dm) < 0 || add_families(mm) < 0) {
-		mc_master_metrics_free(mm);
-		return -ENOMEM;
-	}
-	*ret = mm;
-	return 0;
+	static const struct mc_daemon_metrics_def def = {
+		.size = sizeof(struct master_metrics), .add = add_families, .take = take_values,
+	};
+	const struct master_metrics init = { .meta = meta, .clients = clients };
+	return mc_daemon_metrics_new(&def, &init, ret);
 }
 
-struct mc_master_metrics *mc_master_metrics_free(struct mc_master_metrics *mm)
+const struct mc_op_metrics *mc_master_metrics_ops(struct mc_daemon_metrics *dm)
 {
-	if (!mm)
-		return NULL;
-	mc_daemon_metrics_free(mm->dm);
-	free(mm);
-	return NULL;
+	return &((struct master_metrics *)mc_daemon_metrics_state(dm))->ops;
 }
 
-const struct mc_op_metrics *mc_master_metrics_ops(const struct mc_master_metrics *mm)
+void mc_master_metrics_set_server(struct mc_daemon_metrics *dm, struct mc_rpc_server *srv)
 {
-	return &mm->ops;
-}
-
-struct mc_daemon_metrics *mc_master_metrics_daemon(struct mc_master_metrics *mm)
-{
-	return mm->dm;
-}
-
-void mc_master_metrics_set_server(struct mc_master_metrics *mm, struct mc_rpc_server *srv)
-{
-	mc_daemon_metrics_lock(mm->dm);
+	struct master_metrics *mm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
 	mm->srv = srv;
-	mc_daemon_metrics_unlock(mm->dm);
-}
-
-char *mc_master_metrics_render(struct mc_master_metrics *mm, size_t *len)
-{
-	return mc_daemon_metrics_render(mm->dm, len);
+	mc_daemon_metrics_unlock(dm);
 }

@@ -140,17 +140,12 @@ static int check(const void *p, char *err, size_t len)
 	return 0;
 }
 
-static const struct mc_config_def master_daemon = {
-	.program = "mooncake-master",
-	.usage = "Usage: mooncake-master [--config FILE] [--name=value ...]\n"
-		 "\n"
-		 "The Mooncake Store master: all object metadata in memory, served over the\n"
-		 "binary RPC protocol, persisted in state_dir (snapshots + oplog).",
-	.default_file = MC_DAEMON_CONFIG("master.conf"),
-	.opts = options,
-	.nopts = sizeof(options) / sizeof(options[0]),
-	.check = check,
-};
+MC_DAEMON_DEF(master_daemon, "mooncake-master", "master.conf",
+	      "Usage: mooncake-master [--config FILE] [--name=value ...]\n"
+	      "\n"
+	      "The Mooncake Store master: all object metadata in memory, served over the\n"
+	      "binary RPC protocol, persisted in state_dir (snapshots + oplog).",
+	      options, check);
 
 struct master {
 	const struct master_config *cfg;
@@ -159,7 +154,7 @@ struct master {
 	struct mc_meta *meta;
 	struct mc_snapshots *snaps;
 	struct mc_master_clients *clients;
-	struct mc_master_metrics *metrics;
+	struct mc_daemon_metrics *metrics;
 	struct mc_master_rpc rpc;
 	struct mc_rpc_server *srv;
 	struct mc_master_http *http;
@@ -277,7 +272,7 @@ static int master_start(struct master *m)
 	struct mc_master_http_config hcfg = {
 		.address = c->http_address, .port = (uint16_t)c->http_port,
 		.meta = m->meta, .clients = m->clients, .oplog = m->oplog,
-		.metrics = mc_master_metrics_daemon(m->metrics),
+		.metrics = m->metrics,
 		.admin_token = m->admin_token, .log = mc_log_cb,
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */
 		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
@@ -309,7 +304,7 @@ static void master_free(struct master *m)
 		mc_meta_set_oplog(m->meta, NULL);
 	mc_oplog_close(m->oplog);
 	mc_meta_free(m->meta);
-	mc_master_metrics_free(m->metrics);
+	mc_daemon_metrics_free(m->metrics);
 	if (m->admin_token)
 		explicit_bzero(m->admin_token, strlen(m->admin_token));
 	free(m->admin_token);

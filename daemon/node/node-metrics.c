@@ -14,9 +14,9 @@
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_COUNT };
 
-struct mc_node_metrics {
+/* The state of the node's metrics (mc_daemon_metrics_state()). */
+struct node_metrics {
 	const struct mc_node_segments *segs;
-	struct mc_daemon_metrics *dm;
 	struct mc_op_metrics ops;
 	/* under the scrape lock: what a scrape reads, and its snapshot */
 	const struct mc_node_transport_ops *tops;
@@ -28,13 +28,13 @@ struct mc_node_metrics {
 
 static double data_bytes(void *ctx, unsigned idx)
 {
-	struct mc_node_metrics *nm = ctx;
+	struct node_metrics *nm = ctx;
 	return (double)(idx == 0 ? nm->st.attach_in : nm->st.attach_out);
 }
 
-static void take_values(void *ctx)
+static void take_values(struct mc_daemon_metrics *dm, void *state)
 {
-	struct mc_node_metrics *nm = ctx;
+	struct node_metrics *nm = state;
 	struct mc_node_master_stats ls = { 0 };
 	double *v = nm->values, bytes = 0;
 
@@ -52,7 +52,7 @@ static void take_values(void *ctx)
 	v[V_HEARTBEATS] = (double)ls.heartbeats;
 	v[V_HEARTBEAT_FAILURES] = (double)ls.heartbeat_failures;
 	v[V_CONNECTIONS] = (double)nm->st.open;
-	v[V_UPTIME] = mc_daemon_metrics_uptime(nm->dm);
+	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
 }
 
 /* The data plane's ops: HELLO and the MC_OPF_DATA ones. */
@@ -61,8 +61,9 @@ static bool data_op(const struct mc_op_info *oi)
 	return oi->op == MC_OP_HELLO || (oi->flags & MC_OPF_DATA);
 }
 
-static int add_families(struct mc_node_metrics *nm)
+static int add_families(struct mc_daemon_metrics *dm, void *state)
 {
+	struct node_metrics *nm = state;
 	static const struct mc_scalar_family fams[V_COUNT] = {
 		[V_SEGMENTS] = { MC_METRIC_GAUGE, "mooncake_node_segments",
 				 "Memory segments this node contributes." },
@@ -90,9 +91,9 @@ static int add_families(struct mc_node_metrics *nm)
 	};
 	static const char *const dirs[] = { "in", "out" };
 
-	if (mc_daemon_metrics_add_scalars(nm->dm, fams, V_COUNT, nm->values) < 0 ||
-	    mc_daemon_metrics_add_ops(nm->dm, &opf, &nm->ops) < 0 ||
-	    !mc_metrics_add_fn(mc_daemon_metrics_registry(nm->dm), MC_METRIC_COUNTER,
+	if (mc_daemon_metrics_add_scalars(dm, fams, V_COUNT, nm->values) < 0 ||
+	    mc_daemon_metrics_add_ops(dm, &opf, &nm->ops) < 0 ||
+	    !mc_metrics_add_fn(mc_daemon_metrics_registry(dm), MC_METRIC_COUNTER,
 			       "mooncake_node_data_bytes_total",
 			       "Payload bytes moved by the data plane (in: written to segments, "
 			       "out: read from them).", "direction", dirs, 2, data_bytes, nm))
@@ -100,52 +101,35 @@ static int add_families(struct mc_node_metrics *nm)
 	return 0;
 }
 
-int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_node_metrics **ret)
+int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_daemon_metrics **ret)
 {
-	struct mc_node_metrics *nm = calloc(1, sizeof(*nm));
-	if (!nm)
-		return -ENOMEM;
-	nm->segs = segs;
-	if (mc_daemon_metrics_new(take_values, nm, &nm->dm) < 0 || add_families(nm) < 0) {
-		mc_node_metrics_free(nm);
-		return -ENOMEM;
-	}
-	*ret = nm;
-	return 0;
+	static const struct mc_daemon_metrics_def def = {
+		.size = sizeof(struct node_metrics), .add = add_families, .take = take_values,
+	};
+	const struct node_metrics init = { .segs = segs };
+	return mc_daemon_metrics_new(&def, &init, ret);
 }
 
-struct mc_node_metrics *mc_node_metrics_free(struct mc_node_metrics *nm)
+const struct mc_op_metrics *mc_node_metrics_ops(struct mc_daemon_metrics *dm)
 {
-	if (!nm)
-		return NULL;
-	mc_daemon_metrics_free(nm->dm);
-	free(nm);
-	return NULL;
+	return &((struct node_metrics *)mc_daemon_metrics_state(dm))->ops;
 }
 
-const struct mc_op_metrics *mc_node_metrics_ops(const struct mc_node_metrics *nm)
-{
-	return &nm->ops;
-}
-
-struct mc_daemon_metrics *mc_node_metrics_daemon(struct mc_node_metrics *nm)
-{
-	return nm->dm;
-}
-
-void mc_node_metrics_set_transport(struct mc_node_metrics *nm,
+void mc_node_metrics_set_transport(struct mc_daemon_metrics *dm,
 				   const struct mc_node_transport_ops *ops,
 				   struct mc_node_transport *tr)
 {
-	mc_daemon_metrics_lock(nm->dm);
+	struct node_metrics *nm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
 	nm->tops = ops;
 	nm->tr = tr;
-	mc_daemon_metrics_unlock(nm->dm);
+	mc_daemon_metrics_unlock(dm);
 }
 
-void mc_node_metrics_set_link(struct mc_node_metrics *nm, struct mc_node_master *link)
+void mc_node_metrics_set_link(struct mc_daemon_metrics *dm, struct mc_node_master *link)
 {
-	mc_daemon_metrics_lock(nm->dm);
+	struct node_metrics *nm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
 	nm->link = link;
-	mc_daemon_metrics_unlock(nm->dm);
+	mc_daemon_metrics_unlock(dm);
 }

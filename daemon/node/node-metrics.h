@@ -18,23 +18,19 @@
 #include "node/node-segment.h"
 #include "node/node-transport.h"
 
-struct mc_node_metrics;
-
-/* 0 or -ENOMEM.  segs must outlive the metrics. */
-int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_node_metrics **ret);
-/* NULL is fine.  Returns NULL. */
-struct mc_node_metrics *mc_node_metrics_free(struct mc_node_metrics *nm);
+/* The node's metrics on the daemons' lifecycle: render them with
+ * mc_daemon_metrics_render() (GET /metrics), free them with
+ * mc_daemon_metrics_free().  0 or -ENOMEM.  segs must outlive them. */
+int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_daemon_metrics **ret);
 
 /* The per-op families the data plane updates (struct mc_node_transport_config). */
-const struct mc_op_metrics *mc_node_metrics_ops(const struct mc_node_metrics *nm);
-/* The scrape (GET /metrics). */
-struct mc_daemon_metrics *mc_node_metrics_daemon(struct mc_node_metrics *nm);
+const struct mc_op_metrics *mc_node_metrics_ops(struct mc_daemon_metrics *dm);
 /* The transport whose totals a scrape reports; NULL before it runs and
  * before it stops. */
-void mc_node_metrics_set_transport(struct mc_node_metrics *nm,
+void mc_node_metrics_set_transport(struct mc_daemon_metrics *dm,
 				   const struct mc_node_transport_ops *ops,
 				   struct mc_node_transport *tr);
 /* The master link whose statistics a scrape reports; NULL before it stops. */
-void mc_node_metrics_set_link(struct mc_node_metrics *nm, struct mc_node_master *link);
+void mc_node_metrics_set_link(struct mc_daemon_metrics *dm, struct mc_node_master *link);
 
 #endif

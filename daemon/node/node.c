@@ -86,16 +86,12 @@ static const struct mc_option options[] = {
 };
 #undef O
 
-static const struct mc_config_def node_daemon = {
-	.program = "mooncake-node",
-	.usage = "Usage: mooncake-node [--config FILE] [--name=value ...]\n"
-		 "\n"
-		 "A Mooncake Store node: contributes memory segments (files in /dev/shm,\n"
-		 "kept across restarts) to the cluster and serves their bytes over TCP.",
-	.default_file = MC_DAEMON_CONFIG("node.conf"),
-	.opts = options,
-	.nopts = sizeof(options) / sizeof(options[0]),
-};
+MC_DAEMON_DEF(node_daemon, "mooncake-node", "node.conf",
+	      "Usage: mooncake-node [--config FILE] [--name=value ...]\n"
+	      "\n"
+	      "A Mooncake Store node: contributes memory segments (files in /dev/shm,\n"
+	      "kept across restarts) to the cluster and serves their bytes over TCP.",
+	      options, NULL);
 
 struct node {
 	const struct node_config *cfg;
@@ -103,7 +99,7 @@ struct node {
 	struct mc_node_segments segs;
 	const struct mc_node_transport_ops *tops;
 	struct mc_node_transport *tr;
-	struct mc_node_metrics *metrics;
+	struct mc_daemon_metrics *metrics;
 	struct mc_http_server *http;
 	struct mc_node_master *link;
 };
@@ -188,7 +184,7 @@ static int node_start(struct node *n)
 		return -ENAMETOOLONG;
 	}
 	mc_node_metrics_set_transport(n->metrics, n->tops, n->tr);
-	if ((r = mc_daemon_metrics_serve(mc_node_metrics_daemon(n->metrics), c->http_address,
+	if ((r = mc_daemon_metrics_serve(n->metrics, c->http_address,
 					 c->http_port, &n->http)) < 0)
 		return r;
 	struct mc_node_master_config lc = {
@@ -221,7 +217,7 @@ static void node_free(struct node *n, bool unmount)
 		mc_node_metrics_set_transport(n->metrics, NULL, NULL);
 	if (n->tr)
 		n->tops->stop(n->tr);
-	mc_node_metrics_free(n->metrics);
+	mc_daemon_metrics_free(n->metrics);
 	mc_node_segments_close(&n->segs, false);
 	free(n);
 }

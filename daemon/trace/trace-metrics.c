@@ -30,9 +30,9 @@ struct field_ref {
 	size_t off;
 };
 
+/* The state of the tracer's metrics (mc_daemon_metrics_state()). */
 struct trace_metrics {
 	struct mctrace *t;
-	struct mc_daemon_metrics *dm;
 	struct mc_metric *events;	/* by kind */
 	struct field_ref xfer_fields[X_COUNT], tenant_fields[2];
 	/* the snapshot of one scrape (take(), under the scrape lock) */
@@ -85,9 +85,9 @@ static void xfer_zeros(struct trace_metrics *tm)
 			}
 }
 
-static void take(void *ctx)
+static void take(struct mc_daemon_metrics *dm, void *state)
 {
-	struct trace_metrics *tm = ctx;
+	struct trace_metrics *tm = state;
 	const struct mctrace_maps *m = maps(tm);
 	uint64_t live = 0;
 
@@ -238,8 +238,9 @@ static void tcp_retransmits(void *ctx, struct mc_metric_sink *sink)
 
 /* ---- registration --------------------------------------------------------------------- */
 
-static int add_families(struct trace_metrics *tm)
+static int add_families(struct mc_daemon_metrics *dm, void *state)
 {
+	struct trace_metrics *tm = state;
 	static const char *const kinds[] = { "evict", "slow_transfer", "failed_transfer" };
 	static const char *const tenant[] = { "tenant" };
 	static const char *const xfer[] = { "side", "op", "transport" };
@@ -284,7 +285,7 @@ static int add_families(struct trace_metrics *tm)
 			     "Transfers at or over slow_transfer_us.",
 			     offsetof(struct mc_xfer_stats, slow) },
 	};
-	struct mc_metrics *reg = mc_daemon_metrics_registry(tm->dm);
+	struct mc_metrics *reg = mc_daemon_metrics_registry(dm);
 	const char *reasons[MC_EVICT_REASONS];
 	for (uint32_t r = 0; r < MC_EVICT_REASONS; r++)
 		reasons[r] = mctrace_reason_name(r);
@@ -300,7 +301,7 @@ static int add_families(struct trace_metrics *tm)
 	    !mc_metrics_add_fn(reg, MC_METRIC_GAUGE, "mooncake_trace_attached_probes",
 			       "Probe attachments (one per probe per file).", NULL, NULL, 0,
 			       attached_probes, tm) ||
-	    mc_daemon_metrics_add_scalars(tm->dm, leases, L_COUNT, tm->lease) < 0 ||
+	    mc_daemon_metrics_add_scalars(dm, leases, L_COUNT, tm->lease) < 0 ||
 	    !mc_metrics_add_collector(reg, MC_METRIC_HISTOGRAM, "mooncake_trace_lease_hold_seconds",
 				      "How long a lease was held: first grant to deadline.", NULL,
 				      0, lease_hold, tm) ||
@@ -317,7 +318,7 @@ static int add_families(struct trace_metrics *tm)
 				      "mooncake_trace_tenant_evicted_bytes_total",
 				      "Bytes evicted, by tenant slot.", tenant, 1, tenant_field,
 				      &tm->tenant_fields[1]) ||
-	    mc_daemon_metrics_add_scalars(tm->dm, puts, P_COUNT, tm->put) < 0 ||
+	    mc_daemon_metrics_add_scalars(dm, puts, P_COUNT, tm->put) < 0 ||
 	    !mc_metrics_add_collector(reg, MC_METRIC_HISTOGRAM, "mooncake_trace_put_duration_seconds",
 				      "PutStart to PutEnd, as the master sees it (ms resolution).",
 				      NULL, 0, put_duration, tm))
@@ -338,36 +339,18 @@ static int add_families(struct trace_metrics *tm)
 	return 0;
 }
 
-int trace_metrics_new(struct mctrace *t, struct trace_metrics **ret)
+int trace_metrics_new(struct mctrace *t, struct mc_daemon_metrics **ret)
 {
-	struct trace_metrics *tm = calloc(1, sizeof(*tm));
-	if (!tm)
-		return -ENOMEM;
-	tm->t = t;
-	if (mc_daemon_metrics_new(take, tm, &tm->dm) < 0 || add_families(tm) < 0) {
-		trace_metrics_free(tm);
-		return -ENOMEM;
-	}
-	*ret = tm;
-	return 0;
+	static const struct mc_daemon_metrics_def def = {
+		.size = sizeof(struct trace_metrics), .add = add_families, .take = take,
+	};
+	const struct trace_metrics init = { .t = t };
+	return mc_daemon_metrics_new(&def, &init, ret);
 }
 
-struct trace_metrics *trace_metrics_free(struct trace_metrics *tm)
+void trace_metrics_event(struct mc_daemon_metrics *dm, uint32_t kind)
 {
-	if (!tm)
-		return NULL;
-	mc_daemon_metrics_free(tm->dm);
-	free(tm);
-	return NULL;
-}
-
-struct mc_daemon_metrics *trace_metrics_daemon(struct trace_metrics *tm)
-{
-	return tm->dm;
-}
-
-void trace_metrics_event(struct trace_metrics *tm, uint32_t kind)
-{
+	struct trace_metrics *tm = mc_daemon_metrics_state(dm);
 	if (kind >= MC_EV_EVICT && kind <= MC_EV_FAILED_TRANSFER)
 		mc_metric_inc(tm->events, kind - 1);
 }

@@ -11,15 +11,11 @@
 #include "common/daemon-metrics.h"
 #include "trace/mctrace.h"
 
-struct trace_metrics;
-
-/* 0 or -ENOMEM.  t must outlive the metrics. */
-int trace_metrics_new(struct mctrace *t, struct trace_metrics **ret);
-/* NULL is fine.  Returns NULL. */
-struct trace_metrics *trace_metrics_free(struct trace_metrics *tm);
-/* The scrape (GET /metrics). */
-struct mc_daemon_metrics *trace_metrics_daemon(struct trace_metrics *tm);
+/* The tracer's metrics on the daemons' lifecycle (GET /metrics:
+ * mc_daemon_metrics_http(); free with mc_daemon_metrics_free()).  0 or
+ * -ENOMEM.  t must outlive them. */
+int trace_metrics_new(struct mctrace *t, struct mc_daemon_metrics **ret);
 /* Counts one event read from the ring buffer (kind: MC_EV_*). */
-void trace_metrics_event(struct trace_metrics *tm, uint32_t kind);
+void trace_metrics_event(struct mc_daemon_metrics *dm, uint32_t kind);
 
 #endif

@@ -81,25 +81,21 @@ static const struct mc_option options[] = {
 };
 #undef O
 
-static const struct mc_config_def trace_daemon = {
-	.program = "mooncake-trace",
-	.usage = "Usage: mooncake-trace [--config FILE] [--name=value ...]\n"
-		 "\n"
-		 "Traces the Mooncake Store daemons and clients through their USDT probes\n"
-		 "with BPF: lease, eviction, put and transfer counts and latency histograms\n"
-		 "in maps pinned under pin_path, exported as mooncake_trace_* metrics.\n"
-		 "Needs CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON (or root).",
-	.default_file = MC_DAEMON_CONFIG("trace.conf"),
-	.opts = options,
-	.nopts = sizeof(options) / sizeof(options[0]),
-};
+MC_DAEMON_DEF(trace_daemon, "mooncake-trace", "trace.conf",
+	      "Usage: mooncake-trace [--config FILE] [--name=value ...]\n"
+	      "\n"
+	      "Traces the Mooncake Store daemons and clients through their USDT probes\n"
+	      "with BPF: lease, eviction, put and transfer counts and latency histograms\n"
+	      "in maps pinned under pin_path, exported as mooncake_trace_* metrics.\n"
+	      "Needs CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON (or root).",
+	      options, NULL);
 
 struct trace {
 	const struct trace_config *cfg;
 	char files[MCTRACE_DEFAULT_FILES][PATH_MAX];	/* the defaults (attach empty) */
 	unsigned nfiles;
 	struct mctrace *t;
-	struct trace_metrics *metrics;
+	struct mc_daemon_metrics *metrics;
 	struct ring_buffer *rb;
 	struct mc_http_server *http;
 };
@@ -219,7 +215,7 @@ static int trace_start(struct trace *tr, struct mc_daemon *d)
 	for (unsigned i = 0; i < tr->nfiles; i++)
 		attach_one(tr->t, tr->files[i], i == tr->nfiles - 1);	/* the library last: a must */
 	int found = mctrace_scan(tr->t, on_found, NULL);
-	if ((r = mc_daemon_metrics_serve(trace_metrics_daemon(tr->metrics), c->http_address,
+	if ((r = mc_daemon_metrics_serve(tr->metrics, c->http_address,
 					 c->http_port, &tr->http)) < 0)
 		return r;
 	if ((r = mc_daemon_watch(d, ring_buffer__epoll_fd(tr->rb), drain, tr)) < 0 ||
@@ -244,7 +240,7 @@ static void trace_free(struct trace *tr)
 	if (tr->rb)
 		ring_buffer__consume(tr->rb);
 	ring_buffer__free(tr->rb);
-	trace_metrics_free(tr->metrics);
+	mc_daemon_metrics_free(tr->metrics);
 	mctrace_close(tr->t, !tr->cfg->keep_pins);
 	free(tr);
 }

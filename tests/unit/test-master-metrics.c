@@ -30,7 +30,7 @@ struct fx {
 	struct test_clock clk;
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
-	struct mc_master_metrics *mm;
+	struct mc_daemon_metrics *mm;
 	struct mc_master_rpc rpc;
 	struct mc_rpc_server *srv;
 	char addr[64];
@@ -65,7 +65,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	mc_master_metrics_set_server(f->mm, NULL);
 	mc_rpc_server_stop(f->srv);
-	mc_master_metrics_free(f->mm);
+	mc_daemon_metrics_free(f->mm);
 	mc_master_clients_free(f->clients);
 	mc_meta_free(f->meta);
 	free(f);
@@ -75,7 +75,7 @@ static int teardown(void **state)
 static char *scrape(struct fx *f)
 {
 	size_t len = 0;
-	char *s = mc_master_metrics_render(f->mm, &len);
+	char *s = mc_daemon_metrics_render(f->mm, &len);
 	assert_non_null(s);
 	assert_int_equal(strlen(s), len);
 	return s;
