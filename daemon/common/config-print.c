@@ -1,6 +1,8 @@
 /*
- * config-print.c - the documentation the option table writes: --help (one
- * line an option) and --print-config (a complete INI file, see config.h).
+ * config-print.c - the text the option table writes: --help (one line an
+ * option), --print-config (a complete INI file, see config.h), and the
+ * ranges and choices that --help, --print-config and the validation's
+ * messages show.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,78 @@ const char *mc_config_type_hint(enum mc_opt_type t)
 	case MC_OPT_BOOL: return "BOOL";
 	}
 	return "?";
+}
+
+/* Bytes with the largest K/M/G/T suffix that keeps them exact. */
+static void fmt_size(uint64_t u, char *buf, size_t len)
+{
+	static const char sfx[] = "KMGT";
+	int k = -1;
+	while (k < 3 && u >= 1024 && u % 1024 == 0) {
+		u /= 1024;
+		k++;
+	}
+	if (k >= 0)
+		snprintf(buf, len, "%llu%c", (unsigned long long)u, sfx[k]);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)u);
+}
+
+const char *mc_config_unit(const struct mc_option *o)
+{
+	if (o->unit)
+		return o->unit;
+	return o->type == MC_OPT_MS ? "ms" : o->type == MC_OPT_SIZE ? "bytes" : "";
+}
+
+bool mc_config_has_range(const struct mc_option *o)
+{
+	return o->min != 0 || o->max != 0 || (o->flags & MC_OPTF_MIN_OPEN);
+}
+
+/* A bound as the option's flags take it: sizes with a suffix when exact. */
+static void fmt_number(const struct mc_option *o, double v, char *buf, size_t len)
+{
+	if (o->type == MC_OPT_SIZE && v >= 0 && v < 0x1p64)
+		fmt_size((uint64_t)v, buf, len);
+	else if (o->type == MC_OPT_DOUBLE)
+		snprintf(buf, len, "%g", v);
+	else
+		snprintf(buf, len, "%.0f", v);
+}
+
+void mc_config_range_text(const struct mc_option *o, char *buf, size_t len)
+{
+	char lo[32], hi[32], step[48] = "";
+	/* a string's range is its length */
+	const char *unit = o->type == MC_OPT_STR ? "bytes" : mc_config_unit(o);
+	const char *sp = *unit ? " " : "";
+	fmt_number(o, o->min, lo, sizeof(lo));
+	fmt_number(o, o->max, hi, sizeof(hi));
+	if (o->step > 1) {
+		char s[24];
+		fmt_number(o, (double)o->step, s, sizeof(s));
+		snprintf(step, sizeof(step), ", a multiple of %s", s);
+	}
+	if (o->max && (o->flags & MC_OPTF_MIN_OPEN))
+		snprintf(buf, len, "more than %s, at most %s%s%s%s", lo, hi, sp, unit, step);
+	else if (o->max && !o->min && o->type != MC_OPT_DOUBLE)	/* unsigned: 0 is the least */
+		snprintf(buf, len, "at most %s%s%s%s", hi, sp, unit, step);
+	else if (o->max)
+		snprintf(buf, len, "%s..%s%s%s%s", lo, hi, sp, unit, step);
+	else
+		snprintf(buf, len, "%s %s%s%s%s", o->flags & MC_OPTF_MIN_OPEN ? "more than" : "at least",
+			 lo, sp, unit, step);
+}
+
+void mc_config_choices_text(const struct mc_option *o, const char *sep, const char *last,
+			    char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (const char *const *c = o->choices; c && *c && n < len; c++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", c == o->choices ? "" :
+				      c[1] ? sep : last, *c);
 }
 
 /* The shortest of %.15g..%.17g that reads back exactly. */
@@ -47,20 +121,9 @@ void mc_config_format(const struct mc_option *o, const void *cfg, char *buf, siz
 	case MC_OPT_BOOL:
 		snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false");
 		return;
-	case MC_OPT_SIZE: {
-		static const char sfx[] = "KMGT";
-		uint64_t u = *(const uint64_t *)p;
-		int k = -1;
-		while (k < 3 && u >= 1024 && u % 1024 == 0) {
-			u /= 1024;
-			k++;
-		}
-		if (k >= 0) {
-			snprintf(buf, len, "%llu%c", (unsigned long long)u, sfx[k]);
-			return;
-		}
-		break;
-	}
+	case MC_OPT_SIZE:
+		fmt_size(*(const uint64_t *)p, buf, len);
+		return;
 	default:
 		break;
 	}

@@ -169,80 +169,12 @@ static int set_value(const struct mc_option *o, void *cfg, const char *v)
 
 /* ---- validation -------------------------------------------------------------------- */
 
-const char *mc_config_unit(const struct mc_option *o)
-{
-	if (o->unit)
-		return o->unit;
-	return o->type == MC_OPT_MS ? "ms" : o->type == MC_OPT_SIZE ? "bytes" : "";
-}
-
-bool mc_config_has_range(const struct mc_option *o)
-{
-	return o->min != 0 || o->max != 0 || (o->flags & MC_OPTF_MIN_OPEN);
-}
-
-/* A bound as the option's flags take it: sizes with a suffix when exact. */
-static void fmt_number(const struct mc_option *o, double v, char *buf, size_t len)
-{
-	static const char sfx[] = "KMGT";
-	if (o->type == MC_OPT_SIZE && v >= 1024 && v < 0x1p64) {
-		uint64_t u = (uint64_t)v;
-		int k = -1;
-		while (k < 3 && u % 1024 == 0 && u >= 1024) {
-			u /= 1024;
-			k++;
-		}
-		if (k >= 0) {
-			snprintf(buf, len, "%llu%c", (unsigned long long)u, sfx[k]);
-			return;
-		}
-	}
-	if (o->type == MC_OPT_DOUBLE)
-		snprintf(buf, len, "%g", v);
-	else
-		snprintf(buf, len, "%.0f", v);
-}
-
-void mc_config_range_text(const struct mc_option *o, char *buf, size_t len)
-{
-	char lo[32], hi[32], step[48] = "";
-	/* a string's range is its length */
-	const char *unit = o->type == MC_OPT_STR ? "bytes" : mc_config_unit(o);
-	const char *sp = *unit ? " " : "";
-	fmt_number(o, o->min, lo, sizeof(lo));
-	fmt_number(o, o->max, hi, sizeof(hi));
-	if (o->step > 1) {
-		char s[24];
-		fmt_number(o, (double)o->step, s, sizeof(s));
-		snprintf(step, sizeof(step), ", a multiple of %s", s);
-	}
-	if (o->max && (o->flags & MC_OPTF_MIN_OPEN))
-		snprintf(buf, len, "more than %s, at most %s%s%s%s", lo, hi, sp, unit, step);
-	else if (o->max && !o->min && o->type != MC_OPT_DOUBLE)	/* unsigned: 0 is the least */
-		snprintf(buf, len, "at most %s%s%s%s", hi, sp, unit, step);
-	else if (o->max)
-		snprintf(buf, len, "%s..%s%s%s%s", lo, hi, sp, unit, step);
-	else
-		snprintf(buf, len, "%s %s%s%s%s", o->flags & MC_OPTF_MIN_OPEN ? "more than" : "at least",
-			 lo, sp, unit, step);
-}
-
 static bool is_choice(const char *const *choices, const char *s, size_t len)
 {
 	for (; *choices; choices++)
 		if (strlen(*choices) == len && strncmp(*choices, s, len) == 0)
 			return true;
 	return false;
-}
-
-void mc_config_choices_text(const struct mc_option *o, const char *sep, const char *last,
-			    char *buf, size_t len)
-{
-	size_t n = 0;
-	buf[0] = 0;
-	for (const char *const *c = o->choices; c && *c && n < len; c++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", c == o->choices ? "" :
-				      c[1] ? sep : last, *c);
 }
 
 static int bad(char *err, size_t errlen, const struct mc_option *o, const char *v,
