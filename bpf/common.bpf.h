@@ -10,7 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 
-#include "mooncake-trace.h"
+#include "trace/mooncake-trace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -2,10 +2,11 @@
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 
-$(O)/bin/mooncakectl: $(CLI_OBJS) $(CLIENT_LIB)
+# mooncakectl trace runs the BPF loader itself when no tracer runs (lib/trace).
+$(O)/bin/mooncakectl: $(CLI_OBJS) $(CLIENT_LIB) $(MCTRACE_LIB)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -ljansson -ldl
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -ljansson -ldl $(BPF_SYSLIBS)
 
 ifneq ($(CLI_SRCS),)
 BINS += $(O)/bin/mooncakectl

@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bpf/mctrace.h"
-#include "cli/ctl.h"
+#include "trace/mctrace.h"
+#include "ctl.h"
 #include "util/clock.h"
 
 struct snap {
@@ -307,20 +307,13 @@ static int trace_view(struct ctl *ctl, int argc, char **argv)
 				"running?) and cannot attach: %s\n", pin, err);
 			return CTL_FAILED;
 		}
-		char self[PATH_MAX], path[PATH_MAX + 64];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n > 0) {
-			self[n] = 0;
-			char *slash = strrchr(self, '/');
-			if (slash)
-				*slash = 0;
-			static const char *const sib[] = { "mooncake-master", "mooncake-node",
-							   "mooncakectl", "../lib/libmooncake.so.0" };
-			for (unsigned i = 0; i < 4; i++) {
-				snprintf(path, sizeof(path), "%s/%s", self, sib[i]);
-				mctrace_attach_path(t, path, NULL, 0);
-			}
-		}
+		static char files[MCTRACE_DEFAULT_FILES][PATH_MAX];
+		unsigned nfiles;
+		if (mctrace_default_files(NULL, files, &nfiles, err, sizeof(err)) < 0)
+			fprintf(stderr, "mooncakectl: trace: %s: applications using %s started from "
+				"now on are not traced\n", err, MCTRACE_LIBRARY);
+		for (unsigned i = 0; i < nfiles; i++)
+			mctrace_attach_path(t, files[i], NULL, 0);
 		mctrace_scan(t, NULL, NULL);
 		m = (struct mctrace_maps *)mctrace_maps(t);
 		if (duration < 0)

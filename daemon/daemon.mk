@@ -1,9 +1,11 @@
-# daemon/ -- the master and node daemons.
+# daemon/ -- the master, node and tracer daemons.
 #
 #   $(O)/daemon/libmaster.a   daemon/master/*.c except master.c (linked by tests and bench)
-#   $(O)/daemon/libdcommon.a  daemon/common/*.c (config, logging, notify, signals)
+#   $(O)/daemon/libdcommon.a  daemon/common/*.c (the skeleton: options, logging, notify,
+#                             signals, the metrics lifecycle; the RPC and HTTP servers)
 #   $(O)/bin/mooncake-master  daemon/master/master.c
 #   $(O)/bin/mooncake-node    daemon/node/node.c
+#   $(O)/bin/mooncake-trace   daemon/trace/*.c, the BPF loader (lib/trace)
 
 MASTER_MAIN := daemon/master/master.c
 MASTER_SRCS := $(filter-out $(MASTER_MAIN),$(wildcard daemon/master/*.c))
@@ -28,6 +30,17 @@ $(O)/daemon/%.a:
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# The default config files are SYSCONFDIR/mooncake/<daemon>.conf, compiled into
+# the daemons' mains (-DMC_SYSCONFDIR, common/daemon.h); they are rebuilt when
+# SYSCONFDIR changes ($(O)/.sysconfdir holds the value they were built with).
+ifneq ($(SYSCONFDIR),$(file <$(O)/.sysconfdir))
+$(shell mkdir -p $(O))
+$(file >$(O)/.sysconfdir,$(SYSCONFDIR))
+endif
+DAEMON_MAIN_OBJS := $(O)/$(MASTER_MAIN:.c=.o) $(O)/$(NODE_MAIN:.c=.o) $(O)/daemon/trace/trace.o
+$(DAEMON_MAIN_OBJS): BASE_CFLAGS += -DMC_SYSCONFDIR='"$(SYSCONFDIR)"'
+$(DAEMON_MAIN_OBJS): $(O)/.sysconfdir
+
 DAEMON_LIBS := $(DCOMMON_LIB) $(PROTO_LIB) $(UTIL_LIB)
 DAEMON_SYSLIBS := $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
 
@@ -43,7 +56,20 @@ $(O)/bin/mooncake-node: $(O)/$(NODE_MAIN:.c=.o) $(NODE_LIB) $(RPC_LIB) $(DAEMON_
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) -libverbs
 
-BINS += $(MASTER_LIB) $(NODE_LIB) $(DCOMMON_LIB)
+TRACE_SRCS := $(wildcard daemon/trace/*.c)
+TRACE_OBJS := $(TRACE_SRCS:%.c=$(O)/%.o)
+
+$(O)/bin/mooncake-trace: $(TRACE_OBJS) $(MCTRACE_LIB) $(DAEMON_LIBS)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) $(BPF_SYSLIBS)
+
+# The config parser takes outside bytes: tests/fuzz/fuzz-config.c.
+FUZZ_CONFIG_SRCS := daemon/common/config.c daemon/common/config-print.c
+FUZZ_EXTRA_fuzz-config := $(FUZZ_CONFIG_SRCS) -linih
+$(O)/fuzz/fuzz-config: $(FUZZ_CONFIG_SRCS) $(wildcard daemon/common/config*.h)
+
+BINS += $(MASTER_LIB) $(NODE_LIB) $(DCOMMON_LIB) $(O)/bin/mooncake-trace
 ifneq ($(wildcard $(MASTER_MAIN)),)
 BINS += $(O)/bin/mooncake-master
 endif

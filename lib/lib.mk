@@ -3,6 +3,9 @@
 #   $(O)/lib/libmcutil.a        lib/util/*.c            (internal, static)
 #   $(O)/lib/libmcproto.a       lib/proto/*.c           (wire protocol: frames, codecs)
 #   $(O)/lib/libmcrpc.a         lib/rpc/*.c             (the blocking RPC connection)
+#   $(O)/lib/libmctrace.a       lib/trace/*.c           (the BPF loader, with the programs of
+#                                                        bpf/ embedded: mooncake-trace and
+#                                                        mooncakectl trace; links $(BPF_SYSLIBS))
 #   $(O)/lib/libmooncake.so.0   lib/client/*.c, rpc, proto and the few util objects
 #   $(O)/lib/libmooncake.a      they use (CLIENT_UTIL); exports the MC_API functions
 
@@ -18,6 +21,10 @@ RPC_SRCS   := $(wildcard lib/rpc/*.c)
 RPC_OBJS   := $(RPC_SRCS:%.c=$(O)/%.o)
 RPC_LIB    := $(O)/lib/libmcrpc.a
 
+MCTRACE_SRCS := $(wildcard lib/trace/*.c)
+MCTRACE_OBJS := $(MCTRACE_SRCS:%.c=$(O)/%.o)
+MCTRACE_LIB  := $(O)/lib/libmctrace.a
+
 CLIENT_SRCS := $(wildcard lib/client/*.c)
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(O)/%.o)
 CLIENT_LIB  := $(O)/lib/libmooncake.a
@@ -32,6 +39,7 @@ CLIENT_ALL_OBJS := $(CLIENT_OBJS) $(RPC_OBJS) $(PROTO_OBJS) \
 $(UTIL_LIB): $(UTIL_OBJS)
 $(PROTO_LIB): $(PROTO_OBJS)
 $(RPC_LIB): $(RPC_OBJS)
+$(MCTRACE_LIB): $(MCTRACE_OBJS)
 $(CLIENT_LIB): $(CLIENT_ALL_OBJS)
 
 $(O)/lib/%.a:
@@ -52,4 +60,4 @@ $(O)/lib/mooncake.pc: lib/mooncake.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-BINS += $(UTIL_LIB) $(PROTO_LIB) $(RPC_LIB) $(CLIENT_LIB) $(CLIENT_SO) $(O)/lib/mooncake.pc
+BINS += $(UTIL_LIB) $(PROTO_LIB) $(RPC_LIB) $(MCTRACE_LIB) $(CLIENT_LIB) $(CLIENT_SO) $(O)/lib/mooncake.pc

@@ -65,7 +65,7 @@ Try it in another terminal:
   $O/bin/mooncakectl snapshot create
   curl -s http://127.0.0.1:9003/api/v1/objects | jq .
 As root, watch leases, evictions and transfers live:
-  $O/bin/mooncake-trace &   then   $O/bin/mooncakectl trace transfer
+  LD_LIBRARY_PATH=$O/lib $O/bin/mooncake-trace &   then   $O/bin/mooncakectl trace transfer
 
 Stop the master with Ctrl-C and start it again: every acknowledged object
 is still there (snapshots + oplog in $state/master).

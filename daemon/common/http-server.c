@@ -25,7 +25,7 @@ struct mc_http_server {
 	uint16_t port;
 	mc_http_authorize_fn authorize;
 	void *authorize_ctx;
-	mc_http_log_fn log;
+	mc_log_fn log;
 	void *log_ctx;
 };
 
@@ -89,6 +89,16 @@ void mc_http_text(struct mc_http_response *resp, unsigned status, const char *co
 	resp->content_type = content_type;
 	resp->body = strdup(text);
 	resp->body_len = resp->body ? strlen(text) : 0;
+}
+
+void mc_http_health(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
+{
+	const char *role = ctx;
+	char body[128];
+	(void)req;
+	snprintf(body, sizeof(body), "{\"status\":\"ok\",%s%s%s\"version\":\"%s\"}\n",
+		 role ? "\"role\":\"" : "", role ? role : "", role ? "\"," : "", MC_VERSION_STRING);
+	mc_http_text(resp, 200, "application/json", body);
 }
 
 static int hexval(int c)
@@ -362,11 +372,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	char buf[256];
 	if (!s->log)
 		return;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	int n = snprintf(buf, sizeof(buf), "http: ");
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
 	size_t l = strlen(buf);
 	while (l && buf[l - 1] == '\n')
 		buf[--l] = 0;
-	s->log(s->log_ctx, buf);
+	s->log(s->log_ctx, MC_LOG_WARNING, buf);
 }
 
 int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http_server **ret)

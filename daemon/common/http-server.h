@@ -31,7 +31,7 @@
  * mc_http_server_port() reports.
  *
  * The wrapper never logs; MHD's own error messages go to the optional log
- * callback.
+ * callback (common/log.h), as warnings prefixed "http: ".
  */
 #ifndef MC_DAEMON_HTTP_SERVER_H
 #define MC_DAEMON_HTTP_SERVER_H
@@ -39,6 +39,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/log.h"
 
 struct mc_http_server;
 
@@ -88,7 +90,6 @@ struct mc_http_route {
 	void *ctx;
 };
 
-typedef void (*mc_http_log_fn)(void *ctx, const char *msg);
 typedef bool (*mc_http_authorize_fn)(void *ctx, const struct mc_http_request *req,
 				     struct mc_http_response *resp);
 
@@ -105,7 +106,7 @@ struct mc_http_server_config {
 	size_t conn_memory;		/* per-connection memory (also caps headers); 0: 64 KiB */
 	mc_http_authorize_fn authorize;	/* NULL: everything allowed */
 	void *authorize_ctx;
-	mc_http_log_fn log;
+	mc_log_fn log;
 	void *log_ctx;
 };
 
@@ -124,6 +125,9 @@ struct mc_http_server *mc_http_server_stop(struct mc_http_server *s);
 /* Helpers for handlers: a JSON error body ({"error":{"code","message"}}). */
 void mc_http_error(struct mc_http_response *resp, unsigned status, const char *code,
 		   const char *message);
+/* GET /health of every daemon: 200 {"status":"ok",["role":ctx,]"version":...};
+ * ctx is the role (a string literal) or NULL. */
+void mc_http_health(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp);
 /* Sets a malloc'd copy of text as the body. */
 void mc_http_text(struct mc_http_response *resp, unsigned status, const char *content_type,
 		  const char *text);

@@ -46,3 +46,13 @@ void mc_log_internal(int level, const char *fmt, ...)
 	/* One write per line so lines of different threads do not interleave. */
 	(void)!write(STDERR_FILENO, buf, len);
 }
+
+void mc_log_cb(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	if (level < MC_LOG_ERR)
+		level = MC_LOG_ERR;
+	if (level > MC_LOG_DEBUG)
+		level = MC_LOG_DEBUG;
+	mc_log(level, "%s", msg);
+}

@@ -15,6 +15,17 @@ enum mc_log_level { MC_LOG_ERR = 3, MC_LOG_WARNING = 4, MC_LOG_NOTICE = 5, MC_LO
 
 extern int mc_log_max_level;
 
+/*
+ * The one callback type through which daemon modules that must not log
+ * themselves (the RPC and HTTP servers, the transports, persistence)
+ * report: level is an MC_LOG_* level, msg one line without a newline.
+ * Modules take it with a ctx (struct fields `log` and `log_ctx`); NULL
+ * means no reports.
+ */
+typedef void (*mc_log_fn)(void *ctx, int level, const char *msg);
+/* The daemon's adapter: writes msg at level through mc_log() (ctx unused). */
+void mc_log_cb(void *ctx, int level, const char *msg);
+
 /* "error", "warning", "notice", "info", "debug" -> level; -1 if unknown. */
 int mc_log_level_from_name(const char *name);
 void mc_log_set_ident(const char *ident);

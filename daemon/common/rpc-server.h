@@ -70,6 +70,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/log.h"
 #include "proto/msg.h"
 #include "util/metrics.h"
 
@@ -114,8 +115,9 @@ struct mc_rpc_handlers {
 	mc_rpc_attach_fn attach[MC_OP_COUNT];
 };
 
-enum mc_rpc_log_level { MC_RPC_LOG_ERR = 3, MC_RPC_LOG_WARNING = 4, MC_RPC_LOG_INFO = 6, MC_RPC_LOG_DEBUG = 7 };
-typedef void (*mc_rpc_log_fn)(void *ctx, int level, const char *msg);
+/* Reports go through the daemons' one log callback type (common/log.h). */
+enum mc_rpc_log_level { MC_RPC_LOG_ERR = MC_LOG_ERR, MC_RPC_LOG_WARNING = MC_LOG_WARNING,
+			MC_RPC_LOG_INFO = MC_LOG_INFO, MC_RPC_LOG_DEBUG = MC_LOG_DEBUG };
 
 struct mc_rpc_server_config {
 	const char *address;                /* TCP host to bind ("0.0.0.0", "::", a name); NULL: no TCP */
@@ -125,7 +127,7 @@ struct mc_rpc_server_config {
 	size_t max_out_bytes;               /* per-connection output that pauses reading; 0: 4 MiB */
 	int backlog;                        /* listen backlog; 0: 1024 */
 	size_t attach_chunk;                /* most attachment bytes per recv/sendmsg; 0: 8 MiB */
-	mc_rpc_log_fn log;                  /* may be NULL */
+	mc_log_fn log;                      /* may be NULL */
 	void *log_ctx;
 	/* Optional per-op metrics (util/metrics.h), one series per op in
 	 * MC_OPI_* order (label values: mc_op_info_at(i)->name), or in the

@@ -14,13 +14,12 @@
 
 #include "master/master-clients.h"
 #include "master/master-http-internal.h"
-#include "master/master-metrics.h"
+#include "common/daemon-metrics.h"
 #include "master/meta-admin.h"
 #include "mooncake/error.h"
 #include "mooncake/version.h"
 #include "master/oplog.h"
 #include "util/clock.h"
-#include "util/metrics.h"
 #include "util/syserr.h"
 
 #define MAX_TOKEN 4096
@@ -251,25 +250,6 @@ static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_ht
 
 /* ---- small endpoints --------------------------------------------------------------- */
 
-static HTTP_HANDLER(http_health)
-{
-	(void)ctx;
-	(void)req;
-	mc_http_text(resp, 200, "application/json",
-		     "{\"status\":\"ok\",\"role\":\"single\",\"version\":\"" MC_VERSION_STRING "\"}\n");
-}
-
-static HTTP_HANDLER(http_metrics)
-{
-	struct mc_master_http *h = ctx;
-	(void)req;
-	resp->body = mc_master_metrics_render(h->cfg.metrics, &resp->body_len);
-	if (!resp->body)
-		return mc_http_error(resp, 500, "INTERNAL_ERROR", "cannot render the metrics");
-	resp->status = 200;
-	resp->content_type = MC_METRICS_CONTENT_TYPE;
-}
-
 static double ratio(uint64_t a, uint64_t b)
 {
 	return b ? (double)a / (double)b : 0.0;
@@ -489,8 +469,8 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 	h->cfg.admin_token = NULL;
 #define API "/api/v1"
 	const struct mc_http_route routes[] = {
-		{ "GET", "/health", http_health, h },
-		{ "GET", "/metrics", http_metrics, h },
+		{ "GET", "/health", mc_http_health, (void *)"single" },
+		{ "GET", "/metrics", mc_daemon_metrics_http, cfg->metrics },
 		{ "GET", API "/cluster", http_cluster, h },
 		{ "GET", API "/segments", http_segments_list, h },
 		{ "GET", API "/segments/{}", http_segment_get, h },

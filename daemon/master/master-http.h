@@ -13,9 +13,11 @@
 
 #include <jansson.h>
 
+#include "common/log.h"
+
 struct mc_meta;
 struct mc_master_clients;
-struct mc_master_metrics;
+struct mc_daemon_metrics;
 struct mc_oplog;
 
 struct mc_master_http_config {
@@ -23,7 +25,7 @@ struct mc_master_http_config {
 	uint16_t port;			/* 0: pick a free one */
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
-	struct mc_master_metrics *metrics;
+	struct mc_daemon_metrics *metrics;	/* GET /metrics */
 	/* Every change a mutating call made is durable in this log before the
 	 * reply goes out (NULL: no oplog). */
 	struct mc_oplog *oplog;
@@ -37,7 +39,7 @@ struct mc_master_http_config {
 	int (*snapshot_list)(void *ctx, json_t **ret_array);
 	int (*snapshot_take)(void *ctx, json_t **ret_object);
 	void *snapshot_ctx;
-	void (*log)(void *ctx, const char *msg);
+	mc_log_fn log;			/* the HTTP server's reports (common/log.h) */
 	void *log_ctx;
 };
 

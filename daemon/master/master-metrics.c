@@ -1,6 +1,7 @@
 /*
  * master-metrics.c - the master's Prometheus metrics (see master-metrics.h;
- * every family is listed in docs/metrics.md).
+ * every family is listed in docs/metrics.md), on the daemons' shared
+ * lifecycle (common/daemon-metrics.h).
  *
  * A scrape takes one snapshot of the metadata, client and rpc server
  * statistics (take_values()), which the registry's callbacks read back;
@@ -8,17 +9,12 @@
  * table and the tenant slots while the registry renders them.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
-#include "common/rpc-server.h"
+#include "common/daemon-metrics.h"
 #include "master/master-clients.h"
 #include "master/master-metrics.h"
 #include "master/meta.h"
-#include "mooncake/version.h"
-#include "proto/msg.h"
-#include "util/metrics.h"
 #include "util/uuid.h"
 
 enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CLIENTS,
@@ -26,52 +22,35 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_EXPIRED, V_RPC_REQUESTS, V_RPC_ERRORS, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_COUNT };
 
-/* Values are taken once per scrape (take_values()) and read back by the
- * registry's callbacks through these references. */
-struct value_ref {
-	struct mc_master_metrics *mm;
-	unsigned which;
-};
-
-struct mc_master_metrics {
+/* The state of the master's metrics (mc_daemon_metrics_state()). */
+struct master_metrics {
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
-	struct mc_rpc_server *srv;
-	struct mc_metrics *reg;
-	struct mc_master_rpc_metrics rpc;
-	int16_t series[MC_OP_COUNT];	/* MC_OPI_* -> series of the per-op families */
-	struct timespec started;
-	pthread_mutex_t lock;		/* the snapshot below, taken per scrape */
+	struct mc_rpc_server *srv;		/* under the scrape lock */
+	struct mc_op_metrics ops;
+	/* the snapshot of one scrape (take_values(), under the scrape lock) */
 	struct mc_meta_stats ms;
 	double values[V_COUNT];
-	struct value_ref refs[V_COUNT];
 };
-
-static double value_of(void *ctx, unsigned idx)
-{
-	struct value_ref *r = ctx;
-	(void)idx;
-	return r->mm->values[r->which];
-}
 
 static double evicted_objects(void *ctx, unsigned reason)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	return (double)mm->ms.evicted_objects_by[reason];
 }
 
 static double evicted_bytes(void *ctx, unsigned reason)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	return (double)mm->ms.evicted_bytes_by[reason];
 }
 
-static void take_values(struct mc_master_metrics *mm)
+static void take_values(struct mc_daemon_metrics *dm, void *state)
 {
+	struct master_metrics *mm = state;
 	struct mc_meta_stats *ms = &mm->ms;
 	struct mc_master_clients_stats cs = { 0 };
 	struct mc_rpc_stats rs = { 0 };
-	struct timespec now;
 	double *v = mm->values;
 
 	mc_meta_get_stats(mm->meta, ms);
@@ -81,7 +60,6 @@ static void take_values(struct mc_master_metrics *mm)
 		cs.clients = ms->clients;
 	if (mm->srv)
 		mc_rpc_server_get_stats(mm->srv, &rs);
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	v[V_OBJECTS] = (double)ms->objects;
 	v[V_CAPACITY] = (double)ms->capacity_bytes;
 	v[V_ALLOCATED] = (double)ms->allocated_bytes;
@@ -101,8 +79,7 @@ static void take_values(struct mc_master_metrics *mm)
 	v[V_RPC_ERRORS] = (double)rs.errors;
 	v[V_RPC_CONNECTIONS] = (double)rs.open;
 	v[V_RPC_ACCEPTED] = (double)rs.accepted;
-	v[V_UPTIME] = (double)(now.tv_sec - mm->started.tv_sec) +
-		      (double)(now.tv_nsec - mm->started.tv_nsec) / 1e9;
+	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
 }
 
 /* ---- collectors: one series per segment, per tenant --------------------------------- */
@@ -122,14 +99,14 @@ static void seg_one(void *ctx, const struct mc_segment *s, uint64_t used)
 
 static void collect_segment_capacity(void *ctx, struct mc_metric_sink *sink)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	struct seg_emit e = { sink, false };
 	mc_meta_foreach_segment(mm->meta, seg_one, &e);
 }
 
 static void collect_segment_used(void *ctx, struct mc_metric_sink *sink)
 {
-	struct mc_master_metrics *mm = ctx;
+	struct master_metrics *mm = ctx;
 	struct seg_emit e = { sink, true };
 	mc_meta_foreach_segment(mm->meta, seg_one, &e);
 }
@@ -153,7 +130,7 @@ static void tenant_one(void *ctx, const char *name, const struct mc_tenant_usage
 #define TENANT_COLLECTOR(fn, which_)							\
 	static void fn(void *ctx, struct mc_metric_sink *sink)				\
 	{										\
-		struct mc_master_metrics *mm = ctx;					\
+		struct master_metrics *mm = ctx;					\
 		struct tenant_emit e = { sink, which_ };				\
 		mc_meta_foreach_tenant(mm->meta, tenant_one, &e);			\
 	}
@@ -163,12 +140,16 @@ TENANT_COLLECTOR(collect_tenant_quota, T_QUOTA)
 
 /* ---- registration ----------------------------------------------------------------- */
 
-static int add_families(struct mc_master_metrics *mm)
+/* The master's ops: all but the node data plane's. */
+static bool master_op(const struct mc_op_info *oi)
 {
-	static const struct {
-		enum mc_metric_type type;
-		const char *name, *help;
-	} fams[V_COUNT] = {
+	return !(oi->flags & MC_OPF_DATA);
+}
+
+static int add_families(struct mc_daemon_metrics *dm, void *state)
+{
+	struct master_metrics *mm = state;
+	static const struct mc_scalar_family fams[V_COUNT] = {
 		[V_OBJECTS] = { MC_METRIC_GAUGE, "mooncake_master_objects",
 				"Objects stored (writes in progress included)." },
 		[V_CAPACITY] = { MC_METRIC_GAUGE, "mooncake_master_capacity_bytes",
@@ -208,126 +189,68 @@ static int add_families(struct mc_master_metrics *mm)
 		[V_UPTIME] = { MC_METRIC_GAUGE, "mooncake_master_uptime_seconds",
 			       "Seconds since the master started." },
 	};
-	static const char *const version[] = { MC_VERSION_STRING };
 	static const char *const seg_labels[] = { "segment", "name" };
 	static const char *const tenant_labels[] = { "tenant" };
-	const char *ops[MC_OP_COUNT], *reasons[MC_EVICT_REASONS], *const *codes;
-	unsigned nops = 0, ncodes = mc_rpc_error_codes(&codes);
+	static const struct mc_op_families opf = {
+		.prefix = "mooncake_master_rpc", .requests = "RPC requests",
+		.duration_help = "Run time of the RPC handlers, by op.", .want = master_op,
+	};
+	struct mc_metrics *reg = mc_daemon_metrics_registry(dm);
+	const char *reasons[MC_EVICT_REASONS];
 
-	struct mc_metric *bi = mc_metrics_add(mm->reg, MC_METRIC_GAUGE, "mooncake_build_info",
-					      "Build information; the value is 1.", "version",
-					      version, 1);
-	if (!bi)
+	if (mc_daemon_metrics_add_scalars(dm, fams, V_COUNT, mm->values) < 0)
 		return MC_ERR_NO_MEMORY;
-	mc_metric_set(bi, 0, 1);
-	for (unsigned i = 0; i < V_COUNT; i++) {
-		mm->refs[i] = (struct value_ref){ mm, i };
-		if (!mc_metrics_add_fn(mm->reg, fams[i].type, fams[i].name, fams[i].help,
-				       NULL, NULL, 0, value_of, &mm->refs[i]))
-			return MC_ERR_NO_MEMORY;
-	}
 	for (unsigned i = 0; i < MC_EVICT_REASONS; i++)
 		reasons[i] = mc_evict_reason_name(i);
-	if (!mc_metrics_add_fn(mm->reg, MC_METRIC_COUNTER, "mooncake_master_evicted_objects_total",
+	if (!mc_metrics_add_fn(reg, MC_METRIC_COUNTER, "mooncake_master_evicted_objects_total",
 			       "Objects evicted, by reason (watermark: background; put: a PutStart "
 			       "found no space; quota: a PutStart over its tenant's quota; admin: "
 			       "an explicit evict).", "reason", reasons, MC_EVICT_REASONS,
 			       evicted_objects, mm) ||
-	    !mc_metrics_add_fn(mm->reg, MC_METRIC_COUNTER, "mooncake_master_evicted_bytes_total",
+	    !mc_metrics_add_fn(reg, MC_METRIC_COUNTER, "mooncake_master_evicted_bytes_total",
 			       "Bytes freed by eviction (size x replicas), by reason.", "reason",
 			       reasons, MC_EVICT_REASONS, evicted_bytes, mm))
 		return MC_ERR_NO_MEMORY;
-	if (!mc_metrics_add_collector(mm->reg, MC_METRIC_GAUGE,
+	if (!mc_metrics_add_collector(reg, MC_METRIC_GAUGE,
 				      "mooncake_master_segment_capacity_bytes",
 				      "Bytes of a mounted segment (segment: its id).", seg_labels, 2,
 				      collect_segment_capacity, mm) ||
-	    !mc_metrics_add_collector(mm->reg, MC_METRIC_GAUGE, "mooncake_master_segment_used_bytes",
+	    !mc_metrics_add_collector(reg, MC_METRIC_GAUGE, "mooncake_master_segment_used_bytes",
 				      "Bytes allocated in a mounted segment.", seg_labels, 2,
 				      collect_segment_used, mm) ||
-	    !mc_metrics_add_collector(mm->reg, MC_METRIC_GAUGE, "mooncake_master_tenant_objects",
+	    !mc_metrics_add_collector(reg, MC_METRIC_GAUGE, "mooncake_master_tenant_objects",
 				      "Objects of a tenant.", tenant_labels, 1,
 				      collect_tenant_objects, mm) ||
-	    !mc_metrics_add_collector(mm->reg, MC_METRIC_GAUGE,
+	    !mc_metrics_add_collector(reg, MC_METRIC_GAUGE,
 				      "mooncake_master_tenant_charged_bytes",
 				      "Bytes charged to a tenant (size x replicas of its objects).",
 				      tenant_labels, 1, collect_tenant_charged, mm) ||
-	    !mc_metrics_add_collector(mm->reg, MC_METRIC_GAUGE, "mooncake_master_tenant_quota_bytes",
+	    !mc_metrics_add_collector(reg, MC_METRIC_GAUGE, "mooncake_master_tenant_quota_bytes",
 				      "Quota of a tenant (0: unlimited).", tenant_labels, 1,
 				      collect_tenant_quota, mm))
 		return MC_ERR_NO_MEMORY;
-	/* The master's ops: all but the node data plane's. */
-	for (unsigned i = 0; i < MC_OP_COUNT; i++) {
-		const struct mc_op_info *oi = mc_op_info_at(i);
-		mm->series[i] = -1;
-		if (!(oi->flags & MC_OPF_DATA)) {
-			mm->series[i] = (int16_t)nops;
-			ops[nops++] = oi->name;
-		}
-	}
-	mm->rpc.op_series = mm->series;
-	mm->rpc.op_requests = mc_metrics_add(mm->reg, MC_METRIC_COUNTER,
-					     "mooncake_master_rpc_requests_total",
-					     "RPC requests answered, by op.", "op", ops, nops);
-	/* op x code is a large matrix: only the series that counted something. */
-	struct mc_metric_desc ed = {
-		.type = MC_METRIC_COUNTER, .name = "mooncake_master_rpc_errors_total",
-		.help = "RPC requests answered with a non-zero status, by op and code "
-			"(only the non-zero series).",
-		.label = { "op", "code" }, .values = { ops, codes },
-		.nvalues = { nops, ncodes }, .flags = MC_METRIC_SPARSE,
-	};
-	mm->rpc.op_errors = mc_metrics_add_desc(mm->reg, &ed);
-	mm->rpc.op_duration = mc_metrics_add(mm->reg, MC_METRIC_HISTOGRAM,
-					     "mooncake_master_rpc_duration_seconds",
-					     "Run time of the RPC handlers, by op.", "op", ops, nops);
-	return mm->rpc.op_requests && mm->rpc.op_errors && mm->rpc.op_duration ? 0 : MC_ERR_NO_MEMORY;
+	return mc_daemon_metrics_add_ops(dm, &opf, &mm->ops);
 }
 
 int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *clients,
-			  struct mc_master_metrics **ret)
+			  struct mc_daemon_metrics **ret)
 {
-	struct mc_master_metrics *mm = calloc(1, sizeof(*mm));
-	if (!mm)
-		return MC_ERR_NO_MEMORY;
-	mm->meta = meta;
-	mm->clients = clients;
-	clock_gettime(CLOCK_MONOTONIC, &mm->started);
-	pthread_mutex_init(&mm->lock, NULL);
-	if (!(mm->reg = mc_metrics_new()) || add_families(mm) < 0) {
-		mc_master_metrics_free(mm);
-		return MC_ERR_NO_MEMORY;
-	}
-	*ret = mm;
-	return 0;
+	static const struct mc_daemon_metrics_def def = {
+		.size = sizeof(struct master_metrics), .add = add_families, .take = take_values,
+	};
+	const struct master_metrics init = { .meta = meta, .clients = clients };
+	return mc_daemon_metrics_new(&def, &init, ret);
 }
 
-struct mc_master_metrics *mc_master_metrics_free(struct mc_master_metrics *mm)
+const struct mc_op_metrics *mc_master_metrics_ops(struct mc_daemon_metrics *dm)
 {
-	if (!mm)
-		return NULL;
-	mc_metrics_free(mm->reg);
-	pthread_mutex_destroy(&mm->lock);
-	free(mm);
-	return NULL;
+	return &((struct master_metrics *)mc_daemon_metrics_state(dm))->ops;
 }
 
-void mc_master_metrics_rpc(struct mc_master_metrics *mm, struct mc_master_rpc_metrics *ret)
+void mc_master_metrics_set_server(struct mc_daemon_metrics *dm, struct mc_rpc_server *srv)
 {
-	*ret = mm->rpc;
-}
-
-void mc_master_metrics_set_server(struct mc_master_metrics *mm, struct mc_rpc_server *srv)
-{
-	pthread_mutex_lock(&mm->lock);
+	struct master_metrics *mm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
 	mm->srv = srv;
-	pthread_mutex_unlock(&mm->lock);
-}
-
-char *mc_master_metrics_render(struct mc_master_metrics *mm, size_t *len)
-{
-	pthread_mutex_lock(&mm->lock);
-	take_values(mm);
-	char *text = mc_metrics_render_string(mm->reg, len);
-	pthread_mutex_unlock(&mm->lock);
-	return text;
+	mc_daemon_metrics_unlock(dm);
 }

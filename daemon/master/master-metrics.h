@@ -1,12 +1,12 @@
 /*
- * master-metrics.h - the master's Prometheus metrics (every family
- * listed in docs/metrics.md): gauges and counters read from the metadata
+ * master-metrics.h - the master's Prometheus metrics (every family listed in
+ * docs/metrics.md): gauges and counters read from the metadata
  * service, the client registry and the rpc server at each scrape,
  * per-segment and per-tenant gauges, and the per-op RPC families the rpc
  * server updates as it answers.
  *
- * Thread safety: mc_master_metrics_render() may run on any HTTP thread; it
- * takes its own lock around the gauge values of one scrape.
+ * Thread safety: a scrape may run on any HTTP thread; it takes the
+ * lifecycle's lock around the values of one scrape.
  */
 #ifndef MC_MASTER_METRICS_H
 #define MC_MASTER_METRICS_H
@@ -17,26 +17,18 @@
 struct mc_meta;
 struct mc_master_clients;
 struct mc_rpc_server;
-struct mc_metric;
+struct mc_daemon_metrics;
+struct mc_op_metrics;
 
-struct mc_master_metrics;
-
-/* The families the rpc server updates (struct mc_rpc_server_config). */
-struct mc_master_rpc_metrics {
-	struct mc_metric *op_requests, *op_errors, *op_duration;
-	const int16_t *op_series;	/* the master's ops (not the node data plane's) */
-};
-
-/* 0 or MC_ERR_NO_MEMORY.  clients may be NULL. */
+/* The master's metrics on the daemons' lifecycle: render them with
+ * mc_daemon_metrics_render() (GET /metrics: mc_daemon_metrics_http()), free
+ * them with mc_daemon_metrics_free().  0 or -ENOMEM.  clients may be NULL. */
 int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *clients,
-			  struct mc_master_metrics **ret);
-struct mc_master_metrics *mc_master_metrics_free(struct mc_master_metrics *mm);
+			  struct mc_daemon_metrics **ret);
 
-void mc_master_metrics_rpc(struct mc_master_metrics *mm, struct mc_master_rpc_metrics *ret);
+/* The per-op families the rpc server updates (mc_op_metrics_attach()). */
+const struct mc_op_metrics *mc_master_metrics_ops(struct mc_daemon_metrics *dm);
 /* The server whose totals the scrape reports (set once it runs). */
-void mc_master_metrics_set_server(struct mc_master_metrics *mm, struct mc_rpc_server *srv);
-
-/* Text format 0.0.4, malloc'd; NULL when out of memory. */
-char *mc_master_metrics_render(struct mc_master_metrics *mm, size_t *len);
+void mc_master_metrics_set_server(struct mc_daemon_metrics *dm, struct mc_rpc_server *srv);
 
 #endif

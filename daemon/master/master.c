@@ -3,10 +3,12 @@
  *
  * Threads of the daemon:
  *
- *   main           parses options, starts everything, then blocks in a
- *                  signalfd read (SIGTERM/SIGINT blocked in every thread);
- *                  on a signal: STOPPING=1, stops the RPC workers, then the
- *                  housekeeping thread, frees the metadata, exits 0.
+ *   main           the daemon skeleton (common/daemon.h): parses options,
+ *                  recovers and starts everything (master_new(),
+ *                  master_start()), then waits for SIGTERM/SIGINT (blocked
+ *                  in every thread); on a signal: STOPPING=1, stops the
+ *                  HTTP server, the RPC workers, the snapshot and
+ *                  housekeeping threads, frees the metadata, exits 0.
  *   rpc worker xN  (option `workers`) daemon/common/rpc-server.c: one epoll
  *                  loop and one SO_REUSEPORT listening socket each; runs the
  *                  handlers of master-rpc.c, which call mc_meta_* and the
@@ -41,29 +43,19 @@
  *      mc_meta_* (handlers take it after the meta call returns).
  * The rpc server itself holds no lock while a handler runs.
  */
-#include <errno.h>
-#include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/daemon.h"
+#include "common/daemon-metrics.h"
 #include "common/rpc-server.h"
 #include "master/master-http.h"
 #include "master/master-metrics.h"
 #include "master/master-rpc.h"
 #include "master/oplog.h"
 #include "master/snapshot.h"
-#include "util/syserr.h"
-#include "common/config.h"
-#include "common/log.h"
-#include "common/notify.h"
-
-#define DEFAULT_CONFIG "/etc/mooncake/master.conf"
+#include "mooncake/error.h"
 
 struct master_config {
 	char *rpc_address;
@@ -77,215 +69,121 @@ struct master_config {
 	uint64_t put_release_timeout_ms;
 	double eviction_high_watermark;
 	double eviction_low_watermark;
-	uint64_t soft_pin_ttl_ms;
 	uint64_t snapshot_interval_s;
 	uint64_t snapshot_retain;
 	char *oplog;
 	bool oplog_sync;
-	char *etcd_endpoints;
-	char *cluster_id;
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
 };
 
-#define O(name, type, def, help) MC_OPT(#name, type, struct master_config, name, def, help)
+static const char *const oplog_modes[] = { "local", "off", NULL };
+
+#define O(field, ...) MC_OPT(struct master_config, field, __VA_ARGS__)
 static const struct mc_option options[] = {
-	O(rpc_address, MC_OPT_STR, "0.0.0.0", "address of the binary RPC listener"),
+	O(rpc_address, MC_OPT_STR, "0.0.0.0", "address of the binary RPC listener",
+	  .flags = MC_OPTF_NONEMPTY),
 	O(rpc_port, MC_OPT_PORT, "50051", "port of the binary RPC listener (0: pick a free one)"),
 	O(http_address, MC_OPT_STR, "127.0.0.1",
-	  "address of the admin HTTP server (/health, /metrics, the REST API /api/v1)"),
+	  "address of the admin HTTP server (/health, /metrics, the REST API /api/v1)",
+	  .flags = MC_OPTF_NONEMPTY),
 	O(http_port, MC_OPT_PORT, "9003", "port of the admin HTTP server (0: pick a free one)"),
 	O(state_dir, MC_OPT_STR, "/var/lib/mooncake/master",
-	  "state directory, created if missing: snapshots/ and oplog/"),
-	O(lease_ttl_ms, MC_OPT_MS, "10000", "read lease granted by GetReplicaList/ExistKey"),
+	  "state directory, created if missing: snapshots/ and oplog/", .flags = MC_OPTF_NONEMPTY),
+	O(lease_ttl_ms, MC_OPT_MS, "10000", "read lease granted by GetReplicaList/ExistKey",
+	  .min = 1),
 	O(client_ttl_ms, MC_OPT_MS, "10000",
-	  "a client silent this long is dropped and its segments unmounted"),
+	  "a client silent this long is dropped and its segments unmounted", .min = 1000),
 	O(put_discard_timeout_ms, MC_OPT_MS, "30000",
 	  "an unfinished put older than this may be overwritten"),
 	O(put_release_timeout_ms, MC_OPT_MS, "600000",
-	  "the space of an unfinished put is released after this"),
+	  "the space of an unfinished put is released after this (at least "
+	  "put_discard_timeout_ms)"),
 	O(eviction_high_watermark, MC_OPT_DOUBLE, "0.90",
-	  "allocated/capacity ratio above which the housekeeping thread evicts (1: never)"),
+	  "allocated/capacity ratio above which the housekeeping thread evicts (1: never)",
+	  .min = 0, .max = 1, .flags = MC_OPTF_MIN_OPEN),
 	O(eviction_low_watermark, MC_OPT_DOUBLE, "0.80",
-	  "ratio background eviction frees down to"),
-	O(soft_pin_ttl_ms, MC_OPT_MS, "1800000",
-	  "[reserved] default soft-pin TTL for a pin request that names none (every request names one today)"),
+	  "ratio background eviction frees down to (below eviction_high_watermark)",
+	  .min = 0, .max = 1),
 	O(snapshot_interval_s, MC_OPT_U64, "300",
-	  "seconds between snapshots of all metadata into state_dir/snapshots (0: only on demand)"),
-	O(snapshot_retain, MC_OPT_U64, "3", "snapshots kept (1..1000)"),
+	  "seconds between snapshots of all metadata into state_dir/snapshots (0: only on demand)",
+	  .unit = "s"),
+	O(snapshot_retain, MC_OPT_U64, "3", "snapshots kept", .min = 1, .max = 1000,
+	  .unit = "snapshots"),
 	O(oplog, MC_OPT_STR, "local",
 	  "local: every mutation logged in state_dir/oplog, a restart loses nothing acknowledged; "
-	  "off: a restart loses what the last snapshot does not hold; etcd: [reserved] acts as off"),
+	  "off: a restart loses what the last snapshot does not hold", .choices = oplog_modes),
 	O(oplog_sync, MC_OPT_BOOL, "true",
 	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once and "
 	  "fsync in the background (faster; a machine crash may lose the last acknowledged changes, "
 	  "a master crash alone does not)"),
-	O(etcd_endpoints, MC_OPT_STR, "",
-	  "[reserved: etcd HA is not implemented yet] comma-separated http://host:port list"),
-	O(cluster_id, MC_OPT_STR, "mooncake", "cluster name (etcd key prefix, once etcd exists)"),
 	O(admin_token_file, MC_OPT_STR, "",
 	  "file holding the bearer token the REST API's non-GET calls need (empty: none)"),
-	O(workers, MC_OPT_U64, "2", "RPC worker threads (1..256)"),
-	O(log_level, MC_OPT_STR, "info", "error | warning | notice | info | debug"),
+	O(workers, MC_OPT_U64, "2", "RPC worker threads", .min = 1, .max = 256,
+	  .unit = "threads"),
+	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
+	  .choices = mc_config_log_levels),
 };
 #undef O
 
-static const char usage[] =
-	"Usage: mooncake-master [--config FILE] [--name=value ...]\n"
-	"\n"
-	"The Mooncake Store master: all object metadata in memory, served over the\n"
-	"binary RPC protocol, persisted in state_dir (snapshots + oplog).  Options marked [reserved] are accepted and validated\n"
-	"now; their feature comes in a later release and they have no effect yet.";
-
-static int validate(const struct master_config *c, char *err, size_t len)
+static int check(const void *p, char *err, size_t len)
 {
-	if (!*c->rpc_address)
-		return snprintf(err, len, "option '--rpc_address' must not be empty"), -1;
-	if (c->workers < 1 || c->workers > 256)
-		return snprintf(err, len, "bad value '%llu' for option '--workers' (expected 1..256)",
-				(unsigned long long)c->workers), -1;
-	if (mc_log_level_from_name(c->log_level) < 0)
-		return snprintf(err, len, "bad value '%s' for option '--log_level' (expected "
-				"error, warning, notice, info or debug)", c->log_level), -1;
-	if (strcmp(c->oplog, "local") && strcmp(c->oplog, "etcd") && strcmp(c->oplog, "off"))
-		return snprintf(err, len, "bad value '%s' for option '--oplog' (expected local, etcd "
-				"or off)", c->oplog), -1;
-	if (!strcmp(c->oplog, "etcd") && !*c->etcd_endpoints)
-		return snprintf(err, len, "option '--oplog=etcd' needs '--etcd_endpoints'"), -1;
-	if (!(c->eviction_high_watermark > 0 && c->eviction_high_watermark <= 1))
-		return snprintf(err, len, "bad value '%g' for option '--eviction_high_watermark' "
-				"(expected 0 < x <= 1)", c->eviction_high_watermark), -1;
-	if (!(c->eviction_low_watermark >= 0 &&
-	      c->eviction_low_watermark < c->eviction_high_watermark))
+	const struct master_config *c = p;
+	if (!(c->eviction_low_watermark < c->eviction_high_watermark))
 		return snprintf(err, len, "bad value '%g' for option '--eviction_low_watermark' "
-				"(expected 0 <= x < eviction_high_watermark)",
-				c->eviction_low_watermark), -1;
-	if (c->lease_ttl_ms == 0)
-		return snprintf(err, len, "bad value '0' for option '--lease_ttl_ms'"), -1;
-	if (c->client_ttl_ms < 1000)
-		return snprintf(err, len, "bad value '%llu' for option '--client_ttl_ms' (expected "
-				">= 1000)", (unsigned long long)c->client_ttl_ms), -1;
+				"(expected below eviction_high_watermark, %g)",
+				c->eviction_low_watermark, c->eviction_high_watermark), -1;
 	if (c->put_release_timeout_ms < c->put_discard_timeout_ms)
 		return snprintf(err, len, "option '--put_release_timeout_ms' must be >= "
 				"'--put_discard_timeout_ms'"), -1;
-	if (c->snapshot_retain < 1 || c->snapshot_retain > 1000)
-		return snprintf(err, len, "bad value '%llu' for option '--snapshot_retain' (expected "
-				"1..1000)", (unsigned long long)c->snapshot_retain), -1;
-	if (!*c->state_dir)
-		return snprintf(err, len, "option '--state_dir' must not be empty"), -1;
-	if (!*c->http_address)
-		return snprintf(err, len, "option '--http_address' must not be empty"), -1;
 	return 0;
 }
 
-/* mkdir -p; on failure errno says why. */
-static int make_dirs(const char *path)
+MC_DAEMON_DEF(master_daemon, "mooncake-master", "master.conf",
+	      "Usage: mooncake-master [--config FILE] [--name=value ...]\n"
+	      "\n"
+	      "The Mooncake Store master: all object metadata in memory, served over the\n"
+	      "binary RPC protocol, persisted in state_dir (snapshots + oplog).",
+	      options, check);
+
+struct master {
+	const struct master_config *cfg;
+	char *admin_token;
+	struct mc_oplog *oplog;
+	struct mc_meta *meta;
+	struct mc_snapshots *snaps;
+	struct mc_master_clients *clients;
+	struct mc_daemon_metrics *metrics;
+	struct mc_master_rpc rpc;
+	struct mc_rpc_server *srv;
+	struct mc_master_http *http;
+	char snap_dir[4096];
+};
+
+static void master_free(struct master *m);
+
+/* The oplog (cutting a torn tail), then the newest snapshot plus the oplog after it. */
+static int master_recover(struct master *m)
 {
-	char buf[PATH_MAX];
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return errno = ENAMETOOLONG, MC_ERR_INVALID_PARAMS;
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-				return mc_err_from_errno(errno);
-			*p = '/';
-		}
-	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-		return mc_err_from_errno(errno);
-	struct stat st;
-	if (stat(buf, &st) < 0)
-		return mc_err_from_errno(errno);
-	return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, MC_ERR_FILE_OPEN_FAIL);
-}
-
-static void rpc_log(void *ctx, int level, const char *msg)
-{
-	mc_log(level, "%s", msg);
-}
-
-static void persist_log(int level, const char *msg)
-{
-	mc_log(level, "%s", msg);
-}
-
-static void http_log(void *ctx, const char *msg)
-{
-	log_warning("http: %s", msg);
-}
-
-int main(int argc, char **argv)
-{
-	struct master_config cfg = { 0 };
-	char err[512];
-	struct mc_meta *meta = NULL;
-	struct mc_master_clients *clients = NULL;
-	struct mc_rpc_server *srv = NULL;
-	struct mc_master_http *http = NULL;
-	struct mc_master_metrics *metrics = NULL;
-	struct mc_master_rpc_metrics rpcm;
-	char *admin_token = NULL;
-	struct mc_oplog *oplog = NULL;
-	struct mc_snapshots *snaps = NULL;
-	char path[PATH_MAX];
-	int r, ret = 1, sfd = -1;
-	const size_t nopts = sizeof(options) / sizeof(options[0]);
-
-	mc_log_set_ident("mooncake-master");
-	r = mc_config_load(options, nopts, &cfg, argc, argv, DEFAULT_CONFIG, usage, err, sizeof(err));
-	if (r == 1) {
-		mc_config_release(options, nopts, &cfg);
-		return 0;
-	}
-	if (r < 0 || validate(&cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "mooncake-master: %s\n", err);
-		mc_config_release(options, nopts, &cfg);
-		return 2;
-	}
-	mc_log_max_level = mc_log_level_from_name(cfg.log_level);
-	if (*cfg.admin_token_file &&
-	    mc_master_http_load_token(cfg.admin_token_file, &admin_token, err, sizeof(err)) < 0) {
-		fprintf(stderr, "mooncake-master: %s\n", err);
-		mc_config_release(options, nopts, &cfg);
-		return 2;
-	}
-
-	if ((r = make_dirs(cfg.state_dir)) < 0) {
-		log_error("cannot create state_dir '%s': %s", cfg.state_dir, strerror(errno));
-		goto out;
-	}
-
-	/* Block the stop signals before any thread starts: they all inherit it. */
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sfd < 0) {
-		log_error("signalfd: %s", strerror(errno));
-		goto out;
-	}
-
+	const struct master_config *c = m->cfg;
+	char path[4096], err[512];
+	int r;
 	struct mc_meta_config mcfg;
 	mc_meta_config_defaults(&mcfg);
-	mcfg.lease_ttl_ms = cfg.lease_ttl_ms;
-	mcfg.put_discard_timeout_ms = cfg.put_discard_timeout_ms;
-	mcfg.put_release_timeout_ms = cfg.put_release_timeout_ms;
-	mcfg.eviction_high_watermark = cfg.eviction_high_watermark;
-	mcfg.eviction_low_watermark = cfg.eviction_low_watermark;
-	if (!strcmp(cfg.oplog, "etcd"))
-		log_warning("oplog=etcd is not implemented yet: running without an oplog");
-	if (!strcmp(cfg.oplog, "local")) {
-		struct mc_oplog_config ocfg = { .sync = cfg.oplog_sync };
+	mcfg.lease_ttl_ms = c->lease_ttl_ms;
+	mcfg.put_discard_timeout_ms = c->put_discard_timeout_ms;
+	mcfg.put_release_timeout_ms = c->put_release_timeout_ms;
+	mcfg.eviction_high_watermark = c->eviction_high_watermark;
+	mcfg.eviction_low_watermark = c->eviction_low_watermark;
+	if (!strcmp(c->oplog, "local")) {
+		struct mc_oplog_config ocfg = { .sync = c->oplog_sync };
 		struct mc_oplog_recovery orec;
-		snprintf(path, sizeof(path), "%s/oplog", cfg.state_dir);
-		if ((r = mc_oplog_open_local(path, &ocfg, &oplog, &orec)) < 0) {
+		snprintf(path, sizeof(path), "%s/oplog", c->state_dir);
+		if ((r = mc_oplog_open_local(path, &ocfg, &m->oplog, &orec)) < 0) {
 			log_error("cannot open the oplog in %s: %s", path,
 				  orec.detail[0] ? orec.detail : mc_strerror(r));
-			goto out;
+			return r;
 		}
 		if (orec.truncated_bytes || orec.dropped_files)
 			log_error("oplog: cut a torn or corrupt tail: %llu bytes, %llu files dropped (%s); "
@@ -293,119 +191,140 @@ int main(int argc, char **argv)
 				  (unsigned long long)orec.dropped_files, orec.detail,
 				  (unsigned long long)orec.first_seq, (unsigned long long)orec.last_seq);
 	}
-	snprintf(path, sizeof(path), "%s/snapshots", cfg.state_dir);
-	if ((r = make_dirs(path)) < 0) {
-		log_error("cannot create '%s': %s", path, strerror(errno));
-		goto out;
+	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", c->state_dir);
+	if ((r = mc_make_dirs(m->snap_dir)) < 0) {
+		log_error("cannot create '%s': %s", m->snap_dir, mc_strerror(r));
+		return r;
 	}
 	struct mc_snapshot_info sinfo;
-	if ((r = mc_snapshot_recover(path, &mcfg, oplog, persist_log, &meta, &sinfo, err,
-				     sizeof(err))) < 0) {
+	if ((r = mc_snapshot_recover(m->snap_dir, &mcfg, m->oplog, mc_log_cb, &m->meta, &sinfo,
+				     err, sizeof(err))) < 0) {
 		log_error("cannot recover the metadata: %s", err);
-		goto out;
+		return r;
 	}
 	struct mc_meta_stats mst;
-	mc_meta_get_stats(meta, &mst);
+	mc_meta_get_stats(m->meta, &mst);
 	log_notice("recovered %llu objects on %u segments (waiting for their nodes to remount)",
 		   (unsigned long long)mst.objects, mst.segments);
-	mc_meta_set_oplog(meta, oplog);
+	mc_meta_set_oplog(m->meta, m->oplog);
+	return 0;
+}
+
+static int master_new(const struct master_config *c, struct master **ret)
+{
+	char err[512];
+	int r;
+	struct master *m = calloc(1, sizeof(*m));
+	if (!m)
+		return MC_ERR_NO_MEMORY;
+	m->cfg = c;
+	if (*c->admin_token_file &&
+	    mc_master_http_load_token(c->admin_token_file, &m->admin_token, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		r = MC_ERR_INVALID_PARAMS;
+		goto fail;
+	}
+	if ((r = mc_make_dirs(c->state_dir)) < 0) {
+		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
+		goto fail;
+	}
+	if ((r = master_recover(m)) < 0)
+		goto fail;
 	struct mc_snapshot_config sncfg = {
-		.dir = path, .retain = (uint32_t)cfg.snapshot_retain,
-		.interval_s = cfg.snapshot_interval_s, .log = persist_log,
+		.dir = m->snap_dir, .retain = (uint32_t)c->snapshot_retain,
+		.interval_s = c->snapshot_interval_s, .log = mc_log_cb,
 	};
-	if ((r = mc_snapshots_new(meta, oplog, &sncfg, &snaps)) < 0 ||
-	    (r = mc_snapshots_start(snaps)) < 0) {
-		log_error("cannot start snapshots: %s", mc_strerror(r));
-		goto out;
+	if ((r = mc_snapshots_new(m->meta, m->oplog, &sncfg, &m->snaps)) < 0 ||
+	    (r = mc_master_clients_new(m->meta, c->client_ttl_ms, &m->clients)) < 0 ||
+	    (r = mc_master_metrics_new(m->meta, m->clients, &m->metrics)) < 0) {
+		log_error("cannot set up the master: %s", mc_strerror(r));
+		goto fail;
 	}
-	if ((r = mc_master_clients_new(meta, cfg.client_ttl_ms, &clients)) < 0 ||
-	    (r = mc_master_clients_start(clients)) < 0) {
-		log_error("cannot start the housekeeping thread: %s",
-			  mc_strerror(r));
-		goto out;
-	}
+	m->rpc = (struct mc_master_rpc){ .meta = m->meta, .clients = m->clients, .oplog = m->oplog };
+	*ret = m;
+	return 0;
+fail:
+	master_free(m);
+	return r;
+}
 
-	if (mc_master_metrics_new(meta, clients, &metrics) < 0) {
-		log_error("cannot set up the metrics: out of memory");
-		goto out;
+static int master_start(struct master *m)
+{
+	const struct master_config *c = m->cfg;
+	int r;
+	if ((r = mc_snapshots_start(m->snaps)) < 0 ||
+	    (r = mc_master_clients_start(m->clients)) < 0) {
+		log_error("cannot start the snapshot and housekeeping threads: %s", mc_strerror(r));
+		return r;
 	}
-	mc_master_metrics_rpc(metrics, &rpcm);
-
-	struct mc_master_rpc rpc = { .meta = meta, .clients = clients, .oplog = oplog };
 	struct mc_rpc_handlers h;
 	mc_master_rpc_handlers(&h);
 	struct mc_rpc_server_config scfg = {
-		.address = cfg.rpc_address,
-		.port = (uint16_t)cfg.rpc_port,
-		.workers = (unsigned)cfg.workers,
-		.log = rpc_log,
-		.op_requests = rpcm.op_requests,
-		.op_errors = rpcm.op_errors,
-		.op_duration = rpcm.op_duration,
-		.op_series = rpcm.op_series,
+		.address = c->rpc_address, .port = (uint16_t)c->rpc_port,
+		.workers = (unsigned)c->workers, .log = mc_log_cb,
 	};
-	if ((r = mc_rpc_server_start(&scfg, &h, &rpc, &srv)) < 0) {
-		log_error("cannot listen on %s:%llu: %s", cfg.rpc_address,
-			  (unsigned long long)cfg.rpc_port,
-			  mc_strerror(r));
-		goto out;
+	mc_op_metrics_attach(mc_master_metrics_ops(m->metrics), &scfg);
+	if ((r = mc_rpc_server_start(&scfg, &h, &m->rpc, &m->srv)) < 0) {
+		log_error("cannot listen on %s:%llu: %s", c->rpc_address,
+			  (unsigned long long)c->rpc_port, mc_strerror(r));
+		return r;
 	}
-	mc_master_metrics_set_server(metrics, srv);
-
+	mc_master_metrics_set_server(m->metrics, m->srv);
 	struct mc_master_http_config hcfg = {
-		.address = cfg.http_address,
-		.port = (uint16_t)cfg.http_port,
-		.meta = meta,
-		.clients = clients,
-		.metrics = metrics,
-		.oplog = oplog,
-		.admin_token = admin_token,
-		.log = http_log,
+		.address = c->http_address, .port = (uint16_t)c->http_port,
+		.meta = m->meta, .clients = m->clients, .oplog = m->oplog,
+		.metrics = m->metrics,
+		.admin_token = m->admin_token, .log = mc_log_cb,
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */
-		.snapshot_list = mc_snapshot_list_json,
-		.snapshot_take = mc_snapshot_take_json,
-		.snapshot_ctx = snaps,
+		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
+		.snapshot_ctx = m->snaps,
 	};
-	if ((r = mc_master_http_start(&hcfg, &http)) < 0) {
-		log_error("cannot serve http on %s:%llu: %s", cfg.http_address,
-			  (unsigned long long)cfg.http_port, mc_strerror(r));
-		goto out;
+	if ((r = mc_master_http_start(&hcfg, &m->http)) < 0) {
+		log_error("cannot serve http on %s:%llu: %s", c->http_address,
+			  (unsigned long long)c->http_port, mc_strerror(r));
+		return r;
 	}
 	log_notice("ready: rpc on %s:%u, http on %s:%u, %llu workers, state in %s",
-		   cfg.rpc_address, (unsigned)mc_rpc_server_port(srv), cfg.http_address,
-		   (unsigned)mc_master_http_port(http), (unsigned long long)cfg.workers,
-		   cfg.state_dir);
-	mc_notify("READY=1");
+		   c->rpc_address, (unsigned)mc_rpc_server_port(m->srv), c->http_address,
+		   (unsigned)mc_master_http_port(m->http), (unsigned long long)c->workers,
+		   c->state_dir);
+	return 0;
+}
 
-	for (;;) {
-		struct signalfd_siginfo si;
-		ssize_t n = read(sfd, &si, sizeof(si));
-		if (n == (ssize_t)sizeof(si)) {
-			log_notice("signal %s: stopping", strsignal((int)si.ssi_signo));
-			break;
-		}
-		if (n < 0 && errno != EINTR) {
-			log_error("signalfd read: %s", strerror(errno));
-			break;
-		}
+static void master_free(struct master *m)
+{
+	if (!m)
+		return;
+	mc_master_http_stop(m->http);
+	if (m->metrics)
+		mc_master_metrics_set_server(m->metrics, NULL);
+	mc_rpc_server_stop(m->srv);
+	mc_snapshots_free(m->snaps);
+	mc_master_clients_free(m->clients);
+	if (m->meta)
+		mc_meta_set_oplog(m->meta, NULL);
+	mc_oplog_close(m->oplog);
+	mc_meta_free(m->meta);
+	mc_daemon_metrics_free(m->metrics);
+	if (m->admin_token)
+		explicit_bzero(m->admin_token, strlen(m->admin_token));
+	free(m->admin_token);
+	free(m);
+}
+
+int main(int argc, char **argv)
+{
+	struct master_config cfg = { 0 };
+	struct master *m = NULL;
+	int r;
+	struct mc_daemon *d = mc_daemon_new(&master_daemon, &cfg, argc, argv, &r);
+	if (!d)
+		return r;
+	if ((r = master_new(&cfg, &m)) == 0 && (r = master_start(m)) == 0) {
+		mc_notify("READY=1");
+		r = mc_daemon_run(d);
 	}
-	mc_notify("STOPPING=1");
-	ret = 0;
-out:
-	http = mc_master_http_stop(http);
-	srv = mc_rpc_server_stop(srv);
-	snaps = mc_snapshots_free(snaps);
-	clients = mc_master_clients_free(clients);
-	if (meta)
-		mc_meta_set_oplog(meta, NULL);
-	oplog = mc_oplog_close(oplog);
-	meta = mc_meta_free(meta);
-	metrics = mc_master_metrics_free(metrics);
-	if (sfd >= 0)
-		close(sfd);
-	mc_config_release(options, nopts, &cfg);
-	if (admin_token)
-		explicit_bzero(admin_token, strlen(admin_token));
-	free(admin_token);
-	return ret;
+	master_free(m);
+	mc_daemon_free(d);
+	return mc_daemon_exit_code(r);
 }

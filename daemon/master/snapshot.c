@@ -46,7 +46,7 @@ struct mc_snapshots {
 	char dir[3900];
 	uint32_t retain;
 	uint64_t interval_s;
-	void (*log)(int level, const char *msg);
+	mc_log_fn log;
 	pthread_mutex_t lock;   /* takes, and every sqlite call of the process */
 	pthread_mutex_t wake_lock;
 	pthread_cond_t wake;
@@ -54,9 +54,9 @@ struct mc_snapshots {
 	pthread_t thread;
 };
 
-static void slog(void (*log)(int, const char *), int level, const char *fmt, ...)
+static void slog(mc_log_fn log, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void slog(void (*log)(int, const char *), int level, const char *fmt, ...)
+static void slog(mc_log_fn log, int level, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -65,7 +65,7 @@ static void slog(void (*log)(int, const char *), int level, const char *fmt, ...
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	log(level, buf);
+	log(NULL, level, buf);
 }
 
 /* ---- one file ------------------------------------------------------------------------------ */
@@ -151,7 +151,7 @@ static void snap_path(const char *dir, uint64_t id, char *buf, size_t len)
 }
 
 int mc_snapshot_recover(const char *dir, const struct mc_meta_config *cfg, struct mc_oplog *l,
-			void (*log)(int level, const char *msg), struct mc_meta **ret,
+			mc_log_fn log, struct mc_meta **ret,
 			struct mc_snapshot_info *ret_info, char *err, size_t errlen)
 {
 	uint64_t *ids;

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "common/log.h"
 #include "master/meta.h"
 
 #define MC_SNAPSHOT_SCHEMA 1
@@ -33,7 +34,7 @@ struct mc_snapshot_config {
 	const char *dir;        /* created if missing */
 	uint32_t retain;        /* snapshots kept (>= 1) */
 	uint64_t interval_s;    /* 0: no periodic thread */
-	void (*log)(int level, const char *msg);   /* may be NULL */
+	mc_log_fn log;          /* called with a NULL ctx; may be NULL */
 };
 
 struct mc_snapshots;
@@ -64,7 +65,7 @@ int mc_snapshot_take_json(void *ctx, json_t **ret_object);
  * meta plus the whole log.  *ret_info describes the snapshot used (id 0: none).
  */
 int mc_snapshot_recover(const char *dir, const struct mc_meta_config *cfg, struct mc_oplog *l,
-			void (*log)(int level, const char *msg), struct mc_meta **ret,
+			mc_log_fn log, struct mc_meta **ret,
 			struct mc_snapshot_info *ret_info, char *err, size_t errlen);
 
 /* Loads one snapshot file into m (empty, no oplog set).  0, or MC_ERR_* with

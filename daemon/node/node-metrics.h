@@ -1,40 +1,36 @@
 /*
- * node-metrics.h - the node's Prometheus metrics (listed in
- * docs/metrics.md): its segments, the master link (mounted, heartbeats),
- * and the data plane (requests, errors and transfer time per op, bytes per
- * direction, connections).
+ * node-metrics.h - the node's Prometheus metrics (listed in docs/metrics.md):
+ * its segments, the master link (mounted, heartbeats), and the data plane
+ * (requests, errors and transfer time per op, bytes per direction,
+ * connections), on the daemons' shared lifecycle (common/daemon-metrics.h).
  *
- * Thread safety: mc_node_metrics_render() may run on any HTTP thread; the
- * set_* calls may run while it does (they take the same lock).  The data
- * plane updates its families lock-free (util/metrics.h).
+ * Thread safety: a scrape may run on any HTTP thread; the set_* calls may
+ * run while it does (they take the scrape's lock).  The data plane updates
+ * its families lock-free (util/metrics.h).
  */
 #ifndef MC_NODE_METRICS_H
 #define MC_NODE_METRICS_H
 
 #include <stddef.h>
 
+#include "common/daemon-metrics.h"
 #include "node/node-master.h"
 #include "node/node-segment.h"
 #include "node/node-transport.h"
 
-struct mc_node_metrics;
+/* The node's metrics on the daemons' lifecycle: render them with
+ * mc_daemon_metrics_render() (GET /metrics), free them with
+ * mc_daemon_metrics_free().  0 or -ENOMEM.  segs must outlive them. */
+int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_daemon_metrics **ret);
 
-/* 0 or MC_ERR_NO_MEMORY.  segs must outlive the metrics. */
-int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_node_metrics **ret);
-/* NULL is fine.  Returns NULL. */
-struct mc_node_metrics *mc_node_metrics_free(struct mc_node_metrics *nm);
-
-/* The families the data plane updates (struct mc_node_transport_config). */
-const struct mc_node_data_metrics *mc_node_metrics_data(struct mc_node_metrics *nm);
+/* The per-op families the data plane updates (struct mc_node_transport_config). */
+const struct mc_op_metrics *mc_node_metrics_ops(struct mc_daemon_metrics *dm);
 /* The transport whose totals a scrape reports; NULL before it runs and
  * before it stops. */
-void mc_node_metrics_set_transport(struct mc_node_metrics *nm,
+void mc_node_metrics_set_transport(struct mc_daemon_metrics *dm,
 				   const struct mc_node_transport_ops *ops,
 				   struct mc_node_transport *tr);
 /* The master link whose statistics a scrape reports; NULL before it stops. */
-void mc_node_metrics_set_link(struct mc_node_metrics *nm, struct mc_node_master *link);
-
-/* Text format 0.0.4, malloc'd; NULL when out of memory. */
-char *mc_node_metrics_render(struct mc_node_metrics *nm, size_t *len);
+void mc_node_metrics_set_link(struct mc_daemon_metrics *dm, struct mc_node_master *link);
 
 #endif

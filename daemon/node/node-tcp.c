@@ -27,12 +27,7 @@ static int tcp_start(const struct mc_node_transport_config *cfg, struct mc_node_
 		.log = cfg->log,
 		.log_ctx = cfg->log_ctx,
 	};
-	if (cfg->metrics) {
-		sc.op_requests = cfg->metrics->requests;
-		sc.op_errors = cfg->metrics->errors;
-		sc.op_transfer = cfg->metrics->transfer;
-		sc.op_series = cfg->metrics->series;
-	}
+	mc_op_metrics_attach(cfg->metrics, &sc);
 	int r = mc_rpc_server_start(&sc, &h, (void *)cfg->segs, &t->srv);
 	if (r < 0) {
 		free(t);

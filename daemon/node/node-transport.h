@@ -18,25 +18,19 @@
 
 #include "mooncake/types.h"
 #include "node/node-segment.h"
+#include "common/daemon-metrics.h"
 #include "common/rpc-server.h"
 
 struct mc_node_transport;
-
-/* The data plane's per-op families (node-metrics.h); see the op_* fields of
- * struct mc_rpc_server_config. */
-struct mc_node_data_metrics {
-	struct mc_metric *requests, *errors, *transfer;
-	const int16_t *series;		/* MC_OPI_* -> series, < 0: not counted */
-};
 
 struct mc_node_transport_config {
 	const char *address;		/* bind address */
 	uint16_t port;			/* 0: pick one */
 	unsigned workers;
 	const struct mc_node_segments *segs;	/* immutable while the transport runs */
-	void (*log)(void *ctx, int level, const char *msg);
+	mc_log_fn log;			/* reports (common/log.h); NULL: none */
 	void *log_ctx;
-	const struct mc_node_data_metrics *metrics;	/* NULL: none */
+	const struct mc_op_metrics *metrics;	/* the per-op families (node-metrics.h); NULL: none */
 };
 
 struct mc_node_transport_ops {

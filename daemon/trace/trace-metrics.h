@@ -1,13 +1,21 @@
-/* trace-metrics.h - the mooncake_trace_* families (docs/metrics-trace.md)
- * rendered from the BPF maps in the Prometheus text format 0.0.4. */
+/*
+ * trace-metrics.h - mooncake-trace's /metrics: the mooncake_trace_* families
+ * (docs/metrics-trace.md) read from the BPF maps at each scrape, on the
+ * daemons' shared lifecycle (common/daemon-metrics.h).
+ */
 #ifndef MC_TRACE_METRICS_H
 #define MC_TRACE_METRICS_H
 
-#include <stdio.h>
+#include <stdint.h>
 
-#include "bpf/mctrace.h"
+#include "common/daemon-metrics.h"
+#include "trace/mctrace.h"
 
-/* Writes every family read from m.  0, or -1 on a write error. */
-int trace_metrics_render(const struct mctrace_maps *m, FILE *f);
+/* The tracer's metrics on the daemons' lifecycle (GET /metrics:
+ * mc_daemon_metrics_http(); free with mc_daemon_metrics_free()).  0 or
+ * -ENOMEM.  t must outlive them. */
+int trace_metrics_new(struct mctrace *t, struct mc_daemon_metrics **ret);
+/* Counts one event read from the ring buffer (kind: MC_EV_*). */
+void trace_metrics_event(struct mc_daemon_metrics *dm, uint32_t kind);
 
 #endif

@@ -220,8 +220,7 @@ struct mc_metric *mc_metrics_add_collector(struct mc_metrics *m, enum mc_metric_
 					   const char *const *labels, unsigned nlabels,
 					   mc_metric_collect_fn fn, void *ctx)
 {
-	if (!fn || type == MC_METRIC_HISTOGRAM || nlabels > MC_METRICS_MAX_LABELS ||
-	    (nlabels && !labels))
+	if (!fn || nlabels > MC_METRICS_MAX_LABELS || (nlabels && !labels))
 		return NULL;
 	for (unsigned l = 0; l < nlabels; l++) {
 		if (!labels[l] || !valid_label(labels[l]))
@@ -423,30 +422,69 @@ static void put_labels(FILE *f, const char *name, const char *suffix, char *cons
 	fputc('}', f);
 }
 
-/* Series idx of a fixed-label family. */
-static void put_series(FILE *f, const struct mc_metric *x, const char *suffix, unsigned idx,
-		       const char *le)
+/* The label values of series idx of a fixed-label family. */
+static void series_values(const struct mc_metric *x, unsigned idx, const char *v[2])
 {
-	const char *v[2] = { NULL, NULL };
 	if (x->nlabels == 1)
 		v[0] = x->values[0][idx];
 	else if (x->nlabels == 2) {
 		v[0] = x->values[0][idx / x->nvalues[1]];
 		v[1] = x->values[1][idx % x->nvalues[1]];
 	}
+}
+
+/* Series idx of a fixed-label family. */
+static void put_series(FILE *f, const struct mc_metric *x, const char *suffix, unsigned idx,
+		       const char *le)
+{
+	const char *v[2] = { NULL, NULL };
+	series_values(x, idx, v);
 	put_labels(f, x->name, suffix, x->label, v, x->nlabels, le);
 }
 
 void mc_metric_emit(struct mc_metric_sink *sink, const char *const *values, double v)
 {
 	static const char *const none[MC_METRICS_MAX_LABELS];
-	if (!sink)
+	if (!sink || sink->x->type == MC_METRIC_HISTOGRAM)
 		return;
 	put_labels(sink->f, sink->x->name, "", sink->x->label, values ? values : none,
 		   sink->x->nlabels, NULL);
 	fputc(' ', sink->f);
 	put_double(sink->f, v);
 	fputc('\n', sink->f);
+}
+
+/* The buckets (non-cumulative counts[0..n], le bounds[0..n-1] then +Inf),
+ * _sum and _count of one histogram series; values are its label values. */
+static void put_histogram(FILE *f, const struct mc_metric *x, const char *const *values,
+			  const double *bounds, const uint64_t *counts, unsigned n, double sum)
+{
+	uint64_t cum = 0;
+	for (unsigned k = 0; k <= n; k++) {
+		char le[32];
+		cum += counts[k];
+		if (k < n)
+			snprintf(le, sizeof(le), "%g", bounds[k]);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		put_labels(f, x->name, "_bucket", x->label, values, x->nlabels, le);
+		fprintf(f, " %llu\n", (unsigned long long)cum);
+	}
+	put_labels(f, x->name, "_sum", x->label, values, x->nlabels, NULL);
+	fputc(' ', f);
+	put_double(f, sum);
+	fputc('\n', f);
+	put_labels(f, x->name, "_count", x->label, values, x->nlabels, NULL);
+	fprintf(f, " %llu\n", (unsigned long long)cum);
+}
+
+void mc_metric_emit_histogram(struct mc_metric_sink *sink, const char *const *values,
+			      const double *bounds, const uint64_t *counts, unsigned n, double sum)
+{
+	static const char *const none[MC_METRICS_MAX_LABELS];
+	if (!sink || sink->x->type != MC_METRIC_HISTOGRAM)
+		return;
+	put_histogram(sink->f, sink->x, values ? values : none, bounds, counts, n, sum);
 }
 
 static void render_one(FILE *f, struct mc_metric *x)
@@ -480,29 +518,17 @@ static void render_one(FILE *f, struct mc_metric *x)
 			}
 			continue;
 		}
-		uint64_t cum = 0, total = 0, b[MC_METRICS_BUCKETS + 1];
+		uint64_t total = 0, b[MC_METRICS_BUCKETS + 1];
 		/* Snapshot the buckets first; sum may be a hair ahead of them. */
 		for (unsigned k = 0; k <= MC_METRICS_BUCKETS; k++)
 			total += b[k] = __atomic_load_n(&x->h[i].bucket[k], __ATOMIC_RELAXED);
 		if (sparse && !total)
 			continue;
 		uint64_t sum = __atomic_load_n(&x->h[i].sum_ns, __ATOMIC_RELAXED);
-		for (unsigned k = 0; k <= MC_METRICS_BUCKETS; k++) {
-			char le[32];
-			cum += b[k];
-			if (k < MC_METRICS_BUCKETS)
-				snprintf(le, sizeof(le), "%g", mc_metrics_bucket_bounds[k]);
-			else
-				snprintf(le, sizeof(le), "+Inf");
-			put_series(f, x, "_bucket", i, le);
-			fprintf(f, " %llu\n", (unsigned long long)cum);
-		}
-		put_series(f, x, "_sum", i, NULL);
-		fputc(' ', f);
-		put_double(f, (double)sum / 1e9);
-		fputc('\n', f);
-		put_series(f, x, "_count", i, NULL);
-		fprintf(f, " %llu\n", (unsigned long long)cum);
+		const char *v[2] = { NULL, NULL };
+		series_values(x, i, v);
+		put_histogram(f, x, v, mc_metrics_bucket_bounds, b, MC_METRICS_BUCKETS,
+			      (double)sum / 1e9);
 	}
 }
 

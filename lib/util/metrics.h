@@ -16,7 +16,8 @@
  *
  * Collector families have label sets known only at render time (one series
  * per segment, per tenant): a function emits their samples while the
- * registry renders (mc_metric_emit()).
+ * registry renders (mc_metric_emit(), or mc_metric_emit_histogram() for a
+ * histogram whose buckets are counted elsewhere, e.g. in a BPF map).
  *
  * Threads: registration and rendering take the registry's mutex; updates
  * (inc/add/set/observe) are lock-free atomics and may run on any thread at
@@ -93,9 +94,10 @@ struct mc_metric *mc_metrics_add_fn(struct mc_metrics *m, enum mc_metric_type ty
 struct mc_metric *mc_metrics_add_desc(struct mc_metrics *m, const struct mc_metric_desc *d);
 
 /*
- * A counter or gauge family whose samples fn(ctx, sink) emits at render
- * time, one mc_metric_emit() per series; labels are its nlabels label
- * names (0..MC_METRICS_MAX_LABELS).  The caller keeps label sets distinct.
+ * A family whose samples fn(ctx, sink) emits at render time, one
+ * mc_metric_emit() per series (a histogram: mc_metric_emit_histogram());
+ * labels are its nlabels label names (0..MC_METRICS_MAX_LABELS).  The
+ * caller keeps label sets distinct.
  */
 struct mc_metric *mc_metrics_add_collector(struct mc_metrics *m, enum mc_metric_type type,
 					   const char *name, const char *help,
@@ -103,6 +105,12 @@ struct mc_metric *mc_metrics_add_collector(struct mc_metrics *m, enum mc_metric_
 					   mc_metric_collect_fn fn, void *ctx);
 /* One sample: values[i] is the value of label i (NULL: empty). */
 void mc_metric_emit(struct mc_metric_sink *sink, const char *const *values, double v);
+/* One histogram series: counts[i] observations up to bounds[i] (and above
+ * bounds[i-1]) for i < n, counts[n] those above bounds[n-1]; sum is the
+ * total of the observed values.  Buckets are written cumulative, each
+ * one (le="bounds[i]" with %g, then le="+Inf"), then _sum and _count. */
+void mc_metric_emit_histogram(struct mc_metric_sink *sink, const char *const *values,
+			      const double *bounds, const uint64_t *counts, unsigned n, double sum);
 
 /* The series index of (i0, i1) in a two-label family; an index past the
  * last series (ignored by the updates) when out of range. */

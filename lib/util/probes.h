@@ -8,7 +8,7 @@
  * Names keep the double underscore of the dtrace convention
  * (attach to "lease__grant").  Types are what the probe passes; integer
  * arguments are widened to 64-bit registers.  BPF programs in bpf/ read
- * them in this order (bpf/mooncake-trace.h holds the enums).
+ * them in this order (lib/trace/mooncake-trace.h holds the enums).
  *
  *   probe (where)                      arguments
  *   ---------------------------------- ------------------------------------------------

@@ -86,7 +86,7 @@ seg_ids() {
 		[[ "$output" == *"--$o="* ]] || { echo "missing $o"; false; }
 	done
 	[[ "$output" == *"default: 50061"* ]]
-	[[ "$output" == *"reserved"* ]]
+	[[ "$output" != *"reserved"* ]]
 	run -2 "$NODE" --no-such-option=1
 	[[ "$output" == *"no-such-option"* ]]
 	run -2 "$NODE" --segment_size=lots

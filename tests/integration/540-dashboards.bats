@@ -40,7 +40,8 @@ start_trace() {
 		echo "BPF unavailable: $why" >"$LIVE/trace.skip"; return 1
 	fi
 	# scan_under: never attach to the processes of other builds on this host
-	"$trace" --http_port=0 --pin_path="$PIN" --scan_interval_ms=100 --slow_transfer_us=0 \
+	# libmooncake: the build tree's, as the dynamic loader finds it here
+	LD_LIBRARY_PATH="$O/lib" "$trace" --http_port=0 --pin_path="$PIN" --scan_interval_ms=100 --slow_transfer_us=0 \
 		--scan_under="$MC_DIR/" </dev/null 2>"$MC_DIR/trace.log" 3>&- &
 	echo $! >"$LIVE/trace.pid"
 	if ! THTTP=$(_mc_wait_line "$MC_DIR/trace.log" '.*ready: http on \([^ ,]*\),.*' "$(cat "$LIVE/trace.pid")"); then

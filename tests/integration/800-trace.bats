@@ -15,6 +15,10 @@ setup() {
 	TRACE=$O/bin/mooncake-trace
 	[ -x "$TRACE" ] || skip "mooncake-trace not built"
 	PIN=/sys/fs/bpf/mctest-$$-$BATS_TEST_NUMBER
+	# the tracer and mooncakectl trace attach to the libmooncake.so.0 the
+	# dynamic loader finds, as applications of this environment load it:
+	# the build tree's
+	export LD_LIBRARY_PATH=$O/lib
 }
 
 teardown() {
@@ -83,6 +87,30 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	[[ "$output" == *"trace: unknown verb 'list'"* ]]
 	run -2 "$TRACE" --probes=lease__grant,nope
 	[[ "$output" == *"unknown probe 'nope'"* ]]
+}
+
+@test "mooncake-trace finds libmooncake as the dynamic loader does, and stops loudly when it cannot" {
+	# no privileges needed: the library is looked up before anything is loaded
+	run -1 env LD_LIBRARY_PATH="$O/lib" "$TRACE" --http_port=0 --pin_path="$PIN" \
+		--libmooncake=/nonexistent/libmooncake.so.0
+	[[ "$output" == *"cannot find libmooncake.so.0: /nonexistent/libmooncake.so.0: No such file"* ]]
+	[[ "$output" == *"--libmooncake=PATH"* ]]
+	# an explicit list of files needs no library: the start goes on to the
+	# privilege check
+	if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+		run -1 env -u LD_LIBRARY_PATH setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			--inh-caps=-all "$TRACE" --http_port=0 --pin_path="$PIN" --attach="$MASTER"
+		[[ "$output" == *"cannot trace: needs CAP_SYS_ADMIN"* ]]
+	fi
+	if ldconfig -p | grep -q 'libmooncake\.so\.0 '; then
+		skip "libmooncake.so.0 is installed on this host: the loader always finds it"
+	fi
+	# not in the loader's path: an error naming the library and what to do,
+	# never a tracer that silently leaves the applications untraced
+	run -1 env -u LD_LIBRARY_PATH "$TRACE" --http_port=0 --pin_path="$PIN"
+	[[ "$output" == *"cannot find libmooncake.so.0: libmooncake.so.0: cannot open shared object file"* ]]
+	[[ "$output" == *"LD_LIBRARY_PATH"* ]]
+	[ ! -e "$PIN" ]
 }
 
 @test "mooncake-trace refuses clearly without privileges" {

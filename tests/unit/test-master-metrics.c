@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "rpc/rpc-conn.h"
+#include "common/daemon-metrics.h"
 #include "common/rpc-server.h"
 #include "master/master-clients.h"
 #include "master/master-metrics.h"
@@ -29,7 +30,7 @@ struct fx {
 	struct test_clock clk;
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
-	struct mc_master_metrics *mm;
+	struct mc_daemon_metrics *mm;
 	struct mc_master_rpc rpc;
 	struct mc_rpc_server *srv;
 	char addr[64];
@@ -40,7 +41,6 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	struct mc_meta_config mc;
 	struct mc_rpc_handlers h;
-	struct mc_master_rpc_metrics rm;
 
 	f->clk.now = 1000000;
 	mc_meta_config_defaults(&mc);
@@ -49,12 +49,10 @@ static int setup(void **state)
 	assert_rc(mc_meta_new(&mc, &f->meta), 0);
 	assert_rc(mc_master_clients_new(f->meta, 10000, &f->clients), 0);
 	assert_int_equal(mc_master_metrics_new(f->meta, f->clients, &f->mm), 0);
-	mc_master_metrics_rpc(f->mm, &rm);
 	f->rpc = (struct mc_master_rpc){ .meta = f->meta, .clients = f->clients };
 	mc_master_rpc_handlers(&h);
-	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 1,
-					  .op_requests = rm.op_requests, .op_errors = rm.op_errors,
-					  .op_duration = rm.op_duration, .op_series = rm.op_series };
+	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 1 };
+	mc_op_metrics_attach(mc_master_metrics_ops(f->mm), &c);
 	assert_rc(mc_rpc_server_start(&c, &h, &f->rpc, &f->srv), 0);
 	mc_master_metrics_set_server(f->mm, f->srv);
 	snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u", (unsigned)mc_rpc_server_port(f->srv));
@@ -67,7 +65,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	mc_master_metrics_set_server(f->mm, NULL);
 	mc_rpc_server_stop(f->srv);
-	mc_master_metrics_free(f->mm);
+	mc_daemon_metrics_free(f->mm);
 	mc_master_clients_free(f->clients);
 	mc_meta_free(f->meta);
 	free(f);
@@ -77,7 +75,7 @@ static int teardown(void **state)
 static char *scrape(struct fx *f)
 {
 	size_t len = 0;
-	char *s = mc_master_metrics_render(f->mm, &len);
+	char *s = mc_daemon_metrics_render(f->mm, &len);
 	assert_non_null(s);
 	assert_int_equal(strlen(s), len);
 	return s;

@@ -1,6 +1,7 @@
 /*
  * mctrace.h - the loader of the BPF programs in bpf/ (used by
- * mooncake-trace and by mooncakectl trace) and readers of their maps.
+ * mooncake-trace and by mooncakectl trace: the programs are embedded as
+ * bpftool skeletons) and readers of their maps.
  *
  * mctrace_open() checks privileges and kernel features, makes sure pin_path
  * lies on a bpffs (mounting /sys/fs/bpf if nothing is mounted there), loads
@@ -12,18 +13,25 @@
  * on the inode); mctrace_scan() walks /proc for mapped files that carry
  * mooncake probes and attaches the new ones.
  *
+ * What to attach to when no file is named (mctrace_default_files()): the
+ * daemons and mooncakectl beside the running binary, and libmooncake.so.0
+ * where the dynamic loader finds it, as an application started with this
+ * environment would (LD_LIBRARY_PATH, /etc/ld.so.cache, the multiarch and
+ * default directories); not finding it is an error, never a silent miss.
+ *
  * The library never logs; errors come back as negative errno with a
  * message in err.
  */
-#ifndef MC_BPF_MCTRACE_H
-#define MC_BPF_MCTRACE_H
+#ifndef MC_TRACE_MCTRACE_H
+#define MC_TRACE_MCTRACE_H
 
+#include <limits.h>
 #include <linux/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mooncake-trace.h"
+#include "trace/mooncake-trace.h"
 
 #define MCTRACE_DEFAULT_PIN_PATH "/sys/fs/bpf/mooncake"
 /* Every probe but transfer__start: each attached probe costs a trap per
@@ -31,6 +39,9 @@
  * start time.  Without transfer__start there are no "started" counts and
  * no node-side write durations. */
 #define MCTRACE_DEFAULT_PROBES "lease__grant,evict,put__start,put__end,put__revoke,transfer__done"
+/* What struct mctrace_opts.probes may list: "all", then every probe
+ * (lib/util/probes.h); NULL-terminated. */
+extern const char *const mctrace_probe_names[];
 
 struct mctrace;
 
@@ -67,6 +78,23 @@ int mctrace_attach_path(struct mctrace *t, const char *path, char *err, size_t e
 int mctrace_scan(struct mctrace *t, void (*fn)(void *ctx, const char *path, int probes), void *ctx);
 unsigned mctrace_files(const struct mctrace *t);
 unsigned mctrace_links(const struct mctrace *t);
+
+/* The client library the applications load. */
+#define MCTRACE_LIBRARY "libmooncake.so.0"
+
+/* The real path of the file the dynamic loader loads for soname in this
+ * process's environment: 0, or -ENOENT with the loader's message in err.
+ * It loads the library (RTLD_LAZY | RTLD_LOCAL, the way an application
+ * would: libmooncake has no initializers) and unloads it again. */
+int mctrace_find_library(const char *soname, char *path, size_t len, char *err, size_t errlen);
+/* The default files, into paths[0..*n): mooncake-master, mooncake-node and
+ * mooncakectl beside this binary (those that exist), then the library:
+ * library itself when not NULL or empty, else where mctrace_find_library()
+ * finds MCTRACE_LIBRARY.  0, or -ENOENT when the library is not there (err
+ * says why; the binaries are in paths all the same). */
+#define MCTRACE_DEFAULT_FILES 4
+int mctrace_default_files(const char *library, char paths[MCTRACE_DEFAULT_FILES][PATH_MAX],
+			  unsigned *n, char *err, size_t errlen);
 
 /* Opens the maps pinned under pin_path (read-only use, and the lease sweep). */
 int mctrace_maps_open(const char *pin_path, struct mctrace_maps *m);

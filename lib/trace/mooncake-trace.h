@@ -1,7 +1,8 @@
 /*
- * mooncake-trace.h - shared between the BPF programs (bpf/NAME.bpf.c) and user
- * space (the loader, mooncake-trace, mooncakectl trace): the layout of every
- * pinned map's key and value, and of the events in the ring buffer.
+ * mooncake-trace.h - shared between the BPF programs (bpf/NAME.bpf.c, built
+ * with -Ilib) and user space (the loader beside this file, mooncake-trace,
+ * mooncakectl trace): the layout of every pinned map's key and value, and
+ * of the events in the ring buffer.
  *
  * Pinned maps (under pin_path, default /sys/fs/bpf/mooncake/; every key
  * and value is BTF-typed, so `bpftool map dump pinned PATH` prints fields):
@@ -23,8 +24,8 @@
  * Histograms: slot i counts values v (microseconds) with 2^i <= v < 2^(i+1);
  * slot 0 also counts v = 0.
  */
-#ifndef MC_BPF_MOONCAKE_TRACE_H
-#define MC_BPF_MOONCAKE_TRACE_H
+#ifndef MC_TRACE_MOONCAKE_TRACE_H
+#define MC_TRACE_MOONCAKE_TRACE_H
 
 #define MC_HIST_SLOTS 32
 #define MC_RECENT 256

@@ -3,6 +3,8 @@
 #include <bpf/libbpf.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -18,14 +20,19 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "bpf/mctrace.h"
 #include "mooncake/types.h"
+#include "trace/mctrace.h"
 
 #include "mctrace/evict.skel.h"
 #include "mctrace/lease.skel.h"
 #include "mctrace/put.skel.h"
 #include "mctrace/tcp.skel.h"
 #include "mctrace/transfer.skel.h"
+
+const char *const mctrace_probe_names[] = {
+	"all", "lease__grant", "evict", "put__start", "put__end", "put__revoke", "transfer__start",
+	"transfer__done", NULL,
+};
 
 struct file_id {
 	dev_t dev;
@@ -380,6 +387,53 @@ int mctrace_scan(struct mctrace *t, void (*fn)(void *ctx, const char *path, int 
 	}
 	closedir(d);
 	return added;
+}
+
+/* ---- what to attach to ----------------------------------------------------------------- */
+
+int mctrace_find_library(const char *soname, char *path, size_t len, char *err, size_t errlen)
+{
+	struct link_map *lm = NULL;
+	char real[PATH_MAX];
+	void *h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+	if (!h)
+		return fail(err, errlen, -ENOENT, "%s", dlerror());
+	int r = dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && *lm->l_name &&
+		realpath(lm->l_name, real) ? 0 : -ENOENT;
+	if (r == 0 && snprintf(path, len, "%s", real) >= (int)len)
+		r = -ENAMETOOLONG;
+	if (r < 0)
+		fail(err, errlen, r, "%s: the dynamic loader gave no usable path", soname);
+	dlclose(h);
+	return r;
+}
+
+int mctrace_default_files(const char *library, char paths[MCTRACE_DEFAULT_FILES][PATH_MAX],
+			  unsigned *n, char *err, size_t errlen)
+{
+	static const char *const bins[] = { "mooncake-master", "mooncake-node", "mooncakectl" };
+	char dir[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+	char *slash = NULL;
+	*n = 0;
+	if (len > 0) {
+		dir[len] = 0;
+		slash = strrchr(dir, '/');
+	}
+	for (unsigned i = 0; slash && i < sizeof(bins) / sizeof(bins[0]); i++)
+		if (snprintf(paths[*n], PATH_MAX, "%.*s/%s", (int)(slash - dir), dir, bins[i]) <
+		    PATH_MAX && access(paths[*n], R_OK) == 0)
+			++*n;
+	if (library && *library) {
+		if (access(library, R_OK) < 0)
+			return fail(err, errlen, -ENOENT, "%s: %s", library, strerror(errno));
+		snprintf(paths[(*n)++], PATH_MAX, "%s", library);
+		return 0;
+	}
+	int r = mctrace_find_library(MCTRACE_LIBRARY, paths[*n], PATH_MAX, err, errlen);
+	if (r == 0)
+		++*n;
+	return r;
 }
 
 /* ---- reading the maps ---------------------------------------------------------------- */
