@@ -2,6 +2,8 @@
 # The build's own promises: help, install layout, the benchmark's output.
 bats_require_minimum_version 1.5.0
 
+load helpers
+
 setup() {
 	cd "$BATS_TEST_DIRNAME/../.."
 	O=${MC_BUILD:-$PWD/.output}

@@ -10,6 +10,9 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
+# `make test-root`: every test here needs root.
+# bats file_tags=root
+
 setup() {
 	mc_init
 	TRACE=$O/bin/mooncake-trace
@@ -18,13 +21,11 @@ setup() {
 }
 
 teardown() {
-	if [ -n "${TRACE_PID:-}" ]; then
-		kill -TERM "$TRACE_PID" 2>/dev/null
-		_mc_reap "$TRACE_PID" || kill -KILL "$TRACE_PID"
-	fi
-	stop_all
-	[ -d "$PIN" ] && rm -rf "$PIN"
-	true
+	local rc=0
+	[ -z "${TRACE_PID:-}" ] || mc_stop_pid "$TRACE_PID" mooncake-trace
+	stop_all || rc=1
+	[ ! -d "$PIN" ] || rm -rf "$PIN"
+	return $rc
 }
 
 need_bpf() {
