@@ -114,6 +114,8 @@ include packaging/packaging.mk
 
 all: $(BINS)
 
+test-build: all $(TEST_BINS)
+
 help:
 	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 

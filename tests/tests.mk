@@ -41,8 +41,6 @@ TEST_BINS += $(UNIT_BINS) $(BENCH_BINS)
 test-deps:
 	$(Q)packaging/deps.sh test
 
-test-build: all $(TEST_BINS)
-
 test-unit: $(UNIT_BINS)
 	$(Q)O=$(O) tests/run.sh unit
 

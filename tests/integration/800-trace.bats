@@ -228,7 +228,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	run -0 get_compare b
 	wait "$live"
 	grep -q "client get over shm: 1 started, 1 done, 0 errors, 4096 bytes" "$MC_DIR/self.out"
-	! ls -d /sys/fs/bpf/mooncakectl-* 2>/dev/null   # its private pins are gone
+	[ -z "$(ls -d /sys/fs/bpf/mooncakectl-* 2>/dev/null)" ]   # its private pins are gone
 	run -1 env MOONCAKE_TRACE_PINS=/nonexistent setpriv --reuid=nobody --regid=nogroup \
 		--clear-groups --inh-caps=-all "$CTL" trace lease
 	[[ "$output" == *"cannot attach: needs CAP_SYS_ADMIN"* ]]
