@@ -1,11 +1,17 @@
 # Mooncake Store in C -- one non-recursive build.
 #
 # Targets:
-#   all (default)   build daemons, CLI, libmooncake and the test binaries
-#   run             start a local master + node from the build tree (state in ./run-state)
-#   test            install missing Debian packages, build, run unit + integration tests
+#   all (default)   build what runs: daemons, mooncakectl, libmooncake (.so, .a), tracer
+#   run             install the build packages, build, start a local master + node
+#                   (state in ./run-state); MC_RUN_SELFTEST=1: put, get, compare, stop
+#   test            install the test packages, build, run the fast suite (unit + integration)
+#   test-slow       the long fault runs (kill -9 rounds of the master and the node)
+#   test-root       root-only tests: BPF tracer, network namespaces (as root)
+#   test-fresh      `make run` and test's install + build on a fresh Debian 12 root (root, mmdebstrap)
 #   test-unit       only the cmocka unit tests
-#   test-integration only the bats integration tests
+#   test-integration only the fast bats integration tests
+#   test-deps       apt-get install what the tests need (as root)
+#   test-build      build the test binaries and tools (unit, bench, tests/tools)
 #   test-tsan       the master's concurrency tests under ThreadSanitizer (in .output-tsan)
 #   bench           in-process and end-to-end benchmarks (prints figures and ratios)
 #   fuzz            build the libFuzzer targets (clang) and run each briefly
@@ -20,9 +26,13 @@
 #   DEVELOPER=1              strict warnings and -Werror
 #   SANITIZE=address,undefined  sanitized build (use a separate O=)
 #   PREFIX=/usr/local DESTDIR=  install locations
-#   CC=, CFLAGS=, LDFLAGS=   the usual
+#   CC=, CPPFLAGS=, CFLAGS=, LDFLAGS=  the usual, appended to the project's
+#                            (as dpkg-buildflags passes them)
 
 O        ?= .output
+# One spelling of the build folder: O=$PWD/.output is O=.output (the flags
+# stamp below would otherwise see two builds and rebuild everything).
+override O := $(patsubst $(CURDIR)/%,%,$(abspath $(O)))
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 LIBDIR   ?= $(PREFIX)/lib
@@ -65,7 +75,7 @@ endif
 BASE_CFLAGS := -std=gnu17 $(OPT) $(WARN) -pthread -fPIC -fvisibility=hidden -D_GNU_SOURCE \
                -DMC_VERSION_STRING='"$(VERSION)"' \
                -Iinclude -Ilib -Idaemon -I$(O)/gen $(SAN_FLAGS)
-ALL_CFLAGS  = $(BASE_CFLAGS) $(CFLAGS)
+ALL_CFLAGS  = $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
 DEPFLAGS    = -MMD -MP -MF $(@:.o=.d)
 
@@ -75,7 +85,8 @@ LIBS_CORE := -lxxhash -lm
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all run test test-unit test-integration bench fuzz deps install clean help
+.PHONY: all run test test-unit test-integration test-slow test-root test-fresh test-deps test-build \
+        bench fuzz deps install clean help
 
 # Rebuild everything when the compile flags change: $(O)/.flags is rewritten
 # (and so becomes newer than every object) only when its content differs.
@@ -90,6 +101,8 @@ $(O)/%.o: %.c $(O)/.flags
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
+# BINS: what runs (`make`, `make install`); TEST_BINS: test binaries and
+# tools, built only by the test targets (`make test-build`).
 BINS :=
 TEST_BINS :=
 
@@ -100,7 +113,9 @@ include bpf/bpf.mk
 include tests/tests.mk
 include packaging/packaging.mk
 
-all: $(BINS) $(TEST_BINS)
+all: $(BINS)
+
+test-build: all $(TEST_BINS)
 
 help:
 	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'

@@ -6,7 +6,7 @@ set -eu
 build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-dev
        liburing-dev libbpf-dev bpftool libibverbs-dev librdmacm-dev libmicrohttpd-dev
        libinih-dev libsqlite3-dev systemtap-sdt-dev llvm libelf-dev zlib1g-dev)
-test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl
+test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
       redis-server redis-tools libclang-rt-14-dev prometheus groff-base)
 
 case "${1:-all}" in
@@ -27,5 +27,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# wait for another apt-get or dpkg (rather than fail at once on its lock)
+lock=(-o DPkg::Lock::Timeout=600)
+apt-get "${lock[@]}" update -qq
+apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# tests/run.sh unit|integration|all -- run the test suites under prove (TAP).
-# cmocka binaries speak TAP with CMOCKA_MESSAGE_OUTPUT=TAP; bats with --tap.
-# The closing line is "N passed, N failed" over every test file.
+# tests/run.sh GROUP... -- run test groups under prove (TAP) and print the
+# time of each.  cmocka binaries speak TAP with CMOCKA_MESSAGE_OUTPUT=TAP;
+# bats with --tap.  Groups:
+#   unit         the cmocka unit tests ($O/tests/unit/test-*)
+#   integration  the bats tests that are neither slow nor root (`make test`)
+#   slow         bats tests tagged slow: long fault runs (`make test-slow`)
+#   root         bats tests tagged root: BPF, network namespaces (`make test-root`)
+#   all          every group above
+# A bats test joins a group with a tag line above it (`# bats test_tags=slow`)
+# or, for a whole file, `# bats file_tags=root`.
+# The closing line is "N passed, N failed" over every group run.
 set -u
 O=${O:-.output}
-what=${1:-all}
 cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- all
 
 pass=0 fail=0
 run_prove() {
@@ -25,23 +33,54 @@ run_prove() {
 	return "$rc"
 }
 
-rc=0
-if [ "$what" = unit ] || [ "$what" = all ]; then
-	export CMOCKA_MESSAGE_OUTPUT=TAP
-	bins=()
-	for b in "$O"/tests/unit/test-*; do
-		case "$b" in *.o|*.d) continue ;; esac
-		[ -x "$b" ] && bins+=("$b")
-	done
-	run_prove --timer --exec '' "${bins[@]}" || rc=1
-fi
-if [ "$what" = integration ] || [ "$what" = all ]; then
-	shopt -s nullglob
-	files=(tests/integration/*.bats)
-	if [ ${#files[@]} -gt 0 ]; then
-		export MC_BUILD="$PWD/$O"
-		run_prove --timer --exec 'bats --tap' "${files[@]}" || rc=1
-	fi
-fi
+# bats_group TAGS: the integration files under prove, only tests matching
+# bats' --filter-tags TAGS.
+bats_group() {
+	local files=(tests/integration/*.bats)
+	export MC_BUILD="$PWD/$O"
+	run_prove --timer --exec "bats --tap --filter-tags $1" "${files[@]}"
+}
+
+run_group() {
+	case "$1" in
+	unit)
+		export CMOCKA_MESSAGE_OUTPUT=TAP
+		local bins=() b
+		for b in "$O"/tests/unit/test-*; do
+			case "$b" in *.o|*.d) continue ;; esac
+			[ -x "$b" ] && bins+=("$b")
+		done
+		[ ${#bins[@]} -gt 0 ] || { echo "no unit tests in $O/tests/unit (make test-build)"; fail=$((fail + 1)); return 1; }
+		run_prove --timer --exec '' "${bins[@]}"
+		;;
+	integration) MC_TEST_NO_ROOT=1 bats_group '!slow,!root' ;;
+	slow) MC_TEST_NO_ROOT=1 bats_group slow ;;
+	root)
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "the root group needs root (BPF, network namespaces): run it as root" >&2
+			fail=$((fail + 1))
+			return 1
+		fi
+		bats_group root
+		;;
+	*) echo "usage: $0 [unit|integration|slow|root|all]..." >&2; fail=$((fail + 1)); return 2 ;;
+	esac
+}
+
+groups=()
+for g in "$@"; do
+	if [ "$g" = all ]; then groups+=(unit integration slow root); else groups+=("$g"); fi
+done
+
+rc=0 times=()
+for g in "${groups[@]}"; do
+	t0=$(date +%s)
+	p0=$pass f0=$fail
+	run_group "$g" || rc=1
+	times+=("$(printf '%-12s %4ds  %d passed, %d failed' "$g" $(($(date +%s) - t0)) \
+		$((pass - p0)) $((fail - f0)))")
+done
+echo "group times:"
+printf '  %s\n' "${times[@]}"
 echo "$pass passed, $fail failed"
 exit $rc

@@ -38,16 +38,30 @@ $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h l
 
 TEST_BINS += $(UNIT_BINS) $(BENCH_BINS)
 
+# The suite, in groups (tests/run.sh prints each group's time and the closing
+# "N passed, N failed"): `make test` is the fast default, unit + integration;
+# bats tests tagged slow or root run in test-slow and test-root.
+test-deps:
+	$(Q)packaging/deps.sh test
+
 test-unit: $(UNIT_BINS)
 	$(Q)O=$(O) tests/run.sh unit
 
-test-integration: all
+test-integration: test-build
 	$(Q)O=$(O) tests/run.sh integration
 
-test:
-	$(Q)packaging/deps.sh test
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)O=$(O) tests/run.sh all
+test: test-deps
+	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)O=$(O) tests/run.sh unit integration
+
+test-slow: test-build
+	$(Q)O=$(O) tests/run.sh slow
+
+test-root: test-build
+	$(Q)O=$(O) tests/run.sh root
+
+test-fresh:
+	$(Q)O=$(O) tests/fresh-root.sh
 
 bench: $(BENCH_BINS)
 	$(Q)O=$(O) tests/bench/run.sh
@@ -69,13 +83,15 @@ test-tsan:
 fuzz: $(FUZZ_BINS)
 	$(Q)for f in $(FUZZ_BINS); do echo "  FUZZ $$f"; \
 		mkdir -p $(O)/fuzz/corpus-$$(basename $$f); \
+		mkdir -p $(O)/fuzz/artifacts-$$(basename $$f); \
 		$$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 \
+		    -artifact_prefix=$(O)/fuzz/artifacts-$$(basename $$f)/ \
 		    $(O)/fuzz/corpus-$$(basename $$f) tests/fuzz/corpus/$$(basename $$f) \
 		    > $(O)/fuzz/$$(basename $$f).log 2>&1 || { tail -n 40 $(O)/fuzz/$$(basename $$f).log; exit 1; }; \
 		tail -n 2 $(O)/fuzz/$$(basename $$f).log; done
 
 run:
-	$(Q)packaging/deps.sh build
+	$(Q)packaging/deps.sh run
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)O=$(O) tests/run-cluster.sh
 
@@ -101,8 +117,8 @@ $(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tes
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
 
-# More kill -9 rounds than `make test` runs (20 master, 5 node rounds there).
+# More kill -9 rounds than `make test-slow` runs (20 master, 5 node rounds there).
 .PHONY: test-restart-slow
-test-restart-slow: all
+test-restart-slow: test-build
 	$(Q)MC_BUILD=$(abspath $(O)) MC_RESTART_ROUNDS=$${ROUNDS:-200} MC_NODE_RESTART_ROUNDS=$${NODE_ROUNDS:-50} \
 		prove --exec 'bats --tap' tests/integration/700-restart.bats

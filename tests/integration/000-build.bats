@@ -1,6 +1,9 @@
 #!/usr/bin/env bats
-# The build's own promises: help, install layout, the benchmark's output.
+# The build's own promises: help, what `make` builds, the user's flags,
+# install layout, the benchmark's output.
 bats_require_minimum_version 1.5.0
+
+load helpers
 
 setup() {
 	cd "$BATS_TEST_DIRNAME/../.."
@@ -14,6 +17,34 @@ setup() {
 	[[ "$output" == *"SANITIZE="* ]]
 }
 
+@test "make, make run and make install build what runs, no test binary" {
+	for goal in all install; do
+		run -0 make -n O="$BATS_TEST_TMPDIR/o" DESTDIR="$BATS_TEST_TMPDIR/d" "$goal"
+		[[ "$output" == *"bin/mooncake-master"* ]]
+		[[ "$output" == *"lib/libmooncake.so.0"* ]]
+		[ -z "$(grep -n 'tests/' <<<"$output")" ]
+	done
+	run -0 make -n O="$BATS_TEST_TMPDIR/o" test-build
+	[[ "$output" == *"tests/unit/test-meta"* ]]
+	[[ "$output" == *"tests/tools/mc-load"* ]]
+	# make run asks only for the build packages
+	run -0 make -n run
+	[[ "$output" == *"packaging/deps.sh run"* ]]
+}
+
+@test "CPPFLAGS, CFLAGS and LDFLAGS reach every compile and link line (as dpkg-buildflags passes them)" {
+	run -0 make -n O="$BATS_TEST_TMPDIR/o" CPPFLAGS="-DMC_CPP_PROBE -D_FORTIFY_SOURCE=2" \
+		CFLAGS="-O2 -fstack-protector-strong" LDFLAGS="-Wl,-z,relro -Wl,-z,now" all
+	local compiles links
+	output=$(sed -e :a -e '/\\$/N; s/\\\n//; ta' <<<"$output")	# join continued lines
+	compiles=$(grep -E '^(cc|gcc|clang)\b.* -c -o [^ ]*\.o [^ ]*\.c$' <<<"$output" | grep -v -- '-target bpf')
+	links=$(grep -E '^(cc|gcc|clang)\b.* -o [^ ]*/(bin/[^ ]*|lib/libmooncake\.so\.0) ' <<<"$output")
+	[ "$(wc -l <<<"$compiles")" -gt 20 ]
+	[ "$(wc -l <<<"$links")" -eq 5 ]
+	[ -z "$(grep -v -- '-DMC_CPP_PROBE -D_FORTIFY_SOURCE=2 -O2 -fstack-protector-strong' <<<"$compiles")" ]
+	[ -z "$(grep -v -- '-Wl,-z,relro -Wl,-z,now' <<<"$links")" ]
+}
+
 @test "make install honours DESTDIR and PREFIX" {
 	dest="$BATS_TEST_TMPDIR/root"
 	run make -s install O="$O" DESTDIR="$dest" PREFIX=/usr
@@ -25,7 +56,7 @@ setup() {
 	# The shared library exports the API and nothing internal.
 	run nm -D --defined-only "$dest/usr/lib/libmooncake.so.0"
 	[[ "$output" == *"mc_strerror"* ]]
-	! grep -q ' T mc_offalloc_' <<<"$output"
+	[ -z "$(grep ' T mc_offalloc_' <<<"$output")" ]
 }
 
 @test "a program builds against the installed library with pkg-config" {

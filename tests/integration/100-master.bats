@@ -4,40 +4,15 @@
 # client expiry, SIGTERM.
 bats_require_minimum_version 1.5.0
 
+load helpers
+
 setup() {
-	cd "$BATS_TEST_DIRNAME/../.."
-	O=${MC_BUILD:-$PWD/.output}
-	MASTER=$O/bin/mooncake-master
-	RPC=$O/tests/tools/mc-rpc
-	STATE=$BATS_TEST_TMPDIR/state
-	pid=
+	mc_init
+	STATE=$MC_DIR/master
 }
 
 teardown() {
-	if [ -n "$pid" ]; then
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-}
-
-# Starts the master on an ephemeral port (rpc_port=0, the kernel picks a free
-# one) and sets $pid and $ADDR from its "ready" line.
-start_master() {
-	"$MASTER" --rpc_address=127.0.0.1 --rpc_port=0 --http_port=0 --state_dir="$STATE" "$@" \
-		2>"$BATS_TEST_TMPDIR/master.log" 3>&- &
-	pid=$!
-	local i port
-	for i in $(seq 1 100); do
-		port=$(sed -n 's/.*ready: rpc on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$BATS_TEST_TMPDIR/master.log")
-		if [ -n "$port" ]; then
-			ADDR=127.0.0.1:$port
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$BATS_TEST_TMPDIR/master.log" >&2
-	return 1
+	stop_all
 }
 
 @test "--help lists every option with its default and exits 0" {
@@ -93,8 +68,8 @@ start_master() {
 	[[ "$output" == *"bogus_key"* ]]
 	printf 'workers = 0\nclient_ttl_ms = 5s\n' >"$conf"
 	start_master --config "$conf" --workers=3
-	grep -q '3 workers' "$BATS_TEST_TMPDIR/master.log"
-	run -0 "$RPC" "$ADDR" hello
+	grep -q '3 workers' "$MC_DIR/master.log"
+	run -0 "$RPC" "$MASTER_ADDR" hello
 	[[ "$output" == "OK proto_version=1"* ]]
 }
 
@@ -102,74 +77,73 @@ start_master() {
 	[ ! -e "$STATE" ]
 	start_master
 	[ -d "$STATE" ]
-	run -0 "$RPC" "$ADDR" hello
+	run -0 "$RPC" "$MASTER_ADDR" hello
 	[[ "$output" == "OK proto_version=1 server_version="* ]]
-	run -0 "$RPC" "$ADDR" hello 7
+	run -0 "$RPC" "$MASTER_ADDR" hello 7
 	[ "$output" = "INVALID_VERSION" ]
-	run -0 "$RPC" "$ADDR" ping 1
+	run -0 "$RPC" "$MASTER_ADDR" ping 1
 	[[ "$output" == "OK client_status=NEED_REMOUNT"* ]]
-	run -0 "$RPC" "$ADDR" mount 1 100 seg-a 67108864
+	run -0 "$RPC" "$MASTER_ADDR" mount 1 100 seg-a 67108864
 	[ "$output" = "OK" ]
-	run -0 "$RPC" "$ADDR" ping 1
+	run -0 "$RPC" "$MASTER_ADDR" ping 1
 	[[ "$output" == "OK client_status=OK"* ]]
-	run -0 "$RPC" "$ADDR" op 0x7777
+	run -0 "$RPC" "$MASTER_ADDR" op 0x7777
 	[ "$output" = "NOT_SUPPORTED" ]
 }
 
 @test "put, get, exist and remove through the master" {
 	start_master
-	run -0 "$RPC" "$ADDR" put k1 4096 1
+	run -0 "$RPC" "$MASTER_ADDR" put k1 4096 1
 	[ "$output" = "NO_AVAILABLE_HANDLE" ]
-	run -0 "$RPC" "$ADDR" mount 1 100 seg-a 67108864
-	run -0 "$RPC" "$ADDR" put k1 4096 1
+	run -0 "$RPC" "$MASTER_ADDR" mount 1 100 seg-a 67108864
+	run -0 "$RPC" "$MASTER_ADDR" put k1 4096 1
 	[ "$output" = "OK replicas=1 put_end=OK" ]
-	run -0 "$RPC" "$ADDR" put k1 4096 1
+	run -0 "$RPC" "$MASTER_ADDR" put k1 4096 1
 	[[ "$output" == "OBJECT_ALREADY_EXISTS"* ]]
-	run -0 "$RPC" "$ADDR" exist k1
+	run -0 "$RPC" "$MASTER_ADDR" exist k1
 	[ "$output" = "OK exists=1" ]
-	run -0 "$RPC" "$ADDR" get k1
+	run -0 "$RPC" "$MASTER_ADDR" get k1
 	[ "$output" = "OK size=4096 replicas=1 endpoint=127.0.0.1:50061" ]
-	run -0 "$RPC" "$ADDR" remove k1
+	run -0 "$RPC" "$MASTER_ADDR" remove k1
 	[ "$output" = "OBJECT_HAS_LEASE" ]
-	run -0 "$RPC" "$ADDR" unmount 2 100
+	run -0 "$RPC" "$MASTER_ADDR" unmount 2 100
 	[ "$output" = "ILLEGAL_CLIENT" ]
-	run -0 "$RPC" "$ADDR" unmount 1 100
+	run -0 "$RPC" "$MASTER_ADDR" unmount 1 100
 	[ "$output" = "OK" ]
-	run -0 "$RPC" "$ADDR" get k1
+	run -0 "$RPC" "$MASTER_ADDR" get k1
 	[ "$output" = "OBJECT_NOT_FOUND" ]
 }
 
 @test "a silent client is expired: its segments unmounted, NEED_REMOUNT" {
 	start_master --client_ttl_ms=1000
-	run -0 "$RPC" "$ADDR" mount 4 400 seg-e 67108864
-	run -0 "$RPC" "$ADDR" put ek 100 4
+	run -0 "$RPC" "$MASTER_ADDR" mount 4 400 seg-e 67108864
+	run -0 "$RPC" "$MASTER_ADDR" put ek 100 4
 	[ "$output" = "OK replicas=1 put_end=OK" ]
 	sleep 2.5
-	run -0 "$RPC" "$ADDR" ping 4
+	run -0 "$RPC" "$MASTER_ADDR" ping 4
 	[[ "$output" == "OK client_status=NEED_REMOUNT"* ]]
-	run -0 "$RPC" "$ADDR" get ek
+	run -0 "$RPC" "$MASTER_ADDR" get ek
 	[ "$output" = "OBJECT_NOT_FOUND" ]
 }
 
 @test "a port in use is an error naming the address" {
 	start_master
-	run ! timeout 5 "$MASTER" --rpc_address=127.0.0.1 --rpc_port="${ADDR##*:}" --state_dir="$STATE-2" --http_port=0 3>&-
-	[[ "$output" == *"127.0.0.1:${ADDR##*:}"* ]] || [[ "$output" == *"in use"* ]]
+	run ! timeout 5 "$MASTER" --rpc_address=127.0.0.1 --rpc_port="${MASTER_ADDR##*:}" --state_dir="$STATE-2" --http_port=0 3>&-
+	[[ "$output" == *"127.0.0.1:${MASTER_ADDR##*:}"* ]] || [[ "$output" == *"in use"* ]]
 }
 
 @test "SIGTERM stops the master quickly with exit 0" {
 	start_master
-	run -0 "$RPC" "$ADDR" hello
+	run -0 "$RPC" "$MASTER_ADDR" hello
 	start=$(date +%s%N)
-	kill -TERM "$pid"
+	kill -TERM "$MASTER_PID"
 	rc=0
-	wait "$pid" || rc=$?
-	pid=
+	wait "$MASTER_PID" || rc=$?
 	end=$(date +%s%N)
 	[ "$rc" -eq 0 ]
 	[ $(( (end - start) / 1000000 )) -lt 2000 ]
-	grep -q 'stopping' "$BATS_TEST_TMPDIR/master.log"
-	run ! "$RPC" "$ADDR" hello
+	grep -q 'stopping' "$MC_DIR/master.log"
+	run ! "$RPC" "$MASTER_ADDR" hello
 }
 
 @test "a second master on the same state_dir is refused" {

@@ -5,6 +5,8 @@
 # SIGTERM unmounts, garbage on the data port.
 bats_require_minimum_version 1.5.0
 
+load helpers
+
 setup() {
 	cd "$BATS_TEST_DIRNAME/../.."
 	O=${MC_BUILD:-$PWD/.output}
@@ -17,11 +19,13 @@ setup() {
 }
 
 teardown() {
+	local p rc=0
 	for p in $npid $mpid; do
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
+		mc_stop_pid "$p"
 	done
 	remove_shm
+	mc_check_sanitizer "$BATS_TEST_TMPDIR"/*.log || rc=1
+	return $rc
 }
 
 remove_shm() {
@@ -34,8 +38,8 @@ remove_shm() {
 	done
 }
 
-# start_master [PORT] [options]: sets $mpid and $ADDR.
-start_master() {
+# start_master_on PORT [options]: appends to master.log; sets $mpid and $ADDR.
+start_master_on() {
 	local want=$1
 	shift
 	"$MASTER" --rpc_address=127.0.0.1 --rpc_port="$want" --http_port=0 --state_dir="$MSTATE" \
@@ -55,9 +59,10 @@ start_master() {
 	return 1
 }
 
-# start_node [options]: sets $npid and $DADDR once it has mounted.
-start_node() {
-	: >"$BATS_TEST_TMPDIR/node.log"
+# start_tnode [options]: sets $npid and $DADDR once it has mounted (what an
+# earlier node wrote in node.log goes to node.earlier.log).
+start_tnode() {
+	_mc_new_log "$BATS_TEST_TMPDIR/node.log"
 	"$NODE" --master="$ADDR" --data_address=127.0.0.1 --data_port=0 --http_port=0 --segment_size=16M \
 		--state_dir="$NSTATE" --name=tnode "$@" 2>"$BATS_TEST_TMPDIR/node.log" 3>&- &
 	npid=$!
@@ -98,10 +103,10 @@ seg_ids() {
 }
 
 @test "the node mounts its segments: PUT_START lands on them; the data port answers" {
-	start_master 0
+	start_master_on 0
 	run -0 "$RPC" "$ADDR" put k0 4096 9
 	[ "$output" = "NO_AVAILABLE_HANDLE" ]
-	start_node --segments=2
+	start_tnode --segments=2
 	[ "$(seg_ids | wc -l)" -eq 2 ]
 	for id in $(seg_ids); do [ -f "/dev/shm/mooncake-$id" ]; done
 	[ "$(stat -c %s /dev/shm/mooncake-$(seg_ids | head -n1))" -eq $((16 << 20)) ]
@@ -115,8 +120,8 @@ seg_ids() {
 }
 
 @test "kill -9: after client_ttl_ms the segment is gone; restart reuses the shm files" {
-	start_master 0
-	start_node
+	start_master_on 0
+	start_tnode
 	id1=$(seg_ids)
 	run -0 "$RPC" "$ADDR" put k1 4096 9
 	[ "$output" = "OK replicas=1 put_end=OK" ]
@@ -127,7 +132,7 @@ seg_ids() {
 	run -0 "$RPC" "$ADDR" put k2 4096 9
 	[ "$output" = "NO_AVAILABLE_HANDLE" ]
 	[ -f "/dev/shm/mooncake-$id1" ]
-	start_node
+	start_tnode
 	[ "$(seg_ids)" = "$id1" ]
 	grep -q '(reused)' "$BATS_TEST_TMPDIR/node.log"
 	run -0 "$RPC" "$ADDR" put k2 4096 9
@@ -135,8 +140,8 @@ seg_ids() {
 }
 
 @test "the master restarts: the node reconnects and remounts within seconds" {
-	start_master 0
-	start_node
+	start_master_on 0
+	start_tnode
 	run -0 "$RPC" "$ADDR" put k1 4096 9
 	[ "$output" = "OK replicas=1 put_end=OK" ]
 	port=${ADDR##*:}
@@ -144,7 +149,7 @@ seg_ids() {
 	wait "$mpid" || true
 	mpid=
 	sleep 1.5
-	start_master "$port"
+	start_master_on "$port"
 	ok=
 	for i in $(seq 1 60); do
 		out=$("$RPC" "$ADDR" put "k$i" 4096 9 || true)
@@ -156,15 +161,15 @@ seg_ids() {
 }
 
 @test "more or fewer segments, a fresh state_dir: new files, stale ones deleted" {
-	start_master 0
-	start_node --segments=2
+	start_master_on 0
+	start_tnode --segments=2
 	old=$(seg_ids)
 	kill -TERM "$npid"; wait "$npid"; npid=
-	start_node --segments=1
+	start_tnode --segments=1
 	[ "$(seg_ids)" = "$(echo "$old" | head -n1)" ]
 	[ ! -e "/dev/shm/mooncake-$(echo "$old" | tail -n1)" ]
 	kill -TERM "$npid"; wait "$npid"; npid=
-	start_node --segment_size=32M
+	start_tnode --segment_size=32M
 	new=$(seg_ids)
 	[ "$new" != "$(echo "$old" | head -n1)" ]
 	[ ! -e "/dev/shm/mooncake-$(echo "$old" | head -n1)" ]
@@ -172,8 +177,8 @@ seg_ids() {
 }
 
 @test "SIGTERM: the node unmounts and exits 0" {
-	start_master 0
-	start_node
+	start_master_on 0
+	start_tnode
 	run -0 "$RPC" "$ADDR" put k1 4096 9
 	[ "$output" = "OK replicas=1 put_end=OK" ]
 	kill -TERM "$npid"
@@ -191,8 +196,8 @@ seg_ids() {
 }
 
 @test "random bytes and oversize lengths on the data port: the node keeps serving" {
-	start_master 0
-	start_node
+	start_master_on 0
+	start_tnode
 	port=${DADDR##*:}
 	for i in 1 2 3 4 5; do
 		head -c 4096 /dev/urandom >"/dev/tcp/127.0.0.1/$port" || true

@@ -6,6 +6,8 @@
 # the line (getopt_long).
 bats_require_minimum_version 1.5.0
 
+load helpers
+
 setup_file() {
 	cd "$BATS_TEST_DIRNAME/../.."
 	O=${MC_BUILD:-$PWD/.output}
@@ -41,10 +43,10 @@ setup_file() {
 teardown_file() {
 	D=$BATS_FILE_TMPDIR
 	for p in node master; do
-		[ -f "$D/$p.pid" ] && kill "$(cat "$D/$p.pid")" 2>/dev/null || true
+		[ -f "$D/$p.pid" ] && mc_stop_pid "$(cat "$D/$p.pid")" "$p"
 	done
-	sleep 0.2
 	grep -o '/dev/shm/mooncake-[0-9a-f]*' "$D/node.log" 2>/dev/null | xargs -r rm -f
+	mc_check_sanitizer "$D"/*.log
 }
 
 setup() {

@@ -8,6 +8,9 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
+# `make test-root`: every test here needs root.
+# bats file_tags=root
+
 NET=77
 
 setup() {

@@ -89,7 +89,7 @@ metric_value() {
 	run -0 metric_value "$m" 'mooncake_node_data_duration_seconds_count{op="data_write"}'
 	[ "$output" -ge 1 ]
 	# only the data plane's ops
-	! grep -q 'op="put_start"' <<<"$m"
+	[ -z "$(grep 'op="put_start"' <<<"$m")" ]
 	MC_DISABLE_SHM=1 run -0 get_compare k1
 	run -0 curl -sf "http://$NHTTP/metrics"
 	[ "$(metric_value "$output" 'mooncake_node_data_bytes_total{direction="out"}')" -ge 100000 ]

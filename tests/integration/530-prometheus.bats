@@ -26,10 +26,7 @@ setup() {
 }
 
 teardown() {
-	if [ -f "$PROM_DIR/pid" ]; then
-		kill "$(cat "$PROM_DIR/pid")" 2>/dev/null
-		_mc_reap "$(cat "$PROM_DIR/pid")" || kill -KILL "$(cat "$PROM_DIR/pid")" 2>/dev/null
-	fi
+	[ ! -f "$PROM_DIR/pid" ] || mc_stop_pid "$(cat "$PROM_DIR/pid")" prometheus
 	stop_all
 }
 

@@ -4,7 +4,7 @@
 # jq), the provisioning files and `make install`, every metric they use
 # documented or exported, and every panel query evaluated against a real
 # Prometheus (Debian package `prometheus`) that scraped a master, a node and,
-# when it is built and we are root, mooncake-trace, after a workload that
+# in `make test-root` (built, root, BPF), mooncake-trace, after a workload that
 # makes every family move: puts past a 4 MiB segment (evictions), gets
 # (leases, expiring after 1 s), pins, a second tenant, a master error and a
 # node error.  The checker's report names every panel without data.
@@ -18,10 +18,7 @@ CHECK=tests/tools/check-dashboards.sh
 # _stop_pid FILE: SIGTERM (then SIGKILL) the pid in FILE, reap it.
 _stop_pid() {
 	[ -f "$1" ] || return 0
-	local pid
-	pid=$(cat "$1")
-	kill -TERM "$pid" 2>/dev/null
-	_mc_reap "$pid" || { kill -KILL "$pid" 2>/dev/null; _mc_reap "$pid"; }
+	mc_stop_pid "$(cat "$1")"
 	rm -f "$1"
 }
 
@@ -33,8 +30,8 @@ start_trace() {
 	if [ ! -x "$trace" ]; then
 		echo "mooncake-trace is not built ($trace)" >"$LIVE/trace.skip"; return 1
 	fi
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "mooncake-trace needs root (CAP_SYS_ADMIN for uprobes)" >"$LIVE/trace.skip"; return 1
+	if ! mc_may_use_root; then
+		echo "mooncake-trace needs root (CAP_SYS_ADMIN for uprobes; make test-root)" >"$LIVE/trace.skip"; return 1
 	fi
 	if ! why=$("$trace" --check=true 2>&1); then
 		echo "BPF unavailable: $why" >"$LIVE/trace.skip"; return 1
@@ -136,11 +133,12 @@ setup_file() {
 }
 
 teardown_file() {
+	local rc=0
 	_stop_pid "$LIVE/prometheus.pid"
 	_stop_pid "$LIVE/trace.pid"
-	stop_all
-	[ -d "$PIN" ] && rm -rf "$PIN"
-	true
+	stop_all || rc=1
+	[ ! -d "$PIN" ] || rm -rf "$PIN"
+	return $rc
 }
 
 setup() {
@@ -245,6 +243,7 @@ need_prometheus() {
 	[ "$(prom_value 'sum(mooncake_node_data_bytes_total{direction="in"})')" -ge 6291456 ]
 }
 
+# bats test_tags=root
 @test "trace dashboard: every panel query returns data from Prometheus" {
 	need_prometheus
 	[ -n "${THTTP:-}" ] || skip "trace dashboard not evaluated: $(cat "$LIVE/trace.skip")"

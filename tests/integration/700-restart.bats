@@ -2,7 +2,8 @@
 # Persistence: the master restarts (kill -9) from its snapshot + oplog with
 # every acknowledged object readable once its node remounts; the node
 # daemon restarts from its /dev/shm files; corrupt state files are
-# detected and the master starts from the last consistent state.
+# detected and the master starts from the last consistent state.  The kill -9
+# rounds under load are tagged slow (`make test-slow`).
 bats_require_minimum_version 1.5.0
 
 load helpers
@@ -60,6 +61,7 @@ wait_remounted() {
 	return 1
 }
 
+# bats test_tags=slow
 @test "master kill -9 at random moments under put/remove load, 20 rounds: nothing acknowledged lost" {
 	local rounds=${MC_RESTART_ROUNDS:-20} r
 	head -c 1000 /dev/urandom >"$MC_DIR/probe"
@@ -85,6 +87,7 @@ wait_remounted() {
 	[ "$(ls "$MC_DIR/master/snapshots" | grep -c '\.db$')" -le 2 ]
 }
 
+# bats test_tags=slow
 @test "node kill -9 under load, 5 rounds: its /dev/shm segments are remounted, objects stay readable" {
 	local rounds=${MC_NODE_RESTART_ROUNDS:-5} r
 	head -c 1000 /dev/urandom >"$MC_DIR/probe"

@@ -10,6 +10,9 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
+# `make test-root`: every test here needs root.
+# bats file_tags=root
+
 setup() {
 	mc_init
 	TRACE=$O/bin/mooncake-trace
@@ -22,13 +25,11 @@ setup() {
 }
 
 teardown() {
-	if [ -n "${TRACE_PID:-}" ]; then
-		kill -TERM "$TRACE_PID" 2>/dev/null
-		_mc_reap "$TRACE_PID" || kill -KILL "$TRACE_PID"
-	fi
-	stop_all
-	[ -d "$PIN" ] && rm -rf "$PIN"
-	true
+	local rc=0
+	[ -z "${TRACE_PID:-}" ] || mc_stop_pid "$TRACE_PID" mooncake-trace
+	stop_all || rc=1
+	[ ! -d "$PIN" ] || rm -rf "$PIN"
+	return $rc
 }
 
 need_bpf() {
@@ -255,7 +256,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	run -0 get_compare b
 	wait "$live"
 	grep -q "client get over shm: 1 started, 1 done, 0 errors, 4096 bytes" "$MC_DIR/self.out"
-	! ls -d /sys/fs/bpf/mooncakectl-* 2>/dev/null   # its private pins are gone
+	[ -z "$(ls -d /sys/fs/bpf/mooncakectl-* 2>/dev/null)" ]   # its private pins are gone
 	run -1 env MOONCAKE_TRACE_PINS=/nonexistent setpriv --reuid=nobody --regid=nogroup \
 		--clear-groups --inh-caps=-all "$CTL" trace lease
 	[[ "$output" == *"cannot attach: needs CAP_SYS_ADMIN"* ]]

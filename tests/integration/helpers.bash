@@ -15,10 +15,17 @@
 #   stop_all                 SIGTERM (then SIGKILL) everything started, reap,
 #                            delete the nodes' shm files; fails if a daemon
 #                            log holds a sanitizer report
+#   mc_stop_pid PID          SIGTERM (then SIGKILL after 10 s) one process, reap it
+#   mc_check_sanitizer FILE...  fails, printing the file, if one holds an
+#                            ASan/LSan/UBSan/TSan report (files that start
+#                            their own daemons call it in their teardown)
 #   ctl ARGS...              mooncakectl --rpc $MASTER_ADDR --master $MASTER_HTTP ARGS...
 #   put_random KEY SIZE [put options]   random bytes in $MC_DIR/data, put
 #   get_compare KEY          get to a file, cmp with what put_random wrote
 #   free_port                a free TCP port (for servers without port 0)
+#   mc_may_use_root          true when root-only parts may run: we are root and
+#                            not in a group that keeps out of them (tests/run.sh
+#                            sets MC_TEST_NO_ROOT=1 for `make test` and test-slow)
 #
 # Network namespaces (410-netns.bats): $MC_EXEC is a command prefix for the
 # daemons (e.g. "ip netns exec NS"), $MC_CTL_EXEC for mooncakectl;
@@ -57,9 +64,17 @@ _mc_wait_line() {
 	return 1
 }
 
+# _mc_new_log FILE: an empty FILE for a daemon about to start; what an
+# earlier instance wrote there moves to FILE's .earlier.log, which the
+# sanitizer check reads too.
+_mc_new_log() {
+	[ -s "$1" ] && cat "$1" >>"${1%.log}.earlier.log"
+	: >"$1"
+}
+
 start_master() {
 	local ip=${MC_MASTER_IP:-127.0.0.1} log=$MC_DIR/master.log
-	: >"$log"
+	_mc_new_log "$log"
 	# shellcheck disable=SC2086
 	$MC_EXEC "$MASTER" --rpc_address="$ip" --rpc_port=0 --http_address="$ip" --http_port=0 --state_dir="$MC_DIR/master" \
 		"$@" </dev/null 2>"$log" 3>&- &
@@ -97,7 +112,7 @@ start_node() {
 	local n=$1
 	shift
 	local ip=${MC_NODE_IP:-127.0.0.1} log=$MC_DIR/node-$n.log pid
-	: >"$log"
+	_mc_new_log "$log"
 	grep -qx "$n" "$MC_DIR/nodes" || echo "$n" >>"$MC_DIR/nodes"
 	# shellcheck disable=SC2086
 	$MC_EXEC "$NODE" --master="${MASTER_ADDR:?start_master first}" --name="$n" \
@@ -138,11 +153,12 @@ node_of_endpoint() {
 	return 1
 }
 
-# _mc_reap PID: wait (up to ~3 s) until PID is gone or a zombie, then reap it
-# if it is our child.  Returns 1 if it is still running.
+# _mc_reap PID: wait (up to 10 s: a sanitized daemon checks for leaks as it
+# exits) until PID is gone or a zombie, then reap it if it is our child.
+# Returns 1 if it is still running.
 _mc_reap() {
 	local pid=$1 i st
-	for i in $(seq 1 120); do
+	for i in $(seq 1 400); do
 		kill -0 "$pid" 2>/dev/null || break
 		st=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
 		[ "$st" = Z ] && break
@@ -162,6 +178,33 @@ kill_node() {
 	_mc_reap "$pid" || { kill -KILL "$pid" 2>/dev/null; _mc_reap "$pid"; }
 }
 
+mc_stop_pid() {
+	kill -TERM "$1" 2>/dev/null || true
+	_mc_stopped "$@"
+}
+
+# _mc_stopped PID [NAME]: reaps PID, sent SIGTERM already; SIGKILL if it lingers.
+_mc_stopped() {
+	if ! _mc_reap "$1"; then
+		echo "# ${2:-process} ($1) ignored SIGTERM; SIGKILL" >&2
+		kill -KILL "$1" 2>/dev/null
+		_mc_reap "$1"
+	fi
+}
+
+mc_check_sanitizer() {
+	local f rc=0
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		if grep -Eq 'ERROR: [A-Za-z]+Sanitizer|WARNING: ThreadSanitizer|runtime error:' "$f"; then
+			echo "# sanitizer report in $f:" >&2
+			sed 's/^/# /' "$f" >&2
+			rc=1
+		fi
+	done
+	return $rc
+}
+
 # stop_all: nodes first (newest first), then the master.
 stop_all() {
 	[ -n "${MC_DIR:-}" ] && [ -f "$MC_DIR/pids" ] || return 0
@@ -170,11 +213,7 @@ stop_all() {
 		kill -TERM "$pid" 2>/dev/null || true
 	done < <(tac "$MC_DIR/pids")
 	while read -r pid name; do
-		if ! _mc_reap "$pid"; then
-			echo "# $name ($pid) ignored SIGTERM; SIGKILL" >&2
-			kill -KILL "$pid" 2>/dev/null
-			_mc_reap "$pid"
-		fi
+		_mc_stopped "$pid" "$name"
 	done < <(tac "$MC_DIR/pids")
 	: >"$MC_DIR/pids"
 	local n
@@ -184,15 +223,7 @@ stop_all() {
 		[ -n "$id" ] && rm -f "/dev/shm/mooncake-$id"
 	done <"$MC_DIR/shm"
 	# Sanitizer builds: a report in a daemon's log fails the test.
-	local f
-	for f in "$MC_DIR"/*.log; do
-		[ -f "$f" ] || continue
-		if grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$f"; then
-			echo "# sanitizer report in $f:" >&2
-			sed 's/^/# /' "$f" >&2
-			rc=1
-		fi
-	done
+	mc_check_sanitizer "$MC_DIR"/*.log || rc=1
 	return $rc
 }
 
@@ -205,6 +236,10 @@ free_port() {
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
 	done
 	return 1
+}
+
+mc_may_use_root() {
+	[ "$(id -u)" -eq 0 ] && [ -z "${MC_TEST_NO_ROOT:-}" ]
 }
 
 ctl() {
