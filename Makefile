@@ -98,6 +98,8 @@ include cli/cli.mk
 include bpf/bpf.mk
 include tests/tests.mk
 include packaging/packaging.mk
+include systemd/systemd.mk
+include daemon/man.mk
 
 all: $(BINS) $(TEST_BINS)
 
