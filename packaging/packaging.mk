@@ -36,8 +36,7 @@ PKG_STAGE   ?= $(O)/pkg-stage
 DEB_OUT     ?= $(O)/deb
 DEB_VERSION ?= $(VERSION)
 DEB_JOBS    ?= 2
-DEB_MAINT    = $(shell sed -n 's/^Maintainer: //p' packaging/debian/control)
-DEB_SRC      = $(PKG_STAGE)/deb/mooncake-$(DEB_VERSION)
+DEB_SRC      = $(PKG_STAGE)/deb/mooncake
 
 # stage_tree DIR: the sources as git sees them (tracked and new files, not
 # the ignored build folders), or the whole tree but them outside git.
@@ -52,22 +51,27 @@ endef
 # MAKEFLAGS and O of this make must not reach the package's own build.
 PKG_ENV = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u O
 
+# DEB_REBUILD=1: package the last staged build again, as DEB_VERSION, without
+# staging or compiling anew (dpkg-buildpackage --no-pre-clean): the upgrade
+# test's second version.
 .PHONY: deb rpm lintian test-packages
 deb:
 	$(Q)packaging/deps.sh pkg
+ifneq ($(DEB_REBUILD),1)
 	$(call msg,STAGE,$(DEB_SRC))
 	$(call stage_tree,$(DEB_SRC))
 	$(Q)cp -a $(DEB_SRC)/packaging/debian $(DEB_SRC)/debian
-	$(Q)[ "$(DEB_VERSION)" = "$$(dpkg-parsechangelog -l $(DEB_SRC)/debian/changelog -S Version)" ] || \
-		sed -i '1s/(.*)/($(DEB_VERSION))/' $(DEB_SRC)/debian/changelog
+endif
+	$(Q)sed -i '1s/(.*)/($(DEB_VERSION))/' $(DEB_SRC)/debian/changelog
 	$(call msg,DPKG,$(DEB_OUT))
 	$(Q)cd $(DEB_SRC) && $(PKG_ENV) DEB_BUILD_OPTIONS="parallel=$(DEB_JOBS) $(DEB_BUILD_OPTIONS)" \
-		dpkg-buildpackage --build=binary --no-sign $(if $(V),,>../build.log 2>&1) || \
-		{ tail -n 60 ../build.log; echo "deb: the build failed; whole log: $(PKG_STAGE)/deb/build.log"; exit 1; }
+		dpkg-buildpackage --build=binary --no-sign $(if $(filter 1,$(DEB_REBUILD)),--no-pre-clean) \
+		$(if $(V),,>../build.log 2>&1) || { tail -n 60 ../build.log; \
+		echo "deb: the build failed; whole log: $(PKG_STAGE)/deb/build.log"; exit 1; }
 	$(Q)mkdir -p $(DEB_OUT) && rm -f $(DEB_OUT)/*.deb $(DEB_OUT)/*.changes $(DEB_OUT)/*.buildinfo
 	$(Q)mv $(PKG_STAGE)/deb/*_$(DEB_VERSION)_*.deb $(PKG_STAGE)/deb/*_$(DEB_VERSION)_*.changes \
 		$(PKG_STAGE)/deb/*_$(DEB_VERSION)_*.buildinfo $(DEB_OUT)/
-	$(Q)$(MAKE) --no-print-directory lintian
+	$(Q)$(MAKE) --no-print-directory lintian DEB_OUT=$(DEB_OUT)
 	$(Q)ls -l $(DEB_OUT)/*.deb | awk '{ printf "  %-8s %s (%d KiB)\n", "DEB", $$NF, $$5 / 1024 }'
 
 # Errors and warnings fail; pedantic and info tags are shown.  The
@@ -107,3 +111,7 @@ rpm:
 	$(call msg,RPMLINT,$(RPM_OUT))
 	$(Q)rpmlint -c packaging/rpmlint.toml packaging/mooncake.spec $(RPM_OUT)/*.rpm
 	$(Q)ls -l $(RPM_OUT)/*.rpm | awk '{ printf "  %-8s %s (%d KiB)\n", "RPM", $$NF, $$5 / 1024 }'
+
+# make print-VAR: a make variable's value (the tests ask for the install paths).
+print-%:
+	@echo '$($*)'
