@@ -39,10 +39,11 @@ DEB_JOBS    ?= 2
 DEB_SRC      = $(PKG_STAGE)/deb/mooncake
 
 # stage_tree DIR: the sources as git sees them (tracked and new files, not
-# the ignored build folders), or the whole tree but them outside git.
+# the ignored build folders) when this is a git checkout's top, or else
+# the whole tree but them.
 define stage_tree
 	$(Q)rm -rf $(1) && mkdir -p $(1)
-	$(Q)if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	$(Q)if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ]; then \
 		git ls-files -z -co --exclude-standard | \
 			tar --null -T - --ignore-failed-read -cf - | tar -xf - -C $(1); \
 	else tar --exclude='./.output*' --exclude='./run-state' -cf - . | tar -xf - -C $(1); fi
@@ -111,6 +112,11 @@ rpm:
 	$(call msg,RPMLINT,$(RPM_OUT))
 	$(Q)rpmlint -c packaging/rpmlint.toml packaging/mooncake.spec $(RPM_OUT)/*.rpm
 	$(Q)ls -l $(RPM_OUT)/*.rpm | awk '{ printf "  %-8s %s (%d KiB)\n", "RPM", $$NF, $$5 / 1024 }'
+
+# Root: a fresh Debian 12 root (mmdebstrap), chroots, network namespaces.
+test-packages:
+	$(Q)packaging/deps.sh pkg
+	$(Q)MC_BUILD=$(abspath $(O)) prove --timer --exec 'bats --tap' tests/packaging/*.bats
 
 # make print-VAR: a make variable's value (the tests ask for the install paths).
 print-%:

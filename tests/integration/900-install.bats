@@ -108,7 +108,7 @@ exposure() {
 	grep -qx 'LimitMEMLOCK=infinity' "$DEST$UNITDIR/mooncake-node.service"
 	t=$DEST$UNITDIR/mooncake-trace.service
 	grep -qx 'Type=notify' "$t"
-	! grep -q '^User=' "$t"
+	run ! grep -q '^User=' "$t"
 	grep -qx 'CapabilityBoundingSet=CAP_SYS_ADMIN' "$t"
 	# a relaxation (a setting that opens something up) has a comment just above
 	for d in $DAEMONS; do
@@ -137,7 +137,7 @@ exposure() {
 		done
 		[ "$n" -ge 5 ]
 		# nothing set: the file gives the daemon its defaults
-		! grep -q '^[a-z]' "$conf"
+		run ! grep -q '^[a-z]' "$conf"
 		diff <("$bin" --config="$conf" --print-config | grep -v '^# /') \
 			<("$bin" --config=/dev/null --print-config | grep -v '^# /')
 	done
@@ -158,10 +158,10 @@ man_warnings() {
 			grep -qF "\\fB\\-\\-$o=\\fR" "$m" || { echo "$m: no --$o"; return 1; }
 			grep -qF "\\fB$o\\fR = " "$c" || { echo "$c: no $o"; return 1; }
 		done
-		! grep -q '@[A-Z_]*@' "$m"
+		run ! grep -q '@[A-Z_]*@' "$m"
 		[ -z "$(man_warnings "$m")" ]
 	done
-	! grep -q '@[A-Z_]*@' "$c"
+	run ! grep -q '@[A-Z_]*@' "$c"
 	[ -z "$(man_warnings "$c")" ]
 	# the generator refuses what it cannot read rather than dropping options
 	run ! daemon/common/man-options.sh flags <<<"  --bad=STR  no default here"
