@@ -63,7 +63,7 @@ ifneq ($(DEB_REBUILD),1)
 	$(call stage_tree,$(DEB_SRC))
 	$(Q)cp -a $(DEB_SRC)/packaging/debian $(DEB_SRC)/debian
 endif
-	$(Q)sed -i '1s/(.*)/($(DEB_VERSION))/' $(DEB_SRC)/debian/changelog
+	$(Q)sed -i '1s/(.*)/($(DEB_VERSION))/' $(DEB_SRC)/debian/changelog && rm -f $(DEB_SRC)/debian/files
 	$(call msg,DPKG,$(DEB_OUT))
 	$(Q)cd $(DEB_SRC) && $(PKG_ENV) DEB_BUILD_OPTIONS="parallel=$(DEB_JOBS) $(DEB_BUILD_OPTIONS)" \
 		dpkg-buildpackage --build=binary --no-sign $(if $(filter 1,$(DEB_REBUILD)),--no-pre-clean) \

@@ -22,16 +22,17 @@ bats_require_minimum_version 1.5.0
 
 OURS="mooncake-master mooncake-node mooncake-trace mooncake-tools mooncake-grafana libmooncake0 libmooncake-dev"
 
-setup_file() {
-	[ "$(id -u)" -eq 0 ] || skip "needs root (chroot, mounts, network namespaces)"
-	cd "$BATS_TEST_DIRNAME/../.."
-	export REPO=$PWD O=${MC_BUILD:-$PWD/.output}
-	export W=$O/pkgtest MKROOT=$PWD/tests/tools/mkroot.sh
-	export ROOT=$W/root VERSION
-	VERSION=$(make -s --no-print-directory print-VERSION)
-	"$MKROOT" destroy "$ROOT"
-	rm -rf "$W" && mkdir -p "$W"
+# step NAME LOG CMD...: runs and times CMD; shows the log's tail if it fails
+step() {
+	local name=$1 log=$2 t0=$SECONDS
+	shift 2
+	"$@" >"$log" 2>&1 || { echo "# $name failed:" >&3; tail -n 40 "$log" | sed 's/^/# /' >&3; return 1; }
+	echo "# $name: $((SECONDS - t0)) s" >&3
+}
 
+# build_all: the .debs (VERSION in $W/v2, the same build packaged again as
+# VERSION~test1 in $W/v1) and the .rpms ($W/rpm)
+build_all() {
 	local src=$REPO mk=(O="$O")
 	# TEMPORARY, until the skeleton branch is merged: without the daemons'
 	# --print-config, build from a copy whose config files come from --help.
@@ -44,16 +45,27 @@ setup_file() {
 			"$src/systemd/systemd.mk"
 		mk=(O="$W/src/.output")
 	fi
-	step() { # step NAME LOG CMD...: runs, times, shows the log's tail on failure
-		local name=$1 log=$2 t0=$SECONDS
-		shift 2
-		"$@" >"$log" 2>&1 || { echo "# $name failed:" >&3; tail -n 40 "$log" | sed 's/^/# /' >&3; return 1; }
-		echo "# $name: $((SECONDS - t0)) s" >&3
-	}
 	step "make deb" "$W/deb.log" make -C "$src" -s "${mk[@]}" deb DEB_OUT="$W/v2"
 	step "make deb, again as $VERSION~test1" "$W/deb-v1.log" \
 		make -C "$src" -s "${mk[@]}" deb DEB_REBUILD=1 DEB_VERSION="$VERSION~test1" DEB_OUT="$W/v1"
 	step "make rpm" "$W/rpm.log" make -C "$src" -s "${mk[@]}" rpm RPM_OUT="$W/rpm"
+}
+
+setup_file() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root (chroot, mounts, network namespaces)"
+	cd "$BATS_TEST_DIRNAME/../.."
+	export REPO=$PWD O=${MC_BUILD:-$PWD/.output}
+	export W=$O/pkgtest MKROOT=$PWD/tests/tools/mkroot.sh
+	export ROOT=$W/root VERSION
+	VERSION=$(make -s --no-print-directory print-VERSION)
+	"$MKROOT" destroy "$ROOT"
+	# MC_PKGTEST_REUSE=1: the packages of the last run (working on the tests)
+	if [ -n "${MC_PKGTEST_REUSE:-}" ] && [ -d "$W/rpm" ]; then
+		echo "# MC_PKGTEST_REUSE: the packages of the last run" >&3
+	else
+		rm -rf "$W" && mkdir -p "$W"
+		build_all
+	fi
 	step "a fresh Debian 12 root" "$W/mkroot.log" "$MKROOT" create "$ROOT"
 
 	# As a Debian installation has it: the host name resolves (the node
