@@ -112,6 +112,8 @@ include cli/cli.mk
 include bpf/bpf.mk
 include tests/tests.mk
 include packaging/packaging.mk
+include systemd/systemd.mk
+include daemon/man.mk
 
 all: $(BINS)
 
@@ -127,7 +129,8 @@ clean:
 	$(call msg,CLEAN,$(O))
 	$(Q)rm -rf $(O)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# (not in the package builds' staging copies, which have build folders of their own)
+-include $(shell find $(O) -path '$(PKG_STAGE)' -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- install (FHS; packages are built from this) ------------------------------------
 INSTALL ?= install
