@@ -234,7 +234,9 @@ static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const stru
 		here = mc_offalloc_node_size(s->alloc, v->node);
 	pthread_mutex_unlock(&s->lock);
 	*ret_here = 0;
-	if (still && may_evict(m, v->o, now, pass, tenant)) {
+	/* Grouped now but not when picked: a reused address again (membership
+	 * is set by PutStart under the shard lock held here); groups go whole. */
+	if (still && !(v->o->flags & MC_OBJ_GROUPED) && may_evict(m, v->o, now, pass, tenant)) {
 		*ret_here = here;
 		freed = erase_object(m, sh, v->o, reason);
 	}

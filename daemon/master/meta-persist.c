@@ -231,9 +231,9 @@ static int apply_object(struct mc_meta *m, const struct mc_record_object *po,
 	struct mc_tenant *t = meta_tenant(m, loc.tenant);
 	__atomic_add_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
-	sh->nobjects++;
+	meta_shard_count(&sh->nobjects, 1);
 	if (o->flags & MC_OBJ_HARD_PIN)
-		sh->hard_pinned++;
+		meta_shard_count(&sh->hard_pinned, 1);
 	if (mc_objtab_insert(tab, loc.hash, o) < 0) {
 		if (bulk)   /* its blocks are not reserved yet */
 			bulk->n -= o->nrep, o->nrep = 0;
@@ -244,10 +244,10 @@ static int apply_object(struct mc_meta *m, const struct mc_record_object *po,
 	uint64_t wall = mc_wall_ms();
 	if (po->pin_deadline_ms > wall &&
 	    mc_pinidx_set(&m->pins, o, now + (po->pin_deadline_ms - wall)) == 0)
-		o->flags |= MC_OBJ_SOFT_PIN;
+		mc_object_flags_set(o, MC_OBJ_SOFT_PIN);
 	if (po->group.len && mc_groups_join(&m->groups, loc.tenant, po->group.p, po->group.len, o,
 					    loc.shard) == 0)
-		o->flags |= MC_OBJ_GROUPED;
+		mc_object_flags_set(o, MC_OBJ_GROUPED);
 	pthread_rwlock_unlock(&sh->lock);
 	*ret_skipped = skipped;
 	return 0;
@@ -294,10 +294,10 @@ static int apply_pin(struct mc_meta *m, const struct mc_record_pin *r)
 	uint64_t wall = mc_wall_ms();
 	if (o && r->deadline_ms > wall) {
 		if (mc_pinidx_set(&m->pins, o, meta_now(m) + (r->deadline_ms - wall)) == 0)
-			o->flags |= MC_OBJ_SOFT_PIN;
+			mc_object_flags_set(o, MC_OBJ_SOFT_PIN);
 	} else if (o && (o->flags & MC_OBJ_SOFT_PIN)) {
 		mc_pinidx_clear(&m->pins, o);
-		o->flags &= (uint8_t)~MC_OBJ_SOFT_PIN;
+		mc_object_flags_clear(o, MC_OBJ_SOFT_PIN);
 	}
 	meta_key_unlock(&k);
 	return 0;

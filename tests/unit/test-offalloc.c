@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -815,6 +816,74 @@ static void test_foreach(void **state)
 	mc_offalloc_free(a);
 }
 
+/*
+ * mc_offalloc_largest_free() without the caller's lock (what eviction does):
+ * one thread allocates and releases under a mutex, growing the node array
+ * (realloc moves it) and emptying bins; another reads largest_free unlocked
+ * all along.  Every value read is one a change published: within the
+ * capacity, a multiple of the quantum.  Under the lock, it is the head of
+ * the top bin: at most the exact largest, and more than 7/8 of it.  (Run
+ * under TSan by make test-tsan: an unlocked read of the bins is a report.)
+ */
+struct churn {
+	struct mc_offalloc *a;
+	pthread_mutex_t lock;
+	int stop;               /* atomic */
+	uint64_t changes, reads, bad;   /* bad: checks that failed in the churn thread */
+};
+
+static void *churn_main(void *arg)
+{
+	struct churn *c = arg;
+	enum { N = 4096 };
+	static uint32_t nodes[N];
+	uint64_t seed = 0x2545f4914f6cdd1dull;
+	uint32_t n = 0;
+
+	for (uint64_t i = 0; i < 200000; i++) {
+		pthread_mutex_lock(&c->lock);
+		if (n == N || (n && rng_below(&seed, 5) < 2)) {
+			uint32_t k = (uint32_t)rng_below(&seed, n);
+			c->bad += mc_offalloc_release(c->a, nodes[k]) != 0;
+			nodes[k] = nodes[--n];
+		} else if (mc_offalloc_alloc(c->a, 1 + rng_below(&seed, 64 * KiB), NULL, &nodes[n],
+					     NULL) == 0) {
+			n++;
+		}
+		if (i % 1024 == 0) {
+			struct mc_offalloc_stats st;
+			uint64_t l = mc_offalloc_largest_free(c->a);
+			mc_offalloc_get_stats(c->a, &st);
+			c->bad += !(l <= st.largest_free &&
+				    (st.largest_free == 0 || l * 8 > st.largest_free * 7));
+		}
+		c->changes++;
+		pthread_mutex_unlock(&c->lock);
+	}
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_largest_free_unlocked(void **state)
+{
+	struct churn c = { .a = new_or_die(64 * MiB, 0) };
+	pthread_t th;
+
+	pthread_mutex_init(&c.lock, NULL);
+	assert_int_equal(pthread_create(&th, NULL, churn_main, &c), 0);
+	while (!__atomic_load_n(&c.stop, __ATOMIC_ACQUIRE)) {
+		uint64_t l = mc_offalloc_largest_free(c.a);
+		assert_true(l <= 64 * MiB && l % mc_offalloc_quantum(c.a) == 0);
+		c.reads++;
+	}
+	pthread_join(th, NULL);
+	assert_int_equal(c.bad, 0);
+	assert_true(c.changes == 200000 && c.reads > 0);
+	assert_int_equal(mc_offalloc_check(c.a), 0);
+	pthread_mutex_destroy(&c.lock);
+	mc_offalloc_free(c.a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -829,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_node_exhaustion),
 		cmocka_unit_test(test_large_segments),
 		cmocka_unit_test(test_foreach),
+		cmocka_unit_test(test_largest_free_unlocked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
