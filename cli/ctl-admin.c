@@ -219,7 +219,7 @@ static int seg_resolve(struct ctl *ctl, const char *arg, char id[33])
 		goto out;
 	}
 	json_array_foreach(arr, i, s) {
-		ids[i] = js(s, "id");
+		ids[i] = js(s, "id") ? js(s, "id") : "";   /* "" matches no prefix */
 		names[i] = js(s, "name");
 	}
 	m = ctl_match_segment(arg, ids, names, n, match, N(match));

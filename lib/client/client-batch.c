@@ -94,8 +94,8 @@ static bool put_valid(size_t i, void *ctx)
 
 static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *bufs,
 		     const size_t *lens, const struct mc_msg_put_config *cfg, bool exclusive,
-		     int *status,
-		     uint64_t *sizes, struct mc_msg_put_end_item *ends, struct mc_bytes *revokes)
+		     int *status, uint64_t *sizes, struct mc_msg_put_end_item *ends,
+		     struct mc_bytes *revokes)
 {
 	struct mc_bytes tenant = mc_client_tenant(c);
 	uint32_t nend = 0, nrev = 0;

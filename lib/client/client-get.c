@@ -99,10 +99,12 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 					  !(buf = mine = malloc(p.size ? p.size : 1))))
 				r = MC_ERR_NO_MEMORY;
 		}
-		struct mc_progress pg = { .fn = o.progress, .ctx = o.progress_ctx, .total = p.size };
-		if (r == 0)
+		if (r == 0) {
+			struct mc_progress pg = { .fn = o.progress, .ctx = o.progress_ctx,
+						  .total = p.size };
 			r = mc_read_object(c, p.replicas, p.n_replicas, p.size, p.has_checksum,
 					   p.checksum, t0, p.lease_ttl_ms, buf, &pg);
+		}
 		if (r != MC_ERR_LEASE_EXPIRED || attempt == 1)
 			break;
 		if (mine) {   /* the key may hold another object by now: size again */
