@@ -52,7 +52,7 @@ static void *worker_main(void *arg)
 
 struct compactor {
 	struct mc_oplog *l;
-	volatile bool stop;
+	bool stop;		/* atomic */
 	uint64_t max;		/* highest seq compacted up to */
 	int deleted;
 };
@@ -61,7 +61,7 @@ static void *compactor_main(void *arg)
 {
 	struct compactor *c = arg;
 
-	while (!c->stop) {
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
 		struct mc_oplog_stats st;
 
 		mc_oplog_get_stats(c->l, &st);
@@ -131,7 +131,7 @@ static void test_stress(void **state)
 		pthread_join(t[i], NULL);
 		assert_int_equal(w[i].err, 0);
 	}
-	comp.stop = true;
+	__atomic_store_n(&comp.stop, true, __ATOMIC_RELEASE);
 	pthread_join(ct, NULL);
 	mc_oplog_get_stats(l, &st);
 	assert_int_equal(st.appended, THREADS * PER_THREAD);
