@@ -164,7 +164,7 @@ void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment)
 {
 	if (!m->oplog)
 		return;
-	struct mc_record r = { .type = MC_REC_UNMOUNT, .segment = segment };
+	struct mc_record r = { .type = MC_REC_UNMOUNT, .unmount = { .segment = segment } };
 	append(m, &r);
 }
 

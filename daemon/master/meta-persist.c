@@ -330,7 +330,7 @@ int mc_meta_apply(struct mc_meta *m, uint16_t type, const void *rec, uint32_t le
 		rc = restore_segment(m, &r.mount);
 		break;
 	case MC_REC_UNMOUNT:
-		rc = apply_unmount(m, r.segment);
+		rc = apply_unmount(m, r.unmount.segment);
 		break;
 	case MC_REC_QUOTA:
 		rc = apply_quota(m, &r.quota);

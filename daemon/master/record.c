@@ -11,7 +11,8 @@
  *     str16 tenant  str16 key           key: 1..MC_MAX_KEY_LEN bytes
  *     u64 size (> 0)  u64 checksum
  *     u8 flags        bit 0 has checksum, bit 1 hard pin
- *     u8 data_type  u8 nrep (<= MC_MAX_REPLICAS)  u8 reserved (0, not checked)
+ *     u8 data_type  u8 nrep (<= MC_MAX_REPLICAS)  u8 reserved (written 0,
+ *                   kept as read)
  *     uuid writer (client)
  *     u64 soft_pin_deadline   CLOCK_REALTIME ms, 0: not soft-pinned
  *     str16 group             length 0: no group
@@ -28,7 +29,10 @@
  *   type 5 QUOTA    str16 tenant  u64 quota_bytes (0: unlimited)
  *   type 6 PIN      str16 tenant  str16 key  u64 deadline (CLOCK_REALTIME ms, 0: unpin)
  *
- * A payload is exactly its fields: bytes left over are an error.  The
+ * The same, as tables: MC_RECORD_*_FIELDS in record.h, from which the
+ * structs, the encoder and the decoder below are expanded; the kinds are
+ * str16, segstr (a str16 of at most MC_RECORD_MAX_SEGSTR bytes), u8, u64
+ * and uuid.  A payload is exactly its fields: bytes left over are an error.  The
  * oplog frames payloads with its own header (oplog-file.c); a snapshot
  * stores OBJECT payloads in rows (mc_record_row_*: u32 length + payload,
  * back to back) and MOUNT payloads one per row (snapshot-file.c).
@@ -46,109 +50,46 @@
 const char *mc_record_type_name(uint16_t type)
 {
 	switch (type) {
-#define MC__REC_NAME(name, value, member, desc) case value: return #name;
+#define MC__REC_NAME(name, value, member, fields, desc) case value: return #name;
 	MC_RECORD_LIST(MC__REC_NAME)
 #undef MC__REC_NAME
 	}
 	return NULL;
 }
 
-/* ---- encoding ------------------------------------------------------------------------ */
+/* ---- the kinds: put_<kind>() and get_<kind>() ------------------------------------------- */
 
 static void put_str16(struct mc_wbuf *w, struct mc_bytes b)
 {
 	if (b.len > UINT16_MAX || (b.len && !b.p)) {
-		mc_wbuf_fail(w, MC_ERR_INVALID_PARAMS);
+		mc_wbuf_fail(w, MC_ERR_INVALID_PARAMS);   /* never a truncated length */
 		return;
 	}
 	mc_wbuf_put_u16(w, (uint16_t)b.len);
 	mc_wbuf_put_raw(w, b.p, b.len);
 }
 
-static void put_uuid(struct mc_wbuf *w, struct mc_uuid u)
-{
-	mc_wbuf_put_u64(w, u.hi);
-	mc_wbuf_put_u64(w, u.lo);
-}
-
-static void put_object(struct mc_wbuf *w, const struct mc_record_object *o)
-{
-	if (o->nrep > MC_MAX_REPLICAS) {
-		mc_wbuf_fail(w, MC_ERR_INVALID_PARAMS);
-		return;
-	}
-	put_str16(w, o->tenant);
-	put_str16(w, o->key);
-	mc_wbuf_put_u64(w, o->size);
-	mc_wbuf_put_u64(w, o->checksum);
-	mc_wbuf_put_u8(w, o->flags);
-	mc_wbuf_put_u8(w, o->data_type);
-	mc_wbuf_put_u8(w, o->nrep);
-	mc_wbuf_put_u8(w, 0);
-	put_uuid(w, o->writer);
-	mc_wbuf_put_u64(w, o->pin_deadline_ms);
-	put_str16(w, o->group);
-	for (uint32_t i = 0; i < o->nrep; i++) {
-		const struct mc_record_replica *r = &o->rep[i];
-		put_uuid(w, r->segment);
-		mc_wbuf_put_u64(w, r->offset);
-		mc_wbuf_put_u64(w, r->size);
-		mc_wbuf_put_u8(w, r->type);
-		mc_wbuf_put_u8(w, r->status);
-	}
-}
-
-static void put_mount(struct mc_wbuf *w, const struct mc_record_mount *m)
-{
-	put_uuid(w, m->client);
-	put_uuid(w, m->segment);
-	mc_wbuf_put_u64(w, m->base);
-	mc_wbuf_put_u64(w, m->size);
-	mc_wbuf_put_u8(w, m->transport);
-	put_str16(w, m->name);
-	put_str16(w, m->host);
-	put_str16(w, m->endpoint);
-	put_str16(w, m->shm_path);
-}
-
-int mc_record_encode(struct mc_wbuf *w, const struct mc_record *r)
-{
-	switch (r->type) {
-	case MC_REC_OBJECT:
-		put_object(w, &r->object);
-		break;
-	case MC_REC_DELETE:
-		put_str16(w, r->key.tenant);
-		put_str16(w, r->key.key);
-		break;
-	case MC_REC_MOUNT:
-		put_mount(w, &r->mount);
-		break;
-	case MC_REC_UNMOUNT:
-		put_uuid(w, r->segment);
-		break;
-	case MC_REC_QUOTA:
-		put_str16(w, r->quota.tenant);
-		mc_wbuf_put_u64(w, r->quota.quota_bytes);
-		break;
-	case MC_REC_PIN:
-		put_str16(w, r->pin.tenant);
-		put_str16(w, r->pin.key);
-		mc_wbuf_put_u64(w, r->pin.deadline_ms);
-		break;
-	default:
-		return mc_wbuf_fail(w, MC_ERR_INVALID_PARAMS);
-	}
-	return mc_wbuf_error(w);
-}
-
-/* ---- decoding ------------------------------------------------------------------------ */
-
 static struct mc_bytes get_str16(struct mc_rbuf *r)
 {
 	uint16_t n = mc_rbuf_get_u16(r);
 	const uint8_t *p = mc_rbuf_get_raw(r, n);
 	return p ? MC_BYTES(p, n) : MC_BYTES(NULL, 0);
+}
+
+/* A str16 of at most MC_RECORD_MAX_SEGSTR bytes. */
+#define put_segstr put_str16
+static struct mc_bytes get_segstr(struct mc_rbuf *r)
+{
+	struct mc_bytes b = get_str16(r);
+	if (b.len > MC_RECORD_MAX_SEGSTR)
+		mc_rbuf_fail(r, MC_ERR_DESERIALIZE_FAIL);
+	return b;
+}
+
+static void put_uuid(struct mc_wbuf *w, struct mc_uuid u)
+{
+	mc_wbuf_put_u64(w, u.hi);
+	mc_wbuf_put_u64(w, u.lo);
 }
 
 static struct mc_uuid get_uuid(struct mc_rbuf *r)
@@ -159,54 +100,73 @@ static struct mc_uuid get_uuid(struct mc_rbuf *r)
 	return u;
 }
 
-static void get_object(struct mc_rbuf *r, struct mc_record_object *o)
+#define put_u8 mc_wbuf_put_u8
+#define put_u64 mc_wbuf_put_u64
+#define get_u8 mc_rbuf_get_u8
+#define get_u64 mc_rbuf_get_u64
+
+/* ---- the payloads, expanded from the tables of record.h -------------------------------- */
+
+#define PUT_FIELD(kind, name) put_##kind(w, v->name);
+#define GET_FIELD(kind, name) v->name = get_##kind(r);
+
+static void put_replica(struct mc_wbuf *w, const struct mc_record_replica *v)
 {
-	o->tenant = get_str16(r);
-	o->key = get_str16(r);
-	o->size = mc_rbuf_get_u64(r);
-	o->checksum = mc_rbuf_get_u64(r);
-	o->flags = mc_rbuf_get_u8(r);
-	o->data_type = mc_rbuf_get_u8(r);
-	o->nrep = mc_rbuf_get_u8(r);
-	mc_rbuf_get_u8(r);   /* reserved */
-	o->writer = get_uuid(r);
-	o->pin_deadline_ms = mc_rbuf_get_u64(r);
-	o->group = get_str16(r);
-	if (o->nrep > MC_MAX_REPLICAS) {
+	MC_RECORD_REPLICA_FIELDS(PUT_FIELD)
+}
+
+static void get_replica(struct mc_rbuf *r, struct mc_record_replica *v)
+{
+	MC_RECORD_REPLICA_FIELDS(GET_FIELD)
+}
+
+static void put_object(struct mc_wbuf *w, const struct mc_record_object *v)
+{
+	if (v->nrep > MC_MAX_REPLICAS) {
+		mc_wbuf_fail(w, MC_ERR_INVALID_PARAMS);
+		return;
+	}
+	MC_RECORD_OBJECT_FIELDS(PUT_FIELD)
+	for (uint32_t i = 0; i < v->nrep; i++)
+		put_replica(w, &v->rep[i]);
+}
+
+static void get_object(struct mc_rbuf *r, struct mc_record_object *v)
+{
+	MC_RECORD_OBJECT_FIELDS(GET_FIELD)
+	if (v->nrep > MC_MAX_REPLICAS || v->key.len == 0 || v->key.len > MC_MAX_KEY_LEN ||
+	    v->size == 0) {
 		mc_rbuf_fail(r, MC_ERR_DESERIALIZE_FAIL);
 		return;
 	}
-	for (uint32_t i = 0; i < o->nrep; i++) {
-		struct mc_record_replica *p = &o->rep[i];
-		p->segment = get_uuid(r);
-		p->offset = mc_rbuf_get_u64(r);
-		p->size = mc_rbuf_get_u64(r);
-		p->type = mc_rbuf_get_u8(r);
-		p->status = mc_rbuf_get_u8(r);
+	for (uint32_t i = 0; i < v->nrep; i++)
+		get_replica(r, &v->rep[i]);
+}
+
+/* The other payloads are their table, nothing more. */
+#define PLAIN(X) X(key, KEY) X(mount, MOUNT) X(unmount, UNMOUNT) X(quota, QUOTA) X(pin, PIN)
+#define PLAIN_CODEC(member, FIELDS) \
+	static void put_##member(struct mc_wbuf *w, const struct mc_record_##member *v) \
+	{ \
+		MC_RECORD_##FIELDS##_FIELDS(PUT_FIELD) \
+	} \
+	static void get_##member(struct mc_rbuf *r, struct mc_record_##member *v) \
+	{ \
+		MC_RECORD_##FIELDS##_FIELDS(GET_FIELD) \
 	}
-	if (o->key.len == 0 || o->key.len > MC_MAX_KEY_LEN || o->size == 0)
-		mc_rbuf_fail(r, MC_ERR_DESERIALIZE_FAIL);
-}
+PLAIN(PLAIN_CODEC)
 
-static struct mc_bytes get_segstr(struct mc_rbuf *r)
+int mc_record_encode(struct mc_wbuf *w, const struct mc_record *r)
 {
-	struct mc_bytes b = get_str16(r);
-	if (b.len > MC_RECORD_MAX_SEGSTR)
-		mc_rbuf_fail(r, MC_ERR_DESERIALIZE_FAIL);
-	return b;
-}
-
-static void get_mount(struct mc_rbuf *r, struct mc_record_mount *m)
-{
-	m->client = get_uuid(r);
-	m->segment = get_uuid(r);
-	m->base = mc_rbuf_get_u64(r);
-	m->size = mc_rbuf_get_u64(r);
-	m->transport = mc_rbuf_get_u8(r);
-	m->name = get_segstr(r);
-	m->host = get_segstr(r);
-	m->endpoint = get_segstr(r);
-	m->shm_path = get_segstr(r);
+	switch (r->type) {
+#define ENCODE(name, value, member, fields, desc) \
+	case value: put_##member(w, &r->member); break;
+	MC_RECORD_LIST(ENCODE)
+#undef ENCODE
+	default:
+		return mc_wbuf_fail(w, MC_ERR_INVALID_PARAMS);
+	}
+	return mc_wbuf_error(w);
 }
 
 static int decode(struct mc_rbuf *r, uint16_t type, struct mc_record *ret)
@@ -216,33 +176,14 @@ static int decode(struct mc_rbuf *r, uint16_t type, struct mc_record *ret)
 	memset(&d, 0, sizeof(d));
 	d.type = type;
 	switch (type) {
-	case MC_REC_OBJECT:
-		get_object(r, &d.object);
-		break;
-	case MC_REC_DELETE:
-		d.key.tenant = get_str16(r);
-		d.key.key = get_str16(r);
-		break;
-	case MC_REC_MOUNT:
-		get_mount(r, &d.mount);
-		break;
-	case MC_REC_UNMOUNT:
-		d.segment = get_uuid(r);
-		break;
-	case MC_REC_QUOTA:
-		d.quota.tenant = get_str16(r);
-		d.quota.quota_bytes = mc_rbuf_get_u64(r);
-		break;
-	case MC_REC_PIN:
-		d.pin.tenant = get_str16(r);
-		d.pin.key = get_str16(r);
-		d.pin.deadline_ms = mc_rbuf_get_u64(r);
-		break;
+#define DECODE(name, value, member, fields, desc) \
+	case value: get_##member(r, &d.member); break;
+	MC_RECORD_LIST(DECODE)
+#undef DECODE
 	default:
 		return MC_ERR_INVALID_PARAMS;
 	}
-	int err = mc_rbuf_finish(r);
-	if (err)
+	if (mc_rbuf_finish(r))
 		return MC_ERR_DESERIALIZE_FAIL;
 	*ret = d;
 	return 0;

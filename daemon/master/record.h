@@ -23,17 +23,17 @@
 #include "proto/wire.h"
 #include "util/uuid.h"
 
-/* X(NAME, type, member of struct mc_record, what it says) */
+/* X(NAME, type, member of struct mc_record and its FIELDS table, what it says) */
 #define MC_RECORD_LIST(X) \
-	X(OBJECT,  1, object,  "a complete object, replacing any object of its key") \
-	X(DELETE,  2, key,     "the object of a key is gone (remove, evict, unmount)") \
-	X(MOUNT,   3, mount,   "a segment was mounted") \
-	X(UNMOUNT, 4, segment, "a segment and every replica on it are gone") \
-	X(QUOTA,   5, quota,   "a tenant's quota (also: the tenant exists)") \
-	X(PIN,     6, pin,     "a soft pin set (deadline) or cleared (0)")
+	X(OBJECT,  1, object,  OBJECT,  "a complete object, replacing any object of its key") \
+	X(DELETE,  2, key,     KEY,     "the object of a key is gone (remove, evict, unmount)") \
+	X(MOUNT,   3, mount,   MOUNT,   "a segment was mounted") \
+	X(UNMOUNT, 4, unmount, UNMOUNT, "a segment and every replica on it are gone") \
+	X(QUOTA,   5, quota,   QUOTA,   "a tenant's quota (also: the tenant exists)") \
+	X(PIN,     6, pin,     PIN,     "a soft pin set (deadline) or cleared (0)")
 
 enum mc_record_type {
-#define MC__REC_ENUM(name, value, member, desc) MC_REC_##name = (value),
+#define MC__REC_ENUM(name, value, member, fields, desc) MC_REC_##name = (value),
 	MC_RECORD_LIST(MC__REC_ENUM)
 #undef MC__REC_ENUM
 };
@@ -50,44 +50,87 @@ enum {
 	MC_RECORD_HARD_PIN     = 1u << 1,
 };
 
+/*
+ * The fields of each payload, X(kind, member), in their order in the bytes
+ * (record.c specifies the kinds).  The structs below are expanded from
+ * these tables, and so are the encoder and the decoder.
+ */
+#define MC_RECORD_OBJECT_FIELDS(X) \
+	X(str16, tenant) \
+	X(str16, key)             /* 1..MC_MAX_KEY_LEN bytes */ \
+	X(u64,   size)            /* > 0 */ \
+	X(u64,   checksum) \
+	X(u8,    flags)           /* MC_RECORD_* */ \
+	X(u8,    data_type) \
+	X(u8,    nrep)            /* replicas that follow, <= MC_MAX_REPLICAS */ \
+	X(u8,    reserved)        /* written 0 */ \
+	X(uuid,  writer)          /* the client that wrote it */ \
+	X(u64,   pin_deadline_ms) /* soft pin, CLOCK_REALTIME ms; 0: none */ \
+	X(str16, group)           /* length 0: no group */
+#define MC_RECORD_REPLICA_FIELDS(X) \
+	X(uuid,  segment)         /* nil for a replica that is not in a segment */ \
+	X(u64,   offset)          /* within the segment */ \
+	X(u64,   size)            /* bytes reserved (informational) */ \
+	X(u8,    type)            /* enum mc_replica_type */ \
+	X(u8,    status)          /* enum mc_replica_status */
+#define MC_RECORD_KEY_FIELDS(X) \
+	X(str16, tenant) \
+	X(str16, key)
+#define MC_RECORD_MOUNT_FIELDS(X) \
+	X(uuid,  client) \
+	X(uuid,  segment) \
+	X(u64,   base) \
+	X(u64,   size) \
+	X(u8,    transport)       /* enum mc_transport */ \
+	X(segstr, name) \
+	X(segstr, host) \
+	X(segstr, endpoint) \
+	X(segstr, shm_path)
+#define MC_RECORD_UNMOUNT_FIELDS(X) \
+	X(uuid,  segment)
+#define MC_RECORD_QUOTA_FIELDS(X) \
+	X(str16, tenant) \
+	X(u64,   quota_bytes)     /* 0: unlimited */
+#define MC_RECORD_PIN_FIELDS(X) \
+	X(str16, tenant) \
+	X(str16, key) \
+	X(u64,   deadline_ms)     /* CLOCK_REALTIME ms; 0: unpinned */
+
+/* The C type of each kind. */
+#define MC__REC_CTYPE_str16  struct mc_bytes
+#define MC__REC_CTYPE_segstr struct mc_bytes   /* <= MC_RECORD_MAX_SEGSTR bytes */
+#define MC__REC_CTYPE_u64    uint64_t
+#define MC__REC_CTYPE_u8     uint8_t
+#define MC__REC_CTYPE_uuid   struct mc_uuid
+#define MC__REC_MEMBER(kind, name) MC__REC_CTYPE_##kind name;
+
 struct mc_record_replica {
-	struct mc_uuid segment;     /* nil for a replica that is not in a segment */
-	uint64_t offset;            /* within the segment */
-	uint64_t size;              /* bytes reserved (informational) */
-	uint8_t type, status;       /* enum mc_replica_type, mc_replica_status */
+	MC_RECORD_REPLICA_FIELDS(MC__REC_MEMBER)
 };
 
 struct mc_record_object {
-	struct mc_bytes tenant, key;
-	uint64_t size, checksum;
-	uint8_t flags;              /* MC_RECORD_* */
-	uint8_t data_type;
-	uint8_t nrep;               /* <= MC_MAX_REPLICAS */
-	struct mc_uuid writer;      /* the client that wrote it */
-	uint64_t pin_deadline_ms;   /* soft pin, CLOCK_REALTIME ms; 0: none */
-	struct mc_bytes group;      /* len 0: no group */
+	MC_RECORD_OBJECT_FIELDS(MC__REC_MEMBER)
 	struct mc_record_replica rep[MC_MAX_REPLICAS];
 };
 
 struct mc_record_key {
-	struct mc_bytes tenant, key;
+	MC_RECORD_KEY_FIELDS(MC__REC_MEMBER)
 };
 
 struct mc_record_mount {
-	struct mc_uuid client, segment;
-	uint64_t base, size;
-	uint8_t transport;          /* enum mc_transport */
-	struct mc_bytes name, host, endpoint, shm_path;   /* each <= MC_RECORD_MAX_SEGSTR */
+	MC_RECORD_MOUNT_FIELDS(MC__REC_MEMBER)
+};
+
+struct mc_record_unmount {
+	MC_RECORD_UNMOUNT_FIELDS(MC__REC_MEMBER)
 };
 
 struct mc_record_quota {
-	struct mc_bytes tenant;
-	uint64_t quota_bytes;       /* 0: unlimited */
+	MC_RECORD_QUOTA_FIELDS(MC__REC_MEMBER)
 };
 
 struct mc_record_pin {
-	struct mc_bytes tenant, key;
-	uint64_t deadline_ms;       /* CLOCK_REALTIME ms; 0: unpinned */
+	MC_RECORD_PIN_FIELDS(MC__REC_MEMBER)
 };
 
 struct mc_record {
@@ -96,7 +139,7 @@ struct mc_record {
 		struct mc_record_object object;
 		struct mc_record_key key;
 		struct mc_record_mount mount;
-		struct mc_uuid segment;
+		struct mc_record_unmount unmount;
 		struct mc_record_quota quota;
 		struct mc_record_pin pin;
 	};

@@ -184,7 +184,7 @@ static void test_sample_oplog(void **state)
 	assert_true(bytes_str(r[10].key.tenant, "default") && bytes_str(r[10].key.key, "removed"));
 	assert_true(bytes_str(r[11].pin.key, "alpha") && r[11].pin.deadline_ms > 0);
 	assert_int_equal(r[12].pin.deadline_ms, 0);
-	assert_true(mc_uuid_eq(r[13].segment, seg_id(3)));
+	assert_true(mc_uuid_eq(r[13].unmount.segment, seg_id(3)));
 	for (uint32_t i = 0; i < g.n; i++)
 		mc_wbuf_free(&g.bytes[i]);
 
@@ -312,7 +312,7 @@ static void test_bytes(void **state)
 	mc_wbuf_free(&w);
 
 	struct mc_record un = { .type = MC_REC_UNMOUNT,
-				.segment = { .hi = 0x0102030405060708ull, .lo = 0x1112131415161718ull } };
+				.unmount = { .segment = { .hi = 0x0102030405060708ull, .lo = 0x1112131415161718ull } } };
 	static const uint8_t want_un[] = { 8, 7, 6, 5, 4, 3, 2, 1, 0x18, 0x17, 0x16, 0x15,
 					   0x14, 0x13, 0x12, 0x11 };
 	encode(&un, &w);
