@@ -3,8 +3,8 @@
 #
 # image/initramfs.sh ROOT -- mmdebstrap essential hook, run before the
 # kernel package is installed: makes its initramfs small.  The appliance
-# boots from a virtio disk only, so the initramfs carries the virtio
-# modules and nothing else (MODULES=list), instead of every storage driver
+# boots from a virtio disk only, so the initramfs carries the virtio and
+# ext4 modules and nothing else (MODULES=list), instead of every storage driver
 # (MODULES=most): a smaller file that unpacks faster, which counts under
 # qemu without KVM.
 set -eu
@@ -16,10 +16,10 @@ MODULES=list
 CONF
 cat >"$root/etc/initramfs-tools/hooks/mooncake-appliance" <<'HOOK'
 #!/bin/sh
-# Adds and loads the virtio drivers the appliance's root disk needs.
+# Adds and loads the drivers of the appliance's root disk: virtio, ext4.
 case "$1" in prereqs) exit 0 ;; esac
 . /usr/share/initramfs-tools/hook-functions
-for m in virtio_pci virtio_blk; do
+for m in virtio_pci virtio_blk ext4; do
 	manual_add_modules "$m"
 	echo "$m" >>"$DESTDIR/conf/modules"
 done
