@@ -100,6 +100,8 @@ include cli/cli.mk
 include bpf/bpf.mk
 include tests/tests.mk
 include packaging/packaging.mk
+include systemd/systemd.mk
+include daemon/man.mk
 include image/image.mk
 
 all: $(BINS) $(TEST_BINS)
@@ -114,7 +116,8 @@ clean:
 	$(call msg,CLEAN,$(O))
 	$(Q)rm -rf $(O)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+# (not in the package builds' staging copies, which have build folders of their own)
+-include $(shell find $(O) -path '$(PKG_STAGE)' -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- install (FHS; packages are built from this) ------------------------------------
 INSTALL ?= install

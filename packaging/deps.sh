@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# packaging/deps.sh build|run|test|all -- install the Debian 12 packages a
+# packaging/deps.sh build|run|test|pkg|all -- install the Debian 12 packages a
 # purpose needs, if any is missing.  Needs root (apt-get) only when something
 # is missing; prints what it installs.
 set -eu
@@ -8,11 +8,14 @@ build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-d
        libinih-dev libsqlite3-dev systemtap-sdt-dev llvm libelf-dev zlib1g-dev)
 test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl
       redis-server redis-tools libclang-rt-14-dev prometheus groff-base)
+# make deb, make rpm, make test-packages (tests/packaging)
+pkg=(debhelper dpkg-dev lintian rpm rpm2cpio rpmlint elfutils mmdebstrap)
 
 case "${1:-all}" in
 build|run) want=("${build[@]}") ;;
 test|all)  want=("${build[@]}" "${test[@]}") ;;
-*) echo "usage: $0 build|run|test|all" >&2; exit 2 ;;
+pkg)       want=("${build[@]}" "${pkg[@]}") ;;
+*) echo "usage: $0 build|run|test|pkg|all" >&2; exit 2 ;;
 esac
 
 missing=()
