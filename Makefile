@@ -17,6 +17,8 @@
 #   fuzz            build the libFuzzer targets (clang) and run each briefly
 #   deps            apt-get install what build, run and test need (as root)
 #   install         install to $(DESTDIR)$(PREFIX) (FHS layout)
+#   image           the appliance image (root; image/image.mk), image-test and
+#                   image-test-cluster boot it under qemu (not part of `make test`)
 #   clean           remove the build folder
 #   help            this text
 #
@@ -114,6 +116,7 @@ include tests/tests.mk
 include packaging/packaging.mk
 include systemd/systemd.mk
 include daemon/man.mk
+include image/image.mk
 
 all: $(BINS)
 
