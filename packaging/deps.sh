@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# packaging/deps.sh build|run|test|pkg|all -- install the Debian 12 packages a
+# packaging/deps.sh build|run|test|pkg|fresh|all -- install the Debian 12 packages a
 # purpose needs, if any is missing.  Needs root (apt-get) only when something
 # is missing; prints what it installs.
 set -eu
@@ -10,12 +10,15 @@ test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
       redis-server redis-tools libclang-rt-14-dev prometheus groff-base)
 # make deb, make rpm, make test-packages (tests/packaging)
 pkg=(debhelper dpkg-dev lintian rpm rpm2cpio rpmlint elfutils mmdebstrap)
+# make test-fresh (tests/fresh-root.sh)
+fresh=(git mmdebstrap)
 
 case "${1:-all}" in
 build|run) want=("${build[@]}") ;;
 test|all)  want=("${build[@]}" "${test[@]}") ;;
 pkg)       want=("${build[@]}" "${pkg[@]}") ;;
-*) echo "usage: $0 build|run|test|pkg|all" >&2; exit 2 ;;
+fresh)     want=("${fresh[@]}") ;;
+*) echo "usage: $0 build|run|test|pkg|fresh|all" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -61,6 +61,7 @@ test-root: test-build
 	$(Q)O=$(O) tests/run.sh root
 
 test-fresh:
+	$(Q)packaging/deps.sh fresh
 	$(Q)O=$(O) tests/fresh-root.sh
 
 bench: $(BENCH_BINS)
