@@ -22,7 +22,7 @@ BPF="(LGPL-2.1 OR BSD-2-Clause)"
 # The licence a file carries.
 license_of() {
 	case "$1" in
-	bpf/*.bpf.c | bpf/*.bpf.h | bpf/mooncake-trace.h) echo "$BPF" ;;
+	bpf/*.bpf.c | bpf/*.bpf.h | bpf/mooncake-trace.h | lib/trace/mooncake-trace.h) echo "$BPF" ;;
 	*) echo "$APACHE" ;;
 	esac
 }
