@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Mooncake Store in C -- one non-recursive build.
 #
 # Targets:

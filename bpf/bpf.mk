@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bpf/ -- the BPF programs and their build.
 #
 #   $(O)/bpf/vmlinux.h          bpftool btf dump of the build host's kernel (not committed)

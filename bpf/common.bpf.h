@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* common.bpf.h - helpers shared by the BPF programs: log2 slots, the
  * events ring buffer and its readable copy (recent_events), pinned by name
  * so that every object that includes this uses the same three maps. */

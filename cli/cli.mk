@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cli/ -- mooncakectl, its man page and its bash completion.
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-admin.c - mooncakectl's administration groups over the master's REST
  * API (docs/rest-api.md): status, segment, client, tenant, evict, snapshot.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-object.c - mooncakectl object put|get|stat|exist|rm|ls|pin|unpin,
  * through libmooncake.  Options of a verb may come anywhere after the verb;

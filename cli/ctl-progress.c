@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-progress.c - the progress line of mooncakectl's transfers on stderr
  * (see ctl.h): the file read or written, and the network phase of a put or

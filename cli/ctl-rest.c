@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-rest.c - mooncakectl's REST client (see ctl-rest.h): one libcurl easy
  * handle reused for every call, JSON bodies in and out, the error replies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-rest.h - mooncakectl's client of the master's REST admin API
  * (docs/rest-api.md) over libcurl; bodies are jansson values.

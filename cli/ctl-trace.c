@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-trace.c - mooncakectl trace lease|evict|transfer: the BPF view.
  *

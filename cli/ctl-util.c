@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-util.c - pure helpers of mooncakectl (see ctl-util.h).
  */

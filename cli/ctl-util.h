@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-util.h - the pure helpers of mooncakectl (no I/O to the cluster, no
  * libcurl, no jansson): percent-encoding, sizes, durations, aligned tables,

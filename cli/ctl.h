@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl.h - shared pieces of mooncakectl: the global state, the command
  * tables, the argument parser of verbs and the output helpers

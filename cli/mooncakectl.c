@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mooncakectl - administer a Mooncake Store cluster and move objects.
  *

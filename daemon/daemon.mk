@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # daemon/ -- the master, node and tracer daemons.
 #
 #   $(O)/daemon/libmaster.a   daemon/master/*.c except master.c (linked by tests and bench)

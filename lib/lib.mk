@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib/ -- internal archives and the public client library.
 #
 #   $(O)/lib/libmcutil.a        lib/util/*.c            (internal, static)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # packaging/deps.sh build|run|test|pkg|fresh|all -- install the Debian 12 packages a
 # purpose needs, if any is missing.  Needs root (apt-get) only when something
 # is missing; prints what it installs.

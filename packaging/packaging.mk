@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # packaging/ -- installed data that is not built: the Grafana dashboards and
 # their provisioning files, to $(DATADIR)/mooncake/grafana/:
 #   dashboards/mooncake-{master,nodes,trace}.json

@@ -33,6 +33,7 @@ exempt() {
 	case "$1" in
 	LICENSE | */LICENSE | crash-*) return 0 ;;
 	tests/fuzz/corpus/*) return 0 ;;		# fuzzer inputs (raw bytes)
+	tests/unit/samples/*) return 0 ;;		# committed oplog and sqlite files (binary)
 	*.json) return 0 ;;				# JSON has no comments
 	packaging/debian/changelog) return 0 ;;		# dpkg-parsechangelog format
 	packaging/debian/copyright) return 0 ;;		# names the licences itself
@@ -48,7 +49,7 @@ style_of() {
 	*.c | *.h | *.def | *.map) echo c ;;
 	*.1 | *.5 | *.8 | *.[158].in) echo roff ;;
 	*.md) echo html ;;
-	Makefile | *.mk | *.sh | *.bash | *.bats | *.py | *.yaml | *.yml | .gitignore | */.gitignore | \
+	Makefile | *.mk | *.sh | *.bash | *.bats | *.py | *.yaml | *.yml | *.toml | .gitignore | */.gitignore | \
 	*.bash-completion | *.in | *.service | *.sysusers | *.tmpfiles | *.conf | *.spec | .ci/* | \
 	packaging/debian/*) echo hash ;;
 	*) echo "" ;;

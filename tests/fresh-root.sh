@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/fresh-root.sh -- `make test-fresh`: the README's two commands on a
 # fresh Debian 12 root (minbase plus make and git, tests/tools/mkroot.sh),
 # where only the project's own install steps can have put what they need.

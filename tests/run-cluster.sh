@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/run-cluster.sh -- what `make run` starts.
 #
 # Starts a master and one node from the build tree ($O/bin), state under

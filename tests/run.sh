@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/run.sh GROUP... -- run test groups under prove (TAP) and print the
 # time of each.  cmocka binaries speak TAP with CMOCKA_MESSAGE_OUTPUT=TAP;
 # bats with --tap.  Groups:

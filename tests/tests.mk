@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/ -- unit tests (cmocka), integration tests (bats), fuzz targets, benchmarks.
 #
 #   tests/unit/test-*.c    -> $(O)/tests/unit/test-*     one cmocka group each, TAP under prove

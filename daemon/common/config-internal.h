@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config-internal.h - shared by config.c (parsing, validation) and
  * config-print.c (--help, --print-config). */
 #ifndef MC_DAEMON_CONFIG_INTERNAL_H

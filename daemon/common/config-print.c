@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config-print.c - the text the option table writes: --help (one line an
  * option), --print-config (a complete INI file, see config.h), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c - see config.h.  The INI syntax is parsed by inih (libinih);
  * --help and --print-config are written by config-print.c. */
 #include <errno.h>

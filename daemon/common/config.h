@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h - daemon options: one table, read from defaults < INI file < flags.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon-metrics.c - see daemon-metrics.h. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon-metrics.h - the /metrics lifecycle every daemon shares (the
  * families themselves are the daemon's: master-metrics.c, node-metrics.c,

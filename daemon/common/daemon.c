@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon.c - see daemon.h. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http-server.c - see http-server.h. */
 #include "common/http-server.h"
 

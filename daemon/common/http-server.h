@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http-server.h - a thin wrapper over GNU libmicrohttpd for the daemons'
  * admin ports (/health, /metrics, the master's REST API).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* notify.c - see notify.h; the sd_notify(3) protocol: one datagram to $NOTIFY_SOCKET. */
 #include <errno.h>
 #include <stddef.h>

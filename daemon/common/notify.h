@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* notify.h - tell systemd about readiness and state (self-contained, no libsystemd). */
 #ifndef MC_DAEMON_NOTIFY_H
 #define MC_DAEMON_NOTIFY_H

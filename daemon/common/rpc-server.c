@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpc-server.c - see rpc-server.h. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rpc-server.h - a reusable binary-RPC server for the wire protocol of
  * lib/proto (frame format: proto/frame.h, ops: proto/proto.def).

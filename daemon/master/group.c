@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* group.c - see group.h. */
 #include <stdlib.h>
 #include <string.h>

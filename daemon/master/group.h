@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * group.h - object groups (group_domain_): group id -> members, a shared
  * read lease, and all-or-none eviction.

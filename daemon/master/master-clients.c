@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* master-clients.c - see master-clients.h. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* master-http-internal.h - shared by master-http*.c (not an interface). */
 #ifndef MC_MASTER_HTTP_INTERNAL_H
 #define MC_MASTER_HTTP_INTERNAL_H

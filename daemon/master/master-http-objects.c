@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-http-objects.c - /api/v1/objects (docs/rest-api.md): paged key
  * listing with a prefix or regex filter, one object's record (no lease is

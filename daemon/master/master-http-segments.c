@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-http-segments.c - /api/v1/segments and /api/v1/clients
  * (docs/rest-api.md): listing, one segment, drain, unmount; the client

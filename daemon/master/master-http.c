@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-http.c - the master's admin HTTP server (see master-http.h):
  * routing, the bearer-token check, the JSON helpers shared by

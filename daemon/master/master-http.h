@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-http.h - the master's admin HTTP server: /health,
  * /metrics and the REST API under /api/v1 (docs/rest-api.md).

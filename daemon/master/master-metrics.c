@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-metrics.c - the master's Prometheus metrics (see master-metrics.h;
  * every family is listed in docs/metrics.md), on the daemons' shared

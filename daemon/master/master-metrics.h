@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-metrics.h - the master's Prometheus metrics (every family listed in
  * docs/metrics.md): gauges and counters read from the metadata

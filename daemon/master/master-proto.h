@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-proto.h - where the wire messages and the metadata API meet:
  * include this instead of proto/msg.h and master/meta.h separately.

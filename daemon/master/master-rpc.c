@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* master-rpc.c - see master-rpc.h. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master-rpc.h - the master's RPC handlers: every master op of proto.def
  * (HELLO, PING, segment ops, object ops, batch ops, admin scans), each

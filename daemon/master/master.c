@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * master.c - mooncake-master: the metadata server.
  *

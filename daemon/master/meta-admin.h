@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-admin.h - read-side introspection of the metadata service for the
  * REST API (master-http*.c): segments, one object's full record, tenants,

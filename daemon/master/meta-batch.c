@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-batch.c - batch operations, grouped by shard.
  *

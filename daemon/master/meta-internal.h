@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-internal.h - the body of the metadata store and the helpers shared
  * by the meta*.c files.  Not an interface: nothing outside meta*.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-oplog.c - the store as records (record.h, byte format in record.c):
  * what each mutation appends to the oplog, from inside the mutation, under

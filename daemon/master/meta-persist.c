@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-persist.c - rebuilding the store from records (record.h): one at a
  * time from a log (mc_meta_apply, mc_meta_replay), or in bulk from a dump

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-scan.c - operations that walk all 1024 shards: RemoveAll,
  * RemoveByRegex, GetReplicaListByRegex, GetAllKeys (paged), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-segment.c - segments as the metadata service sees them: mount,
  * unmount (dropping the replicas that lived there), drain, housekeeping.

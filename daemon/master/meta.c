@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta.c - the metadata service: lifecycle, registries, single-key operations.
  *

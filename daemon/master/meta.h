@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta.h - the master's metadata service: every object's metadata, in memory.
  *

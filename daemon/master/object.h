@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * object.h - the master's in-memory object record (ObjectMetadata) and its
  * replica descriptors.

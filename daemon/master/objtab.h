@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * objtab.h - the key -> object table of one (shard, tenant).
  *

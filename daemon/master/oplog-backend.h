@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oplog-backend.h - what an oplog backend implements (oplog.c dispatches
  * mc_oplog_* to it after checking the arguments).  A backend embeds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oplog-file-open.c - opening the local oplog: find the segment files,
  * verify them, cut off a torn or corrupt tail, start the flusher.  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oplog-file.c - the local oplog backend (option oplog = local): segment
  * files in one folder, checksummed records, group-committed fdatasync.

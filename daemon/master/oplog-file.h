@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oplog-file.h - internals shared by the local oplog backend's files:
  * oplog-file.c (format, writing, the ops) and oplog-file-open.c (recovery).
  * The format is specified at the top of oplog-file.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oplog.c - the oplog interface: argument checks, then the backend's ops.
  * See oplog.h; backends: oplog-file.c (local). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oplog.h - the master's operation log: every metadata mutation after the
  * newest snapshot, in order, so that recovery = snapshot + replay.

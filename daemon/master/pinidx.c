@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pinidx.c - see pinidx.h. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pinidx.h - the soft-pin deadline index (SoftPinDeadlineIndex).
  *

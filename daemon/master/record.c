@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record.c - the byte format of the metadata's records (see record.h).
  *

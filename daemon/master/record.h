@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record.h - the metadata's records: what the oplog holds, what a snapshot
  * holds, and what a store is rebuilt from (byte format: top of record.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* segment.c - the segment manager: mount, indexes, placement.  See segment.h. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * segment.h - the master's segment manager (SegmentManager).
  *

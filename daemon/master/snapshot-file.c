@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot-file.c - the snapshot file format.  See snapshot-file.h.
  *

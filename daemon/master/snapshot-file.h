@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot-file.h - one snapshot file: the sqlite format (specified at the
  * top of snapshot-file.c), written from records and read back as records

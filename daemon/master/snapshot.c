@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot.c - metadata snapshots: the folder of files, taking one (fork),
  * retention, the periodic thread and recovery.  See snapshot.h; the file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot.h - snapshots of all metadata into sqlite files under
  * state_dir/snapshots/ (format: top of snapshot-file.c), the periodic snapshot

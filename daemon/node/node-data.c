@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node-data.c - see node-data.h. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-data.h - the handlers of the node's data plane (HELLO, DATA_WRITE,
  * DATA_READ, DATA_STAT) for daemon/common/rpc-server.c, over a set of

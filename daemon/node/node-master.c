@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node-master.c - see node-master.h. */
 #include <errno.h>
 #include <pthread.h>

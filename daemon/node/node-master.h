@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-master.h - the node's link to the master: one thread that connects
  * (rpc-conn.h, blocking, 2 s timeouts), mounts every segment

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-metrics.c - the node's Prometheus metrics (see node-metrics.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-metrics.h - the node's Prometheus metrics (listed in docs/metrics.md):
  * its segments, the master link (mounted, heartbeats), and the data plane

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-rdma.c - RDMA: run-time probe only.  ibv_get_device_list() says
  * whether this host has a device; transfers are not implemented, so start()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node-segment.c - see node-segment.h. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-segment.h - the memory segments a node contributes, and the node's
  * persistent identity.

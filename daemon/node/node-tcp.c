@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node-tcp.c - the TCP data plane: node-data.c's handlers on rpc-server.c. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-transport.h - the node's data plane behind an operations table.
  *

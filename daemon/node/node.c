@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node.c - mooncake-node: contributes memory segments to the cluster and
  * serves their bytes.

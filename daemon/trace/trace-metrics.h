@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace-metrics.h - mooncake-trace's /metrics: the mooncake_trace_* families
  * (docs/metrics-trace.md) read from the BPF maps at each scrape, on the

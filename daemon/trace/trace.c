@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace.c - mooncake-trace: loads the BPF programs of bpf/, attaches them
  * to the USDT probes of every mooncake master, node and client (running

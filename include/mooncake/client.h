@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mooncake/client.h - the client API of Mooncake Store (libmooncake).
  *

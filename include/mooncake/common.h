@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mooncake/common.h - visibility and small shared definitions of the public API. */
 #ifndef MOONCAKE_COMMON_H
 #define MOONCAKE_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mooncake/types.h - enumerations shared by the API, the wire and the master.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mooncake/version.h - library version. */
 #ifndef MOONCAKE_VERSION_H
 #define MOONCAKE_VERSION_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client-batch.c - the batch forms.  The caller's items are cut into
  * requests of at most MC_MAX_BATCH keys whose bodies stay well within

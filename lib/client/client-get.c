@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client-get.c - mc_get / mc_get_with / mc_get_into: GET_REPLICA_LIST (remembering when it
  * was sent), one replica read (co-located ones first, then the others in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client-internal.h - the pieces of libmooncake's client (include/mooncake/client.h):
  *

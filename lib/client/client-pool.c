@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client-pool.c - mutex-protected pools of connections (see client-internal.h). */
 #include <stdlib.h>
 #include <string.h>

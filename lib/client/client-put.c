@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client-put.c - mc_put / mc_put_from: PUT_START (the master places the
  * replicas), the bytes written to every replica, then PUT_END with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client-xfer.c - the bytes of one memory replica: memcpy into / out of a
  * mapped shared segment when co-located (shm.c), else DATA_WRITE /

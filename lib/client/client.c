@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.c - lifecycle, options, registered buffers and the metadata calls
  * (exist, remove, stat, list) of include/mooncake/client.h.

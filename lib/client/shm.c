@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm.c - the co-located path.  A node serves each memory segment from a
  * file under /dev/shm (its path comes back in DATA_STAT as shm_path).  When

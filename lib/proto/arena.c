@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/arena.c - bump allocator, see arena.h. */
 #include <stddef.h>
 #include <stdlib.h>

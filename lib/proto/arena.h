@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/arena.h - a bump allocator for decoded messages.
  *

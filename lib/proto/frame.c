@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/frame.c - frame header codec and the streaming frame reader. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/frame.h - the binary wire protocol: frame header and frame reader.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/msg.c - the message codecs and the op table, expanded from
  * proto/proto.def, plus the hand-written codec of the replica descriptor and

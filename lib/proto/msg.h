@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/msg.h - the messages of the wire protocol and the per-op table, all
  * expanded from proto/proto.def (format: proto/frame.h).

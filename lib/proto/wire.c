@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/wire.c - growable output buffer and the length-prefixed codecs. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto/wire.h - bounds-checked encoding primitives of the wire protocol.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpc-conn.c - see rpc-conn.h. */
 #include <errno.h>
 #include <poll.h>

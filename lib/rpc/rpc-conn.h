@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rpc-conn.h - one blocking connection speaking the binary protocol
  * (lib/proto/frame.h) to a master or a node: the client side of

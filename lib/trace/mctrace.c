@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mctrace.c - see mctrace.h. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mctrace.h - the loader of the BPF programs in bpf/ (used by
  * mooncake-trace and by mooncakectl trace: the programs are embedded as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * mooncake-trace.h - shared between the BPF programs (bpf/NAME.bpf.c, built
  * with -Ilib) and user space (the loader beside this file, mooncake-trace,

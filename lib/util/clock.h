@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clock.h - time sources.  All durations in the master are milliseconds. */
 #ifndef MC_UTIL_CLOCK_H
 #define MC_UTIL_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* error.c - lookups over the error table in include/mooncake/error.h, and
  * errno values mapped onto it (util/syserr.h). */
 #include <errno.h>

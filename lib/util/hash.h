@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hash.h - the one hash function of the project (xxHash3 from libxxhash). */
 #ifndef MC_UTIL_HASH_H
 #define MC_UTIL_HASH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* macro.h - small helpers used everywhere (internal, never installed). */
 #ifndef MC_UTIL_MACRO_H
 #define MC_UTIL_MACRO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * map.h - a small open-addressing hash map from byte strings to a uint64_t
  * value (often a pointer or a slot number).  Keys are copied and owned by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.c - see metrics.h. */
 #include "util/metrics.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h - a small Prometheus metrics registry and its text exposition
  * (format 0.0.4).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * offalloc.c - per-segment offset allocator, TLSF-style (after the idea of
  * Sebastian Aaltonen's OffsetAllocator; written from scratch).

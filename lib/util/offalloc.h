@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * offalloc.h - per-segment offset allocator (internal, never installed).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probes.h - the USDT probes (provider "mooncake") and the one table that
  * documents them.  A probe is a single nop in the code plus a note in the

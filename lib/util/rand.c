@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rand.c - see rand.h. */
 #include <sys/random.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rand.h - a fast per-thread pseudo-random generator (xorshift64*), not for secrets. */
 #ifndef MC_UTIL_RAND_H
 #define MC_UTIL_RAND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sock.c - see sock.h. */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sock.h - sockets: address parsing, listen, connect, full reads/writes.
  * Every fd is created CLOEXEC; functions return an fd / 0 or a negative

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * syserr.h - a failed system call as an MC_ERR_* code.
  *

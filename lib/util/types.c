@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* types.c - the names of the enumerations of mooncake/types.h, from their tables. */
 #include <stddef.h>
 

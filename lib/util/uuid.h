@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* uuid.h - 128-bit identifiers of clients and segments ("hi-lo" in text). */
 #ifndef MC_UTIL_UUID_H
 #define MC_UTIL_UUID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* version.c - mc_version_string(). */
 #include "mooncake/common.h"
 #include "mooncake/version.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """packaging/grafana/gen-dashboards.py -- writes dashboards/mooncake-*.json.
 
 The JSON files are the product (Grafana loads them through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-baseline.c - the physical baselines the cluster benchmarks are
  * compared with, measured in the same run on the same machine:

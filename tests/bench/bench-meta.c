@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-meta.c - the master's metadata core, in process (no network).
  *

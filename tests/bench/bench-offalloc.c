@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-offalloc.c - microbenchmark of the per-segment offset allocator.
  *

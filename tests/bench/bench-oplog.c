@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-oplog.c - the local oplog (daemon/master/oplog-file.c).
  *

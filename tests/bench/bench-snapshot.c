@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-snapshot.c - persistence figures of the master, in process.
  *

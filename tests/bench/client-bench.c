@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client-bench.c - end-to-end figures through libmooncake against a running
  * cluster (tests/bench/cluster.sh starts one and compares the figures with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/cluster.sh -- end-to-end figures of a real cluster on loopback,
 # each set beside its baseline measured in the same run:
 #   (a) 4 KiB put/get ops/s at 1, 16, 64 clients  vs  redis-benchmark SET/GET -d 4096

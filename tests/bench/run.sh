@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/run.sh -- `make bench`: every benchmark, figures and ratios.
 set -eu
 O=${O:-.output}

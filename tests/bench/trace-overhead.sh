@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/trace-overhead.sh -- the cost of tracing, in one run: 4 KiB
 # put and get ops/s of client-bench (CONC threads, over TCP and over shared
 # memory) with mooncake-trace attached to the master, the node and the

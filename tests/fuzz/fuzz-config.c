@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-config.c - libFuzzer target for the daemons' config files
  * (daemon/common/config.c over inih; the file is outside bytes).

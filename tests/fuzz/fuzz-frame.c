@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-frame.c - libFuzzer target for the wire protocol.
  *

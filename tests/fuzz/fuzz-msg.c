@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-msg.c - libFuzzer target for the RPC bodies: every request and
  * response message of proto.def, decoded straight from the input (no frame

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-oplog.c - libFuzzer target for the local oplog's recovery
  * (daemon/master/oplog-file-open.c): the input becomes the segment files of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-records.c - libFuzzer target for the decoders of the metadata's
  * records (daemon/master/record.c) and what is built from them: an oplog

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # The build's own promises: help, what `make` builds, the user's flags,
 # install layout, the benchmark's output.
 bats_require_minimum_version 1.5.0

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # The check every test's teardown relies on: stop_all (helpers.bash) fails
 # when a daemon's log holds a sanitizer report, and passes when it holds none.
 # With a sanitized build (MC_BUILD=.output-asan) the report is a real one:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # The daemons' option tables (daemon/common/config.h): ranges checked from
 # the table, with messages that name the option, its range and its unit;
 # --print-config, the complete INI file the packages install, which --help

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # mooncake-master as a real process on loopback: options, config file,
 # HELLO/PING and a put/get through the binary RPC (tests/tools/mc-rpc),
 # client expiry, SIGTERM.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # mooncake-node as a real process with a real master on loopback: options,
 # mount (a PUT_START lands on the node's segment), TTL expiry after kill -9,
 # remount after a master restart, identity and shm reuse across restarts,

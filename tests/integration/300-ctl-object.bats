@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # mooncakectl object put|get|stat|exist|rm|ls against a real master and
 # node on loopback: data through files and stdin/stdout, keys with spaces
 # and UTF-8, -o json checked with jq, error messages and exit codes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # A three-node cluster on loopback driven through mooncakectl: objects of
 # many sizes read back byte for byte over shared memory and over TCP,
 # replicas on distinct nodes, a node killed with SIGKILL (its replicas go,
@@ -11,7 +12,9 @@ load helpers
 setup() {
 	mc_init
 	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
-	start_master --client_ttl_ms=1500
+	# client_ttl_ms: long enough that a loaded machine's late pings (1 s apart)
+	# never expire a live node; test 4 waits for the killed one to go.
+	start_master --client_ttl_ms=4000
 	for n in a b c; do
 		start_node "c$n" --segment_size=160M
 	done
@@ -85,8 +88,12 @@ sizes() {
 	done
 	[ -n "$lost" ] && [ -n "$kept" ]
 	kill_node "$victim" KILL
-	sleep 2.5
-	run -0 ctl -o json object stat both
+	# gone within client_ttl_ms (4 s) plus the housekeeping tick: wait up to 15 s
+	for i in $(seq 1 60); do
+		run -0 ctl -o json object stat both
+		[ "$(echo "$output" | jq -r '.replicas | length')" = 1 ] && break
+		sleep 0.25
+	done
 	[ "$(echo "$output" | jq -r '.replicas | length')" = 1 ]
 	[ "$(echo "$output" | jq -r '.replicas[0].endpoint')" = "$survivor_ep" ]
 	get_compare both

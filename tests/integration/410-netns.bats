@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # The master, two nodes and the client each in its own network namespace,
 # connected by veth pairs to a bridge in a "switch" namespace.  Everything
 # (namespaces, links, addresses 10.231.$NET.0/24) lives inside namespaces the

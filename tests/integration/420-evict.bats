@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # Eviction on a real cluster: a 16 MiB node filled far past capacity with
 # 1 MiB puts while readers keep leases on a set of hot objects.  Every put
 # either succeeds or fails with NO_AVAILABLE_HANDLE (all space leased),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # Eviction under concurrent writers, end to end (issue 13): a master and one
 # 64 MiB node, three client processes of four threads each (mc-churn) put
 # into it far past its capacity for 8 s -- two with objects of 1 B to 1 MiB,

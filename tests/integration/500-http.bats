@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # The admin HTTP servers of mooncake-master and mooncake-node (libmicrohttpd,
 # daemon/common/http-server.c): /health JSON, /metrics in the Prometheus text
 # format (checked by promtool), 404 JSON for unknown paths, 405 for a wrong

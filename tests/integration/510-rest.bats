@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # The master's REST admin API (docs/rest-api.md, daemon/master/master-http*.c):
 # every endpoint with its documented fields (jq), the error paths (400, 401,
 # 404, 405, 409, 413, 503), binary keys through percent-encoding, cursor

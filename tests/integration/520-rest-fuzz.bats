@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # Malformed HTTP against the master's admin port: bad methods, bad paths and
 # percent sequences, raw bytes, overlong request lines and headers (over the
 # 64 KiB per-connection memory), huge and broken bodies, pipelining, many

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # A real Prometheus server (Debian package `prometheus`) on loopback scrapes
 # a master and a node every second; the test queries it through its HTTP API
 # until every metric docs/metrics.md lists has a sample, after traffic that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # The Grafana dashboards (packaging/grafana/dashboards/*.json), without
 # Grafana (not in Debian): their structure (tests/tools/check-dashboards.sh:
 # jq), the provisioning files and `make install`, every metric they use

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # mooncakectl without the REST admin API: --help (of every command and
 # verb), --version, usage errors (exit 2,
 # detected before contacting anything), an unreachable master (exit 1, the

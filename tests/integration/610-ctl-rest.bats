@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # mooncakectl's REST commands against a real master and nodes on loopback
 # (docs/rest-api.md): status, segment list|show|drain|unmount, client list,
 # tenant list|quota, evict, snapshot list|create, the admin token; tables for

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # Persistence: the master restarts (kill -9) from its snapshot + oplog with
 # every acknowledged object readable once its node remounts; the node
 # daemon restarts from its /dev/shm files; corrupt state files are

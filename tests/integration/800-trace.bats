@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
 # eBPF observability: the USDT probes in the binaries, mooncake-trace (BPF
 # programs from bpf/, maps pinned on a bpffs, /metrics), mooncakectl trace.
 # A known workload (puts, gets over shm and TCP, evictions past capacity)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/integration/helpers.bash -- shared helpers for the integration bats
 # files (`load helpers`).  A cluster is a master and named nodes started on
 # ephemeral ports; everything a test starts is recorded under $MC_DIR so that

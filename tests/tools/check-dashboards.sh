@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/tools/check-dashboards.sh -- checks Grafana dashboard JSON files
 # (packaging/grafana/dashboards/*.json) without Grafana: jq and curl only.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc-churn.c - concurrent churn through libmooncake into a cache meant to be
  * full: the load of the eviction stress test (tests/integration/430-evict-

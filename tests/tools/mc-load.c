@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc-load.c - concurrent put/remove load through libmooncake that records
  * which operations were acknowledged, and the check after restarts.

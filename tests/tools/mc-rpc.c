@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc-rpc - send one request to a master (or node) over the binary protocol
  * and print the response's status name (and the interesting fields).

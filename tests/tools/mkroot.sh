@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/tools/mkroot.sh -- a minimal Debian 12 root, as a newcomer's machine
 # is: mmdebstrap --variant=minbase plus make and git (and any packages named).
 #

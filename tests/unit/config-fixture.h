@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config-fixture.h - an option table with every type, range kind, flag and
  * a relation check, for test-config.c and tests/fuzz/fuzz-config.c.

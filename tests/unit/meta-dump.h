@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-dump.h - two stores compared through the core's persistence
  * boundary (mc_meta_dump), as a snapshot or a standby master sees them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-fixture.h - the fixture and small helpers of the test-meta*.c files:
  * a metadata service on a test clock with fake segments; every test ends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meta-helpers.h - shared by the tests of the master's metadata service
  * (test-meta*.c): a clock the test drives, client and segment ids, fake

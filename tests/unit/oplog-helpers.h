@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oplog-helpers.h - shared by test-oplog.c and test-oplog-stress.c:
  * scratch folders, deterministic payloads, small file helpers. */
 #ifndef MC_TEST_OPLOG_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stress-helpers.h - the harness of the multi-threaded stress tests
  * (test-meta-stress.c, test-meta-evict-stress.c): a stop flag, the first

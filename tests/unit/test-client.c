@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-client.c - libmooncake's client API (include/mooncake/client.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-config.c - the daemons' option tables (daemon/common/config.c):
  * parsers, defaults < file < flags, the validation the table's ranges,

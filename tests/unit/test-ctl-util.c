@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-ctl-util.c - mooncakectl's pure helpers (cli/ctl-util.c): percent-encoding,
  * sizes with suffixes, ratios, human sizes and durations, the HTTP -> exit code
  * mapping, aligned tables, the progress line (rate, ETA) and segment matching. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-error.c - the one error space (include/mooncake/error.h): the table
  * itself, errno mapped onto it (util/syserr.h), and real system calls that
  * fail (sockets) answering MC_ERR_* codes with errno still naming the

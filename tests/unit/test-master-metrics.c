@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-master-metrics.c - the master's /metrics text (daemon/master/
  * master-metrics.c) over an in-process meta, client registry and rpc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-admin.c - the REST API's read side (meta-admin.c): filtered key
  * listing with cursor paging under concurrent changes, one object's full

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-batch.c - paged listing (GetAllKeys) and every batch
  * operation of the metadata service.

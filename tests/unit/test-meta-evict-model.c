@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-evict-model.c - randomized workloads against a FULL cache, checked
  * after every step against a side model.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-evict-stress.c - eviction under concurrency: NWORKERS threads
  * put into a cache that is full almost from the start (objects of 1 B to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-evict.c - eviction, soft and hard pins, and quota eviction in the
  * metadata service (meta-evict.c, pinidx.c, meta.c's reclaim path).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-group.c - object groups: a shared read lease and all-or-none
  * eviction (daemon/master/group.c, meta-evict.c), on the test clock with

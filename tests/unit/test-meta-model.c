@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-model.c - the metadata service (daemon/master/meta*.c) against a
  * plain reference model.  From fixed seeds, random operations (puts, ends,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-segments.c - placement, tenants and quotas, segment mount,
  * unmount and drain in the metadata service.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-stress.c - the metadata service under concurrency: worker
  * threads put, end, revoke, read, remove and list over one key space (single

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta.c - the master's metadata service (daemon/master/meta*.c):
  * put, get, exist, remove and regex operations with the exact error codes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-metrics.c - the Prometheus registry and exposition (lib/util/metrics.c). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-node-data.c - the node data plane in-process: node-tcp.c (rpc-server
  * with attachments + node-data.c) over two /dev/shm segments, driven

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-offalloc.c - the per-segment offset allocator (lib/util/offalloc.c). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-oplog-stress.c - the local oplog under concurrency: 8 threads x 20k
  * append + wait_durable (sync on, real fsyncs, small segments so that files
  * rotate all the time) while another thread compacts; then reopen and check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-oplog.c - the local oplog backend (daemon/master/oplog-file.c):
  * round trip, replay, recovery from torn and corrupt tails, compaction,
  * durability (fsync before wait_durable returns), a sticky

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-proto-frame.c - the frame header and the streaming frame reader:
  * header layout and every rejection, frames fed byte by byte and in random
  * chunks (feed and window/commit), pipelining, attachments moved, taken or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-proto.c - the wire protocol: primitives, arena, every op's messages
  * (expanded from proto.def), limits, arena bound, frame-level encode/decode.
  * The frame header and the frame reader are in test-proto-frame.c. */

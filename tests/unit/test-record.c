@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-record.c - the record codec (daemon/master/record.c) and the
  * on-disk formats that carry it.

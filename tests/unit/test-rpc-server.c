@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-rpc-server.c - the binary RPC server (daemon/common/rpc-server.c) with
  * the real master handlers over an in-process mc_meta, on 127.0.0.1 port 0:
  * pipelined requests and echoed ids, every master op family, unknown

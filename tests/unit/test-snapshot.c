@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-snapshot.c - snapshots and oplog replay of the metadata service:
  * a round trip of 1 M objects compared field by field (MC_TEST_SNAPSHOT_OBJECTS

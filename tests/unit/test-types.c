@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-types.c - the value tables of mooncake/types.h and util/probes.h:
  * the names the REST API, mooncakectl and the tracer print (their
  * contracts: docs/rest-api.md, docs/metrics-trace.md), NULL outside each

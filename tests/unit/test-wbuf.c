@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-wbuf.c - struct mc_wbuf (proto/wire.h) as the one growable byte
  * buffer of the tree: text bodies (mc_wbuf_cstr) and its maximum. */
 #include <stdarg.h>

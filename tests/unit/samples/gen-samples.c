@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gen-samples.c - how tests/unit/samples/ was made (not built by make): the
  * build of commit 4f05949, before the record codec moved onto
