@@ -52,7 +52,7 @@ style_of() {
 	Makefile | *.mk | *.sh | *.bash | *.bats | *.py | *.yaml | *.yml | *.toml | .gitignore | */.gitignore | \
 	*.bash-completion | *.in | *.service | *.sysusers | *.tmpfiles | *.conf | *.spec | .ci/* | \
 	packaging/debian/*) echo hash ;;
-	*) echo "" ;;
+	*) case "$(head -c 2 "$1" 2>/dev/null)" in '#!') echo hash ;; *) echo "" ;; esac ;;
 	esac
 }
 
