@@ -186,7 +186,7 @@ files() {
 			head -c $((i * 700000)) /dev/urandom >/tmp/up$i
 			mooncakectl object put pkg/up$i /tmp/up$i
 		done
-		mooncakectl object ls >/tmp/ls-before
+		mooncakectl object ls | sort >/tmp/ls-before
 		grep -q pkg/up3 /tmp/ls-before
 		md5sum /etc/mooncake/*.conf >/tmp/conf-before
 		# systemd would stop them before (node) or restart them after the upgrade
@@ -198,9 +198,10 @@ files() {
 		md5sum -c /tmp/conf-before
 		/usr/bin/mooncake-master --version | grep -qx "$(dpkg-query -W -f "\${Version}" mooncake-master)"
 		start_master
-		mooncakectl object ls | diff /tmp/ls-before -
+		grep "recovered" /tmp/master.log
 		start_node
 		grep -q "reused" /tmp/node.log
+		mooncakectl object ls | sort | diff /tmp/ls-before -
 		for i in 1 2 3; do
 			mooncakectl object get pkg/up$i /tmp/back$i
 			cmp /tmp/up$i /tmp/back$i
