@@ -16,7 +16,7 @@
 #
 # The daemons in the root run in a network namespace of their own (only
 # lo): their installed ports (50051, 9003, ...) meet nothing on the host.
-# $O/pkgtest holds the packages and the root (deleted at the end unless
+# $O/pkg/test holds the packages and the root (deleted at the end unless
 # MC_PKGTEST_KEEP=1).
 bats_require_minimum_version 1.5.0
 
@@ -55,7 +55,7 @@ setup_file() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root (chroot, mounts, network namespaces)"
 	cd "$BATS_TEST_DIRNAME/../.."
 	export REPO=$PWD O=${MC_BUILD:-$PWD/.output}
-	export W=$O/pkgtest MKROOT=$PWD/tests/tools/mkroot.sh
+	export W=$O/pkg/test MKROOT=$PWD/tests/tools/mkroot.sh
 	export ROOT=$W/root VERSION
 	VERSION=$(make -s --no-print-directory print-VERSION)
 	"$MKROOT" destroy "$ROOT"
