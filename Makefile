@@ -133,8 +133,9 @@ clean:
 	$(call msg,CLEAN,$(O))
 	$(Q)rm -rf $(O)
 
-# (not in the package builds' staging copies, which have build folders of their own)
--include $(shell find $(O) -path '$(PKG_STAGE)' -prune -o -name '*.d' -type f -print 2>/dev/null)
+# The objects' dependency files, under the source directories' mirrors only:
+# $(O) also holds whole trees of other kinds (package builds, Debian roots).
+-include $(shell find $(addprefix $(O)/,$(patsubst %/,%,$(wildcard */))) -name '*.d' -type f 2>/dev/null)
 
 # ---- install (FHS; packages are built from this) ------------------------------------
 INSTALL ?= install

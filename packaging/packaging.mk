@@ -33,7 +33,7 @@ install-grafana:
 #                       debuginfo ones into $(RPM_OUT)/debug
 #   make test-packages  tests/packaging/*.bats (root, mmdebstrap; not part of `make test`)
 
-PKG_STAGE   ?= $(O)/pkg-stage
+PKG_STAGE   ?= $(O)/pkg/stage
 DEB_OUT     ?= $(O)/deb
 DEB_VERSION ?= $(VERSION)
 DEB_JOBS    ?= 2

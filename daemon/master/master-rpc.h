@@ -19,11 +19,11 @@ struct mc_oplog;
 /*
  * Durability: a handler of an op flagged MC_OPF_DURABLE in proto.def
  * (segment ops, PutStart - its evictions -, PutEnd, Remove, pins, the
- * batch and scan removes) replies only once the oplog records its mutation appended are durable
- * (mc_oplog_wait_durable, no metadata lock held).  The wait blocks the
- * worker thread; concurrent waiters share one fsync (group commit).  A
- * failed append or fsync answers PERSISTENT_FAIL: the change is in memory
- * but would not survive a restart.
+ * batch and scan removes) replies only once the oplog records its mutation
+ * appended are durable (mc_oplog_wait_durable, no metadata lock held).
+ * The wait blocks the worker thread; concurrent waiters share one fsync
+ * (group commit).  A failed append or fsync answers PERSISTENT_FAIL: the
+ * change is in memory but would not survive a restart.
  */
 struct mc_master_rpc {
 	struct mc_meta *meta;

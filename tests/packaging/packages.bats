@@ -16,7 +16,7 @@
 #
 # The daemons in the root run in a network namespace of their own (only
 # lo): their installed ports (50051, 9003, ...) meet nothing on the host.
-# $O/pkgtest holds the packages and the root (deleted at the end unless
+# $O/pkg/test holds the packages and the root (deleted at the end unless
 # MC_PKGTEST_KEEP=1).
 bats_require_minimum_version 1.5.0
 
@@ -55,7 +55,7 @@ setup_file() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root (chroot, mounts, network namespaces)"
 	cd "$BATS_TEST_DIRNAME/../.."
 	export REPO=$PWD O=${MC_BUILD:-$PWD/.output}
-	export W=$O/pkgtest MKROOT=$PWD/tests/tools/mkroot.sh
+	export W=$O/pkg/test MKROOT=$PWD/tests/tools/mkroot.sh
 	export ROOT=$W/root VERSION
 	VERSION=$(make -s --no-print-directory print-VERSION)
 	"$MKROOT" destroy "$ROOT"
@@ -186,7 +186,7 @@ files() {
 			head -c $((i * 700000)) /dev/urandom >/tmp/up$i
 			mooncakectl object put pkg/up$i /tmp/up$i
 		done
-		mooncakectl object ls >/tmp/ls-before
+		mooncakectl object ls | sort >/tmp/ls-before
 		grep -q pkg/up3 /tmp/ls-before
 		md5sum /etc/mooncake/*.conf >/tmp/conf-before
 		# systemd would stop them before (node) or restart them after the upgrade
@@ -198,9 +198,10 @@ files() {
 		md5sum -c /tmp/conf-before
 		/usr/bin/mooncake-master --version | grep -qx "$(dpkg-query -W -f "\${Version}" mooncake-master)"
 		start_master
-		mooncakectl object ls | diff /tmp/ls-before -
+		grep "recovered" /tmp/master.log
 		start_node
 		grep -q "reused" /tmp/node.log
+		mooncakectl object ls | sort | diff /tmp/ls-before -
 		for i in 1 2 3; do
 			mooncakectl object get pkg/up$i /tmp/back$i
 			cmp /tmp/up$i /tmp/back$i
