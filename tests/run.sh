@@ -39,7 +39,7 @@ run_prove() {
 bats_group() {
 	local files=(tests/integration/*.bats)
 	export MC_BUILD="$PWD/$O"
-	run_prove --timer --exec "bats --tap --filter-tags $1" "${files[@]}"
+	run_prove --timer --comments --failures --exec "bats --tap --filter-tags $1" "${files[@]}"
 }
 
 run_group() {
@@ -52,7 +52,7 @@ run_group() {
 			[ -x "$b" ] && bins+=("$b")
 		done
 		[ ${#bins[@]} -gt 0 ] || { echo "no unit tests in $O/tests/unit (make test-build)"; fail=$((fail + 1)); return 1; }
-		run_prove --timer --exec '' "${bins[@]}"
+		run_prove --timer --comments --failures --exec '' "${bins[@]}"
 		;;
 	integration) MC_TEST_NO_ROOT=1 bats_group '!slow,!root' ;;
 	slow) MC_TEST_NO_ROOT=1 bats_group slow ;;

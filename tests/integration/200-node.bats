@@ -141,7 +141,7 @@ seg_ids() {
 }
 
 @test "the master restarts: the node reconnects and remounts within seconds" {
-	start_master_on 0
+	start_master_on "$(free_port)"
 	start_tnode
 	run -0 "$RPC" "$ADDR" put k1 4096 9
 	[ "$output" = "OK replicas=1 put_end=OK" ]

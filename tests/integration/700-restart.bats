@@ -18,7 +18,9 @@ teardown() {
 	stop_all
 }
 
-# restart_master [opts]: kill -9 the master and start it again on the same port.
+# restart_master [opts]: kill -9 the master and start it again on the same
+# port (the first start_master of these tests takes a free_port, which no
+# outgoing connection can take meanwhile).
 restart_master() {
 	local port=${MASTER_ADDR##*:}
 	kill -KILL "$MASTER_PID"
@@ -38,7 +40,7 @@ wait_readable() {
 }
 
 @test "master kill -9: acknowledged objects readable after the restart, removed ones gone" {
-	start_master --snapshot_interval_s=0
+	start_master --rpc_port="$(free_port)" --snapshot_interval_s=0
 	start_node n1
 	for i in 1 2 3 4; do run -0 put_random "k$i" 100K; done
 	run -0 ctl object rm k2 --force
@@ -53,20 +55,33 @@ wait_readable() {
 
 # wait_remounted: every segment of the node is readable again (the node
 # pings once a second and remounts when the master does not know it).
+# On failure, says why (the last put's error and the cluster's state).
 wait_remounted() {
 	local i
 	for i in $(seq 1 100); do
 		ctl object put "probe-$1-$i" "$MC_DIR/probe" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
+	echo "# no put succeeded 10 s after the restart (round $1):"
+	ctl object put "probe-$1-last" "$MC_DIR/probe" 2>&1 | sed 's/^/#   /'
+	ctl status 2>&1 | sed 's/^/#   /'
 	return 1
+}
+
+# verify_load: mc-load's check of every journalled operation; on failure
+# also the segment usage (a full segment evicts acknowledged objects).
+verify_load() {
+	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
+	echo "# $(tail -n1 <<<"$output")" >&3
+	[ "$status" -eq 0 ] || { echo "$output" | tail -n 20; ctl segment list; false; }
 }
 
 # bats test_tags=slow
 @test "master kill -9 at random moments under put/remove load, 20 rounds: nothing acknowledged lost" {
 	local rounds=${MC_RESTART_ROUNDS:-20} r
 	head -c 1000 /dev/urandom >"$MC_DIR/probe"
-	start_master --snapshot_interval_s=1 --snapshot_retain=2 --eviction_high_watermark=1
+	start_master --rpc_port="$(free_port)" --snapshot_interval_s=1 --snapshot_retain=2 \
+		--eviction_high_watermark=1
 	start_node n1 --segment_size=256M
 	mkdir -p "$MC_DIR/load"
 	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 600 4 &
@@ -81,9 +96,7 @@ wait_remounted() {
 	wait "$load"
 	restart_master --snapshot_interval_s=1 --snapshot_retain=2 --eviction_high_watermark=1
 	wait_remounted end
-	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
-	echo "# $output" >&3
-	[ "$status" -eq 0 ]
+	verify_load
 	# snapshots were taken and old oplog files compacted away
 	[ "$(ls "$MC_DIR/master/snapshots" | grep -c '\.db$')" -le 2 ]
 }
@@ -109,14 +122,12 @@ wait_remounted() {
 	sleep 0.5
 	kill -TERM "$load"
 	wait "$load"
-	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
-	echo "# $output" >&3
-	[ "$status" -eq 0 ]
+	verify_load
 }
 
 @test "corrupt snapshot and oplog tail: detected, logged, the master starts from the last consistent state" {
 	head -c 1000 /dev/urandom >"$MC_DIR/probe"
-	start_master --snapshot_interval_s=0
+	start_master --rpc_port="$(free_port)" --snapshot_interval_s=0
 	start_node n1
 	for i in 1 2 3; do run -0 put_random "s$i" 10K; done
 	curl -sf -X POST "http://$(sed -n 's/.*http on \([^,]*\),.*/\1/p' "$MC_DIR/master.log" | tail -n1)/api/v1/snapshots" >/dev/null ||

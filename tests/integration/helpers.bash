@@ -23,7 +23,9 @@
 #   ctl ARGS...              mooncakectl --rpc $MASTER_ADDR --master $MASTER_HTTP ARGS...
 #   put_random KEY SIZE [put options]   random bytes in $MC_DIR/data, put
 #   get_compare KEY          get to a file, cmp with what put_random wrote
-#   free_port                a free TCP port (for servers without port 0)
+#   free_port                a free TCP port below the ephemeral range (for
+#                            servers without port 0, and for a daemon restarted
+#                            on the port it had)
 #   mc_may_use_root          true when root-only parts may run: we are root and
 #                            not in a group that keeps out of them (tests/run.sh
 #                            sets MC_TEST_NO_ROOT=1 for `make test` and test-slow)
@@ -229,11 +231,16 @@ stop_all() {
 }
 
 # free_port: a TCP port nothing listens on now, for servers that take no
-# port 0 (Prometheus).
+# port 0 (Prometheus), and for a daemon that must come back on the same port
+# after a kill: the port is below the kernel's ephemeral range, so no
+# connect() or bind(0) anywhere on the host can take it while the daemon is
+# down (a port 0 pick is in that range: any outgoing connection may get it).
 free_port() {
-	local p i
+	local p i lo hi
+	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range
+	hi=$((lo > 11024 ? lo : 60000)) lo=$((lo > 11024 ? 10000 : 20000))
 	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((lo + RANDOM % (hi - lo)))
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
 	done
 	return 1

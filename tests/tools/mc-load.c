@@ -3,11 +3,15 @@
  * mc-load.c - concurrent put/remove load through libmooncake that records
  * which operations were acknowledged, and the check after restarts.
  *
- *   mc-load run MASTER DIR SECONDS [THREADS]
+ *   mc-load run MASTER DIR SECONDS [THREADS [MAX_LIVE]]
  *       THREADS (default 4) loop until SECONDS pass or SIGTERM: put a new
- *       key (512 B..8.5 KiB, bytes derived from the key), and every 4th op
- *       remove an acknowledged key.  Failures (the master or node is down)
- *       are retried with new keys.  Each thread appends to DIR/journal-N:
+ *       key (512 B..8.5 KiB, bytes derived from the key), and every 4th op,
+ *       or whenever the thread holds MAX_LIVE (default 1500) acknowledged
+ *       keys, remove one.  The cap bounds the bytes the load keeps (at most
+ *       THREADS x MAX_LIVE x 8.5 KiB: 51 MiB by default) however fast the
+ *       host is: a full segment would evict acknowledged objects, which
+ *       verify rightly counts as lost.  Failures (the master or node is
+ *       down) are retried with new keys.  Each thread appends to DIR/journal-N:
  *         "p KEY"  put sent      "P KEY"  put acknowledged
  *         "r KEY"  remove sent   "R KEY"  remove acknowledged
  *   mc-load verify MASTER DIR
@@ -30,6 +34,7 @@
 #include "mooncake/error.h"
 
 static const char *master, *dir;
+static size_t max_live = 1500;
 static volatile sig_atomic_t stop;
 static time_t end_time;
 
@@ -90,7 +95,7 @@ static void *run_thread(void *arg)
 			break;
 		n++;
 		int r;
-		if (n % 4 == 0 && nacked) {
+		if (nacked && (n % 4 == 0 || nacked >= max_live)) {
 			size_t i = (n * 2654435761u) % nacked;
 			fprintf(j, "r %s\n", acked[i]);
 			r = mc_remove(c, acked[i], strlen(acked[i]), true);
@@ -231,11 +236,13 @@ int main(int argc, char **argv)
 		dir = argv[3];
 		end_time = time(NULL) + atol(argv[4]);
 		long threads = argc > 5 ? atol(argv[5]) : 4;
+		long live = argc > 6 ? atol(argv[6]) : (long)max_live;
 		pthread_t t[64];
 		signal(SIGTERM, on_term);
 		signal(SIGPIPE, SIG_IGN);
-		if (threads < 1 || threads > 64)
+		if (threads < 1 || threads > 64 || live < 1)
 			return 2;
+		max_live = (size_t)live;
 		for (long i = 0; i < threads; i++)
 			pthread_create(&t[i], NULL, run_thread, (void *)i);
 		for (long i = 0; i < threads; i++)
@@ -248,6 +255,6 @@ int main(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		return verify();
 	}
-	fprintf(stderr, "usage: mc-load run MASTER DIR SECONDS [THREADS] | verify MASTER DIR\n");
+	fprintf(stderr, "usage: mc-load run MASTER DIR SECONDS [THREADS [MAX_LIVE]] | verify MASTER DIR\n");
 	return 2;
 }
