@@ -417,7 +417,8 @@ int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_e
 	struct seg_used *v;
 	uint32_t n = segments_by_fill(m, &v);
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t used = mc_segment_used(v[i].s), goal = (uint64_t)(target * (double)v[i].s->size);
+		/* Live bytes: evicting cannot hasten the blocks kept for a lease. */
+		uint64_t used = mc_segment_live(v[i].s), goal = (uint64_t)(target * (double)v[i].s->size);
 		if (used > goal)
 			meta_evict_segment(m, v[i].s, used - goal, 0, UINT32_MAX, -1, reason);
 	}

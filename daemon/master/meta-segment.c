@@ -242,11 +242,12 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
 	}
 	pthread_rwlock_unlock(&m->segs.lock);
-	/* After the releases above, so no live object goes for space that was
-	 * about to come back anyway. */
+	/* After the releases above, and counting live bytes only (blocks kept
+	 * for a lease come back by themselves), so no live object goes for
+	 * space that was about to come back anyway. */
 	if (m->cfg.eviction_high_watermark < 1.0) {
 		uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
-		if (cap && (double)mc_segmgr_used(&m->segs) > m->cfg.eviction_high_watermark * (double)cap) {
+		if (cap && (double)mc_segmgr_used(&m->segs, true) > m->cfg.eviction_high_watermark * (double)cap) {
 			struct mc_evict_result er;
 			if (meta_evict_to(m, m->cfg.eviction_low_watermark, MC_EVICT_WATERMARK,
 					  &er) == 0)

@@ -726,7 +726,7 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 		ret->leases_granted += __atomic_load_n(&sh->leases, __ATOMIC_RELAXED);
 	}
 	ret->capacity_bytes = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
-	ret->allocated_bytes = mc_segmgr_used(&m->segs);
+	ret->allocated_bytes = mc_segmgr_used(&m->segs, false);
 	pthread_rwlock_rdlock(&m->segs.lock);
 	ret->segments = m->segs.nslots_used;
 	pthread_rwlock_unlock(&m->segs.lock);

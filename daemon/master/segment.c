@@ -327,13 +327,15 @@ void mc_segmgr_remove(struct mc_segmgr *m, uint32_t slot)
 	segment_free(s);
 }
 
-uint64_t mc_segmgr_used(struct mc_segmgr *m)
+uint64_t mc_segmgr_used(struct mc_segmgr *m, bool live)
 {
 	uint64_t used = 0;
 	pthread_rwlock_rdlock(&m->lock);
 	for (uint32_t n = 0; n < m->nnames; n++)
-		for (uint32_t i = 0; i < m->names[n].nsegs; i++)
-			used += mc_segment_used(m->slots[m->names[n].segs[i]]);
+		for (uint32_t i = 0; i < m->names[n].nsegs; i++) {
+			struct mc_segment *s = m->slots[m->names[n].segs[i]];
+			used += live ? mc_segment_live(s) : mc_segment_used(s);
+		}
 	pthread_rwlock_unlock(&m->lock);
 	return used;
 }
@@ -398,6 +400,8 @@ int mc_segment_defer_block(struct mc_segment *s, uint32_t node, uint64_t release
 		s->deferred_cap = ncap;
 	}
 	s->deferred[s->ndeferred] = (struct mc_deferred){ .node = node, .release_ms = release_ms };
+	__atomic_add_fetch(&s->deferred_bytes, mc_offalloc_node_size(s->alloc, node),
+			   __ATOMIC_RELAXED);
 	/* Atomic: mc_segment_release_expired() peeks at the count unlocked. */
 	__atomic_store_n(&s->ndeferred, s->ndeferred + 1, __ATOMIC_RELAXED);
 out:
@@ -418,6 +422,7 @@ uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms)
 		}
 		uint32_t node = s->deferred[i].node;
 		uint64_t got = mc_offalloc_node_size(s->alloc, node);
+		__atomic_sub_fetch(&s->deferred_bytes, got, __ATOMIC_RELAXED);
 		if (mc_offalloc_release(s->alloc, node) == 0) {
 			account_release(s, got);
 			freed += got;

@@ -87,6 +87,7 @@ struct mc_segment {
 	pthread_mutex_t lock;     /* guards alloc, deferred, used */
 	struct mc_offalloc *alloc;
 	uint64_t used;            /* bytes reserved (mirror of the allocator, atomic loads) */
+	uint64_t deferred_bytes;  /* of used: blocks waiting for a lease to end (atomic loads) */
 	struct mc_deferred *deferred;
 	uint32_t ndeferred, deferred_cap;   /* ndeferred: atomic stores (peeked at unlocked) */
 };
@@ -201,7 +202,9 @@ int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
 			   struct mc_placed *ret);
 
 /* Bytes reserved on all segments (summed: no shared counter on the hot path). */
-uint64_t mc_segmgr_used(struct mc_segmgr *m);
+/* Bytes reserved on every mounted segment; live: less the deferred blocks,
+ * which come back by themselves when their leases end. */
+uint64_t mc_segmgr_used(struct mc_segmgr *m, bool live);
 
 /* Frees a block now (segment lock taken here). */
 void mc_segment_release_block(struct mc_segment *s, uint32_t node);
@@ -212,6 +215,12 @@ uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms);
 static inline uint64_t mc_segment_used(const struct mc_segment *s)
 {
 	return __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+}
+/* Bytes held by live objects: what eviction can free. */
+static inline uint64_t mc_segment_live(const struct mc_segment *s)
+{
+	uint64_t used = mc_segment_used(s), d = __atomic_load_n(&s->deferred_bytes, __ATOMIC_RELAXED);
+	return used > d ? used - d : 0;
 }
 
 #endif

@@ -167,8 +167,11 @@ static int group_setup(void **state)
 	return 0;
 }
 
+/* MC_KEEP=1 leaves the daemons running and their folder in place. */
 static int group_teardown(void **state)
 {
+	if (getenv("MC_KEEP"))
+		return 0;
 	stop(&node1);
 	stop(&node2);
 	stop(&master);
@@ -731,10 +734,15 @@ static void *work(void *arg)
 		size_t n = 1 + (size_t)((w->id * 131 + j * 17) % (int)sizeof(v));
 		fill(v, n, (uint64_t)w->id * 10 + (uint64_t)j);
 		size_t len = 0;
-		if (mc_put(w->c, key, (size_t)kl, v, n, NULL) != 0 ||
-		    mc_get_into(w->c, key, (size_t)kl, out, sizeof(out), &len) != 0 || len != n ||
-		    memcmp(v, out, n) != 0 || mc_remove(w->c, key, (size_t)kl, true) != 0)
+		int rc, step = 0;
+		if ((rc = mc_put(w->c, key, (size_t)kl, v, n, NULL)) != 0 ||
+		    (step = 1, rc = mc_get_into(w->c, key, (size_t)kl, out, sizeof(out), &len)) != 0 ||
+		    (step = 2, len != n) || (step = 3, memcmp(v, out, n) != 0) ||
+		    (step = 4, rc = mc_remove(w->c, key, (size_t)kl, true)) != 0) {
+			fprintf(stderr, "# %s (%s): step %d failed: %s\n", key,
+				w->id % 2 ? "tcp" : "shm", step, mc_strerror(rc));
 			w->failures++;
+		}
 	}
 	return NULL;
 }

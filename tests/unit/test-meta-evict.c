@@ -595,6 +595,35 @@ static void test_background_watermarks(void **state)
 	assert_int_equal(meta_allocated(m), 25 * KiB);
 }
 
+/* Blocks kept after a forced remove, until the reader's lease ends, come
+ * back by themselves: they never make live objects go. */
+static void test_deferred_not_watermark(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	struct mc_meta_stats st;
+
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	put_at(f, DFLT, "big", 60 * KiB);
+	lease(m, "big");
+	assert_rc(mc_meta_remove(m, DFLT, ref_str("big"), true), 0);
+	fill(f, DFLT, "k", 0, 35, KiB);           /* 95% reserved, 35% live */
+	assert_int_equal(mc_meta_tick(m), 0);
+	assert_int_equal(evicted(m), 0);
+	expect_present(m, DFLT, "k", 0, 35, true);
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.allocated_bytes, 95 * KiB);
+	/* The lease ends: the block comes back, still nothing evicted. */
+	tick_clock(f, LEASE + 1);
+	assert_int_equal(mc_meta_tick(m), 60 * KiB);
+	assert_int_equal(evicted(m), 0);
+	assert_int_equal(meta_allocated(m), 35 * KiB);
+	/* Live bytes above the mark still go, down to the low mark. */
+	fill(f, DFLT, "j", 0, 60, KiB);
+	assert_int_equal(mc_meta_tick(m), 15 * KiB);
+	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 15);
+}
+
 /* Multi-replica objects: every segment must reach the low watermark. */
 static void test_background_multi_replica(void **state)
 {
@@ -839,6 +868,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_soft_pin_not_evictable, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_soft_pin_expiry_and_unpin, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_watermarks, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_deferred_not_watermark, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_multi_replica, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_on_segment_that_fits, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_on_preferred_segment, setup_ev, teardown),
