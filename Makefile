@@ -116,8 +116,9 @@ clean:
 	$(call msg,CLEAN,$(O))
 	$(Q)rm -rf $(O)
 
-# (not in the package builds' staging copies, which have build folders of their own)
--include $(shell find $(O) -path '$(PKG_STAGE)' -prune -o -name '*.d' -type f -print 2>/dev/null)
+# (not in the package builds' staging copies, which have build folders of their own,
+# nor in the appliance image's root tree)
+-include $(shell find $(O) \( -path '$(PKG_STAGE)' -o -path '$(IMAGE_OUT)' \) -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- install (FHS; packages are built from this) ------------------------------------
 INSTALL ?= install
