@@ -134,8 +134,9 @@ clean:
 	$(Q)rm -rf $(O)
 
 # The objects' dependency files, under the source directories' mirrors only:
-# $(O) also holds whole trees of other kinds (package builds, Debian roots).
--include $(shell find $(addprefix $(O)/,$(patsubst %/,%,$(wildcard */))) -name '*.d' -type f 2>/dev/null)
+# $(O) also holds whole trees of other kinds (package builds, Debian roots, the
+# appliance image's root tree in $(O)/image).
+-include $(shell find $(addprefix $(O)/,$(filter-out image,$(patsubst %/,%,$(wildcard */)))) -name '*.d' -type f 2>/dev/null)
 
 # ---- install (FHS; packages are built from this) ------------------------------------
 INSTALL ?= install

@@ -49,11 +49,19 @@ static __always_inline __u32 mc_log2(__u64 v)
 	return r;
 }
 
+_Static_assert((MC_HIST_SLOTS & (MC_HIST_SLOTS - 1)) == 0, "MC_HIST_SLOTS: a power of two");
+
 static __always_inline void mc_hist_add(struct mc_hist *h, __u64 v)
 {
 	__u32 s = mc_log2(v);
 	if (s >= MC_HIST_SLOTS)
 		s = MC_HIST_SLOTS - 1;
+	/* The mask, kept by the barrier, is what the verifier of older
+	 * kernels sees: Linux 6.1 (Debian 12's) checks the clamp above on a
+	 * zero-extended copy of s, loses the bound for the access and
+	 * rejects the program ("unbounded memory access"). */
+	barrier_var(s);
+	s &= MC_HIST_SLOTS - 1;
 	__sync_fetch_and_add(&h->slots[s], 1);
 }
 

@@ -26,7 +26,9 @@
 #
 # Environment: IMAGE_MIRROR (default http://deb.debian.org), IMAGE_SUITE
 # (bookworm), IMAGE_EXTRA_PACKAGES (comma-separated, e.g. perftest),
-# IMAGE_SIZE (file system size, default: the tree plus 50% and 256M).
+# IMAGE_SIZE (file system size, default: the tree plus 50% and 256M),
+# IMAGE_ROOT_PASSWORD (for console logins; the root account is locked
+# without it).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

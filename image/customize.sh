@@ -32,6 +32,11 @@ cat >"$root/etc/fstab" <<'EOF'
 LABEL=mooncake-root	/	ext4	rw,noatime	0	1
 EOF
 
+# Console logins: the root account stays locked unless a password is given.
+if [ -n "${IMAGE_ROOT_PASSWORD:-}" ]; then
+	echo "root:$IMAGE_ROOT_PASSWORD" | chroot "$root" chpasswd
+fi
+
 # ExecStart of a packaged unit, for the drop-ins below.
 exec_start() {
 	local f=$root/lib/systemd/system/$1

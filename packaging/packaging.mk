@@ -63,6 +63,8 @@ ifneq ($(DEB_REBUILD),1)
 	$(call msg,STAGE,$(DEB_SRC))
 	$(call stage_tree,$(DEB_SRC))
 	$(Q)cp -a $(DEB_SRC)/packaging/debian $(DEB_SRC)/debian
+else
+	$(Q)[ -d $(DEB_SRC)/debian ] || { echo "deb: DEB_REBUILD=1 packages the last build: make deb first"; exit 1; }
 endif
 	$(Q)sed -i '1s/(.*)/($(DEB_VERSION))/' $(DEB_SRC)/debian/changelog && rm -f $(DEB_SRC)/debian/files
 	$(call msg,DPKG,$(DEB_OUT))

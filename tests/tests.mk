@@ -55,8 +55,10 @@ test: test-deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)O=$(O) tests/run.sh unit integration
 
+# test-slow: 100 master and 25 node kill -9 rounds (ROUNDS=, NODE_ROUNDS=);
+# the bats files alone run 20 and 5.
 test-slow: test-build
-	$(Q)O=$(O) tests/run.sh slow
+	$(Q)MC_RESTART_ROUNDS=$${ROUNDS:-100} MC_NODE_RESTART_ROUNDS=$${NODE_ROUNDS:-25} O=$(O) tests/run.sh slow
 
 test-root: test-build
 	$(Q)O=$(O) tests/run.sh root
@@ -119,9 +121,3 @@ bench: $(O)/tests/bench/client-bench all
 $(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
-
-# More kill -9 rounds than `make test-slow` runs (20 master, 5 node rounds there).
-.PHONY: test-restart-slow
-test-restart-slow: test-build
-	$(Q)MC_BUILD=$(abspath $(O)) MC_RESTART_ROUNDS=$${ROUNDS:-200} MC_NODE_RESTART_ROUNDS=$${NODE_ROUNDS:-50} \
-		prove --exec 'bats --tap' tests/integration/700-restart.bats

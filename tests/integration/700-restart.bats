@@ -77,14 +77,15 @@ verify_load() {
 }
 
 # bats test_tags=slow
-@test "master kill -9 at random moments under put/remove load, 20 rounds: nothing acknowledged lost" {
+# MC_RESTART_ROUNDS rounds: 20, make test-slow 100
+@test "master kill -9 at random moments under put/remove load, many rounds: nothing acknowledged lost" {
 	local rounds=${MC_RESTART_ROUNDS:-20} r
 	head -c 1000 /dev/urandom >"$MC_DIR/probe"
 	start_master --rpc_port="$(free_port)" --snapshot_interval_s=1 --snapshot_retain=2 \
 		--eviction_high_watermark=1
 	start_node n1 --segment_size=256M
 	mkdir -p "$MC_DIR/load"
-	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 600 4 &
+	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
 	local load=$!
 	for r in $(seq 1 "$rounds"); do
 		sleep "0.$((RANDOM % 8 + 2))"
@@ -102,7 +103,8 @@ verify_load() {
 }
 
 # bats test_tags=slow
-@test "node kill -9 under load, 5 rounds: its /dev/shm segments are remounted, objects stay readable" {
+# MC_NODE_RESTART_ROUNDS rounds: 5, make test-slow 25
+@test "node kill -9 under load, several rounds: its /dev/shm segments are remounted, objects stay readable" {
 	local rounds=${MC_NODE_RESTART_ROUNDS:-5} r
 	head -c 1000 /dev/urandom >"$MC_DIR/probe"
 	start_master --eviction_high_watermark=1
@@ -110,7 +112,7 @@ verify_load() {
 	local seg
 	seg=$(awk '$1 == "segment" { print $2 }' "$MC_DIR/node-n1/node.id")
 	mkdir -p "$MC_DIR/load"
-	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 600 4 &
+	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
 	local load=$!
 	for r in $(seq 1 "$rounds"); do
 		sleep "0.$((RANDOM % 8 + 2))"

@@ -99,9 +99,10 @@ offline() {
 }
 
 # files: the root's files and directories with mode and owner, but for the
-# API file systems and what apt and dpkg keep of their own work
+# API file systems, /run (a tmpfs on a booted system; systemd-analyze writes
+# to it here) and what apt and dpkg keep of their own work
 files() {
-	(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path ./tmp \
+	(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path ./tmp -o -path ./run \
 		-o -path ./var/cache/apt -o -path ./var/cache/debconf -o -path ./var/lib/apt \
 		-o -path ./var/lib/dpkg -o -path ./var/log \) -prune -o -printf '%p %M %U %G\n' | sort)
 }
@@ -200,12 +201,15 @@ files() {
 		/usr/bin/mooncake-master --version | grep -qx "$(dpkg-query -W -f "\${Version}" mooncake-master)"
 		start_master
 		grep "recovered 3 objects on 1 segment" /tmp/master.log
-		# the running node remounts its segment at the new master
+		mooncakectl object ls | sort | diff /tmp/ls-before -
+		# readable once the running node has remounted its segment (it
+		# pings every second and is told to)
 		n=0
-		until mooncakectl object ls | sort | cmp -s /tmp/ls-before -; do
-			n=$((n + 1)); [ "$n" -lt 100 ] || { cat /tmp/master.log /tmp/node.log; exit 1; }
+		until mooncakectl object get pkg/up1 /tmp/back1 2>/tmp/get.err; do
+			n=$((n + 1)); [ "$n" -lt 100 ] || { cat /tmp/get.err /tmp/master.log /tmp/node.log; exit 1; }
 			sleep 0.1
 		done
+		kill -0 "$NODE"
 		for i in 1 2 3; do
 			mooncakectl object get pkg/up$i /tmp/back$i
 			cmp /tmp/up$i /tmp/back$i
@@ -232,7 +236,7 @@ files() {
 		test -f /var/lib/mooncake/node/node.id
 		test -d /var/lib/mooncake/master/oplog
 		while read -r s; do test -f "$s"; done </tmp/segments
-		DEBIAN_FRONTEND=noninteractive apt-get purge -y '"$OURS"'
+		dpkg --purge '"$OURS"'
 		test ! -e /etc/mooncake
 		test ! -e /var/lib/mooncake
 		while read -r s; do test ! -e "$s"; done </tmp/segments
