@@ -92,6 +92,15 @@ test-tsan:
 		$(TSAN_O)/tests/unit/$$t >$(TSAN_O)/tests/unit/$$t.tsan.log 2>&1 || \
 		{ fail=1; tail -n 60 $(TSAN_O)/tests/unit/$$t.tsan.log; }; done; exit $$fail
 
+# The fast suite (unit + integration) under AddressSanitizer and UBSan, in
+# its own build; a sanitizer report fails the test that got it (the unit
+# tests abort, stop_all reads the daemons' logs).
+ASAN_O ?= .output-asan
+.PHONY: test-asan
+test-asan:
+	$(Q)$(MAKE) --no-print-directory O=$(ASAN_O) SANITIZE=address,undefined test-build
+	$(Q)O=$(ASAN_O) MC_BUILD=$(CURDIR)/$(ASAN_O) tests/run.sh unit integration
+
 fuzz: $(FUZZ_BINS)
 	$(Q)for f in $(FUZZ_BINS); do echo "  FUZZ $$f"; \
 		mkdir -p $(O)/fuzz/corpus-$$(basename $$f); \
