@@ -20,8 +20,9 @@
  * is on stable storage; one fsync covers every record appended before it
  * (group commit).  A backend may run its own flusher thread.
  *
- * Lifecycle: open (scans the existing log, cuts off a torn or corrupt tail
- * and reports it in the recovery stats) -> replay(after_seq) once -> appends.
+ * Lifecycle: open (scans the existing log, cuts off a torn tail and reports
+ * it in the recovery stats, refuses a damaged log) -> replay(after_seq) once
+ * -> appends.
  *
  * Memory is bounded: records wait for the flusher in a buffer of at most
  * cfg.buffer_bytes (plus the batch being written); an append that would
