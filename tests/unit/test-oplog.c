@@ -371,6 +371,30 @@ static void test_torn_tail(void **state)
 	free(seg);
 }
 
+/* 30 records of up to 60 bytes in files of 400: *segs gets their first
+ * seqs; returns how many (at least 4). */
+static int log_of_30(const char *dir, const struct mc_oplog_config *cfg, uint64_t *segs)
+{
+	struct mc_oplog *l = open_ok(dir, cfg, NULL);
+
+	append_n(l, 30, 60);
+	mc_oplog_close(l);
+	int n = list_segs(dir, segs, 64);
+	assert_true(n >= 4);
+	return n;
+}
+
+/* data[i] (lens[i] bytes) gets the content of file segs[i]. */
+static void read_files(const char *dir, const uint64_t *segs, int n, uint8_t **data,
+		       size_t *lens)
+{
+	for (int i = 0; i < n; i++) {
+		char *p = th_seg_path(dir, segs[i]);
+		data[i] = th_read(p, &lens[i]);
+		free(p);
+	}
+}
+
 /* Whether the files segs[0..n) hold exactly data[i] (lens[i] bytes). */
 static bool files_are(const char *dir, const uint64_t *segs, int n, uint8_t **data,
 		      const size_t *lens)
@@ -399,18 +423,12 @@ static void test_bit_flips(void **state)
 	uint64_t segs[64], seed = 42;
 	uint8_t *data[64];
 	size_t lens[64];
-	struct mc_oplog *l = open_ok(f->dir, &cfg, NULL);
+	struct mc_oplog *l;
+	int n = log_of_30(f->dir, &cfg, segs);
 
-	append_n(l, 30, 60);
-	mc_oplog_close(l);
-	int n = list_segs(f->dir, segs, 64);
-	assert_true(n >= 4);
-	for (int i = 0; i < n; i++) {
-		char *p = th_seg_path(f->dir, segs[i]);
-		data[i] = th_read(p, &lens[i]);
+	read_files(f->dir, segs, n, data, lens);
+	for (int i = 0; i < n; i++)
 		assert_true(lens[i] > FILE_HDR);	/* every file holds records */
-		free(p);
-	}
 	for (int fi = 0; fi < n; fi++) {
 		for (size_t pos = 0; pos < lens[fi]; pos++) {
 			if (pos >= FILE_HDR && th_rng(&seed) % 3)
@@ -509,12 +527,9 @@ static void test_repair(void **state)
 	uint64_t segs[64];
 	uint8_t *data[64];
 	size_t lens[64];
-	struct mc_oplog *l = open_ok(f->dir, &cfg, NULL);
+	struct mc_oplog *l;
+	int n = log_of_30(f->dir, &cfg, segs);
 
-	append_n(l, 30, 60);
-	mc_oplog_close(l);
-	int n = list_segs(f->dir, segs, 64);
-	assert_true(n >= 4);
 	/* a clean log: nothing to do */
 	assert_int_equal(mc_oplog_repair_local(f->dir, true, list_cb, &ls, &rec), 0);
 	assert_false(rec.damaged);
@@ -531,11 +546,7 @@ static void test_repair(void **state)
 	size_t off = FILE_HDR + REC_HDR + rl;
 	b[off + 9] ^= 0x10;	/* its seq */
 	th_write(p, b, len);
-	for (int i = 0; i < n; i++) {
-		char *q = th_seg_path(f->dir, segs[i]);
-		data[i] = th_read(q, &lens[i]);
-		free(q);
-	}
+	read_files(f->dir, segs, n, data, lens);
 	uint64_t bad = segs[1] + 1;
 	assert_int_equal(mc_oplog_repair_local(f->dir, false, list_cb, &ls, &rec), 0);
 	assert_true(rec.damaged);
