@@ -11,13 +11,14 @@
  * the file and whose checksum verifies, with a seq from the one expected
  * at the bad byte up to what the bytes left could number), tried at every
  * byte offset (after a valid record, at its end), in this file and every
- * later one.  A crash of the process or of the machine leaves nothing valid after a torn
- * write, except when pages of one unsynced batch reached the disk out of
- * order (never an acknowledged record with oplog_sync on): then the log is
- * cut there.  Anything valid after the bad byte is damage (a flipped bit,
- * a lost file): cutting would drop records that were acknowledged, so open
- * refuses the log and changes nothing; mc_oplog_repair_local() lists what
- * a cut drops and, asked to, cuts after copying it aside.
+ * later one.  A crash of the process or of the machine leaves nothing
+ * valid after a torn write (then the log is cut there), except when pages
+ * of one unsynced batch reached the disk out of order (none of its records
+ * was acknowledged with oplog_sync on: --repair cuts it).  Anything valid
+ * after the bad byte is damage (a flipped bit, a lost file): cutting would
+ * drop records that were acknowledged, so open refuses the log and changes
+ * nothing; mc_oplog_repair_local() lists what a cut drops and, asked to,
+ * cuts after copying it aside.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,10 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "master/oplog-file.h"
@@ -329,7 +330,8 @@ static int find_later(int dirfd, const uint64_t *f, size_t n, const struct cut *
 			detail(r, "%s: %s", name, strerror(errno));
 			return rc;
 		}
-		lt->bytes += (uint64_t)st.st_size - (i == c->file ? MC_MIN(c->off, (uint64_t)st.st_size) : 0);
+		uint64_t size = (uint64_t)st.st_size;
+		lt->bytes += size - (i == c->file ? MC_MIN(c->off, size) : 0);
 	}
 	/* no record after the bad byte can be numbered above this */
 	uint64_t hi = MC_MAX(expect, f[n - 1]) + lt->bytes / REC_HDR_LEN + 1;

@@ -113,10 +113,12 @@ static bool write_file(const uint8_t *data, size_t size)
 		"CREATE TABLE objects(shard INTEGER NOT NULL, n INTEGER NOT NULL, recs BLOB NOT NULL);";
 	CHECK(sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK);
 	CHECK(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK);
-	CHECK(sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO tenants VALUES(?,?,?)", -1, &st[0], NULL) == SQLITE_OK);
-	CHECK(sqlite3_prepare_v2(db, "INSERT INTO segments VALUES(?)", -1, &st[1], NULL) == SQLITE_OK);
-	CHECK(sqlite3_prepare_v2(db, "INSERT INTO objects VALUES(?,?,?)", -1, &st[2], NULL) == SQLITE_OK);
-	CHECK(sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1, &st[3], NULL) == SQLITE_OK);
+	static const char *const inserts[] = {
+		"INSERT OR REPLACE INTO tenants VALUES(?,?,?)", "INSERT INTO segments VALUES(?)",
+		"INSERT INTO objects VALUES(?,?,?)", "INSERT OR REPLACE INTO meta VALUES(?,?)",
+	};
+	for (int i = 0; i < 4; i++)
+		CHECK(sqlite3_prepare_v2(db, inserts[i], -1, &st[i], NULL) == SQLITE_OK);
 	for (unsigned rows = 0; in.n && rows < 256; rows++) {
 		uint8_t tag = (uint8_t)take(&in, 1) % 4;
 		sqlite3_stmt *s = st[tag];
