@@ -560,7 +560,9 @@ static void test_repair(void **state)
 
 	/* while the log is open elsewhere: refused */
 	struct mc_oplog_recovery r2;
-	int lockfd = open(th_path(f->dir, "LOCK"), O_RDWR);
+	char *lock = th_path(f->dir, "LOCK");
+	int lockfd = open(lock, O_RDWR);
+	free(lock);
 	assert_true(lockfd >= 0);
 	assert_int_equal(flock(lockfd, LOCK_EX), 0);
 	assert_int_equal(mc_oplog_repair_local(f->dir, true, NULL, NULL, &r2),
