@@ -14,6 +14,7 @@
 #   test-deps       apt-get install what the tests need (as root)
 #   test-build      build the test binaries and tools (unit, bench, tests/tools)
 #   test-tsan       the master's concurrency tests under ThreadSanitizer (in .output-tsan)
+#   test-asan       the fast suite under AddressSanitizer + UBSan (in .output-asan)
 #   bench           in-process and end-to-end benchmarks (prints figures and ratios)
 #   fuzz            build the libFuzzer targets (clang) and run each briefly
 #   deps            apt-get install what build, run and test need (as root)

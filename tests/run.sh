@@ -46,6 +46,8 @@ run_group() {
 	case "$1" in
 	unit)
 		export CMOCKA_MESSAGE_OUTPUT=TAP
+		# test-client starts the daemons of the same build
+		export MC_BUILD="${MC_BUILD:-$PWD/$O}"
 		local bins=() b
 		for b in "$O"/tests/unit/test-*; do
 			case "$b" in *.o|*.d) continue ;; esac

@@ -32,6 +32,13 @@ $(O)/fuzz/fuzz-oplog: $(FUZZ_EXTRA_fuzz-oplog) $(wildcard daemon/master/oplog*.h
 FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
 	record.c segment.c objtab.c pinidx.c group.c oplog.c)
 $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
+# fuzz-rest and fuzz-snapshot: the master's code (all but its main) and the
+# daemon skeleton's, with the system libraries the master links.
+FUZZ_MASTER_SRCS := $(MASTER_SRCS) $(DCOMMON_SRCS)
+FUZZ_MASTER_LIBS := -linih -lmicrohttpd -lsqlite3 -ljansson
+FUZZ_EXTRA_fuzz-rest := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
+FUZZ_EXTRA_fuzz-snapshot := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
+$(O)/fuzz/fuzz-rest $(O)/fuzz/fuzz-snapshot: $(FUZZ_MASTER_SRCS) $(wildcard daemon/master/*.h daemon/common/*.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
@@ -84,6 +91,15 @@ test-tsan:
 		TSAN_OPTIONS="detect_deadlocks=0 halt_on_error=1 exitcode=66 $$TSAN_OPTIONS" \
 		$(TSAN_O)/tests/unit/$$t >$(TSAN_O)/tests/unit/$$t.tsan.log 2>&1 || \
 		{ fail=1; tail -n 60 $(TSAN_O)/tests/unit/$$t.tsan.log; }; done; exit $$fail
+
+# The fast suite (unit + integration) under AddressSanitizer and UBSan, in
+# its own build; a sanitizer report fails the test that got it (the unit
+# tests abort, stop_all reads the daemons' logs).
+ASAN_O ?= .output-asan
+.PHONY: test-asan
+test-asan:
+	$(Q)$(MAKE) --no-print-directory O=$(ASAN_O) SANITIZE=address,undefined test-build
+	$(Q)O=$(ASAN_O) MC_BUILD=$(CURDIR)/$(ASAN_O) tests/run.sh unit integration
 
 fuzz: $(FUZZ_BINS)
 	$(Q)for f in $(FUZZ_BINS); do echo "  FUZZ $$f"; \

@@ -28,7 +28,8 @@
  *                  (oplog.h); RPC workers block in mc_oplog_wait_durable()
  *                  before replying to a mutation, holding no lock.
  *
- * Startup: open the oplog (cutting a torn tail), load the newest valid
+ * Startup: open the oplog (cutting a torn tail, refusing a damaged log:
+ * --repair, master-repair.c), load the newest valid
  * snapshot, replay the oplog after it, then serve.  Segments come back
  * RESTORED and turn readable when their nodes remount them.
  *
@@ -53,6 +54,7 @@
 #include "common/rpc-server.h"
 #include "master/master-http.h"
 #include "master/master-metrics.h"
+#include "master/master-repair.h"
 #include "master/master-rpc.h"
 #include "master/oplog.h"
 #include "master/snapshot.h"
@@ -143,9 +145,15 @@ static int check(const void *p, char *err, size_t len)
 
 MC_DAEMON_DEF(master_daemon, "mooncake-master", "master.conf",
 	      "Usage: mooncake-master [--config FILE] [--name=value ...]\n"
+	      "       mooncake-master --repair [--yes] [--config FILE] [--name=value ...]\n"
 	      "\n"
 	      "The Mooncake Store master: all object metadata in memory, served over the\n"
-	      "binary RPC protocol, persisted in state_dir (snapshots + oplog).",
+	      "binary RPC protocol, persisted in state_dir (snapshots + oplog).\n"
+	      "\n"
+	      "--repair checks the oplog of a stopped master and lists what a cut at its\n"
+	      "first bad byte would drop; with --yes it cuts there (after copying what goes\n"
+	      "into state_dir/oplog/damaged-<time>/).  The master refuses to start on a\n"
+	      "damaged oplog (valid records after a bad one) and says so.",
 	      options, check);
 
 struct master {
@@ -181,13 +189,25 @@ static int master_recover(struct master *m)
 		struct mc_oplog_config ocfg = { .sync = c->oplog_sync };
 		struct mc_oplog_recovery orec;
 		snprintf(path, sizeof(path), "%s/oplog", c->state_dir);
-		if ((r = mc_oplog_open_local(path, &ocfg, &m->oplog, &orec)) < 0) {
+		if ((r = mc_oplog_open_local(path, &ocfg, &m->oplog, &orec)) < 0 && orec.damaged) {
+			log_error("the oplog in %s is damaged, refusing to start: %s/%s, byte offset "
+				  "%llu: the records from seq %llu on (%llu valid ones, up to seq "
+				  "%llu) would be lost by a cut there.  Nothing was changed.  Run "
+				  "'mooncake-master --repair' with the same options to see what a cut "
+				  "drops, then '--repair --yes' to cut (%s)", path, path,
+				  orec.bad_file, (unsigned long long)orec.bad_offset,
+				  (unsigned long long)orec.bad_seq,
+				  (unsigned long long)orec.later_records,
+				  (unsigned long long)orec.later_last, orec.detail);
+			return r;
+		}
+		if (r < 0) {
 			log_error("cannot open the oplog in %s: %s", path,
 				  orec.detail[0] ? orec.detail : mc_strerror(r));
 			return r;
 		}
 		if (orec.truncated_bytes || orec.dropped_files)
-			log_error("oplog: cut a torn or corrupt tail: %llu bytes, %llu files dropped (%s); "
+			log_error("oplog: cut a torn tail: %llu bytes, %llu files dropped (%s); "
 				  "kept records %llu..%llu", (unsigned long long)orec.truncated_bytes,
 				  (unsigned long long)orec.dropped_files, orec.detail,
 				  (unsigned long long)orec.first_seq, (unsigned long long)orec.last_seq);
@@ -313,14 +333,45 @@ static void master_free(struct master *m)
 	free(m);
 }
 
+/* Takes --repair and --yes out of argv (the options parser does not know
+ * them): 1 if --repair was there, and *yes. */
+static int take_repair_flags(int *argc, char **argv, bool *yes)
+{
+	int repair = 0, k = 1;
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--repair"))
+			repair = 1;
+		else if (!strcmp(argv[i], "--yes"))
+			*yes = true;
+		else
+			argv[k++] = argv[i];
+	}
+	*argc = k;
+	argv[k] = NULL;
+	return repair;
+}
+
 int main(int argc, char **argv)
 {
 	struct master_config cfg = { 0 };
 	struct master *m = NULL;
-	int r;
+	bool yes = false;
+	int r, repair = take_repair_flags(&argc, argv, &yes);
 	struct mc_daemon *d = mc_daemon_new(&master_daemon, &cfg, argc, argv, &r);
 	if (!d)
 		return r;
+	if (yes && !repair) {
+		fprintf(stderr, "mooncake-master: --yes goes with --repair\n");
+		mc_daemon_free(d);
+		return MC_EXIT_USAGE;
+	}
+	if (repair) {
+		r = strcmp(cfg.oplog, "local") ? 0 : mc_master_repair(cfg.state_dir, yes, stdout);
+		if (strcmp(cfg.oplog, "local"))
+			printf("oplog = %s: no local oplog to repair\n", cfg.oplog);
+		mc_daemon_free(d);
+		return mc_daemon_exit_code(r);
+	}
 	if ((r = master_new(&cfg, &m)) == 0 && (r = master_start(m)) == 0) {
 		mc_notify("READY=1");
 		r = mc_daemon_run(d);

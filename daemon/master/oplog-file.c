@@ -48,10 +48,13 @@
  * Recovery (open, in oplog-file-open.c): the files are read in seq order
  * and every record checked (length bound, complete, flags, seq contiguity,
  * checksum); the file header too (magic, version, length, checksum, first seq = name = the expected
- * next seq).  At the first bad byte the file is cut there (ftruncate +
+ * next seq).  At the first bad byte the rest of the log is searched for a
+ * valid record.  None: a torn tail, the file is cut there (ftruncate +
  * fsync; a file whose header is bad is removed, as a torn tail at its
  * start), every later file is removed and the folder fsync'ed; struct
- * mc_oplog_recovery says where and why.  The last remaining file becomes
+ * mc_oplog_recovery says where and why.  Some: the log is damaged, open
+ * refuses it and changes nothing (mc_oplog_repair_local() cuts it on
+ * request, see oplog-file-open.c).  The last remaining file becomes
  * the active one, appended to; with none left a new one starts at the next
  * seq (the cut file's name when the log had nothing before it).
  *

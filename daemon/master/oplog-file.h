@@ -12,6 +12,7 @@
 
 #include "master/oplog-backend.h"
 #include "proto/wire.h"
+#include "util/hash.h"
 
 #define OPLOG_MAGIC	"MCOPLOG\n"
 #define OPLOG_VERSION	1u
@@ -95,6 +96,13 @@ struct scan {
 	uint64_t recs;		/* valid records in the file */
 	char why[112];		/* "" at a clean end of file */
 };
+
+/* A record's checksum (bytes 16..23 of its header): of header bytes 0..15,
+ * seeded with the payload's hash. */
+static inline uint64_t oplogf_rec_sum(const uint8_t *hdr, uint64_t payload_hash)
+{
+	return mc_hash_seeded(hdr, 16, payload_hash);
+}
 
 extern const struct mc_oplog_ops oplogf_ops;
 

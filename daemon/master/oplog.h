@@ -20,8 +20,9 @@
  * is on stable storage; one fsync covers every record appended before it
  * (group commit).  A backend may run its own flusher thread.
  *
- * Lifecycle: open (scans the existing log, cuts off a torn or corrupt tail
- * and reports it in the recovery stats) -> replay(after_seq) once -> appends.
+ * Lifecycle: open (scans the existing log, cuts off a torn tail and reports
+ * it in the recovery stats, refuses a damaged log) -> replay(after_seq) once
+ * -> appends.
  *
  * Memory is bounded: records wait for the flusher in a buffer of at most
  * cfg.buffer_bytes (plus the batch being written); an append that would
@@ -67,6 +68,17 @@ struct mc_oplog_recovery {
 	uint64_t truncated_bytes;	/* torn/corrupt tail cut off */
 	uint64_t dropped_files;		/* whole files after a corrupt point, removed */
 	char detail[256];		/* what was cut and why ("" when nothing) */
+	/* A damaged log: a bad record or file header with valid records after
+	 * it.  No crash tears a log so, and cutting it would drop acknowledged
+	 * records: open refuses it, see below. */
+	bool damaged;
+	char bad_file[32];		/* the file holding the first bad byte */
+	uint64_t bad_offset;		/* its offset there (0: the file header) */
+	uint64_t bad_seq;		/* the seq expected there: the first one lost */
+	uint64_t later_records;		/* valid records found after it */
+	uint64_t later_first, later_last; /* their seqs (0, 0 when none) */
+	uint64_t later_files;		/* files after bad_file (a cut removes them) */
+	uint64_t cut_bytes;		/* bytes a cut removes, later files included */
 };
 
 typedef int (*mc_oplog_fn)(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len);
@@ -77,10 +89,24 @@ typedef int (*mc_oplog_fn)(void *ctx, uint64_t seq, uint16_t type, const void *r
  * it.  0 or MC_ERR_*; *rec filled
  * when non-NULL, and on failure rec->detail says why (e.g. a file written
  * by a newer format version: MC_ERR_INVALID_VERSION, nothing is changed on
- * disk).  A torn or corrupt tail is not a failure: it is cut off and
- * reported in *rec. */
+ * disk).  A torn tail (a bad record or file header with nothing valid
+ * after it) is not a failure: it is cut off and reported in *rec.  A
+ * damaged log (rec->damaged: valid records after the bad bytes) is
+ * MC_ERR_FILE_READ_FAIL, nothing changed on disk: see mc_oplog_repair_local(). */
 int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 			struct mc_oplog **ret, struct mc_oplog_recovery *rec);
+
+/* Checks the local log in dir (which must exist, and not be open) as open
+ * does, without opening it.  fn (when non-NULL) gets, in file order, every
+ * valid record that a cut at the first bad byte drops (those after it;
+ * with their seq, type and payload).  apply: cut the log there, as open
+ * does for a torn tail, after copying what goes (the rest of the bad file
+ * from the bad byte, every later file) into dir/damaged-<UTC time>/ (a
+ * folder that the log ignores); rec->detail says where.  0 (rec->damaged
+ * or rec->truncated_bytes say what was found) or MC_ERR_* (rec->detail);
+ * fn's non-zero return stops the listing and is returned. */
+int mc_oplog_repair_local(const char *dir, bool apply, mc_oplog_fn fn, void *ctx,
+			  struct mc_oplog_recovery *rec);
 
 /* Calls fn for each valid record with seq > after_seq, in order; stops at
  * fn's first non-zero return and returns it.  Records older than the

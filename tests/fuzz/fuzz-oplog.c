@@ -19,7 +19,10 @@
  *
  * Invariants (a violation traps):
  *   - open succeeds, or fails with MC_ERR_INVALID_VERSION (newer format)
+ *     or MC_ERR_FILE_READ_FAIL (damaged: valid records after a bad one)
  *     leaving every file as it was;
+ *   - on damage, a dry-run repair lists records in bad_seq..later_last and
+ *     changes nothing; the repair then cuts, and the log opens clean;
  *   - replay from first_seq - 1 hands out exactly rec.records records,
  *     numbered first_seq..last_seq without a gap, each at most the limit;
  *   - an append after it gets last_seq + 1 (or the next seq of an empty log);
@@ -29,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +165,42 @@ static int replay_cb(void *ctx, uint64_t seq, uint16_t type, const void *rec, ui
 	return 0;
 }
 
+struct listed {
+	uint64_t lo, hi, n;
+};
+
+static int list_cb(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct listed *ls = ctx;
+
+	CHECK(seq >= ls->lo && seq <= ls->hi && len <= MC_OPLOG_MAX_RECORD);
+	ls->n++;
+	return 0;
+}
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag, (void)f;
+	return remove(path);
+}
+
+/* The repair's copies (dir/damaged-*): removed. */
+static void remove_damaged(void)
+{
+	DIR *d = opendir(g_dir);
+	struct dirent *de;
+	char p[600];
+
+	CHECK(d);
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "damaged-", 8))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", g_dir, de->d_name);
+		CHECK(nftw(p, rm_cb, 8, FTW_DEPTH | FTW_PHYS) == 0);
+	}
+	closedir(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint64_t segs[] = { 65536, 256, 1024, 4096 };
@@ -209,6 +249,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	uint64_t before = dir_digest();
 	int rc = mc_oplog_open_local(g_dir, &cfg, &l, &rec);
+	if (rc == MC_ERR_FILE_READ_FAIL && rec.damaged) {
+		struct mc_oplog_recovery dry, done;
+		struct listed ls = { .lo = rec.bad_seq, .hi = rec.later_last };
+		CHECK(rec.detail[0] && rec.later_records > 0);
+		CHECK(dir_digest() == before);
+		CHECK(mc_oplog_repair_local(g_dir, false, list_cb, &ls, &dry) == 0);
+		CHECK(dry.damaged && ls.n == rec.later_records && dry.bad_seq == rec.bad_seq);
+		CHECK(dir_digest() == before);
+		CHECK(mc_oplog_repair_local(g_dir, true, NULL, NULL, &done) == 0);
+		CHECK(done.records == rec.records);
+		remove_damaged();
+		rc = mc_oplog_open_local(g_dir, &cfg, &l, &rec);
+		CHECK(rc == 0);
+		CHECK(rec.truncated_bytes == 0 && rec.dropped_files == 0 && !rec.detail[0]);
+	}
 	if (rc) {
 		CHECK(rc == MC_ERR_INVALID_VERSION);
 		CHECK(rec.detail[0]);

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <stdbool.h>
 
 #include "oplog-helpers.h"
@@ -370,8 +371,50 @@ static void test_torn_tail(void **state)
 	free(seg);
 }
 
-/* A bit flipped anywhere is found; the damaged record and everything after
- * it goes, later files included. */
+/* 30 records of up to 60 bytes in files of 400: *segs gets their first
+ * seqs; returns how many (at least 4). */
+static int log_of_30(const char *dir, const struct mc_oplog_config *cfg, uint64_t *segs)
+{
+	struct mc_oplog *l = open_ok(dir, cfg, NULL);
+
+	append_n(l, 30, 60);
+	mc_oplog_close(l);
+	int n = list_segs(dir, segs, 64);
+	assert_true(n >= 4);
+	return n;
+}
+
+/* data[i] (lens[i] bytes) gets the content of file segs[i]. */
+static void read_files(const char *dir, const uint64_t *segs, int n, uint8_t **data,
+		       size_t *lens)
+{
+	for (int i = 0; i < n; i++) {
+		char *p = th_seg_path(dir, segs[i]);
+		data[i] = th_read(p, &lens[i]);
+		free(p);
+	}
+}
+
+/* Whether the files segs[0..n) hold exactly data[i] (lens[i] bytes). */
+static bool files_are(const char *dir, const uint64_t *segs, int n, uint8_t **data,
+		      const size_t *lens)
+{
+	bool same = count_files(dir) == n;
+	for (int i = 0; i < n && same; i++) {
+		char *p = th_seg_path(dir, segs[i]);
+		size_t len = 0;
+		uint8_t *now = th_exists(p) ? th_read(p, &len) : NULL;
+		same = now && len == lens[i] && !memcmp(now, data[i], len);
+		free(now);
+		free(p);
+	}
+	return same;
+}
+
+/* A bit flipped anywhere is found.  In the last record of the last file it
+ * is a torn write: that record goes.  Anywhere else valid records follow:
+ * open refuses the log (damaged, where, the seqs a cut drops) and changes
+ * nothing. */
 static void test_bit_flips(void **state)
 {
 	struct fixture *f = *state;
@@ -380,17 +423,12 @@ static void test_bit_flips(void **state)
 	uint64_t segs[64], seed = 42;
 	uint8_t *data[64];
 	size_t lens[64];
-	struct mc_oplog *l = open_ok(f->dir, &cfg, NULL);
+	struct mc_oplog *l;
+	int n = log_of_30(f->dir, &cfg, segs);
 
-	append_n(l, 30, 60);
-	mc_oplog_close(l);
-	int n = list_segs(f->dir, segs, 64);
-	assert_true(n >= 4);
-	for (int i = 0; i < n; i++) {
-		char *p = th_seg_path(f->dir, segs[i]);
-		data[i] = th_read(p, &lens[i]);
-		free(p);
-	}
+	read_files(f->dir, segs, n, data, lens);
+	for (int i = 0; i < n; i++)
+		assert_true(lens[i] > FILE_HDR);	/* every file holds records */
 	for (int fi = 0; fi < n; fi++) {
 		for (size_t pos = 0; pos < lens[fi]; pos++) {
 			if (pos >= FILE_HDR && th_rng(&seed) % 3)
@@ -402,11 +440,10 @@ static void test_bit_flips(void **state)
 				free(p);
 			}
 			char *p = th_seg_path(f->dir, segs[fi]);
-			uint8_t *bad = malloc(lens[fi]);
+			uint8_t *bad = malloc(lens[fi]), *keep = data[fi];
 			memcpy(bad, data[fi], lens[fi]);
 			bad[pos] ^= (uint8_t)(1u << (th_rng(&seed) % 8));
 			th_write(p, bad, lens[fi]);
-			free(bad);
 
 			/* expected: records before the damaged one */
 			uint64_t kept = segs[fi] - 1, cut = 0;
@@ -424,25 +461,151 @@ static void test_bit_flips(void **state)
 				kept = seq - 1;
 				cut = o;
 			}
-			l = open_ok(f->dir, &cfg, &rec);
-			assert_int_equal(rec.records, kept);
-			assert_int_equal(mc_oplog_last_seq(l), kept);
-			assert_int_equal(rec.truncated_bytes, lens[fi] - cut);
-			assert_int_equal(rec.dropped_files, (uint64_t)(n - fi - 1));
-			assert_non_null(strstr(rec.detail, "offset"));
-			assert_int_equal(replay_check(l, 0, 60, 0), kept);
-			mc_oplog_close(l);
-			assert_int_equal(th_exists(p), pos >= FILE_HDR || (fi == 0));
-			for (int i = fi + 1; i < n; i++) {
-				char *q = th_seg_path(f->dir, segs[i]);
-				assert_false(th_exists(q));
-				free(q);
+			if (kept + 1 < 30 || pos < FILE_HDR) {
+				/* damage: refused, nothing changed */
+				l = (struct mc_oplog *)1;
+				assert_int_equal(mc_oplog_open_local(f->dir, &cfg, &l, &rec),
+						 MC_ERR_FILE_READ_FAIL);
+				assert_ptr_equal(l, (struct mc_oplog *)1);
+				assert_true(rec.damaged);
+				assert_int_equal(rec.records, kept);
+				assert_int_equal(rec.bad_offset, cut);
+				assert_int_equal(rec.bad_seq, kept + 1);
+				assert_int_equal(rec.later_records, 30 - kept - (pos >= FILE_HDR));
+				assert_int_equal(rec.later_last, 30);
+				assert_int_equal(rec.later_files, (uint64_t)(n - fi - 1));
+				assert_non_null(strstr(rec.detail, "byte offset"));
+				data[fi] = bad;
+				assert_true(files_are(f->dir, segs, n, data, lens));
+				data[fi] = keep;
+			} else {
+				/* the last record: a torn write, cut */
+				l = open_ok(f->dir, &cfg, &rec);
+				assert_false(rec.damaged);
+				assert_int_equal(rec.records, kept);
+				assert_int_equal(mc_oplog_last_seq(l), kept);
+				assert_int_equal(rec.truncated_bytes, lens[fi] - cut);
+				assert_int_equal(rec.dropped_files, 0);
+				assert_non_null(strstr(rec.detail, "offset"));
+				assert_int_equal(replay_check(l, 0, 60, 0), kept);
+				mc_oplog_close(l);
+				assert_true(th_exists(p));
 			}
+			free(bad);
 			free(p);
 		}
 	}
 	for (int i = 0; i < n; i++)
 		free(data[i]);
+}
+
+struct listed {
+	uint64_t n, first, last;
+	bool in_order;
+};
+
+static int list_cb(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct listed *ls = ctx;
+
+	ls->in_order &= !ls->n || seq == ls->last + 1;
+	ls->in_order &= type == (uint16_t)seq;
+	if (!ls->n++)
+		ls->first = seq;
+	ls->last = seq;
+	return 0;
+}
+
+/* mc_oplog_repair_local: a dry run lists the records a cut drops and
+ * changes nothing; apply copies them aside, cuts, and the log opens. */
+static void test_repair(void **state)
+{
+	struct fixture *f = *state;
+	struct mc_oplog_config cfg = { .sync = false, .segment_bytes = 400 };
+	struct mc_oplog_recovery rec;
+	struct listed ls = { .in_order = true };
+	uint64_t segs[64];
+	uint8_t *data[64];
+	size_t lens[64];
+	struct mc_oplog *l;
+	int n = log_of_30(f->dir, &cfg, segs);
+
+	/* a clean log: nothing to do */
+	assert_int_equal(mc_oplog_repair_local(f->dir, true, list_cb, &ls, &rec), 0);
+	assert_false(rec.damaged);
+	assert_int_equal(rec.records, 30);
+	assert_int_equal(rec.truncated_bytes + rec.dropped_files + ls.n, 0);
+	assert_string_equal(rec.detail, "");
+
+	/* damage the second record of the second file */
+	char *p = th_seg_path(f->dir, segs[1]);
+	size_t len;
+	uint8_t *b = th_read(p, &len);
+	uint32_t rl;
+	memcpy(&rl, b + FILE_HDR, 4);
+	size_t off = FILE_HDR + REC_HDR + rl;
+	b[off + 9] ^= 0x10;	/* its seq */
+	th_write(p, b, len);
+	read_files(f->dir, segs, n, data, lens);
+	uint64_t bad = segs[1] + 1;
+	assert_int_equal(mc_oplog_repair_local(f->dir, false, list_cb, &ls, &rec), 0);
+	assert_true(rec.damaged);
+	assert_int_equal(rec.bad_seq, bad);
+	assert_int_equal(rec.bad_offset, off);
+	assert_true(ls.in_order);
+	assert_int_equal(ls.n, 30 - bad);
+	assert_int_equal(ls.first, bad + 1);
+	assert_int_equal(ls.last, 30);
+	assert_true(files_are(f->dir, segs, n, data, lens));	/* a dry run */
+
+	/* while the log is open elsewhere: refused */
+	struct mc_oplog_recovery r2;
+	char *lock = th_path(f->dir, "LOCK");
+	int lockfd = open(lock, O_RDWR);
+	free(lock);
+	assert_true(lockfd >= 0);
+	assert_int_equal(flock(lockfd, LOCK_EX), 0);
+	assert_int_equal(mc_oplog_repair_local(f->dir, true, NULL, NULL, &r2),
+			 MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS);
+	assert_non_null(strstr(r2.detail, "open elsewhere"));
+	close(lockfd);
+
+	/* apply: the copy first, then the cut */
+	assert_int_equal(mc_oplog_repair_local(f->dir, true, NULL, NULL, &rec), 0);
+	assert_true(rec.damaged);
+	assert_int_equal(rec.truncated_bytes, len - off);
+	assert_int_equal(rec.dropped_files, (uint64_t)(n - 2));
+	const char *at = strstr(rec.detail, "a copy is in damaged-");
+	assert_non_null(at);
+	char *copy = th_path(f->dir, at + strlen("a copy is in "));
+	char name[64];
+	snprintf(name, sizeof(name), "%020llu.log.from-%zu", (unsigned long long)segs[1], off);
+	char *from = th_path(copy, name);
+	size_t cl;
+	uint8_t *c = th_read(from, &cl);
+	assert_int_equal(cl, len - off);
+	assert_memory_equal(c, b + off, cl);
+	free(c);
+	for (int i = 2; i < n; i++) {
+		snprintf(name, sizeof(name), "%020llu.log", (unsigned long long)segs[i]);
+		char *q = th_path(copy, name);
+		c = th_read(q, &cl);
+		assert_int_equal(cl, lens[i]);
+		assert_memory_equal(c, data[i], cl);
+		free(c);
+		free(q);
+	}
+	l = open_ok(f->dir, &cfg, &rec);
+	assert_int_equal(rec.records, bad - 1);
+	assert_int_equal(rec.truncated_bytes, 0);
+	assert_int_equal(replay_check(l, 0, 60, 0), bad - 1);
+	mc_oplog_close(l);
+	for (int i = 0; i < n; i++)
+		free(data[i]);
+	free(from);
+	free(copy);
+	free(b);
+	free(p);
 }
 
 /* fsync happens before wait_durable returns; appends never wait for it. */
@@ -596,11 +759,17 @@ static void test_version(void **state)
 	before[FILE_HDR + 3] ^= 1;
 	th_write(first, before, l0);
 
-	/* version 0 is not a version: a corrupt header, cut */
+	/* version 0 is not a version: a corrupt header, with valid records
+	 * after it: refused; a repair cuts the file */
 	set_version(last, 0);
+	assert_int_equal(mc_oplog_open_local(f->dir, &cfg, &l, &rec), MC_ERR_FILE_READ_FAIL);
+	assert_true(rec.damaged);
+	assert_int_equal(rec.bad_offset, 0);
+	assert_non_null(strstr(rec.detail, "version"));
+	assert_true(th_exists(last));
+	assert_int_equal(mc_oplog_repair_local(f->dir, true, NULL, NULL, &rec), 0);
 	l = open_ok(f->dir, &cfg, &rec);
 	assert_int_equal(rec.last_seq, segs[n - 1] - 1);
-	assert_non_null(strstr(rec.detail, "version"));
 	mc_oplog_close(l);
 	assert_false(th_exists(last));
 	free(th_read(first, &l2));
@@ -635,7 +804,8 @@ static void test_backpressure(void **state)
 	free(buf);
 }
 
-/* Later files that do not continue the sequence are cut like a bad tail. */
+/* Later files that do not continue the sequence: damage, refused; a repair
+ * cuts them. */
 static void test_not_contiguous(void **state)
 {
 	struct fixture *f = *state;
@@ -650,13 +820,43 @@ static void test_not_contiguous(void **state)
 	assert_true(n >= 4);
 	char *mid = th_seg_path(f->dir, segs[1]);
 	assert_int_equal(unlink(mid), 0);	/* a hole in the middle */
+	assert_int_equal(mc_oplog_open_local(f->dir, &cfg, &l, &rec), MC_ERR_FILE_READ_FAIL);
+	assert_true(rec.damaged);
+	assert_non_null(strstr(rec.detail, "contiguous"));
+	assert_int_equal(rec.bad_seq, segs[1]);
+	assert_int_equal(rec.later_first, segs[2]);
+	assert_int_equal(rec.later_last, 12);
+	assert_int_equal(count_files(f->dir), n - 1);
+	assert_int_equal(mc_oplog_repair_local(f->dir, true, NULL, NULL, &rec), 0);
+	assert_int_equal(rec.dropped_files, (uint64_t)(n - 3));
 	l = open_ok(f->dir, &cfg, &rec);
 	assert_int_equal(rec.last_seq, segs[1] - 1);
-	assert_int_equal(rec.dropped_files, (uint64_t)(n - 3));
-	assert_non_null(strstr(rec.detail, "contiguous"));
 	assert_int_equal(count_files(f->dir), 1);
 	mc_oplog_close(l);
 	free(mid);
+
+	/* a last file with a valid header out of sequence but no record (fuzz-oplog
+	 * found it refused at first): nothing valid follows, a torn tail, cut */
+	char *other = th_path(f->root, "other");
+	l = open_ok(other, &cfg, NULL);
+	struct listed ls = { .in_order = true };
+	assert_int_equal(mc_oplog_replay(l, 99, list_cb, &ls), 0);	/* a file at 100 */
+	mc_oplog_close(l);
+	char *from = th_seg_path(other, 100), *to = th_seg_path(f->dir, 100);
+	size_t len;
+	uint8_t *b = th_read(from, &len);
+	th_write(to, b, len);
+	l = open_ok(f->dir, &cfg, &rec);
+	assert_false(rec.damaged);
+	assert_int_equal(rec.last_seq, segs[1] - 1);
+	assert_int_equal(rec.truncated_bytes, len);
+	assert_non_null(strstr(rec.detail, "contiguous"));
+	assert_false(th_exists(to));
+	mc_oplog_close(l);
+	free(b);
+	free(from);
+	free(to);
+	free(other);
 }
 
 int main(void)
@@ -667,6 +867,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup_shm, teardown),
 		cmocka_unit_test_setup_teardown(test_bit_flips, setup_shm, teardown),
+		cmocka_unit_test_setup_teardown(test_repair, setup_shm, teardown),
 		cmocka_unit_test_setup_teardown(test_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eio_sticky, setup, teardown),
