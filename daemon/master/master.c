@@ -210,6 +210,7 @@ static int master_recover(struct master *m)
 	log_notice("recovered %llu objects on %u segments (waiting for their nodes to remount)",
 		   (unsigned long long)mst.objects, mst.segments);
 	mc_meta_set_oplog(m->meta, m->oplog);
+	mc_oplog_set_undo(m->oplog, mc_meta_oplog_undo, m->meta);
 	return 0;
 }
 
@@ -286,6 +287,7 @@ static int master_start(struct master *m)
 	if (scfg.defer_poll)
 		mc_oplog_set_notify(m->oplog, wake_rpc, m->srv);
 	mc_master_metrics_set_server(m->metrics, m->srv);
+	mc_master_metrics_set_oplog(m->metrics, m->oplog);
 	struct mc_master_http_config hcfg = {
 		.address = c->http_address, .port = (uint16_t)c->http_port,
 		.meta = m->meta, .clients = m->clients, .oplog = m->oplog,
@@ -312,12 +314,15 @@ static void master_free(struct master *m)
 	if (!m)
 		return;
 	mc_master_http_stop(m->http);
-	if (m->metrics)
+	if (m->metrics) {
 		mc_master_metrics_set_server(m->metrics, NULL);
+		mc_master_metrics_set_oplog(m->metrics, NULL);
+	}
 	mc_oplog_set_notify(m->oplog, NULL, NULL);
 	mc_rpc_server_stop(m->srv);
 	mc_snapshots_free(m->snaps);
 	mc_master_clients_free(m->clients);
+	mc_oplog_set_undo(m->oplog, NULL, NULL);
 	if (m->meta)
 		mc_meta_set_oplog(m->meta, NULL);
 	mc_oplog_close(m->oplog);

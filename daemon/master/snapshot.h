@@ -50,6 +50,14 @@ struct mc_snapshots *mc_snapshots_free(struct mc_snapshots *s);
 /* Takes one snapshot now (blocks until it is on disk), applies the
  * retention and compacts the oplog up to the oldest snapshot kept. */
 int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret);
+/* The oplog is failed (oplog.h "Failures"): takes a snapshot of the
+ * memory as it stands (lost puts already taken back) and resumes the log
+ * after it.  0, MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS (not failed, or not
+ * settled yet), or why the snapshot or the resume failed (the log stays
+ * failed; try again later).  A plain take while records are not durable
+ * yet waits for them, and drops its file if they are lost. */
+int mc_snapshot_take_resume(struct mc_snapshots *s, struct mc_snapshot_info *ret);
+
 /* Newest first; *ret is malloc'ed (free it). */
 int mc_snapshot_list(struct mc_snapshots *s, struct mc_snapshot_info **ret, uint32_t *ret_n);
 
