@@ -332,7 +332,7 @@ static void count_reply(struct mc_rpc_server *s, struct conn *c, uint16_t op, in
 
 /* ---- parked replies (rpc-server.h) ----------------------------------------------- */
 
-static void defer_count(struct worker *w, int delta)
+static void defer_count(struct worker *w, uint64_t ticket, int delta)
 {
 	struct mc_rpc_server *s = w->srv;
 	__atomic_add_fetch(&w->nparked, (uint64_t)(int64_t)delta, __ATOMIC_SEQ_CST);
@@ -340,7 +340,7 @@ static void defer_count(struct worker *w, int delta)
 	if (delta > 0)
 		__atomic_add_fetch(&s->parked_total, 1, __ATOMIC_RELAXED);
 	if (s->cfg.defer_count)
-		s->cfg.defer_count(s->cfg.defer_ctx, delta);
+		s->cfg.defer_count(s->cfg.defer_ctx, ticket, delta);
 }
 
 /* Moves the response encoded at c->out[start..] (and the pending response
@@ -354,7 +354,7 @@ static void park(struct worker *w, struct conn *c, size_t start, uint64_t ticket
 		mc_wbuf_truncate(&c->out, start);
 		c->closing = true;	/* out of memory: the stream cannot stay in order */
 		if (ticket)
-			defer_count(w, -1);
+			defer_count(w, ticket, -1);
 		return;
 	}
 	*e = (struct parked){ .ticket = ticket, .op = op, .id = id, .status = status,
@@ -385,7 +385,7 @@ static void parked_pop(struct worker *w, struct conn *c)
 	if (!c->phead)
 		c->ptail = NULL;
 	if (e->ticket)
-		defer_count(w, -1);
+		defer_count(w, e->ticket, -1);
 	free(e);
 	if (!--c->nparked) {
 		if (c->pprev)
@@ -444,10 +444,10 @@ static void respond_deferred(struct worker *w, struct conn *c, uint16_t op, uint
 			     int status, const void *resp, uint64_t ticket)
 {
 	struct mc_rpc_server *s = w->srv;
-	defer_count(w, 1);		/* before the poll: a settlement after it wakes us */
+	defer_count(w, ticket, 1);	/* before the poll: a settlement after it wakes us */
 	int st = s->cfg.defer_poll(s->cfg.defer_ctx, ticket);
 	if (st != 1) {
-		defer_count(w, -1);
+		defer_count(w, ticket, -1);
 		if (st > 0)
 			st = MC_ERR_INTERNAL_ERROR;
 		respond(w, c, op, id, st < 0 ? st : status, st < 0 || status ? NULL : resp, NULL);
@@ -457,7 +457,7 @@ static void respond_deferred(struct worker *w, struct conn *c, uint16_t op, uint
 	int r = mc_proto_encode_response(&c->out, op, id, status, status ? NULL : resp, 0);
 	if (r < 0) {
 		mc_wbuf_truncate(&c->out, start);
-		defer_count(w, -1);
+		defer_count(w, ticket, -1);
 		respond(w, c, op, id, r, NULL, NULL);	/* says why; the mutation stays pending */
 		return;
 	}

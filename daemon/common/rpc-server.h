@@ -150,7 +150,7 @@ struct mc_rpc_server_config {
 	const int16_t *op_series;           /* MC_OP_COUNT entries: MC_OPI_* -> series, < 0: none */
 	/* Parked replies (below); NULL: handlers cannot park. */
 	int (*defer_poll)(void *ctx, uint64_t ticket);   /* 0 done, 1 not yet, < 0 failed */
-	void (*defer_count)(void *ctx, int delta);       /* parked replies +1 / -1; may be NULL */
+	void (*defer_count)(void *ctx, uint64_t ticket, int delta);   /* +1 / -1; may be NULL */
 	void *defer_ctx;
 };
 

@@ -642,10 +642,10 @@ int mc_master_rpc_defer_poll(void *ctx, uint64_t ticket)
 	return r < 0 ? MC_ERR_PERSISTENT_FAIL : r;
 }
 
-void mc_master_rpc_defer_count(void *ctx, int delta)
+void mc_master_rpc_defer_count(void *ctx, uint64_t ticket, int delta)
 {
 	struct mc_master_rpc *m = ctx;
-	mc_oplog_waiters_add(m->oplog, delta);
+	mc_oplog_waiters_add(m->oplog, delta, ticket);
 }
 
 /* The master's handler of each op it serves (proto.def's server column). */

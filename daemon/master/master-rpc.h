@@ -46,7 +46,7 @@ struct mc_master_rpc {
 
 /* The rpc server's defer hooks (ctx: the struct mc_master_rpc *, oplog set). */
 int mc_master_rpc_defer_poll(void *ctx, uint64_t ticket);
-void mc_master_rpc_defer_count(void *ctx, int delta);
+void mc_master_rpc_defer_count(void *ctx, uint64_t ticket, int delta);
 
 /* Fills h with the master's handlers; the server's ctx is a struct mc_master_rpc *. */
 void mc_master_rpc_handlers(struct mc_rpc_handlers *h);

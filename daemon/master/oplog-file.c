@@ -58,10 +58,12 @@
  * Writing: appends encode into a buffer under l->mu (they never wait for
  * disk, only for buffer space, see oplog.h).  The flusher thread takes the
  * whole buffer at most flush_interval_us after its first record, at once
- * if the buffer is a quarter full, or as soon as it holds as many records
- * as there were threads in wait_durable() when the previous batch became
- * durable (each of them has had its turn: waiting longer only adds
- * latency; a lone synchronous writer so pays no window at all).  It
+ * if the buffer is a quarter full, or as soon as as many waiters (threads
+ * in wait_durable(), parked waiters) have come for its records as there
+ * were when the previous batch became durable (each of them has had its
+ * turn: waiting longer only adds latency; a lone synchronous writer so
+ * pays no window at all, and a batch call, one waiter for many records, is
+ * one flush).  It
  * writes the batch with pwrite (rotating to a new file before a record that
  * would take the active file past segment_bytes, unless the file is still
  * empty), fdatasyncs, and only then raises durable_seq and wakes
@@ -451,12 +453,14 @@ void *oplogf_flusher(void *arg)
 			break;
 		uint64_t deadline = l->batch_t0_ns + window_ns;
 		while (!l->closing && !l->failed && l->cur.buf.len < early &&
-		       (!l->expect || l->cur.nrec < l->expect) && mc_now_ns() < deadline) {
+		       (!l->expect || l->cur_waiters < l->expect) && mc_now_ns() < deadline) {
 			struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
 					       .tv_nsec = (long)(deadline % 1000000000u) };
 			pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
 		}
 		struct batch t = l->out;
+		l->taken_seq = l->cur.last_seq;
+		l->cur_waiters = 0;
 		l->out = l->cur;
 		l->cur = t;
 		mc_wbuf_truncate(&l->cur.buf, 0);
@@ -548,14 +552,22 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	if (!before) {
 		l->batch_t0_ns = mc_now_ns();
 		pthread_cond_signal(&l->work_cv);
-	} else if ((before < l->cfg.buffer_bytes / 4 && l->cur.buf.len >= l->cfg.buffer_bytes / 4) ||
-		   l->cur.nrec == l->expect) {
+	} else if (before < l->cfg.buffer_bytes / 4 && l->cur.buf.len >= l->cfg.buffer_bytes / 4) {
 		pthread_cond_signal(&l->work_cv);
 	}
 	pthread_mutex_unlock(&l->mu);
 	if (ret_seq)
 		*ret_seq = seq;
 	return 0;
+}
+
+/* A waiter came for seq (under mu): once as many have come for the records
+ * the flusher has not taken yet as there were waiters of the last batch,
+ * each of them has had its turn, and waiting longer only adds latency. */
+static void waiter_arrives(struct flog *l, uint64_t seq)
+{
+	if (seq > l->taken_seq && ++l->cur_waiters == l->expect)
+		pthread_cond_signal(&l->work_cv);
 }
 
 /* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
@@ -583,6 +595,7 @@ static int flog_wait_durable(struct mc_oplog *b, uint64_t seq)
 	rc = seq_state(l, seq);
 	if (rc == 1) {
 		l->waiters++;
+		waiter_arrives(l, seq);
 		while ((rc = seq_state(l, seq)) == 1)
 			pthread_cond_wait(&l->durable_cv, &l->mu);
 		l->waiters--;
@@ -601,12 +614,14 @@ static int flog_poll(struct mc_oplog *b, uint64_t seq)
 	return rc;
 }
 
-static void flog_waiters_add(struct mc_oplog *b, int delta)
+static void flog_waiters_add(struct mc_oplog *b, int delta, uint64_t seq)
 {
 	struct flog *l = to_flog(b);
 
 	pthread_mutex_lock(&l->mu);
 	l->waiters = (uint32_t)((int64_t)l->waiters + delta);
+	if (delta > 0)
+		waiter_arrives(l, seq);
 	pthread_mutex_unlock(&l->mu);
 }
 

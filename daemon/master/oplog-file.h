@@ -47,8 +47,10 @@ struct flog {
 	struct batch cur;		/* records the flusher has not taken yet */
 	uint64_t next_seq, durable_seq, batch_t0_ns;
 	uint64_t appended, bytes, blocked, flushes;
-	uint32_t waiters;		/* threads in wait_durable */
+	uint32_t waiters;		/* threads in wait_durable, and parked waiters */
 	uint32_t expect;		/* waiters when the last batch became durable */
+	uint32_t cur_waiters;		/* waiters that came for records in cur */
+	uint64_t taken_seq;		/* the last seq the flusher has taken */
 	int failed;			/* 0 or MC_ERR_PERSISTENT_FAIL, until resumed */
 	bool closing, appended_any;
 	pthread_t flusher;

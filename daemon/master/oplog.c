@@ -62,10 +62,10 @@ int mc_oplog_poll(struct mc_oplog *l, uint64_t seq)
 	return l ? l->ops->poll(l, seq) : MC_ERR_INVALID_PARAMS;
 }
 
-void mc_oplog_waiters_add(struct mc_oplog *l, int delta)
+void mc_oplog_waiters_add(struct mc_oplog *l, int delta, uint64_t seq)
 {
 	if (l)
-		l->ops->waiters_add(l, delta);
+		l->ops->waiters_add(l, delta, seq);
 }
 
 void mc_oplog_set_notify(struct mc_oplog *l, mc_oplog_notify_fn fn, void *ctx)

@@ -48,8 +48,8 @@ struct mc_oplog_config {
 					 * batch, so a busy log (records arriving while the
 					 * previous fsync ran) flushes at once; it also ends
 					 * once as many records wait as there were waiters
-					 * of the previous batch (every client in flight
-					 * had its turn). */
+					 * of the previous batch have come for its records
+					 * (every client in flight had its turn). */
 	bool sync;			/* false: wait_durable returns at once (fsync in the
 					 * background every flush), so mutations are
 					 * acknowledged before they are durable: a crash of
@@ -115,7 +115,7 @@ int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq);
  * thread).  mc_oplog_poll() says where record seq stands: 0 durable, 1 not
  * settled yet, MC_ERR_PERSISTENT_FAIL lost (see Failures),
  * MC_ERR_INVALID_PARAMS never appended.  mc_oplog_waiters_add() counts the
- * parked waiters (+1 when one parks, -1 when it is settled or given up):
+ * parked waiters (+1 when one parks for seq, -1 when it is settled or given up):
  * the flusher's group-commit window treats them as it treats the threads
  * in wait_durable(), and calls the notify function after every batch that
  * settles records while some are parked.  notify runs on the flusher
@@ -123,7 +123,7 @@ int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq);
  * log's writing side for long (mc_oplog_poll is fine).
  */
 int mc_oplog_poll(struct mc_oplog *l, uint64_t seq);
-void mc_oplog_waiters_add(struct mc_oplog *l, int delta);
+void mc_oplog_waiters_add(struct mc_oplog *l, int delta, uint64_t seq);
 typedef void (*mc_oplog_notify_fn)(void *ctx);
 void mc_oplog_set_notify(struct mc_oplog *l, mc_oplog_notify_fn fn, void *ctx);
 
