@@ -409,8 +409,7 @@ static void parked_drop_all(struct worker *w, struct conn *c)
 static void parked_release(struct worker *w, struct conn *c)
 {
 	struct mc_rpc_server *s = w->srv;
-	while (c->phead && !c->att_left && !c->closing &&
-	       out_pending(c) < s->cfg.max_out_bytes) {
+	while (c->phead && !c->att_left && out_pending(c) < s->cfg.max_out_bytes) {
 		struct parked *e = c->phead;
 		int st = e->ticket ? s->cfg.defer_poll(s->cfg.defer_ctx, e->ticket) : 0;
 		if (st == 1)

@@ -1029,6 +1029,42 @@ static void test_parked_stress(void **state)
 	close(fd);
 }
 
+/* A client that half-closes after its requests still gets the parked
+ * replies (in order), then the end of the stream. */
+static void test_parked_half_close(void **state)
+{
+	struct fixture *f = *state;
+	int fd = conn(f);
+	struct mc_msg_mount_segment_req ms = {
+		.client_id = uid(7),
+		.segment = { .id = uid(82), .name = mc_bytes_str("seg-hc"),
+			     .host = mc_bytes_str("127.0.0.1"), .base = 1ull << 40,
+			     .size = 64u << 20, .endpoint = mc_bytes_str("127.0.0.1:50061") },
+	};
+	struct mc_msg_put_start_req ps = { .client_id = uid(7), .key = mc_bytes_str("hc"),
+					   .size = 4096, .config = { .replica_num = 1 } };
+	struct mc_msg_put_end_req pe = { .client_id = uid(7), .key = ps.key };
+	struct mc_msg_ping_req pg = { .client_id = uid(7) };
+	send_req(fd, MC_OP_MOUNT_SEGMENT, 1, &ms);
+	send_req(fd, MC_OP_PUT_START, 2, &ps);
+	send_req(fd, MC_OP_PUT_END, 3, &pe);
+	send_req(fd, MC_OP_PING, 4, &pg);
+	shutdown(fd, SHUT_WR);
+	for (uint32_t i = 1; i <= 4; i++) {
+		struct resp r;
+		assert_int_equal(recv_resp(fd, &r), 0);
+		assert_int_equal(r.hdr.req_id, i);
+		assert_int_equal(r.hdr.status, 0);
+		resp_free(&r);
+	}
+	expect_eof(fd);
+	close(fd);
+	struct mc_rpc_stats st;
+	mc_rpc_server_get_stats(f->srv, &st);
+	assert_true(st.parked_total >= 2);	/* the mount and the PutEnd waited */
+	assert_int_equal(st.parked, 0);
+}
+
 /* A batch of PutEnds costs one flush. */
 static void test_batch_one_flush(void **state)
 {
@@ -1090,6 +1126,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_durable_ops, setup_parked, teardown),
 		cmocka_unit_test_setup_teardown(test_parked_stress, setup_parked_fast, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_one_flush, setup_parked, teardown),
+		cmocka_unit_test_setup_teardown(test_parked_half_close, setup_parked, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
