@@ -617,6 +617,47 @@ static void test_progress(void **state)
 
 /* ---- batch and list ------------------------------------------------------------ */
 
+/* A batch put large enough to write its objects on several threads (TCP
+ * and shared memory): every object reads back whole, its checksum (taken
+ * by whichever thread wrote it) verified by the get. */
+static void test_batch_parallel(void **state)
+{
+	NEED_NODE();
+	enum { N = 12, SZ = 128 << 10 };
+	for (int shm = 0; shm < 2; shm++) {
+		struct mc_client *c = client(NULL, shm);
+		const void *keys[N], *vals[N];
+		void *outs[N];
+		size_t klens[N], lens[N], caps[N];
+		int st[N];
+		char names[N][32];
+		uint8_t *data = malloc((size_t)N * SZ), *out = calloc(N, SZ);
+		fill(data, (size_t)N * SZ, 23 + (uint32_t)shm);
+		for (int i = 0; i < N; i++) {
+			klens[i] = (size_t)snprintf(names[i], 32, "par-%d-%02d", shm, i);
+			keys[i] = names[i];
+			vals[i] = data + (size_t)i * SZ;
+			lens[i] = SZ;
+			outs[i] = out + (size_t)i * SZ;
+			caps[i] = SZ;
+		}
+		assert_int_equal(mc_batch_put(c, N, keys, klens, vals, lens, NULL, st), 0);
+		for (int i = 0; i < N; i++)
+			assert_int_equal(st[i], 0);
+		assert_int_equal(mc_batch_get_into(c, N, keys, klens, outs, caps, lens, st), 0);
+		for (int i = 0; i < N; i++) {
+			assert_int_equal(st[i], 0);
+			assert_int_equal(lens[i], SZ);
+		}
+		assert_memory_equal(out, data, (size_t)N * SZ);
+		for (int i = 0; i < N; i++)
+			assert_int_equal(mc_remove(c, keys[i], klens[i], true), 0);
+		free(data);
+		free(out);
+		mc_client_free(c);
+	}
+}
+
 static void test_batch(void **state)
 {
 	NEED_NODE();
@@ -782,6 +823,7 @@ int main(void)
 		cmocka_unit_test(test_exclusive),
 		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_batch_parallel),
 		cmocka_unit_test(test_threads),
 	};
 	signal(SIGPIPE, SIG_IGN);
