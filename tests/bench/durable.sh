@@ -6,7 +6,8 @@
 #             record is fsynced)  vs  Redis appendonly yes + appendfsync always
 #   fast:     oplog_sync=false    vs  Redis with its defaults
 # at 1, 16 and 64 clients (TCP data path), with p50/p99/p999 at 16 clients
-# (Redis prints p50 and p99 only).  Every figure is the median of RUNS runs
+# (Redis prints p50 and p99 only), and the fast mode's gets again with the
+# client's descriptor cache (MC_CACHE_DESCRIPTORS=1).  Every figure is the median of RUNS runs
 # (default 5).  Prints "durable <metric> <value> <unit>" and
 # "durable ratio <name> <x>" lines.
 #   MB=DIR: the daemons to measure (default $O/bin), e.g. an older build.
@@ -92,6 +93,16 @@ for mode in true false; do
 		echo "durable redis_${name}_get4k_c$c $rget ops/s"
 		ratio "${name}_put4k_c${c}_vs_redis_set" "$put" "$rset"
 		ratio "${name}_get4k_c${c}_vs_redis_get" "$get" "$rget"
+		if [ "$mode" = false ]; then   # gets with the descriptor cache (client.h)
+			: > "$tmp/out"
+			for _ in $(seq 1 "$RUNS"); do
+				MC_CACHE_DESCRIPTORS=1 MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
+				sleep 2.2
+			done
+			cget=$(pick "get4k_c$c")
+			echo "durable cached_get4k_c$c $cget ops/s"
+			ratio "cached_get4k_c${c}_vs_redis_get" "$cget" "$rget"
+		fi
 		if [ "$c" = 16 ]; then
 			for op in put4k get4k; do
 				for p in p50 p99 p999; do
