@@ -15,7 +15,8 @@
  * Layout: CACHE_SLOTS entries, direct-mapped by the key's hash, each under
  * one of CACHE_LOCKS mutexes (entries are copied in and out whole under
  * it; a slot holds one key, a newer one replaces it).  Keys longer than
- * CACHE_MAX_KEY and objects with other than memory replicas are not cached.
+ * CACHE_MAX_KEY, objects of more than CACHE_MAX_REPS replicas and objects
+ * with other than memory replicas are not cached.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@
 #include "util/clock.h"
 #include "util/hash.h"
 
-#define CACHE_SLOTS   1024u
+#define CACHE_SLOTS   4096u	/* calloc'ed: only the slots used take memory */
 #define CACHE_LOCKS   64u
 #define CACHE_MAX_KEY 128u
 
@@ -81,7 +82,7 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 {
 	struct mc_dcache_entry x;
 	uint64_t h;
-	if (!d || klen > CACHE_MAX_KEY || p->n_replicas == 0 || p->n_replicas > MC_MAX_REPLICAS ||
+	if (!d || klen > CACHE_MAX_KEY || p->n_replicas == 0 || p->n_replicas > CACHE_MAX_REPS ||
 	    p->lease_ttl_ms <= margin_ms(p->lease_ttl_ms))
 		return;
 	memset(&x, 0, sizeof(x));

@@ -86,6 +86,7 @@ struct mc_regbuf {
 };
 
 /* client-cache.c: a GET_REPLICA_LIST answer kept while its lease holds. */
+#define CACHE_MAX_REPS 4u
 struct mc_dcache_entry {
 	uint64_t hash;
 	uint32_t klen, nrep;		/* nrep 0: empty slot */
@@ -94,8 +95,8 @@ struct mc_dcache_entry {
 	bool has_checksum;
 	uint64_t query_ms, lease_ms;	/* when the lookup was sent, the lease it got */
 	uint64_t until_ms;		/* serves reads until then (a margin before the lease ends) */
-	struct mc_replica_desc reps[MC_MAX_REPLICAS];
-	char ep[MC_MAX_REPLICAS][MC_MAX_SEGMENT_NAME + 1];	/* the endpoints' bytes */
+	struct mc_replica_desc reps[CACHE_MAX_REPS];
+	char ep[CACHE_MAX_REPS][MC_MAX_SEGMENT_NAME + 1];	/* the endpoints' bytes */
 };
 struct mc_dcache;
 int mc_dcache_new(struct mc_dcache **ret);
