@@ -337,8 +337,6 @@ static void defer_count(struct worker *w, uint64_t ticket, int delta)
 	struct mc_rpc_server *s = w->srv;
 	__atomic_add_fetch(&w->nparked, (uint64_t)(int64_t)delta, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&s->parked, (uint64_t)(int64_t)delta, __ATOMIC_RELAXED);
-	if (delta > 0)
-		__atomic_add_fetch(&s->parked_total, 1, __ATOMIC_RELAXED);
 	if (s->cfg.defer_count)
 		s->cfg.defer_count(s->cfg.defer_ctx, ticket, delta);
 }
@@ -362,6 +360,8 @@ static void park(struct worker *w, struct conn *c, size_t start, uint64_t ticket
 			      .len = len };
 	memcpy(e->bytes, c->out.p + start, len);
 	mc_wbuf_truncate(&c->out, start);
+	if (ticket)
+		__atomic_add_fetch(&w->srv->parked_total, 1, __ATOMIC_RELAXED);
 	c->att = NULL;
 	c->att_left = 0;
 	if (c->ptail)
