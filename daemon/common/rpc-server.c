@@ -57,6 +57,26 @@ struct conn {
 	int att_series;			/* op_transfer: its series, observed once att is sent */
 	bool resume;			/* reading stopped for output: resume when drained */
 	struct conn *prev, *next;
+	/* parked replies (rpc-server.h), oldest first; the connection is on
+	 * its worker's plist while it has any */
+	struct parked *phead, *ptail;
+	uint32_t nparked;
+	struct conn *pprev, *pnext;
+};
+
+/* A reply waiting for its turn: for its ticket to settle (ticket != 0), or
+ * behind one that does. */
+struct parked {
+	struct parked *next;
+	uint64_t ticket;		/* 0: ready, only waits for its turn */
+	uint16_t op;
+	uint32_t id;
+	int status;			/* the handler's (ticketed replies are counted when sent) */
+	const uint8_t *att;		/* response attachment, sent after it */
+	uint64_t att_len;
+	int att_series;
+	size_t len;			/* the encoded response */
+	uint8_t bytes[];
 };
 
 struct worker {
@@ -66,6 +86,9 @@ struct worker {
 	pthread_t thread;
 	bool started;
 	struct conn *conns;
+	struct conn *plist;		/* connections with parked replies */
+	int wfd;			/* eventfd: tickets settled (mc_rpc_server_wake) */
+	uint64_t nparked;		/* ticketed replies parked (atomic: the waker reads it) */
 	struct mc_arena arena;
 	union mc_msg_any req, resp;
 };
@@ -80,6 +103,7 @@ struct mc_rpc_server {
 	struct worker *w;
 	uint64_t requests, errors, accepted, open;	/* atomic */
 	uint64_t attach_in, attach_out;			/* atomic */
+	uint64_t parked, parked_total;			/* atomic */
 };
 
 /* ---- metrics ---------------------------------------------------------------------- */
@@ -148,7 +172,7 @@ static void observe_transfer(struct mc_rpc_server *s, struct conn *c, int series
 }
 
 /* Tags for the epoll data of the non-connection fds. */
-static char TAG_EV, TAG_LISTEN, TAG_UNIX;
+static char TAG_EV, TAG_LISTEN, TAG_UNIX, TAG_WAKE;
 
 static void slog(struct mc_rpc_server *s, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -164,8 +188,11 @@ static void slog(struct mc_rpc_server *s, int level, const char *fmt, ...)
 	s->cfg.log(s->cfg.log_ctx, level, buf);
 }
 
+static void parked_drop_all(struct worker *w, struct conn *c);
+
 static void conn_close(struct worker *w, struct conn *c)
 {
+	parked_drop_all(w, c);
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	mc_frame_reader_free(&c->rd);
@@ -235,7 +262,8 @@ static int conn_flush(struct worker *w, struct conn *c)
 static void conn_update_events(struct worker *w, struct conn *c)
 {
 	uint32_t ev = 0;
-	if (!c->closing && out_pending(c) < w->srv->cfg.max_out_bytes)
+	if (!c->closing && out_pending(c) < w->srv->cfg.max_out_bytes &&
+	    c->nparked < MC_RPC_MAX_PARKED)
 		ev |= EPOLLIN;
 	if (c->att_left)
 		ev &= ~(uint32_t)EPOLLIN;	/* nothing is processed until it is sent */
@@ -248,10 +276,15 @@ static void conn_update_events(struct worker *w, struct conn *c)
 	}
 }
 
+static void count_reply(struct mc_rpc_server *s, struct conn *c, uint16_t op, int status);
+static void park(struct worker *w, struct conn *c, size_t start, uint64_t ticket, uint16_t op,
+		 uint32_t id, int status);
+
 static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, int status,
 		    const void *resp, const struct iovec *att)
 {
 	struct mc_rpc_server *s = w->srv;
+	size_t start = c->out.len;
 	uint64_t alen = status == 0 && att && att->iov_len ? att->iov_len : 0;
 	int r = mc_proto_encode_response(&c->out, op, id, status, resp, alen);
 	if (r == 0 && alen) {
@@ -269,6 +302,14 @@ static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, 
 		c->closing = true;
 		return;
 	}
+	count_reply(s, c, op, status);
+	if (c->phead)		/* behind a parked reply: keeps its turn */
+		park(w, c, start, 0, op, id, status);
+}
+
+/* Counts an answered frame (requests, errors, per-op series). */
+static void count_reply(struct mc_rpc_server *s, struct conn *c, uint16_t op, int status)
+{
 	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
 	if (status)
 		__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
@@ -289,15 +330,177 @@ static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, 
 	}
 }
 
+/* ---- parked replies (rpc-server.h) ----------------------------------------------- */
+
+static void defer_count(struct worker *w, uint64_t ticket, int delta)
+{
+	struct mc_rpc_server *s = w->srv;
+	__atomic_add_fetch(&w->nparked, (uint64_t)(int64_t)delta, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&s->parked, (uint64_t)(int64_t)delta, __ATOMIC_RELAXED);
+	if (s->cfg.defer_count)
+		s->cfg.defer_count(s->cfg.defer_ctx, ticket, delta);
+}
+
+/* Moves the response encoded at c->out[start..] (and the pending response
+ * attachment, if any) into a parked entry at the end of c's queue. */
+static void park(struct worker *w, struct conn *c, size_t start, uint64_t ticket, uint16_t op,
+		 uint32_t id, int status)
+{
+	size_t len = c->out.len - start;
+	struct parked *e = malloc(sizeof(*e) + len);
+	if (!e) {
+		mc_wbuf_truncate(&c->out, start);
+		c->closing = true;	/* out of memory: the stream cannot stay in order */
+		if (ticket)
+			defer_count(w, ticket, -1);
+		return;
+	}
+	*e = (struct parked){ .ticket = ticket, .op = op, .id = id, .status = status,
+			      .att = c->att, .att_len = c->att_left, .att_series = c->att_series,
+			      .len = len };
+	memcpy(e->bytes, c->out.p + start, len);
+	mc_wbuf_truncate(&c->out, start);
+	if (ticket)
+		__atomic_add_fetch(&w->srv->parked_total, 1, __ATOMIC_RELAXED);
+	c->att = NULL;
+	c->att_left = 0;
+	if (c->ptail)
+		c->ptail->next = e;
+	else
+		c->phead = e;
+	c->ptail = e;
+	if (!c->nparked++) {
+		c->pprev = NULL;
+		c->pnext = w->plist;
+		if (w->plist)
+			w->plist->pprev = c;
+		w->plist = c;
+	}
+}
+
+static void parked_pop(struct worker *w, struct conn *c)
+{
+	struct parked *e = c->phead;
+	c->phead = e->next;
+	if (!c->phead)
+		c->ptail = NULL;
+	if (e->ticket)
+		defer_count(w, e->ticket, -1);
+	free(e);
+	if (!--c->nparked) {
+		if (c->pprev)
+			c->pprev->pnext = c->pnext;
+		else
+			w->plist = c->pnext;
+		if (c->pnext)
+			c->pnext->pprev = c->pprev;
+		c->pprev = c->pnext = NULL;
+	}
+}
+
+static void parked_drop_all(struct worker *w, struct conn *c)
+{
+	while (c->phead)
+		parked_pop(w, c);
+}
+
+/* Sends the parked replies that are settled, in order, as far as output
+ * room allows; stops at the first that is not. */
+static void parked_release(struct worker *w, struct conn *c)
+{
+	struct mc_rpc_server *s = w->srv;
+	while (c->phead && !c->att_left && out_pending(c) < s->cfg.max_out_bytes) {
+		struct parked *e = c->phead;
+		int st = e->ticket ? s->cfg.defer_poll(s->cfg.defer_ctx, e->ticket) : 0;
+		if (st == 1)
+			break;
+		if (st > 0)
+			st = MC_ERR_INTERNAL_ERROR;
+		if (st < 0) {
+			if (mc_proto_encode_response(&c->out, e->op, e->id, st, NULL, 0) < 0)
+				c->closing = true;
+		} else {
+			uint8_t *d = mc_wbuf_append(&c->out, e->len);
+			if (!d) {
+				c->closing = true;
+			} else {
+				memcpy(d, e->bytes, e->len);
+				if (e->att_len) {
+					c->att = e->att;
+					c->att_left = e->att_len;
+					c->att_series = e->att_series;
+				}
+			}
+		}
+		if (e->ticket)
+			count_reply(s, c, e->op, st < 0 ? st : e->status);
+		parked_pop(w, c);
+	}
+}
+
+/* The handler set a ticket: answer now if it is settled, else park the reply. */
+static void respond_deferred(struct worker *w, struct conn *c, uint16_t op, uint32_t id,
+			     int status, const void *resp, uint64_t ticket)
+{
+	struct mc_rpc_server *s = w->srv;
+	defer_count(w, ticket, 1);	/* before the poll: a settlement after it wakes us */
+	int st = s->cfg.defer_poll(s->cfg.defer_ctx, ticket);
+	if (st != 1) {
+		defer_count(w, ticket, -1);
+		if (st > 0)
+			st = MC_ERR_INTERNAL_ERROR;
+		respond(w, c, op, id, st < 0 ? st : status, st < 0 || status ? NULL : resp, NULL);
+		return;
+	}
+	size_t start = c->out.len;
+	int r = mc_proto_encode_response(&c->out, op, id, status, status ? NULL : resp, 0);
+	if (r < 0) {
+		mc_wbuf_truncate(&c->out, start);
+		defer_count(w, ticket, -1);
+		respond(w, c, op, id, r, NULL, NULL);	/* says why; the mutation stays pending */
+		return;
+	}
+	park(w, c, start, ticket, op, id, status);
+}
+
+static void conn_event_parked(struct worker *w, struct conn *c, bool read);
+
+/* The worker's wake eventfd: some tickets settled. */
+static void worker_wake(struct worker *w)
+{
+	uint64_t v;
+	if (read(w->wfd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: someone else read it; the list is polled anyway */
+	}
+	for (struct conn *c = w->plist, *next; c; c = next) {
+		next = c->pnext;
+		conn_event_parked(w, c, c->nparked >= MC_RPC_MAX_PARKED);
+	}
+}
+
+void mc_rpc_server_wake(struct mc_rpc_server *s)
+{
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->w[i];
+		uint64_t one = 1;
+		if (__atomic_load_n(&w->nparked, __ATOMIC_SEQ_CST) && w->wfd >= 0 &&
+		    write(w->wfd, &one, sizeof(one)) < 0) {
+			/* the counter cannot overflow here; nothing to do */
+		}
+	}
+}
+
 /* Calls the handler of a decoded request and queues the response. */
 static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_hdr *hdr,
 			const struct mc_op_info *info)
 {
 	struct mc_rpc_server *s = w->srv;
 	struct iovec att = { NULL, 0 };
+	uint64_t ticket = 0;
 	struct mc_rpc_call call = { .hdr = hdr, .info = info, .req = &w->req,
 				    .arena = &w->arena, .worker = w->index,
-				    .resp_attach = (info->flags & MC_OPF_ATTACH_RESP) ? &att : NULL };
+				    .resp_attach = (info->flags & MC_OPF_ATTACH_RESP) ? &att : NULL,
+				    .defer = s->cfg.defer_poll ? &ticket : NULL };
 	struct timespec t0, t1;
 	if (s->cfg.op_duration)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -312,7 +515,10 @@ static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_
 		status = MC_ERR_INTERNAL_ERROR;
 	if (status == 0 && att.iov_len && !att.iov_base)
 		status = MC_ERR_INTERNAL_ERROR;
-	respond(w, c, hdr->opcode, hdr->req_id, status, status ? NULL : &w->resp, &att);
+	if (ticket && !att.iov_len)
+		respond_deferred(w, c, hdr->opcode, hdr->req_id, status, &w->resp, ticket);
+	else
+		respond(w, c, hdr->opcode, hdr->req_id, status, status ? NULL : &w->resp, &att);
 }
 
 static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame *f)
@@ -438,7 +644,8 @@ static void conn_read(struct worker *w, struct conn *c)
 	size_t budget = READ_BUDGET, abudget = ATTACH_BUDGET;
 	size_t max_out = w->srv->cfg.max_out_bytes;
 	c->resume = false;
-	while (!c->closing && budget && out_pending(c) < max_out && !c->att_left) {
+	while (!c->closing && budget && out_pending(c) < max_out && !c->att_left &&
+	       c->nparked < MC_RPC_MAX_PARKED) {
 		if (c->in.active) {
 			int r = attach_read(w, c, &abudget);
 			if (r <= 0)
@@ -495,9 +702,13 @@ static void conn_read(struct worker *w, struct conn *c)
 
 static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 {
+	if (c->phead)
+		parked_release(w, c);
 	if (ev & EPOLLIN)
 		conn_read(w, c);
 	for (int round = 0; round < 8; round++) {
+		if (c->phead)
+			parked_release(w, c);
 		if ((out_pending(c) || c->att_left) && conn_flush(w, c) < 0) {
 			conn_close(w, c);
 			return;
@@ -509,9 +720,12 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		c->resume = false;
 		conn_read(w, c);
 	}
-	if ((ev & (EPOLLERR | EPOLLHUP)) && !(ev & EPOLLIN))
+	if ((ev & (EPOLLERR | EPOLLHUP)) && !(ev & EPOLLIN)) {
 		c->closing = true, mc_wbuf_reset(&c->out), c->out_off = 0, c->att_left = 0;
-	if (c->closing && !out_pending(c) && !c->att_left) {
+		parked_drop_all(w, c);	/* nobody left to answer */
+	}
+	/* A closing connection still answers its parked replies first. */
+	if (c->closing && !out_pending(c) && !c->att_left && !c->phead) {
 		conn_close(w, c);
 		return;
 	}
@@ -521,6 +735,12 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		return;
 	}
 	conn_update_events(w, c);
+}
+
+/* Tickets settled: send what is, read on if the parked limit had stopped it. */
+static void conn_event_parked(struct worker *w, struct conn *c, bool read)
+{
+	conn_event(w, c, read && c->nparked < MC_RPC_MAX_PARKED ? EPOLLIN : 0);
 }
 
 static void do_accept(struct worker *w, int lfd)
@@ -578,7 +798,9 @@ static void *worker_main(void *arg)
 			void *p = ev[i].data.ptr;
 			if (p == &TAG_EV)
 				goto out;
-			if (p == &TAG_LISTEN)
+			if (p == &TAG_WAKE)
+				worker_wake(w);
+			else if (p == &TAG_LISTEN)
 				do_accept(w, w->lfd);
 			else if (p == &TAG_UNIX)
 				do_accept(w, w->ufd);
@@ -611,9 +833,11 @@ static int worker_setup(struct mc_rpc_server *s, struct worker *w, const struct 
 	int r;
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->epfd < 0 || w->evfd < 0)
+	w->wfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->epfd < 0 || w->evfd < 0 || w->wfd < 0)
 		return setup_failed(s, mc_err_from_errno(errno), "epoll/eventfd");
-	if ((r = add_fd(w->epfd, w->evfd, &TAG_EV)) < 0)
+	if ((r = add_fd(w->epfd, w->evfd, &TAG_EV)) < 0 ||
+	    (r = add_fd(w->epfd, w->wfd, &TAG_WAKE)) < 0)
 		return setup_failed(s, r, "epoll_ctl");
 	if (sa) {
 		w->lfd = mc_sock_listen(sa, salen, true, backlog);
@@ -659,7 +883,7 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		s->w[i].srv = s;
 		s->w[i].index = (int)i;
-		s->w[i].epfd = s->w[i].evfd = s->w[i].lfd = s->w[i].ufd = -1;
+		s->w[i].epfd = s->w[i].evfd = s->w[i].wfd = s->w[i].lfd = s->w[i].ufd = -1;
 		mc_arena_init(&s->w[i].arena);
 	}
 	if (cfg->address && (r = mc_sock_resolve(cfg->address, cfg->port, &sa, &salen)) < 0) {
@@ -757,6 +981,8 @@ struct mc_rpc_server *mc_rpc_server_stop(struct mc_rpc_server *s)
 			close(w->ufd);
 		if (w->evfd >= 0)
 			close(w->evfd);
+		if (w->wfd >= 0)
+			close(w->wfd);
 		if (w->epfd >= 0)
 			close(w->epfd);
 		mc_arena_free(&w->arena);
@@ -778,4 +1004,6 @@ void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats 
 	ret->open = __atomic_load_n(&s->open, __ATOMIC_RELAXED);
 	ret->attach_in = __atomic_load_n(&s->attach_in, __ATOMIC_RELAXED);
 	ret->attach_out = __atomic_load_n(&s->attach_out, __ATOMIC_RELAXED);
+	ret->parked = __atomic_load_n(&s->parked, __ATOMIC_RELAXED);
+	ret->parked_total = __atomic_load_n(&s->parked_total, __ATOMIC_RELAXED);
 }

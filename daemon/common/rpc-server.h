@@ -87,6 +87,9 @@ struct mc_rpc_call {
 	struct iovec *resp_attach;          /* MC_OPF_ATTACH_RESP ops: the handler may point it
 					     * at the response attachment ({NULL, 0}: none);
 					     * NULL for other ops and in attach hooks */
+	uint64_t *defer;                    /* with cfg.defer_poll: the handler may set *defer
+					     * to a non-zero ticket to park its reply (see
+					     * "Parked replies"); NULL otherwise */
 };
 
 /*
@@ -145,7 +148,29 @@ struct mc_rpc_server_config {
 	struct mc_metric *op_duration;      /* histogram, seconds */
 	struct mc_metric *op_transfer;      /* histogram, seconds */
 	const int16_t *op_series;           /* MC_OP_COUNT entries: MC_OPI_* -> series, < 0: none */
+	/* Parked replies (below); NULL: handlers cannot park. */
+	int (*defer_poll)(void *ctx, uint64_t ticket);   /* 0 done, 1 not yet, < 0 failed */
+	void (*defer_count)(void *ctx, uint64_t ticket, int delta);   /* +1 / -1; may be NULL */
+	void *defer_ctx;
 };
+
+/*
+ * Parked replies.  A handler that must not answer before something settles
+ * (the master: its oplog records are durable) sets *call->defer to a ticket
+ * and returns its status as usual.  The server encodes the response at once
+ * (the arena is reset after), asks defer_poll(ticket): settled, it is sent
+ * as usual; not yet, it is parked and the worker goes on serving other
+ * connections and the next requests of this one.  Responses of a
+ * connection keep their order: what follows a parked reply waits behind it.
+ * Whoever settles tickets calls mc_rpc_server_wake() afterwards; each
+ * worker with parked replies then polls them in order and sends those
+ * settled.  A ticket that failed (defer_poll < 0) turns its reply into
+ * that status with no body.  A connection stops reading once
+ * MC_RPC_MAX_PARKED replies wait (backpressure, like max_out_bytes).
+ * defer_count sees +1 when a reply parks and -1 when it leaves (sent or its
+ * connection closed), so that the settling side knows how many wait.
+ */
+#define MC_RPC_MAX_PARKED 1024u
 
 /* The values of the code label of op_errors: every MC_ERR_* name but OK, in
  * the order of MC_ERROR_LIST, then "OTHER" (a status not in the table).
@@ -163,6 +188,10 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 /* The TCP port actually bound (useful with port 0); 0 without TCP. */
 uint16_t mc_rpc_server_port(const struct mc_rpc_server *s);
 
+/* Some tickets settled: wakes the workers that have parked replies (an
+ * eventfd write each).  Thread-safe, cheap when nothing is parked. */
+void mc_rpc_server_wake(struct mc_rpc_server *s);
+
 /* Wakes every loop (eventfd), joins the workers, closes every socket and
  * frees the server.  NULL is fine.  Returns NULL. */
 struct mc_rpc_server *mc_rpc_server_stop(struct mc_rpc_server *s);
@@ -174,6 +203,8 @@ struct mc_rpc_stats {
 	uint64_t open;                      /* connections open now */
 	uint64_t attach_in;                 /* request attachment bytes received */
 	uint64_t attach_out;                /* response attachment bytes sent */
+	uint64_t parked;                    /* replies parked now */
+	uint64_t parked_total;              /* replies ever parked */
 };
 void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats *ret);
 

@@ -431,6 +431,9 @@ static HTTP_HANDLER(http_snapshots_take)
 	{										\
 		struct mc_master_http *h = ctx;						\
 		bool failed;								\
+		if (h->cfg.oplog && mc_oplog_failed(h->cfg.oplog, NULL, 0))		\
+			return http_mc_error(resp, MC_ERR_PERSISTENT_FAIL,		\
+					     "the oplog is failed (see /health): try again later"); \
 		mc_meta_oplog_pending(NULL);						\
 		fn_(ctx, req, resp);							\
 		uint64_t seq = mc_meta_oplog_pending(&failed);				\
@@ -453,6 +456,19 @@ DURABLE(http_quota_put)
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
+/* /health: ok, or 503 degraded with the reason while the oplog is failed
+ * (mutations are refused until it resumes by itself). */
+static HTTP_HANDLER(http_health)
+{
+	struct mc_master_http *h = ctx;
+	char why[256];
+	(void)req;
+	if (!h->cfg.oplog || !mc_oplog_failed(h->cfg.oplog, why, sizeof(why)))
+		return mc_http_health((void *)"single", req, resp);
+	http_json(resp, 503, json_pack("{s:s, s:s, s:s, s:s}", "status", "degraded", "reason", why,
+				       "role", "single", "version", MC_VERSION_STRING));
+}
+
 int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_master_http **ret)
 {
 	struct mc_master_http *h = calloc(1, sizeof(*h));
@@ -470,7 +486,7 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 	h->cfg.admin_token = NULL;
 #define API "/api/v1"
 	const struct mc_http_route routes[] = {
-		{ "GET", "/health", mc_http_health, (void *)"single" },
+		{ "GET", "/health", http_health, h },
 		{ "GET", "/metrics", mc_daemon_metrics_http, cfg->metrics },
 		{ "GET", API "/cluster", http_cluster, h },
 		{ "GET", API "/segments", http_segments_list, h },

@@ -16,11 +16,14 @@
 #include "master/master-clients.h"
 #include "master/master-metrics.h"
 #include "master/meta.h"
+#include "master/oplog.h"
 #include "util/uuid.h"
 
 enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CLIENTS,
        V_SOFT_PINNED, V_HARD_PINNED, V_PINS, V_UNPINS, V_LEASES, V_HEARTBEATS, V_NEED_REMOUNT,
        V_EXPIRED, V_RPC_REQUESTS, V_RPC_ERRORS, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
+       V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_UNDONE_PUTS,
+       V_RPC_PARKED, V_RPC_PARKED_TOTAL,
        V_COUNT };
 
 /* The state of the master's metrics (mc_daemon_metrics_state()). */
@@ -28,6 +31,7 @@ struct master_metrics {
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
 	struct mc_rpc_server *srv;		/* under the scrape lock */
+	struct mc_oplog *oplog;			/* under the scrape lock; NULL: none */
 	struct mc_op_metrics ops;
 	/* the snapshot of one scrape (take_values(), under the scrape lock) */
 	struct mc_meta_stats ms;
@@ -81,6 +85,15 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_RPC_CONNECTIONS] = (double)rs.open;
 	v[V_RPC_ACCEPTED] = (double)rs.accepted;
 	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
+	struct mc_oplog_stats os;
+	mc_oplog_get_stats(mm->oplog, &os);   /* zeroes without an oplog */
+	v[V_OPLOG_FAILED] = os.failed;
+	v[V_OPLOG_FAILURES] = (double)os.failures;
+	v[V_OPLOG_LOST] = (double)os.lost;
+	v[V_OPLOG_RESUMES] = (double)os.resumes;
+	v[V_UNDONE_PUTS] = (double)ms->undone_puts;
+	v[V_RPC_PARKED] = (double)rs.parked;
+	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
 }
 
 /* ---- collectors: one series per segment, per tenant --------------------------------- */
@@ -179,6 +192,20 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				     "PINGs from unknown clients, answered NEED_REMOUNT." },
 		[V_EXPIRED] = { MC_METRIC_COUNTER, "mooncake_master_clients_expired_total",
 				"Clients dropped after client_ttl_ms of silence." },
+		[V_OPLOG_FAILED] = { MC_METRIC_GAUGE, "mooncake_master_oplog_failed",
+				     "1 while the oplog is failed (mutations refused, /health degraded)." },
+		[V_OPLOG_FAILURES] = { MC_METRIC_COUNTER, "mooncake_master_oplog_failures_total",
+				       "Oplog batches whose write or fsync failed." },
+		[V_OPLOG_LOST] = { MC_METRIC_COUNTER, "mooncake_master_oplog_lost_records_total",
+				   "Oplog records lost to failed batches (answered PERSISTENT_FAIL)." },
+		[V_OPLOG_RESUMES] = { MC_METRIC_COUNTER, "mooncake_master_oplog_resumes_total",
+				      "Failed oplogs resumed by a snapshot." },
+		[V_UNDONE_PUTS] = { MC_METRIC_COUNTER, "mooncake_master_puts_undone_total",
+				    "Completed puts taken back because their oplog record was lost." },
+		[V_RPC_PARKED] = { MC_METRIC_GAUGE, "mooncake_master_rpc_parked_replies",
+				   "Replies parked until their oplog records are durable." },
+		[V_RPC_PARKED_TOTAL] = { MC_METRIC_COUNTER, "mooncake_master_rpc_parked_replies_total",
+					 "Replies ever parked for durability." },
 		[V_RPC_REQUESTS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_requests_total",
 				     "RPC frames answered, all ops (unknown opcodes included)." },
 		[V_RPC_ERRORS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_errors_total",
@@ -246,6 +273,14 @@ int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *client
 const struct mc_op_metrics *mc_master_metrics_ops(struct mc_daemon_metrics *dm)
 {
 	return &((struct master_metrics *)mc_daemon_metrics_state(dm))->ops;
+}
+
+void mc_master_metrics_set_oplog(struct mc_daemon_metrics *dm, struct mc_oplog *l)
+{
+	struct master_metrics *mm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
+	mm->oplog = l;
+	mc_daemon_metrics_unlock(dm);
 }
 
 void mc_master_metrics_set_server(struct mc_daemon_metrics *dm, struct mc_rpc_server *srv)

@@ -31,5 +31,8 @@ int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *client
 const struct mc_op_metrics *mc_master_metrics_ops(struct mc_daemon_metrics *dm);
 /* The server whose totals the scrape reports (set once it runs). */
 void mc_master_metrics_set_server(struct mc_daemon_metrics *dm, struct mc_rpc_server *srv);
+/* The oplog whose failures the metrics show (NULL: none, before it is closed). */
+struct mc_oplog;
+void mc_master_metrics_set_oplog(struct mc_daemon_metrics *dm, struct mc_oplog *l);
 
 #endif

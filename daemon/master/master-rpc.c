@@ -635,15 +635,17 @@ static int h_get_all_keys(void *ctx, const struct mc_rpc_call *call, void *resp)
 
 /* ---- durability ---------------------------------------------------------------- */
 
-static int rpc_durable(struct mc_master_rpc *m, int r)
+int mc_master_rpc_defer_poll(void *ctx, uint64_t ticket)
 {
-	bool failed;
-	uint64_t seq = mc_meta_oplog_pending(&failed);
-	if (failed)
-		return MC_ERR_PERSISTENT_FAIL;
-	if (seq && m->oplog && mc_oplog_wait_durable(m->oplog, seq) < 0)
-		return MC_ERR_PERSISTENT_FAIL;
-	return r;
+	struct mc_master_rpc *m = ctx;
+	int r = mc_oplog_poll(m->oplog, ticket);
+	return r < 0 ? MC_ERR_PERSISTENT_FAIL : r;
+}
+
+void mc_master_rpc_defer_count(void *ctx, uint64_t ticket, int delta)
+{
+	struct mc_master_rpc *m = ctx;
+	mc_oplog_waiters_add(m->oplog, delta, ticket);
 }
 
 /* The master's handler of each op it serves (proto.def's server column). */
@@ -662,9 +664,23 @@ static const mc_rpc_handler_fn master_fn[MC_OP_COUNT] = {
  * pending oplog sequence reset, then the answer waits for it. */
 static int h_durable(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
+	struct mc_master_rpc *m = ctx;
+	bool failed;
+	/* A failed log takes no mutation: it would live in memory only. */
+	if (m->oplog && mc_oplog_failed(m->oplog, NULL, 0))
+		return MC_ERR_PERSISTENT_FAIL;
 	mc_meta_oplog_pending(NULL);
 	int r = master_fn[call->info->index](ctx, call, resp);
-	return rpc_durable(ctx, r);
+	uint64_t seq = mc_meta_oplog_pending(&failed);
+	if (failed)
+		return MC_ERR_PERSISTENT_FAIL;   /* a put was taken back (meta-oplog.c) */
+	if (!seq || !m->oplog)
+		return r;
+	if (call->defer) {
+		*call->defer = seq;   /* the reply is parked until seq is durable */
+		return r;
+	}
+	return mc_oplog_wait_durable(m->oplog, seq) < 0 ? MC_ERR_PERSISTENT_FAIL : r;
 }
 
 void mc_master_rpc_handlers(struct mc_rpc_handlers *h)

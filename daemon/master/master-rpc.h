@@ -20,16 +20,33 @@ struct mc_oplog;
  * Durability: a handler of an op flagged MC_OPF_DURABLE in proto.def
  * (segment ops, PutStart - its evictions -, PutEnd, Remove, pins, the
  * batch and scan removes) replies only once the oplog records its mutation
- * appended are durable (mc_oplog_wait_durable, no metadata lock held).
- * The wait blocks the worker thread; concurrent waiters share one fsync
- * (group commit).  A failed append or fsync answers PERSISTENT_FAIL: the
- * change is in memory but would not survive a restart.
+ * appended are durable.  With the server's defer hooks set
+ * (mc_master_rpc_defer_poll/_count as cfg.defer_poll/defer_count, and
+ * mc_rpc_server_wake as the oplog's notify function) the reply is parked
+ * (rpc-server.h) and the worker serves on; without them the worker blocks
+ * in mc_oplog_wait_durable.  Either way concurrent mutations share one
+ * fsync (group commit), a batch call waits for its last record only (one
+ * flush), and an op that appended nothing (a PutStart that evicted
+ * nothing: unfinished writes are not logged) answers at once.  A PutStart
+ * that evicted waits for its DELETE records: the client is about to
+ * overwrite the evicted bytes, which must not come back after a crash.
+ *
+ * Failures (oplog.h): while the log is failed, durable ops are refused
+ * with PERSISTENT_FAIL before they change anything.  A mutation whose
+ * record is lost answers PERSISTENT_FAIL; a put's object is taken back in
+ * memory before (not visible, its space freed), other mutations (removes,
+ * evictions, mounts) stay done in memory and become durable with the
+ * snapshot that resumes the log.
  */
 struct mc_master_rpc {
 	struct mc_meta *meta;
 	struct mc_master_clients *clients;
 	struct mc_oplog *oplog;        /* NULL: oplog off, nothing to wait for */
 };
+
+/* The rpc server's defer hooks (ctx: the struct mc_master_rpc *, oplog set). */
+int mc_master_rpc_defer_poll(void *ctx, uint64_t ticket);
+void mc_master_rpc_defer_count(void *ctx, uint64_t ticket, int delta);
 
 /* Fills h with the master's handlers; the server's ctx is a struct mc_master_rpc *. */
 void mc_master_rpc_handlers(struct mc_rpc_handlers *h);

@@ -25,7 +25,9 @@
  *                  and compacts the oplog.  POST /api/v1/snapshots runs the
  *                  same from the HTTP thread.
  *   (oplog)        the local oplog backend may run a flusher thread
- *                  (oplog.h); RPC workers block in mc_oplog_wait_durable()
+ *                  (oplog.h); it wakes the RPC workers whose durable replies
+ *                  it settled (parked replies, rpc-server.h); HTTP threads
+ *                  block in mc_oplog_wait_durable()
  *                  before replying to a mutation, holding no lock.
  *
  * Startup: open the oplog (cutting a torn tail, refusing a damaged log:
@@ -228,6 +230,7 @@ static int master_recover(struct master *m)
 	log_notice("recovered %llu objects on %u segments (waiting for their nodes to remount)",
 		   (unsigned long long)mst.objects, mst.segments);
 	mc_meta_set_oplog(m->meta, m->oplog);
+	mc_oplog_set_undo(m->oplog, mc_meta_oplog_undo, m->meta);
 	return 0;
 }
 
@@ -269,6 +272,12 @@ fail:
 	return r;
 }
 
+/* The oplog's notify: durable records settle parked replies. */
+static void wake_rpc(void *srv)
+{
+	mc_rpc_server_wake(srv);
+}
+
 static int master_start(struct master *m)
 {
 	const struct master_config *c = m->cfg;
@@ -285,12 +294,20 @@ static int master_start(struct master *m)
 		.workers = (unsigned)c->workers, .log = mc_log_cb,
 	};
 	mc_op_metrics_attach(mc_master_metrics_ops(m->metrics), &scfg);
+	if (m->oplog && c->oplog_sync) {   /* durable replies are parked, not waited for */
+		scfg.defer_poll = mc_master_rpc_defer_poll;
+		scfg.defer_count = mc_master_rpc_defer_count;
+		scfg.defer_ctx = &m->rpc;
+	}
 	if ((r = mc_rpc_server_start(&scfg, &h, &m->rpc, &m->srv)) < 0) {
 		log_error("cannot listen on %s:%llu: %s", c->rpc_address,
 			  (unsigned long long)c->rpc_port, mc_strerror(r));
 		return r;
 	}
+	if (scfg.defer_poll)
+		mc_oplog_set_notify(m->oplog, wake_rpc, m->srv);
 	mc_master_metrics_set_server(m->metrics, m->srv);
+	mc_master_metrics_set_oplog(m->metrics, m->oplog);
 	struct mc_master_http_config hcfg = {
 		.address = c->http_address, .port = (uint16_t)c->http_port,
 		.meta = m->meta, .clients = m->clients, .oplog = m->oplog,
@@ -317,11 +334,15 @@ static void master_free(struct master *m)
 	if (!m)
 		return;
 	mc_master_http_stop(m->http);
-	if (m->metrics)
+	if (m->metrics) {
 		mc_master_metrics_set_server(m->metrics, NULL);
+		mc_master_metrics_set_oplog(m->metrics, NULL);
+	}
+	mc_oplog_set_notify(m->oplog, NULL, NULL);
 	mc_rpc_server_stop(m->srv);
 	mc_snapshots_free(m->snaps);
 	mc_master_clients_free(m->clients);
+	mc_oplog_set_undo(m->oplog, NULL, NULL);
 	if (m->meta)
 		mc_meta_set_oplog(m->meta, NULL);
 	mc_oplog_close(m->oplog);

@@ -63,6 +63,7 @@ struct mc_meta {
 	/* atomic counters */
 	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
+	uint64_t undone_puts;               /* puts taken back: their record was lost */
 	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
 };
 
@@ -239,7 +240,8 @@ void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t n
 			uint64_t now_wall, bool lock, struct mc_record *ret);
 /* Append the record of a mutation (no-ops without an oplog).
  * Called with the mutation's ordering lock held (see meta.h). */
-void meta_log_put(struct mc_meta *m, const struct mc_object *o);
+/* 0, or MC_ERR_PERSISTENT_FAIL: the record is not in the log. */
+int meta_log_put(struct mc_meta *m, const struct mc_object *o);
 void meta_log_del(struct mc_meta *m, const struct mc_object *o);
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec);
 void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment);

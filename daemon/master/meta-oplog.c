@@ -114,32 +114,75 @@ static void mount_record(struct mc_uuid client, const struct mc_segment_spec *sp
 
 /* ---- appends ------------------------------------------------------------------------- */
 
-static void append(struct mc_meta *m, const struct mc_record *r)
+/* 0, or MC_ERR_PERSISTENT_FAIL (the record is not in the log). */
+static int append(struct mc_meta *m, const struct mc_record *r)
 {
 	struct mc_oplog *l = __atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE);
 	struct mc_wbuf w;
 	uint64_t seq;
+	int rc = 0;
 
 	if (!l)
-		return;
+		return 0;
 	mc_wbuf_init(&w, MC_OPLOG_MAX_RECORD);
 	if (mc_record_encode(&w, r) ||
-	    mc_oplog_append(l, r->type, w.p, (uint32_t)w.len, &seq) < 0)
+	    mc_oplog_append(l, r->type, w.p, (uint32_t)w.len, &seq) < 0) {
 		pending_failed = true;
-	else if (seq > pending_seq)
+		rc = MC_ERR_PERSISTENT_FAIL;
+	} else if (seq > pending_seq) {
 		pending_seq = seq;
+	}
 	mc_wbuf_free(&w);
+	return rc;
 }
 
-void meta_log_put(struct mc_meta *m, const struct mc_object *o)
+int meta_log_put(struct mc_meta *m, const struct mc_object *o)
 {
 	struct mc_record r;
 	if (!m->oplog)
-		return;
+		return 0;
 	pthread_rwlock_rdlock(&m->clients_lock);
 	meta_object_record(m, o, meta_now(m), mc_wall_ms(), true, &r);
 	pthread_rwlock_unlock(&m->clients_lock);
-	append(m, &r);   /* the writer's uuid was copied: no lock needed */
+	return append(m, &r);   /* the writer's uuid was copied: no lock needed */
+}
+
+/* ---- records the log lost (oplog.h "Failures") ----------------------------------------- */
+
+/* Takes back the object a lost OBJECT record made durable-to-be: found by
+ * key and checked by its first replica's place (a later object of the same
+ * key is not this one).  Readers inside a lease keep its bytes until the
+ * lease ends, as with a forced remove. */
+static void undo_put(struct mc_meta *m, const struct mc_record_object *r)
+{
+	struct meta_key k;
+	uint32_t pos;
+	if (!r->nrep || meta_key_lock(m, (struct mc_ref){ r->tenant.p, r->tenant.len },
+					 (struct mc_ref){ r->key.p, r->key.len }, true, &k) < 0)
+		return;
+	struct mc_object *o = meta_key_find(&k, &pos);
+	if (o && !mc_object_is_processing(o) && o->nrep == r->nrep) {
+		const struct mc_replica *p = &o->rep[0];
+		const struct mc_segment *s = is_memory(p->type) ? mc_segmgr_get(&m->segs, p->seg) : NULL;
+		struct mc_uuid id = s ? s->id : (struct mc_uuid){ 0 };
+		if (!memcmp(&id, &r->rep[0].segment, sizeof(id)) && p->offset == r->rep[0].offset) {
+			uint64_t now = meta_now(m), lease = mc_object_load_time(o);
+			mc_objtab_delete_at(k.tab, pos);
+			meta_object_destroy(m, o, lease > now ? lease : 0);
+			__atomic_add_fetch(&m->undone_puts, 1, __ATOMIC_RELAXED);
+		}
+	}
+	meta_key_unlock(&k);
+}
+
+void mc_meta_oplog_undo(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct mc_meta *m = ctx;
+	struct mc_record r;
+	(void)seq;
+	if (type == MC_REC_OBJECT && mc_record_decode(type, rec, len, &r) == 0)
+		undo_put(m, &r.object);
+	/* Other records stay done in memory (mc_oplog_resume's snapshot keeps them). */
 }
 
 void meta_log_del(struct mc_meta *m, const struct mc_object *o)

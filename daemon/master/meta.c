@@ -531,7 +531,16 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 	}
 	MC_PROBE4(put__end, o->hash, o->tenant, o->size, now - o->time_ms);
 	__atomic_store_n(&o->time_ms, now, __ATOMIC_RELAXED);   /* last touch; no lease yet */
-	meta_log_put(m, o);
+	if (meta_log_put(m, o) < 0) {
+		/* Not in the log: it would not survive a restart, so it is not
+		 * kept (nobody could read it yet: we hold the write lock). */
+		uint32_t pos = 0;
+		meta_find_locked(tab, loc, key, &pos);
+		mc_objtab_delete_at(tab, pos);
+		meta_object_destroy(m, o, 0);
+		__atomic_add_fetch(&m->undone_puts, 1, __ATOMIC_RELAXED);
+		return MC_ERR_PERSISTENT_FAIL;
+	}
 	return 0;
 }
 
@@ -745,6 +754,7 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 		ret->evicted_bytes += ret->evicted_bytes_by[r];
 	}
 	ret->pins_set = __atomic_load_n(&m->pins_set, __ATOMIC_RELAXED);
+	ret->undone_puts = __atomic_load_n(&m->undone_puts, __ATOMIC_RELAXED);
 	ret->pins_cleared = __atomic_load_n(&m->pins_cleared, __ATOMIC_RELAXED);
 }
 

@@ -239,6 +239,7 @@ struct mc_meta_stats {
 	uint64_t hard_pinned;               /* objects with a hard pin (PROCESSING ones too) */
 	uint64_t leases_granted;            /* read leases granted or extended */
 	uint64_t pins_set, pins_cleared;    /* PIN / UNPIN that set / cleared a soft pin */
+	uint64_t undone_puts;               /* completed puts taken back: their oplog record was lost */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 
@@ -282,6 +283,10 @@ void mc_meta_set_oplog(struct mc_meta *m, struct mc_oplog *l);
  * and resets it; *ret_failed is set when an append failed (the mutation
  * happened in memory but is not durable: do not acknowledge it). */
 uint64_t mc_meta_oplog_pending(bool *ret_failed);
+/* The oplog's undo function (mc_oplog_set_undo, ctx: the meta): a lost
+ * OBJECT record takes its put back (the object goes, as by a forced
+ * remove); other records stay done in memory. */
+void mc_meta_oplog_undo(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len);
 
 /* Holds every mutation: takes the locks in the order above (stripes
  * aside), so the state stands still until mc_meta_thaw(); readers of

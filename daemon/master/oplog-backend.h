@@ -19,6 +19,12 @@ struct mc_oplog_ops {
 	int (*compact)(struct mc_oplog *l, uint64_t seq);
 	void (*get_stats)(struct mc_oplog *l, struct mc_oplog_stats *ret);
 	void (*close)(struct mc_oplog *l);	/* flushes and frees */
+	int (*poll)(struct mc_oplog *l, uint64_t seq);
+	void (*waiters_add)(struct mc_oplog *l, int delta, uint64_t seq);
+	void (*set_notify)(struct mc_oplog *l, mc_oplog_notify_fn fn, void *ctx);
+	void (*set_undo)(struct mc_oplog *l, mc_oplog_undo_fn fn, void *ctx);
+	int (*failed)(struct mc_oplog *l, char *why, size_t n);
+	int (*resume)(struct mc_oplog *l, uint64_t covered);
 };
 
 struct mc_oplog {

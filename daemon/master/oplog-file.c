@@ -61,17 +61,24 @@
  * Writing: appends encode into a buffer under l->mu (they never wait for
  * disk, only for buffer space, see oplog.h).  The flusher thread takes the
  * whole buffer at most flush_interval_us after its first record, at once
- * if the buffer is a quarter full, or as soon as it holds as many records
- * as there were threads in wait_durable() when the previous batch became
- * durable (each of them has had its turn: waiting longer only adds
- * latency; a lone synchronous writer so pays no window at all).  It
+ * if the buffer is a quarter full, or as soon as as many waiters (threads
+ * in wait_durable(), parked waiters) have come for its records as there
+ * were when the previous batch became durable (each of them has had its
+ * turn: waiting longer only adds latency; a lone synchronous writer so
+ * pays no window at all, and a batch call, one waiter for many records, is
+ * one flush).  It
  * writes the batch with pwrite (rotating to a new file before a record that
  * would take the active file past segment_bytes, unless the file is still
  * empty), fdatasyncs, and only then raises durable_seq and wakes
- * wait_durable().  New files are preallocated
- * (fallocate KEEP_SIZE, so the size stays the end of the data).  A failed
- * write or fsync makes the log fail for good (MC_ERR_PERSISTENT_FAIL): after a failed fsync
- * the page cache state is unknown, retrying could claim durability falsely.
+ * wait_durable() (and calls the notify function for parked waiters).  New
+ * files are preallocated (fallocate KEEP_SIZE, so the size stays the end of
+ * the data).  A failed write or fsync fails the log (MC_ERR_PERSISTENT_FAIL,
+ * oplog.h "Failures"): the batch is not retried (after a failed fsync the
+ * page cache state is unknown, a retry could claim durability falsely); the
+ * active file is cut back to its last durable record, the lost records
+ * are undone by the caller, and mc_oplog_resume() (after the caller's
+ * snapshot) starts a fresh file at the next seq and removes the old ones,
+ * so that the files stay contiguous.
  *
  * Locks: io_mu (the file side: fd, files[]) is taken before mu (the append
  * side), never the other way round; the flusher holds io_mu, not mu, while
@@ -344,8 +351,10 @@ int oplogf_create(struct flog *l, uint64_t first)
 	return 0;
 }
 
-/* Writes one batch (under io_mu), rotating where segment_bytes says. */
-static int write_batch(struct flog *l, const uint8_t *p, size_t n)
+/* Writes one batch (under io_mu), rotating where segment_bytes says.  On
+ * failure *synced is the last record made durable before it (a rotation
+ * syncs the records of the file it leaves), else unchanged. */
+static int write_batch(struct flog *l, const uint8_t *p, size_t n, uint64_t *synced)
 {
 	uint64_t vsize = l->fsize, vrecs = l->frecs;
 	size_t start = 0, pos = 0;
@@ -361,6 +370,8 @@ static int write_batch(struct flog *l, const uint8_t *p, size_t n)
 			    ((rc = pwrite_all(old, p + start, pos - start, l->fsize)) ||
 			     (rc = oplogf_sync(l, old, false))))
 				return rc;
+			*synced = mc_load_le64(p + pos + 8) - 1;
+			l->fsize = vsize;	/* what the old file holds, if the create fails */
 			if ((rc = oplogf_create(l, mc_load_le64(p + pos + 8))))
 				return rc;
 			close(old);
@@ -379,6 +390,58 @@ static int write_batch(struct flog *l, const uint8_t *p, size_t n)
 	return oplogf_sync(l, l->fd, false);
 }
 
+/* A batch failed (under io_mu): cut the active file back to its last
+ * durable record, so that a restart does not replay what was lost. */
+static void cut_back(struct flog *l)
+{
+	l->cut_pending = ftruncate(l->fd, (off_t)l->fsize) != 0 || oplogf_sync(l, l->fd, false) != 0;
+}
+
+/* Calls the undo function for each record of b after seq `after` (the
+ * flusher, no lock held); returns how many. */
+static uint64_t undo_batch(struct flog *l, const struct batch *b, uint64_t after)
+{
+	uint64_t n = 0;
+	for (size_t pos = 0; pos + REC_HDR_LEN <= b->buf.len;) {
+		const uint8_t *h = b->buf.p + pos;
+		uint32_t len = mc_load_le32(h);
+		uint64_t seq = mc_load_le64(h + 8);
+		if (seq > after) {
+			if (l->undo)
+				l->undo(l->undo_ctx, seq, mc_load_le16(h + 4), h + REC_HDR_LEN, len);
+			n++;
+		}
+		pos += REC_HDR_LEN + (size_t)len;
+	}
+	return n;
+}
+
+/* The batch in l->out was written (rc 0) or lost; settles its records.
+ * Called and returns with l->mu held; drops it while undoing. */
+static void settle(struct flog *l, int rc, int err, uint64_t synced)
+{
+	if (rc || l->failed) {
+		if (!l->failed) {
+			l->failed = MC_ERR_PERSISTENT_FAIL;
+			l->fail_errno = err;
+			l->failures++;
+			if (synced > l->durable_seq)
+				l->durable_seq = synced;
+			l->fail_lo = l->durable_seq + 1;
+		}
+		pthread_cond_broadcast(&l->space_cv);	/* blocked appends fail now */
+		pthread_mutex_unlock(&l->mu);
+		uint64_t n = undo_batch(l, &l->out, l->durable_seq);
+		pthread_mutex_lock(&l->mu);
+		l->lost += n;
+	} else {
+		l->durable_seq = l->out.last_seq;
+		l->flushes++;
+	}
+	if (l->out.nrec && l->out.last_seq > l->done_seq)
+		l->done_seq = l->out.last_seq;
+}
+
 void *oplogf_flusher(void *arg)
 {
 	struct flog *l = arg;
@@ -392,35 +455,37 @@ void *oplogf_flusher(void *arg)
 		if (!l->cur.buf.len)
 			break;
 		uint64_t deadline = l->batch_t0_ns + window_ns;
-		while (!l->closing && l->cur.buf.len < early && (!l->expect || l->cur.nrec < l->expect) &&
-		       mc_now_ns() < deadline) {
+		while (!l->closing && !l->failed && l->cur.buf.len < early &&
+		       (!l->expect || l->cur_waiters < l->expect) && mc_now_ns() < deadline) {
 			struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
 					       .tv_nsec = (long)(deadline % 1000000000u) };
 			pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
 		}
 		struct batch t = l->out;
+		l->taken_seq = l->cur.last_seq;
+		l->cur_waiters = 0;
 		l->out = l->cur;
 		l->cur = t;
 		mc_wbuf_truncate(&l->cur.buf, 0);
 		l->cur.nrec = 0;
 		pthread_cond_broadcast(&l->space_cv);
-		int failed = l->failed;
+		int failed = l->failed, err = 0;
 		pthread_mutex_unlock(&l->mu);
 
 		int rc = 0;
+		uint64_t synced = 0;
 		if (!failed) {
 			pthread_mutex_lock(&l->io_mu);
-			rc = write_batch(l, l->out.buf.p, l->out.buf.len);
+			rc = write_batch(l, l->out.buf.p, l->out.buf.len, &synced);
+			if (rc) {
+				err = errno;
+				cut_back(l);
+			}
 			pthread_mutex_unlock(&l->io_mu);
 		}
 
 		pthread_mutex_lock(&l->mu);
-		if (failed || rc) {
-			l->failed = MC_ERR_PERSISTENT_FAIL;
-		} else {
-			l->durable_seq = l->out.last_seq;
-			l->flushes++;
-		}
+		settle(l, rc, err, synced);
 		l->expect = l->waiters;
 		l->out.nrec = 0;
 		if (l->out.buf.cap > KEEP_CAP)
@@ -429,6 +494,13 @@ void *oplogf_flusher(void *arg)
 			mc_wbuf_truncate(&l->out.buf, 0);
 		pthread_cond_broadcast(&l->durable_cv);
 		pthread_cond_broadcast(&l->space_cv);
+		if (l->notify && l->waiters) {
+			mc_oplog_notify_fn fn = l->notify;
+			void *ctx = l->notify_ctx;
+			pthread_mutex_unlock(&l->mu);
+			fn(ctx);
+			pthread_mutex_lock(&l->mu);
+		}
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
@@ -483,8 +555,7 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	if (!before) {
 		l->batch_t0_ns = mc_now_ns();
 		pthread_cond_signal(&l->work_cv);
-	} else if ((before < l->cfg.buffer_bytes / 4 && l->cur.buf.len >= l->cfg.buffer_bytes / 4) ||
-		   l->cur.nrec == l->expect) {
+	} else if (before < l->cfg.buffer_bytes / 4 && l->cur.buf.len >= l->cfg.buffer_bytes / 4) {
 		pthread_cond_signal(&l->work_cv);
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -493,23 +564,99 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	return 0;
 }
 
+/* A waiter came for seq (under mu): once as many have come for the records
+ * the flusher has not taken yet as there were waiters of the last batch,
+ * each of them has had its turn, and waiting longer only adds latency. */
+static void waiter_arrives(struct flog *l, uint64_t seq)
+{
+	if (seq > l->taken_seq && ++l->cur_waiters == l->expect)
+		pthread_cond_signal(&l->work_cv);
+}
+
+/* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
+static int seq_state(struct flog *l, uint64_t seq)
+{
+	if (seq >= l->next_seq)
+		return MC_ERR_INVALID_PARAMS;
+	uint32_t n = MC_MIN(l->nlost_ep, LOST_EPISODES);
+	for (uint32_t i = 0; i < n; i++)
+		if (seq >= l->lost_ep[i].lo && seq <= l->lost_ep[i].hi)
+			return MC_ERR_PERSISTENT_FAIL;
+	if (seq <= l->durable_seq)
+		return 0;
+	if (l->failed && seq >= l->fail_lo && seq <= l->done_seq)
+		return MC_ERR_PERSISTENT_FAIL;
+	return l->cfg.sync ? 1 : 0;
+}
+
 static int flog_wait_durable(struct mc_oplog *b, uint64_t seq)
 {
 	struct flog *l = to_flog(b);
 	int rc;
 
 	pthread_mutex_lock(&l->mu);
-	if (seq >= l->next_seq) {
-		rc = MC_ERR_INVALID_PARAMS;
-	} else if (!l->cfg.sync) {
-		rc = l->failed && seq > l->durable_seq ? MC_ERR_PERSISTENT_FAIL : 0;
-	} else {
+	rc = seq_state(l, seq);
+	if (rc == 1) {
 		l->waiters++;
-		while (l->durable_seq < seq && !l->failed)
+		waiter_arrives(l, seq);
+		while ((rc = seq_state(l, seq)) == 1)
 			pthread_cond_wait(&l->durable_cv, &l->mu);
 		l->waiters--;
-		rc = l->durable_seq >= seq ? 0 : MC_ERR_PERSISTENT_FAIL;
 	}
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+static int flog_poll(struct mc_oplog *b, uint64_t seq)
+{
+	struct flog *l = to_flog(b);
+
+	pthread_mutex_lock(&l->mu);
+	int rc = seq_state(l, seq);
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+static void flog_waiters_add(struct mc_oplog *b, int delta, uint64_t seq)
+{
+	struct flog *l = to_flog(b);
+
+	pthread_mutex_lock(&l->mu);
+	l->waiters = (uint32_t)((int64_t)l->waiters + delta);
+	if (delta > 0)
+		waiter_arrives(l, seq);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void flog_set_notify(struct mc_oplog *b, mc_oplog_notify_fn fn, void *ctx)
+{
+	struct flog *l = to_flog(b);
+
+	pthread_mutex_lock(&l->mu);
+	l->notify = fn;
+	l->notify_ctx = ctx;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void flog_set_undo(struct mc_oplog *b, mc_oplog_undo_fn fn, void *ctx)
+{
+	struct flog *l = to_flog(b);
+
+	pthread_mutex_lock(&l->mu);
+	l->undo = fn;
+	l->undo_ctx = ctx;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static int flog_failed(struct mc_oplog *b, char *why, size_t n)
+{
+	struct flog *l = to_flog(b);
+
+	pthread_mutex_lock(&l->mu);
+	int rc = l->failed;
+	if (rc && why && n)
+		snprintf(why, n, "oplog write failed: %s (%" PRIu64 " records lost)",
+			 l->fail_errno ? strerror(l->fail_errno) : "short write", l->lost);
 	pthread_mutex_unlock(&l->mu);
 	return rc;
 }
@@ -588,6 +735,41 @@ static int skip_to(struct flog *l, uint64_t after)
 	l->durable_seq = after;
 	pthread_mutex_unlock(&l->mu);
 	return unlink_files(l, gone, n);
+}
+
+static int flog_resume(struct mc_oplog *b, uint64_t covered)
+{
+	struct flog *l = to_flog(b);
+	uint64_t last;
+	int rc = 0;
+
+	pthread_mutex_lock(&l->io_mu);
+	pthread_mutex_lock(&l->mu);
+	last = l->next_seq - 1;
+	if (!l->failed || l->cur.buf.len || l->done_seq < last)
+		rc = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+	else if (covered < last)
+		rc = MC_ERR_INVALID_PARAMS;
+	else if (!l->nlost_ep || l->lost_ep[(l->nlost_ep - 1) % LOST_EPISODES].lo != l->fail_lo)
+		/* closed before durable_seq moves past it (skip_to) */
+		l->lost_ep[l->nlost_ep++ % LOST_EPISODES] = (typeof(l->lost_ep[0])){ l->fail_lo, last };
+	pthread_mutex_unlock(&l->mu);
+	if (!rc && l->cut_pending)
+		cut_back(l);
+	if (!rc && l->cut_pending)
+		rc = MC_ERR_PERSISTENT_FAIL;
+	if (!rc)
+		rc = skip_to(l, last);	/* a new file at last + 1; the old ones go */
+	if (!rc) {
+		pthread_mutex_lock(&l->mu);
+		l->failed = 0;
+		l->fail_errno = 0;
+		l->resumes++;
+		l->done_seq = last;
+		pthread_mutex_unlock(&l->mu);
+	}
+	pthread_mutex_unlock(&l->io_mu);
+	return rc;
 }
 
 static int flog_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void *ctx)
@@ -669,6 +851,10 @@ static void flog_get_stats(struct mc_oplog *b, struct mc_oplog_stats *ret)
 	ret->durable_seq = l->durable_seq;
 	ret->flushes = l->flushes;
 	ret->blocked = l->blocked;
+	ret->failures = l->failures;
+	ret->lost = l->lost;
+	ret->resumes = l->resumes;
+	ret->failed = l->failed != 0;
 	pthread_mutex_unlock(&l->mu);
 	ret->fsyncs = __atomic_load_n(&l->fsyncs, __ATOMIC_RELAXED);
 	ret->files = __atomic_load_n(&l->nfiles_pub, __ATOMIC_RELAXED);
@@ -715,5 +901,11 @@ const struct mc_oplog_ops oplogf_ops = {
 	.compact = flog_compact,
 	.get_stats = flog_get_stats,
 	.close = flog_close,
+	.poll = flog_poll,
+	.waiters_add = flog_waiters_add,
+	.set_notify = flog_set_notify,
+	.set_undo = flog_set_undo,
+	.failed = flog_failed,
+	.resume = flog_resume,
 };
 

@@ -28,6 +28,7 @@
 #define MAX_PREALLOC	(UINT64_C(1) << 30)
 #define READ_CHUNK	(1u << 20)
 #define KEEP_CAP	(4u << 20)	/* a batch buffer larger than this is freed after use */
+#define LOST_EPISODES	16u	/* closed failure episodes remembered for mc_oplog_poll */
 
 /* Encoded records back to back (file format), the last one's seq, how many. */
 struct batch {
@@ -47,11 +48,25 @@ struct flog {
 	struct batch cur;		/* records the flusher has not taken yet */
 	uint64_t next_seq, durable_seq, batch_t0_ns;
 	uint64_t appended, bytes, blocked, flushes;
-	uint32_t waiters;		/* threads in wait_durable */
+	uint32_t waiters;		/* threads in wait_durable, and parked waiters */
 	uint32_t expect;		/* waiters when the last batch became durable */
-	int failed;			/* 0 or MC_ERR_PERSISTENT_FAIL, for good */
+	uint32_t cur_waiters;		/* waiters that came for records in cur */
+	uint64_t taken_seq;		/* the last seq the flusher has taken */
+	int failed;			/* 0 or MC_ERR_PERSISTENT_FAIL, until resumed */
 	bool closing, appended_any;
 	pthread_t flusher;
+	/* failures (see oplog.h): records <= done_seq are settled (durable or
+	 * lost); lost ones are [fail_lo, done_seq] while failed, and the
+	 * closed episodes in lost_ep (the newest LOST_EPISODES) */
+	uint64_t done_seq, fail_lo;
+	int fail_errno;
+	uint64_t failures, lost, resumes;
+	struct { uint64_t lo, hi; } lost_ep[LOST_EPISODES];
+	uint32_t nlost_ep;		/* episodes ever closed */
+	mc_oplog_notify_fn notify;
+	void *notify_ctx;
+	mc_oplog_undo_fn undo;
+	void *undo_ctx;
 
 	pthread_mutex_t io_mu;		/* the file side */
 	struct batch out;		/* the batch being written (flusher only) */
@@ -60,6 +75,7 @@ struct flog {
 	uint64_t *files;		/* first seqs, ascending; the last is active */
 	size_t nfiles, files_cap;
 	uint64_t fsyncs, nfiles_pub;	/* atomics, for stats */
+	bool cut_pending;		/* a failed batch's bytes are not cut off yet */
 };
 
 #define to_flog(b) container_of(b, struct flog, base)

@@ -56,3 +56,38 @@ struct mc_oplog *mc_oplog_close(struct mc_oplog *l)
 		l->ops->close(l);
 	return NULL;
 }
+
+int mc_oplog_poll(struct mc_oplog *l, uint64_t seq)
+{
+	return l ? l->ops->poll(l, seq) : MC_ERR_INVALID_PARAMS;
+}
+
+void mc_oplog_waiters_add(struct mc_oplog *l, int delta, uint64_t seq)
+{
+	if (l)
+		l->ops->waiters_add(l, delta, seq);
+}
+
+void mc_oplog_set_notify(struct mc_oplog *l, mc_oplog_notify_fn fn, void *ctx)
+{
+	if (l)
+		l->ops->set_notify(l, fn, ctx);
+}
+
+void mc_oplog_set_undo(struct mc_oplog *l, mc_oplog_undo_fn fn, void *ctx)
+{
+	if (l)
+		l->ops->set_undo(l, fn, ctx);
+}
+
+int mc_oplog_failed(struct mc_oplog *l, char *why, size_t n)
+{
+	if (why && n)
+		*why = 0;
+	return l ? l->ops->failed(l, why, n) : 0;
+}
+
+int mc_oplog_resume(struct mc_oplog *l, uint64_t covered)
+{
+	return l ? l->ops->resume(l, covered) : MC_ERR_INVALID_PARAMS;
+}

@@ -49,8 +49,8 @@ struct mc_oplog_config {
 					 * batch, so a busy log (records arriving while the
 					 * previous fsync ran) flushes at once; it also ends
 					 * once as many records wait as there were waiters
-					 * of the previous batch (every client in flight
-					 * had its turn). */
+					 * of the previous batch have come for its records
+					 * (every client in flight had its turn). */
 	bool sync;			/* false: wait_durable returns at once (fsync in the
 					 * background every flush), so mutations are
 					 * acknowledged before they are durable: a crash of
@@ -123,9 +123,8 @@ int mc_oplog_repair_local(const char *dir, bool apply, mc_oplog_fn fn, void *ctx
 int mc_oplog_replay(struct mc_oplog *l, uint64_t after_seq, mc_oplog_fn fn, void *ctx);
 
 /* Appends a record; *ret_seq gets its sequence.  0 or MC_ERR_*
- * (MC_ERR_PERSISTENT_FAIL after a failed write or fsync: the log is then
- * read-only and every later append fails, so the master stops
- * acknowledging mutations; MC_ERR_TOO_LARGE past MC_OPLOG_MAX_RECORD;
+ * (MC_ERR_PERSISTENT_FAIL while the log is failed, see "Failures" below;
+ * MC_ERR_TOO_LARGE past MC_OPLOG_MAX_RECORD;
  * MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS while it closes).  Never waits for
  * an fsync, only for buffer space (see above). */
 int mc_oplog_append(struct mc_oplog *l, uint16_t type, const void *rec, uint32_t len,
@@ -136,6 +135,51 @@ int mc_oplog_append(struct mc_oplog *l, uint16_t type, const void *rec, uint32_t
  * record may be lost) or MC_ERR_INVALID_PARAMS (seq was never appended).
  * sync = false: returns at once. */
 int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq);
+
+/*
+ * Waiting without blocking (the RPC server parks a reply instead of a
+ * thread).  mc_oplog_poll() says where record seq stands: 0 durable, 1 not
+ * settled yet, MC_ERR_PERSISTENT_FAIL lost (see Failures),
+ * MC_ERR_INVALID_PARAMS never appended.  mc_oplog_waiters_add() counts the
+ * parked waiters (+1 when one parks for seq, -1 when it is settled or given up):
+ * the flusher's group-commit window treats them as it treats the threads
+ * in wait_durable(), and calls the notify function after every batch that
+ * settles records while some are parked.  notify runs on the flusher
+ * thread, without any lock of the log held; it must not call back into the
+ * log's writing side for long (mc_oplog_poll is fine).
+ */
+int mc_oplog_poll(struct mc_oplog *l, uint64_t seq);
+void mc_oplog_waiters_add(struct mc_oplog *l, int delta, uint64_t seq);
+typedef void (*mc_oplog_notify_fn)(void *ctx);
+void mc_oplog_set_notify(struct mc_oplog *l, mc_oplog_notify_fn fn, void *ctx);
+
+/*
+ * Failures.  When writing or syncing a batch fails (state_dir full, EIO),
+ * its records and every record appended after them until the log resumes
+ * are lost: the file is cut back to the last durable record (so that a
+ * restart does not replay a record that was answered as failed), their
+ * waiters get MC_ERR_PERSISTENT_FAIL, and every append fails until
+ * mc_oplog_resume().  Before a lost record is reported to its waiters, the
+ * undo function (if set) is called once for it, on the flusher thread, with
+ * no lock of the log held (it may append: that fails while the log is
+ * failed), so that the caller takes back in memory what will not survive.
+ * Sequence numbers are never reused: the lost ones stay lost.
+ *
+ * mc_oplog_resume(l, covered): the caller has made a snapshot of its whole
+ * state that holds every mutation up to covered (>= mc_oplog_last_seq, and
+ * the lost records' mutations as they stand in memory after the undo).  The
+ * log starts a new file at the next seq and removes the older files (the
+ * snapshot replaces them), then accepts appends again.  0, or
+ * MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS (not failed, or lost records not
+ * settled yet: try again), or the error of creating the file (the log stays
+ * failed).  mc_oplog_failed() is 0 or the failure (MC_ERR_PERSISTENT_FAIL)
+ * and writes its reason into why (may be NULL).
+ */
+typedef void (*mc_oplog_undo_fn)(void *ctx, uint64_t seq, uint16_t type, const void *rec,
+				 uint32_t len);
+void mc_oplog_set_undo(struct mc_oplog *l, mc_oplog_undo_fn fn, void *ctx);
+int mc_oplog_failed(struct mc_oplog *l, char *why, size_t n);
+int mc_oplog_resume(struct mc_oplog *l, uint64_t covered);
 
 /* The last sequence appended (0 if none). */
 uint64_t mc_oplog_last_seq(struct mc_oplog *l);
@@ -149,6 +193,10 @@ struct mc_oplog_stats {
 	uint64_t durable_seq;		/* every record <= this is on disk */
 	uint64_t flushes;		/* batches written (group commits) */
 	uint64_t blocked;		/* appends that waited for buffer space */
+	uint64_t failures;		/* failed batches (write or fsync errors) */
+	uint64_t lost;			/* records lost to them */
+	uint64_t resumes;		/* mc_oplog_resume() that succeeded */
+	bool failed;			/* failed now, until resumed */
 };
 void mc_oplog_get_stats(struct mc_oplog *l, struct mc_oplog_stats *ret);
 

@@ -249,14 +249,36 @@ static void apply_retention(struct mc_snapshots *s)
 	free(ids);
 }
 
+static int take_locked(struct mc_snapshots *s, bool resume, struct mc_snapshot_info *ret);
+
 int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
+{
+	pthread_mutex_lock(&s->lock);
+	return take_locked(s, false, ret);
+}
+
+int mc_snapshot_take_resume(struct mc_snapshots *s, struct mc_snapshot_info *ret)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->oplog || !mc_oplog_failed(s->oplog, NULL, 0)) {
+		pthread_mutex_unlock(&s->lock);
+		return MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+	}
+	return take_locked(s, true, ret);
+}
+
+/* Takes one snapshot under s->lock, which it releases.  A snapshot holds
+ * every mutation up to its oplog position, durable or not yet: it stays
+ * only if they all are (else a snapshot would make durable what was
+ * answered as failed), or, with resume, it is the one that resumes a
+ * failed log (whose lost records were undone in memory before). */
+static int take_locked(struct mc_snapshots *s, bool resume, struct mc_snapshot_info *ret)
 {
 	uint64_t *ids;
 	uint32_t n;
 	int r, status;
 	char path[4200];
 
-	pthread_mutex_lock(&s->lock);
 	if ((r = list_ids(s->dir, &ids, &n)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return r;
@@ -283,15 +305,28 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 	if (pid < 0) {
 		int e = errno;
 		pthread_mutex_unlock(&s->lock);
-		slog(s->log, LOG_ERR, "snapshot %" PRIu64 ": fork: %s", id, strerror(e));
+		if (!resume)   /* resume attempts repeat every second: the watch logs */
+			slog(s->log, LOG_ERR, "snapshot %" PRIu64 ": fork: %s", id, strerror(e));
 		return mc_err_from_errno(e);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		pthread_mutex_unlock(&s->lock);
-		slog(s->log, LOG_ERR, "snapshot %" PRIu64 " failed (writer status %d)", id, status);
+		if (!resume)
+			slog(s->log, LOG_ERR, "snapshot %" PRIu64 " failed (writer status %d)", id, status);
 		return MC_ERR_PERSISTENT_FAIL;
+	}
+	if (s->oplog && !resume && mc_oplog_wait_durable(s->oplog, seq) < 0) {
+		unlink(path);
+		pthread_mutex_unlock(&s->lock);
+		slog(s->log, LOG_ERR, "snapshot %" PRIu64 " dropped: the oplog lost records it holds", id);
+		return MC_ERR_PERSISTENT_FAIL;
+	}
+	if (resume && (r = mc_oplog_resume(s->oplog, seq)) < 0) {
+		unlink(path);
+		pthread_mutex_unlock(&s->lock);
+		return r;
 	}
 	struct mc_snapshot_info info;
 	char why[256];
@@ -378,20 +413,54 @@ int mc_snapshot_take_json(void *ctx, json_t **ret_object)
 
 /* ---- the periodic thread --------------------------------------------------------------------- */
 
+/* The oplog's failures (oplog.h): one log line when it fails, one when a
+ * snapshot has resumed it; between them a resume is tried every second. */
+static void watch_oplog(struct mc_snapshots *s, bool *failed)
+{
+	char why[256];
+	struct mc_snapshot_info info;
+	if (!s->oplog || !mc_oplog_failed(s->oplog, why, sizeof(why)))
+		return;
+	if (!*failed)
+		slog(s->log, LOG_ERR, "%s: mutations are refused (PERSISTENT_FAIL) until a snapshot "
+		     "can be written and the oplog resumes; free space in the state_dir (retried "
+		     "every second)", why);
+	*failed = true;
+	if (mc_snapshot_take_resume(s, &info) == 0) {
+		slog(s->log, LOG_NOTICE, "oplog resumed after snapshot %" PRIu64 " (position %" PRIu64
+		     "): mutations are accepted again", info.id, info.oplog_seq);
+		*failed = false;
+	}
+}
+
 static void *snap_thread(void *arg)
 {
 	struct mc_snapshots *s = arg;
+	uint64_t next = s->interval_s ? mc_now_ms() + s->interval_s * 1000u : UINT64_MAX;
+	bool failed = false;
 	pthread_mutex_lock(&s->wake_lock);
 	while (!s->stop) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)s->interval_s;
+		uint64_t now = mc_now_ms(), wait_ms = next > now ? next - now : 0;
+		if (s->oplog && wait_ms > 1000)
+			wait_ms = 1000;   /* the oplog watch's tick */
+		ts.tv_sec += (time_t)(wait_ms / 1000);
+		ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
 		while (!s->stop && pthread_cond_timedwait(&s->wake, &s->wake_lock, &ts) == 0)
 			;
 		if (s->stop)
 			break;
 		pthread_mutex_unlock(&s->wake_lock);
-		mc_snapshot_take(s, NULL);
+		watch_oplog(s, &failed);
+		if (mc_now_ms() >= next) {
+			mc_snapshot_take(s, NULL);
+			next = mc_now_ms() + s->interval_s * 1000u;
+		}
 		pthread_mutex_lock(&s->wake_lock);
 	}
 	pthread_mutex_unlock(&s->wake_lock);
@@ -434,7 +503,7 @@ int mc_snapshots_new(struct mc_meta *m, struct mc_oplog *l, const struct mc_snap
 
 int mc_snapshots_start(struct mc_snapshots *s)
 {
-	if (!s->interval_s)
+	if (!s->interval_s && !s->oplog)
 		return 0;
 	int r = pthread_create(&s->thread, NULL, snap_thread, s);
 	if (r) {

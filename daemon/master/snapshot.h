@@ -5,7 +5,8 @@
  * thread, and recovery (newest valid snapshot, then the oplog after it).
  *
  * Threads: mc_snapshots_start() runs one thread that takes a snapshot every
- * interval_s; mc_snapshot_take() may also be called from any thread (HTTP).
+ * interval_s and, with an oplog, watches it every second (a failed log is
+ * logged once and resumed by mc_snapshot_take_resume()); mc_snapshot_take() may also be called from any thread (HTTP).
  * Takes are serialized by the module's mutex, which also guards every use
  * of sqlite in this process (a fork() must not happen while another thread
  * is inside sqlite).  Lock order: that mutex is taken before any metadata
@@ -50,6 +51,14 @@ struct mc_snapshots *mc_snapshots_free(struct mc_snapshots *s);
 /* Takes one snapshot now (blocks until it is on disk), applies the
  * retention and compacts the oplog up to the oldest snapshot kept. */
 int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret);
+/* The oplog is failed (oplog.h "Failures"): takes a snapshot of the
+ * memory as it stands (lost puts already taken back) and resumes the log
+ * after it.  0, MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS (not failed, or not
+ * settled yet), or why the snapshot or the resume failed (the log stays
+ * failed; try again later).  A plain take while records are not durable
+ * yet waits for them, and drops its file if they are lost. */
+int mc_snapshot_take_resume(struct mc_snapshots *s, struct mc_snapshot_info *ret);
+
 /* Newest first; *ret is malloc'ed (free it). */
 int mc_snapshot_list(struct mc_snapshots *s, struct mc_snapshot_info **ret, uint32_t *ret_n);
 

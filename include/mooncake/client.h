@@ -71,7 +71,33 @@ struct mc_client_opts {
 	const uint8_t *client_id; /* 16 bytes identifying this client (writer of its puts),
 				     or NULL: a random one */
 	bool disable_shm;	  /* never use the co-located shared-memory path */
+	bool cache_descriptors;	  /* hot reads in one round trip (see "Descriptor cache") */
 };
+
+/*
+ * Descriptor cache (cache_descriptors, or MC_CACHE_DESCRIPTORS=1 in the
+ * environment).  A get keeps the master's answer for its key (where the
+ * replicas are, size, checksum) for as long as the read lease that answer
+ * granted holds, less a margin (a quarter of the lease, at least 200 ms),
+ * and reads the next gets of that key straight from the node or the shared
+ * segment, without asking the master.  The lease guarantees the bytes stay
+ * in place: while it holds, the master neither evicts the object nor
+ * reuses its space, and a forced remove keeps the bytes until it ends.
+ * So a reader observes exactly this:
+ *  - a get within the lease returns the bytes of the object the master
+ *    answered for, verified against its checksum, even if another client
+ *    has removed the object (force) or removed it and put a new object
+ *    under the same key since: at most one lease (lease_ttl_ms of the
+ *    master, 5 s by default) after such a change, gets see it;
+ *  - a remove through this client forgets its entry at once (its own gets
+ *    then ask the master);
+ *  - a get past the margin, or whose cached read fails in any way, asks
+ *    the master again (a fresh lease, a fresh entry): never an error that
+ *    an uncached get would not give.
+ * Entries are not renewed in the background: a hot key costs one master
+ * round trip per lease, not one per get.  Without the option every get
+ * asks the master (the behaviour of earlier versions).
+ */
 
 /*
  * Creates a client and connects once to the master (HELLO) to check that it

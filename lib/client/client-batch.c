@@ -5,7 +5,14 @@
  * MC_PROTO_MAX_BODY (BODY_BUDGET, leaving room for the responses, which
  * carry replica descriptors); an invalid key gets INVALID_PARAMS in its
  * status and is left out of the requests.
+ *
+ * A batch put writes its objects in parallel: up to WRITERS threads (the
+ * caller's and WRITERS - 1 started for the chunk) take the objects in turn,
+ * each written to its replicas by mc_write_replicas, so that transfers to
+ * different nodes and objects overlap.  A chunk of less than PAR_MIN_BYTES
+ * in all stays on the caller's thread (starting threads would cost more).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +100,51 @@ static bool put_valid(size_t i, void *ctx)
 	return true;
 }
 
+#define WRITERS       4
+#define PAR_MIN_BYTES (256u << 10)
+
+/* The writes of one chunk, shared by its writer threads. */
+struct writes {
+	struct mc_client *c;
+	const struct mc_msg_batch_put_item *items;
+	const void *const *bufs;
+	const size_t *lens;
+	const size_t *idx;
+	uint32_t n;
+	uint32_t next;		/* atomic: the next item to take */
+	int *res;		/* per item: 1 nothing to write, else the write's result */
+	uint64_t *sums;
+};
+
+static void *writes_run(void *arg)
+{
+	struct writes *w = arg;
+	for (;;) {
+		uint32_t j = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+		if (j >= w->n)
+			return NULL;
+		if (w->res[j] != 0)
+			continue;
+		const struct mc_msg_batch_put_item *it = &w->items[j];
+		size_t i = w->idx[j];
+		w->res[j] = mc_write_replicas(w->c, it->replicas, it->n_replicas, w->bufs[i],
+					      w->lens[i], &w->sums[j], NULL, NULL);
+	}
+}
+
+/* Runs the writes (res[j] == 0) on up to WRITERS threads. */
+static void writes_all(struct writes *w, uint64_t bytes, uint32_t todo)
+{
+	pthread_t th[WRITERS - 1];
+	unsigned started = 0, want = todo < WRITERS ? todo : WRITERS;
+	if (bytes >= PAR_MIN_BYTES)
+		while (started + 1 < want && pthread_create(&th[started], NULL, writes_run, w) == 0)
+			started++;
+	writes_run(w);
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+}
+
 static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *bufs,
 		     const size_t *lens, const struct mc_msg_put_config *cfg, bool exclusive,
 		     int *status, uint64_t *sizes, struct mc_msg_put_end_item *ends,
@@ -116,29 +168,49 @@ static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *b
 		return r;
 	}
 	/* Writes; the response points into cn, which stays ours until the end. */
+	int *res = calloc(ch->n ? ch->n : 1, sizeof(*res));
+	uint64_t *sums = calloc(ch->n ? ch->n : 1, sizeof(*sums));
+	if (!res || !sums) {
+		free(res);
+		free(sums);
+		mc_pool_put(&c->mpool, cn);   /* the puts expire (put_discard_timeout_ms) */
+		return MC_ERR_NO_MEMORY;
+	}
+	uint64_t bytes = 0;
+	uint32_t todo = 0;
 	for (uint32_t j = 0; j < ch->n; j++) {
 		size_t i = ch->idx[j];
 		const struct mc_msg_batch_put_item *it = &p.items[j];
 		if (it->status == MC_ERR_OBJECT_ALREADY_EXISTS) {
 			status[i] = exclusive ? it->status : 0;
-			continue;
-		}
-		if (it->status) {
+			res[j] = 1;
+		} else if (it->status) {
 			status[i] = it->status;
-			continue;
+			res[j] = 1;
+		} else {
+			bytes += lens[i];
+			todo++;
 		}
-		uint64_t sum = 0;
-		int w = mc_write_replicas(c, it->replicas, it->n_replicas, bufs[i], lens[i], &sum,
-					  NULL, NULL);
+	}
+	struct writes wr = { .c = c, .items = p.items, .bufs = bufs, .lens = lens,
+			     .idx = ch->idx, .n = ch->n, .res = res, .sums = sums };
+	writes_all(&wr, bytes, todo);
+	for (uint32_t j = 0; j < ch->n; j++) {
+		size_t i = ch->idx[j];
+		int w = res[j];
+		if (w == 1)
+			continue;
 		if (w == 0) {
 			ends[nend] = (struct mc_msg_put_end_item){
-				.key = ch->keys[j], .has_checksum = true, .checksum = sum };
+				.key = ch->keys[j], .has_checksum = true, .checksum = sums[j] };
 			end_idx[nend++] = i;	/* nend <= j: overwrites consumed entries only */
 		} else {
 			status[i] = w;
 			revokes[nrev++] = ch->keys[j];
 		}
 	}
+	free(res);
+	free(sums);
 	if (nend) {
 		struct mc_msg_batch_put_end_req e = { .client_id = c->id, .tenant = tenant,
 						      .n_items = nend, .items = ends };

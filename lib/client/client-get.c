@@ -68,6 +68,33 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 
 #define GET_OPTS_MIN_SZ (offsetof(struct mc_get_opts, progress_ctx) + sizeof(void *))
 
+/* A get from the descriptor cache (client-cache.c): 0, or < 0 when the key
+ * is not cached or the read did not succeed (then the master is asked). */
+static int get_cached(struct mc_client *c, const void *key, size_t klen, void *buf, size_t cap,
+		      void **ret_buf, size_t *ret_len, const struct mc_get_opts *o)
+{
+	struct mc_dcache_entry e;
+	void *mine = NULL;
+	if (!c->dcache || !mc_dcache_get(c->dcache, key, klen, &e))
+		return MC_ERR_OBJECT_NOT_FOUND;
+	if (buf && e.size > cap)
+		return MC_ERR_BUFFER_OVERFLOW;
+	if (!buf && (e.size > SIZE_MAX || !(buf = mine = malloc(e.size ? e.size : 1))))
+		return MC_ERR_NO_MEMORY;
+	struct mc_progress pg = { .fn = o->progress, .ctx = o->progress_ctx, .total = e.size };
+	int r = mc_read_object(c, e.reps, e.nrep, e.size, e.has_checksum, e.checksum,
+			       e.query_ms, e.lease_ms, buf, &pg);
+	if (r < 0) {
+		mc_dcache_drop(c->dcache, key, klen);
+		free(mine);
+		return r;
+	}
+	*ret_len = e.size;
+	if (ret_buf)
+		*ret_buf = mine;
+	return 0;
+}
+
 /* buf NULL: allocate (*ret_buf).  opts may be NULL. */
 static int get(struct mc_client *c, const void *key, size_t klen, void *buf, size_t cap,
 	       void **ret_buf, size_t *ret_len, const struct mc_get_opts *opts)
@@ -87,11 +114,14 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 	struct mc_conn *cn = NULL;
 	void *mine = NULL;
 	int r;
+	if (get_cached(c, key, klen, buf, cap, ret_buf, ret_len, &o) == 0)
+		return 0;
 	/* A read that outlived its lease (typically a failover: the first node
 	 * did not answer in time) is redone once under a fresh lease; the node
 	 * that failed is then tried last. */
+	uint64_t t0 = 0;
 	for (int attempt = 0;; attempt++) {
-		uint64_t t0 = mc_now_ms();
+		t0 = mc_now_ms();
 		r = mc_pool_call(&c->mpool, &cn, MC_OP_GET_REPLICA_LIST, &q, &p, NULL);
 		if (r == 0) {
 			if (buf && p.size > cap)
@@ -117,6 +147,7 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 		*ret_len = p.size;
 		if (ret_buf)
 			{ *ret_buf = mine; mine = NULL; }
+		mc_dcache_put(c->dcache, key, klen, &p, t0);
 	}
 	mc_pool_put(&c->mpool, cn);
 	free(mine);

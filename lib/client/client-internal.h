@@ -9,6 +9,7 @@
  *   client-put.c    put, put_from
  *   client-get.c    get, get_into
  *   client-batch.c  the batch forms
+ *   client-cache.c  the descriptor cache of hot reads (cache_descriptors)
  */
 #ifndef MC_CLIENT_INTERNAL_H
 #define MC_CLIENT_INTERNAL_H
@@ -84,6 +85,30 @@ struct mc_regbuf {
 	size_t len;
 };
 
+/* client-cache.c: a GET_REPLICA_LIST answer kept while its lease holds. */
+#define CACHE_MAX_REPS 4u
+struct mc_dcache_entry {
+	uint64_t hash;
+	uint32_t klen, nrep;		/* nrep 0: empty slot */
+	uint8_t key[128];
+	uint64_t size, checksum;
+	bool has_checksum;
+	uint64_t query_ms, lease_ms;	/* when the lookup was sent, the lease it got */
+	uint64_t until_ms;		/* serves reads until then (a margin before the lease ends) */
+	struct mc_replica_desc reps[CACHE_MAX_REPS];
+	char ep[CACHE_MAX_REPS][MC_MAX_SEGMENT_NAME + 1];	/* the endpoints' bytes */
+};
+struct mc_dcache;
+int mc_dcache_new(struct mc_dcache **ret);
+void mc_dcache_free(struct mc_dcache *d);
+/* Keeps a copy of p (memory replicas only, short keys only); d NULL: no-op. */
+void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
+		   const struct mc_msg_get_replica_list_resp *p, uint64_t query_ms);
+/* A copy of key's entry while it serves reads (its endpoints point into *ret). */
+bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
+		   struct mc_dcache_entry *ret);
+void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
+
 struct mc_client {
 	char master[MC_MAX_SEGMENT_NAME + 8];
 	char tenant[MC_MAX_TENANT_LEN + 1];
@@ -97,6 +122,7 @@ struct mc_client {
 	pthread_mutex_t bufs_mu;
 	struct mc_regbuf *bufs;
 	size_t nbufs, bufs_cap;
+	struct mc_dcache *dcache;	/* NULL: descriptors are not cached */
 };
 
 static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)

@@ -83,6 +83,12 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	const char *ds = getenv("MC_DISABLE_SHM");
 	c->use_shm = !o.disable_shm && !(ds && *ds && strcmp(ds, "0") != 0);
 	c->test_read_delay_ms = env_u64("MC_TEST_READ_DELAY_MS");
+	const char *dc = getenv("MC_CACHE_DESCRIPTORS");
+	bool cache = o.cache_descriptors || (dc && *dc && strcmp(dc, "0") != 0);
+	if (cache && mc_dcache_new(&c->dcache) < 0) {
+		free(c);
+		return MC_ERR_NO_MEMORY;
+	}
 	pthread_mutex_init(&c->nodes_mu, NULL);
 	pthread_mutex_init(&c->bufs_mu, NULL);
 	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms);
@@ -104,6 +110,7 @@ MC_API void mc_client_free(struct mc_client *c)
 	if (!c)
 		return;
 	mc_client_nodes_free(c);
+	mc_dcache_free(c->dcache);
 	mc_pool_destroy(&c->mpool);
 	pthread_mutex_destroy(&c->nodes_mu);
 	pthread_mutex_destroy(&c->bufs_mu);
@@ -237,6 +244,7 @@ MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool for
 				       .force = force };
 	struct mc_msg_remove_resp p;
 	struct mc_conn *cn = NULL;
+	mc_dcache_drop(c->dcache, key, klen);
 	int r = mc_pool_call(&c->mpool, &cn, MC_OP_REMOVE, &q, &p, NULL);
 	mc_pool_put(&c->mpool, cn);
 	return r;

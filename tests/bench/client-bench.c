@@ -12,6 +12,7 @@
  * "client-bench <metric> <value> <unit>" lines.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +25,53 @@
 static struct mc_client *C;
 static int SECONDS;
 
+/* Latency samples per thread (the first MAXLAT of each phase). */
+#define MAXLAT 200000u
+
 struct worker {
 	pthread_t th;
 	int id;
 	uint64_t puts, gets, errors;
 	double put_s, get_s;
+	uint32_t *lat_put, *lat_get;	/* ns, up to MAXLAT each */
+	uint32_t nlat_put, nlat_get;
 };
+
+static void lat_add(uint32_t *v, uint32_t *n, uint64_t ns)
+{
+	if (v && *n < MAXLAT)
+		v[(*n)++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+static int u32cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Prints p50/p99/p999 of every thread's samples of one phase, in us. */
+static void lat_print(struct worker *w, int conc, bool put)
+{
+	size_t n = 0, k = 0;
+	for (int i = 0; i < conc; i++)
+		n += put ? w[i].nlat_put : w[i].nlat_get;
+	uint32_t *all = malloc((n ? n : 1) * sizeof(*all));
+	if (!all)
+		return;
+	for (int i = 0; i < conc; i++) {
+		uint32_t m = put ? w[i].nlat_put : w[i].nlat_get;
+		memcpy(all + k, put ? w[i].lat_put : w[i].lat_get, m * sizeof(*all));
+		k += m;
+	}
+	qsort(all, n, sizeof(*all), u32cmp);
+	if (n) {
+		const char *op = put ? "put4k" : "get4k";
+		printf("client-bench %s_c%d_p50 %.1f us\n", op, conc, all[n / 2] / 1e3);
+		printf("client-bench %s_c%d_p99 %.1f us\n", op, conc, all[n * 99 / 100] / 1e3);
+		printf("client-bench %s_c%d_p999 %.1f us\n", op, conc, all[n * 999 / 1000] / 1e3);
+	}
+	free(all);
+}
 
 static void *small_main(void *arg)
 {
@@ -40,21 +82,27 @@ static void *small_main(void *arg)
 
 	memset(val, 'v', sizeof(val));
 	uint64_t t0 = mc_now_ns(), end = t0 + (uint64_t)SECONDS * 500000000u;
-	while (mc_now_ns() < end) {
+	for (uint64_t t = t0; t < end;) {
 		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, n++);
 		if (mc_put(C, key, strlen(key), val, sizeof(val), NULL) == 0)
 			w->puts++;
 		else
 			w->errors++;
+		uint64_t u = mc_now_ns();
+		lat_add(w->lat_put, &w->nlat_put, u - t);
+		t = u;
 	}
 	uint64_t t1 = mc_now_ns();
 	end = t1 + (uint64_t)SECONDS * 500000000u;
-	for (uint64_t i = 0; mc_now_ns() < end; i = (i + 1) % n) {
+	for (uint64_t i = 0, t = t1; t < end; i = (i + 1) % n) {
 		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
 		if (mc_get_into(C, key, strlen(key), out, sizeof(out), &len) == 0)
 			w->gets++;
 		else
 			w->errors++;
+		uint64_t u = mc_now_ns();
+		lat_add(w->lat_get, &w->nlat_get, u - t);
+		t = u;
 	}
 	uint64_t t2 = mc_now_ns();
 	w->put_s = (double)(t1 - t0) / 1e9;
@@ -74,6 +122,8 @@ static int run_small(int conc)
 	uint64_t errors = 0;
 	for (int i = 0; i < conc; i++) {
 		w[i].id = i;
+		w[i].lat_put = malloc(MAXLAT * sizeof(uint32_t));
+		w[i].lat_get = malloc(MAXLAT * sizeof(uint32_t));
 		pthread_create(&w[i].th, NULL, small_main, &w[i]);
 	}
 	for (int i = 0; i < conc; i++) {
@@ -86,6 +136,12 @@ static int run_small(int conc)
 	printf("client-bench get4k_c%d %.0f ops/s\n", conc, gets);
 	if (errors)
 		printf("client-bench errors_c%d %" PRIu64 " ops\n", conc, errors);
+	lat_print(w, conc, true);
+	lat_print(w, conc, false);
+	for (int i = 0; i < conc; i++) {
+		free(w[i].lat_put);
+		free(w[i].lat_get);
+	}
 	free(w);
 	return errors ? 1 : 0;
 }

@@ -617,6 +617,100 @@ static void test_progress(void **state)
 
 /* ---- batch and list ------------------------------------------------------------ */
 
+/* The descriptor cache (client.h "Descriptor cache"): a cached get reads
+ * without asking the master, so within the lease it still returns the
+ * leased bytes after another client's forced remove, while an uncached
+ * client sees the remove; the client's own remove forgets the entry; past
+ * the lease (less the margin) the master is asked again. */
+static void test_descriptor_cache(void **state)
+{
+	NEED_NODE();
+	for (int shm = 0; shm < 2; shm++) {
+		struct mc_client_opts o = { .sz = sizeof(o), .master = master_addr,
+					    .timeout_ms = 30000, .disable_shm = !shm,
+					    .cache_descriptors = true };
+		struct mc_client *c1 = NULL, *c2 = client(NULL, shm);
+		assert_int_equal(mc_client_new(&o, &c1), 0);
+		uint8_t v[4096], out[4096];
+		size_t len;
+		const char *k = shm ? "dc-shm" : "dc-tcp";
+		fill(v, sizeof(v), 31 + (uint64_t)shm);
+		assert_int_equal(mc_put(c2, k, strlen(k), v, sizeof(v), NULL), 0);
+		assert_int_equal(mc_get_into(c1, k, strlen(k), out, sizeof(out), &len), 0);
+		assert_int_equal(mc_remove(c2, k, strlen(k), true), 0);
+		assert_int_equal(mc_get_into(c2, k, strlen(k), out, sizeof(out), &len),
+				 MC_ERR_OBJECT_NOT_FOUND);
+		memset(out, 0, sizeof(out));
+		assert_int_equal(mc_get_into(c1, k, strlen(k), out, sizeof(out), &len), 0);
+		assert_int_equal(len, sizeof(v));
+		assert_memory_equal(out, v, sizeof(v));	/* the leased bytes */
+		void *b = NULL;
+		assert_int_equal(mc_get(c1, k, strlen(k), &b, &len), 0);
+		assert_memory_equal(b, v, sizeof(v));
+		mc_buf_free(b);
+		/* its own remove forgets the entry */
+		assert_int_equal(mc_remove(c1, k, strlen(k), true), MC_ERR_OBJECT_NOT_FOUND);
+		assert_int_equal(mc_get_into(c1, k, strlen(k), out, sizeof(out), &len),
+				 MC_ERR_OBJECT_NOT_FOUND);
+		/* past the lease (10 s, the master's default) the master answers again */
+		assert_int_equal(mc_put(c2, k, strlen(k), v, sizeof(v), NULL), 0);
+		assert_int_equal(mc_get_into(c1, k, strlen(k), out, sizeof(out), &len), 0);
+		uint64_t t0 = now_ms();
+		assert_int_equal(mc_remove(c2, k, strlen(k), true), 0);
+		while (shm == 0 && now_ms() - t0 < 10000 &&
+		       mc_get_into(c1, k, strlen(k), out, sizeof(out), &len) == 0)
+			usleep(50000);
+		if (shm == 0) {
+			assert_int_equal(mc_get_into(c1, k, strlen(k), out, sizeof(out), &len),
+					 MC_ERR_OBJECT_NOT_FOUND);
+			assert_true(now_ms() - t0 < 10000);	/* within one lease */
+		}
+		mc_client_free(c1);
+		mc_client_free(c2);
+	}
+}
+
+/* A batch put large enough to write its objects on several threads (TCP
+ * and shared memory): every object reads back whole, its checksum (taken
+ * by whichever thread wrote it) verified by the get. */
+static void test_batch_parallel(void **state)
+{
+	NEED_NODE();
+	enum { N = 12, SZ = 128 << 10 };
+	for (int shm = 0; shm < 2; shm++) {
+		struct mc_client *c = client(NULL, shm);
+		const void *keys[N], *vals[N];
+		void *outs[N];
+		size_t klens[N], lens[N], caps[N];
+		int st[N];
+		char names[N][32];
+		uint8_t *data = malloc((size_t)N * SZ), *out = calloc(N, SZ);
+		fill(data, (size_t)N * SZ, 23 + (uint32_t)shm);
+		for (int i = 0; i < N; i++) {
+			klens[i] = (size_t)snprintf(names[i], 32, "par-%d-%02d", shm, i);
+			keys[i] = names[i];
+			vals[i] = data + (size_t)i * SZ;
+			lens[i] = SZ;
+			outs[i] = out + (size_t)i * SZ;
+			caps[i] = SZ;
+		}
+		assert_int_equal(mc_batch_put(c, N, keys, klens, vals, lens, NULL, st), 0);
+		for (int i = 0; i < N; i++)
+			assert_int_equal(st[i], 0);
+		assert_int_equal(mc_batch_get_into(c, N, keys, klens, outs, caps, lens, st), 0);
+		for (int i = 0; i < N; i++) {
+			assert_int_equal(st[i], 0);
+			assert_int_equal(lens[i], SZ);
+		}
+		assert_memory_equal(out, data, (size_t)N * SZ);
+		for (int i = 0; i < N; i++)
+			assert_int_equal(mc_remove(c, keys[i], klens[i], true), 0);
+		free(data);
+		free(out);
+		mc_client_free(c);
+	}
+}
+
 static void test_batch(void **state)
 {
 	NEED_NODE();
@@ -782,6 +876,8 @@ int main(void)
 		cmocka_unit_test(test_exclusive),
 		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_batch_parallel),
+		cmocka_unit_test(test_descriptor_cache),
 		cmocka_unit_test(test_threads),
 	};
 	signal(SIGPIPE, SIG_IGN);

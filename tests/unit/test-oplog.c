@@ -714,6 +714,86 @@ static void test_eio_sticky(void **state)
 	mc_oplog_close(l);
 }
 
+struct undo_log {
+	uint64_t seqs[16];
+	int n;
+};
+
+static void undo_rec(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct undo_log *u = ctx;
+	(void)type, (void)rec, (void)len;
+	if (u->n < 16)
+		u->seqs[u->n++] = seq;
+}
+
+/* A failed batch: its records are undone (once each) before their waiters
+ * hear PERSISTENT_FAIL, the file is cut back, appends fail until resume;
+ * after resume the lost seqs stay lost, new records are durable, and a
+ * reopen replays exactly the durable ones (contiguous files). */
+static void test_fail_resume(void **state)
+{
+	struct fixture *f = *state;
+	struct mc_oplog_config cfg = { .sync = true };
+	struct mc_oplog *l = open_ok(f->dir, &cfg, NULL);
+	struct undo_log u = { 0 };
+	struct mc_oplog_stats st;
+	char why[128];
+	uint64_t s1, s2, s3, s4;
+
+	mc_oplog_set_undo(l, undo_rec, &u);
+	s1 = append_ok(l, 1, "ok", 2);
+	assert_int_equal(mc_oplog_wait_durable(l, s1), 0);
+	assert_int_equal(mc_oplog_poll(l, s1), 0);
+	char *seg = th_seg_path(f->dir, 1);
+	int fd = find_fd(seg), full = open("/dev/full", O_WRONLY);
+	int saved = dup(fd);
+	assert_true(fd >= 0 && full >= 0 && saved >= 0);
+	assert_int_equal(dup2(full, fd), fd);	/* writes now fail with ENOSPC */
+	close(full);
+	s2 = append_ok(l, 2, "lost", 4);
+	s3 = append_ok(l, 2, "lost2", 5);
+	assert_int_equal(mc_oplog_wait_durable(l, s3), MC_ERR_PERSISTENT_FAIL);
+	assert_int_equal(mc_oplog_poll(l, s2), MC_ERR_PERSISTENT_FAIL);
+	assert_int_equal(u.n, 2);
+	assert_int_equal(u.seqs[0], s2);
+	assert_int_equal(u.seqs[1], s3);
+	assert_int_equal(mc_oplog_failed(l, why, sizeof(why)), MC_ERR_PERSISTENT_FAIL);
+	assert_non_null(strstr(why, "No space left"));
+	assert_int_equal(mc_oplog_append(l, 3, "x", 1, &s4), MC_ERR_PERSISTENT_FAIL);
+	mc_oplog_get_stats(l, &st);
+	assert_true(st.failed);
+	assert_int_equal(st.failures, 1);
+	assert_int_equal(st.lost, 2);
+	/* space is back */
+	assert_int_equal(dup2(saved, fd), fd);
+	close(saved);
+	assert_int_equal(mc_oplog_resume(l, s3 - 1), MC_ERR_INVALID_PARAMS);	/* not covered */
+	assert_int_equal(mc_oplog_resume(l, s3), 0);
+	assert_int_equal(mc_oplog_failed(l, NULL, 0), 0);
+	s4 = append_ok(l, 4, "new", 3);
+	assert_true(s4 > s3);
+	assert_int_equal(mc_oplog_wait_durable(l, s4), 0);
+	assert_int_equal(mc_oplog_poll(l, s2), MC_ERR_PERSISTENT_FAIL);	/* still lost */
+	assert_int_equal(mc_oplog_wait_durable(l, s3), MC_ERR_PERSISTENT_FAIL);
+	assert_int_equal(u.n, 2);
+	mc_oplog_get_stats(l, &st);
+	assert_false(st.failed);
+	assert_int_equal(st.resumes, 1);
+	mc_oplog_close(l);
+	free(seg);
+
+	/* the snapshot covers <= s3; the log holds the new record only */
+	struct mc_oplog_recovery rec;
+	l = open_ok(f->dir, &cfg, &rec);
+	assert_int_equal(rec.records, 1);
+	assert_int_equal(rec.first_seq, s4);
+	assert_int_equal(rec.last_seq, s4);
+	assert_int_equal(rec.truncated_bytes, 0);
+	assert_int_equal(count_files(f->dir), 1);
+	mc_oplog_close(l);
+}
+
 static void set_version(const char *path, uint32_t v)
 {
 	size_t len = 0;
@@ -871,6 +951,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eio_sticky, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fail_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_contiguous, setup, teardown),

@@ -95,9 +95,55 @@ static int setup_oplog(void **state)
 	return 0;
 }
 
+static void wake_srv(void *srv)
+{
+	mc_rpc_server_wake(srv);
+}
+
+/* setup_oplog, with the server parking durable replies (as the master runs
+ * it) instead of blocking its workers; window_us: the group-commit window. */
+static int start_parked(void **state, uint32_t window_us)
+{
+	setup_oplog(state);
+	struct fixture *f = *state;
+	struct mc_rpc_handlers h;
+	if (window_us != 300000) {
+		char dir[96];
+		struct mc_oplog_config oc = { .sync = true, .flush_interval_us = window_us };
+		mc_meta_set_oplog(f->meta, NULL);
+		mc_oplog_close(f->oplog);
+		snprintf(dir, sizeof(dir), "%s/oplog", f->state_dir);
+		assert_int_equal(mc_oplog_open_local(dir, &oc, &f->oplog, NULL), 0);
+		mc_meta_set_oplog(f->meta, f->oplog);
+		f->rpc.oplog = f->oplog;
+	}
+	f->srv = mc_rpc_server_stop(f->srv);
+	mc_master_rpc_handlers(&h);
+	struct mc_rpc_server_config c = { .address = "127.0.0.1", .port = 0, .workers = 2,
+					  .defer_poll = mc_master_rpc_defer_poll,
+					  .defer_count = mc_master_rpc_defer_count,
+					  .defer_ctx = &f->rpc };
+	assert_int_equal(mc_rpc_server_start(&c, &h, &f->rpc, &f->srv), 0);
+	f->port = mc_rpc_server_port(f->srv);
+	mc_oplog_set_notify(f->oplog, wake_srv, f->srv);
+	return 0;
+}
+
+static int setup_parked(void **state)
+{
+	return start_parked(state, 300000);
+}
+
+static int setup_parked_fast(void **state)
+{
+	return start_parked(state, 200);
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
+	if (f->oplog)
+		mc_oplog_set_notify(f->oplog, NULL, NULL);
 	f->srv = mc_rpc_server_stop(f->srv);
 	if (f->oplog) {
 		mc_meta_set_oplog(f->meta, NULL);
@@ -904,6 +950,162 @@ static void test_stop_with_open_connections(void **state)
 	close(b);
 }
 
+/* Parked replies under load: threads pipeline PutStart, PutEnd,
+ * GetReplicaList and Remove of their own keys on their own connections
+ * while the flusher settles tickets and wakes the workers.  Every response
+ * comes back in order, with its id and status 0; a GetReplicaList behind a
+ * parked PutEnd sees the object; nothing stays parked; one thread's worker
+ * kept serving while replies were parked (parked_total > 0).  Run under
+ * TSan by make test-tsan. */
+#define PS_THREADS 16
+#define PS_ROUNDS 40
+
+struct pstress {
+	struct fixture *f;
+	int t;
+	int bad;
+};
+
+static void *pstress_main(void *arg)
+{
+	struct pstress *p = arg;
+	int fd = conn(p->f);
+	char key[32];
+	uint32_t id = (uint32_t)p->t << 20;
+	for (int r = 0; r < PS_ROUNDS && !p->bad; r++) {
+		snprintf(key, sizeof(key), "ps-%d-%d", p->t, r);
+		struct mc_msg_put_start_req ps = { .client_id = uid(7), .key = mc_bytes_str(key),
+						   .size = 4096, .config = { .replica_num = 1 } };
+		struct mc_msg_put_end_req pe = { .client_id = uid(7), .key = ps.key };
+		struct mc_msg_get_replica_list_req gr = { .key = ps.key };
+		struct mc_msg_remove_req rm = { .key = ps.key, .force = true };
+		uint16_t ops[4] = { MC_OP_PUT_START, MC_OP_PUT_END, MC_OP_GET_REPLICA_LIST,
+				    MC_OP_REMOVE };
+		const void *reqs[4] = { &ps, &pe, &gr, &rm };
+		for (int i = 0; i < 4; i++)
+			send_req(fd, ops[i], id + (uint32_t)i, reqs[i]);
+		for (int i = 0; i < 4; i++) {
+			struct resp x;
+			if (recv_resp(fd, &x) < 0 || x.hdr.req_id != id + (uint32_t)i ||
+			    x.hdr.opcode != ops[i] || x.hdr.status != 0)
+				p->bad = 1;
+			resp_free(&x);
+		}
+		id += 4;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void test_parked_stress(void **state)
+{
+	struct fixture *f = *state;
+	int fd = conn(f);
+	struct mc_msg_mount_segment_req ms = {
+		.client_id = uid(7),
+		.segment = { .id = uid(80), .name = mc_bytes_str("seg-ps"),
+			     .host = mc_bytes_str("127.0.0.1"), .base = 1ull << 40,
+			     .size = 256u << 20, .endpoint = mc_bytes_str("127.0.0.1:50061") },
+	};
+	assert_int_equal(rpc0(fd, MC_OP_MOUNT_SEGMENT, &ms), 0);
+	struct pstress p[PS_THREADS];
+	pthread_t th[PS_THREADS];
+	for (int i = 0; i < PS_THREADS; i++) {
+		p[i] = (struct pstress){ .f = f, .t = i };
+		assert_int_equal(pthread_create(&th[i], NULL, pstress_main, &p[i]), 0);
+	}
+	for (int i = 0; i < PS_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(p[i].bad, 0);
+	}
+	struct mc_rpc_stats st;
+	mc_rpc_server_get_stats(f->srv, &st);
+	assert_true(st.parked_total >= PS_THREADS);
+	assert_int_equal(st.parked, 0);
+	struct mc_oplog_stats os;
+	mc_oplog_get_stats(f->oplog, &os);
+	/* group commit across connections: fewer flushes than durable replies */
+	assert_true(os.flushes < st.parked_total);
+	close(fd);
+}
+
+/* A client that half-closes after its requests still gets the parked
+ * replies (in order), then the end of the stream. */
+static void test_parked_half_close(void **state)
+{
+	struct fixture *f = *state;
+	int fd = conn(f);
+	struct mc_msg_mount_segment_req ms = {
+		.client_id = uid(7),
+		.segment = { .id = uid(82), .name = mc_bytes_str("seg-hc"),
+			     .host = mc_bytes_str("127.0.0.1"), .base = 1ull << 40,
+			     .size = 64u << 20, .endpoint = mc_bytes_str("127.0.0.1:50061") },
+	};
+	struct mc_msg_put_start_req ps = { .client_id = uid(7), .key = mc_bytes_str("hc"),
+					   .size = 4096, .config = { .replica_num = 1 } };
+	struct mc_msg_put_end_req pe = { .client_id = uid(7), .key = ps.key };
+	struct mc_msg_ping_req pg = { .client_id = uid(7) };
+	send_req(fd, MC_OP_MOUNT_SEGMENT, 1, &ms);
+	send_req(fd, MC_OP_PUT_START, 2, &ps);
+	send_req(fd, MC_OP_PUT_END, 3, &pe);
+	send_req(fd, MC_OP_PING, 4, &pg);
+	shutdown(fd, SHUT_WR);
+	for (uint32_t i = 1; i <= 4; i++) {
+		struct resp r;
+		assert_int_equal(recv_resp(fd, &r), 0);
+		assert_int_equal(r.hdr.req_id, i);
+		assert_int_equal(r.hdr.status, 0);
+		resp_free(&r);
+	}
+	expect_eof(fd);
+	close(fd);
+	struct mc_rpc_stats st;
+	mc_rpc_server_get_stats(f->srv, &st);
+	assert_true(st.parked_total >= 2);	/* the mount and the PutEnd waited */
+	assert_int_equal(st.parked, 0);
+}
+
+/* A batch of PutEnds costs one flush. */
+static void test_batch_one_flush(void **state)
+{
+	struct fixture *f = *state;
+	int fd = conn(f);
+	struct mc_msg_mount_segment_req ms = {
+		.client_id = uid(7),
+		.segment = { .id = uid(81), .name = mc_bytes_str("seg-b1"),
+			     .host = mc_bytes_str("127.0.0.1"), .base = 1ull << 40,
+			     .size = 64u << 20, .endpoint = mc_bytes_str("127.0.0.1:50061") },
+	};
+	assert_int_equal(rpc0(fd, MC_OP_MOUNT_SEGMENT, &ms), 0);
+	enum { N = 64 };
+	struct mc_bytes keys[N];
+	uint64_t sizes[N];
+	struct mc_msg_put_end_item items[N];
+	char names[N][16];
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "b1-%d", i);
+		keys[i] = mc_bytes_str(names[i]);
+		sizes[i] = 4096;
+		items[i] = (struct mc_msg_put_end_item){ .key = keys[i] };
+	}
+	struct mc_msg_batch_put_start_req bps = { .client_id = uid(7), .n_keys = N, .keys = keys,
+						  .n_sizes = N, .sizes = sizes,
+						  .config = { .replica_num = 1 } };
+	struct mc_oplog_stats a, b;
+	mc_oplog_get_stats(f->oplog, &a);
+	assert_int_equal(rpc0(fd, MC_OP_BATCH_PUT_START, &bps), 0);
+	mc_oplog_get_stats(f->oplog, &b);
+	assert_int_equal(b.appended, a.appended);	/* PutStart logs nothing: no fsync */
+	assert_int_equal(b.flushes, a.flushes);
+	struct mc_msg_batch_put_end_req bpe = { .client_id = uid(7), .n_items = N, .items = items };
+	assert_int_equal(rpc0(fd, MC_OP_BATCH_PUT_END, &bpe), 0);
+	mc_oplog_get_stats(f->oplog, &b);
+	assert_int_equal(b.appended, a.appended + N);
+	assert_int_equal(b.flushes, a.flushes + 1);
+	assert_true(b.durable_seq >= a.durable_seq + N);	/* answered once durable */
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -921,6 +1123,10 @@ int main(void)
 		cmocka_unit_test(test_stop_with_open_connections),
 		cmocka_unit_test(test_durable_flags),
 		cmocka_unit_test_setup_teardown(test_durable_ops, setup_oplog, teardown),
+		cmocka_unit_test_setup_teardown(test_durable_ops, setup_parked, teardown),
+		cmocka_unit_test_setup_teardown(test_parked_stress, setup_parked_fast, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_one_flush, setup_parked, teardown),
+		cmocka_unit_test_setup_teardown(test_parked_half_close, setup_parked, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# tests/bench/durable.sh -- 4 KiB put/get of a real cluster on loopback
+# against Redis configured both ways, every figure from the same run:
+#   durable:  our default (oplog_sync=true: a put is answered once its
+#             record is fsynced)  vs  Redis appendonly yes + appendfsync always
+#   fast:     oplog_sync=false    vs  Redis with its defaults
+# at 1, 16 and 64 clients (TCP data path), with p50/p99/p999 at 16 clients
+# (Redis prints p50 and p99 only), and the fast mode's gets again with the
+# client's descriptor cache (MC_CACHE_DESCRIPTORS=1).  Every figure is the median of RUNS runs
+# (default 5).  Prints "durable <metric> <value> <unit>" and
+# "durable ratio <name> <x>" lines.
+#   MB=DIR: the daemons to measure (default $O/bin), e.g. an older build.
+set -eu
+O=${O:-.output}
+RUNS=${RUNS:-5}
+MB=${MB:-$O/bin}
+SECS=${SECS:-2}
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -f /dev/shm/mooncake-bench-* 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (b > 0) printf "durable ratio %s %.2f\n", n, a / b }'; }
+
+# cluster SYNC: a master (oplog_sync=SYNC) and a node; sets M and cpids.
+cluster() {
+	local mport dport
+	mport=$(free_port); dport=$(free_port)
+	"$MB/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port=0 \
+		--state_dir="$tmp/m-$1" --oplog_sync="$1" --lease_ttl_ms=2000 --log_level=warning \
+		2>"$tmp/master-$1.log" &
+	cpids=($!)
+	sleep 0.2
+	"$MB/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
+		--http_port=0 --segment_size=1G --segments=1 --state_dir="$tmp/n-$1" \
+		2>"$tmp/node-$1.log" &
+	cpids+=($!)
+	pids+=("${cpids[@]}")
+	for _ in $(seq 1 100); do grep -q ready "$tmp/node-$1.log" && break; sleep 0.1; done
+	grep -q ready "$tmp/node-$1.log" || { echo "durable: node not ready" >&2; cat "$tmp/node-$1.log" >&2; exit 1; }
+	M=127.0.0.1:$mport
+}
+stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
+
+# redis NAME ARGS...: a redis-server with ARGS; sets R (its port).
+redis() {
+	local name=$1; shift
+	R=$(free_port)
+	mkdir -p "$tmp/redis-$name"
+	redis-server --port "$R" --bind 127.0.0.1 --dir "$tmp/redis-$name" --daemonize no "$@" \
+		>"$tmp/redis-$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 50); do redis-cli -p "$R" ping >/dev/null 2>&1 && break; sleep 0.1; done
+}
+# rb PORT TEST CONC COLUMN: the median of COLUMN (2 rps, 5 p50, 7 p99 in ms) of RUNS runs
+rb() {
+	for _ in $(seq 1 "$RUNS"); do
+		redis-benchmark -p "$1" -q --csv -t "$2" -d 4096 -c "$3" -n $((5000 + $3 * 500)) -r 100000 |
+			awk -F'"' -v c=$(( $4 * 2 )) 'NR == 2 {print $c}'
+	done | median
+}
+
+redis always --appendonly yes --appendfsync always --save ''
+raw=$R
+redis defaults
+rdef=$R
+
+for mode in true false; do
+	cluster "$mode"
+	name=$([ "$mode" = true ] && echo durable || echo fast)
+	rport=$([ "$mode" = true ] && echo "$raw" || echo "$rdef")
+	for c in 1 16 64; do
+		: > "$tmp/out"
+		for _ in $(seq 1 "$RUNS"); do
+			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
+			sleep 2.2   # the leases end, the removed objects' space comes back
+		done
+		pick() { awk -v m="$1" '$2 == m {print $3}' "$tmp/out" | median; }
+		put=$(pick "put4k_c$c"); get=$(pick "get4k_c$c")
+		rset=$(rb "$rport" set "$c" 2); rget=$(rb "$rport" get "$c" 2)
+		echo "durable ${name}_put4k_c$c $put ops/s"
+		echo "durable ${name}_get4k_c$c $get ops/s"
+		echo "durable redis_${name}_set4k_c$c $rset ops/s"
+		echo "durable redis_${name}_get4k_c$c $rget ops/s"
+		ratio "${name}_put4k_c${c}_vs_redis_set" "$put" "$rset"
+		ratio "${name}_get4k_c${c}_vs_redis_get" "$get" "$rget"
+		if [ "$mode" = false ]; then   # gets with the descriptor cache (client.h)
+			: > "$tmp/out"
+			for _ in $(seq 1 "$RUNS"); do
+				MC_CACHE_DESCRIPTORS=1 MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
+				sleep 2.2
+			done
+			cget=$(pick "get4k_c$c")
+			echo "durable cached_get4k_c$c $cget ops/s"
+			ratio "cached_get4k_c${c}_vs_redis_get" "$cget" "$rget"
+		fi
+		if [ "$c" = 16 ]; then
+			for op in put4k get4k; do
+				for p in p50 p99 p999; do
+					echo "durable ${name}_${op}_c16_$p $(pick "${op}_c16_$p") us"
+				done
+			done
+			for op in set get; do
+				echo "durable redis_${name}_${op}4k_c16_p50 $(awk -v v="$(rb "$rport" "$op" 16 5)" 'BEGIN {print v * 1000}') us"
+				echo "durable redis_${name}_${op}4k_c16_p99 $(awk -v v="$(rb "$rport" "$op" 16 7)" 'BEGIN {print v * 1000}') us"
+			done
+		fi
+	done
+	stop_cluster
+done
