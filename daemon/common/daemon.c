@@ -90,6 +90,7 @@ struct mc_daemon *mc_daemon_new(const struct mc_config_def *def, void *cfg, int 
 
 void mc_daemon_free(struct mc_daemon *d)
 {
+	mc_log_flush();
 	if (!d)
 		return;
 	if (d->ep >= 0)
@@ -143,6 +144,7 @@ int mc_daemon_run(struct mc_daemon *d)
 	for (;;) {
 		struct epoll_event ev[MAX_WATCHES + 1];
 		int n = epoll_wait(d->ep, ev, MAX_WATCHES + 1, run_timers(d));
+		mc_log_tick();
 		if (n < 0 && errno != EINTR) {
 			int e = errno;
 			log_error("epoll_wait: %s", strerror(e));

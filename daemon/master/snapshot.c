@@ -297,7 +297,8 @@ int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret)
 	char why[256];
 	r = mc_snapshot_file_info(path, &info, why, sizeof(why));
 	if (r == 0) {
-		info.duration_ms = (mc_now_ns() - t0) / 1000000;
+		/* duration_ms is the writer's, as the file records it: what
+		 * `snapshot list` shows later is what `create` answered. */
 		info.pause_us = pause_us;
 		apply_retention(s);
 	}
