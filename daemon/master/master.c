@@ -229,6 +229,11 @@ static int master_new(const struct master_config *c, struct master **ret)
 		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
 		goto fail;
 	}
+	/* A bad address or a port clash is found before a long recovery. */
+	if ((r = mc_daemon_check_listen("rpc_address", c->rpc_address, "rpc_port", c->rpc_port)) < 0 ||
+	    (r = mc_daemon_check_listen("http_address", c->http_address, "http_port",
+					c->http_port)) < 0)
+		goto fail;
 	if ((r = master_recover(m)) < 0)
 		goto fail;
 	struct mc_snapshot_config sncfg = {
