@@ -20,7 +20,7 @@
 
 enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CLIENTS,
        V_SOFT_PINNED, V_HARD_PINNED, V_PINS, V_UNPINS, V_LEASES, V_HEARTBEATS, V_NEED_REMOUNT,
-       V_EXPIRED, V_RPC_REQUESTS, V_RPC_ERRORS, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
+       V_EXPIRED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_COUNT };
 
 /* The state of the master's metrics (mc_daemon_metrics_state()). */
@@ -76,8 +76,6 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_HEARTBEATS] = (double)cs.heartbeats;
 	v[V_NEED_REMOUNT] = (double)cs.need_remount;
 	v[V_EXPIRED] = (double)cs.expired;
-	v[V_RPC_REQUESTS] = (double)rs.requests;
-	v[V_RPC_ERRORS] = (double)rs.errors;
 	v[V_RPC_CONNECTIONS] = (double)rs.open;
 	v[V_RPC_ACCEPTED] = (double)rs.accepted;
 	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
@@ -179,10 +177,6 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				     "PINGs from unknown clients, answered NEED_REMOUNT." },
 		[V_EXPIRED] = { MC_METRIC_COUNTER, "mooncake_master_clients_expired_total",
 				"Clients dropped after client_ttl_ms of silence." },
-		[V_RPC_REQUESTS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_requests_total",
-				     "RPC frames answered, all ops (unknown opcodes included)." },
-		[V_RPC_ERRORS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_errors_total",
-				   "RPC frames answered with a non-zero status, all ops." },
 		[V_RPC_CONNECTIONS] = { MC_METRIC_GAUGE, "mooncake_master_rpc_connections",
 					"RPC connections open." },
 		[V_RPC_ACCEPTED] = { MC_METRIC_COUNTER, "mooncake_master_rpc_connections_accepted_total",
@@ -192,9 +186,12 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 	};
 	static const char *const seg_labels[] = { "segment", "name" };
 	static const char *const tenant_labels[] = { "tenant" };
+	static const char *const known[] = { "OBJECT_NOT_FOUND", "OBJECT_ALREADY_EXISTS",
+					     "NO_AVAILABLE_HANDLE", "INVALID_PARAMS", NULL };
 	static const struct mc_op_families opf = {
 		.prefix = "mooncake_master_rpc", .requests = "RPC requests",
 		.duration_help = "Run time of the RPC handlers, by op.", .want = master_op,
+		.known_codes = known,
 	};
 	struct mc_metrics *reg = mc_daemon_metrics_registry(dm);
 	const char *reasons[MC_EVICT_REASONS];

@@ -81,7 +81,7 @@ value() {
 
 # The series name that shows a metric has a sample (histograms: _count).
 doc_series() {
-	awk '/^\| `mooncake_/ { split($0, f, "`"); split($0, c, "|"); t = c[3]; gsub(/ /, "", t);
+	awk '/^\| `(mooncake|process)_/ { split($0, f, "`"); split($0, c, "|"); t = c[3]; gsub(/ /, "", t);
 		print f[2] (t == "histogram" ? "_count" : "") }' docs/metrics.md | sort -u
 }
 
