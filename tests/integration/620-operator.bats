@@ -86,3 +86,50 @@ HOLD=tests/tools/mc-hold-conns.py
 		grep -q 'accept: .*(... repeated [0-9]* times in [0-9]* s)' "$MC_DIR/master.log"
 	fi
 }
+
+@test "REST: a too long URI is 414 and too large headers are 431, both in the JSON error format" {
+	start_master
+	local long hdr
+	long=$(head -c 20000 /dev/zero | tr '\0' a)
+	run -0 curl -s -D "$BATS_TEST_TMPDIR/h" -o "$BATS_TEST_TMPDIR/b" -w '%{http_code}' \
+		"http://$MASTER_HTTP/api/v1/objects?prefix=$long"
+	[ "$output" = 414 ]
+	grep -qi '^content-type: application/json' "$BATS_TEST_TMPDIR/h"
+	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/b")" = URI_TOO_LONG ]
+	[[ "$(jq -r .error.message "$BATS_TEST_TMPDIR/b")" == "request target of "*" bytes (at most "*")" ]]
+	hdr=$(head -c 24000 /dev/zero | tr '\0' b)
+	run -0 curl -s -D "$BATS_TEST_TMPDIR/h" -o "$BATS_TEST_TMPDIR/b" -w '%{http_code}' \
+		-H "X-Big: $hdr" "http://$MASTER_HTTP/health"
+	[ "$output" = 431 ]
+	grep -qi '^content-type: application/json' "$BATS_TEST_TMPDIR/h"
+	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/b")" = HEADERS_TOO_LARGE ]
+	# the node's admin server too, and both still serve
+	start_node n1
+	local nh
+	nh=$(sed -n 's/.*http on \([^ ,]*\).*/\1/p' "$MC_DIR/node-n1.log" | tail -n1)
+	[ -n "$nh" ]
+	run -0 curl -s -o "$BATS_TEST_TMPDIR/b" -w '%{http_code}' "http://$nh/metrics?$long"
+	[ "$output" = 414 ]
+	jq -e .error.code "$BATS_TEST_TMPDIR/b"
+	run -0 curl -sf "http://$MASTER_HTTP/health"
+	run -0 curl -sf "http://$nh/health"
+}
+
+@test "64 slow HTTP clients from one address do not make /health time out" {
+	start_master
+	local hold
+	python3 "$HOLD" "$MASTER_HTTP" 64 12 --from 127.0.0.2 --slow-http >"$BATS_TEST_TMPDIR/hold" &
+	hold=$!
+	local i
+	for i in $(seq 1 100); do grep -q '^open' "$BATS_TEST_TMPDIR/hold" && break; sleep 0.1; done
+	grep -q '^open' "$BATS_TEST_TMPDIR/hold"
+	sleep 1
+	# from another address: answered at once, three times over
+	for i in 1 2 3; do
+		run -0 curl -sf -m 2 "http://$MASTER_HTTP/health"
+		[ "$(jq -r .status <<<"$output")" = ok ]
+	done
+	run -0 curl -sf -m 2 "http://$MASTER_HTTP/metrics"
+	kill "$hold" 2>/dev/null || true
+	wait "$hold" || true
+}
