@@ -77,6 +77,8 @@ struct master_config {
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
+	uint64_t max_tenants;
+	uint64_t metrics_tenants;
 };
 
 static const char *const oplog_modes[] = { "local", "off", NULL };
@@ -125,6 +127,13 @@ static const struct mc_option options[] = {
 	  .unit = "threads"),
 	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
 	  .choices = mc_config_log_levels),
+	O(max_tenants, MC_OPT_U64, "10000",
+	  "tenants registered at most, default included; a put or quota creating one more fails "
+	  "with TENANT_LIMIT_EXCEEDED (empty tenants are reclaimed)", .min = 1, .max = 65536,
+	  .unit = "tenants"),
+	O(metrics_tenants, MC_OPT_U64, "100",
+	  "per-tenant metric series: the tenants with the most bytes charged, the others summed "
+	  "as tenant=\"other\"", .min = 1, .max = 65536, .unit = "tenants"),
 };
 #undef O
 
@@ -177,6 +186,7 @@ static int master_recover(struct master *m)
 	mcfg.put_release_timeout_ms = c->put_release_timeout_ms;
 	mcfg.eviction_high_watermark = c->eviction_high_watermark;
 	mcfg.eviction_low_watermark = c->eviction_low_watermark;
+	mcfg.max_tenants = (uint32_t)c->max_tenants;
 	if (!strcmp(c->oplog, "local")) {
 		struct mc_oplog_config ocfg = { .sync = c->oplog_sync };
 		struct mc_oplog_recovery orec;
@@ -246,6 +256,7 @@ static int master_new(const struct master_config *c, struct master **ret)
 		log_error("cannot set up the master: %s", mc_strerror(r));
 		goto fail;
 	}
+	mc_master_metrics_set_tenant_series(m->metrics, (uint32_t)c->metrics_tenants);
 	m->rpc = (struct mc_master_rpc){ .meta = m->meta, .clients = m->clients, .oplog = m->oplog };
 	*ret = m;
 	return 0;

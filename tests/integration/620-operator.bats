@@ -201,3 +201,41 @@ make_tenants() {
 		[ $(( $(date +%s) - st )) -lt 60 ] && [ $(( $(date +%s) - st )) -ge 0 ]
 	done
 }
+
+@test "a tenant flood: a clear limit error, empty tenants reclaimed, per-tenant series capped" {
+	start_master --max_tenants=20 --metrics_tenants=5
+	start_node n1
+	echo data >"$MC_DIR/data/f"
+	local i
+	for i in $(seq 1 19); do ctl --tenant "t$i" object put k "$MC_DIR/data/f" >/dev/null; done
+	# the 21st tenant (default included): its own error, saying what to do
+	run ctl --tenant t20 object put k "$MC_DIR/data/f"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *TENANT_LIMIT_EXCEEDED* ]]
+	[[ "$output" != *NO_AVAILABLE_HANDLE* ]]
+	# known tenants still work
+	run -0 ctl --tenant t1 object put k2 "$MC_DIR/data/f"
+	# /metrics: 5 tenants and "other" per family, not 20
+	run -0 curl -sf "http://$MASTER_HTTP/metrics"
+	[ "$(grep -c '^mooncake_master_tenant_objects{' <<<"$output")" = 6 ]
+	grep -q '^mooncake_master_tenant_objects{tenant="other"} ' <<<"$output"
+	[ "$(awk '$1 == "mooncake_master_tenants" { print $2 }' <<<"$output")" = 20 ]
+	# tenants that become empty are reclaimed: room for new ones
+	for i in $(seq 2 6); do ctl --tenant "t$i" object rm k --force; done
+	run -0 ctl --tenant t20 object put k "$MC_DIR/data/f"
+	local n r
+	for i in $(seq 1 40); do
+		run -0 curl -sf "http://$MASTER_HTTP/metrics"
+		n=$(awk '$1 == "mooncake_master_tenants" { print $2 }' <<<"$output")
+		[ "$n" = 16 ] && break
+		sleep 0.1
+	done
+	[ "$n" = 16 ]
+	r=$(awk '$1 == "mooncake_master_tenants_reclaimed_total" { print $2 }' <<<"$output")
+	[ "$r" = 5 ]
+	run -0 ctl -o json tenant list
+	[ "$(jq '[.tenants[].name] | index("t3")' <<<"$output")" = null ]
+	[ "$(jq '.tenants | length' <<<"$output")" = 16 ]
+	# a reclaimed name comes back empty
+	run -4 ctl --tenant t3 object exist k
+}
