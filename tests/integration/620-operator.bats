@@ -239,3 +239,59 @@ make_tenants() {
 	# a reclaimed name comes back empty
 	run -4 ctl --tenant t3 object exist k
 }
+
+# shm_files NAME: the node's segment files that exist now.
+shm_files() {
+	local id
+	for id in $(awk '$1 == "segment" { print $2 }' "$MC_DIR/node-$1/node.id"); do
+		[ -e "/dev/shm/mooncake-$id" ] && echo "/dev/shm/mooncake-$id"
+	done
+	return 0
+}
+
+@test "node release: refused while the master counts on the segments, frees them once it does not" {
+	start_master --client_ttl_ms=1000
+	start_node n1 --segments=2
+	put_random k1 100K
+	[ "$(shm_files n1 | wc -l)" = 2 ]
+	# a running node: its segments are mounted
+	run -1 ctl node release --state-dir "$MC_DIR/node-n1"
+	[[ "$output" == *"is still known to the master (status ok"* ]]
+	[[ "$output" == *"nothing released"* ]]
+	[ "$(shm_files n1 | wc -l)" = 2 ]
+	# killed: the master keeps its segments (and the object) for client_ttl_ms
+	kill_node n1
+	run -1 ctl node release --state-dir "$MC_DIR/node-n1"
+	[[ "$output" == *"it counts on those bytes"* ]]
+	[ "$(shm_files n1 | wc -l)" = 2 ]
+	# the master dropped the silent node: released
+	local i
+	for i in $(seq 1 60); do
+		[ "$(curl -sf "http://$MASTER_HTTP/api/v1/segments" | jq '.segments | length')" = 0 ] && break
+		sleep 0.1
+	done
+	run -0 ctl node release --state-dir "$MC_DIR/node-n1"
+	[[ "$output" == *"released 2 segment(s), 33554432 bytes"* ]]
+	[ -z "$(shm_files n1)" ]
+	run -0 ctl node release --state-dir "$MC_DIR/node-n1"
+	[[ "$output" == "nothing to release"* ]]
+	# a node stopped with SIGTERM unmounts: released at once; it starts again
+	start_node n2
+	[ "$(shm_files n2 | wc -l)" = 1 ]
+	kill_node n2 TERM
+	[ "$(shm_files n2 | wc -l)" = 1 ]	# left on purpose
+	run -0 ctl node release --state-dir "$MC_DIR/node-n2"
+	[ -z "$(shm_files n2)" ]
+	start_node n2
+	[ "$(shm_files n2 | wc -l)" = 1 ]
+	# no master to ask: refused unless --force
+	mc_stop_pid "$(node_pid n2)"
+	mc_stop_pid "$MASTER_PID"
+	run -1 ctl node release --state-dir "$MC_DIR/node-n2"
+	[[ "$output" == *"--force releases them anyway"* ]]
+	[ "$(shm_files n2 | wc -l)" = 1 ]
+	run -0 ctl node release --state-dir "$MC_DIR/node-n2" --force
+	[ -z "$(shm_files n2)" ]
+	run -1 ctl node release --state-dir "$MC_DIR/nowhere"
+	[[ "$output" == *"cannot read $MC_DIR/nowhere/node.id"* ]]
+}
