@@ -106,7 +106,7 @@ doc_series() {
 	missing=
 	for i in $(seq 1 60); do	# 30 s
 		have=$(curl -sfG "$PROM/api/v1/query" \
-			--data-urlencode 'query=count by (__name__) ({__name__=~"mooncake_.+"})' |
+			--data-urlencode 'query=count by (__name__) ({__name__=~"(mooncake|process)_.+"})' |
 			jq -r '.data.result[].metric.__name__' | sort -u)
 		missing=$(comm -23 <(echo "$want") <(echo "$have"))
 		[ -z "$missing" ] && break
