@@ -37,7 +37,7 @@ uint32_t meta_tenants_reclaim_locked(struct mc_meta *m)
 		/* users first: a call that resolved t and then made an object
 		 * dropped its reference after counting the object (release). */
 		if (!t || __atomic_load_n(&t->users, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&t->objects, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&t->objects, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED))
 			continue;
 		/* No object and no call holds t, and none can find it without
@@ -377,7 +377,9 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 	if (o->flags & MC_OBJ_GROUPED)
 		mc_groups_leave(&m->groups, o);
 	__atomic_sub_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELAXED);
+	/* The last touch of t (release): once its objects are 0 the tenant may
+	 * be reclaimed (meta_tenants_reclaim_locked() loads this with acquire). */
+	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELEASE);
 	meta_shard_count(&m->shards[o->hash % MC_META_SHARDS].nobjects, -1);
 	if (o->flags & MC_OBJ_HARD_PIN)
 		meta_shard_count(&m->shards[o->hash % MC_META_SHARDS].hard_pinned, -1);
