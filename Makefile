@@ -100,6 +100,17 @@ $(shell mkdir -p $(O))
 $(file >$(O)/.flags,$(FLAGS_NOW))
 endif
 
+# The commit built, for mooncake_build_info{commit}: $(O)/gen/mc-commit.h is
+# rewritten (rebuilding only what includes it) when it changes; "unknown"
+# outside a git checkout of this tree (a source tarball).
+GIT_COMMIT := $(or $(shell test "$$(git -C $(CURDIR) rev-parse --show-toplevel 2>/dev/null)" = \
+	"$(CURDIR)" && git -C $(CURDIR) rev-parse --short=12 HEAD 2>/dev/null),unknown)
+COMMIT_H_NOW = \#define MC_GIT_COMMIT "$(GIT_COMMIT)"
+ifneq ($(COMMIT_H_NOW),$(file <$(O)/gen/mc-commit.h))
+$(shell mkdir -p $(O)/gen)
+$(file >$(O)/gen/mc-commit.h,$(COMMIT_H_NOW))
+endif
+
 $(O)/%.o: %.c $(O)/.flags
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)

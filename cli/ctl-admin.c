@@ -426,9 +426,27 @@ static int ten_list(struct ctl *ctl, int argc, char **argv)
 	int np, r;
 	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
-	json_t *j;
-	if ((r = ctl_rest(ctl, "GET", "/api/v1/tenants", NULL, "tenant list", &j)))
-		return r;
+	/* Every page, into one {"tenants":[...]} (the server pages by name). */
+	json_t *j = json_pack("{s:[]}", "tenants"), *all = json_object_get(j, "tenants");
+	char path[64 + 2 * MC_MAX_TENANT_LEN + 1], cursor[2 * MC_MAX_TENANT_LEN + 1] = "";
+	for (unsigned pages = 0;; pages++) {
+		json_t *page;
+		snprintf(path, sizeof(path), "/api/v1/tenants?limit=1000%s%s", *cursor ? "&cursor=" : "",
+			 cursor);
+		if ((r = ctl_rest(ctl, "GET", path, NULL, "tenant list", &page))) {
+			json_decref(j);
+			return r;
+		}
+		json_array_extend(all, json_object_get(page, "tenants"));
+		const char *nc = json_string_value(json_object_get(page, "next_cursor"));
+		bool more = nc && *nc && strlen(nc) <= 2 * MC_MAX_TENANT_LEN && pages < 1000 &&
+			    strspn(nc, "0123456789abcdef") == strlen(nc);
+		if (more)
+			snprintf(cursor, sizeof(cursor), "%s", nc);
+		json_decref(page);
+		if (!more)
+			break;
+	}
 	if (ctl->json)
 		return print_json(j);
 	static const char *const hdr[] = { "TENANT", "OBJECTS", "CHARGED", "QUOTA" };

@@ -455,6 +455,7 @@ static const struct ctl_verb groups[] = {
 	  "  --ratio R      0 <= R < 1 (default: the master's low watermark)", ctl_evict },
 	{ "snapshot", "list | create", NULL, ctl_snapshot },
 	{ "trace", "lease | evict | transfer [--duration S] [--pin-path DIR]", NULL, ctl_trace },
+	{ "node", "release [--state-dir DIR] [--shm-dir DIR] [--force]", NULL, ctl_node },
 	{ "version", "",
 	  "The versions of mooncakectl and libmooncake, and of the master when its\n"
 	  "/health answers (an unreachable master is reported, not an error).", cmd_version },

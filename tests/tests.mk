@@ -82,6 +82,7 @@ bench: $(BENCH_BINS)
 # more than TSan's deadlock detector can track (64); it is not a finding.
 TSAN_O     ?= .output-tsan
 TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server \
+              test-meta-tenants test-log \
               test-metrics
 .PHONY: test-tsan
 test-tsan:

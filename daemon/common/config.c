@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "common/config.h"
 #include "common/config-internal.h"
@@ -358,6 +359,13 @@ static int load_file(const struct mc_config_def *def, void *cfg, const char *pat
 		if (!must_exist && errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "cannot open config file '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "config file '%s' is a directory: give the path of an "
+			 "ini file (option --config)", path);
+		fclose(f);
 		return -1;
 	}
 	int r = mc_config_read(def, cfg, f, path, err, errlen);

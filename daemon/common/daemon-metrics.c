@@ -8,6 +8,8 @@
 
 #include "common/daemon-metrics.h"
 #include "common/log.h"
+#include "common/process-metrics.h"
+#include "mc-commit.h"
 #include "mooncake/error.h"
 #include "util/clock.h"
 
@@ -22,7 +24,13 @@ struct mc_daemon_metrics {
 int mc_daemon_metrics_new(const struct mc_daemon_metrics_def *def, const void *init,
 			  struct mc_daemon_metrics **ret)
 {
-	static const char *const version[] = { MC_VERSION_STRING };
+	static const char *const version[] = { MC_VERSION_STRING }, *const commit[] = { MC_GIT_COMMIT };
+	const struct mc_metric_desc bid = {
+		.type = MC_METRIC_GAUGE, .name = "mooncake_build_info",
+		.help = "Build information (version, commit: the git commit built, or unknown); "
+			"the value is 1.",
+		.label = { "version", "commit" }, .values = { version, commit }, .nvalues = { 1, 1 },
+	};
 	struct mc_daemon_metrics *dm = calloc(1, sizeof(*dm));
 	if (!dm)
 		return MC_ERR_NO_MEMORY;
@@ -30,9 +38,9 @@ int mc_daemon_metrics_new(const struct mc_daemon_metrics_def *def, const void *i
 	dm->def = def;
 	dm->started_ns = mc_now_ns();
 	struct mc_metric *bi = NULL;
-	if ((dm->state = malloc(def->size)) && (dm->reg = mc_metrics_new()))
-		bi = mc_metrics_add(dm->reg, MC_METRIC_GAUGE, "mooncake_build_info",
-				    "Build information; the value is 1.", "version", version, 1);
+	if ((dm->state = malloc(def->size)) && (dm->reg = mc_metrics_new()) &&
+	    (bi = mc_metrics_add_desc(dm->reg, &bid)) && mc_process_metrics_add(dm->reg) < 0)
+		bi = NULL;
 	if (!bi) {
 		mc_daemon_metrics_free(dm);
 		return MC_ERR_NO_MEMORY;
@@ -159,7 +167,7 @@ int mc_daemon_metrics_add_ops(struct mc_daemon_metrics *dm, const struct mc_op_f
 	snprintf(name[2], sizeof(name[2]), "%s_duration_seconds", f->prefix);
 	snprintf(help[0], sizeof(help[0]), "%s answered, by op.", f->requests);
 	snprintf(help[1], sizeof(help[1]), "%s answered with a non-zero status, by op and code "
-		 "(only the non-zero series).", f->requests);
+		 "(the known codes at zero, other codes once they counted).", f->requests);
 	ret->transfer = f->transfer;
 	ret->requests = mc_metrics_add(dm->reg, MC_METRIC_COUNTER, name[0], help[0], "op", ops,
 				       nops);
@@ -170,6 +178,13 @@ int mc_daemon_metrics_add_ops(struct mc_daemon_metrics *dm, const struct mc_op_f
 		.flags = MC_METRIC_SPARSE,
 	};
 	ret->errors = mc_metrics_add_desc(dm->reg, &ed);
+	/* The known codes are there at zero: a dashboard has a series before
+	 * the first error. */
+	for (const char *const *k = f->known_codes; ret->errors && k && *k; k++)
+		for (unsigned c = 0; c < ncodes; c++)
+			for (unsigned o = 0; !strcmp(codes[c], *k) && o < nops; o++)
+				if (mc_metric_keep(ret->errors, mc_metric_index2(ret->errors, o, c)) < 0)
+					return MC_ERR_NO_MEMORY;
 	ret->duration = mc_metrics_add(dm->reg, MC_METRIC_HISTOGRAM, name[2], f->duration_help,
 				       "op", ops, nops);
 	return ret->requests && ret->errors && ret->duration ? 0 : MC_ERR_NO_MEMORY;

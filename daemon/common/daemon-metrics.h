@@ -5,7 +5,8 @@
  * trace/trace-metrics.c).
  *
  * A daemon's metrics are a registry (util/metrics.h) that starts with
- * mooncake_build_info{version} = 1, and the daemon's state, which this
+ * the process_* families (process-metrics.h) and
+ * mooncake_build_info{version,commit} = 1, and the daemon's state, which this
  * module allocates and frees.  Most values are read from the daemon's
  * modules once per scrape: mc_daemon_metrics_render() takes the lock,
  * calls the daemon's take(), which copies what it reports into its state,
@@ -48,7 +49,7 @@ struct mc_daemon_metrics_def {
 	void (*take)(struct mc_daemon_metrics *dm, void *state);
 };
 
-/* The registry with mooncake_build_info, the state (def->size bytes copied
+/* The registry with process_* and mooncake_build_info, the state (def->size bytes copied
  * from init), then def->add().  0 or -ENOMEM. */
 int mc_daemon_metrics_new(const struct mc_daemon_metrics_def *def, const void *init,
 			  struct mc_daemon_metrics **ret);
@@ -94,6 +95,9 @@ struct mc_op_families {
 	bool transfer;		/* the histogram times the whole transfer (op_transfer)
 				 * instead of the handler (op_duration) */
 	bool (*want)(const struct mc_op_info *oi);	/* the ops served */
+	/* Error names (include/mooncake/error.h, NULL-terminated) whose op x
+	 * code series are rendered at zero; other codes appear once counted. */
+	const char *const *known_codes;
 };
 
 struct mc_op_metrics {

@@ -2,10 +2,12 @@
 /* daemon.c - see daemon.h. */
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,6 +92,7 @@ struct mc_daemon *mc_daemon_new(const struct mc_config_def *def, void *cfg, int 
 
 void mc_daemon_free(struct mc_daemon *d)
 {
+	mc_log_flush();
 	if (!d)
 		return;
 	if (d->ep >= 0)
@@ -143,6 +146,7 @@ int mc_daemon_run(struct mc_daemon *d)
 	for (;;) {
 		struct epoll_event ev[MAX_WATCHES + 1];
 		int n = epoll_wait(d->ep, ev, MAX_WATCHES + 1, run_timers(d));
+		mc_log_tick();
 		if (n < 0 && errno != EINTR) {
 			int e = errno;
 			log_error("epoll_wait: %s", strerror(e));
@@ -187,4 +191,42 @@ int mc_make_dirs(const char *path)
 	if (stat(buf, &st) < 0)
 		return mc_err_from_errno(errno);
 	return S_ISDIR(st.st_mode) ? 0 : mc_err_from_errno(ENOTDIR);
+}
+
+int mc_daemon_check_listen(const char *addr_opt, const char *address, const char *port_opt,
+			   uint64_t port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai = NULL;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", (unsigned)port);
+	int g = getaddrinfo(address, ps, &hints, &ai);
+	if (g != 0 || !ai) {
+		log_error("bad value '%s' for option '--%s': %s (expected a local IP address or host "
+			  "name)", address, addr_opt, g ? gai_strerror(g) : "no address");
+		return MC_ERR_INVALID_PARAMS;
+	}
+	/* No SO_REUSEPORT: a listener that has it (ours do) still clashes. */
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), e = 0, one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
+		e = errno;
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	if (e == EADDRINUSE) {
+		log_error("option '--%s': port %llu on %s is in use by another process: pick a free "
+			  "one (0: any)", port_opt, (unsigned long long)port, address);
+		return MC_ERR_INVALID_PARAMS;
+	}
+	if (e == EADDRNOTAVAIL) {
+		log_error("bad value '%s' for option '--%s': no interface of this host has that "
+			  "address", address, addr_opt);
+		return MC_ERR_INVALID_PARAMS;
+	}
+	if (e) {
+		log_error("option '--%s': cannot bind %s:%llu: %s", port_opt, address,
+			  (unsigned long long)port, strerror(e));
+		return e == EACCES ? MC_ERR_INVALID_PARAMS : mc_err_from_errno(e);
+	}
+	return 0;
 }

@@ -87,6 +87,15 @@ int mc_daemon_run(struct mc_daemon *d);
  * MC_ERR_INVALID_PARAMS -> 2 (a bad configuration), anything else -> 1. */
 int mc_daemon_exit_code(int r);
 
+/* Before a daemon recovers its state: can it listen on address:port?  A
+ * probe socket is bound (without SO_REUSEPORT) and closed.  0, or
+ * MC_ERR_INVALID_PARAMS (exit code 2) after logging which option is wrong:
+ * an address that does not resolve or is not local (addr_opt), a port in
+ * use or not allowed (port_opt); another bind error is logged and returned
+ * as its code. */
+int mc_daemon_check_listen(const char *addr_opt, const char *address, const char *port_opt,
+			   uint64_t port);
+
 /* mkdir -p with mode 0750: 0, or a negative errno (-ENOTDIR when path
  * exists and is no directory). */
 int mc_make_dirs(const char *path);

@@ -20,6 +20,7 @@
 
 struct mc_http_server {
 	struct MHD_Daemon *d;
+	size_t max_uri, max_headers;
 	struct mc_http_route *routes;
 	size_t nroutes;
 	size_t max_body;
@@ -30,8 +31,9 @@ struct mc_http_server {
 	void *log_ctx;
 };
 
-/* Per-request state (MHD's con_cls). */
+/* Per-request state (MHD's con_cls, made by on_uri()). */
 struct req_state {
+	size_t uri_len;			/* the request target, query included */
 	struct mc_wbuf body;		/* at most max_body bytes, then a NUL */
 	bool too_large;
 	char *dec;			/* decoded params and arguments */
@@ -39,7 +41,27 @@ struct req_state {
 	struct mc_http_str raw[2 * MC_HTTP_MAX_ARGS];	/* while collecting */
 	unsigned nraw;
 	bool too_many;
+	bool started;			/* on_request() saw the headers */
 };
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the first call of a request, with the whole
+ * target; its return value becomes the request's con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls, (void)c;
+	struct req_state *st = calloc(1, sizeof(*st));
+	if (st)
+		st->uri_len = strlen(uri);
+	return st;
+}
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	(void)kind;
+	*(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4;	/* ": ", CRLF */
+	return MHD_YES;
+}
 
 static void json_escape(FILE *f, const char *s)
 {
@@ -262,12 +284,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct req_state *st = *con_cls;
 	struct mc_http_response resp = { 0 };
 
-	if (!st) {	/* headers only */
-		st = calloc(1, sizeof(*st));
-		if (!st)
-			return MHD_NO;
+	if (!st)
+		return MHD_NO;	/* on_uri() could not allocate */
+	if (!st->started) {	/* headers only */
+		st->started = true;
 		mc_wbuf_init(&st->body, s->max_body + 1);
-		*con_cls = st;
+		if (st->uri_len > s->max_uri) {
+			st->too_large = true;
+			char msg[128];
+			snprintf(msg, sizeof(msg), "request target of %zu bytes (at most %zu)",
+				 st->uri_len, s->max_uri);
+			mc_http_error(&resp, MHD_HTTP_URI_TOO_LONG, "URI_TOO_LONG", msg);
+			return send_resp(c, &resp, NULL);
+		}
+		size_t hb = 0;
+		MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hb);
+		if (hb > s->max_headers) {
+			st->too_large = true;
+			char msg[128];
+			snprintf(msg, sizeof(msg), "request headers of %zu bytes (at most %zu)", hb,
+				 s->max_headers);
+			mc_http_error(&resp, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+				      "HEADERS_TOO_LARGE", msg);
+			return send_resp(c, &resp, NULL);
+		}
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
@@ -410,6 +450,9 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 	if (cfg->nroutes)
 		memcpy(s->routes, cfg->routes, cfg->nroutes * sizeof(*s->routes));
 	s->max_body = cfg->max_body ? cfg->max_body : 1 << 20;
+	size_t pool = cfg->conn_memory ? cfg->conn_memory : 64 * 1024;
+	s->max_uri = pool / 8;
+	s->max_headers = pool / 4;
 	s->log = cfg->log;
 	s->log_ctx = cfg->log_ctx;
 	s->authorize = cfg->authorize;
@@ -421,11 +464,12 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 	struct MHD_OptionItem opts[] = {
 		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
 		{ MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 2, NULL },
-		{ MHD_OPTION_CONNECTION_LIMIT, cfg->conn_limit ? cfg->conn_limit : 64, NULL },
+		{ MHD_OPTION_CONNECTION_LIMIT, cfg->conn_limit ? cfg->conn_limit : 256, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 10, NULL },
-		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		  (intptr_t)(cfg->conn_memory ? cfg->conn_memory : 64 * 1024), NULL },
-		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_limit, NULL },
+		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)pool, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		  cfg->per_ip_limit ? cfg->per_ip_limit : 16, NULL },
+		{ MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL },
 		{ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)no_unescape, NULL },
 		{ MHD_OPTION_END, 0, NULL },

@@ -14,8 +14,18 @@
  * pattern matches with another method -> 405 (with an Allow header); HEAD is
  * served by a GET route (MHD sends no body); a path no pattern matches -> 404.
  * Error bodies are JSON: {"error":{"code":"NOT_FOUND","message":"..."}}.
- * A request body over max_body bytes -> 413 PAYLOAD_TOO_LARGE (the handler
- * is not called).
+ * A request body over max_body bytes -> 413 PAYLOAD_TOO_LARGE, a request
+ * target (path and query) over conn_memory / 8 bytes -> 414 URI_TOO_LONG,
+ * request headers over conn_memory / 4 bytes -> 431 HEADERS_TOO_LARGE, all
+ * JSON (the handler is not called).  A request head that does not fit
+ * conn_memory at all is refused by MHD itself, with its own short HTML page:
+ * libmicrohttpd 0.9.75 has no hook for those answers, so the JSON limits sit
+ * well below it.
+ *
+ * Slow clients: at most conn_limit connections (default 256), per_ip_limit
+ * of them from one address (default 16: one host's slow or stuck clients
+ * cannot take every slot and make /health time out for the others), and
+ * each closed after timeout_s idle seconds (default 10).
  *
  * Encoding: MHD's own unescaping is turned off, so binary bytes survive;
  * "{}" path segments and query names and values are decoded here, strictly:
@@ -100,8 +110,8 @@ struct mc_http_server_config {
 	const struct mc_http_route *routes;	/* copied (the strings are not) */
 	size_t nroutes;
 	unsigned threads;		/* 0: 2 */
-	unsigned conn_limit;		/* 0: 64 */
-	unsigned per_ip_limit;		/* 0: no per-IP limit */
+	unsigned conn_limit;		/* 0: 256 */
+	unsigned per_ip_limit;		/* 0: 16 */
 	unsigned timeout_s;		/* idle connection timeout; 0: 10 */
 	size_t max_body;		/* 0: 1 MiB */
 	size_t conn_memory;		/* per-connection memory (also caps headers); 0: 64 KiB */

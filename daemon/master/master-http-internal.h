@@ -46,6 +46,15 @@ uint64_t http_wall_ms(uint64_t t, uint64_t now_meta);
 /* Adds "<name>" (string, or null unless valid UTF-8 without NUL) and "<name>_hex". */
 void http_set_bytes(json_t *o, const char *name, const char *hex_name, const void *p, size_t len);
 json_t *http_uuid(struct mc_uuid u);
+
+/* Paged lists (objects, tenants): ?limit= and ?cursor=. */
+#define HTTP_DEFAULT_LIMIT 1000u
+#define HTTP_MAX_LIMIT     10000u
+/* limit: an integer in 1..HTTP_MAX_LIMIT. */
+bool http_parse_limit(const struct mc_http_arg *a, uint32_t *ret);
+/* Lower-case hex of at most max bytes into ret (s->len / 2 bytes, not
+ * NUL-terminated).  False: bad. */
+bool http_parse_hex(const struct mc_http_str *s, void *ret, size_t max);
 /* 32 hex digits -> uuid. */
 bool http_parse_uuid(const struct mc_http_str *s, struct mc_uuid *ret);
 

@@ -13,8 +13,6 @@
 #include "mooncake/error.h"
 #include "mooncake/types.h"
 
-#define DEFAULT_LIMIT 1000u
-#define MAX_LIMIT     10000u
 
 /* The {key} parameter (false: 413 sent). */
 static bool key_param(const struct mc_http_request *req, struct mc_http_response *resp,
@@ -29,7 +27,7 @@ static bool key_param(const struct mc_http_request *req, struct mc_http_response
 	return true;
 }
 
-static bool parse_limit(const struct mc_http_arg *a, uint32_t *ret)
+bool http_parse_limit(const struct mc_http_arg *a, uint32_t *ret)
 {
 	uint64_t v = 0;
 	if (!a->value.len || a->value.len > 6)
@@ -39,22 +37,23 @@ static bool parse_limit(const struct mc_http_arg *a, uint32_t *ret)
 			return false;
 		v = v * 10 + (uint64_t)(a->value.p[i] - '0');
 	}
-	if (v < 1 || v > MAX_LIMIT)
+	if (v < 1 || v > HTTP_MAX_LIMIT)
 		return false;
 	*ret = (uint32_t)v;
 	return true;
 }
 
-static bool parse_cursor(const struct mc_http_arg *a, uint8_t *ret)
+bool http_parse_hex(const struct mc_http_str *s, void *ret, size_t max)
 {
-	if (a->value.len != 2 * MC_META_CURSOR_LEN)
+	uint8_t *o = ret;
+	if (s->len % 2 || s->len > 2 * max)
 		return false;
-	for (size_t i = 0; i < a->value.len; i++) {
-		char c = a->value.p[i];
+	for (size_t i = 0; i < s->len; i++) {
+		char c = s->p[i];
 		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 		if (d < 0)
 			return false;
-		ret[i / 2] = (uint8_t)(i % 2 ? ret[i / 2] << 4 | d : d);
+		o[i / 2] = (uint8_t)(i % 2 ? o[i / 2] << 4 | d : d);
 	}
 	return true;
 }
@@ -79,16 +78,17 @@ HTTP_HANDLER(http_objects_list)
 	static const char *const args[] = { "tenant", "prefix", "regex", "limit", "cursor", NULL };
 	struct mc_ref tenant, prefix = { 0 }, cursor = { 0 };
 	uint8_t cur[MC_META_CURSOR_LEN], next[MC_META_CURSOR_LEN];
-	uint32_t limit = DEFAULT_LIMIT, next_len = 0;
+	uint32_t limit = HTTP_DEFAULT_LIMIT, next_len = 0;
 	const char *regex = NULL;
 	const struct mc_http_arg *a;
 
 	if (!http_args_only(req, resp, args) || !http_tenant(req, resp, &tenant))
 		return;
-	if ((a = mc_http_arg(req, "limit")) && !parse_limit(a, &limit))
-		return http_bad_request(resp, "'limit' must be an integer in 1..%u", MAX_LIMIT);
+	if ((a = mc_http_arg(req, "limit")) && !http_parse_limit(a, &limit))
+		return http_bad_request(resp, "'limit' must be an integer in 1..%u", HTTP_MAX_LIMIT);
 	if ((a = mc_http_arg(req, "cursor")) && a->value.len) {
-		if (!parse_cursor(a, cur))
+		if (a->value.len != 2 * MC_META_CURSOR_LEN ||
+		    !http_parse_hex(&a->value, cur, MC_META_CURSOR_LEN))
 			return http_bad_request(resp, "bad 'cursor' (pass next_cursor back as is)");
 		cursor = (struct mc_ref){ cur, sizeof(cur) };
 	}

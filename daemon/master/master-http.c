@@ -314,26 +314,55 @@ static HTTP_HANDLER(http_evict)
 				       "used_ratio", ratio(st.allocated_bytes, st.capacity_bytes)));
 }
 
+static int tenant_cmp(const void *a, const void *b)
+{
+	const struct mc_admin_tenant *x = a, *y = b;
+	return strcmp(x->name, y->name);
+}
+
+/* Sorted by name (bytes); a page holds the names after the cursor (the
+ * last name of the page before, hex). */
 static HTTP_HANDLER(http_tenants_list)
 {
 	struct mc_master_http *h = ctx;
+	static const char *const args[] = { "limit", "cursor", NULL };
+	char after[MC_MAX_TENANT_LEN + 1] = "";
+	uint32_t limit = HTTP_DEFAULT_LIMIT;
 	struct mc_admin_tenant *v;
 	uint32_t n;
-	if (!http_args_only(req, resp, no_args))
+	const struct mc_http_arg *a;
+	if (!http_args_only(req, resp, args))
 		return;
+	if ((a = mc_http_arg(req, "limit")) && !http_parse_limit(a, &limit))
+		return http_bad_request(resp, "'limit' must be an integer in 1..%u", HTTP_MAX_LIMIT);
+	if ((a = mc_http_arg(req, "cursor")) && a->value.len &&
+	    (!http_parse_hex(&a->value, after, MC_MAX_TENANT_LEN) ||
+	     strlen(after) != a->value.len / 2))	/* names hold no NUL */
+		return http_bad_request(resp, "bad 'cursor' (pass next_cursor back as is)");
 	int r = mc_admin_list_tenants(h->cfg.meta, &v, &n);
 	if (r < 0)
 		return http_mc_error(resp, r, NULL);
-	json_t *arr = json_array();
-	for (uint32_t i = 0; i < n; i++) {
+	qsort(v, n, sizeof(*v), tenant_cmp);
+	json_t *arr = json_array(), *next = json_null();
+	uint32_t i = 0, k = 0;
+	while (i < n && *after && strcmp(v[i].name, after) <= 0)
+		i++;
+	for (; i < n && k < limit; i++, k++) {
 		json_t *t = json_pack("{s:I,s:I,s:I}", "objects", (json_int_t)v[i].objects,
 				      "charged_bytes", (json_int_t)v[i].charged_bytes,
 				      "quota_bytes", (json_int_t)v[i].quota_bytes);
 		http_set_bytes(t, "name", "name_hex", v[i].name, strlen(v[i].name));
 		json_array_append_new(arr, t);
 	}
+	if (i < n) {
+		const char *last = v[i - 1].name;
+		char hex[2 * MC_MAX_TENANT_LEN + 1] = "";
+		for (size_t b = 0; last[b]; b++)
+			snprintf(hex + 2 * b, 3, "%02x", (unsigned char)last[b]);
+		next = json_string(hex);
+	}
 	mc_admin_tenants_free(v, n);
-	http_json(resp, 200, json_pack("{s:o}", "tenants", arr));
+	http_json(resp, 200, json_pack("{s:o,s:o}", "tenants", arr, "next_cursor", next));
 }
 
 static void quota_reply(struct mc_master_http *h, const struct mc_http_str *name,

@@ -21,7 +21,7 @@
 
 enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CLIENTS,
        V_SOFT_PINNED, V_HARD_PINNED, V_PINS, V_UNPINS, V_LEASES, V_HEARTBEATS, V_NEED_REMOUNT,
-       V_EXPIRED, V_RPC_REQUESTS, V_RPC_ERRORS, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
+       V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_UNDONE_PUTS,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL,
        V_COUNT };
@@ -33,6 +33,7 @@ struct master_metrics {
 	struct mc_rpc_server *srv;		/* under the scrape lock */
 	struct mc_oplog *oplog;			/* under the scrape lock; NULL: none */
 	struct mc_op_metrics ops;
+	uint32_t tenant_series;			/* per-tenant series before "other" */
 	/* the snapshot of one scrape (take_values(), under the scrape lock) */
 	struct mc_meta_stats ms;
 	double values[V_COUNT];
@@ -70,6 +71,7 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_ALLOCATED] = (double)ms->allocated_bytes;
 	v[V_SEGMENTS] = ms->segments;
 	v[V_TENANTS] = ms->tenants;
+	v[V_TENANTS_RECLAIMED] = (double)ms->tenants_reclaimed;
 	v[V_GROUPS] = ms->groups;
 	v[V_CLIENTS] = cs.clients;
 	v[V_SOFT_PINNED] = ms->soft_pinned;
@@ -80,8 +82,6 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_HEARTBEATS] = (double)cs.heartbeats;
 	v[V_NEED_REMOUNT] = (double)cs.need_remount;
 	v[V_EXPIRED] = (double)cs.expired;
-	v[V_RPC_REQUESTS] = (double)rs.requests;
-	v[V_RPC_ERRORS] = (double)rs.errors;
 	v[V_RPC_CONNECTIONS] = (double)rs.open;
 	v[V_RPC_ACCEPTED] = (double)rs.accepted;
 	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
@@ -125,28 +125,96 @@ static void collect_segment_used(void *ctx, struct mc_metric_sink *sink)
 	mc_meta_foreach_segment(mm->meta, seg_one, &e);
 }
 
+/*
+ * Per tenant: the `tenant_series` tenants with the most bytes charged (then
+ * the most objects, then by name) have a series each; the others are summed
+ * in one series tenant="other" (present when there are others), so that a
+ * flood of tenants cannot flood the scrape.  A tenant really named "other"
+ * is always counted in that sum.
+ */
 enum { T_OBJECTS, T_CHARGED, T_QUOTA };
 
-struct tenant_emit {
-	struct mc_metric_sink *sink;
-	int which;
+#define TENANT_OTHER "other"
+
+struct tenant_row {
+	char *name;
+	struct mc_tenant_usage u;
 };
 
-static void tenant_one(void *ctx, const char *name, const struct mc_tenant_usage *u)
+struct tenant_rows {
+	struct tenant_row *v;
+	uint32_t n, cap;
+	bool oom;
+};
+
+static void tenant_take(void *ctx, const char *name, const struct mc_tenant_usage *u)
 {
-	struct tenant_emit *e = ctx;
-	const char *labels[1] = { name };
-	uint64_t v = e->which == T_OBJECTS ? u->objects :
-		     e->which == T_CHARGED ? u->charged_bytes : u->quota_bytes;
-	mc_metric_emit(e->sink, labels, (double)v);
+	struct tenant_rows *t = ctx;
+	if (t->oom)
+		return;
+	if (t->n == t->cap) {
+		uint32_t ncap = t->cap ? 2 * t->cap : 64;
+		struct tenant_row *nv = realloc(t->v, ncap * sizeof(*nv));
+		if (!nv) {
+			t->oom = true;
+			return;
+		}
+		t->v = nv, t->cap = ncap;
+	}
+	if (!(t->v[t->n].name = strdup(name))) {
+		t->oom = true;
+		return;
+	}
+	t->v[t->n++].u = *u;
+}
+
+static int tenant_rank(const void *a, const void *b)
+{
+	const struct tenant_row *x = a, *y = b;
+	if (x->u.charged_bytes != y->u.charged_bytes)
+		return x->u.charged_bytes > y->u.charged_bytes ? -1 : 1;
+	if (x->u.objects != y->u.objects)
+		return x->u.objects > y->u.objects ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static uint64_t tenant_value(const struct mc_tenant_usage *u, int which)
+{
+	return which == T_OBJECTS ? u->objects : which == T_CHARGED ? u->charged_bytes
+								     : u->quota_bytes;
+}
+
+static void collect_tenants(struct master_metrics *mm, struct mc_metric_sink *sink, int which)
+{
+	struct tenant_rows t = { 0 };
+	mc_meta_foreach_tenant(mm->meta, tenant_take, &t);
+	qsort(t.v, t.n, sizeof(*t.v), tenant_rank);
+	uint64_t other = 0;
+	uint32_t shown = 0;
+	bool others = false;
+	for (uint32_t i = 0; i < t.n; i++) {
+		uint64_t v = tenant_value(&t.v[i].u, which);
+		if (shown < mm->tenant_series && strcmp(t.v[i].name, TENANT_OTHER)) {
+			const char *labels[1] = { t.v[i].name };
+			mc_metric_emit(sink, labels, (double)v);
+			shown++;
+		} else {
+			other += v;
+			others = true;
+		}
+		free(t.v[i].name);
+	}
+	if (others) {
+		const char *labels[1] = { TENANT_OTHER };
+		mc_metric_emit(sink, labels, (double)other);
+	}
+	free(t.v);
 }
 
 #define TENANT_COLLECTOR(fn, which_)							\
 	static void fn(void *ctx, struct mc_metric_sink *sink)				\
 	{										\
-		struct master_metrics *mm = ctx;					\
-		struct tenant_emit e = { sink, which_ };				\
-		mc_meta_foreach_tenant(mm->meta, tenant_one, &e);			\
+		collect_tenants(ctx, sink, which_);					\
 	}
 TENANT_COLLECTOR(collect_tenant_objects, T_OBJECTS)
 TENANT_COLLECTOR(collect_tenant_charged, T_CHARGED)
@@ -173,6 +241,9 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_SEGMENTS] = { MC_METRIC_GAUGE, "mooncake_master_segments", "Mounted segments." },
 		[V_TENANTS] = { MC_METRIC_GAUGE, "mooncake_master_tenants",
 				"Registered tenants (default included)." },
+		[V_TENANTS_RECLAIMED] = { MC_METRIC_COUNTER, "mooncake_master_tenants_reclaimed_total",
+					  "Tenants reclaimed once they held nothing (no object, "
+					  "no quota)." },
 		[V_GROUPS] = { MC_METRIC_GAUGE, "mooncake_master_groups", "Object groups." },
 		[V_CLIENTS] = { MC_METRIC_GAUGE, "mooncake_master_clients",
 				"Live clients and nodes." },
@@ -206,10 +277,6 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				   "Replies parked until their oplog records are durable." },
 		[V_RPC_PARKED_TOTAL] = { MC_METRIC_COUNTER, "mooncake_master_rpc_parked_replies_total",
 					 "Replies ever parked for durability." },
-		[V_RPC_REQUESTS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_requests_total",
-				     "RPC frames answered, all ops (unknown opcodes included)." },
-		[V_RPC_ERRORS] = { MC_METRIC_COUNTER, "mooncake_master_rpc_all_errors_total",
-				   "RPC frames answered with a non-zero status, all ops." },
 		[V_RPC_CONNECTIONS] = { MC_METRIC_GAUGE, "mooncake_master_rpc_connections",
 					"RPC connections open." },
 		[V_RPC_ACCEPTED] = { MC_METRIC_COUNTER, "mooncake_master_rpc_connections_accepted_total",
@@ -219,9 +286,12 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 	};
 	static const char *const seg_labels[] = { "segment", "name" };
 	static const char *const tenant_labels[] = { "tenant" };
+	static const char *const known[] = { "OBJECT_NOT_FOUND", "OBJECT_ALREADY_EXISTS",
+					     "NO_AVAILABLE_HANDLE", "INVALID_PARAMS", NULL };
 	static const struct mc_op_families opf = {
 		.prefix = "mooncake_master_rpc", .requests = "RPC requests",
 		.duration_help = "Run time of the RPC handlers, by op.", .want = master_op,
+		.known_codes = known,
 	};
 	struct mc_metrics *reg = mc_daemon_metrics_registry(dm);
 	const char *reasons[MC_EVICT_REASONS];
@@ -266,7 +336,8 @@ int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *client
 	static const struct mc_daemon_metrics_def def = {
 		.size = sizeof(struct master_metrics), .add = add_families, .take = take_values,
 	};
-	const struct master_metrics init = { .meta = meta, .clients = clients };
+	const struct master_metrics init = { .meta = meta, .clients = clients,
+					     .tenant_series = MC_MASTER_METRICS_TENANTS };
 	return mc_daemon_metrics_new(&def, &init, ret);
 }
 
@@ -280,6 +351,14 @@ void mc_master_metrics_set_oplog(struct mc_daemon_metrics *dm, struct mc_oplog *
 	struct master_metrics *mm = mc_daemon_metrics_state(dm);
 	mc_daemon_metrics_lock(dm);
 	mm->oplog = l;
+	mc_daemon_metrics_unlock(dm);
+}
+
+void mc_master_metrics_set_tenant_series(struct mc_daemon_metrics *dm, uint32_t n)
+{
+	struct master_metrics *mm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
+	mm->tenant_series = n;
 	mc_daemon_metrics_unlock(dm);
 }
 

@@ -29,6 +29,11 @@ int mc_master_metrics_new(struct mc_meta *meta, struct mc_master_clients *client
 
 /* The per-op families the rpc server updates (mc_op_metrics_attach()). */
 const struct mc_op_metrics *mc_master_metrics_ops(struct mc_daemon_metrics *dm);
+/* Per-tenant series: the n tenants with the most bytes charged each have
+ * one, the others are summed as tenant="other" (default
+ * MC_MASTER_METRICS_TENANTS; the option metrics_tenants). */
+#define MC_MASTER_METRICS_TENANTS 100u
+void mc_master_metrics_set_tenant_series(struct mc_daemon_metrics *dm, uint32_t n);
 /* The server whose totals the scrape reports (set once it runs). */
 void mc_master_metrics_set_server(struct mc_daemon_metrics *dm, struct mc_rpc_server *srv);
 /* The oplog whose failures the metrics show (NULL: none, before it is closed). */

@@ -81,6 +81,8 @@ struct master_config {
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
+	uint64_t max_tenants;
+	uint64_t metrics_tenants;
 };
 
 static const char *const oplog_modes[] = { "local", "off", NULL };
@@ -129,6 +131,13 @@ static const struct mc_option options[] = {
 	  .unit = "threads"),
 	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
 	  .choices = mc_config_log_levels),
+	O(max_tenants, MC_OPT_U64, "10000",
+	  "tenants registered at most, default included; a put or quota creating one more fails "
+	  "with TENANT_LIMIT_EXCEEDED (empty tenants are reclaimed)", .min = 1, .max = 65536,
+	  .unit = "tenants"),
+	O(metrics_tenants, MC_OPT_U64, "100",
+	  "per-tenant metric series: the tenants with the most bytes charged, the others summed "
+	  "as tenant=\"other\"", .min = 1, .max = 65536, .unit = "tenants"),
 };
 #undef O
 
@@ -187,6 +196,7 @@ static int master_recover(struct master *m)
 	mcfg.put_release_timeout_ms = c->put_release_timeout_ms;
 	mcfg.eviction_high_watermark = c->eviction_high_watermark;
 	mcfg.eviction_low_watermark = c->eviction_low_watermark;
+	mcfg.max_tenants = (uint32_t)c->max_tenants;
 	if (!strcmp(c->oplog, "local")) {
 		struct mc_oplog_config ocfg = { .sync = c->oplog_sync };
 		struct mc_oplog_recovery orec;
@@ -252,6 +262,11 @@ static int master_new(const struct master_config *c, struct master **ret)
 		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
 		goto fail;
 	}
+	/* A bad address or a port clash is found before a long recovery. */
+	if ((r = mc_daemon_check_listen("rpc_address", c->rpc_address, "rpc_port", c->rpc_port)) < 0 ||
+	    (r = mc_daemon_check_listen("http_address", c->http_address, "http_port",
+					c->http_port)) < 0)
+		goto fail;
 	if ((r = master_recover(m)) < 0)
 		goto fail;
 	struct mc_snapshot_config sncfg = {
@@ -264,6 +279,7 @@ static int master_new(const struct master_config *c, struct master **ret)
 		log_error("cannot set up the master: %s", mc_strerror(r));
 		goto fail;
 	}
+	mc_master_metrics_set_tenant_series(m->metrics, (uint32_t)c->metrics_tenants);
 	m->rpc = (struct mc_master_rpc){ .meta = m->meta, .clients = m->clients, .oplog = m->oplog };
 	*ret = m;
 	return 0;

@@ -205,23 +205,27 @@ void mc_admin_tenants_free(struct mc_admin_tenant *v, uint32_t n)
 
 int mc_admin_list_tenants(struct mc_meta *m, struct mc_admin_tenant **ret, uint32_t *ret_n)
 {
+	/* Under the lock: tenants are reclaimed beside us otherwise. */
 	pthread_mutex_lock(&m->tenants_lock);
-	uint32_t n = m->ntenants;
+	uint32_t n = 0;
+	struct mc_admin_tenant *v = calloc(m->nlive ? m->nlive : 1, sizeof(*v));
+	for (uint32_t i = 0; v && i < m->ntenants; i++) {
+		struct mc_tenant *t = m->tenants[i];
+		if (!t)
+			continue;
+		if (!(v[n].name = strdup(t->name))) {
+			mc_admin_tenants_free(v, n);
+			v = NULL;
+			break;
+		}
+		v[n].quota_bytes = __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED);
+		v[n].charged_bytes = __atomic_load_n(&t->charged_bytes, __ATOMIC_RELAXED);
+		v[n].objects = __atomic_load_n(&t->objects, __ATOMIC_RELAXED);
+		n++;
+	}
 	pthread_mutex_unlock(&m->tenants_lock);
-	/* Slots below ntenants are published and never change: no lock needed. */
-	struct mc_admin_tenant *v = calloc(n ? n : 1, sizeof(*v));
 	if (!v)
 		return MC_ERR_NO_MEMORY;
-	for (uint32_t i = 0; i < n; i++) {
-		struct mc_tenant *t = meta_tenant(m, (uint16_t)i);
-		if (!(v[i].name = strdup(t->name))) {
-			mc_admin_tenants_free(v, i);
-			return MC_ERR_NO_MEMORY;
-		}
-		v[i].quota_bytes = __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED);
-		v[i].charged_bytes = __atomic_load_n(&t->charged_bytes, __ATOMIC_RELAXED);
-		v[i].objects = __atomic_load_n(&t->objects, __ATOMIC_RELAXED);
-	}
 	*ret = v;
 	*ret_n = n;
 	return 0;

@@ -32,6 +32,14 @@ struct batch {
 	bool tenant_known;
 };
 
+/* The end of a prepared batch: its items, and its tenant's reference. */
+static void batch_done(struct mc_meta *m, struct batch *b)
+{
+	free(b->items);
+	if (b->tenant_known)
+		meta_tenant_release(m, b->tenant);
+}
+
 static int item_cmp(const void *a, const void *b)
 {
 	const struct batch_item *x = a, *y = b;
@@ -65,8 +73,10 @@ static int batch_prepare(struct mc_meta *m, struct mc_ref tenant, const struct m
 	if (!n)
 		return 0;
 	b->items = malloc(n * sizeof(*b->items));
-	if (!b->items)
+	if (!b->items) {
+		meta_tenant_release(m, b->tenant);
 		return MC_ERR_NO_MEMORY;
+	}
 	struct mc_tenant *t = meta_tenant(m, b->tenant);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!key_ok(keys[i])) {
@@ -157,7 +167,7 @@ int mc_meta_batch_exist(struct mc_meta *m, struct mc_ref tenant, const struct mc
 	}
 	struct read_ctx c = { .keys = keys, .exists = ret_exists };
 	batch_run(m, &b, false, key_exist, &c, ret_status);
-	free(b.items);
+	batch_done(m, &b);
 	return 0;
 }
 
@@ -173,7 +183,7 @@ int mc_meta_batch_get_replica_list(struct mc_meta *m, struct mc_ref tenant,
 		return r;
 	struct read_ctx c = { .keys = keys, .info = ret_info, .fn = fn, .fn_ctx = ctx };
 	batch_run(m, &b, false, key_get, &c, ret_status);
-	free(b.items);
+	batch_done(m, &b);
 	return 0;
 }
 
@@ -203,7 +213,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 		return r;
 	uint32_t *stripes = malloc((b.n ? b.n : 1) * sizeof(*stripes));
 	if (!stripes) {
-		free(b.items);
+		batch_done(m, &b);
 		return MC_ERR_NO_MEMORY;
 	}
 	for (uint32_t i = 0; i < b.n; i++)
@@ -248,7 +258,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 	for (uint32_t i = nstripes; i-- > 0;)
 		pthread_mutex_unlock(&m->stripes[stripes[i]]);
 	free(stripes);
-	free(b.items);
+	batch_done(m, &b);
 	return 0;
 }
 
@@ -296,7 +306,7 @@ static int batch_write(struct mc_meta *m, enum batch_write op, const struct mc_u
 	if (client && meta_client_lookup(m, *client, &c.client) < 0)
 		c.client = UINT32_MAX;   /* unknown: cannot be any object's writer */
 	batch_run(m, &b, true, key_write, &c, ret_status);
-	free(b.items);
+	batch_done(m, &b);
 	return 0;
 }
 

@@ -24,6 +24,8 @@ struct mc_tenant {
 	uint64_t quota_bytes;               /* 0 = unlimited (atomic) */
 	uint64_t charged_bytes;             /* size x replicas of live objects (atomic) */
 	uint64_t objects;                   /* live objects (atomic) */
+	uint32_t users;                     /* calls that resolved the tenant and run (atomic;
+					     * taken under tenants_lock) */
 };
 
 struct mc_shard_tenant {
@@ -47,10 +49,19 @@ struct mc_meta {
 	struct mc_shard shards[MC_META_SHARDS];
 	pthread_mutex_t stripes[MC_META_STRIPES];
 
-	pthread_mutex_t tenants_lock;       /* registration only; reads by slot are lock-free */
+	/* Tenants.  tenants_lock: registration, reclamation and walks; a slot
+	 * is read lock-free by whoever holds the tenant (a `users` reference
+	 * from meta_tenant_resolve(), or one of its objects).  An empty tenant
+	 * (no object, no user, no quota) is reclaimed: its slot is NULL, then
+	 * reused. */
+	pthread_mutex_t tenants_lock;
 	struct mc_map tenant_by_name;
 	struct mc_tenant *tenants[MC_MAX_TENANTS];
-	uint32_t ntenants;
+	uint32_t ntenants;                  /* slots used so far (a high-water mark) */
+	uint32_t nlive;                     /* registered tenants */
+	uint32_t nfree;
+	uint16_t free_slots[MC_MAX_TENANTS];
+	uint64_t tenants_reclaimed;         /* (atomic) */
 
 	pthread_rwlock_t clients_lock;
 	struct mc_map client_by_id;         /* uuid -> slot */
@@ -114,7 +125,17 @@ static inline bool key_ok(struct mc_ref key)
 /* Tenant slot for a name (empty = default).  create: register if unknown.
  * MC_ERR_TENANT_NOT_REGISTERED if unknown and !create. */
 int meta_tenant_resolve(struct mc_meta *m, struct mc_ref tenant, bool create, uint16_t *ret);
-/* Key location; fails like meta_tenant_resolve, or INVALID_PARAMS for a bad key. */
+/* Drops the reference a successful meta_tenant_resolve() (or meta_locate())
+ * took: the tenant may be reclaimed once it holds nothing. */
+static inline void meta_tenant_release(struct mc_meta *m, uint16_t slot)
+{
+	if (slot)	/* the default tenant is never reclaimed, nor counted */
+		__atomic_sub_fetch(&m->tenants[slot]->users, 1, __ATOMIC_RELEASE);
+}
+/* Reclaims the empty tenants; returns how many.  Caller holds tenants_lock. */
+uint32_t meta_tenants_reclaim_locked(struct mc_meta *m);
+/* Key location; fails like meta_tenant_resolve, or INVALID_PARAMS for a bad key.
+ * On success the tenant is referenced: meta_tenant_release(ret->tenant). */
 int meta_locate(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool create,
 		struct mc_loc *ret);
 
@@ -153,6 +174,7 @@ static inline struct mc_object *meta_find_locked(struct mc_objtab *tab, const st
 
 /* A key located and its shard locked: meta_key_lock() .. meta_key_unlock(). */
 struct meta_key {
+	struct mc_meta *m;
 	struct mc_loc loc;
 	struct mc_ref key;
 	struct mc_shard *sh;
@@ -171,6 +193,7 @@ static inline struct mc_object *meta_key_find(const struct meta_key *k, uint32_t
 static inline void meta_key_unlock(struct meta_key *k)
 {
 	pthread_rwlock_unlock(&k->sh->lock);
+	meta_tenant_release(k->m, k->loc.tenant);
 }
 
 /* The bodies of the single-key operations; the caller holds the locks named. */

@@ -265,6 +265,8 @@ int mc_meta_dump(struct mc_meta *m, mc_meta_emit_fn fn, void *ctx)
 
 	for (uint32_t i = 0; i < m->ntenants; i++) {
 		const struct mc_tenant *t = m->tenants[i];
+		if (!t)
+			continue;	/* reclaimed */
 		r = (struct mc_record){ .type = MC_REC_QUOTA, .quota = {
 			.tenant = mc_bytes_str(t->name), .quota_bytes = t->quota_bytes,
 		} };

@@ -146,16 +146,31 @@ static bool is_memory_type(uint8_t t)
 /* Creates (replacing) the object.  bulk NULL: blocks are reserved now,
  * replicas whose segment is unknown or whose range is taken are skipped
  * (counted in *ret_skipped); an object left without replicas is dropped. */
+static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
+			   struct mc_meta_loader *bulk, struct mc_loc loc, uint32_t *ret_skipped);
+
 static int apply_object(struct mc_meta *m, const struct mc_record_object *po,
 			struct mc_meta_loader *bulk, uint32_t *ret_skipped)
 {
 	struct mc_loc loc;
+	struct mc_ref key = { po->key.p, po->key.len };
+	int r = meta_locate(m, (struct mc_ref){ po->tenant.p, po->tenant.len }, key, true, &loc);
+	if (r < 0)
+		return r;
+	r = apply_object_at(m, po, bulk, loc, ret_skipped);
+	meta_tenant_release(m, loc.tenant);
+	return r;
+}
+
+/* apply_object() once the tenant is referenced. */
+static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
+			   struct mc_meta_loader *bulk, struct mc_loc loc, uint32_t *ret_skipped)
+{
 	uint32_t cslot, slots[MC_MAX_REPLICAS], skipped = 0;
 	struct mc_ref key = { po->key.p, po->key.len };
 	int r;
 
-	if ((r = meta_locate(m, (struct mc_ref){ po->tenant.p, po->tenant.len }, key, true, &loc)) < 0 ||
-	    (r = find_client(m, bulk, po->writer, &cslot)) < 0)
+	if ((r = find_client(m, bulk, po->writer, &cslot)) < 0)
 		return r;
 	/* Segment slots first: segs.lock comes before the shard lock. */
 	for (uint32_t i = 0; i < po->nrep; i++)

@@ -56,8 +56,12 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 		*ret_removed = 0;
 		return 0;
 	}
-	if (r < 0 || (r = meta_scratch_init(&keybuf)) < 0)
+	if (r < 0)
 		return r;
+	if ((r = meta_scratch_init(&keybuf)) < 0) {
+		meta_tenant_release(m, t);
+		return r;
+	}
 	for (uint32_t s = 0; s < MC_META_SHARDS; s++) {
 		struct mc_shard *sh = &m->shards[s];
 		pthread_rwlock_wrlock(&sh->lock);
@@ -78,6 +82,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 		pthread_rwlock_unlock(&sh->lock);
 	}
 	mc_wbuf_free(&keybuf);
+	meta_tenant_release(m, t);
 	*ret_removed = removed;
 	return 0;
 }
@@ -109,8 +114,8 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 	if (r < 0)
 		return r;
 	r = meta_tenant_resolve(m, tenant, false, &t);
-	if (r == 0)
-		r = meta_scratch_init(&keybuf);
+	if (r == 0 && (r = meta_scratch_init(&keybuf)) < 0)
+		meta_tenant_release(m, t);
 	if (r < 0) {
 		regfree(&re);
 		return r == MC_ERR_TENANT_NOT_REGISTERED ? 0 : r;
@@ -141,6 +146,7 @@ int mc_meta_get_replica_list_by_regex(struct mc_meta *m, struct mc_ref tenant, c
 	}
 	mc_wbuf_free(&keybuf);
 	regfree(&re);
+	meta_tenant_release(m, t);
 	return 0;
 }
 
@@ -211,8 +217,8 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 			struct keyent *ne = realloc(ents, n * sizeof(*ne));
 			if (!ne) {
 				pthread_rwlock_unlock(&sh->lock);
-				free(ents);
-				return MC_ERR_NO_MEMORY;
+				r = MC_ERR_NO_MEMORY;
+				goto out;
 			}
 			ents = ne;
 			ents_cap = n;
@@ -242,18 +248,19 @@ int meta_scan_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref cursor
 				mc_store_le64(next_cursor, ents[i].hash);
 				mc_store_le16(next_cursor + 8, (uint16_t)before);
 				pthread_rwlock_unlock(&sh->lock);
-				free(ents);
 				*ret_next_len = MC_META_CURSOR_LEN;
-				return 0;
+				goto out;
 			}
 			fn(ctx, ents[i].o);
 			emitted++;
 		}
 		pthread_rwlock_unlock(&sh->lock);
 	}
-	free(ents);
 	*ret_next_len = 0;
-	return 0;
+out:
+	free(ents);
+	meta_tenant_release(m, t);
+	return r;
 }
 
 struct all_keys {
@@ -328,6 +335,10 @@ int mc_meta_check(struct mc_meta *m)
 			struct mc_object *o;
 			while ((o = mc_objtab_next(tab, &it))) {
 				struct mc_tenant *t = meta_tenant(m, o->tenant);
+				if (!t) {	/* an object of a reclaimed tenant */
+					err = 1;
+					break;
+				}
 				uint64_t h = meta_key_hash(t, mc_object_key(o), o->key_len);
 				if (o->tenant != sh->tenants[ti].tenant || h % MC_META_SHARDS != s ||
 				    (uint32_t)h != o->hash || o->nrep == 0 || o->nrep > o->nrep_cap ||
@@ -377,14 +388,14 @@ int mc_meta_check(struct mc_meta *m)
 		}
 	}
 	(void)used_total;
-	pthread_mutex_lock(&m->tenants_lock);   /* registration runs beside us */
-	uint32_t ntenants = m->ntenants;
-	pthread_mutex_unlock(&m->tenants_lock);
-	for (uint32_t t = 0; t < ntenants && !err; t++) {
-		struct mc_tenant *tp = meta_tenant(m, (uint16_t)t);
-		if (tp->charged_bytes != charged[t] || tp->objects != objs[t])
+	pthread_mutex_lock(&m->tenants_lock);   /* registration and reclamation run beside us */
+	for (uint32_t t = 0; t < m->ntenants && !err; t++) {
+		struct mc_tenant *tp = m->tenants[t];
+		if (tp ? tp->charged_bytes != charged[t] || tp->objects != objs[t]
+		       : charged[t] || objs[t])	/* a reclaimed slot holds nothing */
 			err = 1;
 	}
+	pthread_mutex_unlock(&m->tenants_lock);
 	uint64_t counted = 0;
 	for (uint32_t s = 0; s < MC_META_SHARDS; s++)
 		counted += m->shards[s].nobjects;

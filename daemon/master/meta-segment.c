@@ -235,6 +235,7 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 	mc_pinidx_expire(&m->pins, now);
 	unmount_drained(m, now);
 	reap_abandoned(m, now);
+	mc_meta_reclaim_tenants(m);	/* after the reaper: its tenants may be empty now */
 	pthread_rwlock_rdlock(&m->segs.lock);
 	for (uint32_t n = 0; n < m->segs.nnames; n++) {
 		struct mc_segname *sn = &m->segs.names[n];

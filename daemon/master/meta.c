@@ -29,16 +29,46 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->reap_shards_per_tick = 16;
 }
 
+uint32_t meta_tenants_reclaim_locked(struct mc_meta *m)
+{
+	uint32_t n = 0;
+	for (uint32_t slot = 1; slot < m->ntenants; slot++) {
+		struct mc_tenant *t = m->tenants[slot];
+		/* users first: a call that resolved t and then made an object
+		 * dropped its reference after counting the object (release). */
+		if (!t || __atomic_load_n(&t->users, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&t->objects, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED))
+			continue;
+		/* No object and no call holds t, and none can find it without
+		 * tenants_lock: it goes.  Its empty tables in the shards stay, for
+		 * the slot's next tenant. */
+		mc_map_del(&m->tenant_by_name, t->name, strlen(t->name), NULL);
+		__atomic_store_n(&m->tenants[slot], NULL, __ATOMIC_RELEASE);
+		free(t->name);
+		free(t);
+		m->free_slots[m->nfree++] = (uint16_t)slot;
+		m->nlive--;
+		n++;
+	}
+	__atomic_add_fetch(&m->tenants_reclaimed, n, __ATOMIC_RELAXED);
+	return n;
+}
+
 static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t len, uint16_t *ret)
 {
-	if (m->ntenants >= MC_MAX_TENANTS)
-		return MC_ERR_NO_AVAILABLE_HANDLE;
+	uint32_t max = m->cfg.max_tenants && m->cfg.max_tenants < MC_MAX_TENANTS ?
+		       m->cfg.max_tenants : MC_MAX_TENANTS;
+	if (m->nlive >= max && !meta_tenants_reclaim_locked(m))
+		return MC_ERR_TENANT_LIMIT_EXCEEDED;
+	if (!m->nfree && m->ntenants >= MC_MAX_TENANTS)
+		return MC_ERR_TENANT_LIMIT_EXCEEDED;
 	struct mc_tenant *t = calloc(1, sizeof(*t));
 	if (!t || !(t->name = strndup(name, len))) {
 		free(t);
 		return MC_ERR_NO_MEMORY;
 	}
-	uint16_t slot = (uint16_t)m->ntenants;
+	uint16_t slot = m->nfree ? m->free_slots[m->nfree - 1] : (uint16_t)m->ntenants;
 	/* The default tenant hashes the key alone (hash seed 0), as the original does. */
 	t->seed = slot == 0 ? 0 : (mc_hash(name, len) | 1);
 	if (mc_map_put(&m->tenant_by_name, name, len, slot) < 0) {
@@ -47,7 +77,11 @@ static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t 
 		return MC_ERR_NO_MEMORY;
 	}
 	__atomic_store_n(&m->tenants[slot], t, __ATOMIC_RELEASE);
-	m->ntenants++;
+	if (m->nfree)
+		m->nfree--;
+	else
+		m->ntenants++;
+	m->nlive++;
 	*ret = slot;
 	return 0;
 }
@@ -114,6 +148,8 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 		pthread_mutex_destroy(&m->stripes[i]);
 	mc_segmgr_release(&m->segs);   /* allocators go with their segments */
 	for (uint32_t i = 0; i < m->ntenants; i++) {
+		if (!m->tenants[i])
+			continue;
 		free(m->tenants[i]->name);
 		free(m->tenants[i]);
 	}
@@ -156,6 +192,8 @@ int meta_tenant_resolve(struct mc_meta *m, struct mc_ref tenant, bool create, ui
 	} else {
 		r = MC_ERR_TENANT_NOT_REGISTERED;
 	}
+	if (r == 0)	/* the caller's reference: meta_tenant_release() */
+		__atomic_add_fetch(&m->tenants[*ret]->users, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&m->tenants_lock);
 	return r;
 }
@@ -183,6 +221,7 @@ int meta_key_lock(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bo
 	int r = meta_locate(m, tenant, key, false, &ret->loc);
 	if (r < 0)
 		return r == MC_ERR_TENANT_NOT_REGISTERED ? MC_ERR_OBJECT_NOT_FOUND : r;
+	ret->m = m;
 	ret->key = key;
 	ret->sh = &m->shards[ret->loc.shard];
 	if (write)
@@ -338,7 +377,9 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 	if (o->flags & MC_OBJ_GROUPED)
 		mc_groups_leave(&m->groups, o);
 	__atomic_sub_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELAXED);
+	/* The last touch of t (release): once its objects are 0 the tenant may
+	 * be reclaimed (meta_tenants_reclaim_locked() loads this with acquire). */
+	__atomic_sub_fetch(&t->objects, 1, __ATOMIC_RELEASE);
 	meta_shard_count(&m->shards[o->hash % MC_META_SHARDS].nobjects, -1);
 	if (o->flags & MC_OBJ_HARD_PIN)
 		meta_shard_count(&m->shards[o->hash % MC_META_SHARDS].hard_pinned, -1);
@@ -465,9 +506,12 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	int r;
 
 	if ((r = check_put_args(m, key, size, cfg)) < 0 ||
-	    (r = meta_locate(m, tenant, key, true, &a.loc)) < 0 ||
-	    (r = meta_client_intern(m, client, &a.client)) < 0)
+	    (r = meta_locate(m, tenant, key, true, &a.loc)) < 0)
 		return r;
+	if ((r = meta_client_intern(m, client, &a.client)) < 0) {
+		meta_tenant_release(m, a.loc.tenant);
+		return r;
+	}
 	pthread_mutex_t *stripe = meta_stripe(m, a.loc.hash);
 	struct mc_shard *sh = &m->shards[a.loc.shard];
 	pthread_mutex_lock(stripe);
@@ -481,6 +525,7 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	}
 	pthread_rwlock_unlock(&m->segs.lock);
 	pthread_mutex_unlock(stripe);
+	meta_tenant_release(m, a.loc.tenant);
 	MC_PROBE5(put__start, (uint32_t)a.loc.hash, a.loc.tenant, size, cfg->replica_num, r);
 	return r;
 }
@@ -709,6 +754,7 @@ int mc_meta_set_quota(struct mc_meta *m, struct mc_ref tenant, uint64_t quota_by
 	__atomic_store_n(&meta_tenant(m, t)->quota_bytes, quota_bytes, __ATOMIC_RELAXED);
 	meta_log_quota(m, t, quota_bytes);
 	pthread_mutex_unlock(&m->tenants_lock);
+	meta_tenant_release(m, t);
 	return 0;
 }
 
@@ -722,6 +768,7 @@ int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_
 	ret->quota_bytes = __atomic_load_n(&tp->quota_bytes, __ATOMIC_RELAXED);
 	ret->charged_bytes = __atomic_load_n(&tp->charged_bytes, __ATOMIC_RELAXED);
 	ret->objects = __atomic_load_n(&tp->objects, __ATOMIC_RELAXED);
+	meta_tenant_release(m, t);
 	return 0;
 }
 
@@ -740,8 +787,9 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	ret->segments = m->segs.nslots_used;
 	pthread_rwlock_unlock(&m->segs.lock);
 	pthread_mutex_lock(&m->tenants_lock);
-	ret->tenants = m->ntenants;
+	ret->tenants = m->nlive;
 	pthread_mutex_unlock(&m->tenants_lock);
+	ret->tenants_reclaimed = __atomic_load_n(&m->tenants_reclaimed, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&m->clients_lock);
 	ret->clients = m->nclients;
 	pthread_rwlock_unlock(&m->clients_lock);
@@ -773,12 +821,10 @@ void mc_meta_foreach_segment(struct mc_meta *m, mc_segment_stat_fn fn, void *ctx
 
 void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx)
 {
+	/* Under the lock: a tenant may be reclaimed beside us otherwise. */
 	pthread_mutex_lock(&m->tenants_lock);
-	uint32_t n = m->ntenants;
-	pthread_mutex_unlock(&m->tenants_lock);
-	/* Slots below n stay registered (tenants live as long as m). */
-	for (uint32_t i = 0; i < n; i++) {
-		struct mc_tenant *t = meta_tenant(m, (uint16_t)i);
+	for (uint32_t i = 0; i < m->ntenants; i++) {
+		struct mc_tenant *t = m->tenants[i];
 		if (!t)
 			continue;
 		struct mc_tenant_usage u = {
@@ -788,4 +834,13 @@ void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx)
 		};
 		fn(ctx, t->name, &u);
 	}
+	pthread_mutex_unlock(&m->tenants_lock);
+}
+
+uint32_t mc_meta_reclaim_tenants(struct mc_meta *m)
+{
+	pthread_mutex_lock(&m->tenants_lock);
+	uint32_t n = meta_tenants_reclaim_locked(m);
+	pthread_mutex_unlock(&m->tenants_lock);
+	return n;
 }

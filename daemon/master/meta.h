@@ -76,6 +76,9 @@ struct mc_meta_config {
 	bool evict_on_full;                 /* a PutStart that finds no space evicts (true) */
 	bool allow_evict_soft_pinned;       /* soft-pinned objects may go, after the others (true) */
 	uint32_t reap_shards_per_tick;      /* shards the abandoned-write reaper visits a tick (16) */
+	uint32_t max_tenants;               /* registered tenants at most, default included
+					     * (0: MC_MAX_TENANTS); one more is
+					     * TENANT_LIMIT_EXCEEDED */
 };
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
@@ -228,7 +231,8 @@ struct mc_meta_stats {
 	uint64_t capacity_bytes;
 	uint64_t allocated_bytes;
 	uint32_t segments;
-	uint32_t tenants;
+	uint32_t tenants;                   /* registered now, default included */
+	uint64_t tenants_reclaimed;         /* empty tenants reclaimed so far */
 	uint32_t clients;
 	uint32_t soft_pinned;
 	uint32_t groups;
@@ -254,10 +258,14 @@ struct mc_tenant_usage {
 	uint64_t quota_bytes, charged_bytes, objects;
 };
 int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_tenant_usage *ret);
-/* Calls fn for each registered tenant (no lock held: fn may do anything but
- * free m); usage as mc_meta_get_tenant_usage() reports it. */
+/* Calls fn for each registered tenant, under the tenants' lock (a leaf):
+ * fn must not call mc_meta_*; usage as mc_meta_get_tenant_usage() reports it. */
 typedef void (*mc_tenant_stat_fn)(void *ctx, const char *name, const struct mc_tenant_usage *u);
 void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx);
+/* Reclaims the tenants that hold nothing: no object, no quota, no call in
+ * progress (mc_meta_tick() runs it; registration too, at max_tenants).
+ * Their names may come back later, as new tenants.  Returns how many. */
+uint32_t mc_meta_reclaim_tenants(struct mc_meta *m);
 
 /* Walks every structure and checks the invariants (tests): every object's
  * replicas point at used allocator nodes owned by that object, allocated

@@ -15,6 +15,8 @@
  *                     XXH3(blob) over the rows of `objects` (recs) and
  *                     `segments` (rec)
  *     complete        1; written last, in the same transaction
+ *     duration_ms     ms from the start of the write to its commit (optional:
+ *                     older files lack it, and read as 0)
  *   CREATE TABLE tenants(slot INTEGER PRIMARY KEY, name BLOB NOT NULL,
  *                        quota INTEGER NOT NULL);
  *   CREATE TABLE segments(rec BLOB NOT NULL);   -- a MOUNT payload (record.c)
@@ -151,7 +153,7 @@ static int write_one(void *ctx, uint32_t index, const struct mc_record *r)
 }
 
 /* The whole file, as path.<pid>.tmp. */
-static int write_tmp(const char *tmp, uint64_t id, uint64_t seq, uint64_t wall,
+static int write_tmp(const char *tmp, uint64_t id, uint64_t seq, uint64_t wall, uint64_t t0,
 		     mc_snapshot_producer_fn produce, void *src, struct writer *w)
 {
 	sqlite3 *db;
@@ -173,6 +175,7 @@ static int write_tmp(const char *tmp, uint64_t id, uint64_t seq, uint64_t wall,
 	    put_meta(db, "created_ms", wall) < 0 || put_meta(db, "oplog_seq", seq) < 0 ||
 	    put_meta(db, "objects", w->nobj) < 0 || put_meta(db, "segments", w->nseg) < 0 ||
 	    put_meta(db, "digest", w->digest) < 0 || put_meta(db, "complete", 1) < 0 ||
+	    put_meta(db, "duration_ms", mc_now_ms() - t0) < 0 ||
 	    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		return r;
 	return 0;
@@ -190,7 +193,7 @@ int mc_snapshot_file_write(const char *path, uint64_t id, uint64_t oplog_seq,
 	unlink(tmp);
 	mc_wbuf_init(&w.rec, MC_OPLOG_MAX_RECORD);
 	mc_wbuf_init(&w.row, SIZE_MAX);
-	int r = write_tmp(tmp, id, oplog_seq, wall, produce, src, &w);
+	int r = write_tmp(tmp, id, oplog_seq, wall, t0, produce, src, &w);
 	sqlite3_finalize(w.tenant);
 	sqlite3_finalize(w.segment);
 	sqlite3_finalize(w.object);

@@ -332,7 +332,8 @@ static int take_locked(struct mc_snapshots *s, bool resume, struct mc_snapshot_i
 	char why[256];
 	r = mc_snapshot_file_info(path, &info, why, sizeof(why));
 	if (r == 0) {
-		info.duration_ms = (mc_now_ns() - t0) / 1000000;
+		/* duration_ms is the writer's, as the file records it: what
+		 * `snapshot list` shows later is what `create` answered. */
 		info.pause_us = pause_us;
 		apply_retention(s);
 	}

@@ -84,7 +84,10 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_UPTIME] = { MC_METRIC_GAUGE, "mooncake_node_uptime_seconds",
 			       "Seconds since the node started." },
 	};
+	static const char *const known[] = { "INVALID_PARAMS", "INVALID_READ", "INVALID_WRITE",
+					     "SEGMENT_NOT_FOUND", NULL };
 	static const struct mc_op_families opf = {
+		.known_codes = known,
 		.prefix = "mooncake_node_data", .requests = "Data plane requests",
 		.duration_help = "Server side of a transfer, by op: from the request decoded to the "
 				 "response sent (payload included).",

@@ -24,8 +24,9 @@
  * --segments, another --segment_size, the wrong size) have their shm file
  * deleted.  A fresh state_dir makes a new identity and new files.  The shm
  * files are NOT removed on a clean shutdown (data is meant to outlive a
- * node restart); remove them by hand, or with the node.id gone, when a
- * node is retired.
+ * node restart); `mooncakectl node release` (cli/ctl-node.c, which reads
+ * node.id) deletes them when a node is retired, once the master no longer
+ * counts on them.
  */
 #ifndef MC_NODE_SEGMENT_H
 #define MC_NODE_SEGMENT_H

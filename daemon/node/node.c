@@ -124,6 +124,12 @@ static int node_new(const struct node_config *c, struct node **ret)
 		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
 		goto fail;
 	}
+	/* A bad address or a port clash is found before the segments are opened. */
+	if ((r = mc_daemon_check_listen("data_address", c->data_address, "data_port",
+					c->data_port)) < 0 ||
+	    (r = mc_daemon_check_listen("http_address", c->http_address, "http_port",
+					c->http_port)) < 0)
+		goto fail;
 	mc_node_set_shm_dir(c->shm_dir);
 	if (!mc_node_shm_dir_has_huge_pages())
 		log_notice("shm_dir '%s' is not a tmpfs with huge pages: first touches of segment "

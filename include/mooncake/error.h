@@ -71,6 +71,7 @@ extern "C" {
 	X(TENANT_QUOTA_EXCEEDED,       -1700, 403, "tenant quota exceeded") \
 	X(TENANT_NOT_REGISTERED,       -1701, 404, "tenant not registered") \
 	X(TENANT_NOT_EMPTY,            -1702, 409, "tenant not empty") \
+	X(TENANT_LIMIT_EXCEEDED,       -1703, 403, "the master's tenant limit (max_tenants) is reached") \
 	X(NO_MEMORY,                   -1800, 503, "out of memory") \
 	X(TOO_LARGE,                   -1801, 413, "request exceeds a size limit")
 

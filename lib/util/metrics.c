@@ -42,6 +42,7 @@ struct mc_metric {
 	void *ctx;
 	uint64_t *u;		/* counters: the count; gauges: the double's bits */
 	struct hseries *h;	/* histograms */
+	uint8_t *keep;		/* sparse: series rendered at zero too (NULL: none) */
 };
 
 struct mc_metric_sink {
@@ -80,6 +81,7 @@ static void metric_free(struct mc_metric *x)
 	free(x->help);
 	free(x->u);
 	free(x->h);
+	free(x->keep);
 	free(x);
 }
 
@@ -488,10 +490,20 @@ void mc_metric_emit_histogram(struct mc_metric_sink *sink, const char *const *va
 	put_histogram(sink->f, sink->x, values ? values : none, bounds, counts, n, sum);
 }
 
+int mc_metric_keep(struct mc_metric *x, unsigned idx)
+{
+	if (idx >= x->n)
+		return MC_ERR_INVALID_PARAMS;
+	if (!x->keep && !(x->keep = calloc(x->n, 1)))
+		return MC_ERR_NO_MEMORY;
+	x->keep[idx] = 1;
+	return 0;
+}
+
 static void render_one(FILE *f, struct mc_metric *x)
 {
 	static const char *const type_name[] = { "counter", "gauge", "histogram" };
-	bool sparse = x->flags & MC_METRIC_SPARSE;
+	bool all = !(x->flags & MC_METRIC_SPARSE);
 	fprintf(f, "# HELP %s ", x->name);
 	put_escaped(f, x->help, false);
 	fprintf(f, "\n# TYPE %s %s\n", x->name, type_name[x->type]);
@@ -501,6 +513,7 @@ static void render_one(FILE *f, struct mc_metric *x)
 		return;
 	}
 	for (unsigned i = 0; i < x->n; i++) {
+		bool sparse = !all && !(x->keep && x->keep[i]);
 		if (x->type != MC_METRIC_HISTOGRAM) {
 			if (!x->fn && x->type == MC_METRIC_COUNTER) {
 				uint64_t u = __atomic_load_n(&x->u[i], __ATOMIC_RELAXED);

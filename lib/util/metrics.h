@@ -117,6 +117,12 @@ void mc_metric_emit_histogram(struct mc_metric_sink *sink, const char *const *va
  * last series (ignored by the updates) when out of range. */
 unsigned mc_metric_index2(const struct mc_metric *x, unsigned i0, unsigned i1);
 
+/* A series of a sparse family that is rendered at zero too (a known error
+ * code, so that dashboards have a series before the first error).  Call
+ * before the family is rendered (registration time).  0,
+ * MC_ERR_INVALID_PARAMS for an index out of range, MC_ERR_NO_MEMORY. */
+int mc_metric_keep(struct mc_metric *x, unsigned idx);
+
 /* Counters (and gauges: add is then a double add). */
 void mc_metric_inc(struct mc_metric *x, unsigned idx);
 void mc_metric_add(struct mc_metric *x, unsigned idx, uint64_t n);

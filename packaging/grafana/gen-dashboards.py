@@ -201,18 +201,18 @@ def master():
     b.ts("Errors by op and code",
          [("sum by (op, code) (%s)" % rate("mooncake_master_rpc_errors_total"),
            "{{op}} {{code}}")], "reqps",
-         desc="Sparse: a pair appears once it has counted an error.")
+         desc="The common codes of every op are there at zero; other pairs appear once "
+              "they have counted an error.")
     b.ts("Latency p99 by op", [(quant("0.99", "mooncake_master_rpc_duration_seconds", "op"),
                                 "{{op}}")], "s", desc="Run time of the RPC handler.")
     b.ts("Latency p50 by op", [(quant("0.5", "mooncake_master_rpc_duration_seconds", "op"),
                                 "{{op}}")], "s")
     b.heatmap("Latency, all ops",
               "sum by (le) (%s)" % rate("mooncake_master_rpc_duration_seconds_bucket"))
-    b.ts("Error ratio, all frames",
-         [("sum(%s) / sum(%s)" % (rate("mooncake_master_rpc_all_errors_total"),
-                                  rate("mooncake_master_rpc_all_requests_total")), "errors")],
-         "percentunit", desc="Frames answered with a non-zero status over all frames "
-                             "(unknown opcodes included).")
+    b.ts("Error ratio, all ops",
+         [("sum(%s) / sum(%s)" % (rate("mooncake_master_rpc_errors_total"),
+                                  rate("mooncake_master_rpc_requests_total")), "errors")],
+         "percentunit", desc="Requests answered with a non-zero status over all requests.")
     b.ts("Connections", [("sum(mooncake_master_rpc_connections%s)" % I, "open"),
                          ("sum(%s)" % rate("mooncake_master_rpc_connections_accepted_total"),
                           "accepted /s")])
@@ -278,7 +278,9 @@ def nodes():
                                         'op=~"data_write|data_read"'))
     b.ts("Errors by op and code",
          [("sum by (op, code) (%s)" % rate("mooncake_node_data_errors_total"),
-           "{{op}} {{code}}")], "reqps", desc="Sparse: a pair appears once it has counted.")
+           "{{op}} {{code}}")], "reqps",
+         desc="The common codes of every op are there at zero; other pairs appear once "
+              "they have counted.")
     b.ts("Requests by node", [("sum by (instance) (%s)" %
                                rate("mooncake_node_data_requests_total"), "{{instance}}")],
          "reqps")

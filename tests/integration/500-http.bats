@@ -60,7 +60,9 @@ metric_value() {
 		mooncake_master_uptime_seconds; do
 		grep -q "^# TYPE $f " <<<"$m" || { echo "missing $f"; false; }
 	done
-	[ "$(metric_value "$m" 'mooncake_build_info{version="0.1.0"}')" = 1 ]
+	# the commit: git's, or unknown outside a checkout
+	commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+	[ "$(metric_value "$m" "mooncake_build_info{version=\"0.1.0\",commit=\"$commit\"}")" = 1 ]
 	# the node mounted one 16M segment
 	[ "$(metric_value "$m" mooncake_master_segments)" = 1 ]
 	[ "$(metric_value "$m" mooncake_master_capacity_bytes)" = 16777216 ]
@@ -99,16 +101,16 @@ metric_value() {
 # doc_families SECTION: the metric names of docs/metrics.md's "## SECTION" table.
 doc_families() {
 	awk -v s="## $1" '$0 == s { on = 1; next } /^## / { on = 0 }
-		on && /^\| `mooncake_/ { split($0, f, "`"); print f[2] }' docs/metrics.md | sort
+		on && /^\| `(mooncake|process)_/ { split($0, f, "`"); print f[2] }' docs/metrics.md | sort
 }
 
 @test "docs/metrics.md lists exactly the families each daemon exports" {
 	run -0 curl -sf "http://$MHTTP/metrics"
 	diff <(awk '$1 == "#" && $2 == "TYPE" { print $3 }' <<<"$output" | sort) \
-		<(doc_families Master)
+		<({ doc_families "Every daemon"; doc_families Master; } | sort)
 	run -0 curl -sf "http://$NHTTP/metrics"
 	diff <(awk '$1 == "#" && $2 == "TYPE" { print $3 }' <<<"$output" | sort) \
-		<({ echo mooncake_build_info; doc_families Node; } | sort)
+		<({ doc_families "Every daemon"; doc_families Node; } | sort)
 }
 
 @test "promtool check metrics is clean on both outputs" {
@@ -148,9 +150,9 @@ doc_families() {
 	run -0 curl -sf "http://$MHTTP/health"
 }
 
-@test "--http_port of a port in use fails at start with a message" {
+@test "--http_port of a port in use fails at start with a message (exit 2, a bad option)" {
 	port=${MHTTP#*:}
-	run -1 "$MASTER" --rpc_address=127.0.0.1 --rpc_port=0 --http_port="$port" \
+	run -2 "$MASTER" --rpc_address=127.0.0.1 --rpc_port=0 --http_port="$port" \
 		--state_dir="$MC_DIR/m2"
-	[[ "$output" == *"cannot serve http on 127.0.0.1:$port"* ]]
+	[[ "$output" == *"option '--http_port': port $port on 127.0.0.1 is in use"* ]]
 }

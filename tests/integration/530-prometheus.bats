@@ -81,7 +81,7 @@ value() {
 
 # The series name that shows a metric has a sample (histograms: _count).
 doc_series() {
-	awk '/^\| `mooncake_/ { split($0, f, "`"); split($0, c, "|"); t = c[3]; gsub(/ /, "", t);
+	awk '/^\| `(mooncake|process)_/ { split($0, f, "`"); split($0, c, "|"); t = c[3]; gsub(/ /, "", t);
 		print f[2] (t == "histogram" ? "_count" : "") }' docs/metrics.md | sort -u
 }
 
@@ -106,7 +106,7 @@ doc_series() {
 	missing=
 	for i in $(seq 1 60); do	# 30 s
 		have=$(curl -sfG "$PROM/api/v1/query" \
-			--data-urlencode 'query=count by (__name__) ({__name__=~"mooncake_.+"})' |
+			--data-urlencode 'query=count by (__name__) ({__name__=~"(mooncake|process)_.+"})' |
 			jq -r '.data.result[].metric.__name__' | sort -u)
 		missing=$(comm -23 <(echo "$want") <(echo "$have"))
 		[ -z "$missing" ] && break

@@ -208,12 +208,20 @@ static void test_master_families(void **state)
 	/* the error matrix: only the series that counted */
 	assert_true(sample(s, "mooncake_master_rpc_errors_total{op=\"get_replica_list\","
 			      "code=\"OBJECT_NOT_FOUND\"}") == 2);
-	assert_false(has(s, "mooncake_master_rpc_errors_total{op=\"exist_key\""));
+	/* known codes at zero, others only once counted */
+	assert_true(sample(s, "mooncake_master_rpc_errors_total{op=\"exist_key\","
+			      "code=\"OBJECT_NOT_FOUND\"}") == 0);
+	assert_false(has(s, "mooncake_master_rpc_errors_total{op=\"exist_key\",code=\"RPC_FAIL\""));
 	assert_false(has(s, "code=\"OK\""));
 	assert_true(sample(s, "mooncake_master_rpc_requests_total{op=\"exist_key\"}") == 1);
 	assert_true(sample(s, "mooncake_master_rpc_requests_total{op=\"get_replica_list\"}") == 2);
-	assert_true(sample(s, "mooncake_master_rpc_all_errors_total") == 3);
-	assert_true(sample(s, "mooncake_master_rpc_duration_seconds_count{op=\"put_end\"}") == 1);
+	assert_false(has(s, "rpc_all_"));
+	/* every daemon: process_* and the commit built */
+	assert_true(sample(s, "process_start_time_seconds") > 1.7e9);
+	assert_true(sample(s, "process_open_fds") >= 3);
+	assert_true(sample(s, "process_max_fds") >= sample(s, "process_open_fds"));
+	assert_true(sample(s, "process_resident_memory_bytes") > 1e6);
+	assert_true(has(s, "mooncake_build_info{version=\"" MC_VERSION_STRING "\",commit=\""));	assert_true(sample(s, "mooncake_master_rpc_duration_seconds_count{op=\"put_end\"}") == 1);
 	/* the node's ops are not the master's */
 	assert_false(has(s, "op=\"data_read\""));
 	/* one HELP and one TYPE per family */
@@ -246,11 +254,58 @@ static void test_empty(void **state)
 	free(s);
 }
 
+/* Per-tenant series: the top N by bytes charged, the rest summed as "other". */
+static void test_tenant_top_n(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->meta;
+	char name[16], key[16];
+	assert_rc(mount_seg(m, client_id(1), 1, "node-a", 4 * MiB), 0);
+	/* t1 holds 1 object of 4 KiB ... t5 holds 5; "other" (a real tenant) holds 6 */
+	for (int t = 1; t <= 6; t++)
+		for (int k = 0; k < t; k++) {
+			struct mc_put_config cfg = { .replica_num = 1 };
+			snprintf(name, sizeof(name), t == 6 ? "other" : "t%d", t);
+			snprintf(key, sizeof(key), "k%d", k);
+			assert_rc(mc_meta_put_start(m, client_id(1), ref_str(name), ref_str(key), 4 * KiB,
+						    &cfg, NULL, NULL), 0);
+			assert_rc(mc_meta_put_end(m, client_id(1), ref_str(name), ref_str(key), false, 0), 0);
+		}
+	assert_rc(mc_meta_set_quota(m, ref_str("t1"), 1 * MiB), 0);
+	assert_rc(mc_meta_set_quota(m, ref_str("t2"), 2 * MiB), 0);
+	mc_master_metrics_set_tenant_series(f->mm, 2);
+	char *s = scrape(f);
+	assert_true(sample(s, "mooncake_master_tenant_objects{tenant=\"t5\"}") == 5);
+	assert_true(sample(s, "mooncake_master_tenant_objects{tenant=\"t4\"}") == 4);
+	assert_false(has(s, "tenant=\"t3\""));
+	assert_false(has(s, "tenant=\"default\""));
+	/* other: t3 + t2 + t1 + default + the tenant named "other" */
+	assert_true(sample(s, "mooncake_master_tenant_objects{tenant=\"other\"}") == 3 + 2 + 1 + 6);
+	assert_true(sample(s, "mooncake_master_tenant_charged_bytes{tenant=\"other\"}") ==
+		    12 * 4 * KiB);
+	assert_true(sample(s, "mooncake_master_tenant_quota_bytes{tenant=\"other\"}") == 3 * MiB);
+	/* one series per name: "other" appears once per family */
+	const char *p = s;
+	int n = 0;
+	while ((p = strstr(p, "mooncake_master_tenant_objects{tenant=\"other\"}")))
+		n++, p++;
+	assert_int_equal(n, 1);
+	assert_true(sample(s, "mooncake_master_tenants") == 7);
+	free(s);
+	/* more room than tenants: no "other" series but the real one */
+	mc_master_metrics_set_tenant_series(f->mm, 100);
+	s = scrape(f);
+	assert_true(sample(s, "mooncake_master_tenant_objects{tenant=\"t3\"}") == 3);
+	assert_true(sample(s, "mooncake_master_tenant_objects{tenant=\"other\"}") == 6);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_master_families, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tenant_top_n, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
