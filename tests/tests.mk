@@ -17,11 +17,11 @@ TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka $(LIBS_CRYPTO)
 
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson $(LIBS_CRYPTO)
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -35,7 +35,7 @@ $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(FUZZ_EXTRA_$*) $(LIBS_CORE)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(FUZZ_EXTRA_$*) $(LIBS_CORE) $(LIBS_CRYPTO)
 
 TEST_BINS += $(UNIT_BINS) $(BENCH_BINS)
 
@@ -106,7 +106,7 @@ TOOL_BINS := $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/tools/%)
 
 $(O)/tests/tools/%: $(O)/tests/tools/%.o $(PROTO_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(LIBS_CRYPTO)
 
 TEST_BINS += $(TOOL_BINS)
 
@@ -120,4 +120,4 @@ bench: $(O)/tests/bench/client-bench all
 # Load generators of the restart and eviction tests (libmooncake, plus util for mc_rand).
 $(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(LIBS_CRYPTO)
