@@ -160,6 +160,11 @@ static inline const char *mc_segment_endpoint(const struct mc_segment *s)
 	return __atomic_load_n(&s->endpoint, __ATOMIC_ACQUIRE);
 }
 
+static inline const char *mc_segment_shm_path(const struct mc_segment *s)
+{
+	return __atomic_load_n(&s->shm_path, __ATOMIC_ACQUIRE);
+}
+
 static inline uint64_t mc_segment_base(const struct mc_segment *s)
 {
 	return __atomic_load_n(&s->base, __ATOMIC_RELAXED);

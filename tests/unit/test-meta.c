@@ -206,7 +206,7 @@ static void test_put_stale_takeover(void **state)
 	assert_int_equal(usage(m, DFLT).charged_bytes, 2 * MiB + 4 * KiB);
 
 	/* A taken-over write with several replicas defers all of them. */
-	assert_rc(mount_seg(m, C1, 2, "node-b", 64 * MiB), 0);
+	assert_rc(mount_seg(m, C2, 2, "node-b", 64 * MiB), 0);   /* another node */
 	uint64_t t2 = now_of(f), a0 = meta_allocated(m);
 	assert_rc(put_start(m, C1, DFLT, "two", 64 * KiB, 2), 0);
 	assert_int_equal(meta_allocated(m), a0 + 128 * KiB);
