@@ -32,6 +32,8 @@ $(O)/fuzz/fuzz-oplog: $(FUZZ_EXTRA_fuzz-oplog) $(wildcard daemon/master/oplog*.h
 FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
 	record.c segment.c objtab.c pinidx.c group.c oplog.c)
 $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
+FUZZ_EXTRA_fuzz-grant := daemon/node/node-grant.c
+$(O)/fuzz/fuzz-grant: $(FUZZ_EXTRA_fuzz-grant) $(wildcard daemon/node/node-grant.h daemon/node/node-segment.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
@@ -74,7 +76,7 @@ bench: $(BENCH_BINS)
 # detect_deadlocks=0: mc_meta_check() holds all 1024 shard locks at once,
 # more than TSan's deadlock detector can track (64); it is not a finding.
 TSAN_O     ?= .output-tsan
-TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server \
+TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server test-grant \
               test-metrics
 .PHONY: test-tsan
 test-tsan:
