@@ -356,6 +356,7 @@ static int model_put_revoke(int t, int k, int c)
 		return MC_ERR_ILLEGAL_CLIENT;
 	if (o->state == DONE)
 		return MC_ERR_INVALID_WRITE;
+	model_drop_blocks(o, o->time + DISCARD);   /* until the writer's grants end */
 	o->state = ABSENT;
 	return 0;
 }
