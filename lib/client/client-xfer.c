@@ -147,6 +147,8 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 			struct mc_msg_data_read_resp p;
 			struct mc_rpc_attach at = { .recv = (char *)buf + done, .recv_cap = n };
 			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_READ, &q, &p, &at);
+			if (r == MC_ERR_GRANT_EXPIRED)	/* a read grant lasts the lease */
+				r = MC_ERR_LEASE_EXPIRED;
 			if (r == 0 && at.recv_len != n)
 				r = MC_ERR_TRANSFER_FAIL;
 			if (r == 0)
