@@ -4,7 +4,9 @@
  * field, the MAC against OpenSSL's one-shot HMAC(), sign/decode round
  * trips, every malformed input refused, the coverage rules (mode, segment,
  * range edges, overflow, expiry), keys from many threads at once (the
- * per-thread keyed contexts), and its cost (printed).
+ * per-thread keyed contexts), the node's checks racing key installs and
+ * clock syncs (node-grant.c; run under TSan by make test-tsan), and its
+ * cost (printed).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include <openssl/hmac.h>
 
 #include "mooncake/error.h"
+#include "node/node-grant.h"
 #include "util/clock.h"
 #include "util/grant.h"
 
@@ -199,6 +202,63 @@ static void test_threads(void **state)
 	}
 }
 
+/* Checkers on 4 threads while the link thread re-installs two keys in
+ * turn and re-syncs the clock: the node always holds both (current and
+ * previous), so no check of a grant signed with either may fail. */
+static struct mc_node_grants NG;
+static struct mc_node_segment NSEG = { .id = { 9, 9 }, .size = 1u << 20 };
+static struct mc_node_segments NSEGS = { .n = 1, .seg = &NSEG };
+static int stop_installing;
+
+static void *installer(void *arg)
+{
+	for (unsigned i = 0; !__atomic_load_n(&stop_installing, __ATOMIC_RELAXED); i++) {
+		mc_node_grants_install(&NG, NSEG.id, &keys[i % 2]);
+		mc_node_grants_sync(&NG, mc_now_ms());
+	}
+	return NULL;
+}
+
+static void *checker(void *arg)
+{
+	uintptr_t fails = 0;
+	uint8_t b[MC_GRANT_MAX_LEN];
+	for (int i = 0; i < 20000; i++) {
+		struct mc_grant g = { .mode = MC_GRANT_WRITE, .segment = NSEG.id, .offset = 64,
+				      .length = 64, .expiry_ms = mc_now_ms() + 60000 };
+		int n = mc_grant_sign(&g, &keys[(i + (int)(uintptr_t)arg) % 2], b, sizeof(b));
+		fails += mc_node_grants_check(&NG, MC_GRANT_WRITE, NSEG.id, 64, 64, b,
+					      (uint32_t)n) != 0;
+	}
+	return (void *)fails;
+}
+
+static void test_node_checks_race_installs(void **state)
+{
+	pthread_t ins, t[4];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(mc_grant_key_new(&keys[i]), 0);
+	assert_int_equal(mc_node_grants_init(&NG, &NSEGS), 0);
+	mc_node_grants_install(&NG, NSEG.id, &keys[1]);
+	mc_node_grants_install(&NG, NSEG.id, &keys[0]);
+	mc_node_grants_sync(&NG, mc_now_ms());
+	assert_int_equal(pthread_create(&ins, NULL, installer, NULL), 0);
+	for (uintptr_t i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, checker, (void *)i), 0);
+	uintptr_t fails = 0;
+	for (int i = 0; i < 4; i++) {
+		void *f;
+		pthread_join(t[i], &f);
+		fails += (uintptr_t)f;
+	}
+	__atomic_store_n(&stop_installing, 1, __ATOMIC_RELAXED);
+	pthread_join(ins, NULL);
+	assert_int_equal(fails, 0);
+	for (unsigned r = 0; r < MC_GRANT_REFUSAL_COUNT; r++)
+		assert_int_equal(mc_node_grants_refused(&NG, r), 0);
+	mc_node_grants_release(&NG);
+}
+
 /* The cost of a sign and of a check (printed, not asserted). */
 static void test_cost(void **state)
 {
@@ -229,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_decode_rejects),
 		cmocka_unit_test(test_covers),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_node_checks_race_installs),
 		cmocka_unit_test(test_cost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
