@@ -37,7 +37,7 @@ refusals() {
 	head -c 5000 /dev/urandom >"$MC_DIR/data/secret"
 	MOONCAKE_TENANT= run -0 "$CTL" --rpc "$MASTER_ADDR" --tenant B object put secret "$MC_DIR/data/secret"
 	# the attacker learns where the bytes are (or guesses: ids are in the master's REST)
-	run -0 "$RPC" "$MASTER_ADDR" get secret B
+	run -0 "$RPC" "$MASTER_ADDR" where secret B
 	rep=$(rep_of "$output" 1)
 	IFS=, read -r ep seg off len grant <<<"$rep"
 	[ "$len" = 5000 ]
@@ -93,7 +93,7 @@ refusals() {
 	[ "$output" = GRANT_DENIED ]
 	# and a read grant cannot write
 	put_random rkey 3000
-	run -0 "$RPC" "$MASTER_ADDR" get rkey
+	run -0 "$RPC" "$MASTER_ADDR" where rkey
 	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
 	run -0 "$RPC" "$ep" write "$seg" "$off" "$len" "$grant"
 	[ "$output" = GRANT_DENIED ]
@@ -104,7 +104,7 @@ refusals() {
 	start_master --lease_ttl_ms=400
 	start_node n1
 	put_random k 2048
-	run -0 "$RPC" "$MASTER_ADDR" get k
+	run -0 "$RPC" "$MASTER_ADDR" where k
 	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
 	run -0 "$RPC" "$ep" read "$seg" "$off" "$len" "$grant"
 	[[ "$output" == "OK bytes=2048 "* ]]
@@ -122,7 +122,7 @@ refusals() {
 	start_master --rpc_port="$port"
 	start_node n1
 	put_random k 1000
-	run -0 "$RPC" "$MASTER_ADDR" get k
+	run -0 "$RPC" "$MASTER_ADDR" where k
 	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
 	kill -KILL "$MASTER_PID"
 	wait "$MASTER_PID" 2>/dev/null || true

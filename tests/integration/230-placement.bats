@@ -24,7 +24,7 @@ teardown() {
 	local i eps
 	for i in $(seq 1 12); do
 		put_random "k$i" 4096 --replicas 2
-		run -0 "$RPC" "$MASTER_ADDR" get "k$i"
+		run -0 "$RPC" "$MASTER_ADDR" where "k$i"
 		[[ "$output" == *"replicas=2"* ]]
 		eps=$(tr ' ' '\n' <<<"$output" | sed -n 's/^rep=\([^,]*\),.*/\1/p' | sort -u | wc -l)
 		[ "$eps" = 2 ]

@@ -10,7 +10,8 @@
  *   mc-rpc HOST:PORT put KEY SIZE CLIENT                 (put_start + put_end)
  *   mc-rpc HOST:PORT put_start KEY SIZE CLIENT [REPLICAS] [TENANT]  (the put stays in progress)
  *   mc-rpc HOST:PORT exist KEY
- *   mc-rpc HOST:PORT get KEY [TENANT]
+ *   mc-rpc HOST:PORT get KEY
+ *   mc-rpc HOST:PORT where KEY [TENANT]                   (get, and the replicas)
  *   mc-rpc HOST:PORT remove KEY
  *   mc-rpc HOST:PORT op OPCODE                            (an empty body)
  *
@@ -22,7 +23,7 @@
  *                                                         LENGTH bytes BYTE (0x41)
  *   mc-rpc HOST:PORT stat [GRANT]                          DATA_STAT
  *
- * put_start and get print each memory replica as " rep=ENDPOINT,SEGMENT,
+ * put_start and where print each memory replica as " rep=ENDPOINT,SEGMENT,
  * OFFSET,LENGTH,GRANT" (SEGMENT a 32-digit hex uuid, GRANT hex, "-" when
  * none): what read and write take (GRANT "-" or absent: none).
  *
@@ -120,7 +121,7 @@ static struct mc_bytes key_of(const char *s)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|put_start|exist|get|"
-			"remove|op|read|write|stat ARGS...\n");
+			"where|remove|op|read|write|stat ARGS...\n");
 	exit(2);
 }
 
@@ -252,7 +253,8 @@ int main(int argc, char **argv)
 		printf("%s", mc_error_name(st));
 		if (!st)
 			printf(" exists=%d", resp.exist_key_resp.exists);
-	} else if (!strcmp(op, "get") && (argc == 4 || argc == 5)) {
+	} else if ((!strcmp(op, "get") && argc == 4) ||
+		   (!strcmp(op, "where") && (argc == 4 || argc == 5))) {
 		struct mc_msg_get_replica_list_req q = { .key = key_of(argv[3]),
 							 .tenant = mc_bytes_str(argc > 4 ? argv[4] : "") };
 		st = call(MC_OP_GET_REPLICA_LIST, &q, &a, &resp);
@@ -263,7 +265,8 @@ int main(int argc, char **argv)
 			if (p->n_replicas && p->replicas[0].type == MC_REPLICA_MEMORY)
 				printf(" endpoint=%.*s", (int)p->replicas[0].mem.endpoint.len,
 				       p->replicas[0].mem.endpoint.p);
-			print_replicas(p->replicas, p->n_replicas);
+			if (!strcmp(op, "where"))
+				print_replicas(p->replicas, p->n_replicas);
 		}
 	} else if (!strcmp(op, "read") && (argc == 6 || argc == 7)) {
 		struct mc_msg_data_read_req q = { .segment_id = uuid_hex(argv[3]),
