@@ -101,14 +101,14 @@ refusals() {
 }
 
 @test "an expired read grant is refused" {
-	start_master --lease_ttl_ms=400
+	start_master --lease_ttl_ms=2000
 	start_node n1
 	put_random k 2048
 	run -0 "$RPC" "$MASTER_ADDR" where k
 	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
 	run -0 "$RPC" "$ep" read "$seg" "$off" "$len" "$grant"
 	[[ "$output" == "OK bytes=2048 "* ]]
-	sleep 1
+	sleep 2.5
 	run -0 "$RPC" "$ep" read "$seg" "$off" "$len" "$grant"
 	[ "$output" = GRANT_EXPIRED ]
 	[ "$(refusals expired)" -ge 1 ]
