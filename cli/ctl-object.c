@@ -136,10 +136,11 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 	char label[MC_MAX_KEY_LEN + 16];
 	snprintf(label, sizeof(label), "storing '%s'", pos[0]);
 	ctl_progress_start(&pg, tty, label, 0);
+	unsigned placed = 0;
 	struct mc_put_opts po = { .sz = sizeof(po), .replicas = (unsigned)replicas,
 				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl,
 				  .group = o[3].value, .exclusive = true,
-				  .progress = ctl_progress_cb, .progress_ctx = &pg };
+				  .progress = ctl_progress_cb, .progress_ctx = &pg, .placed = &placed };
 	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
 	ctl_progress_end(&pg);
 	free(data);
@@ -151,11 +152,16 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
 		json_object_set_new(j, "size", json_integer((json_int_t)len));
 		json_object_set_new(j, "replicas", json_integer((json_int_t)replicas));
+		json_object_set_new(j, "placed", json_integer((json_int_t)placed));
 		json_object_set_new(j, "stored", json_boolean(stored));
 		ctl_json_print(j);
 	} else if (stored) {
 		printf("stored '%s' (%zu bytes)\n", pos[0], len);
 	}
+	if (stored && placed < replicas)
+		fprintf(stderr, "mooncakectl: %s: only %u of %llu replicas placed (replicas go to "
+			"distinct nodes; the cluster has fewer with space)\n", subj, placed,
+			(unsigned long long)replicas);
 	if (stored)
 		return CTL_OK;
 	/* Immutable objects: say so, and what to do to replace it. */

@@ -17,11 +17,11 @@ TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka $(LIBS_CRYPTO)
 
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson $(LIBS_CRYPTO)
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -39,10 +39,12 @@ FUZZ_MASTER_LIBS := -linih -lmicrohttpd -lsqlite3 -ljansson
 FUZZ_EXTRA_fuzz-rest := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
 FUZZ_EXTRA_fuzz-snapshot := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
 $(O)/fuzz/fuzz-rest $(O)/fuzz/fuzz-snapshot: $(FUZZ_MASTER_SRCS) $(wildcard daemon/master/*.h daemon/common/*.h)
+FUZZ_EXTRA_fuzz-grant := daemon/node/node-grant.c
+$(O)/fuzz/fuzz-grant: $(FUZZ_EXTRA_fuzz-grant) $(wildcard daemon/node/node-grant.h daemon/node/node-segment.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(FUZZ_EXTRA_$*) $(LIBS_CORE)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(FUZZ_EXTRA_$*) $(LIBS_CORE) $(LIBS_CRYPTO)
 
 TEST_BINS += $(UNIT_BINS) $(BENCH_BINS)
 
@@ -81,7 +83,7 @@ bench: $(BENCH_BINS)
 # detect_deadlocks=0: mc_meta_check() holds all 1024 shard locks at once,
 # more than TSan's deadlock detector can track (64); it is not a finding.
 TSAN_O     ?= .output-tsan
-TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server \
+TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server test-grant \
               test-meta-tenants test-log \
               test-metrics
 .PHONY: test-tsan
@@ -123,7 +125,7 @@ TOOL_BINS := $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/tools/%)
 
 $(O)/tests/tools/%: $(O)/tests/tools/%.o $(PROTO_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(LIBS_CRYPTO)
 
 TEST_BINS += $(TOOL_BINS)
 
@@ -137,4 +139,4 @@ bench: $(O)/tests/bench/client-bench all
 # Load generators of the restart and eviction tests (libmooncake, plus util for mc_rand).
 $(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(LIBS_CRYPTO)

@@ -71,41 +71,82 @@ struct sink {
 	struct mc_replica_desc *d;		/* n * MC_MAX_REPLICAS */
 	uint32_t *cnt;				/* n */
 	int err;
+	struct mc_grant grant;			/* mode, tenant, expiry of the grants to sign */
 };
 
-static int sink_init(struct sink *s, struct mc_arena *a, uint32_t n)
+/* The grant every descriptor of a call gets (util/grant.h): READ until the
+ * read lease ends, WRITE until the put may be taken over; the range and
+ * the segment are each replica's. */
+static struct mc_grant grant_of(struct mc_master_rpc *m, uint8_t mode, struct mc_bytes tenant)
+{
+	const struct mc_meta_config *cfg = mc_meta_get_config(m->meta);
+	uint64_t ttl = mode == MC_GRANT_WRITE ? cfg->put_discard_timeout_ms : cfg->lease_ttl_ms;
+	return (struct mc_grant){ .mode = mode, .tenant = tenant.p,
+				  .tenant_len = (uint16_t)tenant.len,
+				  .expiry_ms = mc_meta_now(m->meta) + ttl };
+}
+
+static int sink_init(struct sink *s, struct mc_arena *a, uint32_t n, struct mc_grant grant)
 {
 	s->a = a;
 	s->n = n;
 	s->err = 0;
+	s->grant = grant;
 	s->d = mc_arena_calloc(a, (size_t)(n ? n : 1) * MC_MAX_REPLICAS, sizeof(*s->d));
 	s->cnt = mc_arena_calloc(a, n ? n : 1, sizeof(*s->cnt));
 	return s->d && s->cnt ? 0 : MC_ERR_NO_MEMORY;
 }
 
-static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_replica_view *v)
+/* A NUL-terminated string into the arena as bytes ("" stays empty). */
+static bool arena_str(struct mc_arena *a, const char *s, struct mc_bytes *ret)
+{
+	size_t len = s ? strlen(s) : 0;
+	char *e = len ? mc_arena_alloc(a, len, 1) : NULL;
+	if (len && !e)
+		return false;
+	if (len)
+		memcpy(e, s, len);
+	*ret = MC_BYTES(e, len);
+	return true;
+}
+
+/* Signs the grant of a memory replica into the arena. */
+static bool sign_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_grant *tmpl,
+		      const struct mc_replica_view *v)
+{
+	struct mc_grant_key k;
+	struct mc_grant g = *tmpl;
+	uint8_t *buf = mc_arena_alloc(a, MC_GRANT_MAX_LEN, 1);
+	if (!buf)
+		return false;
+	mc_segment_grant_key((struct mc_segment *)v->seg, &k);
+	g.segment = v->seg->id;
+	g.offset = v->offset;
+	g.length = v->size;
+	int n = mc_grant_sign(&g, &k, buf, MC_GRANT_MAX_LEN);
+	if (n < 0)
+		return false;
+	d->mem.grant = MC_BYTES(buf, n);
+	return true;
+}
+
+static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_replica_view *v,
+		      const struct mc_grant *grant)
 {
 	memset(d, 0, sizeof(*d));
 	d->status = v->status;
 	if ((v->type == MC_REPLICA_MEMORY || v->type == MC_REPLICA_NOF_SSD) && v->seg) {
 		/* No segmgr lock here: a remount may change these (segment.h). */
 		const struct mc_segment *seg = v->seg;
-		const char *ep = mc_segment_endpoint(seg);
 		d->type = v->type;
 		d->mem.segment_id = seg->id;
 		d->mem.offset = v->offset;
 		d->mem.size = v->size;
 		d->mem.address = mc_segment_base(seg) + v->offset;
 		d->mem.transport = mc_segment_transport(seg);
-		if (ep && *ep) {
-			size_t len = strlen(ep);
-			char *e = mc_arena_alloc(a, len, 1);
-			if (!e)
-				return false;
-			memcpy(e, ep, len);
-			d->mem.endpoint = MC_BYTES(e, len);
-		}
-		return true;
+		return arena_str(a, mc_segment_endpoint(seg), &d->mem.endpoint) &&
+		       arena_str(a, mc_segment_shm_path(seg), &d->mem.shm_path) &&
+		       (!grant->mode || sign_desc(a, d, grant, v));
 	}
 	/* Only memory replicas exist in the metadata service today. */
 	d->type = MC_REPLICA_DISK;
@@ -118,7 +159,7 @@ static void sink_fn(void *ctx, uint32_t index, const struct mc_replica_view *v)
 	struct sink *s = ctx;
 	if (index >= s->n || s->cnt[index] >= MC_MAX_REPLICAS)
 		return;
-	if (!fill_desc(s->a, &s->d[(size_t)index * MC_MAX_REPLICAS + s->cnt[index]], v)) {
+	if (!fill_desc(s->a, &s->d[(size_t)index * MC_MAX_REPLICAS + s->cnt[index]], v, &s->grant)) {
 		s->err = MC_ERR_NO_MEMORY;
 		return;
 	}
@@ -161,6 +202,7 @@ static int h_ping(void *ctx, const struct mc_rpc_call *call, void *resp)
 	RESP(ping_resp);
 	p->client_status = mc_master_clients_ping(m->clients, q->client_id);
 	p->view_version = mc_master_clients_view_version(m->clients);
+	p->master_ms = mc_meta_now(m->meta);
 	return 0;
 }
 
@@ -177,11 +219,14 @@ static int spec_of(struct mc_arena *a, const struct mc_msg_segment *s, struct mc
 	return 0;
 }
 
+/* Mounts one segment and gives it a new grant key (*ret, in the arena). */
 static int mount_one(struct mc_master_rpc *m, struct mc_arena *a, struct mc_uuid client,
-		     const struct mc_msg_segment *seg, bool remount)
+		     const struct mc_msg_segment *seg, bool remount, struct mc_msg_segment_key *ret)
 {
 	struct mc_segment_spec spec;
-	int r = spec_of(a, seg, &spec);
+	struct mc_grant_key k;
+	uint8_t *kb = mc_arena_alloc(a, MC_GRANT_KEY_LEN, 1);
+	int r = kb ? spec_of(a, seg, &spec) : MC_ERR_NO_MEMORY;
 	if (r < 0)
 		return r;
 	r = mc_meta_mount_segment(m->meta, client, &spec);
@@ -189,6 +234,13 @@ static int mount_one(struct mc_master_rpc *m, struct mc_arena *a, struct mc_uuid
 		r = 0;
 	if (r == 0)
 		r = mc_master_clients_mounted(m->clients, client, seg->id);
+	if (r == 0)
+		r = mc_meta_segment_rekey(m->meta, seg->id, &k);
+	if (r == 0) {
+		memcpy(kb, k.key, MC_GRANT_KEY_LEN);
+		*ret = (struct mc_msg_segment_key){ .segment_id = seg->id, .key_id = k.id,
+						    .key = MC_BYTES(kb, MC_GRANT_KEY_LEN) };
+	}
 	return r;
 }
 
@@ -196,9 +248,11 @@ static int h_mount_segment(void *ctx, const struct mc_rpc_call *call, void *resp
 {
 	struct mc_master_rpc *m = ctx;
 	REQ(mount_segment_req);
+	RESP(mount_segment_resp);
 	mc_master_clients_mount_begin(m->clients);
-	int r = mount_one(m, call->arena, q->client_id, &q->segment, false);
+	int r = mount_one(m, call->arena, q->client_id, &q->segment, false, &p->key);
 	mc_master_clients_mount_end(m->clients);
+	p->master_ms = mc_meta_now(m->meta);
 	return r;
 }
 
@@ -206,11 +260,19 @@ static int h_remount_segments(void *ctx, const struct mc_rpc_call *call, void *r
 {
 	struct mc_master_rpc *m = ctx;
 	REQ(remount_segments_req);
+	RESP(remount_segments_resp);
+	struct mc_msg_segment_key *keys = mc_arena_calloc(call->arena, q->n_segments ? q->n_segments : 1,
+							  sizeof(*keys));
+	if (!keys)
+		return MC_ERR_NO_MEMORY;
 	int r = 0;
 	mc_master_clients_mount_begin(m->clients);
 	for (uint32_t i = 0; i < q->n_segments && r == 0; i++)
-		r = mount_one(m, call->arena, q->client_id, &q->segments[i], true);
+		r = mount_one(m, call->arena, q->client_id, &q->segments[i], true, &keys[i]);
 	mc_master_clients_mount_end(m->clients);
+	p->n_keys = q->n_segments;
+	p->keys = keys;
+	p->master_ms = mc_meta_now(m->meta);
 	return r;
 }
 
@@ -235,7 +297,7 @@ static int h_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
 	struct sink s;
 	int r;
 	if ((r = put_config(call->arena, &q->config, &cfg)) < 0 ||
-	    (r = sink_init(&s, call->arena, 1)) < 0)
+	    (r = sink_init(&s, call->arena, 1, grant_of(m, MC_GRANT_WRITE, q->tenant))) < 0)
 		return r;
 	r = mc_meta_put_start(m->meta, q->client_id, ref(q->tenant), ref(q->key), q->size, &cfg,
 			      sink_fn, &s);
@@ -270,7 +332,7 @@ static int h_get_replica_list(void *ctx, const struct mc_rpc_call *call, void *r
 	RESP(get_replica_list_resp);
 	struct mc_object_info info;
 	struct sink s;
-	int r = sink_init(&s, call->arena, 1);
+	int r = sink_init(&s, call->arena, 1, grant_of(m, MC_GRANT_READ, q->tenant));
 	if (r < 0)
 		return r;
 	r = mc_meta_get_replica_list(m->meta, ref(q->tenant), ref(q->key), &info, sink_fn, &s);
@@ -358,7 +420,7 @@ static int h_batch_get_replica_list(void *ctx, const struct mc_rpc_call *call, v
 	struct mc_object_info *info = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*info));
 	struct mc_msg_batch_replica_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
 	if (batch_arrays(call->arena, q->keys, n, &keys, &st) < 0 || !info || !it ||
-	    sink_init(&s, call->arena, n) < 0)
+	    sink_init(&s, call->arena, n, grant_of(m, MC_GRANT_READ, q->tenant)) < 0)
 		return MC_ERR_NO_MEMORY;
 	int r = mc_meta_batch_get_replica_list(m->meta, ref(q->tenant), keys, n, st, info,
 					       sink_fn, &s);
@@ -397,7 +459,7 @@ static int h_batch_put_start(void *ctx, const struct mc_rpc_call *call, void *re
 	int *st;
 	struct mc_msg_batch_put_item *it = mc_arena_calloc(call->arena, n ? n : 1, sizeof(*it));
 	if (batch_arrays(call->arena, q->keys, n, &keys, &st) < 0 || !it ||
-	    sink_init(&s, call->arena, n) < 0)
+	    sink_init(&s, call->arena, n, grant_of(m, MC_GRANT_WRITE, q->tenant)) < 0)
 		return MC_ERR_NO_MEMORY;
 	if ((r = put_config(call->arena, &q->config, &cfg)) < 0)
 		return r;
@@ -514,6 +576,7 @@ static void *grow(struct mc_arena *a, void *old, uint32_t n, uint32_t *cap, size
 
 struct regex_ctx {
 	struct mc_arena *a;
+	struct mc_grant grant;
 	struct mc_msg_regex_entry *e;
 	uint32_t n, cap;
 	size_t bytes;
@@ -528,7 +591,8 @@ static void regex_key(void *ctx, const void *key, uint32_t klen, const struct mc
 	if (c->err || c->truncated)
 		return;
 	/* worst case of this entry: key + MC_MAX_REPLICAS descriptors */
-	size_t cost = 8 + klen + MC_MAX_REPLICAS * (2 + 16 + 24 + 4 + MC_MAX_SEGMENT_NAME + 1);
+	size_t cost = 8 + klen + MC_MAX_REPLICAS * (2 + 16 + 24 + 4 + MC_MAX_SEGMENT_NAME + 1 +
+						    4 + MC_PROTO_MAX_SHM_PATH + 4 + MC_GRANT_MAX_LEN);
 	if (c->n >= MC_PROTO_MAX_LIST || c->bytes + cost > SCAN_BUDGET) {
 		c->truncated = true;
 		return;
@@ -557,7 +621,7 @@ static void regex_rep(void *ctx, uint32_t index, const struct mc_replica_view *v
 	struct mc_msg_regex_entry *e = &c->e[c->n - 1];
 	if (e->n_replicas >= MC_MAX_REPLICAS)
 		return;
-	if (!fill_desc(c->a, (struct mc_replica_desc *)&e->replicas[e->n_replicas], v)) {
+	if (!fill_desc(c->a, (struct mc_replica_desc *)&e->replicas[e->n_replicas], v, &c->grant)) {
 		c->err = MC_ERR_NO_MEMORY;
 		return;
 	}
@@ -569,7 +633,7 @@ static int h_get_replica_list_by_regex(void *ctx, const struct mc_rpc_call *call
 	struct mc_master_rpc *m = ctx;
 	REQ(get_replica_list_by_regex_req);
 	RESP(get_replica_list_by_regex_resp);
-	struct regex_ctx c = { .a = call->arena };
+	struct regex_ctx c = { .a = call->arena, .grant = grant_of(m, MC_GRANT_READ, q->tenant) };
 	char *re = cstr(call->arena, q->regex);
 	if (!re)
 		return MC_ERR_NO_MEMORY;

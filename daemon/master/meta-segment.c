@@ -37,6 +37,12 @@ int mc_meta_mount_segment(struct mc_meta *m, struct mc_uuid client,
 	return 0;
 }
 
+int mc_meta_segment_rekey(struct mc_meta *m, struct mc_uuid segment_id,
+			  struct mc_grant_key *ret)
+{
+	return mc_segmgr_rekey(&m->segs, segment_id, ret);
+}
+
 struct owner_ref {
 	uint32_t shard;
 	uint32_t node;

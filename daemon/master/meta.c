@@ -602,7 +602,10 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 		return MC_ERR_INVALID_WRITE;
 	MC_PROBE3(put__revoke, o->hash, o->tenant, o->size);
 	mc_objtab_delete_at(tab, pos);
-	meta_object_destroy(m, o, 0);
+	/* The writer's grants (util/grant.h) last until put start + discard
+	 * timeout: its blocks are not reused before, or a revoked writer could
+	 * still write into someone else's object. */
+	meta_object_destroy(m, o, o->time_ms + m->cfg.put_discard_timeout_ms);
 	return 0;
 }
 

@@ -139,6 +139,9 @@ uint64_t mc_meta_now(const struct mc_meta *m);
 
 int mc_meta_mount_segment(struct mc_meta *m, struct mc_uuid client,
 			  const struct mc_segment_spec *spec);
+/* A new grant key for a mounted segment (util/grant.h), after each mount. */
+int mc_meta_segment_rekey(struct mc_meta *m, struct mc_uuid segment_id,
+			  struct mc_grant_key *ret);
 /* Idempotent: an unknown segment is OK.  Another client's segment: ILLEGAL_CLIENT.
  * Drops every replica on it (work proportional to the blocks it holds). */
 int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id);

@@ -34,6 +34,7 @@ static void segment_free(struct mc_segment *s)
 		return;
 	mc_offalloc_free(s->alloc);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->key_lock);
 	free(s->name);
 	free(s->host);
 	free(s->endpoint);
@@ -240,6 +241,7 @@ static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
 		goto out;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->key_lock, NULL);
 	s->id = spec->id;
 	s->client = client;
 	s->base = spec->base;
@@ -251,7 +253,8 @@ static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
 	    (r = dup_str(&s->host, spec->host, MC_MAX_SEGMENT_NAME)) < 0 ||
 	    (r = dup_str(&s->endpoint, spec->endpoint, MC_MAX_SEGMENT_NAME)) < 0 ||
 	    (r = dup_str(&s->shm_path, spec->shm_path, 256)) < 0 ||
-	    (r = mc_offalloc_new(spec->size, 0, &s->alloc)) < 0) {
+	    (r = mc_offalloc_new(spec->size, 0, &s->alloc)) < 0 ||
+	    (r = mc_grant_key_new(&s->key)) < 0) {
 		segment_free(s);
 		goto out;
 	}
@@ -325,6 +328,34 @@ void mc_segmgr_remove(struct mc_segmgr *m, uint32_t slot)
 	}
 	pthread_rwlock_unlock(&m->lock);
 	segment_free(s);
+}
+
+int mc_segmgr_rekey(struct mc_segmgr *m, struct mc_uuid id, struct mc_grant_key *ret)
+{
+	uint64_t v;
+	struct mc_grant_key k;
+	int r = mc_grant_key_new(&k);
+	if (r < 0)
+		return r;
+	pthread_rwlock_rdlock(&m->lock);
+	if (mc_map_get(&m->by_id, &id, sizeof(id), &v) < 0) {
+		r = MC_ERR_SEGMENT_NOT_FOUND;
+	} else {
+		struct mc_segment *s = m->slots[v];
+		pthread_mutex_lock(&s->key_lock);
+		s->key = k;
+		pthread_mutex_unlock(&s->key_lock);
+		*ret = k;
+	}
+	pthread_rwlock_unlock(&m->lock);
+	return r;
+}
+
+void mc_segment_grant_key(struct mc_segment *s, struct mc_grant_key *ret)
+{
+	pthread_mutex_lock(&s->key_lock);
+	*ret = s->key;
+	pthread_mutex_unlock(&s->key_lock);
 }
 
 uint64_t mc_segmgr_used(struct mc_segmgr *m, bool live)
@@ -440,7 +471,9 @@ struct place_state {
 	const struct mc_place_req *req;
 	struct mc_placed *out;
 	uint32_t n;
+	bool distinct_hosts;		/* this pass also keeps known hosts apart */
 	uint32_t used_names[MC_MAX_REPLICAS];
+	const struct mc_segment *used[MC_MAX_REPLICAS];
 };
 
 static bool name_used(const struct place_state *st, uint32_t idx)
@@ -448,6 +481,19 @@ static bool name_used(const struct place_state *st, uint32_t idx)
 	for (uint32_t i = 0; i < st->n; i++)
 		if (st->used_names[i] == idx)
 			return true;
+	return false;
+}
+
+/* Whether s is on a node (or, in the first pass, a known host) that already
+ * holds a replica of this object.  Host strings are stable under m->lock. */
+static bool node_used(const struct place_state *st, const struct mc_segment *s)
+{
+	for (uint32_t i = 0; i < st->n; i++) {
+		const struct mc_segment *u = st->used[i];
+		if (mc_uuid_eq(u->client, s->client) ||
+		    (st->distinct_hosts && s->host && *s->host && str_eq(u->host, s->host)))
+			return true;
+	}
 	return false;
 }
 
@@ -460,7 +506,10 @@ static bool try_name(struct mc_segmgr *m, struct place_state *st, uint32_t idx)
 	uint32_t start = sn->nsegs > 1 ? (uint32_t)(mc_rand() % sn->nsegs) : 0;
 	for (uint32_t i = 0; i < sn->nsegs; i++) {
 		struct mc_segment *s = m->slots[sn->segs[(start + i) % sn->nsegs]];
+		if (node_used(st, s))
+			continue;
 		if (segment_alloc(m, s, st->req->size, st->req->owner, &st->out[st->n]) == 0) {
+			st->used[st->n] = s;
 			st->used_names[st->n++] = idx;
 			return true;
 		}
@@ -493,35 +542,47 @@ static int ranked_cmp(const void *a, const void *b)
 	return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
 
-int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
-			   struct mc_placed *ret)
+/* Preferred names first, then (strategy) a ranked sample, then every name. */
+static void place_pass(struct mc_segmgr *m, struct place_state *st, uint32_t want)
 {
-	struct place_state st = { .req = req, .out = ret };
-	uint32_t want = MC_MIN(req->nrep, MC_MAX_REPLICAS);
-
-	if (!want || !req->size)
-		return MC_ERR_INVALID_PARAMS;
-	for (uint32_t i = 0; i < req->npreferred && st.n < want; i++) {
+	const struct mc_place_req *req = st->req;
+	for (uint32_t i = 0; i < req->npreferred && st->n < want; i++) {
 		uint64_t idx;
 		if (mc_map_get(&m->by_name, req->preferred[i].p, req->preferred[i].len, &idx) == 0)
-			try_name(m, &st, (uint32_t)idx);
+			try_name(m, st, (uint32_t)idx);
 	}
-	if (st.n < want && m->nnames) {
+	if (st->n < want && m->nnames) {
 		uint32_t start = (uint32_t)(mc_rand() % m->nnames);
 		if (req->strategy == MC_PLACE_FREE_RATIO_FIRST) {
 			struct ranked rk[6 * MC_MAX_REPLICAS];
-			uint32_t k = MC_MIN(6 * (want - st.n), m->nnames);
+			uint32_t k = MC_MIN(6 * (want - st->n), m->nnames);
 			for (uint32_t i = 0; i < k; i++) {
 				rk[i].idx = (start + i) % m->nnames;
 				rk[i].score = name_free_ratio(m, rk[i].idx);
 			}
 			qsort(rk, k, sizeof(rk[0]), ranked_cmp);
-			for (uint32_t i = 0; i < k && st.n < want; i++)
-				try_name(m, &st, rk[i].idx);
+			for (uint32_t i = 0; i < k && st->n < want; i++)
+				try_name(m, st, rk[i].idx);
 		}
 		/* Random walk over every name: finds space whenever some exists. */
-		for (uint32_t i = 0; i < m->nnames && st.n < want; i++)
-			try_name(m, &st, (start + i) % m->nnames);
+		for (uint32_t i = 0; i < m->nnames && st->n < want; i++)
+			try_name(m, st, (start + i) % m->nnames);
+	}
+}
+
+int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
+			   struct mc_placed *ret)
+{
+	struct place_state st = { .req = req, .out = ret, .distinct_hosts = true };
+	uint32_t want = MC_MIN(req->nrep, MC_MAX_REPLICAS);
+
+	if (!want || !req->size)
+		return MC_ERR_INVALID_PARAMS;
+	place_pass(m, &st, want);
+	if (st.n < want && st.n > 0) {
+		/* Too few hosts: nodes sharing a host with a replica may take the rest. */
+		st.distinct_hosts = false;
+		place_pass(m, &st, want);
 	}
 	return st.n ? (int)st.n : MC_ERR_NO_AVAILABLE_HANDLE;
 }

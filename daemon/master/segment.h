@@ -13,13 +13,18 @@
  * because a segment is freed only after every replica on it has been
  * removed under the owning shard's write lock (see meta.c, unmount).
  *
- * Indexes, all under segmgr->lock: by id (uuid) and by name (placement works
- * over distinct names so replicas land on distinct nodes).
+ * Indexes, all under segmgr->lock: by id (uuid) and by name.  Placement
+ * puts the replicas of one object on distinct nodes (the client id that
+ * mounted the segment: one node's several segments count once), and on
+ * distinct hosts while there are enough known hosts (a non-empty host
+ * name); only when there are not does a second pass let nodes that share a
+ * host take the remaining replicas (several nodes on one machine).
  *
  * Locking: segmgr->lock (rwlock, writer-preferring) guards the indexes and
  * segment status changes; placement and mount/unmount take it.  Each
  * segment's mutex guards its allocator and deferred-release list.  Lock
  * order (see meta.h): stripe -> segmgr->lock -> shard -> segment->lock.
+ * Each segment's key_lock guards its grant key (a leaf, held for a copy).
  */
 #ifndef MC_MASTER_SEGMENT_H
 #define MC_MASTER_SEGMENT_H
@@ -30,6 +35,7 @@
 
 #include "mooncake/common.h"
 #include "util/map.h"
+#include "util/grant.h"
 #include "util/offalloc.h"
 #include "util/uuid.h"
 
@@ -90,6 +96,9 @@ struct mc_segment {
 	uint64_t deferred_bytes;  /* of used: blocks waiting for a lease to end (atomic loads) */
 	struct mc_deferred *deferred;
 	uint32_t ndeferred, deferred_cap;   /* ndeferred: atomic stores (peeked at unlocked) */
+	pthread_mutex_t key_lock;  /* guards key (leaf) */
+	struct mc_grant_key key;  /* signs the grants of this segment's ranges (util/grant.h);
+				   * new at every mount, sent to the node in the reply */
 };
 
 struct mc_segname {
@@ -151,6 +160,11 @@ static inline const char *mc_segment_endpoint(const struct mc_segment *s)
 	return __atomic_load_n(&s->endpoint, __ATOMIC_ACQUIRE);
 }
 
+static inline const char *mc_segment_shm_path(const struct mc_segment *s)
+{
+	return __atomic_load_n(&s->shm_path, __ATOMIC_ACQUIRE);
+}
+
 static inline uint64_t mc_segment_base(const struct mc_segment *s)
 {
 	return __atomic_load_n(&s->base, __ATOMIC_RELAXED);
@@ -176,8 +190,8 @@ int mc_segmgr_set_status(struct mc_segmgr *m, uint32_t slot, uint8_t status, uin
 void mc_segmgr_remove(struct mc_segmgr *m, uint32_t slot);
 
 /*
- * Placement: allocates up to nrep blocks of `size` bytes on segments with
- * distinct names, preferred names first, skipping names in `exclude`.
+ * Placement: allocates up to nrep blocks of `size` bytes on segments of
+ * distinct nodes (and hosts, see above), preferred names first.
  * Each block's owner cookie is `owner`.  Writes (slot, node) pairs into
  * ret_slots/ret_nodes and returns the number placed (>= 1), or
  * MC_ERR_NO_AVAILABLE_HANDLE when nothing fits anywhere.
@@ -200,6 +214,12 @@ int mc_segmgr_place(struct mc_segmgr *m, const struct mc_place_req *req,
 /* The same, with m->lock already held by the caller (read or write). */
 int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
 			   struct mc_placed *ret);
+
+/* A new grant key for the segment id (each mount and remount), copied to
+ * *ret.  MC_ERR_SEGMENT_NOT_FOUND, MC_ERR_INTERNAL_ERROR (no randomness). */
+int mc_segmgr_rekey(struct mc_segmgr *m, struct mc_uuid id, struct mc_grant_key *ret);
+/* The segment's current grant key (lock-free readers: see mc_segmgr_get). */
+void mc_segment_grant_key(struct mc_segment *s, struct mc_grant_key *ret);
 
 /* Bytes reserved on all segments (summed: no shared counter on the hot path). */
 /* Bytes reserved on every mounted segment; live: less the deferred blocks,

@@ -5,11 +5,18 @@
 #include "node/node-data.h"
 #include "util/probes.h"
 
-/* The segment and the checked range [offset, offset + length). */
-static int check_range(const struct mc_node_segments *s, struct mc_uuid id, uint64_t off,
-		       uint64_t len, const struct mc_node_segment **ret)
+_Static_assert(MC_PROTO_MAX_GRANT == MC_GRANT_MAX_LEN, "proto.def's grant limit is util/grant.h's");
+_Static_assert(MC_PROTO_GRANT_KEY == MC_GRANT_KEY_LEN, "proto.def's key length is util/grant.h's");
+
+/* The segment and the checked range [offset, offset + length): within the
+ * segment, and granted (node-grant.h). */
+static int check_range(struct mc_node_grants *gr, uint8_t mode, struct mc_uuid id, uint64_t off,
+		       uint64_t len, struct mc_bytes grant, const struct mc_node_segment **ret)
 {
-	const struct mc_node_segment *g = mc_node_segment_find(s, id);
+	const struct mc_node_segment *g = mc_node_segment_find(gr->segs, id);
+	int r = mc_node_grants_check(gr, mode, id, off, len, grant.p, grant.len);
+	if (r < 0)
+		return r;
 	if (!g)
 		return MC_ERR_SEGMENT_NOT_FOUND;
 	if (off > g->size || len > g->size - off)	/* no overflow */
@@ -22,10 +29,10 @@ static int check_range(const struct mc_node_segments *s, struct mc_uuid id, uint
 static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 {
 	const struct mc_msg_data_write_req *q = call->req;
-	const struct mc_node_segment *g;
+	const struct mc_node_segment *g = NULL;
 	if (q->length != call->hdr->attach_len)
 		return MC_ERR_INVALID_PARAMS;
-	int r = check_range(ctx, q->segment_id, q->offset, q->length, &g);
+	int r = check_range(ctx, MC_GRANT_WRITE, q->segment_id, q->offset, q->length, q->grant, &g);
 	MC_PROBE5(transfer__start, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL);
 	if (r < 0) {
 		MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
@@ -46,8 +53,8 @@ static int h_data_write(void *ctx, const struct mc_rpc_call *call, void *resp)
 static int h_data_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_msg_data_read_req *q = call->req;
-	const struct mc_node_segment *g;
-	int r = check_range(ctx, q->segment_id, q->offset, q->length, &g);
+	const struct mc_node_segment *g = NULL;
+	int r = check_range(ctx, MC_GRANT_READ, q->segment_id, q->offset, q->length, q->grant, &g);
 	if (r == 0 && q->length > MC_PROTO_MAX_ATTACH)
 		r = MC_ERR_TOO_LARGE;
 	/* The reply is sent after the handler returns: the node's view of a read is its lookup. */
@@ -61,8 +68,14 @@ static int h_data_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 
 static int h_data_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
-	const struct mc_node_segments *s = ctx;
+	struct mc_node_grants *gr = ctx;
+	const struct mc_node_segments *s = gr->segs;
+	const struct mc_msg_data_stat_req *q = call->req;
 	struct mc_msg_data_stat_resp *p = resp;
+	int r = mc_node_grants_check(gr, MC_GRANT_STAT, (struct mc_uuid){ 0 }, 0, 0, q->grant.p,
+				     q->grant.len);
+	if (r < 0)
+		return r;
 	struct mc_msg_segment_stat *a = mc_arena_alloc(call->arena, (s->n ? s->n : 1) * sizeof(*a), 8);
 	if (!a)
 		return MC_ERR_NO_MEMORY;

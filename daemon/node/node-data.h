@@ -6,17 +6,22 @@
  * transfers to disjoint ranges are independent; ranges are the master's to
  * keep disjoint).
  *
- * Every range is checked: offset + length <= segment size without overflow
- * and, for DATA_WRITE, length == attach_len (else MC_ERR_INVALID_PARAMS);
- * an unknown segment is MC_ERR_SEGMENT_NOT_FOUND.
+ * Every access is checked first against its grant (node-grant.h: the
+ * request's grant must cover the segment, range and mode, else
+ * MC_ERR_GRANT_DENIED or MC_ERR_GRANT_EXPIRED, before anything else is
+ * said about the segment), then offset + length <= segment size without
+ * overflow and, for DATA_WRITE, length == attach_len (else
+ * MC_ERR_INVALID_PARAMS); an unknown segment is MC_ERR_SEGMENT_NOT_FOUND.
+ * DATA_STAT needs a STAT grant, which only the master can sign.
  */
 #ifndef MC_NODE_DATA_H
 #define MC_NODE_DATA_H
 
 #include "common/rpc-server.h"
+#include "node/node-grant.h"
 #include "node/node-segment.h"
 
-/* Fills h; the server's ctx must be the const struct mc_node_segments *. */
+/* Fills h; the server's ctx must be the struct mc_node_grants * (its segs). */
 void mc_node_data_handlers(struct mc_rpc_handlers *h);
 
 #endif

@@ -62,6 +62,18 @@ static bool wait_ms(struct mc_node_master *m, unsigned ms)
 	return s;
 }
 
+/* A segment key from a mount reply into the node's grants. */
+static int install_key(struct mc_node_master *m, const struct mc_msg_segment_key *k)
+{
+	struct mc_grant_key gk = { .id = k->key_id };
+	if (k->key.len != MC_GRANT_KEY_LEN)
+		return MC_ERR_DESERIALIZE_FAIL;	/* a master without grants */
+	memcpy(gk.key, k->key.p, MC_GRANT_KEY_LEN);
+	mc_node_grants_install(m->cfg.grants, k->segment_id, &gk);
+	memset(&gk, 0, sizeof(gk));
+	return 0;
+}
+
 static int mount_all(struct mc_node_master *m)
 {
 	for (unsigned i = 0; i < m->cfg.segs->n; i++) {
@@ -69,6 +81,8 @@ static int mount_all(struct mc_node_master *m)
 		union mc_msg_any p;
 		fill_segment(m, i, &q.segment);
 		int r = mc_rpc_call(m->conn, MC_OP_MOUNT_SEGMENT, &q, &p, &m->arena, NULL);
+		if (r == 0 && (r = install_key(m, &p.mount_segment_resp.key)) == 0)
+			mc_node_grants_sync(m->cfg.grants, p.mount_segment_resp.master_ms);
 		mc_arena_reset(&m->arena);
 		if (r < 0) {
 			log_warning("mount of segment %s at %s: %s", m->cfg.segs->seg[i].name,
@@ -91,6 +105,10 @@ static int remount_all(struct mc_node_master *m)
 						 .n_segments = n, .segments = a };
 	union mc_msg_any p;
 	int r = mc_rpc_call(m->conn, MC_OP_REMOUNT_SEGMENTS, &q, &p, &m->arena, NULL);
+	for (uint32_t i = 0; r == 0 && i < p.remount_segments_resp.n_keys; i++)
+		r = install_key(m, &p.remount_segments_resp.keys[i]);
+	if (r == 0)
+		mc_node_grants_sync(m->cfg.grants, p.remount_segments_resp.master_ms);
 	mc_arena_reset(&m->arena);
 	free(a);
 	return r;
@@ -146,6 +164,8 @@ static void *link_main(void *arg)
 		__atomic_add_fetch(&m->heartbeats, 1, __ATOMIC_RELAXED);
 		if (r < 0)
 			__atomic_add_fetch(&m->heartbeat_failures, 1, __ATOMIC_RELAXED);
+		else
+			mc_node_grants_sync(m->cfg.grants, p.master_ms);
 		if (r == 0 && p.client_status == MC_CLIENT_NEED_REMOUNT) {
 			set_mounted(m, false);
 			r = remount_all(m);

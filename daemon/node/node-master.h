@@ -6,7 +6,9 @@
  * with REMOUNT_SEGMENTS, and on a transport failure reconnects with
  * exponential backoff (100 ms .. 2 s) and mounts again (the master may
  * have restarted).  Stopping it unmounts every segment, best effort,
- * within about a second per attempt.
+ * within about a second per attempt.  Every mount reply carries the
+ * segment's new grant key and every reply the master's clock: both go to
+ * the node's grants (node-grant.h).
  */
 #ifndef MC_NODE_MASTER_H
 #define MC_NODE_MASTER_H
@@ -14,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "node/node-grant.h"
 #include "node/node-segment.h"
 
 struct mc_node_master;
@@ -24,6 +27,7 @@ struct mc_node_master_config {
 	const char *endpoint;		/* data plane host:port */
 	uint8_t transport;		/* enum mc_transport */
 	const struct mc_node_segments *segs;
+	struct mc_node_grants *grants;	/* gets the segments' keys and the master's clock */
 	void (*on_mounted)(void *ctx);	/* first successful mount (READY=1) */
 	void *ctx;
 };

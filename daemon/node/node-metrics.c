@@ -18,6 +18,7 @@ enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBE
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
 struct node_metrics {
 	const struct mc_node_segments *segs;
+	const struct mc_node_grants *grants;
 	struct mc_op_metrics ops;
 	/* under the scrape lock: what a scrape reads, and its snapshot */
 	const struct mc_node_transport_ops *tops;
@@ -54,6 +55,12 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_HEARTBEAT_FAILURES] = (double)ls.heartbeat_failures;
 	v[V_CONNECTIONS] = (double)nm->st.open;
 	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
+}
+
+static double grant_refusals(void *ctx, unsigned idx)
+{
+	const struct node_metrics *nm = ctx;
+	return (double)mc_node_grants_refused(nm->grants, idx);
 }
 
 /* The data plane's ops: HELLO and the MC_OPF_DATA ones. */
@@ -94,23 +101,34 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		.transfer = true, .want = data_op,
 	};
 	static const char *const dirs[] = { "in", "out" };
+	static const char *const reasons[] = {
+#define MC__GR(N, s) s,
+		MC_GRANT_REFUSALS(MC__GR)
+#undef MC__GR
+	};
 
 	if (mc_daemon_metrics_add_scalars(dm, fams, V_COUNT, nm->values) < 0 ||
 	    mc_daemon_metrics_add_ops(dm, &opf, &nm->ops) < 0 ||
 	    !mc_metrics_add_fn(mc_daemon_metrics_registry(dm), MC_METRIC_COUNTER,
 			       "mooncake_node_data_bytes_total",
 			       "Payload bytes moved by the data plane (in: written to segments, "
-			       "out: read from them).", "direction", dirs, 2, data_bytes, nm))
+			       "out: read from them).", "direction", dirs, 2, data_bytes, nm) ||
+	    !mc_metrics_add_fn(mc_daemon_metrics_registry(dm), MC_METRIC_COUNTER,
+			       "mooncake_node_grant_refusals_total",
+			       "Data-plane accesses refused because no valid grant covered them, "
+			       "by reason.", "reason", reasons, MC_GRANT_REFUSAL_COUNT,
+			       grant_refusals, nm))
 		return MC_ERR_NO_MEMORY;
 	return 0;
 }
 
-int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_daemon_metrics **ret)
+int mc_node_metrics_new(const struct mc_node_segments *segs, const struct mc_node_grants *grants,
+			struct mc_daemon_metrics **ret)
 {
 	static const struct mc_daemon_metrics_def def = {
 		.size = sizeof(struct node_metrics), .add = add_families, .take = take_values,
 	};
-	const struct node_metrics init = { .segs = segs };
+	const struct node_metrics init = { .segs = segs, .grants = grants };
 	return mc_daemon_metrics_new(&def, &init, ret);
 }
 

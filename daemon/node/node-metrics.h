@@ -21,8 +21,9 @@
 
 /* The node's metrics on the daemons' lifecycle: render them with
  * mc_daemon_metrics_render() (GET /metrics), free them with
- * mc_daemon_metrics_free().  0 or -ENOMEM.  segs must outlive them. */
-int mc_node_metrics_new(const struct mc_node_segments *segs, struct mc_daemon_metrics **ret);
+ * mc_daemon_metrics_free().  0 or -ENOMEM.  segs and grants must outlive them. */
+int mc_node_metrics_new(const struct mc_node_segments *segs, const struct mc_node_grants *grants,
+			struct mc_daemon_metrics **ret);
 
 /* The per-op families the data plane updates (struct mc_node_transport_config). */
 const struct mc_op_metrics *mc_node_metrics_ops(struct mc_daemon_metrics *dm);

@@ -165,7 +165,8 @@ static int map_existing(struct mc_node_segment *g)
 	struct stat st;
 	if (fd < 0)
 		return MC_ERR_FILE_NOT_FOUND;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != g->size) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != g->size ||
+	    ((st.st_mode & 07777) != MC_NODE_SHM_MODE && fchmod(fd, MC_NODE_SHM_MODE) < 0)) {
 		close(fd);
 		return MC_ERR_FILE_NOT_FOUND;
 	}
@@ -192,7 +193,9 @@ static int create_new(struct mc_node_segment *g, char *err, size_t errlen)
 		return mc_err_from_errno(e);
 	}
 	int e = 0;
-	if (ftruncate(fd, (off_t)g->size) < 0) {
+	if (fchmod(fd, MC_NODE_SHM_MODE) < 0) {	/* whatever the umask */
+		e = errno;
+	} else if (ftruncate(fd, (off_t)g->size) < 0) {
 		e = errno;
 	} else {
 		/* Reserve the pages now: a full tmpfs fails here, not with SIGBUS

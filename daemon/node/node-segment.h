@@ -7,8 +7,19 @@
  * O_EXCL, sized with ftruncate and, where the filesystem supports it,
  * fallocate so that a full tmpfs fails at start rather than with SIGBUS
  * later), mapped MAP_SHARED: a co-located client can open and map the same
- * file (its path is in DATA_STAT and in MOUNT_SEGMENT's shm_path) and
- * memcpy.
+ * file (its path is in MOUNT_SEGMENT's shm_path, and the master repeats it
+ * in every replica descriptor) and memcpy.
+ *
+ * The files are mode 0660 (MC_NODE_SHM_MODE, set with fchmod whatever the
+ * umask, and again on a reused file), owned by the node's user and group.
+ * This is the one exception to granted data ranges (util/grant.h): a
+ * process that can open a segment file can read and write all of it,
+ * grants or not, because a mapping cannot be limited to a range by
+ * permissions.  Co-located clients must therefore run in the node's group
+ * (the packaged unit runs the node as user and group mooncake; add the
+ * client's user to that group), and that group is trusted with every
+ * tenant's bytes on the node.  Everyone else reads and writes through the
+ * data plane, where each access needs a grant.
  *
  * state_dir/node.id (text, written atomically: tmp file, fsync, rename):
  *
@@ -38,6 +49,7 @@
 #include "util/uuid.h"
 
 #define MC_NODE_SHM_DIR "/dev/shm"
+#define MC_NODE_SHM_MODE 0660		/* the node's user and group only */
 
 struct mc_node_segment {
 	struct mc_uuid id;

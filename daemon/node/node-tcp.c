@@ -29,7 +29,7 @@ static int tcp_start(const struct mc_node_transport_config *cfg, struct mc_node_
 		.log_ctx = cfg->log_ctx,
 	};
 	mc_op_metrics_attach(cfg->metrics, &sc);
-	int r = mc_rpc_server_start(&sc, &h, (void *)cfg->segs, &t->srv);
+	int r = mc_rpc_server_start(&sc, &h, cfg->grants, &t->srv);
 	if (r < 0) {
 		free(t);
 		return r;

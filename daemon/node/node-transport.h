@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "mooncake/types.h"
+#include "node/node-grant.h"
 #include "node/node-segment.h"
 #include "common/daemon-metrics.h"
 #include "common/rpc-server.h"
@@ -29,6 +30,7 @@ struct mc_node_transport_config {
 	uint16_t port;			/* 0: pick one */
 	unsigned workers;
 	const struct mc_node_segments *segs;	/* immutable while the transport runs */
+	struct mc_node_grants *grants;		/* over segs: checks every access */
 	mc_log_fn log;			/* reports (common/log.h); NULL: none */
 	void *log_ctx;
 	const struct mc_op_metrics *metrics;	/* the per-op families (node-metrics.h); NULL: none */

@@ -99,6 +99,7 @@ struct node {
 	const struct node_config *cfg;
 	char host[256], endpoint[300];
 	struct mc_node_segments segs;
+	struct mc_node_grants grants;
 	const struct mc_node_transport_ops *tops;
 	struct mc_node_transport *tr;
 	struct mc_daemon_metrics *metrics;
@@ -147,11 +148,15 @@ static int node_new(const struct node_config *c, struct node **ret)
 			 mc_uuid_fmt(n->segs.seg[i].id, hex), (unsigned long long)n->segs.seg[i].size,
 			 n->segs.seg[i].shm_path, n->segs.seg[i].reused ? "reused" : "new");
 	}
+	if ((r = mc_node_grants_init(&n->grants, &n->segs)) < 0) {
+		log_error("out of memory");
+		goto fail;
+	}
 	if (mc_node_rdma_transport.probe(why, sizeof(why)) == 1)
 		n->tops = &mc_node_rdma_transport;
 	else
 		log_notice("%s, using TCP", why);
-	if ((r = mc_node_metrics_new(&n->segs, &n->metrics)) < 0) {
+	if ((r = mc_node_metrics_new(&n->segs, &n->grants, &n->metrics)) < 0) {
 		log_error("cannot set up the metrics: %s", mc_strerror(r));
 		goto fail;
 	}
@@ -174,7 +179,7 @@ static int node_start(struct node *n)
 	const struct node_config *c = n->cfg;
 	struct mc_node_transport_config tc = {
 		.address = c->data_address, .port = (uint16_t)c->data_port,
-		.workers = (unsigned)c->workers, .segs = &n->segs, .log = mc_log_cb,
+		.workers = (unsigned)c->workers, .segs = &n->segs, .grants = &n->grants, .log = mc_log_cb,
 		.metrics = mc_node_metrics_ops(n->metrics),
 	};
 	int r = n->tops->start(&tc, &n->tr);
@@ -197,7 +202,7 @@ static int node_start(struct node *n)
 		return r;
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
-		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .on_mounted = on_mounted,
+		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants, .on_mounted = on_mounted,
 	};
 	if ((r = mc_node_master_start(&lc, &n->link)) < 0) {
 		log_error("cannot start the master link: %s", mc_strerror(r));
@@ -226,6 +231,7 @@ static void node_free(struct node *n, bool unmount)
 	if (n->tr)
 		n->tops->stop(n->tr);
 	mc_daemon_metrics_free(n->metrics);
+	mc_node_grants_release(&n->grants);
 	mc_node_segments_close(&n->segs, false);
 	free(n);
 }

@@ -141,6 +141,10 @@ struct mc_put_opts {
 				   written); false: success, as in the original */
 	mc_progress_fn *progress; /* called per chunk written, or NULL */
 	void *progress_ctx;
+	unsigned *placed;	/* result, or NULL: on success, the replicas placed and written:
+				   below `replicas` when the cluster has fewer nodes (replicas
+				   go to distinct nodes); 0 when the key existed.  mc_put and
+				   mc_put_from only (mc_batch_put leaves it alone) */
 };
 
 /*
@@ -149,7 +153,9 @@ struct mc_put_opts {
  * and the call returns 0 as in the original, or OBJECT_ALREADY_EXISTS with
  * opts->exclusive.  There is no overwrite: remove the object first (the
  * master has no atomic replace).  On a failed replica write the put is
- * revoked and the write's error returned.  opts may be NULL.
+ * revoked and the write's error returned.  opts may be NULL.  Replicas go
+ * to distinct nodes (client ids), and to distinct hosts while there are
+ * enough; opts->placed says how many were placed.
  * Errors: INVALID_PARAMS, NO_AVAILABLE_HANDLE (no space), TENANT_QUOTA_EXCEEDED,
  * TRANSFER_FAIL / RPC_FAIL / RPC_TIMEOUT, SEGMENT_NOT_FOUND, TOO_LARGE,
  * OBJECT_ALREADY_EXISTS (exclusive only), ...

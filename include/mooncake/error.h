@@ -73,7 +73,9 @@ extern "C" {
 	X(TENANT_NOT_EMPTY,            -1702, 409, "tenant not empty") \
 	X(TENANT_LIMIT_EXCEEDED,       -1703, 403, "the master's tenant limit (max_tenants) is reached") \
 	X(NO_MEMORY,                   -1800, 503, "out of memory") \
-	X(TOO_LARGE,                   -1801, 413, "request exceeds a size limit")
+	X(TOO_LARGE,                   -1801, 413, "request exceeds a size limit") \
+	X(GRANT_DENIED,                -1900, 403, "data access not granted (no grant, forged, wrong mode or range)") \
+	X(GRANT_EXPIRED,               -1901, 403, "data access grant expired: ask the master again")
 
 enum mc_error {
 #define MC__ERR_ENUM(name, value, http, desc) MC_ERR_##name = (value),

@@ -73,7 +73,6 @@ struct mc_node {
 	pthread_mutex_t shm_mu;
 	struct mc_shm_seg *segs;
 	unsigned nsegs;
-	uint64_t stat_ms;	/* when DATA_STAT last ran (0: never) */
 	uint64_t down_until_ms;	/* a transfer failed: try this node last until then (atomic) */
 };
 
@@ -140,10 +139,11 @@ int mc_check_key(const void *key, size_t klen);
 int mc_client_node(struct mc_client *c, struct mc_bytes endpoint, struct mc_node **ret);
 void mc_client_nodes_free(struct mc_client *c);
 
-/* shm.c: the mapped bytes [off, off+len) of segment id at node n, or NULL
- * when that segment cannot be reached through shared memory here. */
-uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id, uint64_t off,
-		       uint64_t len);
+/* shm.c: the mapped bytes [off, off+len) of segment id at node n (its file:
+ * path, from the descriptor), or NULL when that segment cannot be reached
+ * through shared memory here. */
+uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id,
+		       struct mc_bytes path, uint64_t off, uint64_t len);
 void mc_shm_unmap_all(struct mc_node *n);
 
 /* client-xfer.c: one memory replica of a put or get. */
@@ -152,6 +152,7 @@ struct mc_target {
 	uint64_t offset;
 	uint64_t size;
 	struct mc_bytes endpoint;	/* points into a response */
+	struct mc_bytes grant;		/* the master's grant (util/grant.h), likewise */
 	struct mc_node *node;
 	uint8_t *shm;			/* mapped bytes, or NULL: TCP */
 };

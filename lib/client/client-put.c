@@ -87,6 +87,8 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 	r = mc_pool_call(&c->mpool, &cn, MC_OP_PUT_START, &q, &p, NULL);
 	if (r == MC_ERR_OBJECT_ALREADY_EXISTS) {
 		mc_pool_put(&c->mpool, cn);
+		if (!o.exclusive && o.placed)
+			*o.placed = 0;
 		return o.exclusive ? r : 0;
 	}
 	if (r == 0) {
@@ -106,6 +108,8 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 			r = w;
 		}
 	}
+	if (r == 0 && o.placed)
+		*o.placed = p.n_replicas;
 	mc_pool_put(&c->mpool, cn);
 	return r;
 }

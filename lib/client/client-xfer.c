@@ -5,7 +5,8 @@
  * DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
  * writev from the caller's buffer and received straight into it.  The
  * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
- * HASH_STEP through shared memory).
+ * HASH_STEP through shared memory).  Every TCP request carries the
+ * descriptor's grant unchanged: the node refuses what it does not cover.
  */
 #include <sys/mman.h>
 #include <xxhash.h>
@@ -24,11 +25,12 @@ int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc
 	if (d->type != MC_REPLICA_MEMORY && d->type != MC_REPLICA_NOF_SSD)
 		return MC_ERR_NOT_SUPPORTED;
 	struct mc_target x = { .seg = d->mem.segment_id, .offset = d->mem.offset,
-			       .size = d->mem.size, .endpoint = d->mem.endpoint };
+			       .size = d->mem.size, .endpoint = d->mem.endpoint,
+			       .grant = d->mem.grant };
 	int r = mc_client_node(c, x.endpoint, &x.node);
 	if (r < 0)
 		return r;
-	x.shm = mc_shm_locate(c, x.node, x.seg, x.offset, x.size);
+	x.shm = mc_shm_locate(c, x.node, x.seg, d->mem.shm_path, x.offset, x.size);
 	*t = x;
 	return 0;
 }
@@ -89,7 +91,8 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 		for (uint64_t done = 0; done < len && r == 0;) {
 			uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
 			struct mc_msg_data_write_req q = { .segment_id = t->seg,
-							   .offset = t->offset + done, .length = n };
+							   .offset = t->offset + done, .length = n,
+							   .grant = t->grant };
 			struct mc_msg_data_write_resp p;
 			struct iovec iov = { (void *)((const char *)buf + done), (size_t)n };
 			struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
@@ -139,10 +142,13 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		for (uint64_t done = 0; done < len && r == 0;) {
 			uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
 			struct mc_msg_data_read_req q = { .segment_id = t->seg,
-							  .offset = t->offset + done, .length = n };
+							  .offset = t->offset + done, .length = n,
+							  .grant = t->grant };
 			struct mc_msg_data_read_resp p;
 			struct mc_rpc_attach at = { .recv = (char *)buf + done, .recv_cap = n };
 			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_READ, &q, &p, &at);
+			if (r == MC_ERR_GRANT_EXPIRED)	/* a read grant lasts the lease */
+				r = MC_ERR_LEASE_EXPIRED;
 			if (r == 0 && at.recv_len != n)
 				r = MC_ERR_TRANSFER_FAIL;
 			if (r == 0)

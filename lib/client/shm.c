@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm.c - the co-located path.  A node serves each memory segment from a
- * file under /dev/shm (its path comes back in DATA_STAT as shm_path).  When
- * that file exists on this host and has the segment's size, the client maps
- * it MAP_SHARED once and moves bytes with memcpy instead of TCP.  What was
- * learnt is cached per node endpoint: a segment unknown to the cache makes
- * us ask the node again, at most once a second.
+ * file under /dev/shm; the master names it in every memory replica
+ * descriptor (shm_path).  When that file exists on this host, is called
+ * mooncake-<segment id> and can be opened, the client maps the whole file
+ * MAP_SHARED once and moves bytes with memcpy instead of TCP.  What was
+ * learnt is cached per node endpoint and segment (a file that cannot be
+ * mapped is not tried again).
+ *
+ * Grants do not apply here (the exception of util/grant.h): a process
+ * that can open the file can map all of it, and no file permission can
+ * restrict a mapping to a range, so a per-grant mapping would cost a
+ * mmap()/munmap() per transfer and protect nothing.  The node therefore
+ * creates the files mode 0660 (node-segment.h): only the node's user and
+ * group can open them, and membership in that group is the trust a
+ * co-located client needs.  Any other process goes through the node over
+ * TCP, where every access is granted.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,26 +26,33 @@
 #include <unistd.h>
 
 #include "client/client-internal.h"
-#include "util/clock.h"
 
-#define RESTAT_MS 1000u
-
-static uint8_t *map_file(struct mc_bytes path, uint64_t size)
+/* Maps the file at path if it is the segment id's (its name is
+ * "mooncake-<id hex>": a descriptor cannot point us at another file). */
+static uint8_t *map_file(struct mc_uuid id, struct mc_bytes path, uint64_t *ret_size)
 {
-	char p[MC_PROTO_MAX_SHM_PATH + 1];
-	if (path.len == 0 || path.len > MC_PROTO_MAX_SHM_PATH || size == 0 || size > SIZE_MAX)
+	char p[MC_PROTO_MAX_SHM_PATH + 1], want[16 + MC_UUID_STR_LEN], hex[MC_UUID_STR_LEN];
+	if (path.len == 0 || path.len > MC_PROTO_MAX_SHM_PATH)
 		return NULL;
 	memcpy(p, path.p, path.len);
 	p[path.len] = 0;
-	int fd = open(p, O_RDWR | O_CLOEXEC);
+	const char *base = strrchr(p, '/');
+	snprintf(want, sizeof(want), "mooncake-%s", mc_uuid_fmt(id, hex));
+	if (strcmp(base ? base + 1 : p, want) != 0)
+		return NULL;
+	int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return NULL;
 	struct stat st;
 	void *m = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size)
-		m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= SIZE_MAX)
+		m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	return m == MAP_FAILED ? NULL : m;
+	if (m == MAP_FAILED)
+		return NULL;
+	*ret_size = (uint64_t)st.st_size;
+	return m;
 }
 
 static struct mc_shm_seg *find(struct mc_node *n, struct mc_uuid id)
@@ -45,39 +63,21 @@ static struct mc_shm_seg *find(struct mc_node *n, struct mc_uuid id)
 	return NULL;
 }
 
-/* Asks the node for its segments and maps the new ones.  Under shm_mu. */
-static void restat(struct mc_node *n)
-{
-	struct mc_msg_data_stat_req q;
-	struct mc_msg_data_stat_resp p;
-	struct mc_conn *cn = NULL;
-	n->stat_ms = mc_now_ms();
-	if (mc_pool_call(&n->pool, &cn, MC_OP_DATA_STAT, &q, &p, NULL) == 0) {
-		for (uint32_t i = 0; i < p.n_segments; i++) {
-			const struct mc_msg_segment_stat *s = &p.segments[i];
-			if (find(n, s->id))
-				continue;
-			struct mc_shm_seg *ns = realloc(n->segs, (n->nsegs + 1) * sizeof(*ns));
-			if (!ns)
-				break;
-			n->segs = ns;
-			ns[n->nsegs++] = (struct mc_shm_seg){ .id = s->id, .size = s->size,
-							      .base = map_file(s->shm_path, s->size) };
-		}
-	}
-	mc_pool_put(&n->pool, cn);
-}
-
-uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id, uint64_t off,
-		       uint64_t len)
+uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id,
+		       struct mc_bytes path, uint64_t off, uint64_t len)
 {
 	if (!c->use_shm)
 		return NULL;
 	pthread_mutex_lock(&n->shm_mu);
 	struct mc_shm_seg *s = find(n, id);
-	if (!s && (n->stat_ms == 0 || mc_now_ms() - n->stat_ms >= RESTAT_MS)) {
-		restat(n);
-		s = find(n, id);
+	if (!s && path.len) {
+		struct mc_shm_seg *ns = realloc(n->segs, (n->nsegs + 1) * sizeof(*ns));
+		if (ns) {
+			n->segs = ns;
+			s = &ns[n->nsegs++];
+			*s = (struct mc_shm_seg){ .id = id };
+			s->base = map_file(id, path, &s->size);
+		}
 	}
 	uint8_t *p = NULL;
 	if (s && s->base && off <= s->size && len <= s->size - off)

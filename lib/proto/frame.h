@@ -54,7 +54,11 @@
  *      0 MEMORY, 3 NOF_SSD  UUID segment_id, U64 offset (within the segment),
  *                           U64 size, U64 address (segment base + offset),
  *                           STR endpoint (<= 128, "host:port" of the node's
- *                           data plane), U8 transport (enum mc_transport)
+ *                           data plane), U8 transport (enum mc_transport),
+ *                           STR shm_path (<= 256, the segment's file for a
+ *                           co-located client, "" if none), BYTES grant
+ *                           (<= 208, util/grant.h: the signed access to
+ *                           this range, "" when none was issued)
  *      1 DISK               STR file_path (<= 4096), U64 object_size
  *      2 LOCAL_DISK         UUID client_id, U64 object_size, STR endpoint
  *      100 DFS              STR file_path, U64 offset, U64 object_size,

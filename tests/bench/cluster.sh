@@ -5,6 +5,9 @@
 #   (a) 4 KiB put/get ops/s at 1, 16, 64 clients  vs  redis-benchmark SET/GET -d 4096
 #   (b) 1 MiB and 64 MiB put/get GB/s over TCP    vs  a raw loopback TCP stream
 #   (c) co-located (shared memory) GB/s           vs  memcpy
+#   (d) the share of granted data ranges in (a) and (b) over TCP: one grant
+#       signed (master) and one checked per 16 MiB chunk (node) per op, at
+#       the cost bench-grant measures in this run, over the op's time
 # Every figure is the median of RUNS runs (default 3).  Prints
 # "cluster <metric> <value> <unit>" and "cluster ratio <name> <x>" lines.
 set -eu
@@ -108,3 +111,20 @@ for sz in 1 64; do
 	ratio "shm_put_${sz}MiB_vs_memcpy" "$sput" "$mcpy"
 	ratio "shm_get_${sz}MiB_vs_memcpy" "$sget" "$mcpy"
 done
+
+# (d) grants: (sign + chunks x check) / the op's time at 1 client (4 KiB) or
+# over the measured rate (64 MiB).  A cluster without the checks does not
+# exist to compare with (they cannot be turned off), so the cost is
+# measured on the same code paths in-process, beside the ops above.
+gb=$("$O/tests/bench/bench-grant")
+echo "$gb" | sed 's/^bench-grant/cluster grant/'
+sign=$(echo "$gb" | awk '$2 == "sign_ns" {print $3}')
+check=$(echo "$gb" | awk '$2 == "check_ns" {print $3}')
+gshare() { awk -v s="$sign" -v c="$check" -v k="$2" -v t="$3" -v n="$1" \
+	'BEGIN { if (t > 0) printf "cluster grant_share %s %.2f %%\n", n, 100 * (s + k * c) / t }'; }
+MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" small 1 2
+p4=$(pick put4k_c1); g4=$(pick get4k_c1)
+gshare put_4KiB_c1 1 "$(awk -v r="$p4" 'BEGIN { if (r > 0) print 1e9 / r }')"
+gshare get_4KiB_c1 1 "$(awk -v r="$g4" 'BEGIN { if (r > 0) print 1e9 / r }')"
+gshare put_64MiB 4 "$(awk -v r="$tput" 'BEGIN { if (r > 0) print 64 * 1048576 / r }')"
+gshare get_64MiB 4 "$(awk -v r="$tget" 'BEGIN { if (r > 0) print 64 * 1048576 / r }')"

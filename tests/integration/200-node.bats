@@ -111,6 +111,8 @@ seg_ids() {
 	[ "$(seg_ids | wc -l)" -eq 2 ]
 	for id in $(seg_ids); do [ -f "/dev/shm/mooncake-$id" ]; done
 	[ "$(stat -c %s /dev/shm/mooncake-$(seg_ids | head -n1))" -eq $((16 << 20)) ]
+	# the node's user and group only: the co-located path maps whole segments
+	for id in $(seg_ids); do [ "$(stat -c %a "/dev/shm/mooncake-$id")" = 660 ]; done
 	run -0 "$RPC" "$ADDR" put k1 4096 9
 	[ "$output" = "OK replicas=1 put_end=OK" ]
 	run -0 "$RPC" "$ADDR" get k1
@@ -214,7 +216,7 @@ seg_ids() {
 	  head -c 42 /dev/zero; } >"/dev/tcp/127.0.0.1/$port" || true
 	run -0 "$RPC" "$DADDR" hello
 	[[ "$output" == "OK proto_version=1"* ]]
-	run -0 "$RPC" "$DADDR" op 0x1003
-	[ "$output" = "OK" ]
+	run -0 "$RPC" "$DADDR" stat	# answered: DATA_STAT needs the master's stat grant
+	[ "$output" = "GRANT_DENIED" ]
 	kill -0 "$npid"
 }

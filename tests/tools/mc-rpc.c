@@ -8,11 +8,24 @@
  *   mc-rpc HOST:PORT mount CLIENT SEGMENT NAME SIZE      (endpoint = HOST:PORT of the segment name)
  *   mc-rpc HOST:PORT unmount CLIENT SEGMENT
  *   mc-rpc HOST:PORT put KEY SIZE CLIENT                 (put_start + put_end)
- *   mc-rpc HOST:PORT put_start KEY SIZE CLIENT           (the put stays in progress)
+ *   mc-rpc HOST:PORT put_start KEY SIZE CLIENT [REPLICAS] [TENANT]  (the put stays in progress)
  *   mc-rpc HOST:PORT exist KEY
  *   mc-rpc HOST:PORT get KEY
+ *   mc-rpc HOST:PORT where KEY [TENANT]                   (get, and the replicas)
  *   mc-rpc HOST:PORT remove KEY
  *   mc-rpc HOST:PORT op OPCODE                            (an empty body)
+ *
+ * The node's data plane, raw (HOST:PORT a node's endpoint):
+ *
+ *   mc-rpc HOST:PORT read SEGMENT OFFSET LENGTH [GRANT]   DATA_READ; prints the
+ *                                                         bytes=N hex=FIRST16
+ *   mc-rpc HOST:PORT write SEGMENT OFFSET LENGTH [GRANT] [BYTE]   DATA_WRITE of
+ *                                                         LENGTH bytes BYTE (0x41)
+ *   mc-rpc HOST:PORT stat [GRANT]                          DATA_STAT
+ *
+ * put_start and where print each memory replica as " rep=ENDPOINT,SEGMENT,
+ * OFFSET,LENGTH,GRANT" (SEGMENT a 32-digit hex uuid, GRANT hex, "-" when
+ * none): what read and write take (GRANT "-" or absent: none).
  *
  * A KEY written hex:6b6579 is those bytes (binary keys, NULs included).
  * CLIENT and SEGMENT are small integers (the uuid's low half).  Exit 0 when
@@ -31,6 +44,10 @@ static int fd = -1;
 static uint32_t next_id = 1;
 static void *bodies[4];		/* response bodies: decoded messages point into them */
 static unsigned nbodies;
+static const uint8_t *send_attach;	/* the next request's attachment */
+static uint64_t send_len;
+static uint8_t *recv_attach;		/* the last response's attachment (malloc) */
+static uint64_t recv_len;
 
 /* Sends one request, reads one response into *ret (decoded), returns its status. */
 static int call(uint16_t op, const void *req, struct mc_arena *a, union mc_msg_any *ret)
@@ -42,11 +59,13 @@ static int call(uint16_t op, const void *req, struct mc_arena *a, union mc_msg_a
 	int r;
 
 	mc_wbuf_init(&w, MC_PROTO_MAX_BODY + MC_FRAME_HDR_LEN);
-	if ((r = mc_proto_encode_request(&w, op, id, req, 0)) < 0) {
+	if ((r = mc_proto_encode_request(&w, op, id, req, send_len)) < 0) {
 		fprintf(stderr, "mc-rpc: cannot encode: %s\n", mc_error_name(r));
 		exit(1);
 	}
-	if (mc_write_full(fd, w.p, w.len) < 0 || mc_read_full(fd, hdr, sizeof(hdr)) < 0) {
+	if (mc_write_full(fd, w.p, w.len) < 0 ||
+	    (send_len && mc_write_full(fd, send_attach, send_len) < 0) ||
+	    mc_read_full(fd, hdr, sizeof(hdr)) < 0) {
 		fprintf(stderr, "mc-rpc: connection closed\n");
 		exit(1);
 	}
@@ -62,6 +81,12 @@ static int call(uint16_t op, const void *req, struct mc_arena *a, union mc_msg_a
 		exit(1);
 	}
 	f.body = body;
+	recv_len = f.hdr.attach_len;
+	if (recv_len && (!(recv_attach = malloc(recv_len)) ||
+			 mc_read_full(fd, recv_attach, recv_len) < 0)) {
+		fprintf(stderr, "mc-rpc: truncated attachment\n");
+		exit(1);
+	}
 	const struct mc_op_info *info;
 	if (f.hdr.status == 0 && mc_op_info(op) && (r = mc_proto_decode(&f, a, &info, ret)) < 0) {
 		fprintf(stderr, "mc-rpc: cannot decode the response: %s\n", mc_error_name(r));
@@ -95,8 +120,60 @@ static struct mc_bytes key_of(const char *s)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|exist|get|remove|op ARGS...\n");
+	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|put_start|exist|get|"
+			"where|remove|op|read|write|stat ARGS...\n");
 	exit(2);
+}
+
+static struct mc_uuid uuid_hex(const char *s)
+{
+	char hi[17] = "", lo[17] = "";
+	if (strlen(s) != 32 || strspn(s, "0123456789abcdef") != 32) {
+		fprintf(stderr, "mc-rpc: SEGMENT must be 32 hex digits\n");
+		exit(2);
+	}
+	memcpy(hi, s, 16);
+	memcpy(lo, s + 16, 16);
+	return (struct mc_uuid){ strtoull(hi, NULL, 16), strtoull(lo, NULL, 16) };
+}
+
+/* GRANT in hex, "-" or absent: none. */
+static struct mc_bytes grant_hex(int argc, char **argv, int i)
+{
+	static uint8_t buf[MC_PROTO_MAX_GRANT + 64];
+	size_t n = 0;
+	const char *s = i < argc ? argv[i] : "-";
+	if (!strcmp(s, "-"))
+		return (struct mc_bytes){ 0 };
+	for (; s[0] && s[1] && n < sizeof(buf); s += 2) {
+		unsigned v;
+		if (sscanf(s, "%2x", &v) != 1)
+			break;
+		buf[n++] = (uint8_t)v;
+	}
+	return MC_BYTES(buf, n);
+}
+
+static void print_hex(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", p[i]);
+}
+
+static void print_replicas(const struct mc_replica_desc *d, uint32_t n)
+{
+	char hex[MC_UUID_STR_LEN];
+	for (uint32_t i = 0; i < n; i++) {
+		if (d[i].type != MC_REPLICA_MEMORY)
+			continue;
+		printf(" rep=%.*s,%s,%llu,%llu,", (int)d[i].mem.endpoint.len, d[i].mem.endpoint.p,
+		       mc_uuid_fmt(d[i].mem.segment_id, hex), (unsigned long long)d[i].mem.offset,
+		       (unsigned long long)d[i].mem.size);
+		if (d[i].mem.grant.len)
+			print_hex(d[i].mem.grant.p, d[i].mem.grant.len);
+		else
+			printf("-");
+	}
 }
 
 int main(int argc, char **argv)
@@ -152,15 +229,19 @@ int main(int argc, char **argv)
 							.segment_id = id_of(argv[4]) };
 		st = call(MC_OP_UNMOUNT_SEGMENT, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
-	} else if ((!strcmp(op, "put") || !strcmp(op, "put_start")) && argc == 6) {
+	} else if ((!strcmp(op, "put") && argc == 6) ||
+		   (!strcmp(op, "put_start") && argc >= 6 && argc <= 8)) {
 		struct mc_msg_put_start_req q = { .client_id = id_of(argv[5]),
 						  .key = key_of(argv[3]),
 						  .size = strtoull(argv[4], NULL, 0),
-						  .config = { .replica_num = 1 } };
+						  .config = { .replica_num = argc > 6 ? (uint8_t)atoi(argv[6]) : 1 },
+						  .tenant = mc_bytes_str(argc > 7 ? argv[7] : "") };
 		st = call(MC_OP_PUT_START, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 		if (!st)
 			printf(" replicas=%u", resp.put_start_resp.n_replicas);
+		if (!st && !strcmp(op, "put_start"))
+			print_replicas(resp.put_start_resp.replicas, resp.put_start_resp.n_replicas);
 		if (!st && !strcmp(op, "put")) {
 			struct mc_msg_put_end_req e = { .client_id = q.client_id, .key = q.key };
 			st = call(MC_OP_PUT_END, &e, &a, &resp);
@@ -172,8 +253,10 @@ int main(int argc, char **argv)
 		printf("%s", mc_error_name(st));
 		if (!st)
 			printf(" exists=%d", resp.exist_key_resp.exists);
-	} else if (!strcmp(op, "get") && argc == 4) {
-		struct mc_msg_get_replica_list_req q = { .key = key_of(argv[3]) };
+	} else if ((!strcmp(op, "get") && argc == 4) ||
+		   (!strcmp(op, "where") && (argc == 4 || argc == 5))) {
+		struct mc_msg_get_replica_list_req q = { .key = key_of(argv[3]),
+							 .tenant = mc_bytes_str(argc > 4 ? argv[4] : "") };
 		st = call(MC_OP_GET_REPLICA_LIST, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 		if (!st) {
@@ -182,7 +265,45 @@ int main(int argc, char **argv)
 			if (p->n_replicas && p->replicas[0].type == MC_REPLICA_MEMORY)
 				printf(" endpoint=%.*s", (int)p->replicas[0].mem.endpoint.len,
 				       p->replicas[0].mem.endpoint.p);
+			if (!strcmp(op, "where"))
+				print_replicas(p->replicas, p->n_replicas);
 		}
+	} else if (!strcmp(op, "read") && (argc == 6 || argc == 7)) {
+		struct mc_msg_data_read_req q = { .segment_id = uuid_hex(argv[3]),
+						  .offset = strtoull(argv[4], NULL, 0),
+						  .length = strtoull(argv[5], NULL, 0),
+						  .grant = grant_hex(argc, argv, 6) };
+		st = call(MC_OP_DATA_READ, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st) {
+			printf(" bytes=%llu hex=", (unsigned long long)recv_len);
+			print_hex(recv_attach, recv_len < 16 ? recv_len : 16);
+		}
+	} else if (!strcmp(op, "write") && argc >= 6 && argc <= 8) {
+		struct mc_msg_data_write_req q = { .segment_id = uuid_hex(argv[3]),
+						   .offset = strtoull(argv[4], NULL, 0),
+						   .length = strtoull(argv[5], NULL, 0),
+						   .grant = grant_hex(argc, argv, 6) };
+		if (q.length > (64u << 20)) {
+			fprintf(stderr, "mc-rpc: write at most 64 MiB\n");
+			return 2;
+		}
+		uint8_t *buf = malloc(q.length ? q.length : 1);
+		if (!buf)
+			return 1;
+		memset(buf, argc > 7 ? (int)strtoul(argv[7], NULL, 0) : 0x41, q.length);
+		send_attach = buf;
+		send_len = q.length;
+		st = call(MC_OP_DATA_WRITE, &q, &a, &resp);
+		send_len = 0;
+		free(buf);
+		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "stat") && (argc == 3 || argc == 4)) {
+		struct mc_msg_data_stat_req q = { .grant = grant_hex(argc, argv, 3) };
+		st = call(MC_OP_DATA_STAT, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st)
+			printf(" segments=%u", resp.data_stat_resp.n_segments);
 	} else if (!strcmp(op, "remove") && argc == 4) {
 		struct mc_msg_remove_req q = { .key = key_of(argv[3]) };
 		st = call(MC_OP_REMOVE, &q, &a, &resp);
@@ -205,6 +326,7 @@ int main(int argc, char **argv)
 	mc_arena_free(&a);
 	while (nbodies)
 		free(bodies[--nbodies]);
+	free(recv_attach);
 	close(fd);
 	return 0;
 }

@@ -138,8 +138,8 @@ static inline uint64_t now_of(struct fx *f)
 static inline void mount3(struct mc_meta *m, uint64_t size)
 {
 	assert_rc(mount_seg(m, C1, 1, "node-a", size), 0);
-	assert_rc(mount_seg(m, C1, 2, "node-b", size), 0);
-	assert_rc(mount_seg(m, C1, 3, "node-c", size), 0);
+	assert_rc(mount_seg(m, C2, 2, "node-b", size), 0);   /* replicas go to distinct nodes */
+	assert_rc(mount_seg(m, client_id(3), 3, "node-c", size), 0);
 }
 
 static inline bool distinct_names(const struct rep_sink *s, uint32_t from, uint32_t n)

@@ -130,7 +130,7 @@ static void test_master_families(void **state)
 	const char *odd = "we\"ird\\ten\nant\xff";	/* quote, backslash, newline, not UTF-8 */
 
 	assert_rc(mount_seg(m, client_id(1), 1, "node-a", 64 * KiB), 0);
-	assert_rc(mount_seg(m, client_id(1), 2, "node-b", 32 * KiB), 0);
+	assert_rc(mount_seg(m, client_id(2), 2, "node-b", 32 * KiB), 0);
 	assert_rc(mc_master_clients_mounted(f->clients, client_id(1), seg_id(1)), 0);
 	assert_rc(mc_meta_set_quota(m, ref_str(odd), 48 * KiB), 0);
 	struct mc_put_config one = { .replica_num = 1 }, hard = { .replica_num = 1, .hard_pin = true };

@@ -48,6 +48,7 @@
 #include "meta-helpers.h"
 #include "stress-helpers.h"
 
+#define DISCARD_MS 1000000u	/* put_discard_timeout_ms: no takeovers */
 #define NWORKERS  8
 #define NSEGS     3
 #define SEG_SIZE  (16 * MiB)
@@ -526,7 +527,7 @@ static void test_evict_stress(void **state)
 	CLK.now = 1000000;
 	mc_meta_config_defaults(&cfg);
 	cfg.lease_ttl_ms = LEASE;
-	cfg.put_discard_timeout_ms = 1000000;     /* keys are never reused: no takeovers */
+	cfg.put_discard_timeout_ms = DISCARD_MS;  /* keys are never reused: no takeovers */
 	cfg.put_release_timeout_ms = 10000000;    /* nor reaping */
 	cfg.soft_pin_max_ttl_ms = 1000;
 	cfg.evict_on_full = true;
@@ -627,8 +628,9 @@ static void test_evict_stress(void **state)
 	/* Nothing lost, nothing counted twice. */
 	assert_int_equal(puts, listed + removes + revokes + st.evicted_objects);
 
-	/* Past every lease and pin: RemoveAll takes everything, and nothing is left. */
-	test_clock_advance(&CLK, 100 * LEASE);
+	/* Past every lease, pin and write grant (revoked blocks wait for the
+	 * writer's grants): RemoveAll takes everything, and nothing is left. */
+	test_clock_advance(&CLK, 100 * LEASE + DISCARD_MS);
 	uint64_t removed = 0, n;
 	for (int t = 0; t < 2; t++) {
 		assert_rc(mc_meta_remove_all(M, tref(t), false, &n), 0);

@@ -661,7 +661,7 @@ static void test_evict_on_segment_that_fits(void **state)
 	char key[32];
 
 	assert_rc(mount_seg(m, C1, 1, "small", 4 * K4), 0);
-	assert_rc(mount_seg(m, C1, 2, "big", 17 * K4), 0);   /* less full: "small" is tried first */
+	assert_rc(mount_seg(m, C2, 2, "big", 17 * K4), 0);   /* less full: "small" is tried first */
 	for (int i = 0; i < 4; i++) {            /* the oldest objects are on "small" */
 		snprintf(key, sizeof(key), "s%d", i);
 		assert_rc(put_pref(m, key, K4, 1, small, 1, NULL), 0);
@@ -694,7 +694,7 @@ static void test_evict_on_preferred_segment(void **state)
 
 	assert_rc(mount_seg(m, C1, 1, "node-a", 8 * K4), 0);
 	/* node-b is a little less full (2 KiB free): a fill-ordered eviction tries node-a first. */
-	assert_rc(mount_seg(m, C1, 2, "node-b", 8 * K4 + 2 * KiB), 0);
+	assert_rc(mount_seg(m, C2, 2, "node-b", 8 * K4 + 2 * KiB), 0);
 	for (int i = 0; i < 8; i++) {            /* the oldest on node-a */
 		snprintf(key, sizeof(key), "a%d", i);
 		assert_rc(put_pref(m, key, K4, 1, a, 1, NULL), 0);

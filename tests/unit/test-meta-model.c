@@ -227,20 +227,27 @@ static uint64_t model_allocated(void)
 	return a;
 }
 
-/* Distinct names with an allocatable segment. */
+/* The most replicas one object can get: allocatable segments with distinct
+ * names and distinct owners (nodes), by brute force over the subsets. */
 static uint32_t model_names_avail(void)
 {
-	uint32_t n = 0;
-	for (int s = 0; s < NSEG; s++) {
-		if (!M.seg[s].mounted || M.seg[s].draining)
-			continue;
-		bool dup = false;
-		for (int j = 0; j < s; j++)
-			dup |= M.seg[j].mounted && !M.seg[j].draining &&
-			       strcmp(seg_names[j], seg_names[s]) == 0;
-		n += !dup;
+	uint32_t best = 0;
+	for (unsigned set = 1; set < 1u << NSEG; set++) {
+		uint32_t n = 0;
+		bool ok = true;
+		for (int s = 0; s < NSEG && ok; s++) {
+			if (!(set & 1u << s))
+				continue;
+			ok = M.seg[s].mounted && !M.seg[s].draining;
+			for (int j = 0; j < s && ok; j++)
+				ok = !(set & 1u << j) || (strcmp(seg_names[j], seg_names[s]) != 0 &&
+							  M.seg[j].owner != M.seg[s].owner);
+			n++;
+		}
+		if (ok && n > best)
+			best = n;
 	}
-	return n;
+	return best;
 }
 
 static bool name_avail(const char *name)
@@ -309,13 +316,19 @@ static void model_record_replicas(int t, int k, uint32_t placed, const char *pre
 		EXPECT(r->status == MC_REPLICA_PROCESSING && r->size == o->size, "replica status/size");
 		EXPECT(r->offset + r->size <= SEG_SIZE, "replica outside its segment");
 		EXPECT(o->nrep < placed, "more replicas than %u", placed);
-		for (uint32_t j = 0; j < o->nrep; j++)
+		for (uint32_t j = 0; j < o->nrep; j++) {
 			EXPECT(strcmp(seg_names[o->seg[j]], seg_names[s]) != 0, "two replicas on name %s",
 			       seg_names[s]);
+			EXPECT(M.seg[o->seg[j]].owner != M.seg[s].owner, "two replicas on node c%d",
+			       M.seg[s].owner);
+		}
 		on_pref |= pref && strcmp(seg_names[s], pref) == 0;
 		o->seg[o->nrep++] = (uint8_t)s;
 	}
-	EXPECT(o->nrep == placed, "%u replicas placed, model says %u", o->nrep, placed);
+	/* Placement is greedy (first fit per name): a maximal, not always maximum,
+	 * set of distinct nodes, so at least half the model's best. */
+	EXPECT(o->nrep <= placed && 2 * o->nrep >= placed, "%u replicas placed, model says %u",
+	       o->nrep, placed);
 	if (pref && name_avail(pref))
 		EXPECT(on_pref, "preferred %s not used", pref);
 }
@@ -343,6 +356,7 @@ static int model_put_revoke(int t, int k, int c)
 		return MC_ERR_ILLEGAL_CLIENT;
 	if (o->state == DONE)
 		return MC_ERR_INVALID_WRITE;
+	model_drop_blocks(o, o->time + DISCARD);   /* until the writer's grants end */
 	o->state = ABSENT;
 	return 0;
 }

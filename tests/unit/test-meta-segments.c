@@ -24,6 +24,68 @@
 
 /* ---- placement -------------------------------------------------------------------- */
 
+static int mount_on(struct mc_meta *m, struct mc_uuid client, uint64_t n, const char *name,
+		    const char *host)
+{
+	struct mc_segment_spec spec = seg_spec(n, name, 64 * MiB);
+	spec.host = host;
+	return mc_meta_mount_segment(m, client, &spec);
+}
+
+/* The owner (client id low half) of a replica's segment: seg n is mounted by client n / 10. */
+static uint64_t owner_of(const struct rep_rec *r)
+{
+	return r->seg.lo / 10;
+}
+
+/* The issue's case: a node with two segments (two names) and a second node.
+ * Replicas go to distinct nodes, then distinct hosts where hosts differ. */
+static void test_placement_distinct_nodes_and_hosts(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	char key[24];
+
+	assert_rc(mount_on(m, client_id(1), 10, "n1-0", "host-a"), 0);
+	assert_rc(mount_on(m, client_id(1), 11, "n1-1", "host-a"), 0);
+	assert_rc(mount_on(m, client_id(2), 20, "n2-0", "host-a"), 0);
+	for (int i = 0; i < 40; i++) {
+		struct rep_sink rs = { 0 };
+		snprintf(key, sizeof(key), "two%d", i);
+		assert_rc(put_pref(m, key, 1000, 2, NULL, 0, &rs), 0);
+		assert_int_equal(rs.n, 2);
+		assert_int_not_equal(owner_of(&rs.r[0]), owner_of(&rs.r[1]));
+	}
+	/* Three wanted, two nodes: two placed, each on its own node. */
+	for (int i = 0; i < 20; i++) {
+		struct rep_sink rs = { 0 };
+		snprintf(key, sizeof(key), "three%d", i);
+		assert_rc(put_pref(m, key, 1000, 3, NULL, 0, &rs), 0);
+		assert_int_equal(rs.n, 2);
+		assert_int_not_equal(owner_of(&rs.r[0]), owner_of(&rs.r[1]));
+	}
+	/* A node on another host: two replicas always span both hosts. */
+	assert_rc(mount_on(m, client_id(3), 30, "n3-0", "host-b"), 0);
+	for (int i = 0; i < 40; i++) {
+		struct rep_sink rs = { 0 };
+		snprintf(key, sizeof(key), "hosts%d", i);
+		assert_rc(put_pref(m, key, 1000, 2, NULL, 0, &rs), 0);
+		assert_int_equal(rs.n, 2);
+		assert_true((owner_of(&rs.r[0]) == 3) != (owner_of(&rs.r[1]) == 3));
+	}
+	/* Three replicas: three nodes (host-a is then shared: too few hosts). */
+	for (int i = 0; i < 20; i++) {
+		struct rep_sink rs = { 0 };
+		snprintf(key, sizeof(key), "all%d", i);
+		assert_rc(put_pref(m, key, 1000, MC_MAX_REPLICAS, NULL, 0, &rs), 0);
+		assert_int_equal(rs.n, 3);
+		uint64_t seen = 0;
+		for (uint32_t j = 0; j < rs.n; j++)
+			seen |= 1ull << owner_of(&rs.r[j]);
+		assert_int_equal(seen, (1u << 1) | (1u << 2) | (1u << 3));
+	}
+}
+
 static void test_placement_distinct_names(void **state)
 {
 	struct fx *f = *state;
@@ -49,7 +111,7 @@ static void test_placement_distinct_names(void **state)
 	assert_int_equal(meta_allocated(m), c + 3000);
 
 	/* A second segment under an existing name adds no distinct place. */
-	assert_rc(mount_seg(m, C2, 4, "node-a", 64 * MiB), 0);
+	assert_rc(mount_seg(m, C1, 4, "node-a", 64 * MiB), 0);
 	for (int i = 0; i < 30; i++) {
 		struct rep_sink r8 = { 0 };
 		snprintf(key, sizeof(key), "e%d", i);
@@ -79,7 +141,7 @@ static void test_placement_preferred(void **state)
 	char key[24];
 
 	for (uint64_t i = 0; i < 5; i++)
-		assert_rc(mount_seg(m, C1, i + 1, names[i], i == 2 ? 4 * KiB : 64 * MiB), 0);
+		assert_rc(mount_seg(m, client_id(i + 1), i + 1, names[i], i == 2 ? 4 * KiB : 64 * MiB), 0);
 	for (int i = 0; i < 20; i++) {
 		struct rep_sink rs = { 0 };
 		snprintf(key, sizeof(key), "p%d", i);
@@ -121,8 +183,8 @@ static void test_placement_free_ratio(void **state)
 	char key[24];
 
 	assert_rc(mount_seg(m, C1, 1, "big", 64 * MiB), 0);
-	assert_rc(mount_seg(m, C1, 2, "small", 1 * MiB), 0);
-	assert_rc(mount_seg(m, C1, 3, "mid", 8 * MiB), 0);
+	assert_rc(mount_seg(m, C2, 2, "small", 1 * MiB), 0);
+	assert_rc(mount_seg(m, client_id(3), 3, "mid", 8 * MiB), 0);
 	struct rep_sink rs = { 0 };
 	assert_rc(put_pref(m, "fill-small", 512 * KiB, 1, small, 1, &rs), 0);
 	assert_string_equal(rs.r[0].name, "small");
@@ -395,7 +457,7 @@ static void test_unmount_deferred(void **state)
 	struct mc_meta *m = f->m;
 
 	assert_rc(mount_seg(m, C1, 1, "na", 64 * MiB), 0);
-	assert_rc(mount_seg(m, C1, 2, "nb", 64 * MiB), 0);
+	assert_rc(mount_seg(m, C2, 2, "nb", 64 * MiB), 0);
 	assert_rc(put_pref(m, "leased", 1000, 2, NULL, 0, NULL), 0);
 	assert_true(exists(m, DFLT, "leased"));
 	assert_rc(mc_meta_remove(m, DFLT, ref_str("leased"), true), 0);
@@ -501,6 +563,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_placement_distinct_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_placement_distinct_nodes_and_hosts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_placement_preferred, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_placement_free_ratio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_space, setup, teardown),

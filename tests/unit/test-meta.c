@@ -206,7 +206,7 @@ static void test_put_stale_takeover(void **state)
 	assert_int_equal(usage(m, DFLT).charged_bytes, 2 * MiB + 4 * KiB);
 
 	/* A taken-over write with several replicas defers all of them. */
-	assert_rc(mount_seg(m, C1, 2, "node-b", 64 * MiB), 0);
+	assert_rc(mount_seg(m, C2, 2, "node-b", 64 * MiB), 0);   /* another node */
 	uint64_t t2 = now_of(f), a0 = meta_allocated(m);
 	assert_rc(put_start(m, C1, DFLT, "two", 64 * KiB, 2), 0);
 	assert_int_equal(meta_allocated(m), a0 + 128 * KiB);
@@ -242,12 +242,18 @@ static void test_put_end_and_revoke(void **state)
 	assert_rc(mc_meta_put_end(m, C1, ref_str("nobody"), ref_str("k"), false, 0), MC_ERR_OBJECT_NOT_FOUND);
 	assert_rc(mc_meta_put_revoke(m, C1, ref_str("nobody"), ref_str("k")), MC_ERR_OBJECT_NOT_FOUND);
 
-	/* Revoke frees the space, the charge and the key. */
-	uint64_t a = meta_allocated(m);
+	/* Revoke frees the charge and the key at once, the space once the
+	 * writer's grants end (put start + discard timeout). */
+	uint64_t a = meta_allocated(m), t0 = now_of(f);
 	assert_rc(put_start(m, C1, DFLT, "r", 1 * MiB, 1), 0);
 	assert_int_equal(meta_allocated(m), a + 1 * MiB);
 	assert_int_equal(usage(m, DFLT).charged_bytes, 1000 + 1 * MiB);
 	assert_rc(mc_meta_put_revoke(m, C1, DFLT, ref_str("r")), 0);
+	assert_int_equal(meta_allocated(m), a + 1 * MiB);
+	set_now(f, t0 + DISCARD - 1);
+	assert_int_equal(mc_meta_tick(m), 0);
+	set_now(f, t0 + DISCARD);
+	assert_int_equal(mc_meta_tick(m), 1 * MiB);
 	assert_int_equal(meta_allocated(m), a);
 	assert_int_equal(meta_objects(m), 1);
 	assert_int_equal(usage(m, DFLT).charged_bytes, 1000);

@@ -5,8 +5,10 @@
  * through lib/rpc/rpc-conn.h.  Random sizes 1 B .. 64 MiB written and
  * read back byte for byte, bounds and overflow checks, length != attach,
  * unknown segment, pipelined garbage, concurrent clients, DATA_STAT, and
- * the shared-memory view of a co-located client.  Prints the transfer
- * rates of 1 MiB and 64 MiB writes and reads as TAP comments.
+ * the shared-memory view of a co-located client, and granted ranges
+ * (every refusal reason, key rotation, DATA_STAT).  Prints the transfer
+ * rates of 1 MiB and 64 MiB writes and reads as TAP comments.  The test
+ * plays the master: it installs a key per segment and signs the grants.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include "rpc/rpc-conn.h"
 #include "node/node-segment.h"
 #include "node/node-transport.h"
+#include "util/clock.h"
 #include "util/rand.h"
 #include "util/sock.h"
 
@@ -33,17 +36,44 @@
 
 struct fixture {
 	struct mc_node_segments segs;
+	struct mc_node_grants grants;
+	struct mc_grant_key key;	/* of every segment */
 	struct mc_node_transport *tr;
 	char addr[64];
 };
+
+static struct fixture *F;
+
+/* A grant as the master signs it, into buf (MC_GRANT_MAX_LEN bytes). */
+static struct mc_bytes sign_with(const struct mc_grant_key *k, uint8_t mode, struct mc_uuid seg,
+				 uint64_t off, uint64_t len, int64_t ttl_ms, uint8_t *buf)
+{
+	struct mc_grant g = { .mode = mode, .segment = seg, .offset = off, .length = len,
+			      .expiry_ms = (uint64_t)((int64_t)mc_now_ms() + ttl_ms),
+			      .tenant = (const uint8_t *)"t", .tenant_len = 1 };
+	int n = mc_grant_sign(&g, k, buf, MC_GRANT_MAX_LEN);
+	return MC_BYTES(buf, n > 0 ? n : 0);
+}
+
+static struct mc_bytes sign(uint8_t mode, struct mc_uuid seg, uint64_t off, uint64_t len,
+			    uint8_t *buf)
+{
+	return sign_with(&F->key, mode, seg, off, len, 10000, buf);
+}
 
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	char err[256];
 	assert_int_equal(mc_node_segments_open(NULL, "t", 2, SEG_SIZE, &f->segs, err, sizeof(err)), 0);
+	assert_int_equal(mc_node_grants_init(&f->grants, &f->segs), 0);
+	assert_int_equal(mc_grant_key_new(&f->key), 0);
+	for (unsigned i = 0; i < f->segs.n; i++)
+		mc_node_grants_install(&f->grants, f->segs.seg[i].id, &f->key);
+	mc_node_grants_sync(&f->grants, mc_now_ms());
+	F = f;
 	struct mc_node_transport_config c = { .address = "127.0.0.1", .port = 0, .workers = 2,
-					      .segs = &f->segs };
+					      .segs = &f->segs, .grants = &f->grants };
 	assert_int_equal(mc_node_tcp_transport.start(&c, &f->tr), 0);
 	snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u",
 		 (unsigned)mc_node_tcp_transport.port(f->tr));
@@ -55,6 +85,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	mc_node_tcp_transport.stop(f->tr);
+	mc_node_grants_release(&f->grants);
 	mc_node_segments_close(&f->segs, true);
 	free(f);
 	return 0;
@@ -70,7 +101,9 @@ static struct mc_rpc_conn *open_conn(struct fixture *f)
 static int dwrite(struct mc_rpc_conn *c, struct mc_uuid seg, uint64_t off, uint64_t len,
 		  const void *p, uint64_t attach_len)
 {
-	struct mc_msg_data_write_req q = { .segment_id = seg, .offset = off, .length = len };
+	uint8_t g[MC_GRANT_MAX_LEN];
+	struct mc_msg_data_write_req q = { .segment_id = seg, .offset = off, .length = len,
+					   .grant = sign(MC_GRANT_WRITE, seg, off, len, g) };
 	struct iovec iov = { (void *)p, attach_len };
 	struct mc_rpc_attach at = { .send = &iov, .nsend = attach_len ? 1 : 0 };
 	struct mc_arena a;
@@ -84,7 +117,9 @@ static int dwrite(struct mc_rpc_conn *c, struct mc_uuid seg, uint64_t off, uint6
 static int dread(struct mc_rpc_conn *c, struct mc_uuid seg, uint64_t off, uint64_t len, void *p,
 		 uint64_t cap, uint64_t *got)
 {
-	struct mc_msg_data_read_req q = { .segment_id = seg, .offset = off, .length = len };
+	uint8_t g[MC_GRANT_MAX_LEN];
+	struct mc_msg_data_read_req q = { .segment_id = seg, .offset = off, .length = len,
+					  .grant = sign(MC_GRANT_READ, seg, off, len, g) };
 	struct mc_rpc_attach at = { .recv = p, .recv_cap = cap };
 	struct mc_arena a;
 	union mc_msg_any resp;
@@ -164,20 +199,20 @@ static void test_bounds(void **state)
 	assert_int_equal(dread(c, s0, SEG_SIZE - 4095, 4096, buf, sizeof(buf), NULL),
 			 MC_ERR_INVALID_PARAMS);
 	assert_int_equal(dwrite(c, s0, SEG_SIZE + 1, 1, buf, 1), MC_ERR_INVALID_PARAMS);
-	/* offset + length overflows 64 bits */
-	assert_int_equal(dwrite(c, s0, UINT64_MAX - 10, 100, buf, 100), MC_ERR_INVALID_PARAMS);
+	/* offset + length overflows 64 bits: no grant can cover it */
+	assert_int_equal(dwrite(c, s0, UINT64_MAX - 10, 100, buf, 100), MC_ERR_GRANT_DENIED);
 	assert_int_equal(dread(c, s0, UINT64_MAX - 10, 100, buf, sizeof(buf), NULL),
-			 MC_ERR_INVALID_PARAMS);
+			 MC_ERR_GRANT_DENIED);
 	assert_int_equal(dread(c, s0, 16, UINT64_MAX, buf, sizeof(buf), NULL),
-			 MC_ERR_INVALID_PARAMS);
+			 MC_ERR_GRANT_DENIED);
 	/* length != attachment */
 	assert_int_equal(dwrite(c, s0, 0, 100, buf, 99), MC_ERR_INVALID_PARAMS);
 	assert_int_equal(dwrite(c, s0, 0, 100, buf, 0), MC_ERR_INVALID_PARAMS);
 	assert_int_equal(dwrite(c, s0, 0, 0, buf, 10), MC_ERR_INVALID_PARAMS);
-	/* unknown segment */
+	/* unknown segment: the node has no key for it, and says no more */
 	struct mc_uuid bad = { 1, 2 };
-	assert_int_equal(dwrite(c, bad, 0, 10, buf, 10), MC_ERR_SEGMENT_NOT_FOUND);
-	assert_int_equal(dread(c, bad, 0, 10, buf, sizeof(buf), NULL), MC_ERR_SEGMENT_NOT_FOUND);
+	assert_int_equal(dwrite(c, bad, 0, 10, buf, 10), MC_ERR_GRANT_DENIED);
+	assert_int_equal(dread(c, bad, 0, 10, buf, sizeof(buf), NULL), MC_ERR_GRANT_DENIED);
 	/* still serving on the same connection */
 	assert_true(mc_rpc_conn_ok(c));
 	memset(buf, 0x5a, sizeof(buf));
@@ -197,7 +232,8 @@ static void test_stat_and_shm(void **state)
 	struct mc_rpc_conn *c = open_conn(f);
 	struct mc_arena a;
 	union mc_msg_any resp;
-	struct mc_msg_data_stat_req q;
+	uint8_t g[MC_GRANT_MAX_LEN];
+	struct mc_msg_data_stat_req q = { .grant = sign(MC_GRANT_STAT, f->segs.seg[0].id, 0, 0, g) };
 	mc_arena_init(&a);
 	assert_int_equal(mc_rpc_call(c, MC_OP_DATA_STAT, &q, &resp, &a, NULL), 0);
 	const struct mc_msg_data_stat_resp *p = &resp.data_stat_resp;
@@ -234,10 +270,13 @@ static void test_raw_pipeline_and_garbage(void **state)
 	assert_true(fd >= 0);
 	struct mc_wbuf w;
 	mc_wbuf_init(&w, 1 << 20);
+	uint8_t wg[MC_GRANT_MAX_LEN], rg[MC_GRANT_MAX_LEN];
 	struct mc_msg_data_write_req wq = { .segment_id = f->segs.seg[0].id, .offset = 777,
-					    .length = 1000 };
+					    .length = 1000,
+					    .grant = sign(MC_GRANT_WRITE, f->segs.seg[0].id, 777, 1000, wg) };
 	struct mc_msg_data_read_req rq = { .segment_id = f->segs.seg[0].id, .offset = 777,
-					   .length = 1000 };
+					   .length = 1000,
+					   .grant = sign(MC_GRANT_READ, f->segs.seg[0].id, 777, 1000, rg) };
 	uint8_t payload[1000];
 	for (int i = 0; i < 1000; i++)
 		payload[i] = (uint8_t)(i * 7);
@@ -276,6 +315,132 @@ static void test_raw_pipeline_and_garbage(void **state)
 	struct mc_rpc_conn *c = open_conn(f);
 	assert_int_equal(dread(c, f->segs.seg[0].id, 777, 1000, back, sizeof(back), NULL), 0);
 	assert_memory_equal(back, payload, 1000);
+	mc_rpc_conn_close(c);
+}
+
+/* A raw DATA_READ / DATA_WRITE (mode) of [off, off+len) with grant g. */
+static int granted(struct mc_rpc_conn *c, uint8_t mode, struct mc_uuid seg, uint64_t off,
+		   uint64_t len, struct mc_bytes g)
+{
+	static uint8_t buf[8192];
+	struct mc_arena a;
+	union mc_msg_any resp;
+	int r;
+	mc_arena_init(&a);
+	if (mode == MC_GRANT_WRITE) {
+		struct mc_msg_data_write_req q = { .segment_id = seg, .offset = off, .length = len,
+						   .grant = g };
+		struct iovec iov = { buf, len };
+		struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
+		r = mc_rpc_call(c, MC_OP_DATA_WRITE, &q, &resp, &a, &at);
+	} else {
+		struct mc_msg_data_read_req q = { .segment_id = seg, .offset = off, .length = len,
+						  .grant = g };
+		struct mc_rpc_attach at = { .recv = buf, .recv_cap = sizeof(buf) };
+		r = mc_rpc_call(c, MC_OP_DATA_READ, &q, &resp, &a, &at);
+	}
+	mc_arena_free(&a);
+	return r;
+}
+
+static uint64_t refused(unsigned reason)
+{
+	return mc_node_grants_refused(&F->grants, reason);
+}
+
+/* Every way an access can lack a grant is refused, counted by reason, and
+ * does not touch the segment. */
+static void test_grants(void **state)
+{
+	struct fixture *f = *state;
+	struct mc_rpc_conn *c = open_conn(f);
+	struct mc_uuid s0 = f->segs.seg[0].id, s1 = f->segs.seg[1].id;
+	uint8_t b[MC_GRANT_MAX_LEN], b2[MC_GRANT_MAX_LEN];
+	struct mc_bytes g;
+
+	memset(f->grants.refused, 0, sizeof(f->grants.refused));	/* earlier tests counted some */
+	memset(f->segs.seg[0].base + 4096, 0x11, 4096);
+	/* the grant as given works, for its mode and range or part of it */
+	g = sign(MC_GRANT_READ, s0, 4096, 4096, b);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, g), 0);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 5000, 100, g), 0);
+	/* no grant */
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 0, 4096, (struct mc_bytes){ 0 }),
+			 MC_ERR_GRANT_DENIED);
+	assert_int_equal(granted(c, MC_GRANT_WRITE, s0, 4096, 10, (struct mc_bytes){ 0 }),
+			 MC_ERR_GRANT_DENIED);
+	assert_int_equal(refused(MC_GRANT_REFUSED_MISSING), 2);
+	/* beyond the granted range, on either side, or on another segment */
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4095, 10, g), MC_ERR_GRANT_DENIED);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 8000, 193, g), MC_ERR_GRANT_DENIED);
+	assert_int_equal(granted(c, MC_GRANT_READ, s1, 4096, 4096, g), MC_ERR_GRANT_DENIED);
+	assert_int_equal(refused(MC_GRANT_REFUSED_RANGE), 3);
+	/* a read grant used to write, a write grant used to read */
+	assert_int_equal(granted(c, MC_GRANT_WRITE, s0, 4096, 4096, g), MC_ERR_GRANT_DENIED);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 0, 10,
+				 sign(MC_GRANT_WRITE, s0, 0, 10, b2)), MC_ERR_GRANT_DENIED);
+	assert_int_equal(refused(MC_GRANT_REFUSED_WRONG_MODE), 2);
+	assert_int_equal(f->segs.seg[0].base[4096], 0x11);	/* nothing written */
+	/* altered: a wider range with the old MAC; a flipped MAC byte */
+	memcpy(b2, g.p, g.len);
+	b2[32] ^= 0x80;		/* length */
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, MC_BYTES(b2, g.len)),
+			 MC_ERR_GRANT_DENIED);
+	memcpy(b2, g.p, g.len);
+	b2[g.len - 1] ^= 1;
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, MC_BYTES(b2, g.len)),
+			 MC_ERR_GRANT_DENIED);
+	assert_int_equal(refused(MC_GRANT_REFUSED_BAD_MAC), 2);
+	/* truncated or garbage */
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, MC_BYTES(g.p, g.len - 1)),
+			 MC_ERR_GRANT_DENIED);
+	assert_int_equal(refused(MC_GRANT_REFUSED_MALFORMED), 1);
+	/* signed by a key the node does not hold (another master, a guess) */
+	struct mc_grant_key other;
+	assert_int_equal(mc_grant_key_new(&other), 0);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096,
+				 sign_with(&other, MC_GRANT_READ, s0, 4096, 4096, 10000, b2)),
+			 MC_ERR_GRANT_DENIED);
+	other.id = f->key.id;	/* the right id, the wrong key */
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096,
+				 sign_with(&other, MC_GRANT_READ, s0, 4096, 4096, 10000, b2)),
+			 MC_ERR_GRANT_DENIED);
+	assert_int_equal(refused(MC_GRANT_REFUSED_UNKNOWN_KEY), 1);
+	assert_int_equal(refused(MC_GRANT_REFUSED_BAD_MAC), 3);
+	/* expired */
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096,
+				 sign_with(&f->key, MC_GRANT_READ, s0, 4096, 4096, -1, b2)),
+			 MC_ERR_GRANT_EXPIRED);
+	assert_int_equal(refused(MC_GRANT_REFUSED_EXPIRED), 1);
+	/* the master's clock runs 1 h ahead of ours: the same grant is already late */
+	mc_node_grants_sync(&f->grants, mc_now_ms() + 3600 * 1000);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, g), MC_ERR_GRANT_EXPIRED);
+	mc_node_grants_sync(&f->grants, mc_now_ms());
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, g), 0);
+	/* a remount: the previous key stays good, the one before it does not */
+	struct mc_grant_key k2, k3;
+	assert_int_equal(mc_grant_key_new(&k2), 0);
+	assert_int_equal(mc_grant_key_new(&k3), 0);
+	mc_node_grants_install(&f->grants, s0, &k2);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, g), 0);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096,
+				 sign_with(&k2, MC_GRANT_READ, s0, 4096, 4096, 10000, b2)), 0);
+	mc_node_grants_install(&f->grants, s0, &k3);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, 4096, 4096, g), MC_ERR_GRANT_DENIED);
+	mc_node_grants_install(&f->grants, s0, &f->key);	/* back, for the other tests */
+	/* DATA_STAT: only with a stat grant (which only the master makes) */
+	struct mc_arena a;
+	union mc_msg_any resp;
+	mc_arena_init(&a);
+	struct mc_msg_data_stat_req sq = { .grant = g };
+	assert_int_equal(mc_rpc_call(c, MC_OP_DATA_STAT, &sq, &resp, &a, NULL), MC_ERR_GRANT_DENIED);
+	sq.grant = (struct mc_bytes){ 0 };
+	assert_int_equal(mc_rpc_call(c, MC_OP_DATA_STAT, &sq, &resp, &a, NULL), MC_ERR_GRANT_DENIED);
+	sq.grant = sign(MC_GRANT_STAT, s1, 0, 0, b2);
+	assert_int_equal(mc_rpc_call(c, MC_OP_DATA_STAT, &sq, &resp, &a, NULL), 0);
+	assert_int_equal(resp.data_stat_resp.n_segments, 2);
+	mc_arena_free(&a);
+	assert_true(mc_rpc_conn_ok(c));
 	mc_rpc_conn_close(c);
 }
 
@@ -367,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_stat_and_shm),
 		cmocka_unit_test(test_raw_pipeline_and_garbage),
+		cmocka_unit_test(test_grants),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_rates),
 	};

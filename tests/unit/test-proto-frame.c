@@ -155,8 +155,8 @@ static void build_stream(struct stream *s, struct gen *g, size_t n, size_t max_b
 	for (size_t k = 0; k < n; k++) {
 		struct xframe *x = &s->xf[k];
 		struct mc_msg_ping_req pq = { { rnd(g), rnd(g) } };
-		struct mc_msg_ping_resp pr = { (uint8_t)rnd(g), rnd(g) };
-		struct mc_msg_data_write_req dw = { { rnd(g), rnd(g) }, rnd(g), 0 };
+		struct mc_msg_ping_resp pr = { (uint8_t)rnd(g), rnd(g), rnd(g) };
+		struct mc_msg_data_write_req dw = { { rnd(g), rnd(g) }, rnd(g), 0, { NULL, 0 } };
 		uint64_t att = rnd_below(g, max_attach + 1);
 		uint32_t id = (uint32_t)rnd(g);
 		int rc = 0;
@@ -482,7 +482,7 @@ static void test_reader_errors(void **state)
 	mc_frame_reader_free(&r);
 
 	/* misuse around a pending attachment is refused, and not sticky */
-	struct mc_msg_data_write_req dw = { { 1, 2 }, 0, 10 };
+	struct mc_msg_data_write_req dw = { { 1, 2 }, 0, 10, { NULL, 0 } };
 	mc_wbuf_reset(&w);
 	assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_WRITE, 3, &dw, 10), 0);
 	mc_wbuf_put_raw(&w, "0123456789", 10);

@@ -334,7 +334,7 @@ static void test_object_ops(void **state)
 	int fd = conn(f);
 	struct resp r;
 	assert_int_equal(mount(fd, 3, 30, "seg-x"), 0);
-	assert_int_equal(mount(fd, 3, 31, "seg-y"), 0);
+	assert_int_equal(mount(fd, 33, 31, "seg-y"), 0);	/* replicas go to distinct nodes */
 	assert_int_equal(mount(fd, 3, 30, "seg-x"), 0);	/* identical: idempotent */
 
 	struct mc_msg_put_start_req ps = { .client_id = uid(3), .key = mc_bytes_str("k1"),
@@ -346,6 +346,15 @@ static void test_object_ops(void **state)
 	assert_int_equal(d->mem.size, 4096);
 	assert_true(d->mem.address == (1ull << 40) + d->mem.offset);
 	assert_true(mc_bytes_eq(d->mem.endpoint, mc_bytes_str("127.0.0.1:50061")));
+	/* a write grant for exactly this replica, until the put may be taken over */
+	struct mc_grant gr;
+	assert_int_equal(mc_grant_decode(d->mem.grant.p, d->mem.grant.len, &gr), 0);
+	assert_int_equal(gr.mode, MC_GRANT_WRITE);
+	assert_true(mc_uuid_eq(gr.segment, d->mem.segment_id));
+	assert_int_equal(gr.offset, d->mem.offset);
+	assert_int_equal(gr.length, 4096);
+	assert_int_equal(gr.expiry_ms, mc_meta_now(f->meta) +
+			 mc_meta_get_config(f->meta)->put_discard_timeout_ms);
 	resp_free(&r);
 	assert_int_equal(rpc0(fd, MC_OP_PUT_START, &ps), MC_ERR_OBJECT_ALREADY_EXISTS);
 
@@ -363,6 +372,16 @@ static void test_object_ops(void **state)
 	assert_true(r.m.get_replica_list_resp.has_checksum);
 	assert_int_equal(r.m.get_replica_list_resp.checksum, 0xabc);
 	assert_true(r.m.get_replica_list_resp.lease_ttl_ms > 0);
+	/* read grants, until the lease ends */
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct mc_replica_desc *rd = &r.m.get_replica_list_resp.replicas[i];
+		assert_int_equal(mc_grant_decode(rd->mem.grant.p, rd->mem.grant.len, &gr), 0);
+		assert_int_equal(gr.mode, MC_GRANT_READ);
+		assert_int_equal(gr.offset, rd->mem.offset);
+		assert_int_equal(gr.length, 4096);
+		assert_int_equal(gr.expiry_ms, mc_meta_now(f->meta) +
+				 r.m.get_replica_list_resp.lease_ttl_ms);
+	}
 	resp_free(&r);
 
 	struct mc_msg_exist_key_req e = { .key = mc_bytes_str("k1") };
@@ -402,7 +421,7 @@ static void test_object_ops(void **state)
 	/* unmount by another client, then by the owner */
 	struct mc_msg_unmount_segment_req um = { .client_id = uid(9), .segment_id = uid(31) };
 	assert_int_equal(rpc0(fd, MC_OP_UNMOUNT_SEGMENT, &um), MC_ERR_ILLEGAL_CLIENT);
-	um.client_id = uid(3);
+	um.client_id = uid(33);
 	assert_int_equal(rpc0(fd, MC_OP_UNMOUNT_SEGMENT, &um), 0);
 	assert_int_equal(mc_meta_check(f->meta), 0);
 	close(fd);
@@ -764,7 +783,7 @@ static void test_concurrent_clients(void **state)
 	struct worker_arg args[T];
 	int fd = conn(f);
 	assert_int_equal(mount(fd, 800, 8000, "seg-c1"), 0);
-	assert_int_equal(mount(fd, 800, 8001, "seg-c2"), 0);
+	assert_int_equal(mount(fd, 801, 8001, "seg-c2"), 0);
 	for (int i = 0; i < T; i++) {
 		args[i] = (struct worker_arg){ f, i, 0 };
 		assert_int_equal(pthread_create(&th[i], NULL, client_thread, &args[i]), 0);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node-grant.h - the node's side of granted data ranges (util/grant.h has
+ * the format, the keys' life and the clock rule).
+ *
+ * The master link (node-master.c) installs each segment's key from every
+ * MOUNT_SEGMENT / REMOUNT_SEGMENTS reply, the previous key staying valid
+ * for the grants already handed out, and refreshes the estimate of the
+ * master's clock from every reply (PING included).  The data plane
+ * (node-data.c) asks mc_node_grants_check() before every DATA_READ,
+ * DATA_WRITE and DATA_STAT; a refusal is counted by reason
+ * (mooncake_node_grant_refusals_total).  Until the first mount the node
+ * holds no key, so it serves nothing.
+ *
+ * Thread safety: install/sync run on the link thread while checks run on
+ * the workers: the keys and the clock offset are under a rwlock (a check
+ * holds it for reading while it copies one key); the counters are atomics.
+ */
+#ifndef MC_NODE_GRANT_H
+#define MC_NODE_GRANT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "node/node-segment.h"
+#include "util/grant.h"
+
+struct mc_node_grant_keys {
+	struct mc_grant_key cur, prev;
+	bool has_cur, has_prev;
+};
+
+struct mc_node_grants {
+	const struct mc_node_segments *segs;
+	pthread_rwlock_t lock;
+	struct mc_node_grant_keys *keys;	/* one per segment, as segs->seg[] */
+	int64_t offset_ms;			/* master clock - node clock */
+	uint64_t refused[MC_GRANT_REFUSAL_COUNT];	/* atomic */
+};
+
+/* segs must outlive g and not change.  0 or MC_ERR_NO_MEMORY. */
+int mc_node_grants_init(struct mc_node_grants *g, const struct mc_node_segments *segs);
+void mc_node_grants_release(struct mc_node_grants *g);
+
+/* A new key for segment id (an unknown id is ignored); the current one
+ * becomes the previous one. */
+void mc_node_grants_install(struct mc_node_grants *g, struct mc_uuid id,
+			    const struct mc_grant_key *k);
+/* The master's clock read master_ms in a reply that just arrived. */
+void mc_node_grants_sync(struct mc_node_grants *g, uint64_t master_ms);
+
+/*
+ * Whether grant[0..len) allows mode on [offset, offset + length) of
+ * segment (for STAT: any segment of the node, range ignored).  0, or
+ * MC_ERR_GRANT_DENIED / MC_ERR_GRANT_EXPIRED (counted).
+ */
+int mc_node_grants_check(struct mc_node_grants *g, uint8_t mode, struct mc_uuid segment,
+			 uint64_t offset, uint64_t length, const uint8_t *grant, uint32_t len);
+
+/* Refusals so far, by reason (enum mc_grant_refusal). */
+uint64_t mc_node_grants_refused(const struct mc_node_grants *g, unsigned reason);
+
+#endif
