@@ -83,7 +83,7 @@ ALL_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
 DEPFLAGS    = -MMD -MP -MF $(@:.o=.d)
 
 # System libraries (Debian 12 packages, see packaging/deps.sh).
-LIBS_CORE := -lxxhash -lm
+LIBS_CORE := -lxxhash -lm -lcrypto
 
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:

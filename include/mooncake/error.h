@@ -72,7 +72,8 @@ extern "C" {
 	X(TENANT_NOT_REGISTERED,       -1701, 404, "tenant not registered") \
 	X(TENANT_NOT_EMPTY,            -1702, 409, "tenant not empty") \
 	X(NO_MEMORY,                   -1800, 503, "out of memory") \
-	X(TOO_LARGE,                   -1801, 413, "request exceeds a size limit")
+	X(TOO_LARGE,                   -1801, 413, "request exceeds a size limit") \
+	X(AUTH_FAILED,                 -1900, 401, "authentication failed: wrong or missing cluster secret or token")
 
 enum mc_error {
 #define MC__ERR_ENUM(name, value, http, desc) MC_ERR_##name = (value),
