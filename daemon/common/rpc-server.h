@@ -62,6 +62,12 @@
  *  adopted (on loopback the kernel copies anyway, and it needs error-queue
  *  completion handling).
  *
+ * Admission (common/rpc-admit.h: the handshake, binding each connection to
+ * its client id and tenant, connection caps, idle timeouts, back-off when
+ * out of descriptors) comes before any of this: a connection's frames are
+ * read only once its handshake is over, and each decoded request is
+ * checked against the connection's identity before its handler runs.
+ *
  * The library never logs; it reports through the optional log callback.
  */
 #ifndef MC_DAEMON_RPC_SERVER_H
@@ -72,6 +78,7 @@
 #include <sys/uio.h>
 
 #include "common/log.h"
+#include "common/rpc-admit.h"
 #include "proto/msg.h"
 #include "util/metrics.h"
 
@@ -145,6 +152,8 @@ struct mc_rpc_server_config {
 	struct mc_metric *op_duration;      /* histogram, seconds */
 	struct mc_metric *op_transfer;      /* histogram, seconds */
 	const int16_t *op_series;           /* MC_OP_COUNT entries: MC_OPI_* -> series, < 0: none */
+	struct mc_rpc_admit_config admit;   /* who may connect, how many (zeroed: defaults,
+					     * no secret: loopback peers only) */
 };
 
 /* The values of the code label of op_errors: every MC_ERR_* name but OK, in
@@ -174,6 +183,7 @@ struct mc_rpc_stats {
 	uint64_t open;                      /* connections open now */
 	uint64_t attach_in;                 /* request attachment bytes received */
 	uint64_t attach_out;                /* response attachment bytes sent */
+	struct mc_rpc_admit_stats admit;    /* refusals (rpc-admit.h) */
 };
 void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats *ret);
 

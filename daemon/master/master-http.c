@@ -226,27 +226,93 @@ static bool token_eq(const struct mc_master_http *h, const char *s, size_t len)
 	return diff == 0;
 }
 
-static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
+/* The bearer token of a request (trimmed), or NULL. */
+static const char *bearer(const struct mc_http_request *req, size_t *len)
 {
-	struct mc_master_http *h = ctx;
-	if (!h->token || !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
-		return true;
 	const char *a = mc_http_header(req, "Authorization");
-	if (a && !strncasecmp(a, "Bearer ", 7)) {
-		a += 7;
-		while (*a == ' ')
-			a++;
-		size_t l = strlen(a);
-		while (l && a[l - 1] == ' ')
-			l--;
-		if (token_eq(h, a, l))
-			return true;
-	}
-	mc_http_error(resp, 401, "UNAUTHORIZED",
-		      a ? "wrong bearer token" : "this call needs 'Authorization: Bearer <token>'");
+	if (!a || strncasecmp(a, "Bearer ", 7))
+		return NULL;
+	a += 7;
+	while (*a == ' ')
+		a++;
+	size_t l = strlen(a);
+	while (l && a[l - 1] == ' ')
+		l--;
+	*len = l;
+	return a;
+}
+
+static bool unauthorized(struct mc_http_response *resp, const char *msg)
+{
+	mc_http_error(resp, 401, "UNAUTHORIZED", msg);
 	resp->header = "WWW-Authenticate";
 	resp->header_value = "Bearer realm=\"mooncake-master\"";
 	return false;
+}
+
+/* The tenant a tenant-scoped call acts on (objects: ?tenant=, quota: the
+ * path); false for the others (cluster-wide: admins only). */
+static bool tenant_scope(const struct mc_http_request *req, struct mc_http_str *ret)
+{
+	static const char objects[] = "/api/v1/objects", tenants[] = "/api/v1/tenants/";
+	if (!strncmp(req->path, objects, sizeof(objects) - 1) &&
+	    (!req->path[sizeof(objects) - 1] || req->path[sizeof(objects) - 1] == '/')) {
+		const struct mc_http_arg *a = mc_http_arg(req, "tenant");
+		*ret = a ? a->value : (struct mc_http_str){ "", 0 };
+		return true;
+	}
+	if (!strncmp(req->path, tenants, sizeof(tenants) - 1) && req->nparams == 1 &&
+	    !strcmp(req->method, "GET")) {
+		*ret = req->params[0];
+		return true;
+	}
+	return false;
+}
+
+/* With tenant_tokens_file: every call but GET /health and /metrics needs a
+ * token; admins (admin_token_file, '*' lines) may do anything, a tenant's
+ * token only the tenant-scoped calls of its own tenant. */
+static bool authorize_tenants(struct mc_master_http *h, const struct mc_http_request *req,
+			      struct mc_http_response *resp)
+{
+	bool read = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
+	if (read && (!strcmp(req->path, "/health") || !strcmp(req->path, "/metrics")))
+		return true;
+	size_t len = 0;
+	const char *b = bearer(req, &len);
+	if (!b)
+		return unauthorized(resp, "this call needs 'Authorization: Bearer <token>' "
+				    "(the master has a tenant_tokens_file)");
+	if (h->token && token_eq(h, b, len))
+		return true;
+	const struct mc_token *t = mc_tokens_by_text(h->cfg.tokens, b, len);
+	if (!t)
+		return unauthorized(resp, "wrong bearer token");
+	if (t->admin)
+		return true;
+	struct mc_http_str ten;
+	if (tenant_scope(req, &ten) && ten.len == t->tenant_len &&
+	    !memcmp(ten.p, t->tenant, ten.len))
+		return true;
+	mc_http_error(resp, 403, "FORBIDDEN", "a tenant's token reaches only that tenant's "
+		      "objects and quota (pass ?tenant=<your tenant>); other calls need an admin "
+		      "token");
+	return false;
+}
+
+static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
+{
+	struct mc_master_http *h = ctx;
+	if (h->cfg.tokens)
+		return authorize_tenants(h, req, resp);
+	if (!h->token || !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
+		return true;
+	size_t len = 0;
+	const char *b = bearer(req, &len);
+	if (b && token_eq(h, b, len))
+		return true;
+	return unauthorized(resp, b ? "wrong bearer token" :
+			    "this call needs 'Authorization: Bearer <token>'");
 }
 
 /* ---- small endpoints --------------------------------------------------------------- */

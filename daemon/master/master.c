@@ -77,6 +77,8 @@ struct master_config {
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
+	MC_RPC_ADMIT_FIELDS
+	char *tenant_tokens_file;
 };
 
 static const char *const oplog_modes[] = { "local", "off", NULL };
@@ -125,6 +127,12 @@ static const struct mc_option options[] = {
 	  .unit = "threads"),
 	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
 	  .choices = mc_config_log_levels),
+	MC_RPC_ADMIT_OPTIONS(O)
+	O(tenant_tokens_file, MC_OPT_STR, "",
+	  "file of 'TENANT TOKEN' lines ('* TOKEN': an admin, any tenant; '#' comments): each "
+	  "client proves its token in the RPC handshake and acts only in its tenant, a client "
+	  "without a token only in the default tenant; REST reads then need a token too "
+	  "(but /health and /metrics). Empty: one trusted tenant space, as without tokens"),
 };
 #undef O
 
@@ -151,6 +159,8 @@ MC_DAEMON_DEF(master_daemon, "mooncake-master", "master.conf",
 struct master {
 	const struct master_config *cfg;
 	char *admin_token;
+	struct mc_rpc_admit_config admit;	/* the cluster secret, tokens, caps */
+	struct mc_tokens *tokens;
 	struct mc_oplog *oplog;
 	struct mc_meta *meta;
 	struct mc_snapshots *snaps;
@@ -225,6 +235,27 @@ static int master_new(const struct master_config *c, struct master **ret)
 		r = MC_ERR_INVALID_PARAMS;
 		goto fail;
 	}
+	if ((r = mc_rpc_admit_config_load(&m->admit, c->cluster_secret_file, c->rpc_max_connections,
+					  c->rpc_max_connections_per_peer, c->rpc_idle_timeout_ms,
+					  err, sizeof(err))) < 0) {
+		log_error("%s", err);
+		goto fail;
+	}
+	if (*c->tenant_tokens_file) {
+		if ((r = mc_tokens_load(c->tenant_tokens_file, &m->tokens, err, sizeof(err))) < 0) {
+			log_error("%s", err);
+			goto fail;
+		}
+		if (m->admin_token &&
+		    (r = mc_tokens_add(m->tokens, NULL, 0, m->admin_token, strlen(m->admin_token),
+				       err, sizeof(err))) < 0) {
+			log_error("admin_token_file and tenant_tokens_file: %s", err);
+			goto fail;
+		}
+		m->admit.tokens = m->tokens;
+		log_notice("tenant tokens: %u from %s", mc_tokens_count(m->tokens),
+			   c->tenant_tokens_file);
+	}
 	if ((r = mc_make_dirs(c->state_dir)) < 0) {
 		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
 		goto fail;
@@ -262,7 +293,7 @@ static int master_start(struct master *m)
 	mc_master_rpc_handlers(&h);
 	struct mc_rpc_server_config scfg = {
 		.address = c->rpc_address, .port = (uint16_t)c->rpc_port,
-		.workers = (unsigned)c->workers, .log = mc_log_cb,
+		.workers = (unsigned)c->workers, .log = mc_log_cb, .admit = m->admit,
 	};
 	mc_op_metrics_attach(mc_master_metrics_ops(m->metrics), &scfg);
 	if ((r = mc_rpc_server_start(&scfg, &h, &m->rpc, &m->srv)) < 0) {
@@ -275,7 +306,7 @@ static int master_start(struct master *m)
 		.address = c->http_address, .port = (uint16_t)c->http_port,
 		.meta = m->meta, .clients = m->clients, .oplog = m->oplog,
 		.metrics = m->metrics,
-		.admin_token = m->admin_token, .log = mc_log_cb,
+		.admin_token = m->admin_token, .tokens = m->tokens, .log = mc_log_cb,
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */
 		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
 		.snapshot_ctx = m->snaps,
@@ -310,6 +341,8 @@ static void master_free(struct master *m)
 	if (m->admin_token)
 		explicit_bzero(m->admin_token, strlen(m->admin_token));
 	free(m->admin_token);
+	mc_rpc_admit_config_clear(&m->admit);
+	mc_tokens_free(m->tokens);
 	free(m);
 }
 

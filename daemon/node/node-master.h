@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "node/node-segment.h"
+#include "rpc/rpc-conn.h"
 
 struct mc_node_master;
 
@@ -24,6 +25,8 @@ struct mc_node_master_config {
 	const char *endpoint;		/* data plane host:port */
 	uint8_t transport;		/* enum mc_transport */
 	const struct mc_node_segments *segs;
+	const struct mc_rpc_cred *cred;	/* the cluster secret and this node's client id
+					   (bound to the link in the handshake); NULL: none */
 	void (*on_mounted)(void *ctx);	/* first successful mount (READY=1) */
 	void *ctx;
 };

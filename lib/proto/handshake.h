@@ -64,8 +64,9 @@
  * 7. Refusals (S1 and S2 status): 1 VERSION (bad magic, version or
  *    reserved bits), 2 SECRET_REQUIRED (the server holds a secret, C1 has no
  *    SECRET), 3 NO_SECRET (C1 has SECRET, the server holds none), 4
- *    BAD_PROOF (pc or pt wrong), 5 UNKNOWN_TOKEN (no such token_id, or the
- *    server has no token file).  Any other non-zero status is a refusal too.
+ *    BAD_PROOF (pc or pt wrong), 5 UNKNOWN_TOKEN (no such token_id).  Any
+ *    other non-zero status is a refusal too.  A server without tenant
+ *    tokens ignores TOKEN (pt unchecked, role NONE).
  *
  * Nonces make every proof single-use; distinct labels keep a proof of one
  * direction from being reflected as the other.  After S2 the frames are
