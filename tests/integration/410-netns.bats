@@ -47,9 +47,13 @@ setup() {
 		sleep 0.05
 	done
 	[ -n "$ok" ] || { echo "# the bridge does not pass traffic" >&2; return 1; }
-	MC_EXEC="ip netns exec $P-m" MC_MASTER_IP=$MIP start_master --client_ttl_ms=1500
-	MC_EXEC="ip netns exec $P-n1" MC_NODE_IP=$N1IP start_node n1 --segment_size=32M
-	MC_EXEC="ip netns exec $P-n2" MC_NODE_IP=$N2IP start_node n2 --segment_size=32M
+	# across hosts every daemon and client needs the cluster secret
+	head -c 32 /dev/urandom | base64 >"$MC_DIR/secret"
+	export MOONCAKE_CLUSTER_SECRET_FILE=$MC_DIR/secret
+	local s=--cluster_secret_file=$MC_DIR/secret
+	MC_EXEC="ip netns exec $P-m" MC_MASTER_IP=$MIP start_master --client_ttl_ms=1500 "$s"
+	MC_EXEC="ip netns exec $P-n1" MC_NODE_IP=$N1IP start_node n1 --segment_size=32M "$s"
+	MC_EXEC="ip netns exec $P-n2" MC_NODE_IP=$N2IP start_node n2 --segment_size=32M "$s"
 	MC_CTL_EXEC="ip netns exec $P-c"
 }
 
