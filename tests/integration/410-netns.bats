@@ -143,3 +143,19 @@ teardown() {
 	[ "$n" = 2 ]
 	get_compare "cut-$i"
 }
+
+@test "without a cluster secret, a master serves no peer on another host" {
+	local log=$MC_DIR/open.log
+	ip netns exec "$P-m" "$MASTER" --rpc_address=0.0.0.0 --rpc_port=0 --http_port=0 \
+		--state_dir="$MC_DIR/open" </dev/null 2>"$log" 3>&- &
+	echo "$! open-master" >>"$MC_DIR/pids"
+	local port
+	port=$(_mc_wait_line "$log" '.*ready: rpc on [^ ,]*:\([0-9]*\),.*' "$!")
+	grep -q 'NO CLUSTER SECRET' "$log"
+	# the cluster secret does not help: this master has none to check
+	run -1 ip netns exec "$P-c" "$CTL" --rpc "$MIP:$port" object exist k
+	MOONCAKE_CLUSTER_SECRET_FILE= run -1 ip netns exec "$P-c" "$CTL" --rpc "$MIP:$port" object exist k
+	grep -q 'refused a connection from a non-loopback peer' "$log"
+	# on its own host it serves
+	run -4 ip netns exec "$P-m" env MOONCAKE_CLUSTER_SECRET_FILE= "$CTL" --rpc "127.0.0.1:$port" object exist k
+}
