@@ -38,6 +38,15 @@ void mc_tokens_free(struct mc_tokens *t)
 	free(t);
 }
 
+int mc_tokens_new(struct mc_tokens **ret)
+{
+	struct mc_tokens *t = calloc(1, sizeof(*t));
+	if (!t)
+		return MC_ERR_NO_MEMORY;
+	*ret = t;
+	return 0;
+}
+
 unsigned mc_tokens_count(const struct mc_tokens *t)
 {
 	return t ? t->n : 0;
@@ -124,11 +133,11 @@ int mc_tokens_load(const char *path, struct mc_tokens **ret, char *err, size_t e
 		snprintf(err, errlen, "cannot read tenant_tokens_file '%s': %s", path, strerror(e));
 		return mc_err_from_errno(e);
 	}
-	struct mc_tokens *t = calloc(1, sizeof(*t));
+	struct mc_tokens *t = NULL;
 	char *line = malloc(MAX_LINE + 2);
 	unsigned lineno = 0;
 	int r = 0;
-	if (!t || !line) {
+	if (mc_tokens_new(&t) < 0 || !line) {
 		snprintf(err, errlen, "out of memory");
 		r = MC_ERR_NO_MEMORY;
 	}

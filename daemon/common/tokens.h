@@ -41,6 +41,8 @@ struct mc_tokens;
 /* Loads path.  0, or a negative MC_ERR_* and a sentence in err saying the
  * file, the line and what is wrong. */
 int mc_tokens_load(const char *path, struct mc_tokens **ret, char *err, size_t errlen);
+/* An empty table (tokens come with mc_tokens_add). */
+int mc_tokens_new(struct mc_tokens **ret);
 /* Adds one token (tenant NULL: an admin; no length rules: the master adds
  * its admin_token_file this way).  0, or MC_ERR_* with err set. */
 int mc_tokens_add(struct mc_tokens *t, const char *tenant, size_t tenant_len, const char *token,
