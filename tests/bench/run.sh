@@ -12,5 +12,7 @@ for b in "$O"/tests/bench/bench-*; do
 done
 echo "== cluster (master + node + libmooncake on loopback)"
 O=$O tests/bench/cluster.sh
+echo "== cluster secret (the handshake) vs none"
+O=$O tests/bench/auth.sh
 echo "== tracer overhead (mooncake-trace attached vs detached)"
 O=$O tests/bench/trace-overhead.sh
