@@ -288,6 +288,19 @@ unsigned mc_rpc_admit_accept_failed(struct mc_rpc_admit *a, int e, unsigned *bac
 	return ms;
 }
 
+const char *const mc_rpc_admit_reasons[MC_RPC_ADMIT_REASONS] = {
+	"cap", "peer_cap", "remote", "auth", "accept_error", "idle", "illegal",
+};
+
+double mc_rpc_admit_stat(const struct mc_rpc_admit_stats *st, unsigned reason)
+{
+	const uint64_t v[MC_RPC_ADMIT_REASONS] = {
+		st->refused_cap, st->refused_peer_cap, st->refused_remote, st->auth_failed,
+		st->accept_errors, st->idle_closed, st->illegal,
+	};
+	return reason < MC_RPC_ADMIT_REASONS ? (double)v[reason] : 0;
+}
+
 void mc_rpc_admit_count_idle(struct mc_rpc_admit *a)
 {
 	pthread_mutex_lock(&a->mu);

@@ -61,6 +61,12 @@ struct mc_rpc_admit_stats {
 	uint64_t illegal;               /* requests refused for another client or tenant */
 };
 
+/* The refusals as one labelled family (reason: these names, in the order
+ * of struct mc_rpc_admit_stats). */
+#define MC_RPC_ADMIT_REASONS 7u
+extern const char *const mc_rpc_admit_reasons[MC_RPC_ADMIT_REASONS];
+double mc_rpc_admit_stat(const struct mc_rpc_admit_stats *st, unsigned reason);
+
 struct mc_rpc_admit;
 struct mc_rpc_peer;
 

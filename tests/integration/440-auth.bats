@@ -51,8 +51,10 @@ secret_cluster() {
 	[ "$output" = "$(cat "$MC_DIR/data/v")" ]
 	MC_RPC_SECRET_FILE=$MC_DIR/secret run -0 "$RPC" "$MASTER_ADDR" hello
 	[[ "$output" == OK* ]]
-	# refusals are logged, and rate-limited
+	# refusals are logged, and rate-limited, and counted
 	grep -q 'refused a handshake' "$MC_DIR/master.log"
+	run -0 curl -sf "http://$MASTER_HTTP/metrics"
+	[[ "$output" =~ mooncake_master_rpc_refused_total\{reason=\"auth\"\}\ [1-9] ]]
 }
 
 @test "a secret file that is too short or missing stops the daemon with a clear message" {
@@ -99,6 +101,8 @@ ids() {
 	run -0 ctl --secret-file "$MC_DIR/secret" object get k -
 	[ "$output" = "$(cat "$MC_DIR/data/v")" ]
 	grep -q 'refused unmount_segment: it names another client id' "$MC_DIR/master.log"
+	[ "$(curl -sf "http://$MASTER_HTTP/metrics" |
+		sed -n 's/^mooncake_master_rpc_refused_total{reason="illegal"} //p')" = 2 ]
 }
 
 @test "a fake MOUNT_SEGMENT pointing at an attacker's endpoint is refused" {
