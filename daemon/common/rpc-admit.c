@@ -301,10 +301,16 @@ double mc_rpc_admit_stat(const struct mc_rpc_admit_stats *st, unsigned reason)
 	return reason < MC_RPC_ADMIT_REASONS ? (double)v[reason] : 0;
 }
 
-void mc_rpc_admit_count_idle(struct mc_rpc_admit *a)
+void mc_rpc_admit_count_closed(struct mc_rpc_admit *a, bool handshake)
 {
 	pthread_mutex_lock(&a->mu);
-	a->st.idle_closed++;
+	if (handshake) {
+		a->st.auth_failed++;
+		ratelog(a, R_AUTH, MC_LOG_WARNING, "rpc: closed a connection that did not finish "
+			"its handshake in time");
+	} else {
+		a->st.idle_closed++;
+	}
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -532,13 +538,10 @@ int mc_rpc_admit_config_load(struct mc_rpc_admit_config *cfg, const char *cluste
 	uint8_t *key = NULL;
 	size_t len = 0;
 	if (cluster_secret_file && *cluster_secret_file) {
-		char why[400];
-		int r = mc_hs_key_read(cluster_secret_file, MC_HS_MIN_SECRET, &key, &len, why,
-				       sizeof(why));
-		if (r < 0) {
-			snprintf(err, errlen, "cluster_secret_file: %s", why);
+		int r = mc_hs_key_read("cluster_secret_file", cluster_secret_file, MC_HS_MIN_SECRET,
+				       &key, &len, err, errlen);
+		if (r < 0)
 			return r;
-		}
 	}
 	*cfg = (struct mc_rpc_admit_config){ .secret = key, .secret_len = len,
 					     .max_conns = (unsigned)max_conns,

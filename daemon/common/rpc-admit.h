@@ -91,7 +91,8 @@ void mc_rpc_admit_release(struct mc_rpc_admit *a, struct mc_rpc_peer *p);
  * (0: not a shortage; *backoff_ms is the listener's current step, reset it
  * to 0 after a successful accept). */
 unsigned mc_rpc_admit_accept_failed(struct mc_rpc_admit *a, int e, unsigned *backoff_ms);
-void mc_rpc_admit_count_idle(struct mc_rpc_admit *a);
+/* A connection closed by the sweep: handshake deadline, or idle timeout. */
+void mc_rpc_admit_count_closed(struct mc_rpc_admit *a, bool handshake);
 
 /* ---- one connection ---------------------------------------------------- */
 

@@ -594,9 +594,10 @@ static void conns_sweep(struct worker *w)
 	for (; c; c = next) {
 		next = c->next;
 		if (!mc_rpc_session_ready(&c->sess) && w->now_ms >= c->sess.deadline_ms) {
+			mc_rpc_admit_count_closed(w->srv->admit, true);
 			conn_close(w, c);
 		} else if (idle && w->now_ms - c->last_ms >= idle && !out_pending(c) && !c->att_left) {
-			mc_rpc_admit_count_idle(w->srv->admit);
+			mc_rpc_admit_count_closed(w->srv->admit, false);
 			conn_close(w, c);
 		}
 	}

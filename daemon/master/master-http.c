@@ -19,11 +19,11 @@
 #include "master/meta-admin.h"
 #include "mooncake/error.h"
 #include "mooncake/version.h"
+#include "proto/handshake.h"
 #include "master/oplog.h"
 #include "util/clock.h"
 #include "util/syserr.h"
 
-#define MAX_TOKEN 4096
 
 /* ---- helpers for the handlers ----------------------------------------------------- */
 
@@ -187,33 +187,12 @@ static const char *const no_args[] = { NULL };
 
 int mc_master_http_load_token(const char *path, char **ret, char *err, size_t errlen)
 {
-	char buf[MAX_TOKEN + 2];
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		int e = errno;
-		snprintf(err, errlen, "cannot read admin_token_file '%s': %s", path, strerror(e));
-		return mc_err_from_errno(e);
-	}
-	size_t n = fread(buf, 1, sizeof(buf), f);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad)
-		return snprintf(err, errlen, "cannot read admin_token_file '%s'", path),
-		       MC_ERR_FILE_READ_FAIL;
-	if (n > MAX_TOKEN)
-		return snprintf(err, errlen, "admin_token_file '%s' is over %d bytes", path,
-				MAX_TOKEN), MC_ERR_INVALID_PARAMS;
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	if (!n)
-		return snprintf(err, errlen, "admin_token_file '%s' is empty", path),
-		       MC_ERR_INVALID_PARAMS;
-	for (size_t i = 0; i < n; i++)
-		if (buf[i] == 0 || buf[i] == '\n' || buf[i] == '\r')
-			return snprintf(err, errlen, "admin_token_file '%s' holds more than one "
-					"line or a NUL", path), MC_ERR_INVALID_PARAMS;
-	if (!(*ret = strndup(buf, n)))
-		return snprintf(err, errlen, "out of memory"), MC_ERR_NO_MEMORY;
+	uint8_t *k;
+	size_t len;
+	int r = mc_hs_key_read("admin_token_file", path, 1, &k, &len, err, errlen);
+	if (r < 0)
+		return r;
+	*ret = (char *)k;	/* NUL-terminated, no NUL inside */
 	return 0;
 }
 

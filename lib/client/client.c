@@ -54,7 +54,7 @@ static int read_key(const char *path, const char *env, size_t min_len, uint8_t *
 		path = getenv(env);
 	if (!path || !*path)
 		return 0;
-	return mc_hs_key_read(path, min_len, ret, ret_len, err, sizeof(err));
+	return mc_hs_key_read(env, path, min_len, ret, ret_len, err, sizeof(err));
 }
 
 MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **ret)

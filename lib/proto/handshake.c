@@ -215,14 +215,14 @@ const char *mc_hs_status_str(unsigned status)
 	}
 }
 
-int mc_hs_key_read(const char *path, size_t min_len, uint8_t **ret, size_t *ret_len,
-		   char *err, size_t errlen)
+int mc_hs_key_read(const char *what, const char *path, size_t min_len, uint8_t **ret,
+		   size_t *ret_len, char *err, size_t errlen)
 {
 	uint8_t buf[MC_HS_MAX_KEY + 2];
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		int e = errno;
-		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
+		snprintf(err, errlen, "cannot read %s '%s': %s", what, path, strerror(e));
 		return mc_err_from_errno(e);
 	}
 	size_t n = fread(buf, 1, sizeof(buf), f);
@@ -230,13 +230,13 @@ int mc_hs_key_read(const char *path, size_t min_len, uint8_t **ret, size_t *ret_
 	fclose(f);
 	int r = 0;
 	if (bad) {
-		snprintf(err, errlen, "cannot read '%s'", path);
+		snprintf(err, errlen, "cannot read %s '%s'", what, path);
 		r = MC_ERR_FILE_READ_FAIL;
 		goto out;
 	}
 	if (n > MC_HS_MAX_KEY) {
-		snprintf(err, errlen, "'%s' is over %u bytes: it should hold one line", path,
-			 MC_HS_MAX_KEY);
+		snprintf(err, errlen, "%s '%s' is over %u bytes: it should hold one line", what,
+			 path, MC_HS_MAX_KEY);
 		r = MC_ERR_INVALID_PARAMS;
 		goto out;
 	}
@@ -244,13 +244,17 @@ int mc_hs_key_read(const char *path, size_t min_len, uint8_t **ret, size_t *ret_
 		n--;
 	for (size_t i = 0; i < n && r == 0; i++)
 		if (buf[i] == 0 || buf[i] == '\n' || buf[i] == '\r') {
-			snprintf(err, errlen, "'%s' holds more than one line or a NUL byte", path);
+			snprintf(err, errlen, "%s '%s' holds more than one line or a NUL byte",
+				 what, path);
 			r = MC_ERR_INVALID_PARAMS;
 		}
-	if (r == 0 && n < (min_len ? min_len : 1)) {
-		snprintf(err, errlen, "'%s' holds %zu bytes, fewer than the %zu needed "
+	if (r == 0 && n == 0) {
+		snprintf(err, errlen, "%s '%s' is empty", what, path);
+		r = MC_ERR_INVALID_PARAMS;
+	} else if (r == 0 && n < min_len) {
+		snprintf(err, errlen, "%s '%s' holds %zu bytes, fewer than the %zu needed "
 			 "(make one with: head -c 32 /dev/urandom | base64 > '%s')",
-			 path, n, min_len ? min_len : 1, path);
+			 what, path, n, min_len, path);
 		r = MC_ERR_INVALID_PARAMS;
 	}
 	if (r == 0) {

@@ -168,10 +168,11 @@ const char *mc_hs_status_str(unsigned status);
  * MC_HS_MAX_KEY, not empty, no NUL, CR or LF inside, and at least min_len
  * bytes.  *ret (malloc'd, NUL-terminated, free with mc_hs_key_free) and
  * *ret_len on success; else a negative MC_ERR_* and a sentence in err
- * naming the file, what is wrong and what to do.
+ * naming the file (what: "cluster_secret_file"), what is wrong and what
+ * to do.
  */
-int mc_hs_key_read(const char *path, size_t min_len, uint8_t **ret, size_t *ret_len,
-		   char *err, size_t errlen);
+int mc_hs_key_read(const char *what, const char *path, size_t min_len, uint8_t **ret,
+		   size_t *ret_len, char *err, size_t errlen);
 /* Wipes and frees a key from mc_hs_key_read.  NULL is fine. */
 void mc_hs_key_free(uint8_t *key, size_t len);
 

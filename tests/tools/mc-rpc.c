@@ -110,7 +110,7 @@ static uint8_t *key_file(const char *env, size_t *len)
 	uint8_t *k = NULL;
 	char err[512];
 	*len = 0;
-	if (path && *path && mc_hs_key_read(path, 1, &k, len, err, sizeof(err)) < 0) {
+	if (path && *path && mc_hs_key_read(env, path, 1, &k, len, err, sizeof(err)) < 0) {
 		fprintf(stderr, "mc-rpc: %s\n", err);
 		exit(2);
 	}

@@ -311,6 +311,8 @@ static void test_timeouts(void **state)
 	assert_int_equal(recv(fd, &b, 1, 0), 0);
 	close(fd);
 	wait_open(f, 0);
+	mc_rpc_server_get_stats(f->srv, &st);
+	assert_int_equal(st.admit.auth_failed, 1);	/* the handshake timed out */
 }
 
 #define THREADS 16
