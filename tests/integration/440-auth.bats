@@ -64,7 +64,7 @@ secret_cluster() {
 	[[ "$output" == *"cluster_secret_file"*"fewer than the 16 needed"*"/dev/urandom"* ]]
 	run -1 "$MASTER" --rpc_port=0 --http_port=0 --state_dir="$MC_DIR/m" \
 		--cluster_secret_file="$MC_DIR/nope"
-	[[ "$output" == *"cannot read '$MC_DIR/nope'"* ]]
+	[[ "$output" == *"cannot read cluster_secret_file '$MC_DIR/nope'"* ]]
 }
 
 @test "without a secret the master says so loudly when bound to a non-loopback address" {

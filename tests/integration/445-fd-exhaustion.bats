@@ -106,7 +106,7 @@ health() { curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$MASTER_HTTP/heal
 		sleep 0.1
 	done
 	[ -n "$ok" ]
-	kill "$FLOOD_PID"
+	kill "$FLOOD_PID" 2>/dev/null || true
 	run -0 ctl object get k -
 	[ "$output" = "$(cat "$MC_DIR/data/v")" ]
 	grep -q 'silent_ms' <<<"$(curl -sf "http://$MASTER_HTTP/api/v1/clients")"
