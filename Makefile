@@ -84,9 +84,7 @@ ALL_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
 DEPFLAGS    = -MMD -MP -MF $(@:.o=.d)
 
 # System libraries (Debian 12 packages, see packaging/deps.sh).
-LIBS_CORE := -lxxhash -lm
-# HMAC-SHA256 and random keys of the data-range grants (lib/util/grant.c).
-LIBS_CRYPTO := -lcrypto
+LIBS_CORE := -lxxhash -lm -lcrypto
 
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:

@@ -34,7 +34,8 @@ struct ctl_verb;
 struct ctl {
 	const char *rpc;	/* master binary RPC host:port */
 	const char *master;	/* master admin HTTP base URL */
-	const char *token_file;	/* bearer token for the REST calls, or NULL */
+	const char *token_file;	/* bearer token for the REST calls (and the RPC handshake), or NULL */
+	const char *secret_file; /* the cluster secret for the RPC handshake, or NULL */
 	const char *tenant;
 	long timeout_ms;	/* per request (REST) / per I/O (RPC) */
 	bool json;

@@ -57,7 +57,10 @@ static void usage(FILE *f)
 		"  --master URL       admin HTTP API (env MOONCAKE_MASTER, default %s)\n"
 		"  --rpc HOST:PORT    binary RPC, for object (env MOONCAKE_RPC, default %s)\n"
 		"  --tenant T         tenant of object commands (default: the default tenant)\n"
-		"  --token-file F     bearer token for changes (env MOONCAKE_TOKEN_FILE)\n"
+		"  --token-file F     admin or tenant token: REST calls, RPC handshake\n"
+		"                     (env MOONCAKE_TOKEN_FILE)\n"
+		"  --secret-file F    cluster secret for the RPC handshake\n"
+		"                     (env MOONCAKE_CLUSTER_SECRET_FILE)\n"
 		"  --timeout MS       per request (default 10000)\n"
 		"  -o table|json, -j  output format (JSON: the server's reply)\n"
 		"  -h, --help         this text; after a command, that command's usage\n"
@@ -106,7 +109,9 @@ int ctl_connect(struct ctl *ctl, struct mc_client **ret)
 {
 	if (!ctl->client) {
 		struct mc_client_opts o = { .sz = sizeof(o), .master = ctl->rpc,
-					    .tenant = ctl->tenant, .timeout_ms = (int)ctl->timeout_ms };
+					    .tenant = ctl->tenant, .timeout_ms = (int)ctl->timeout_ms,
+					    .cluster_secret_file = ctl->secret_file ? ctl->secret_file : "",
+					    .token_file = ctl->token_file ? ctl->token_file : "" };
 		int r = mc_client_new(&o, &ctl->client);
 		if (r < 0) {
 			char subject[300];
@@ -115,6 +120,15 @@ int ctl_connect(struct ctl *ctl, struct mc_client **ret)
 			if (r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT)
 				fprintf(stderr, "mooncakectl: check that mooncake-master is running "
 						"and --rpc / MOONCAKE_RPC\n");
+			if (r == MC_ERR_AUTH_FAILED)
+				fprintf(stderr, "mooncakectl: give the master's cluster secret with "
+						"--secret-file / MOONCAKE_CLUSTER_SECRET_FILE and a known "
+						"token with --token-file / MOONCAKE_TOKEN_FILE\n");
+			if (r == MC_ERR_FILE_NOT_FOUND || r == MC_ERR_FILE_OPEN_FAIL ||
+			    r == MC_ERR_INVALID_PARAMS)
+				fprintf(stderr, "mooncakectl: check --secret-file and --token-file: "
+						"each must be readable and hold one line (a secret "
+						"16..4096 bytes)\n");
 			return r == MC_ERR_INVALID_PARAMS ? CTL_USAGE : CTL_FAILED;
 		}
 	}
@@ -177,6 +191,7 @@ enum {
 	OPT_RPC,
 	OPT_TENANT,
 	OPT_TOKEN_FILE,
+	OPT_SECRET_FILE,
 	OPT_TIMEOUT,
 	OPT_VERSION,
 	OPT_VERB = 0x200,	/* + the index of a verb's option */
@@ -191,6 +206,7 @@ static const struct option global_opts[] = {
 	{ "rpc", required_argument, NULL, OPT_RPC },
 	{ "tenant", required_argument, NULL, OPT_TENANT },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "output", required_argument, NULL, 'o' },
 	{ "json", no_argument, NULL, 'j' },
@@ -216,6 +232,7 @@ static int apply_global(struct ctl *ctl, int c, const char *v)
 	case OPT_RPC: ctl->rpc = v; break;
 	case OPT_TENANT: ctl->tenant = v; break;
 	case OPT_TOKEN_FILE: ctl->token_file = v; break;
+	case OPT_SECRET_FILE: ctl->secret_file = v; break;
 	case OPT_TIMEOUT:
 		if (ctl_parse_u64(v, 3600000, &tmo) < 0 || tmo == 0)
 			return ctl_usage("bad value '%s' for --timeout (1..3600000 ms)", v);
@@ -329,7 +346,7 @@ static int parse(struct ctl *ctl, const char *cmd, int argc, char **argv, struct
 
 static const char global_hint[] =
 	"Global options, accepted anywhere: --master URL, --rpc HOST:PORT, --tenant T,\n"
-	"--token-file F, --timeout MS, -o table|json, -j (see mooncakectl --help).\n";
+	"--token-file F, --secret-file F, --timeout MS, -o table|json, -j (see mooncakectl --help).\n";
 
 /* "usage: mooncakectl [OPTIONS] object put KEY ...", its help, the global options. */
 static void verb_usage(FILE *f, const char *cmd, const struct ctl_verb *v)
@@ -505,6 +522,7 @@ int main(int argc, char **argv)
 		.rpc = env_or("MOONCAKE_RPC", CTL_DEFAULT_RPC),
 		.master = env_or("MOONCAKE_MASTER", CTL_DEFAULT_MASTER),
 		.token_file = env_or("MOONCAKE_TOKEN_FILE", NULL),
+		.secret_file = env_or("MOONCAKE_CLUSTER_SECRET_FILE", NULL),
 		.timeout_ms = 10000,
 	};
 	int w, rc = parse(&ctl, NULL, argc, argv, NULL, 0, NULL, 0, &w, true);

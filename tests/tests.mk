@@ -17,11 +17,11 @@ TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka $(LIBS_CRYPTO)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka
 
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson $(LIBS_CRYPTO)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -41,10 +41,12 @@ FUZZ_EXTRA_fuzz-snapshot := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
 $(O)/fuzz/fuzz-rest $(O)/fuzz/fuzz-snapshot: $(FUZZ_MASTER_SRCS) $(wildcard daemon/master/*.h daemon/common/*.h)
 FUZZ_EXTRA_fuzz-grant := daemon/node/node-grant.c
 $(O)/fuzz/fuzz-grant: $(FUZZ_EXTRA_fuzz-grant) $(wildcard daemon/node/node-grant.h daemon/node/node-segment.h)
+FUZZ_EXTRA_fuzz-handshake := daemon/common/rpc-admit.c daemon/common/tokens.c
+$(O)/fuzz/fuzz-handshake: $(FUZZ_EXTRA_fuzz-handshake) $(wildcard daemon/common/*.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(FUZZ_EXTRA_$*) $(LIBS_CORE) $(LIBS_CRYPTO)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(UTIL_SRCS) $(PROTO_SRCS) $(FUZZ_EXTRA_$*) $(LIBS_CORE)
 
 TEST_BINS += $(UNIT_BINS) $(BENCH_BINS)
 
@@ -83,7 +85,7 @@ bench: $(BENCH_BINS)
 # detect_deadlocks=0: mc_meta_check() holds all 1024 shard locks at once,
 # more than TSan's deadlock detector can track (64); it is not a finding.
 TSAN_O     ?= .output-tsan
-TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server test-grant \
+TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server test-grant test-rpc-admit \
               test-meta-tenants test-log \
               test-metrics
 .PHONY: test-tsan
@@ -125,7 +127,7 @@ TOOL_BINS := $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/tools/%)
 
 $(O)/tests/tools/%: $(O)/tests/tools/%.o $(PROTO_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(LIBS_CRYPTO)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
 
 TEST_BINS += $(TOOL_BINS)
 
@@ -139,4 +141,4 @@ bench: $(O)/tests/bench/client-bench all
 # Load generators of the restart and eviction tests (libmooncake, plus util for mc_rand).
 $(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(LIBS_CRYPTO)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)

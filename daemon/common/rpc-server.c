@@ -62,6 +62,10 @@ struct conn {
 	struct parked *phead, *ptail;
 	uint32_t nparked;
 	struct conn *pprev, *pnext;
+	/* admission (rpc-admit.h) */
+	struct mc_rpc_session sess;
+	struct mc_rpc_peer *peer;
+	uint64_t last_ms;		/* last event (idle timeout) */
 };
 
 /* A reply waiting for its turn: for its ticket to settle (ticket != 0), or
@@ -91,6 +95,10 @@ struct worker {
 	uint64_t nparked;		/* ticketed replies parked (atomic: the waker reads it) */
 	struct mc_arena arena;
 	union mc_msg_any req, resp;
+	/* admission: the loop's clock, and listeners paused after EMFILE & co */
+	uint64_t now_ms, sweep_ms;
+	uint64_t lpause_ms, upause_ms;	/* resume at (0: not paused) */
+	unsigned lbackoff, ubackoff;
 };
 
 struct mc_rpc_server {
@@ -104,6 +112,7 @@ struct mc_rpc_server {
 	uint64_t requests, errors, accepted, open;	/* atomic */
 	uint64_t attach_in, attach_out;			/* atomic */
 	uint64_t parked, parked_total;			/* atomic */
+	struct mc_rpc_admit *admit;
 };
 
 /* ---- metrics ---------------------------------------------------------------------- */
@@ -205,6 +214,7 @@ static void conn_close(struct worker *w, struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	__atomic_sub_fetch(&w->srv->open, 1, __ATOMIC_RELAXED);
+	mc_rpc_admit_release(w->srv->admit, c->peer);
 	free(c);
 }
 
@@ -521,6 +531,30 @@ static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_
 		respond(w, c, hdr->opcode, hdr->req_id, status, status ? NULL : &w->resp, &att);
 }
 
+/* ---- admission (rpc-admit.h): handshake, identity checks ------------------------ */
+
+/* The identity check of a decoded request, before its handler. */
+static int admit_request(struct worker *w, struct conn *c, const struct mc_op_info *info)
+{
+	return mc_rpc_session_check(&c->sess, w->srv->admit, info, &w->req);
+}
+
+/* Moves the handshake on.  true: frames may be read now (*ev gains
+ * EPOLLIN: they may already be waiting); false: wait, or the connection
+ * was closed. */
+static bool conn_handshake(struct worker *w, struct conn *c, uint32_t *ev)
+{
+	int r = mc_rpc_session_step(&c->sess, w->srv->admit, c->fd);
+	if (r < 0 || (r == 0 && (*ev & (EPOLLERR | EPOLLHUP)))) {
+		conn_close(w, c);
+		return false;
+	}
+	if (r == 0)
+		return false;
+	*ev |= EPOLLIN;
+	return true;
+}
+
 static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame *f)
 {
 	struct mc_rpc_server *s = w->srv;
@@ -536,6 +570,8 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 	if (s->cfg.op_transfer)
 		c->t0_ns = now_ns();
 	status = mc_proto_decode(f, &w->arena, &info, &w->req);
+	if (status == 0)
+		status = admit_request(w, c, info);
 	if (status == 0 && !s->h.fn[info->index])
 		status = MC_ERR_NOT_SUPPORTED;
 	if (status == 0 && (info->flags & MC_OPF_ATTACH_REQ)) {
@@ -581,6 +617,8 @@ static void attach_finish(struct worker *w, struct conn *c)
 	memset(&w->req, 0, sizeof(w->req));
 	memset(&w->resp, 0, sizeof(w->resp));
 	int status = mc_proto_decode(&f, &w->arena, &info, &w->req);
+	if (status == 0)
+		status = admit_request(w, c, info);
 	if (status == 0)
 		run_handler(w, c, &f.hdr, info);
 	else		/* cannot happen: it decoded before */
@@ -704,6 +742,9 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 {
 	if (c->phead)
 		parked_release(w, c);
+	c->last_ms = w->now_ms;
+	if (!mc_rpc_session_ready(&c->sess) && !conn_handshake(w, c, &ev))
+		return;
 	if (ev & EPOLLIN)
 		conn_read(w, c);
 	for (int round = 0; round < 8; round++) {
@@ -743,16 +784,70 @@ static void conn_event_parked(struct worker *w, struct conn *c, bool read)
 	conn_event(w, c, read && c->nparked < MC_RPC_MAX_PARKED ? EPOLLIN : 0);
 }
 
+/* Stops watching a listener for ms after accept() ran out of resources. */
+static void listener_pause(struct worker *w, int lfd, unsigned ms)
+{
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, lfd, NULL);
+	*(lfd == w->lfd ? &w->lpause_ms : &w->upause_ms) = w->now_ms + ms;
+}
+
+static void listeners_resume(struct worker *w)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	if (w->lpause_ms && w->now_ms >= w->lpause_ms) {
+		e.data.ptr = &TAG_LISTEN;
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->lfd, &e);
+		w->lpause_ms = 0;
+	}
+	if (w->upause_ms && w->now_ms >= w->upause_ms) {
+		e.data.ptr = &TAG_UNIX;
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ufd, &e);
+		w->upause_ms = 0;
+	}
+}
+
+/* Closes connections past their handshake deadline or idle timeout. */
+static void conns_sweep(struct worker *w)
+{
+	uint64_t idle = mc_rpc_admit_idle_ms(w->srv->admit);
+	struct conn *c = w->conns, *next;
+	for (; c; c = next) {
+		next = c->next;
+		if (!mc_rpc_session_ready(&c->sess) && w->now_ms >= c->sess.deadline_ms) {
+			mc_rpc_admit_count_closed(w->srv->admit, true);
+			conn_close(w, c);
+		} else if (idle && w->now_ms - c->last_ms >= idle && !out_pending(c) && !c->att_left &&
+			   !c->phead) {
+			mc_rpc_admit_count_closed(w->srv->admit, false);
+			conn_close(w, c);
+		}
+	}
+}
+
 static void do_accept(struct worker *w, int lfd)
 {
+	unsigned *backoff = lfd == w->lfd ? &w->lbackoff : &w->ubackoff;
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage sa;
+		socklen_t salen = sizeof(sa);
+		int fd = accept4(lfd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			unsigned ms = mc_rpc_admit_accept_failed(w->srv->admit, errno, backoff);
+			if (ms)
+				listener_pause(w, lfd, ms);
+			else
 				slog(w->srv, MC_RPC_LOG_WARNING, "accept: %s", strerror(errno));
 			return;
+		}
+		*backoff = 0;
+		struct mc_rpc_peer *peer = NULL;
+		if (mc_rpc_admit_conn(w->srv->admit, &sa, lfd == w->lfd ? salen : 0, &peer) < 0) {
+			close(fd);
+			continue;
 		}
 		if (lfd == w->lfd) {
 			int one = 1;
@@ -760,15 +855,20 @@ static void do_accept(struct worker *w, int lfd)
 		}
 		struct conn *c = calloc(1, sizeof(*c));
 		if (!c) {
+			mc_rpc_admit_release(w->srv->admit, peer);
 			close(fd);
 			continue;
 		}
 		c->fd = fd;
+		c->peer = peer;
+		c->last_ms = w->now_ms;
+		mc_rpc_session_init(&c->sess, w->srv->admit, w->now_ms);
 		mc_frame_reader_init(&c->rd);
 		mc_wbuf_init(&c->out, w->srv->cfg.max_out_bytes + 2 * (size_t)MC_PROTO_MAX_BODY);
 		c->events = EPOLLIN;
 		struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
 		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+			mc_rpc_admit_release(w->srv->admit, peer);
 			close(fd);
 			free(c);
 			continue;
@@ -782,18 +882,26 @@ static void do_accept(struct worker *w, int lfd)
 	}
 }
 
+static uint64_t mono_ms(void)
+{
+	return now_ns() / 1000000u;
+}
+
+#define SWEEP_MS 250	/* how often handshake deadlines and idle timeouts are checked */
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct epoll_event ev[64];
 	for (;;) {
-		int n = epoll_wait(w->epfd, ev, 64, -1);
+		int n = epoll_wait(w->epfd, ev, 64, SWEEP_MS);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			slog(w->srv, MC_RPC_LOG_ERR, "epoll_wait: %s", strerror(errno));
 			break;
 		}
+		w->now_ms = mono_ms();
 		for (int i = 0; i < n; i++) {
 			void *p = ev[i].data.ptr;
 			if (p == &TAG_EV)
@@ -806,6 +914,11 @@ static void *worker_main(void *arg)
 				do_accept(w, w->ufd);
 			else
 				conn_event(w, p, ev[i].events);
+		}
+		if (w->now_ms - w->sweep_ms >= SWEEP_MS) {
+			w->sweep_ms = w->now_ms;
+			listeners_resume(w);
+			conns_sweep(w);
 		}
 	}
 out:
@@ -880,6 +993,11 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		free(s);
 		return MC_ERR_NO_MEMORY;
 	}
+	if ((r = mc_rpc_admit_new(&cfg->admit, cfg->log, cfg->log_ctx, &s->admit)) < 0) {
+		free(s->w);
+		free(s);
+		return r;
+	}
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		s->w[i].srv = s;
 		s->w[i].index = (int)i;
@@ -939,6 +1057,8 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 				((struct sockaddr_in6 *)&sa)->sin6_port = htons(s->port);
 		}
 	}
+	if (cfg->address)
+		mc_rpc_admit_announce(s->admit, &sa);
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		if ((r = pthread_create(&s->w[i].thread, NULL, worker_main, &s->w[i])) != 0) {
 			slog(s, MC_RPC_LOG_ERR, "cannot start a worker thread: %s", strerror(r));
@@ -992,6 +1112,7 @@ struct mc_rpc_server *mc_rpc_server_stop(struct mc_rpc_server *s)
 		free(s->unix_path);
 	}
 	free(s->w);
+	mc_rpc_admit_free(s->admit);
 	free(s);
 	return NULL;
 }
@@ -1006,4 +1127,5 @@ void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats 
 	ret->attach_out = __atomic_load_n(&s->attach_out, __ATOMIC_RELAXED);
 	ret->parked = __atomic_load_n(&s->parked, __ATOMIC_RELAXED);
 	ret->parked_total = __atomic_load_n(&s->parked_total, __ATOMIC_RELAXED);
+	mc_rpc_admit_get_stats(s->admit, &ret->admit);
 }

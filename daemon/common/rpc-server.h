@@ -62,6 +62,12 @@
  *  adopted (on loopback the kernel copies anyway, and it needs error-queue
  *  completion handling).
  *
+ * Admission (common/rpc-admit.h: the handshake, binding each connection to
+ * its client id and tenant, connection caps, idle timeouts, back-off when
+ * out of descriptors) comes before any of this: a connection's frames are
+ * read only once its handshake is over, and each decoded request is
+ * checked against the connection's identity before its handler runs.
+ *
  * The library never logs; it reports through the optional log callback.
  */
 #ifndef MC_DAEMON_RPC_SERVER_H
@@ -72,6 +78,7 @@
 #include <sys/uio.h>
 
 #include "common/log.h"
+#include "common/rpc-admit.h"
 #include "proto/msg.h"
 #include "util/metrics.h"
 
@@ -152,6 +159,8 @@ struct mc_rpc_server_config {
 	int (*defer_poll)(void *ctx, uint64_t ticket);   /* 0 done, 1 not yet, < 0 failed */
 	void (*defer_count)(void *ctx, uint64_t ticket, int delta);   /* +1 / -1; may be NULL */
 	void *defer_ctx;
+	struct mc_rpc_admit_config admit;   /* who may connect, how many (zeroed: defaults,
+					     * no secret: loopback peers only) */
 };
 
 /*
@@ -205,6 +214,7 @@ struct mc_rpc_stats {
 	uint64_t attach_out;                /* response attachment bytes sent */
 	uint64_t parked;                    /* replies parked now */
 	uint64_t parked_total;              /* replies ever parked */
+	struct mc_rpc_admit_stats admit;    /* refusals (rpc-admit.h) */
 };
 void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats *ret);
 

@@ -19,11 +19,11 @@
 #include "master/meta-admin.h"
 #include "mooncake/error.h"
 #include "mooncake/version.h"
+#include "proto/handshake.h"
 #include "master/oplog.h"
 #include "util/clock.h"
 #include "util/syserr.h"
 
-#define MAX_TOKEN 4096
 
 /* ---- helpers for the handlers ----------------------------------------------------- */
 
@@ -187,33 +187,12 @@ static const char *const no_args[] = { NULL };
 
 int mc_master_http_load_token(const char *path, char **ret, char *err, size_t errlen)
 {
-	char buf[MAX_TOKEN + 2];
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		int e = errno;
-		snprintf(err, errlen, "cannot read admin_token_file '%s': %s", path, strerror(e));
-		return mc_err_from_errno(e);
-	}
-	size_t n = fread(buf, 1, sizeof(buf), f);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad)
-		return snprintf(err, errlen, "cannot read admin_token_file '%s'", path),
-		       MC_ERR_FILE_READ_FAIL;
-	if (n > MAX_TOKEN)
-		return snprintf(err, errlen, "admin_token_file '%s' is over %d bytes", path,
-				MAX_TOKEN), MC_ERR_INVALID_PARAMS;
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	if (!n)
-		return snprintf(err, errlen, "admin_token_file '%s' is empty", path),
-		       MC_ERR_INVALID_PARAMS;
-	for (size_t i = 0; i < n; i++)
-		if (buf[i] == 0 || buf[i] == '\n' || buf[i] == '\r')
-			return snprintf(err, errlen, "admin_token_file '%s' holds more than one "
-					"line or a NUL", path), MC_ERR_INVALID_PARAMS;
-	if (!(*ret = strndup(buf, n)))
-		return snprintf(err, errlen, "out of memory"), MC_ERR_NO_MEMORY;
+	uint8_t *k;
+	size_t len;
+	int r = mc_hs_key_read("admin_token_file", path, 1, &k, &len, err, errlen);
+	if (r < 0)
+		return r;
+	*ret = (char *)k;	/* NUL-terminated, no NUL inside */
 	return 0;
 }
 
@@ -226,27 +205,93 @@ static bool token_eq(const struct mc_master_http *h, const char *s, size_t len)
 	return diff == 0;
 }
 
-static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
+/* The bearer token of a request (trimmed), or NULL. */
+static const char *bearer(const struct mc_http_request *req, size_t *len)
 {
-	struct mc_master_http *h = ctx;
-	if (!h->token || !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
-		return true;
 	const char *a = mc_http_header(req, "Authorization");
-	if (a && !strncasecmp(a, "Bearer ", 7)) {
-		a += 7;
-		while (*a == ' ')
-			a++;
-		size_t l = strlen(a);
-		while (l && a[l - 1] == ' ')
-			l--;
-		if (token_eq(h, a, l))
-			return true;
-	}
-	mc_http_error(resp, 401, "UNAUTHORIZED",
-		      a ? "wrong bearer token" : "this call needs 'Authorization: Bearer <token>'");
+	if (!a || strncasecmp(a, "Bearer ", 7))
+		return NULL;
+	a += 7;
+	while (*a == ' ')
+		a++;
+	size_t l = strlen(a);
+	while (l && a[l - 1] == ' ')
+		l--;
+	*len = l;
+	return a;
+}
+
+static bool unauthorized(struct mc_http_response *resp, const char *msg)
+{
+	mc_http_error(resp, 401, "UNAUTHORIZED", msg);
 	resp->header = "WWW-Authenticate";
 	resp->header_value = "Bearer realm=\"mooncake-master\"";
 	return false;
+}
+
+/* The tenant a tenant-scoped call acts on (objects: ?tenant=, quota: the
+ * path); false for the others (cluster-wide: admins only). */
+static bool tenant_scope(const struct mc_http_request *req, struct mc_http_str *ret)
+{
+	static const char objects[] = "/api/v1/objects", tenants[] = "/api/v1/tenants/";
+	if (!strncmp(req->path, objects, sizeof(objects) - 1) &&
+	    (!req->path[sizeof(objects) - 1] || req->path[sizeof(objects) - 1] == '/')) {
+		const struct mc_http_arg *a = mc_http_arg(req, "tenant");
+		*ret = a ? a->value : (struct mc_http_str){ "", 0 };
+		return true;
+	}
+	if (!strncmp(req->path, tenants, sizeof(tenants) - 1) && req->nparams == 1 &&
+	    !strcmp(req->method, "GET")) {
+		*ret = req->params[0];
+		return true;
+	}
+	return false;
+}
+
+/* With tenant_tokens_file: every call but GET /health and /metrics needs a
+ * token; admins (admin_token_file, '*' lines) may do anything, a tenant's
+ * token only the tenant-scoped calls of its own tenant. */
+static bool authorize_tenants(struct mc_master_http *h, const struct mc_http_request *req,
+			      struct mc_http_response *resp)
+{
+	bool read = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
+	if (read && (!strcmp(req->path, "/health") || !strcmp(req->path, "/metrics")))
+		return true;
+	size_t len = 0;
+	const char *b = bearer(req, &len);
+	if (!b)
+		return unauthorized(resp, "this call needs 'Authorization: Bearer <token>' "
+				    "(the master has a tenant_tokens_file)");
+	if (h->token && token_eq(h, b, len))
+		return true;
+	const struct mc_token *t = mc_tokens_by_text(h->cfg.tokens, b, len);
+	if (!t)
+		return unauthorized(resp, "wrong bearer token");
+	if (t->admin)
+		return true;
+	struct mc_http_str ten;
+	if (tenant_scope(req, &ten) && ten.len == t->tenant_len &&
+	    !memcmp(ten.p, t->tenant, ten.len))
+		return true;
+	mc_http_error(resp, 403, "FORBIDDEN", "a tenant's token reaches only that tenant's "
+		      "objects and quota (pass ?tenant=<your tenant>); other calls need an admin "
+		      "token");
+	return false;
+}
+
+static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
+{
+	struct mc_master_http *h = ctx;
+	if (h->cfg.tokens)
+		return authorize_tenants(h, req, resp);
+	if (!h->token || !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
+		return true;
+	size_t len = 0;
+	const char *b = bearer(req, &len);
+	if (b && token_eq(h, b, len))
+		return true;
+	return unauthorized(resp, b ? "wrong bearer token" :
+			    "this call needs 'Authorization: Bearer <token>'");
 }
 
 /* ---- small endpoints --------------------------------------------------------------- */

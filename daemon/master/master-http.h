@@ -14,6 +14,8 @@
 
 #include <jansson.h>
 
+#include "common/tokens.h"
+
 #include "common/log.h"
 
 struct mc_meta;
@@ -33,6 +35,11 @@ struct mc_master_http_config {
 	/* Bearer token for every non-GET call (NULL or "": none needed); copied.
 	 * mc_master_http_load_token() reads it from admin_token_file. */
 	const char *admin_token;
+	/* Tenant tokens (common/tokens.h; tenant_tokens_file), valid while the
+	 * server runs; NULL: none.  With them every call but GET /health and
+	 * /metrics needs a token, and a tenant's token reaches only its own
+	 * tenant's objects and quota. */
+	const struct mc_tokens *tokens;
 	/* Snapshots (the persistence module); NULL: the endpoints answer 503.
 	 * Both return 0 or a negative MC_ERR_* and hand over a new reference:
 	 * list -> a JSON array of SNAPSHOT objects, newest first; take -> the

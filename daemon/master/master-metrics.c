@@ -36,8 +36,15 @@ struct master_metrics {
 	uint32_t tenant_series;			/* per-tenant series before "other" */
 	/* the snapshot of one scrape (take_values(), under the scrape lock) */
 	struct mc_meta_stats ms;
+	struct mc_rpc_admit_stats admit;
 	double values[V_COUNT];
 };
+
+static double rpc_refused(void *ctx, unsigned reason)
+{
+	struct master_metrics *mm = ctx;
+	return mc_rpc_admit_stat(&mm->admit, reason);
+}
 
 static double evicted_objects(void *ctx, unsigned reason)
 {
@@ -84,6 +91,7 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_EXPIRED] = (double)cs.expired;
 	v[V_RPC_CONNECTIONS] = (double)rs.open;
 	v[V_RPC_ACCEPTED] = (double)rs.accepted;
+	mm->admit = rs.admit;
 	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
 	struct mc_oplog_stats os;
 	mc_oplog_get_stats(mm->oplog, &os);   /* zeroes without an oplog */
@@ -307,7 +315,14 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 			       evicted_objects, mm) ||
 	    !mc_metrics_add_fn(reg, MC_METRIC_COUNTER, "mooncake_master_evicted_bytes_total",
 			       "Bytes freed by eviction (size x replicas), by reason.", "reason",
-			       reasons, MC_EVICT_REASONS, evicted_bytes, mm))
+			       reasons, MC_EVICT_REASONS, evicted_bytes, mm) ||
+	    !mc_metrics_add_fn(reg, MC_METRIC_COUNTER, "mooncake_master_rpc_refused_total",
+			       "RPC connections and requests refused by admission, by reason (cap, "
+			       "peer_cap: over rpc_max_connections[_per_peer]; remote: no secret, "
+			       "not loopback; auth: handshake failed or timed out; accept_error: "
+			       "out of descriptors; idle: closed after rpc_idle_timeout_ms; illegal: "
+			       "a request for another client id or tenant).", "reason",
+			       mc_rpc_admit_reasons, MC_RPC_ADMIT_REASONS, rpc_refused, mm))
 		return MC_ERR_NO_MEMORY;
 	if (!mc_metrics_add_collector(reg, MC_METRIC_GAUGE,
 				      "mooncake_master_segment_capacity_bytes",

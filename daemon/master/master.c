@@ -83,6 +83,8 @@ struct master_config {
 	char *log_level;
 	uint64_t max_tenants;
 	uint64_t metrics_tenants;
+	MC_RPC_ADMIT_FIELDS
+	char *tenant_tokens_file;
 };
 
 static const char *const oplog_modes[] = { "local", "off", NULL };
@@ -138,6 +140,12 @@ static const struct mc_option options[] = {
 	O(metrics_tenants, MC_OPT_U64, "100",
 	  "per-tenant metric series: the tenants with the most bytes charged, the others summed "
 	  "as tenant=\"other\"", .min = 1, .max = 65536, .unit = "tenants"),
+	MC_RPC_ADMIT_OPTIONS(O)
+	O(tenant_tokens_file, MC_OPT_STR, "",
+	  "file of 'TENANT TOKEN' lines ('* TOKEN': an admin, any tenant; '#' comments): each "
+	  "client proves its token in the RPC handshake and acts only in its tenant, a client "
+	  "without a token only in the default tenant; REST reads then need a token too "
+	  "(but /health and /metrics). Empty: one trusted tenant space, as without tokens"),
 };
 #undef O
 
@@ -170,6 +178,8 @@ MC_DAEMON_DEF(master_daemon, "mooncake-master", "master.conf",
 struct master {
 	const struct master_config *cfg;
 	char *admin_token;
+	struct mc_rpc_admit_config admit;	/* the cluster secret, tokens, caps */
+	struct mc_tokens *tokens;
 	struct mc_oplog *oplog;
 	struct mc_meta *meta;
 	struct mc_snapshots *snaps;
@@ -258,6 +268,27 @@ static int master_new(const struct master_config *c, struct master **ret)
 		r = MC_ERR_INVALID_PARAMS;
 		goto fail;
 	}
+	if ((r = mc_rpc_admit_config_load(&m->admit, c->cluster_secret_file, c->rpc_max_connections,
+					  c->rpc_max_connections_per_peer, c->rpc_idle_timeout_ms,
+					  err, sizeof(err))) < 0) {
+		log_error("%s", err);
+		goto fail;
+	}
+	if (*c->tenant_tokens_file) {
+		if ((r = mc_tokens_load(c->tenant_tokens_file, &m->tokens, err, sizeof(err))) < 0) {
+			log_error("%s", err);
+			goto fail;
+		}
+		if (m->admin_token &&
+		    (r = mc_tokens_add(m->tokens, NULL, 0, m->admin_token, strlen(m->admin_token),
+				       err, sizeof(err))) < 0) {
+			log_error("admin_token_file and tenant_tokens_file: %s", err);
+			goto fail;
+		}
+		m->admit.tokens = m->tokens;
+		log_notice("tenant tokens: %u from %s", mc_tokens_count(m->tokens),
+			   c->tenant_tokens_file);
+	}
 	if ((r = mc_make_dirs(c->state_dir)) < 0) {
 		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
 		goto fail;
@@ -307,7 +338,7 @@ static int master_start(struct master *m)
 	mc_master_rpc_handlers(&h);
 	struct mc_rpc_server_config scfg = {
 		.address = c->rpc_address, .port = (uint16_t)c->rpc_port,
-		.workers = (unsigned)c->workers, .log = mc_log_cb,
+		.workers = (unsigned)c->workers, .log = mc_log_cb, .admit = m->admit,
 	};
 	mc_op_metrics_attach(mc_master_metrics_ops(m->metrics), &scfg);
 	if (m->oplog && c->oplog_sync) {   /* durable replies are parked, not waited for */
@@ -328,7 +359,7 @@ static int master_start(struct master *m)
 		.address = c->http_address, .port = (uint16_t)c->http_port,
 		.meta = m->meta, .clients = m->clients, .oplog = m->oplog,
 		.metrics = m->metrics,
-		.admin_token = m->admin_token, .log = mc_log_cb,
+		.admin_token = m->admin_token, .tokens = m->tokens, .log = mc_log_cb,
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */
 		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
 		.snapshot_ctx = m->snaps,
@@ -367,6 +398,8 @@ static void master_free(struct master *m)
 	if (m->admin_token)
 		explicit_bzero(m->admin_token, strlen(m->admin_token));
 	free(m->admin_token);
+	mc_rpc_admit_config_clear(&m->admit);
+	mc_tokens_free(m->tokens);
 	free(m);
 }
 

@@ -138,7 +138,7 @@ static void *link_main(void *arg)
 	bool warned = false;
 	for (;;) {
 		if (!m->conn) {
-			int r = mc_rpc_conn_open(m->cfg.master, RPC_TIMEOUT_MS, &m->conn);
+			int r = mc_rpc_conn_open_cred(m->cfg.master, RPC_TIMEOUT_MS, m->cfg.cred, &m->conn);
 			if (r == 0 && (r = mount_all(m)) == 0) {
 				backoff = BACKOFF_MIN_MS;
 				warned = false;
@@ -228,7 +228,8 @@ void mc_node_master_stop(struct mc_node_master *m, bool unmount)
 	pthread_join(m->thread, NULL);
 	if (unmount) {
 		if (!m->conn)
-			mc_rpc_conn_open(m->cfg.master, UNMOUNT_TIMEOUT_MS, &m->conn);
+			mc_rpc_conn_open_cred(m->cfg.master, UNMOUNT_TIMEOUT_MS, m->cfg.cred,
+					      &m->conn);
 		unsigned done = 0;
 		for (unsigned i = 0; m->conn && i < m->cfg.segs->n && mc_rpc_conn_ok(m->conn); i++) {
 			struct mc_msg_unmount_segment_req q = {

@@ -18,6 +18,7 @@
 
 #include "node/node-grant.h"
 #include "node/node-segment.h"
+#include "rpc/rpc-conn.h"
 
 struct mc_node_master;
 
@@ -28,6 +29,8 @@ struct mc_node_master_config {
 	uint8_t transport;		/* enum mc_transport */
 	const struct mc_node_segments *segs;
 	struct mc_node_grants *grants;	/* gets the segments' keys and the master's clock */
+	const struct mc_rpc_cred *cred;	/* the cluster secret and this node's client id
+					   (bound to the link in the handshake); NULL: none */
 	void (*on_mounted)(void *ctx);	/* first successful mount (READY=1) */
 	void *ctx;
 };

@@ -34,6 +34,12 @@ static double data_bytes(void *ctx, unsigned idx)
 	return (double)(idx == 0 ? nm->st.attach_in : nm->st.attach_out);
 }
 
+static double data_refused(void *ctx, unsigned reason)
+{
+	struct node_metrics *nm = ctx;
+	return mc_rpc_admit_stat(&nm->st.admit, reason);
+}
+
 static void take_values(struct mc_daemon_metrics *dm, void *state)
 {
 	struct node_metrics *nm = state;
@@ -117,7 +123,12 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 			       "mooncake_node_grant_refusals_total",
 			       "Data-plane accesses refused because no valid grant covered them, "
 			       "by reason.", "reason", reasons, MC_GRANT_REFUSAL_COUNT,
-			       grant_refusals, nm))
+			       grant_refusals, nm) ||
+	    !mc_metrics_add_fn(mc_daemon_metrics_registry(dm), MC_METRIC_COUNTER,
+			       "mooncake_node_data_refused_total",
+			       "Data plane connections and requests refused by admission, by reason "
+			       "(as mooncake_master_rpc_refused_total).", "reason",
+			       mc_rpc_admit_reasons, MC_RPC_ADMIT_REASONS, data_refused, nm))
 		return MC_ERR_NO_MEMORY;
 	return 0;
 }

@@ -27,6 +27,7 @@ static int tcp_start(const struct mc_node_transport_config *cfg, struct mc_node_
 		.workers = cfg->workers,
 		.log = cfg->log,
 		.log_ctx = cfg->log_ctx,
+		.admit = cfg->admit,
 	};
 	mc_op_metrics_attach(cfg->metrics, &sc);
 	int r = mc_rpc_server_start(&sc, &h, cfg->grants, &t->srv);

@@ -34,6 +34,7 @@ struct mc_node_transport_config {
 	mc_log_fn log;			/* reports (common/log.h); NULL: none */
 	void *log_ctx;
 	const struct mc_op_metrics *metrics;	/* the per-op families (node-metrics.h); NULL: none */
+	struct mc_rpc_admit_config admit;	/* the cluster secret, caps (common/rpc-admit.h) */
 };
 
 struct mc_node_transport_ops {

@@ -55,6 +55,7 @@ struct node_config {
 	char *shm_dir;
 	uint64_t workers;
 	char *log_level;
+	MC_RPC_ADMIT_FIELDS
 };
 
 #define O(field, ...) MC_OPT(struct node_config, field, __VA_ARGS__)
@@ -85,6 +86,7 @@ static const struct mc_option options[] = {
 	  .unit = "threads"),
 	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
 	  .choices = mc_config_log_levels),
+	MC_RPC_ADMIT_OPTIONS(O)
 };
 #undef O
 
@@ -105,6 +107,8 @@ struct node {
 	struct mc_daemon_metrics *metrics;
 	struct mc_http_server *http;
 	struct mc_node_master *link;
+	struct mc_rpc_admit_config admit;	/* the cluster secret, caps */
+	struct mc_rpc_cred cred;		/* the master link's handshake */
 };
 
 static void node_free(struct node *n, bool unmount);
@@ -121,6 +125,12 @@ static int node_new(const struct node_config *c, struct node **ret)
 	if (gethostname(n->host, sizeof(n->host)) < 0 || !*n->host)
 		snprintf(n->host, sizeof(n->host), "localhost");
 	n->host[sizeof(n->host) - 1] = 0;
+	if ((r = mc_rpc_admit_config_load(&n->admit, c->cluster_secret_file, c->rpc_max_connections,
+					  c->rpc_max_connections_per_peer, c->rpc_idle_timeout_ms,
+					  err, sizeof(err))) < 0) {
+		log_error("%s", err);
+		goto fail;
+	}
 	if ((r = mc_make_dirs(c->state_dir)) < 0) {
 		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
 		goto fail;
@@ -179,8 +189,8 @@ static int node_start(struct node *n)
 	const struct node_config *c = n->cfg;
 	struct mc_node_transport_config tc = {
 		.address = c->data_address, .port = (uint16_t)c->data_port,
-		.workers = (unsigned)c->workers, .segs = &n->segs, .grants = &n->grants, .log = mc_log_cb,
-		.metrics = mc_node_metrics_ops(n->metrics),
+		.workers = (unsigned)c->workers, .segs = &n->segs, .grants = &n->grants,
+		.log = mc_log_cb, .metrics = mc_node_metrics_ops(n->metrics), .admit = n->admit,
 	};
 	int r = n->tops->start(&tc, &n->tr);
 	if (r < 0) {
@@ -200,9 +210,12 @@ static int node_start(struct node *n)
 	if ((r = mc_daemon_metrics_serve(n->metrics, c->http_address,
 					 c->http_port, &n->http)) < 0)
 		return r;
+	n->cred = (struct mc_rpc_cred){ .secret = n->admit.secret, .secret_len = n->admit.secret_len,
+					.client_id = n->segs.client_id };
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
-		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants, .on_mounted = on_mounted,
+		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants,
+		.cred = &n->cred, .on_mounted = on_mounted,
 	};
 	if ((r = mc_node_master_start(&lc, &n->link)) < 0) {
 		log_error("cannot start the master link: %s", mc_strerror(r));
@@ -233,6 +246,7 @@ static void node_free(struct node *n, bool unmount)
 	mc_daemon_metrics_free(n->metrics);
 	mc_node_grants_release(&n->grants);
 	mc_node_segments_close(&n->segs, false);
+	mc_rpc_admit_config_clear(&n->admit);
 	free(n);
 }
 

@@ -72,6 +72,11 @@ struct mc_client_opts {
 				     or NULL: a random one */
 	bool disable_shm;	  /* never use the co-located shared-memory path */
 	bool cache_descriptors;	  /* hot reads in one round trip (see "Descriptor cache") */
+	const char *cluster_secret_file; /* the cluster secret (the daemons' cluster_secret_file);
+				     NULL: $MOONCAKE_CLUSTER_SECRET_FILE if set, else none */
+	const char *token_file;	  /* a tenant's (or an admin's) token, proven to the master
+				     (tenant_tokens_file); NULL: $MOONCAKE_TOKEN_FILE if set,
+				     else none (the default tenant) */
 };
 
 /*
@@ -103,8 +108,12 @@ struct mc_client_opts {
  * Creates a client and connects once to the master (HELLO) to check that it
  * is reachable and speaks our protocol.  The strings of opts are copied.
  * *ret is freed with mc_client_free().
- * Errors: INVALID_PARAMS (bad address, tenant too long, bad sz), RPC_FAIL /
- * RPC_TIMEOUT (master unreachable), INVALID_VERSION, NO_MEMORY.
+ * Errors: INVALID_PARAMS (bad address, tenant too long, bad sz, a secret or
+ * token file that is empty, over 4096 bytes or not one line; a secret under
+ * 16 bytes), FILE_NOT_FOUND / FILE_OPEN_FAIL (secret or token file),
+ * RPC_FAIL / RPC_TIMEOUT (master unreachable), INVALID_VERSION,
+ * AUTH_FAILED (the master refused the handshake: wrong or missing secret,
+ * unknown token; or it did not prove our secret), NO_MEMORY.
  */
 MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **ret);
 

@@ -75,7 +75,8 @@ extern "C" {
 	X(NO_MEMORY,                   -1800, 503, "out of memory") \
 	X(TOO_LARGE,                   -1801, 413, "request exceeds a size limit") \
 	X(GRANT_DENIED,                -1900, 403, "data access not granted (no grant, forged, wrong mode or range)") \
-	X(GRANT_EXPIRED,               -1901, 403, "data access grant expired: ask the master again")
+	X(GRANT_EXPIRED,               -1901, 403, "data access grant expired: ask the master again") \
+	X(AUTH_FAILED,                 -1902, 401, "authentication failed: wrong or missing cluster secret or token")
 
 enum mc_error {
 #define MC__ERR_ENUM(name, value, http, desc) MC_ERR_##name = (value),

@@ -37,6 +37,7 @@ struct mc_pool {
 	pthread_mutex_t mu;
 	char addr[MC_MAX_SEGMENT_NAME + 8];
 	int timeout_ms;
+	const struct mc_rpc_cred *cred;	/* the handshake's (the client's); NULL: none */
 	struct mc_conn *idle;
 	unsigned nidle;
 };
@@ -115,6 +116,9 @@ struct mc_client {
 	struct mc_uuid id;
 	bool use_shm;
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
+	uint8_t *secret, *token;	/* cluster secret, tenant token (NULL: none) */
+	size_t secret_len, token_len;
+	struct mc_rpc_cred cred;	/* both, and id: every connection's handshake */
 	struct mc_pool mpool;		/* the master */
 	pthread_mutex_t nodes_mu;
 	struct mc_node *nodes;

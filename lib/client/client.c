@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "client/client-internal.h"
+#include "proto/handshake.h"
 #include "util/hash.h"
 #include "util/macro.h"
 
@@ -44,6 +45,18 @@ static uint64_t env_u64(const char *name)
 	return (errno || *end) ? 0 : (uint64_t)x;
 }
 
+/* A secret or token file: opts' path, else the environment's, else none. */
+static int read_key(const char *path, const char *env, size_t min_len, uint8_t **ret,
+		    size_t *ret_len)
+{
+	char err[8];
+	if (!path)
+		path = getenv(env);
+	if (!path || !*path)
+		return 0;
+	return mc_hs_key_read(env, path, min_len, ret, ret_len, err, sizeof(err));
+}
+
 MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **ret)
 {
 	struct mc_client_opts o = { .sz = sizeof(o) };
@@ -56,6 +69,8 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 		o.sz = sizeof(o);
 		if (!OPT_HAS(opts, struct mc_client_opts, disable_shm))
 			o.disable_shm = false;
+		if (!OPT_HAS(opts, struct mc_client_opts, token_file))
+			o.cluster_secret_file = o.token_file = NULL;
 	}
 	const char *master = o.master && *o.master ? o.master : DEFAULT_MASTER;
 	const char *tenant = o.tenant ? o.tenant : "";
@@ -80,6 +95,17 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 		free(c);
 		return MC_ERR_INTERNAL_ERROR;
 	}
+	int r;
+	if ((r = read_key(o.cluster_secret_file, "MOONCAKE_CLUSTER_SECRET_FILE", MC_HS_MIN_SECRET,
+			  &c->secret, &c->secret_len)) < 0 ||
+	    (r = read_key(o.token_file, "MOONCAKE_TOKEN_FILE", 1, &c->token, &c->token_len)) < 0) {
+		mc_hs_key_free(c->secret, c->secret_len);
+		free(c);
+		return r;
+	}
+	c->cred = (struct mc_rpc_cred){ .secret = c->secret, .secret_len = c->secret_len,
+					.token = c->token, .token_len = c->token_len,
+					.client_id = c->id };
 	const char *ds = getenv("MC_DISABLE_SHM");
 	c->use_shm = !o.disable_shm && !(ds && *ds && strcmp(ds, "0") != 0);
 	c->test_read_delay_ms = env_u64("MC_TEST_READ_DELAY_MS");
@@ -92,10 +118,11 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	pthread_mutex_init(&c->nodes_mu, NULL);
 	pthread_mutex_init(&c->bufs_mu, NULL);
 	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms);
+	c->mpool.cred = &c->cred;
 
 	/* Reach the master once now: a wrong address fails here, not later. */
 	struct mc_conn *cn = NULL;
-	int r = mc_pool_get(&c->mpool, &cn);
+	r = mc_pool_get(&c->mpool, &cn);
 	if (r < 0) {
 		mc_client_free(c);
 		return r;
@@ -115,6 +142,8 @@ MC_API void mc_client_free(struct mc_client *c)
 	pthread_mutex_destroy(&c->nodes_mu);
 	pthread_mutex_destroy(&c->bufs_mu);
 	free(c->bufs);
+	mc_hs_key_free(c->secret, c->secret_len);
+	mc_hs_key_free(c->token, c->token_len);
 	free(c);
 }
 
@@ -137,6 +166,7 @@ int mc_client_node(struct mc_client *c, struct mc_bytes ep, struct mc_node **ret
 	if (!n && (n = calloc(1, sizeof(*n)))) {
 		memcpy(n->endpoint, ep.p, ep.len);
 		mc_pool_init(&n->pool, n->endpoint, ep.len, c->timeout_ms);
+		n->pool.cred = &c->cred;
 		pthread_mutex_init(&n->shm_mu, NULL);
 		n->next = c->nodes;
 		c->nodes = n;

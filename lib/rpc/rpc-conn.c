@@ -8,6 +8,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "proto/handshake.h"
 #include "rpc/rpc-conn.h"
 #include "util/clock.h"
 #include "util/sock.h"
@@ -183,7 +184,67 @@ int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
 	return 0;
 }
 
+/* The client side of proto/handshake.h: C1, check S1, C2, S2. */
+static int conn_handshake(struct mc_rpc_conn *c, const struct mc_rpc_cred *cred)
+{
+	static const struct mc_rpc_cred none;
+	uint8_t c1[MC_HS_HELLO_LEN], s1[MC_HS_CHALLENGE_LEN], c2[MC_HS_PROOF_LEN];
+	uint8_t s2[MC_HS_VERDICT_LEN], mac[MC_HS_MAC_LEN];
+	struct mc_hs_hello h = { 0 };
+	struct mc_hs_challenge ch;
+	struct mc_hs_proof pr;
+	struct mc_hs_verdict v;
+	int r;
+	if (!cred)
+		cred = &none;
+	memset(&pr, 0, sizeof(pr));
+	if (mc_hs_nonce(h.nonce) < 0)
+		return MC_ERR_INTERNAL_ERROR;
+	h.flags = (cred->secret_len ? MC_HS_F_SECRET : 0) | (cred->token_len ? MC_HS_F_TOKEN : 0);
+	h.client_id = cred->client_id;
+	if (cred->token_len)
+		mc_hs_token_id(cred->token, cred->token_len, h.token_id);
+	mc_hs_hello_encode(&h, c1);
+	struct iovec iov = { c1, sizeof(c1) };
+	if ((r = send_iov(c->fd, &iov, 1)) < 0 || (r = conn_read(c, s1, sizeof(s1))) < 0)
+		return fail(c, r);
+	if (mc_hs_challenge_decode(s1, sizeof(s1), &ch) < 0)
+		return fail(c, MC_ERR_DESERIALIZE_FAIL);
+	if (ch.status) {
+		c->broken = true;
+		return MC_ERR_AUTH_FAILED;
+	}
+	/* The server proves the secret first. */
+	mc_hs_mac(MC_HS_MAC_SERVER, cred->secret, cred->secret_len, c1, s1, 40, mac);
+	if (!mc_hs_mac_eq(mac, ch.proof)) {
+		c->broken = true;
+		return MC_ERR_AUTH_FAILED;
+	}
+	mc_hs_mac(MC_HS_MAC_CLIENT, cred->secret, cred->secret_len, c1, s1, sizeof(s1),
+		  pr.secret_proof);
+	if (cred->token_len)
+		mc_hs_mac(MC_HS_MAC_TOKEN, cred->token, cred->token_len, c1, s1, sizeof(s1),
+			  pr.token_proof);
+	mc_hs_proof_encode(&pr, c2);
+	iov = (struct iovec){ c2, sizeof(c2) };
+	if ((r = send_iov(c->fd, &iov, 1)) < 0 || (r = conn_read(c, s2, sizeof(s2))) < 0)
+		return fail(c, r);
+	if (mc_hs_verdict_decode(s2, sizeof(s2), &v) < 0)
+		return fail(c, MC_ERR_DESERIALIZE_FAIL);
+	if (v.status) {
+		c->broken = true;
+		return MC_ERR_AUTH_FAILED;
+	}
+	return 0;
+}
+
 int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
+{
+	return mc_rpc_conn_open_cred(addr, timeout_ms, NULL, ret);
+}
+
+int mc_rpc_conn_open_cred(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
+			  struct mc_rpc_conn **ret)
 {
 	struct sockaddr_storage sa;
 	socklen_t len;
@@ -207,12 +268,17 @@ int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
 	c->next_id = 1;
 	mc_wbuf_init(&c->out, MC_PROTO_MAX_BODY + MC_FRAME_HDR_LEN);
 
+	int r = conn_handshake(c, cred);
+	if (r < 0) {
+		mc_rpc_conn_close(c);
+		return r;
+	}
 	struct mc_arena a;
 	struct mc_msg_hello_req q = { .proto_version = MC_PROTO_VERSION,
 				      .client_version = mc_bytes_str(MC_VERSION_STRING) };
 	struct mc_msg_hello_resp p;
 	mc_arena_init(&a);
-	int r = mc_rpc_call(c, MC_OP_HELLO, &q, &p, &a, NULL);
+	r = mc_rpc_call(c, MC_OP_HELLO, &q, &p, &a, NULL);
 	mc_arena_free(&a);
 	if (r < 0) {
 		mc_rpc_conn_close(c);

@@ -23,11 +23,26 @@
 #include <sys/uio.h>
 
 #include "proto/msg.h"
+#include "util/uuid.h"
 
 struct mc_rpc_conn;
 
+/* What a connection proves and binds in the handshake (proto/handshake.h). */
+struct mc_rpc_cred {
+	const uint8_t *secret;        /* the cluster secret, or NULL */
+	size_t secret_len;
+	const uint8_t *token;         /* the tenant (or admin) token, or NULL */
+	size_t token_len;
+	struct mc_uuid client_id;     /* bound to the connection; nil: none */
+};
+
 /* addr: "host:port" or "unix:/path".  timeout_ms bounds connect and every
- * read/write (0: no limit).  Sends HELLO and checks the protocol version. */
+ * read/write (0: no limit).  Runs the handshake with cred (NULL: no
+ * secret, no token, no client id), then sends HELLO and checks the protocol
+ * version.  A refused handshake, or a server that does not prove the
+ * secret we hold, is MC_ERR_AUTH_FAILED. */
+int mc_rpc_conn_open_cred(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
+			  struct mc_rpc_conn **ret);
 int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret);
 struct mc_rpc_conn *mc_rpc_conn_close(struct mc_rpc_conn *c);
 bool mc_rpc_conn_ok(const struct mc_rpc_conn *c);

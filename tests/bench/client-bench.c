@@ -5,6 +5,8 @@
  * Redis, a raw loopback stream and memcpy measured in the same run).
  *
  *   client-bench MASTER small CONC SECONDS    4 KiB put then get ops/s with CONC threads
+ *   client-bench MASTER connect COUNT N       connections/s: COUNT new clients, each one
+ *                                             connection to the master (N is ignored)
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE
  *
  * MC_DISABLE_SHM=1 in the environment forces the TCP data path; without it a
@@ -198,15 +200,37 @@ static int run_large(size_t size, int count)
 	return rc;
 }
 
+/* COUNT clients created and freed: each opens one connection (TCP connect,
+ * the handshake, HELLO). */
+static int run_connect(const struct mc_client_opts *o, int count)
+{
+	uint64_t t0 = mc_now_ns();
+	for (int i = 0; i < count; i++) {
+		struct mc_client *c;
+		int r = mc_client_new(o, &c);
+		if (r < 0) {
+			fprintf(stderr, "client-bench: connect: %s\n", mc_error_name(r));
+			return 1;
+		}
+		mc_client_free(c);
+	}
+	double s = (double)(mc_now_ns() - t0) / 1e9;
+	printf("client-bench connect %.0f conn/s\n", count / s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
-		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER large SIZE COUNT\n");
+		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER large SIZE COUNT"
+			" | MASTER connect COUNT 0\n");
 		return 2;
 	}
 	struct mc_client_opts o = { .sz = sizeof(o), .master = argv[1] };
 	const char *shm = getenv("MC_DISABLE_SHM");
 	o.disable_shm = shm && *shm == '1';
+	if (strcmp(argv[2], "connect") == 0)
+		return run_connect(&o, atoi(argv[3]));
 	int r = mc_client_new(&o, &C);
 	if (r < 0) {
 		fprintf(stderr, "client-bench: cannot reach '%s': %s\n", argv[1], mc_error_name(r));

@@ -14,5 +14,7 @@ echo "== cluster (master + node + libmooncake on loopback)"
 O=$O tests/bench/cluster.sh
 echo "== durable 4 KiB put/get against Redis both ways"
 O=$O tests/bench/durable.sh
+echo "== cluster secret (the handshake) vs none"
+O=$O tests/bench/auth.sh
 echo "== tracer overhead (mooncake-trace attached vs detached)"
 O=$O tests/bench/trace-overhead.sh

@@ -47,9 +47,13 @@ setup() {
 		sleep 0.05
 	done
 	[ -n "$ok" ] || { echo "# the bridge does not pass traffic" >&2; return 1; }
-	MC_EXEC="ip netns exec $P-m" MC_MASTER_IP=$MIP start_master --client_ttl_ms=1500
-	MC_EXEC="ip netns exec $P-n1" MC_NODE_IP=$N1IP start_node n1 --segment_size=32M
-	MC_EXEC="ip netns exec $P-n2" MC_NODE_IP=$N2IP start_node n2 --segment_size=32M
+	# across hosts every daemon and client needs the cluster secret
+	head -c 32 /dev/urandom | base64 >"$MC_DIR/secret"
+	export MOONCAKE_CLUSTER_SECRET_FILE=$MC_DIR/secret
+	local s=--cluster_secret_file=$MC_DIR/secret
+	MC_EXEC="ip netns exec $P-m" MC_MASTER_IP=$MIP start_master --client_ttl_ms=1500 "$s"
+	MC_EXEC="ip netns exec $P-n1" MC_NODE_IP=$N1IP start_node n1 --segment_size=32M "$s"
+	MC_EXEC="ip netns exec $P-n2" MC_NODE_IP=$N2IP start_node n2 --segment_size=32M "$s"
 	MC_CTL_EXEC="ip netns exec $P-c"
 }
 
@@ -138,4 +142,20 @@ teardown() {
 	done
 	[ "$n" = 2 ]
 	get_compare "cut-$i"
+}
+
+@test "without a cluster secret, a master serves no peer on another host" {
+	local log=$MC_DIR/open.log
+	ip netns exec "$P-m" "$MASTER" --rpc_address=0.0.0.0 --rpc_port=0 --http_port=0 \
+		--state_dir="$MC_DIR/open" </dev/null 2>"$log" 3>&- &
+	echo "$! open-master" >>"$MC_DIR/pids"
+	local port
+	port=$(_mc_wait_line "$log" '.*ready: rpc on [^ ,]*:\([0-9]*\),.*' "$!")
+	grep -q 'NO CLUSTER SECRET' "$log"
+	# the cluster secret does not help: this master has none to check
+	run -1 ip netns exec "$P-c" "$CTL" --rpc "$MIP:$port" object exist k
+	MOONCAKE_CLUSTER_SECRET_FILE= run -1 ip netns exec "$P-c" "$CTL" --rpc "$MIP:$port" object exist k
+	grep -q 'refused a connection from a non-loopback peer' "$log"
+	# on its own host it serves
+	run -4 ip netns exec "$P-m" env MOONCAKE_CLUSTER_SECRET_FILE= "$CTL" --rpc "127.0.0.1:$port" object exist k
 }

@@ -27,6 +27,12 @@
  * OFFSET,LENGTH,GRANT" (SEGMENT a 32-digit hex uuid, GRANT hex, "-" when
  * none): what read and write take (GRANT "-" or absent: none).
  *
+ * The handshake (proto/handshake.h) is skipped unless the environment asks
+ * for it: MC_RPC_HANDSHAKE=1 (no secret), MC_RPC_SECRET_FILE=F (prove the
+ * secret in F), MC_RPC_TOKEN_FILE=F (prove a tenant token), MC_RPC_CLIENT=N
+ * (bind the connection to client N; default: none).  A refused handshake
+ * prints "AUTH_FAILED <reason>" and exits 1.
+ *
  * A KEY written hex:6b6579 is those bytes (binary keys, NULs included).
  * CLIENT and SEGMENT are small integers (the uuid's low half).  Exit 0 when
  * every response came back (whatever its status), 1 on a transport error,
@@ -37,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/handshake.h"
 #include "proto/msg.h"
 #include "util/sock.h"
 
@@ -97,8 +104,12 @@ static int call(uint16_t op, const void *req, struct mc_arena *a, union mc_msg_a
 	return f.hdr.status;
 }
 
+/* A small integer, or a whole id in 32 hex digits (as /api/v1/clients shows it). */
 static struct mc_uuid id_of(const char *s)
 {
+	unsigned long long hi, lo;
+	if (strlen(s) == 32 && sscanf(s, "%16llx%16llx", &hi, &lo) == 2)
+		return (struct mc_uuid){ .hi = hi, .lo = lo };
 	return (struct mc_uuid){ .hi = 0x6d632d727063ull, .lo = strtoull(s, NULL, 0) };
 }
 
@@ -116,6 +127,72 @@ static struct mc_bytes key_of(const char *s)
 		buf[n++] = (uint8_t)v;
 	}
 	return MC_BYTES(buf, n);
+}
+
+static uint8_t *key_file(const char *env, size_t *len)
+{
+	const char *path = getenv(env);
+	uint8_t *k = NULL;
+	char err[512];
+	*len = 0;
+	if (path && *path && mc_hs_key_read(env, path, 1, &k, len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mc-rpc: %s\n", err);
+		exit(2);
+	}
+	return k;
+}
+
+static void refused(const char *why)
+{
+	printf("AUTH_FAILED %s\n", why);
+	exit(1);
+}
+
+/* The client side of the handshake, written out here (not rpc-conn's) so
+ * that a test can play a peer that lies about its secret. */
+static void handshake(void)
+{
+	const char *hs = getenv("MC_RPC_HANDSHAKE"), *cl = getenv("MC_RPC_CLIENT");
+	size_t slen, tlen;
+	uint8_t *secret = key_file("MC_RPC_SECRET_FILE", &slen);
+	uint8_t *token = key_file("MC_RPC_TOKEN_FILE", &tlen);
+	if (!(hs && *hs && strcmp(hs, "0")) && !secret && !token && !(cl && *cl))
+		return;
+	struct mc_hs_hello h = { .flags = (secret ? MC_HS_F_SECRET : 0) | (token ? MC_HS_F_TOKEN : 0) };
+	struct mc_hs_challenge ch;
+	struct mc_hs_proof pr;
+	struct mc_hs_verdict v;
+	uint8_t c1[MC_HS_HELLO_LEN], s1[MC_HS_CHALLENGE_LEN], c2[MC_HS_PROOF_LEN];
+	uint8_t s2[MC_HS_VERDICT_LEN], mac[MC_HS_MAC_LEN];
+	memset(&pr, 0, sizeof(pr));
+	if (cl && *cl)
+		h.client_id = id_of(cl);
+	if (token)
+		mc_hs_token_id(token, tlen, h.token_id);
+	if (mc_hs_nonce(h.nonce) < 0)
+		exit(1);
+	mc_hs_hello_encode(&h, c1);
+	if (mc_write_full(fd, c1, sizeof(c1)) < 0 || mc_read_full(fd, s1, sizeof(s1)) < 0)
+		refused("connection closed");
+	if (mc_hs_challenge_decode(s1, sizeof(s1), &ch) < 0)
+		refused("bad challenge");
+	if (ch.status)
+		refused(mc_hs_status_str(ch.status));
+	mc_hs_mac(MC_HS_MAC_SERVER, secret, slen, c1, s1, 40, mac);
+	if (!mc_hs_mac_eq(mac, ch.proof))
+		refused("the server did not prove the secret");
+	mc_hs_mac(MC_HS_MAC_CLIENT, secret, slen, c1, s1, sizeof(s1), pr.secret_proof);
+	if (token)
+		mc_hs_mac(MC_HS_MAC_TOKEN, token, tlen, c1, s1, sizeof(s1), pr.token_proof);
+	mc_hs_proof_encode(&pr, c2);
+	if (mc_write_full(fd, c2, sizeof(c2)) < 0 || mc_read_full(fd, s2, sizeof(s2)) < 0)
+		refused("connection closed");
+	if (mc_hs_verdict_decode(s2, sizeof(s2), &v) < 0)
+		refused("bad verdict");
+	if (v.status)
+		refused(mc_hs_status_str(v.status));
+	mc_hs_key_free(secret, slen);
+	mc_hs_key_free(token, tlen);
 }
 
 static void usage(void)
@@ -194,6 +271,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mc-rpc: cannot connect to %s\n", argv[1]);
 		return 1;
 	}
+	handshake();
 	mc_arena_init(&a);
 	const char *op = argv[2];
 	memset(&resp, 0, sizeof(resp));

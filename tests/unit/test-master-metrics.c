@@ -153,8 +153,10 @@ static void test_master_families(void **state)
 	assert_int_equal(mc_master_clients_ping(f->clients, client_id(1)), MC_CLIENT_OK);
 	assert_int_equal(mc_master_clients_ping(f->clients, client_id(7)), MC_CLIENT_NEED_REMOUNT);
 
-	/* Two RPC errors of different codes, one success. */
-	assert_rc(mc_rpc_conn_open(f->addr, 2000, &c), 0);
+	/* Two RPC errors of different codes, one success (the connection is
+	 * bound to the client id its PUT_END names). */
+	struct mc_rpc_cred cred = { .client_id = client_id(1) };
+	assert_rc(mc_rpc_conn_open_cred(f->addr, 2000, &cred, &c), 0);
 	mc_arena_init(&a);
 	struct mc_msg_get_replica_list_req g = { .key = mc_bytes_str("nope") };
 	assert_rc(mc_rpc_call(c, MC_OP_GET_REPLICA_LIST, &g, &resp, &a, NULL),
