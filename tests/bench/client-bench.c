@@ -10,7 +10,9 @@
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE
  *
  * MC_DISABLE_SHM=1 in the environment forces the TCP data path; without it a
- * client on the node's host uses the shared segment.  Output:
+ * client on the node's host uses the shared segment.  MC_BENCH_HOT=N makes
+ * each thread's gets cycle over its first N keys only (a hot set, for the
+ * descriptor cache: MC_CACHE_DESCRIPTORS=1).  Output:
  * "client-bench <metric> <value> <unit>" lines.
  */
 #include <inttypes.h>
@@ -26,6 +28,7 @@
 
 static struct mc_client *C;
 static int SECONDS;
+static uint64_t HOT;	/* MC_BENCH_HOT=N: each thread's gets cycle over its first N keys */
 
 /* Latency samples per thread (the first MAXLAT of each phase). */
 #define MAXLAT 200000u
@@ -96,7 +99,8 @@ static void *small_main(void *arg)
 	}
 	uint64_t t1 = mc_now_ns();
 	end = t1 + (uint64_t)SECONDS * 500000000u;
-	for (uint64_t i = 0, t = t1; t < end; i = (i + 1) % n) {
+	uint64_t span = HOT && HOT < n ? HOT : n;	/* MC_BENCH_HOT: read a hot set only */
+	for (uint64_t i = 0, t = t1; t < end; i = (i + 1) % span) {
 		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
 		if (mc_get_into(C, key, strlen(key), out, sizeof(out), &len) == 0)
 			w->gets++;
@@ -231,6 +235,8 @@ int main(int argc, char **argv)
 	o.disable_shm = shm && *shm == '1';
 	if (strcmp(argv[2], "connect") == 0)
 		return run_connect(&o, atoi(argv[3]));
+	const char *hot = getenv("MC_BENCH_HOT");
+	HOT = hot ? strtoull(hot, NULL, 10) : 0;
 	int r = mc_client_new(&o, &C);
 	if (r < 0) {
 		fprintf(stderr, "client-bench: cannot reach '%s': %s\n", argv[1], mc_error_name(r));
