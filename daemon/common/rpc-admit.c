@@ -17,7 +17,7 @@
 
 #define DEFAULT_MAX_CONNS   4096u
 #define FD_RESERVE          64u	/* descriptors left to the rest of the daemon */
-#define HANDSHAKE_MS        5000u
+#define HANDSHAKE_MS        30000u	/* generous: a starved client on a loaded host is slow */
 #define BACKOFF_MIN_MS      50u
 #define BACKOFF_MAX_MS      1000u
 #define LOG_EVERY_MS        10000u

@@ -11,7 +11,7 @@
  *    when a secret or tenant tokens are configured, optional otherwise (a
  *    connection starting with a frame is then served unbound, as before).
  *    A connection that has not finished it within the handshake timeout
- *    (5 s, or the idle timeout if shorter) is closed.
+ *    (30 s, or the idle timeout if shorter) is closed.
  *  - Binding.  A handshaken connection is bound to its client id and, with
  *    tenant tokens, to its tenant: a request whose client_id differs (zero
  *    included) or that names another tenant is MC_ERR_ILLEGAL_CLIENT; an

@@ -305,7 +305,7 @@ complete_words() {
 	run -0 complete_words mooncakectl snapshot ""
 	[ "$(echo $output)" = "list create" ]
 	run -0 complete_words mooncakectl object put k f --
-	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group --master --rpc --tenant --token-file --timeout --output --json --help --version" ]
+	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group --master --rpc --tenant --token-file --secret-file --timeout --output --json --help --version" ]
 	# Global options anywhere: after the verb, between group and verb.
 	run -0 complete_words mooncakectl object ls -o json --p
 	[ "$output" = --prefix ]
