@@ -90,7 +90,7 @@ HOLD=tests/tools/mc-hold-conns.py
 @test "REST: a too long URI is 414 and too large headers are 431, both in the JSON error format" {
 	start_master
 	local long hdr
-	long=$(head -c 20000 /dev/zero | tr '\0' a)
+	long=$(head -c 40000 /dev/zero | tr '\0' a)
 	run -0 curl -s -D "$BATS_TEST_TMPDIR/h" -o "$BATS_TEST_TMPDIR/b" -w '%{http_code}' \
 		"http://$MASTER_HTTP/api/v1/objects?prefix=$long"
 	[ "$output" = 414 ]
