@@ -451,7 +451,7 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 		memcpy(s->routes, cfg->routes, cfg->nroutes * sizeof(*s->routes));
 	s->max_body = cfg->max_body ? cfg->max_body : 1 << 20;
 	size_t pool = cfg->conn_memory ? cfg->conn_memory : 64 * 1024;
-	s->max_uri = pool / 8;
+	s->max_uri = pool / 2;
 	s->max_headers = pool / 4;
 	s->log = cfg->log;
 	s->log_ctx = cfg->log_ctx;

@@ -15,7 +15,7 @@
  * served by a GET route (MHD sends no body); a path no pattern matches -> 404.
  * Error bodies are JSON: {"error":{"code":"NOT_FOUND","message":"..."}}.
  * A request body over max_body bytes -> 413 PAYLOAD_TOO_LARGE, a request
- * target (path and query) over conn_memory / 8 bytes -> 414 URI_TOO_LONG,
+ * target (path and query) over conn_memory / 2 bytes -> 414 URI_TOO_LONG,
  * request headers over conn_memory / 4 bytes -> 431 HEADERS_TOO_LARGE, all
  * JSON (the handler is not called).  A request head that does not fit
  * conn_memory at all is refused by MHD itself, with its own short HTML page:

@@ -135,7 +135,8 @@ static const struct mc_option options[] = {
 	  .choices = mc_config_log_levels),
 	O(max_tenants, MC_OPT_U64, "10000",
 	  "tenants registered at most, default included; a put or quota creating one more fails "
-	  "with TENANT_LIMIT_EXCEEDED (empty tenants are reclaimed)", .min = 1, .max = 65536,
+	  "with TENANT_LIMIT_EXCEEDED (a tenant with no object and no quota is reclaimed after a "
+	  "minute, or at once when the limit is reached)", .min = 1, .max = 65536,
 	  .unit = "tenants"),
 	O(metrics_tenants, MC_OPT_U64, "100",
 	  "per-tenant metric series: the tenants with the most bytes charged, the others summed "

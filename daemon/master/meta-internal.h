@@ -26,6 +26,7 @@ struct mc_tenant {
 	uint64_t objects;                   /* live objects (atomic) */
 	uint32_t users;                     /* calls that resolved the tenant and run (atomic;
 					     * taken under tenants_lock) */
+	uint64_t empty_since_ms;            /* seen empty since (0: not); tenants_lock */
 };
 
 struct mc_shard_tenant {
@@ -132,8 +133,9 @@ static inline void meta_tenant_release(struct mc_meta *m, uint16_t slot)
 	if (slot)	/* the default tenant is never reclaimed, nor counted */
 		__atomic_sub_fetch(&m->tenants[slot]->users, 1, __ATOMIC_RELEASE);
 }
-/* Reclaims the empty tenants; returns how many.  Caller holds tenants_lock. */
-uint32_t meta_tenants_reclaim_locked(struct mc_meta *m);
+/* Reclaims the tenants seen empty for idle_ms at least (0: every empty one);
+ * returns how many.  Caller holds tenants_lock. */
+uint32_t meta_tenants_reclaim_locked(struct mc_meta *m, uint64_t idle_ms);
 /* Key location; fails like meta_tenant_resolve, or INVALID_PARAMS for a bad key.
  * On success the tenant is referenced: meta_tenant_release(ret->tenant). */
 int meta_locate(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool create,

@@ -27,18 +27,28 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->evict_on_full = true;
 	c->allow_evict_soft_pinned = true;
 	c->reap_shards_per_tick = 16;
+	c->tenant_idle_ms = 60000;
 }
 
-uint32_t meta_tenants_reclaim_locked(struct mc_meta *m)
+uint32_t meta_tenants_reclaim_locked(struct mc_meta *m, uint64_t idle_ms)
 {
 	uint32_t n = 0;
+	uint64_t now = meta_now(m) | 1;	/* 0 means "not seen empty" */
 	for (uint32_t slot = 1; slot < m->ntenants; slot++) {
 		struct mc_tenant *t = m->tenants[slot];
+		if (!t)
+			continue;
 		/* users first: a call that resolved t and then made an object
 		 * dropped its reference after counting the object (release). */
-		if (!t || __atomic_load_n(&t->users, __ATOMIC_ACQUIRE) ||
+		if (__atomic_load_n(&t->users, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&t->objects, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED))
+		    __atomic_load_n(&t->quota_bytes, __ATOMIC_RELAXED)) {
+			t->empty_since_ms = 0;
+			continue;
+		}
+		if (!t->empty_since_ms)
+			t->empty_since_ms = now;
+		if (now - t->empty_since_ms < idle_ms)
 			continue;
 		/* No object and no call holds t, and none can find it without
 		 * tenants_lock: it goes.  Its empty tables in the shards stay, for
@@ -59,7 +69,7 @@ static int tenant_register_locked(struct mc_meta *m, const void *name, uint32_t 
 {
 	uint32_t max = m->cfg.max_tenants && m->cfg.max_tenants < MC_MAX_TENANTS ?
 		       m->cfg.max_tenants : MC_MAX_TENANTS;
-	if (m->nlive >= max && !meta_tenants_reclaim_locked(m))
+	if (m->nlive >= max && !meta_tenants_reclaim_locked(m, 0))
 		return MC_ERR_TENANT_LIMIT_EXCEEDED;
 	if (!m->nfree && m->ntenants >= MC_MAX_TENANTS)
 		return MC_ERR_TENANT_LIMIT_EXCEEDED;
@@ -843,7 +853,7 @@ void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx)
 uint32_t mc_meta_reclaim_tenants(struct mc_meta *m)
 {
 	pthread_mutex_lock(&m->tenants_lock);
-	uint32_t n = meta_tenants_reclaim_locked(m);
+	uint32_t n = meta_tenants_reclaim_locked(m, m->cfg.tenant_idle_ms);
 	pthread_mutex_unlock(&m->tenants_lock);
 	return n;
 }

@@ -79,6 +79,8 @@ struct mc_meta_config {
 	uint32_t max_tenants;               /* registered tenants at most, default included
 					     * (0: MC_MAX_TENANTS); one more is
 					     * TENANT_LIMIT_EXCEEDED */
+	uint64_t tenant_idle_ms;            /* an empty tenant is reclaimed by the tick once it
+					     * was seen empty this long (60 000) */
 };
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
@@ -265,8 +267,9 @@ int mc_meta_get_tenant_usage(struct mc_meta *m, struct mc_ref tenant, struct mc_
  * fn must not call mc_meta_*; usage as mc_meta_get_tenant_usage() reports it. */
 typedef void (*mc_tenant_stat_fn)(void *ctx, const char *name, const struct mc_tenant_usage *u);
 void mc_meta_foreach_tenant(struct mc_meta *m, mc_tenant_stat_fn fn, void *ctx);
-/* Reclaims the tenants that hold nothing: no object, no quota, no call in
- * progress (mc_meta_tick() runs it; registration too, at max_tenants).
+/* Reclaims the tenants that hold nothing (no object, no quota, no call in
+ * progress) and were seen so for tenant_idle_ms: mc_meta_tick() runs it.
+ * A registration at max_tenants reclaims every empty tenant at once.
  * Their names may come back later, as new tenants.  Returns how many. */
 uint32_t mc_meta_reclaim_tenants(struct mc_meta *m);
 

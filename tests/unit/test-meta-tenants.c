@@ -27,7 +27,7 @@
 #include "meta-helpers.h"
 #include "meta-fixture.h"
 
-static struct mc_meta *meta_max(struct test_clock *clk, uint32_t max)
+static struct mc_meta *meta_max(struct test_clock *clk, uint32_t max, uint64_t idle_ms)
 {
 	struct mc_meta_config cfg;
 	struct mc_meta *m = NULL;
@@ -36,6 +36,7 @@ static struct mc_meta *meta_max(struct test_clock *clk, uint32_t max)
 	cfg.evict_on_full = false;
 	cfg.eviction_high_watermark = 1.0;
 	cfg.max_tenants = max;
+	cfg.tenant_idle_ms = idle_ms;
 	assert_rc(mc_meta_new(&cfg, &m), 0);
 	assert_rc(mount_seg(m, C1, 1, "seg", 64 * MiB), 0);
 	return m;
@@ -51,7 +52,7 @@ static uint32_t ntenants(struct mc_meta *m)
 static void test_empty_tenant_reclaimed_at_tick(void **state)
 {
 	struct test_clock clk = { .now = T0 };
-	struct mc_meta *m = meta_max(&clk, 0);
+	struct mc_meta *m = meta_max(&clk, 0, 60000);
 	struct mc_ref a = ref_str("alpha"), b = ref_str("beta");
 	(void)state;
 	assert_rc(put(m, C1, a, "k", 4 * KiB, 1), 0);
@@ -60,6 +61,13 @@ static void test_empty_tenant_reclaimed_at_tick(void **state)
 	assert_rc(mc_meta_set_quota(m, b, 1 * MiB), 0);
 	assert_rc(mc_meta_remove(m, a, ref_str("k"), true), 0);
 	assert_rc(mc_meta_remove(m, b, ref_str("k"), true), 0);
+	/* seen empty now, but gone only after a minute of it */
+	mc_meta_tick(m);
+	assert_int_equal(ntenants(m), 3);
+	test_clock_advance(&clk, 59999);
+	mc_meta_tick(m);
+	assert_int_equal(ntenants(m), 3);
+	test_clock_advance(&clk, 1);
 	mc_meta_tick(m);
 	/* alpha held nothing: gone; beta has a quota: stays */
 	assert_int_equal(ntenants(m), 2);
@@ -84,7 +92,7 @@ static void test_empty_tenant_reclaimed_at_tick(void **state)
 static void test_limit_is_its_own_error(void **state)
 {
 	struct test_clock clk = { .now = T0 };
-	struct mc_meta *m = meta_max(&clk, 3);	/* default + 2 */
+	struct mc_meta *m = meta_max(&clk, 3, 60000);	/* default + 2 */
 	(void)state;
 	assert_rc(put(m, C1, ref_str("t1"), "k", 4 * KiB, 1), 0);
 	assert_rc(put(m, C1, ref_str("t2"), "k", 4 * KiB, 1), 0);
@@ -114,10 +122,12 @@ static void test_limit_is_its_own_error(void **state)
 static void test_processing_put_keeps_tenant(void **state)
 {
 	struct test_clock clk = { .now = T0 };
-	struct mc_meta *m = meta_max(&clk, 2);
+	struct mc_meta *m = meta_max(&clk, 2, 60000);
 	(void)state;
 	/* a put in progress is an object: its tenant stays */
 	assert_rc(put_start(m, C1, ref_str("p"), "k", 4 * KiB, 1), 0);
+	mc_meta_tick(m);
+	test_clock_advance(&clk, 120000);
 	mc_meta_tick(m);
 	assert_rc(put(m, C1, ref_str("q"), "k", 4 * KiB, 1), MC_ERR_TENANT_LIMIT_EXCEEDED);
 	assert_rc(mc_meta_put_end(m, C1, ref_str("p"), ref_str("k"), false, 0), 0);
@@ -226,7 +236,7 @@ static void test_stress(void **state)
 	pthread_t tk;
 	int tbad = 0;
 	(void)state;
-	SM = meta_max(&clk, 8);
+	SM = meta_max(&clk, 8, 0);
 	__atomic_store_n(&STOP, 0, __ATOMIC_RELEASE);
 	for (int i = 0; i < NTHREADS; i++) {
 		w[i] = (struct worker){ .rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) };
