@@ -38,52 +38,46 @@ static uint64_t owner_of(const struct rep_rec *r)
 	return r->seg.lo / 10;
 }
 
+/* Puts n keys "<prefix><i>" asking for nrep replicas; each must get exactly
+ * want, on distinct owners.  Returns the owners common to every put. */
+static uint64_t put_owners(struct mc_meta *m, const char *prefix, int n, uint32_t nrep,
+			   uint32_t want)
+{
+	char key[24];
+	uint64_t all = 0;
+	for (int i = 0; i < n; i++) {
+		struct rep_sink rs = { 0 };
+		uint64_t seen = 0;
+		snprintf(key, sizeof(key), "%s%d", prefix, i);
+		assert_rc(put_pref(m, key, 1000, nrep, NULL, 0, &rs), 0);
+		assert_int_equal(rs.n, want);
+		for (uint32_t j = 0; j < rs.n; j++) {
+			assert_false(seen & (1ull << owner_of(&rs.r[j])));	/* distinct nodes */
+			seen |= 1ull << owner_of(&rs.r[j]);
+		}
+		all = i ? all & seen : seen;
+	}
+	return all;
+}
+
 /* The issue's case: a node with two segments (two names) and a second node.
  * Replicas go to distinct nodes, then distinct hosts where hosts differ. */
 static void test_placement_distinct_nodes_and_hosts(void **state)
 {
 	struct fx *f = *state;
 	struct mc_meta *m = f->m;
-	char key[24];
 
 	assert_rc(mount_on(m, client_id(1), 10, "n1-0", "host-a"), 0);
 	assert_rc(mount_on(m, client_id(1), 11, "n1-1", "host-a"), 0);
 	assert_rc(mount_on(m, client_id(2), 20, "n2-0", "host-a"), 0);
-	for (int i = 0; i < 40; i++) {
-		struct rep_sink rs = { 0 };
-		snprintf(key, sizeof(key), "two%d", i);
-		assert_rc(put_pref(m, key, 1000, 2, NULL, 0, &rs), 0);
-		assert_int_equal(rs.n, 2);
-		assert_int_not_equal(owner_of(&rs.r[0]), owner_of(&rs.r[1]));
-	}
-	/* Three wanted, two nodes: two placed, each on its own node. */
-	for (int i = 0; i < 20; i++) {
-		struct rep_sink rs = { 0 };
-		snprintf(key, sizeof(key), "three%d", i);
-		assert_rc(put_pref(m, key, 1000, 3, NULL, 0, &rs), 0);
-		assert_int_equal(rs.n, 2);
-		assert_int_not_equal(owner_of(&rs.r[0]), owner_of(&rs.r[1]));
-	}
+	/* Two replicas, and three wanted: two placed, on the two nodes. */
+	assert_int_equal(put_owners(m, "two", 40, 2, 2), (1u << 1) | (1u << 2));
+	assert_int_equal(put_owners(m, "three", 20, 3, 2), (1u << 1) | (1u << 2));
 	/* A node on another host: two replicas always span both hosts. */
 	assert_rc(mount_on(m, client_id(3), 30, "n3-0", "host-b"), 0);
-	for (int i = 0; i < 40; i++) {
-		struct rep_sink rs = { 0 };
-		snprintf(key, sizeof(key), "hosts%d", i);
-		assert_rc(put_pref(m, key, 1000, 2, NULL, 0, &rs), 0);
-		assert_int_equal(rs.n, 2);
-		assert_true((owner_of(&rs.r[0]) == 3) != (owner_of(&rs.r[1]) == 3));
-	}
+	assert_int_equal(put_owners(m, "hosts", 40, 2, 2) & (1u << 3), 1u << 3);
 	/* Three replicas: three nodes (host-a is then shared: too few hosts). */
-	for (int i = 0; i < 20; i++) {
-		struct rep_sink rs = { 0 };
-		snprintf(key, sizeof(key), "all%d", i);
-		assert_rc(put_pref(m, key, 1000, MC_MAX_REPLICAS, NULL, 0, &rs), 0);
-		assert_int_equal(rs.n, 3);
-		uint64_t seen = 0;
-		for (uint32_t j = 0; j < rs.n; j++)
-			seen |= 1ull << owner_of(&rs.r[j]);
-		assert_int_equal(seen, (1u << 1) | (1u << 2) | (1u << 3));
-	}
+	assert_int_equal(put_owners(m, "all", 20, MC_MAX_REPLICAS, 3), (1u << 1) | (1u << 2) | (1u << 3));
 }
 
 static void test_placement_distinct_names(void **state)
