@@ -70,11 +70,16 @@ static uint32_t slot_of(const void *key, size_t klen, uint64_t *ret_hash)
 	return (uint32_t)(h % CACHE_SLOTS);
 }
 
-/* Points the copied descriptors' endpoints at the entry's own storage. */
-static void fix_endpoints(struct mc_dcache_entry *e)
+/* Points the copied descriptors' strings and grants at the entry's own
+ * storage (the lengths are the copied descriptors'). */
+static void fix_pointers(struct mc_dcache_entry *e)
 {
-	for (uint32_t i = 0; i < e->nrep; i++)
-		e->reps[i].mem.endpoint = MC_BYTES(e->ep[i], strlen(e->ep[i]));
+	for (uint32_t i = 0; i < e->nrep; i++) {
+		struct mc_msg_replica_mem *m = &e->reps[i].mem;
+		m->endpoint.p = (const uint8_t *)e->ep[i];
+		m->shm_path.p = (const uint8_t *)e->shm[i];
+		m->grant.p = e->grant[i];
+	}
 }
 
 void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
@@ -89,11 +94,17 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 	for (uint32_t i = 0; i < p->n_replicas; i++) {
 		const struct mc_replica_desc *r = (const struct mc_replica_desc *)&p->replicas[i];
 		if ((r->type != MC_REPLICA_MEMORY && r->type != MC_REPLICA_NOF_SSD) ||
-		    r->mem.endpoint.len > MC_MAX_SEGMENT_NAME)
+		    r->mem.endpoint.len > MC_MAX_SEGMENT_NAME ||
+		    r->mem.shm_path.len > MC_PROTO_MAX_SHM_PATH ||
+		    r->mem.grant.len > MC_PROTO_MAX_GRANT)
 			return;
 		x.reps[i] = *r;
-		memcpy(x.ep[i], r->mem.endpoint.p, r->mem.endpoint.len);
-		x.ep[i][r->mem.endpoint.len] = 0;
+		if (r->mem.endpoint.len)
+			memcpy(x.ep[i], r->mem.endpoint.p, r->mem.endpoint.len);
+		if (r->mem.shm_path.len)
+			memcpy(x.shm[i], r->mem.shm_path.p, r->mem.shm_path.len);
+		if (r->mem.grant.len)
+			memcpy(x.grant[i], r->mem.grant.p, r->mem.grant.len);
 	}
 	uint32_t s = slot_of(key, klen, &h);
 	x.hash = h;
@@ -131,7 +142,7 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 	}
 	pthread_mutex_unlock(mu);
 	if (hit)
-		fix_endpoints(ret);
+		fix_pointers(ret);
 	return hit;
 }
 

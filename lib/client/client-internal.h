@@ -96,7 +96,10 @@ struct mc_dcache_entry {
 	uint64_t query_ms, lease_ms;	/* when the lookup was sent, the lease it got */
 	uint64_t until_ms;		/* serves reads until then (a margin before the lease ends) */
 	struct mc_replica_desc reps[CACHE_MAX_REPS];
-	char ep[CACHE_MAX_REPS][MC_MAX_SEGMENT_NAME + 1];	/* the endpoints' bytes */
+	/* the bytes the descriptors point to (the reply's arena is reused) */
+	char ep[CACHE_MAX_REPS][MC_MAX_SEGMENT_NAME + 1];
+	char shm[CACHE_MAX_REPS][MC_PROTO_MAX_SHM_PATH + 1];
+	uint8_t grant[CACHE_MAX_REPS][MC_PROTO_MAX_GRANT];
 };
 struct mc_dcache;
 int mc_dcache_new(struct mc_dcache **ret);
@@ -104,7 +107,7 @@ void mc_dcache_free(struct mc_dcache *d);
 /* Keeps a copy of p (memory replicas only, short keys only); d NULL: no-op. */
 void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 		   const struct mc_msg_get_replica_list_resp *p, uint64_t query_ms);
-/* A copy of key's entry while it serves reads (its endpoints point into *ret). */
+/* A copy of key's entry while it serves reads (its descriptors point into *ret). */
 bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret);
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
