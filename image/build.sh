@@ -142,7 +142,9 @@ size=${IMAGE_SIZE:-$(( (used_k * 3 / 2) / 1024 + 256 ))M}
 mkfs.ext4 -q -F -L mooncake-root -E root_owner=0:0 -d "$root" "$out/rootfs.img.tmp" "$size"
 mv "$out/rootfs.img.tmp" "$out/rootfs.img"
 # Quiet: the console shows systemd's errors and what the run unit prints.
-echo "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.show_status=error" >"$out/cmdline"
+# no_timer_check: under TCG on a loaded host the kernel's check of the
+# IO-APIC timer can time out and panic ("IO-APIC + timer doesn't work!").
+echo "root=/dev/vda rw console=ttyS0 panic=-1 no_timer_check quiet systemd.show_status=error" >"$out/cmdline"
 kernel=$(basename "$(readlink -f "$root/vmlinuz")")
 [ "$keep" = 1 ] || rm -rf "$root"
 

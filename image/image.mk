@@ -20,6 +20,7 @@ IMAGE_DEBS = $(filter-out %-dbgsym_%,$(filter-out libmooncake-dev_%,$(notdir $(w
 
 .PHONY: image image-test image-test-cluster
 image: deb
+	$(Q)packaging/deps.sh image
 	$(call msg,IMAGE,$(IMAGE_OUT))
 	$(Q)rm -rf $(IMAGE_OUT).debs && mkdir -p $(IMAGE_OUT).debs
 	$(Q)cd $(DEB_OUT) && cp $(IMAGE_DEBS) $(abspath $(IMAGE_OUT)).debs/
@@ -33,10 +34,12 @@ $(IMAGE_OUT)/rootfs.img:
 	$(Q)$(MAKE) --no-print-directory image
 
 image-test: $(IMAGE_OUT)/rootfs.img
+	$(Q)packaging/deps.sh image
 	$(call msg,VM,self-test)
 	$(Q)image/vm.sh --image $(IMAGE_OUT) --out $(O)/image-test --timeout $(IMAGE_TEST_TIMEOUT) \
 		--vm name=selftest,run=selftest,expect=MOONCAKE-SELFTEST-OK
 
 image-test-cluster: $(IMAGE_OUT)/rootfs.img
+	$(Q)packaging/deps.sh image
 	$(call msg,VM,two-VM test)
 	$(Q)IMAGE_TEST_TIMEOUT=$(IMAGE_TEST_TIMEOUT) image/test/cluster.sh $(O)/image-test-cluster $(IMAGE_OUT)

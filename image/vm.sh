@@ -149,7 +149,7 @@ for i in $(seq 1 "$n"); do
 			PEERS="${peers# }"
 		EOF
 		size_k=$(du -sk "$stage" | cut -f1)
-		mkfs.ext4 -q -F -L mcrun -E root_owner=0:0 -d "$stage" "$out/$nm.run.img" "$((size_k / 1024 + 64))M"
+		mkfs.ext4 -q -F -L mcrun -E root_owner=0:0 -d "$stage" "$out/$nm.run.img" "$((size_k / 1024 + 64))M" >/dev/null
 		rm -rf "$stage"
 		drives+=(-drive "file=$out/$nm.run.img,format=raw,if=virtio")
 		cmd="$cmd mooncake.run=disk"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# packaging/deps.sh build|run|test|pkg|fresh|all -- install the Debian 12 packages a
+# packaging/deps.sh build|run|test|pkg|fresh|image|all -- install the Debian 12 packages a
 # purpose needs, if any is missing.  Needs root (apt-get) only when something
 # is missing; prints what it installs.
 set -eu
@@ -14,13 +14,16 @@ test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
 pkg=(debhelper dpkg-dev lintian rpm rpm2cpio rpmlint elfutils mmdebstrap)
 # make test-fresh (tests/fresh-root.sh)
 fresh=(git mmdebstrap)
+# make image, image-test, image-test-cluster (image/; make deb's come from pkg)
+image=(mmdebstrap e2fsprogs qemu-system-x86)
 
 case "${1:-all}" in
 build|run) want=("${build[@]}") ;;
 test|all)  want=("${build[@]}" "${test[@]}") ;;
 pkg)       want=("${build[@]}" "${pkg[@]}") ;;
 fresh)     want=("${fresh[@]}") ;;
-*) echo "usage: $0 build|run|test|pkg|fresh|all" >&2; exit 2 ;;
+image)     want=("${image[@]}") ;;
+*) echo "usage: $0 build|run|test|pkg|fresh|image|all" >&2; exit 2 ;;
 esac
 
 missing=()
