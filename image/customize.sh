@@ -10,7 +10,8 @@
 #     master host, the node gets its master and data address from
 #     mooncake-appliance.service (drop-ins written from the packaged
 #     ExecStart, so they follow the packages);
-#   - points master.conf at the admin token the first boot writes;
+#   - points master.conf at the admin token the first boot writes, and
+#     master.conf and node.conf at the cluster secret;
 #   - host name, fstab, and the units enabled at boot.
 set -euo pipefail
 root=$1
@@ -74,14 +75,19 @@ EnvironmentFile=/run/mooncake-appliance/node.env
 ExecStart=
 ExecStart=$node_exec \$MC_APPLIANCE_NODE_ARGS
 EOF
-	# The master reads the token the first boot writes.
-	conf=$root/etc/mooncake/master.conf
-	[ -e "$conf" ] || die "$conf is missing"
-	if grep -Eq '^[#;[:space:]]*admin_token_file[[:space:]]*=' "$conf"; then
-		sed -i -E 's|^[#;[:space:]]*admin_token_file[[:space:]]*=.*|admin_token_file = /etc/mooncake/admin.token|' "$conf"
-	else
-		printf '\n# The appliance: written at first boot by mooncake-appliance.service.\nadmin_token_file = /etc/mooncake/admin.token\n' >>"$conf"
-	fi
+	# The daemons read the token and the cluster secret that
+	# mooncake-appliance.service writes (set_option FILE KEY VALUE).
+	set_option() {
+		[ -e "$1" ] || die "$1 is missing"
+		if grep -Eq "^[#;[:space:]]*$2[[:space:]]*=" "$1"; then
+			sed -i -E "s|^[#;[:space:]]*$2[[:space:]]*=.*|$2 = $3|" "$1"
+		else
+			printf '\n# The appliance: written at boot by mooncake-appliance.service.\n%s = %s\n' "$2" "$3" >>"$1"
+		fi
+	}
+	set_option "$root/etc/mooncake/master.conf" admin_token_file /etc/mooncake/admin.token
+	set_option "$root/etc/mooncake/master.conf" cluster_secret_file /etc/mooncake/cluster.secret
+	set_option "$root/etc/mooncake/node.conf" cluster_secret_file /etc/mooncake/cluster.secret
 	units="mooncake-master.service mooncake-node.service mooncake-trace.service"
 	echo "image: customize: master runs '$master_exec', node runs '$node_exec \$MC_APPLIANCE_NODE_ARGS'"
 else

@@ -20,8 +20,11 @@ stage=$out/run
 rm -rf "$stage" && mkdir -p "$stage"
 cp "$here/cluster/run" "$stage/run"
 head -c 4194304 /dev/urandom >"$stage/object"
+# One cluster secret for both hosts (the node host's connections to vm2's
+# master are not loopback: without it the master refuses them).
+secret=$(head -c 32 /dev/urandom | base64 | tr -d '\n')
 start=$(date +%s)
 "$here/../vm.sh" --image "$image" --out "$out" --timeout "${IMAGE_TEST_TIMEOUT:-1800}" \
-	--vm "name=vm1,role=node,run=$stage,kill-on=MOONCAKE-CLUSTER-PUT-DONE" \
-	--vm "name=vm2,role=master,run=$stage,expect=MOONCAKE-CLUSTER-OK"
+	--vm "name=vm1,role=node,run=$stage,kill-on=MOONCAKE-CLUSTER-PUT-DONE,append=mooncake.secret=$secret" \
+	--vm "name=vm2,role=master,run=$stage,expect=MOONCAKE-CLUSTER-OK,append=mooncake.secret=$secret"
 echo "image-test-cluster: passed in $(( $(date +%s) - start )) s"
