@@ -299,7 +299,7 @@ complete_words() {
 	run -0 complete_words mooncakectl object ""
 	[ "$(echo $output)" = "put get stat exist rm ls pin unpin" ]
 	run -0 complete_words mooncakectl node release --s
-	[ "$(echo $output)" = "--state-dir --shm-dir" ]
+	[ "$(echo $output)" = "--state-dir --shm-dir --secret-file" ]
 	run -0 complete_words mooncakectl tenant q
 	[ "$output" = quota ]
 	run -0 complete_words mooncakectl snapshot ""
