@@ -76,6 +76,7 @@ struct mc_meta {
 	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
 	uint64_t undone_puts;               /* puts taken back: their record was lost */
+	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
 };
 
@@ -268,6 +269,12 @@ void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t n
 /* 0, or MC_ERR_PERSISTENT_FAIL: the record is not in the log. */
 int meta_log_put(struct mc_meta *m, const struct mc_object *o);
 void meta_log_del(struct mc_meta *m, const struct mc_object *o);
+/* A write placed on space that a logged DELETE freed must not be answered
+ * before that record is durable: PutStart does not log, so after a crash
+ * the old object would come back over the new bytes.  Makes the calling
+ * mutation's reply wait for the latest DELETE (mc_meta_oplog_pending);
+ * one already durable costs nothing. */
+void meta_log_depend_frees(struct mc_meta *m);
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec);
 void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment);
 void meta_log_quota(struct mc_meta *m, uint16_t tenant, uint64_t quota);

@@ -193,6 +193,20 @@ void meta_log_del(struct mc_meta *m, const struct mc_object *o)
 		.tenant = tenant_name(m, o->tenant), .key = MC_BYTES(mc_object_key(o), o->key_len),
 	} };
 	append(m, &r);
+	/* Before the caller frees the blocks (meta_object_destroy): whoever
+	 * gets them next (under the segment lock) sees this seq. */
+	uint64_t cur = __atomic_load_n(&m->free_seq, __ATOMIC_RELAXED);
+	while (cur < pending_seq &&
+	       !__atomic_compare_exchange_n(&m->free_seq, &cur, pending_seq, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+void meta_log_depend_frees(struct mc_meta *m)
+{
+	uint64_t s = __atomic_load_n(&m->free_seq, __ATOMIC_ACQUIRE);
+	if (s > pending_seq)
+		pending_seq = s;
 }
 
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec)

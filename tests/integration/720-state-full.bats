@@ -57,7 +57,9 @@ health() { curl -s -o "$MC_DIR/health.json" -w '%{http_code}' "http://$MASTER_HT
 	grep -q '"degraded"' "$MC_DIR/health.json"
 	grep -q 'No space left' "$MC_DIR/health.json"
 	curl -s "http://$MASTER_HTTP/metrics" | grep -qx 'mooncake_master_oplog_failed 1'
-	[ "$(grep -c 'oplog write failed' "$MC_DIR/master.log")" = 1 ]
+	# one line per failure episode (a resume attempt under load may fail once more), no flood
+	n=$(grep -c 'oplog write failed' "$MC_DIR/master.log")
+	[ "$n" -ge 1 ] && [ "$n" -le 3 ]
 	# space comes back: the oplog resumes by itself
 	rm -f "$ST/filler"
 	for _ in $(seq 1 50); do [ "$(health)" = 200 ] && break; sleep 0.2; done
