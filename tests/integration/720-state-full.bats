@@ -58,7 +58,9 @@ health() { curl -s -o "$MC_DIR/health.json" -w '%{http_code}' "http://$MASTER_HT
 	grep -q 'No space left' "$MC_DIR/health.json"
 	curl -s "http://$MASTER_HTTP/metrics" | grep -qx 'mooncake_master_oplog_failed 1'
 	# one line per failure episode (a resume attempt under load may fail once more), no flood
-	n=$(grep -c 'oplog write failed' "$MC_DIR/master.log")
+	# (written by the flusher thread, maybe just after the reply)
+	for _ in $(seq 1 50); do grep -q 'oplog write failed' "$MC_DIR/master.log" && break; sleep 0.1; done
+	n=$(grep -c 'oplog write failed' "$MC_DIR/master.log" || true)
 	[ "$n" -ge 1 ] && [ "$n" -le 3 ]
 	# space comes back: the oplog resumes by itself
 	rm -f "$ST/filler"
