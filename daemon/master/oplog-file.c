@@ -120,11 +120,6 @@ bool oplogf_parse_name(const char *s, uint64_t *first)
 	return errno == 0;
 }
 
-static uint64_t rec_checksum(const uint8_t *hdr, uint64_t payload_hash)
-{
-	return mc_hash_seeded(hdr, 16, payload_hash);
-}
-
 static void file_hdr_encode(uint8_t *h, uint64_t first)
 {
 	memset(h, 0, FILE_HDR_LEN);
@@ -285,7 +280,7 @@ int oplogf_scan(struct reader *r, uint64_t first, uint64_t after, uint64_t limit
 		}
 		h = oplogf_rd_at(r);
 		const uint8_t *pl = h + REC_HDR_LEN;
-		if (rec_checksum(h, mc_hash(pl, len)) != sum) {
+		if (oplogf_rec_sum(h, mc_hash(pl, len)) != sum) {
 			snprintf(s->why, sizeof(s->why), "bad checksum of record %" PRIu64, seq);
 			return 0;
 		}
@@ -544,7 +539,7 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	mc_store_le16(h + 4, type);
 	mc_store_le16(h + 6, 0);
 	mc_store_le64(h + 8, seq);
-	mc_store_le64(h + 16, rec_checksum(h, ph));
+	mc_store_le64(h + 16, oplogf_rec_sum(h, ph));
 	if (len)
 		memcpy(h + REC_HDR_LEN, rec, len);
 	l->cur.last_seq = seq;
