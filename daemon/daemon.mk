@@ -43,7 +43,7 @@ $(DAEMON_MAIN_OBJS): BASE_CFLAGS += -DMC_SYSCONFDIR='"$(SYSCONFDIR)"'
 $(DAEMON_MAIN_OBJS): $(O)/.sysconfdir
 
 DAEMON_LIBS := $(DCOMMON_LIB) $(PROTO_LIB) $(UTIL_LIB)
-DAEMON_SYSLIBS := $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
+DAEMON_SYSLIBS := $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl
 
 $(O)/bin/mooncake-master: $(O)/$(MASTER_MAIN:.c=.o) $(MASTER_LIB) $(DAEMON_LIBS)
 	$(call msg,LD,$@)

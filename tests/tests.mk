@@ -17,17 +17,17 @@ TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcmocka
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl -lcmocka
 
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -D_GNU_SOURCE -DMC_VERSION_STRING='"$(VERSION)"' -Iinclude -Ilib -Idaemon -I$(O)/gen
 # FUZZ_EXTRA_<target>: more sources a target needs (prerequisites too).
-FUZZ_EXTRA_fuzz-oplog := $(wildcard daemon/master/oplog*.c)
+FUZZ_EXTRA_fuzz-oplog := $(wildcard daemon/master/oplog*.c) daemon/master/etcd.c -ljansson -lcurl
 $(O)/fuzz/fuzz-oplog: $(FUZZ_EXTRA_fuzz-oplog) $(wildcard daemon/master/oplog*.h)
 FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
 	record.c segment.c objtab.c pinidx.c group.c oplog.c)
@@ -35,7 +35,7 @@ $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
 # fuzz-rest and fuzz-snapshot: the master's code (all but its main) and the
 # daemon skeleton's, with the system libraries the master links.
 FUZZ_MASTER_SRCS := $(MASTER_SRCS) $(DCOMMON_SRCS)
-FUZZ_MASTER_LIBS := -linih -lmicrohttpd -lsqlite3 -ljansson
+FUZZ_MASTER_LIBS := -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl
 FUZZ_EXTRA_fuzz-rest := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
 FUZZ_EXTRA_fuzz-snapshot := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
 $(O)/fuzz/fuzz-rest $(O)/fuzz/fuzz-snapshot: $(FUZZ_MASTER_SRCS) $(wildcard daemon/master/*.h daemon/common/*.h)

@@ -38,6 +38,8 @@ struct mc_daemon {
 	unsigned nwatches;
 	struct timer timers[MC_DAEMON_TIMERS];
 	unsigned ntimers;
+	bool stop;			/* mc_daemon_stop() */
+	int stop_rc;
 };
 
 /* Blocks the stop signals (every thread started later inherits the mask)
@@ -141,9 +143,19 @@ static int run_timers(struct mc_daemon *d)
 	return wait == UINT64_MAX ? -1 : wait > INT_MAX ? INT_MAX : (int)wait;
 }
 
+void mc_daemon_stop(struct mc_daemon *d, int rc)
+{
+	d->stop = true;
+	d->stop_rc = rc;
+}
+
 int mc_daemon_run(struct mc_daemon *d)
 {
 	for (;;) {
+		if (d->stop) {
+			mc_notify("STOPPING=1");
+			return d->stop_rc;
+		}
 		struct epoll_event ev[MAX_WATCHES + 1];
 		int n = epoll_wait(d->ep, ev, MAX_WATCHES + 1, run_timers(d));
 		mc_log_tick();

@@ -80,8 +80,11 @@ int mc_daemon_every(struct mc_daemon *d, uint64_t period_ms,
 		    void (*fn)(void *ctx, uint64_t now_ms), void *ctx);
 
 /* Runs until SIGTERM or SIGINT: 0, or a negative errno when the loop
- * itself fails (logged). */
+ * itself fails (logged), or what mc_daemon_stop() said. */
 int mc_daemon_run(struct mc_daemon *d);
+/* From a callback of the main loop (a watch or a timer): mc_daemon_run()
+ * returns rc after it. */
+void mc_daemon_stop(struct mc_daemon *d, int rc);
 
 /* The exit code for what a daemon's new/start/run returned: 0 -> 0,
  * MC_ERR_INVALID_PARAMS -> 2 (a bad configuration), anything else -> 1. */

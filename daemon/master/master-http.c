@@ -537,10 +537,11 @@ static HTTP_HANDLER(http_health)
 	struct mc_master_http *h = ctx;
 	char why[256];
 	(void)req;
+	const char *role = h->cfg.role ? h->cfg.role : "single";
 	if (!h->cfg.oplog || !mc_oplog_failed(h->cfg.oplog, why, sizeof(why)))
-		return mc_http_health((void *)"single", req, resp);
+		return mc_http_health((void *)role, req, resp);
 	http_json(resp, 503, json_pack("{s:s, s:s, s:s, s:s}", "status", "degraded", "reason", why,
-				       "role", "single", "version", MC_VERSION_STRING));
+				       "role", role, "version", MC_VERSION_STRING));
 }
 
 int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_master_http **ret)

@@ -47,6 +47,7 @@ struct mc_master_http_config {
 	int (*snapshot_list)(void *ctx, json_t **ret_array);
 	int (*snapshot_take)(void *ctx, json_t **ret_object);
 	void *snapshot_ctx;
+	const char *role;		/* /health's role: "single" (NULL) or "leader" */
 	mc_log_fn log;			/* the HTTP server's reports (common/log.h) */
 	void *log_ctx;
 };

@@ -47,6 +47,7 @@
  *      mc_meta_* (handlers take it after the meta call returns).
  * The rpc server itself holds no lock while a handler runs.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,9 @@ struct master_config {
 	uint64_t snapshot_retain;
 	char *oplog;
 	bool oplog_sync;
+	char *etcd_endpoints;
+	char *cluster_id;
+	uint64_t etcd_lease_ttl_s;
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
@@ -87,7 +91,7 @@ struct master_config {
 	char *tenant_tokens_file;
 };
 
-static const char *const oplog_modes[] = { "local", "off", NULL };
+static const char *const oplog_modes[] = { "local", "etcd", "off", NULL };
 
 #define O(field, ...) MC_OPT(struct master_config, field, __VA_ARGS__)
 static const struct mc_option options[] = {
@@ -122,7 +126,19 @@ static const struct mc_option options[] = {
 	  .unit = "snapshots"),
 	O(oplog, MC_OPT_STR, "local",
 	  "local: every mutation logged in state_dir/oplog, a restart loses nothing acknowledged; "
+	  "etcd: logged in etcd (etcd_endpoints), masters of one cluster_id elect a leader there "
+	  "and the others wait as standbys; "
 	  "off: a restart loses what the last snapshot does not hold", .choices = oplog_modes),
+	O(etcd_endpoints, MC_OPT_STR, "http://127.0.0.1:2379",
+	  "with oplog = etcd: etcd's client URLs, comma-separated (its v3 JSON gateway)",
+	  .flags = MC_OPTF_NONEMPTY),
+	O(cluster_id, MC_OPT_STR, "mooncake",
+	  "with oplog = etcd: the cluster's name; its keys live under /mooncake/<cluster_id>/ "
+	  "(one etcd serves several clusters)", .flags = MC_OPTF_NONEMPTY),
+	O(etcd_lease_ttl_s, MC_OPT_U64, "5",
+	  "with oplog = etcd: the leader's lease; a standby takes over this long after the "
+	  "leader stops renewing it (etcd grants at least about 2 s)", .min = 1, .max = 300,
+	  .unit = "s"),
 	O(oplog_sync, MC_OPT_BOOL, "true",
 	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once and "
 	  "fsync in the background (faster; a machine crash may lose the last acknowledged changes, "
@@ -189,10 +205,57 @@ struct master {
 	struct mc_master_rpc rpc;
 	struct mc_rpc_server *srv;
 	struct mc_master_http *http;
+	struct mc_daemon *daemon;
+	bool deposed;			/* atomic: the etcd oplog lost the leadership */
 	char snap_dir[4096];
 };
 
 static void master_free(struct master *m);
+
+/* The etcd oplog's election waits until SIGTERM/SIGINT (blocked in every
+ * thread, read by the main loop later) is pending. */
+static bool stop_pending(void *ctx)
+{
+	sigset_t set;
+	(void)ctx;
+	return sigpending(&set) == 0 && (sigismember(&set, SIGTERM) == 1 ||
+					 sigismember(&set, SIGINT) == 1);
+}
+
+/* The etcd oplog lost the leadership (its thread): the main loop stops. */
+static void on_deposed(void *ctx)
+{
+	struct master *m = ctx;
+	__atomic_store_n(&m->deposed, true, __ATOMIC_RELEASE);
+}
+
+static void check_deposed(void *ctx, uint64_t now_ms)
+{
+	struct master *m = ctx;
+	(void)now_ms;
+	if (__atomic_load_n(&m->deposed, __ATOMIC_ACQUIRE)) {
+		log_error("not the leader any more: stopping (a restart campaigns again)");
+		mc_daemon_stop(m->daemon, MC_ERR_ETCD_TRANSACTION_FAIL);
+	}
+}
+
+static int open_etcd(struct master *m)
+{
+	const struct master_config *c = m->cfg;
+	char value[600], err[512];
+	struct mc_oplog_etcd_config ecfg = {
+		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
+		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
+		.sync = c->oplog_sync, .log = mc_log_cb, .cancelled = stop_pending,
+		.deposed = on_deposed, .ctx = m,
+	};
+	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,
+		 (unsigned long long)c->rpc_port, c->http_address, (unsigned long long)c->http_port);
+	int r = mc_oplog_open_etcd(&ecfg, &m->oplog, err, sizeof(err));
+	if (r < 0)
+		log_error("oplog = etcd: %s", err);
+	return r;
+}
 
 /* The oplog (cutting a torn tail), then the newest snapshot plus the oplog after it. */
 static int master_recover(struct master *m)
@@ -234,6 +297,8 @@ static int master_recover(struct master *m)
 				  "kept records %llu..%llu", (unsigned long long)orec.truncated_bytes,
 				  (unsigned long long)orec.dropped_files, orec.detail,
 				  (unsigned long long)orec.first_seq, (unsigned long long)orec.last_seq);
+	} else if (!strcmp(c->oplog, "etcd") && (r = open_etcd(m)) < 0) {
+		return r;
 	}
 	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", c->state_dir);
 	if ((r = mc_make_dirs(m->snap_dir)) < 0) {
@@ -361,6 +426,7 @@ static int master_start(struct master *m)
 		.meta = m->meta, .clients = m->clients, .oplog = m->oplog,
 		.metrics = m->metrics,
 		.admin_token = m->admin_token, .tokens = m->tokens, .log = mc_log_cb,
+		.role = strcmp(c->oplog, "etcd") ? "single" : "leader",
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */
 		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
 		.snapshot_ctx = m->snaps,
@@ -444,6 +510,9 @@ int main(int argc, char **argv)
 		return mc_daemon_exit_code(r);
 	}
 	if ((r = master_new(&cfg, &m)) == 0 && (r = master_start(m)) == 0) {
+		m->daemon = d;
+		if (!strcmp(cfg.oplog, "etcd"))
+			mc_daemon_every(d, 100, check_deposed, m);
 		mc_notify("READY=1");
 		r = mc_daemon_run(d);
 	}

@@ -5,8 +5,10 @@
  *
  * Backends (option `oplog`): `local` (oplog-file.c: segment files under
  * state_dir/oplog/, checksummed records, group-committed fsyncs), `etcd`
- * (HA, later), `off` (no log: a restart loses what the last snapshot does
- * not hold).  Callers see only this interface.
+ * (oplog-etcd.c: batches of records in etcd, each transaction fenced on
+ * the leader's lease; opening it is the leader election), `off` (no log: a
+ * restart loses what the last snapshot does not hold).  Callers see only
+ * this interface.
  *
  * Records are opaque to the log: a 16-bit type and up to MC_OPLOG_MAX_RECORD
  * bytes, numbered by a sequence that starts at 1 and never repeats (it
@@ -95,6 +97,34 @@ typedef int (*mc_oplog_fn)(void *ctx, uint64_t seq, uint16_t type, const void *r
  * MC_ERR_FILE_READ_FAIL, nothing changed on disk: see mc_oplog_repair_local(). */
 int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
 			struct mc_oplog **ret, struct mc_oplog_recovery *rec);
+
+/* The etcd backend (oplog-etcd.c).  Opening it campaigns for leadership of
+ * cluster_id: it blocks (a standby, logging what it waits for; retrying
+ * while etcd is unreachable) until this process holds the leader key,
+ * then loads the log's position.  0, MC_ERR_ETCD_CTX_CANCELLED (cancelled()
+ * said so), MC_ERR_INVALID_PARAMS (a bad endpoint or cluster_id; err says
+ * why).  While it is open, the lease is kept alive by a thread; when it is
+ * lost (etcd says it expired, or no keepalive got through for a whole
+ * TTL), or a batch finds another leader's key, the log is deposed: every
+ * append and every unsettled record fails, for good, and deposed(ctx) is
+ * called once (on the log's thread; the master stops).  etcd unreachable
+ * while leading: the batch in flight is retried until etcd answers (its
+ * outcome decides), mc_oplog_failed() says so meanwhile and appends fail;
+ * once it is settled, mc_oplog_resume() (the snapshot thread's watch)
+ * accepts appends again. */
+struct mc_oplog_etcd_config {
+	const char *endpoints;		/* "http://host:port,..." */
+	const char *cluster_id;		/* keys under /mooncake/<cluster_id>/ */
+	uint32_t lease_ttl_s;		/* 0: 5 (etcd's minimum is about 2) */
+	const char *leader_value;	/* what the leader key says: this master's addresses */
+	bool sync;			/* as in struct mc_oplog_config */
+	void (*log)(void *ctx, int level, const char *msg);	/* may be NULL */
+	bool (*cancelled)(void *ctx);	/* polled while waiting; may be NULL */
+	void (*deposed)(void *ctx);	/* may be NULL */
+	void *ctx;
+};
+int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog **ret,
+		       char *err, size_t errlen);
 
 /* Checks the local log in dir (which must exist, and not be open) as open
  * does, without opening it.  fn (when non-NULL) gets, in file order, every

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* etcd.c - the etcd v3 JSON gateway client (etcd.h). */
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "master/etcd.h"
+#include "mooncake/error.h"
+#include "util/macro.h"
+
+#define MAX_ENDPOINTS	16
+#define MAX_ANSWER	(64u << 20)	/* an answer larger than this is refused */
+
+struct mc_etcd {
+	CURL *curl;
+	char *eps[MAX_ENDPOINTS];
+	unsigned neps, cur;
+	uint32_t timeout_ms;
+	char *body;			/* the answer being read */
+	size_t len, cap;
+	char err[256];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int mc_etcd_new(const char *endpoints, uint32_t timeout_ms, struct mc_etcd **ret)
+{
+	if (!endpoints || !*endpoints)
+		return MC_ERR_INVALID_PARAMS;
+	pthread_once(&curl_once, curl_init_once);
+	struct mc_etcd *e = calloc(1, sizeof(*e));
+	if (!e)
+		return MC_ERR_NO_MEMORY;
+	e->timeout_ms = timeout_ms ? timeout_ms : 2000;
+	for (const char *p = endpoints; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n && e->neps == MAX_ENDPOINTS)
+			goto bad;
+		if (n) {
+			bool scheme = n > 7 && (!strncmp(p, "http://", 7) || !strncmp(p, "https://", 8));
+			if (n > 256 || asprintf(&e->eps[e->neps], "%s%.*s", scheme ? "" : "http://",
+						(int)n, p) < 0)
+				goto bad;
+			e->neps++;
+		}
+		p += n + (p[n] == ',');
+	}
+	if (!e->neps || !(e->curl = curl_easy_init()))
+		goto bad;
+	*ret = e;
+	return 0;
+bad:
+	mc_etcd_free(e);
+	return MC_ERR_INVALID_PARAMS;
+}
+
+void mc_etcd_free(struct mc_etcd *e)
+{
+	if (!e)
+		return;
+	if (e->curl)
+		curl_easy_cleanup(e->curl);
+	for (unsigned i = 0; i < e->neps; i++)
+		free(e->eps[i]);
+	free(e->body);
+	free(e);
+}
+
+const char *mc_etcd_error(const struct mc_etcd *e)
+{
+	return e->err;
+}
+
+const char *mc_etcd_endpoint(const struct mc_etcd *e)
+{
+	return e->eps[e->cur];
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+	struct mc_etcd *e = ctx;
+	size_t k = size * n;
+	if (e->len + k + 1 > e->cap) {
+		size_t cap = MC_MAX(e->cap * 2, e->len + k + 1);
+		if (cap > MAX_ANSWER)
+			return 0;
+		char *b = realloc(e->body, cap);
+		if (!b)
+			return 0;
+		e->body = b;
+		e->cap = cap;
+	}
+	memcpy(e->body + e->len, p, k);
+	e->len += k;
+	e->body[e->len] = 0;
+	return k;
+}
+
+/* One POST to endpoint i: 0 and *ret, or a transport error (e->err). */
+static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char *req,
+		    long *code)
+{
+	char url[512];
+	snprintf(url, sizeof(url), "%s%s", e->eps[i], path);
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	curl_easy_reset(e->curl);
+	curl_easy_setopt(e->curl, CURLOPT_URL, url);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)MC_MIN(e->timeout_ms, 1000u));
+	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->curl, CURLOPT_PROXY, "");	/* etcd is never behind http_proxy */
+	e->len = 0;
+	if (e->body)
+		e->body[0] = 0;
+	CURLcode c = curl_easy_perform(e->curl);
+	curl_slist_free_all(hdr);
+	if (c != CURLE_OK) {
+		snprintf(e->err, sizeof(e->err), "%s: %s", e->eps[i], curl_easy_strerror(c));
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, code);
+	if (*code >= 500) {
+		snprintf(e->err, sizeof(e->err), "%s: HTTP %ld: %.120s", e->eps[i], *code,
+			 e->body ? e->body : "");
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	return 0;
+}
+
+int mc_etcd_call(struct mc_etcd *e, const char *path, json_t *req, json_t **ret)
+{
+	char *s = json_dumps(req, JSON_COMPACT);
+	int r = MC_ERR_ETCD_OPERATION_ERROR;
+	long code = 0;
+	if (!s)
+		return MC_ERR_NO_MEMORY;
+	e->err[0] = 0;
+	for (unsigned k = 0; k < e->neps; k++) {
+		unsigned i = (e->cur + k) % e->neps;
+		if ((r = post_one(e, i, path, s, &code)) == 0) {
+			e->cur = i;
+			break;
+		}
+	}
+	free(s);
+	if (r)
+		return r;
+	json_error_t jerr;
+	json_t *o = json_loadb(e->body ? e->body : "", e->len, 0, &jerr);
+	if (!json_is_object(o)) {
+		snprintf(e->err, sizeof(e->err), "%s: HTTP %ld, not a JSON object: %.120s",
+			 e->eps[e->cur], code, e->body ? e->body : "");
+		json_decref(o);
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	json_t *msg = json_object_get(o, "error");
+	if (!msg)
+		msg = json_object_get(o, "message");
+	if (msg || json_object_get(o, "code") || code != 200) {
+		snprintf(e->err, sizeof(e->err), "%s: HTTP %ld: %s", e->eps[e->cur], code,
+			 json_is_string(msg) ? json_string_value(msg) : "error");
+		json_decref(o);
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	*ret = o;
+	return 0;
+}
+
+json_t *mc_etcd_b64(const void *p, size_t n)
+{
+	size_t cap = 4 * ((n + 2) / 3) + 1;
+	char *b = malloc(cap);
+	if (!b)
+		return NULL;
+	EVP_EncodeBlock((unsigned char *)b, p, (int)n);
+	json_t *s = json_stringn_nocheck(b, cap - 1);
+	free(b);
+	return s;
+}
+
+int mc_etcd_unb64(const json_t *v, uint8_t **ret, size_t *n)
+{
+	const char *s = json_is_string(v) ? json_string_value(v) : "";
+	size_t len = json_is_string(v) ? json_string_length(v) : 0;
+	if (len % 4 || len > INT32_MAX)
+		return MC_ERR_INVALID_PARAMS;
+	uint8_t *b = malloc(len / 4 * 3 + 1);
+	if (!b)
+		return MC_ERR_NO_MEMORY;
+	int k = len ? EVP_DecodeBlock(b, (const unsigned char *)s, (int)len) : 0;
+	if (k < 0) {
+		free(b);
+		return MC_ERR_INVALID_PARAMS;
+	}
+	/* EVP_DecodeBlock counts the padding's zero bytes */
+	for (size_t i = len; i > 0 && s[i - 1] == '=' && k > 0; i--)
+		k--;
+	b[k] = 0;
+	*ret = b;
+	*n = (size_t)k;
+	return 0;
+}
+
+int64_t mc_etcd_int(const json_t *obj, const char *name)
+{
+	json_t *v = json_object_get(obj, name);
+	if (json_is_integer(v))
+		return (int64_t)json_integer_value(v);
+	return json_is_string(v) ? strtoll(json_string_value(v), NULL, 10) : 0;
+}
+
+json_t *mc_etcd_prefix_end(const void *prefix, size_t n)
+{
+	uint8_t end[512];
+	if (!n || n > sizeof(end))
+		return NULL;
+	memcpy(end, prefix, n);
+	while (n && end[n - 1] == 0xff)
+		n--;
+	if (!n)
+		return mc_etcd_b64("\0", 1);	/* every key */
+	end[n - 1]++;
+	return mc_etcd_b64(end, n);
+}
+
+int mc_etcd_lease_grant(struct mc_etcd *e, int64_t ttl_s, int64_t *id)
+{
+	json_t *req = json_pack("{s:I}", "TTL", (json_int_t)ttl_s), *ans = NULL;
+	if (!req)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_etcd_call(e, "/v3/lease/grant", req, &ans);
+	json_decref(req);
+	if (r)
+		return r;
+	int64_t v = mc_etcd_int(ans, "ID");
+	json_decref(ans);
+	if (!v) {
+		snprintf(e->err, sizeof(e->err), "lease grant: no lease ID in the answer");
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	*id = v;
+	return 0;
+}
+
+int mc_etcd_lease_keepalive(struct mc_etcd *e, int64_t id, int64_t *ttl)
+{
+	json_t *req = json_pack("{s:I}", "ID", (json_int_t)id), *ans = NULL;
+	if (!req)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_etcd_call(e, "/v3/lease/keepalive", req, &ans);
+	json_decref(req);
+	if (r)
+		return r;
+	/* a stream of one message: {"result": {...}} */
+	json_t *res = json_object_get(ans, "result");
+	if (!json_is_object(res)) {
+		json_decref(ans);
+		snprintf(e->err, sizeof(e->err), "lease keepalive: no result in the answer");
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	*ttl = mc_etcd_int(res, "TTL");
+	json_decref(ans);
+	return 0;
+}
+
+int mc_etcd_lease_revoke(struct mc_etcd *e, int64_t id)
+{
+	json_t *req = json_pack("{s:I}", "ID", (json_int_t)id), *ans = NULL;
+	if (!req)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_etcd_call(e, "/v3/lease/revoke", req, &ans);
+	json_decref(req);
+	json_decref(ans);
+	return r;
+}

@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * oplog-etcd-open.c - the etcd oplog backend's other half: opening (the
+ * election: a lease, then the leader key created under it), loading the
+ * log's position, replay, compaction, resume, and the lease keeper.  The
+ * key layout and the batch format are at the top of oplog-etcd.c.
+ *
+ * The keeper thread renews the lease every TTL/3 (every 500 ms while
+ * renewals fail).  A renewal sent at t that etcd answers with TTL n means
+ * the lease lives at least until t + n s (etcd's clock runs no faster than
+ * ours): the log's deadline.  etcd answering that the lease is gone, or
+ * the deadline passing without a renewal, deposes the log.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "master/oplog-etcd.h"
+#include "mooncake/error.h"
+#include "util/clock.h"
+#include "util/macro.h"
+
+#define LIST_PAGE	1000	/* keys per range call when listing */
+#define READ_PAGE	16	/* batch values per range call when replaying */
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+void oploge_free(struct elog *l)
+{
+	mc_etcd_free(l->ew);
+	mc_etcd_free(l->ek);
+	mc_etcd_free(l->eo);
+	pthread_mutex_destroy(&l->mu);
+	pthread_mutex_destroy(&l->io_mu);
+	pthread_cond_destroy(&l->work_cv);
+	pthread_cond_destroy(&l->durable_cv);
+	pthread_cond_destroy(&l->space_cv);
+	pthread_cond_destroy(&l->keep_cv);
+	mc_wbuf_free(&l->cur.buf);
+	mc_wbuf_free(&l->out.buf);
+	free(l->keys);
+	free(l->endpoints);
+	free(l->leader_value);
+	free(l);
+}
+
+/* A range of [key, end) (end NULL: the one key): *ret the answer. */
+static int range(struct mc_etcd *e, const char *key, size_t kn, json_t *end, int64_t limit,
+		 bool keys_only, json_t **ret)
+{
+	json_t *req = json_pack("{s:o}", "key", mc_etcd_b64(key, kn));
+	if (!req)
+		return MC_ERR_NO_MEMORY;
+	if (end)
+		json_object_set(req, "range_end", end);
+	if (limit)
+		json_object_set_new(req, "limit", json_integer(limit));
+	if (keys_only)
+		json_object_set_new(req, "keys_only", json_true());
+	int r = mc_etcd_call(e, "/v3/kv/range", req, ret);
+	json_decref(req);
+	return r;
+}
+
+/* Parses the seq of a batch key (prefix "oplog/" + 20 digits). */
+static bool batch_seq(const struct elog *l, const uint8_t *k, size_t n, uint64_t *seq)
+{
+	size_t p = l->prefix_len + 6;
+	if (n != p + 20 || memcmp(k, l->prefix, l->prefix_len) || memcmp(k + l->prefix_len, "oplog/", 6))
+		return false;
+	uint64_t v = 0;
+	for (size_t i = p; i < n; i++) {
+		if (k[i] < '0' || k[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(k[i] - '0');
+	}
+	*seq = v;
+	return v >= 1 && v < MAX_SEQ;
+}
+
+static int compact_to(struct elog *l, uint64_t seq, bool force);
+
+/* ---- the election ---------------------------------------------------------------------- */
+
+static bool cancelled(const struct elog *l)
+{
+	return l->cfg.cancelled && l->cfg.cancelled(l->cfg.ctx);
+}
+
+/* One try at the leader key: 0 elected, 1 another holds it (*holder), or
+ * an etcd error. */
+static int campaign_once(struct elog *l, char *holder, size_t hn)
+{
+	char lk[ETCD_KEY_MAX];
+	size_t lkn = oploge_key(l, lk, "leader");
+	json_t *jl = mc_etcd_b64(lk, lkn), *ans = NULL;
+	json_t *req = json_pack("{s:[{s:O, s:s, s:s, s:s}], s:[{s:{s:O, s:o, s:I}}],"
+				" s:[{s:{s:O}}]}",
+				"compare", "key", jl, "target", "CREATE", "result", "EQUAL",
+				"create_revision", "0",
+				"success", "requestPut", "key", jl, "value",
+				mc_etcd_b64(l->leader_value, strlen(l->leader_value)),
+				"lease", (json_int_t)l->lease,
+				"failure", "requestRange", "key", jl);
+	json_decref(jl);
+	if (!req)
+		return MC_ERR_NO_MEMORY;
+	int r = mc_etcd_call(l->eo, "/v3/kv/txn", req, &ans);
+	json_decref(req);
+	if (r)
+		return r;
+	if (json_is_true(json_object_get(ans, "succeeded"))) {
+		l->leader_rev = mc_etcd_int(json_object_get(ans, "header"), "revision");
+		json_decref(ans);
+		return l->leader_rev > 0 ? 0 : MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	json_t *kv = json_array_get(json_object_get(json_object_get(json_array_get(
+		json_object_get(ans, "responses"), 0), "response_range"), "kvs"), 0);
+	uint8_t *v = NULL;
+	size_t vn = 0;
+	snprintf(holder, hn, "?");
+	if (kv && mc_etcd_unb64(json_object_get(kv, "value"), &v, &vn) == 0)
+		snprintf(holder, hn, "%.*s", (int)MC_MIN(vn, (size_t)200), (const char *)v);
+	free(v);
+	json_decref(ans);
+	return 1;
+}
+
+/* Registers (or refreshes) P standby/<lease> under our lease. */
+static void standby_put(struct elog *l)
+{
+	char k[ETCD_KEY_MAX], name[40];
+	snprintf(name, sizeof(name), "standby/%016" PRIx64, (uint64_t)l->lease);
+	size_t kn = oploge_key(l, k, name);
+	json_t *req = json_pack("{s:o, s:o, s:I}", "key", mc_etcd_b64(k, kn), "value",
+				mc_etcd_b64(l->leader_value, strlen(l->leader_value)),
+				"lease", (json_int_t)l->lease), *ans = NULL;
+	if (req && mc_etcd_call(l->eo, "/v3/kv/put", req, &ans) == 0)
+		json_decref(ans);
+	json_decref(req);
+}
+
+static void standby_del(struct elog *l)
+{
+	char k[ETCD_KEY_MAX], name[40];
+	snprintf(name, sizeof(name), "standby/%016" PRIx64, (uint64_t)l->lease);
+	size_t kn = oploge_key(l, k, name);
+	json_t *req = json_pack("{s:o}", "key", mc_etcd_b64(k, kn)), *ans = NULL;
+	if (req && mc_etcd_call(l->eo, "/v3/kv/deleterange", req, &ans) == 0)
+		json_decref(ans);
+	json_decref(req);
+}
+
+/* Blocks until this process leads (0) or is cancelled. */
+static int campaign(struct elog *l)
+{
+	char holder[256] = "", last_holder[256] = "", err[256] = "";
+	uint64_t period = MC_MAX(l->cfg.lease_ttl_s * 1000u / 4, 250u), next_log = 0;
+	bool registered = false;
+
+	for (;;) {
+		int r;
+		if (cancelled(l))
+			return MC_ERR_ETCD_CTX_CANCELLED;
+		if (!l->lease) {
+			if ((r = mc_etcd_lease_grant(l->eo, l->cfg.lease_ttl_s, &l->lease)) == 0)
+				l->deadline_ns = mc_now_ns();
+		} else {
+			int64_t ttl = 0;
+			uint64_t t = mc_now_ns();
+			r = mc_etcd_lease_keepalive(l->eo, l->lease, &ttl);
+			if (r == 0 && ttl <= 0) {
+				l->lease = 0;	/* expired while we waited: a new one */
+				registered = false;
+				continue;
+			}
+			if (r == 0)
+				l->deadline_ns = t + (uint64_t)ttl * 1000000000u;
+		}
+		if (r == 0 && (r = campaign_once(l, holder, sizeof(holder))) == 0) {
+			if (registered)
+				standby_del(l);
+			return 0;
+		}
+		if (r == 1) {
+			if (!registered) {
+				standby_put(l);
+				registered = true;
+			}
+			if (strcmp(holder, last_holder)) {
+				oploge_log(l, LOG_NOTICE, "standby for cluster %s: the leader is %s; "
+					   "waiting for its lease to end", l->cfg.cluster_id, holder);
+				snprintf(last_holder, sizeof(last_holder), "%s", holder);
+			}
+		} else if (r < 0 && mc_now_ms() >= next_log) {
+			snprintf(err, sizeof(err), "%s", mc_etcd_error(l->eo));
+			oploge_log(l, LOG_ERR, "waiting for etcd (%s) to elect a leader of cluster "
+				   "%s: %s (retrying)", l->endpoints, l->cfg.cluster_id, err);
+			next_log = mc_now_ms() + 10000;
+		}
+		sleep_ms(r == 1 ? period : 500);
+	}
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+/* The first seqs of every batch key, and P compacted. */
+static int load(struct elog *l, char *err, size_t errlen)
+{
+	char k[ETCD_KEY_MAX];
+	size_t kn = oploge_key(l, k, "compacted");
+	json_t *ans = NULL;
+	int r;
+
+	if ((r = range(l->eo, k, kn, NULL, 0, false, &ans)))
+		goto etcd;
+	json_t *kv = json_array_get(json_object_get(ans, "kvs"), 0);
+	if (kv) {
+		uint8_t *v = NULL;
+		size_t vn;
+		if (mc_etcd_unb64(json_object_get(kv, "value"), &v, &vn) == 0)
+			l->compacted = strtoull((char *)v, NULL, 10);
+		free(v);
+	}
+	json_decref(ans);
+
+	char start[ETCD_KEY_MAX];
+	size_t sn = oploge_key(l, start, "oplog/");
+	json_t *end = mc_etcd_prefix_end(start, sn);
+	for (bool more = true; more;) {
+		if ((r = range(l->eo, start, sn, end, LIST_PAGE, true, &ans)))
+			break;
+		json_t *kvs = json_object_get(ans, "kvs"), *e;
+		size_t i;
+		more = json_is_true(json_object_get(ans, "more"));
+		json_array_foreach(kvs, i, e) {
+			uint8_t *key = NULL;
+			size_t n;
+			uint64_t seq;
+			if (mc_etcd_unb64(json_object_get(e, "key"), &key, &n) == 0 &&
+			    batch_seq(l, key, n, &seq) && (!l->nkeys || seq > l->keys[l->nkeys - 1]))
+				r = oploge_keys_push(l, seq);
+			if (n < sizeof(start) - 1 && key) {	/* the next page starts after it */
+				memcpy(start, key, n);
+				start[n] = 0;
+				sn = n + 1;
+			}
+			free(key);
+		}
+		json_decref(ans);
+		if (!json_array_size(kvs))
+			more = false;
+		if (r)
+			break;
+	}
+	json_decref(end);
+	if (r)
+		goto etcd;
+	l->next_seq = l->compacted + 1;
+	if (l->nkeys) {
+		/* the last batch's last seq */
+		uint64_t last = 0, first = l->keys[l->nkeys - 1];
+		kn = oploge_batch_key(l, k, first);
+		if ((r = range(l->eo, k, kn, NULL, 0, false, &ans)))
+			goto etcd;
+		uint8_t *v = NULL;
+		size_t vn = 0;
+		kv = json_array_get(json_object_get(ans, "kvs"), 0);
+		r = kv ? mc_etcd_unb64(json_object_get(kv, "value"), &v, &vn) : MC_ERR_FILE_READ_FAIL;
+		if (!r)
+			r = oploge_parse(v, vn, first, 0, 0, NULL, NULL, &last, err, errlen);
+		else
+			snprintf(err, errlen, "batch %" PRIu64 " unreadable", first);
+		free(v);
+		json_decref(ans);
+		if (r)
+			return r;
+		if (l->keys[0] <= l->compacted) {
+			snprintf(err, errlen, "batch %" PRIu64 " below the compaction point %" PRIu64,
+				 l->keys[0], l->compacted);
+			return MC_ERR_FILE_READ_FAIL;
+		}
+		l->next_seq = last + 1;
+	}
+	l->durable_seq = l->done_seq = l->taken_seq = l->next_seq - 1;
+	return 0;
+etcd:
+	snprintf(err, errlen, "reading the oplog from etcd: %s", mc_etcd_error(l->eo));
+	return r;
+}
+
+int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog **ret,
+		       char *err, size_t errlen)
+{
+	if (!cfg || !cfg->endpoints || !cfg->cluster_id || !*cfg->cluster_id ||
+	    strchr(cfg->cluster_id, '/') || strlen(cfg->cluster_id) > 128) {
+		snprintf(err, errlen, "cluster_id must be 1..128 characters without '/'");
+		return MC_ERR_INVALID_PARAMS;
+	}
+	struct elog *l = calloc(1, sizeof(*l));
+	if (!l)
+		return MC_ERR_NO_MEMORY;
+	l->base.ops = &oploge_ops;
+	l->cfg = *cfg;
+	if (!l->cfg.lease_ttl_s)
+		l->cfg.lease_ttl_s = 5;
+	l->endpoints = strdup(cfg->endpoints);
+	l->leader_value = strdup(cfg->leader_value ? cfg->leader_value : "");
+	l->prefix_len = (size_t)snprintf(l->prefix, sizeof(l->prefix), "/mooncake/%s/",
+					 cfg->cluster_id);
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_mutex_init(&l->io_mu, NULL);
+	pthread_cond_init(&l->work_cv, NULL);
+	pthread_cond_init(&l->durable_cv, NULL);
+	pthread_cond_init(&l->space_cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->keep_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	mc_wbuf_init(&l->cur.buf, ETCD_MAX_BATCH + REC_HDR_LEN);
+	mc_wbuf_init(&l->out.buf, ETCD_MAX_BATCH + REC_HDR_LEN);
+	uint32_t tmo = MC_MAX(MC_MIN(l->cfg.lease_ttl_s * 1000u / 3, 2000u), 300u);
+	int r;
+	if (!l->endpoints || !l->leader_value) {
+		r = MC_ERR_NO_MEMORY;
+		goto fail;
+	}
+	if ((r = mc_etcd_new(cfg->endpoints, tmo, &l->eo)) || (r = mc_etcd_new(cfg->endpoints, tmo, &l->ek)) ||
+	    (r = mc_etcd_new(cfg->endpoints, 2 * tmo, &l->ew))) {
+		snprintf(err, errlen, "bad etcd_endpoints '%s'", cfg->endpoints);
+		goto fail;
+	}
+	if ((r = campaign(l))) {
+		snprintf(err, errlen, "cancelled while waiting to lead cluster %s", cfg->cluster_id);
+		goto fail;
+	}
+	oploge_log(l, LOG_NOTICE, "leader of cluster %s (etcd %s, lease %" PRIx64 ", TTL %u s, "
+		   "leader key revision %" PRId64 ")", cfg->cluster_id, mc_etcd_endpoint(l->eo),
+		   (uint64_t)l->lease, l->cfg.lease_ttl_s, l->leader_rev);
+	if ((r = pthread_create(&l->keeper, NULL, oploge_keeper, l))) {
+		r = MC_ERR_NO_MEMORY;
+		goto fail;
+	}
+	l->keeper_on = true;
+	while ((r = load(l, err, errlen)) == MC_ERR_ETCD_OPERATION_ERROR && !l->deposed &&
+	       !cancelled(l)) {
+		oploge_log(l, LOG_ERR, "%s (retrying)", err);
+		sleep_ms(500);
+		l->nkeys = 0;
+	}
+	if (r)
+		goto fail;
+	if (l->deposed) {
+		snprintf(err, errlen, "lost the lease while loading the oplog: %s", l->why);
+		r = MC_ERR_ETCD_TRANSACTION_FAIL;
+		goto fail;
+	}
+	oploge_log(l, LOG_NOTICE, "oplog in etcd: %zu batches, records %" PRIu64 "..%" PRIu64
+		   " (compacted up to %" PRIu64 ")", l->nkeys,
+		   l->nkeys ? l->keys[0] : 0, l->next_seq - 1, l->compacted);
+	if ((r = pthread_create(&l->flusher, NULL, oploge_flusher, l))) {
+		r = MC_ERR_NO_MEMORY;
+		goto fail;
+	}
+	l->flusher_on = true;
+	*ret = &l->base;
+	return 0;
+fail:
+	if (l->keeper_on) {
+		pthread_mutex_lock(&l->mu);
+		l->closing = true;
+		pthread_cond_broadcast(&l->keep_cv);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->keeper, NULL);
+	}
+	if (l->lease && l->eo)
+		mc_etcd_lease_revoke(l->eo, l->lease);
+	oploge_free(l);
+	return r;
+}
+
+/* ---- the lease keeper ------------------------------------------------------------------------ */
+
+void *oploge_keeper(void *arg)
+{
+	struct elog *l = arg;
+	uint64_t period_ms = MC_MAX(l->cfg.lease_ttl_s * 1000u / 3, 300u), next_log = 0;
+	l->deadline_ns = mc_now_ns() + (uint64_t)l->cfg.lease_ttl_s * 1000000000u / 2;
+	bool ok = true;
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->closing && !l->deposed) {
+		struct timespec ts;
+		uint64_t at = mc_now_ns() + (ok ? period_ms : 300u) * 1000000u;
+		ts.tv_sec = (time_t)(at / 1000000000u);
+		ts.tv_nsec = (long)(at % 1000000000u);
+		pthread_cond_timedwait(&l->keep_cv, &l->mu, &ts);
+		if (l->closing || l->deposed)
+			break;
+		pthread_mutex_unlock(&l->mu);
+		int64_t ttl = 0;
+		uint64_t t = mc_now_ns();
+		int r = mc_etcd_lease_keepalive(l->ek, l->lease, &ttl);
+		pthread_mutex_lock(&l->mu);
+		if (r == 0 && ttl > 0) {
+			__atomic_store_n(&l->deadline_ns, t + (uint64_t)ttl * 1000000000u,
+					 __ATOMIC_RELAXED);
+			if (!ok)
+				oploge_log(l, LOG_NOTICE, "oplog: lease renewed again (%s)",
+					   mc_etcd_endpoint(l->ek));
+			ok = true;
+			continue;
+		}
+		if (r == 0) {
+			oploge_depose(l, "etcd says our lease expired");
+		} else if (mc_now_ns() >= __atomic_load_n(&l->deadline_ns, __ATOMIC_RELAXED)) {
+			char why[300];
+			snprintf(why, sizeof(why), "no lease renewal for a whole TTL (%s)",
+				 mc_etcd_error(l->ek));
+			oploge_depose(l, why);
+		} else {
+			if (mc_now_ms() >= next_log) {
+				oploge_log(l, LOG_WARNING, "oplog: cannot renew the lease: %s (retrying; "
+					   "it lapses in %" PRIu64 " ms)", mc_etcd_error(l->ek),
+					   (__atomic_load_n(&l->deadline_ns, __ATOMIC_RELAXED) -
+					    mc_now_ns()) / 1000000u);
+				next_log = mc_now_ms() + 5000;
+			}
+			ok = false;
+			continue;
+		}
+	}
+	bool deposed = l->deposed && !l->closing;
+	pthread_mutex_unlock(&l->mu);
+	if (deposed) {
+		oploge_log(l, LOG_ERR, "oplog: lost the leadership of cluster %s: %s",
+			   l->cfg.cluster_id, l->why);
+		oploge_tell(l);
+	}
+	return NULL;
+}
+
+/* ---- replay, compaction, resume ------------------------------------------------------------- */
+
+int oploge_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void *ctx)
+{
+	struct elog *l = to_elog(b);
+	char why[256];
+	int r = 0;
+
+	if (after >= MAX_SEQ)
+		return MC_ERR_INVALID_PARAMS;
+	pthread_mutex_lock(&l->io_mu);
+	pthread_mutex_lock(&l->mu);
+	uint64_t next = l->next_seq, limit = l->durable_seq;
+	bool appended = l->appended_any;
+	pthread_mutex_unlock(&l->mu);
+	if (after < l->compacted) {
+		pthread_mutex_unlock(&l->io_mu);
+		oploge_log(l, LOG_ERR, "oplog: etcd holds records after %" PRIu64 " only; the "
+			   "snapshot covers up to %" PRIu64, l->compacted, after);
+		return MC_ERR_OPLOG_ENTRY_NOT_FOUND;
+	}
+	if (after >= next) {
+		if (appended) {
+			pthread_mutex_unlock(&l->io_mu);
+			return MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+		}
+		/* the snapshot holds more than etcd: continue after it, drop the rest */
+		pthread_mutex_unlock(&l->io_mu);
+		oploge_log(l, LOG_WARNING, "oplog: the snapshot (up to %" PRIu64 ") is ahead of the "
+			   "log in etcd (up to %" PRIu64 "): continuing after the snapshot", after,
+			   next - 1);
+		if ((r = compact_to(l, after, true)) < 0)
+			return r;
+		pthread_mutex_lock(&l->mu);
+		l->next_seq = after + 1;
+		l->durable_seq = l->done_seq = l->taken_seq = after;
+		pthread_mutex_unlock(&l->mu);
+		return 0;
+	}
+	uint64_t expect = l->compacted + 1;
+	char start[ETCD_KEY_MAX], pfx[ETCD_KEY_MAX];
+	size_t pn = oploge_key(l, pfx, "oplog/"), sn = 0;
+	json_t *end = mc_etcd_prefix_end(pfx, pn);
+	size_t i = 0;
+	/* skip the batches wholly at or before `after` */
+	while (i + 1 < l->nkeys && l->keys[i + 1] - 1 <= after)
+		i++;
+	if (i < l->nkeys) {
+		sn = oploge_batch_key(l, start, l->keys[i]);
+		expect = l->keys[i];
+	}
+	while (i < l->nkeys && expect <= limit && !r) {
+		json_t *ans = NULL, *e;
+		size_t j;
+		if ((r = range(l->eo, start, sn, end, READ_PAGE, false, &ans))) {
+			oploge_log(l, LOG_ERR, "oplog: replay: %s", mc_etcd_error(l->eo));
+			break;
+		}
+		json_t *kvs = json_object_get(ans, "kvs");
+		if (!json_array_size(kvs))
+			r = MC_ERR_FILE_READ_FAIL;
+		json_array_foreach(kvs, j, e) {
+			uint8_t *key = NULL, *v = NULL;
+			size_t kn = 0, vn = 0;
+			uint64_t first = 0, last = 0;
+			if (r || expect > limit)
+				break;
+			if (mc_etcd_unb64(json_object_get(e, "key"), &key, &kn) ||
+			    !batch_seq(l, key, kn, &first) || first != expect ||
+			    mc_etcd_unb64(json_object_get(e, "value"), &v, &vn)) {
+				snprintf(why, sizeof(why), "batch key for %" PRIu64 " missing or bad",
+					 expect);
+				r = MC_ERR_FILE_READ_FAIL;
+			} else {
+				r = oploge_parse(v, vn, first, after, limit, fn, ctx, &last, why,
+						 sizeof(why));
+			}
+			if (r == MC_ERR_FILE_READ_FAIL)
+				oploge_log(l, LOG_ERR, "oplog: replay from etcd: %s", why);
+			if (!r) {
+				expect = last + 1;
+				i++;
+				memcpy(start, key, kn);
+				start[kn] = 0;
+				sn = kn + 1;
+			}
+			free(key);
+			free(v);
+		}
+		json_decref(ans);
+	}
+	json_decref(end);
+	if (!r && expect <= limit) {
+		oploge_log(l, LOG_ERR, "oplog: replay from etcd stopped at %" PRIu64 " of %" PRIu64,
+			   expect, limit);
+		r = MC_ERR_FILE_READ_FAIL;
+	}
+	pthread_mutex_unlock(&l->io_mu);
+	return r;
+}
+
+/* Whether a standby is registered (P standby/...): 1, 0, or an error. */
+static int standbys(struct elog *l)
+{
+	char k[ETCD_KEY_MAX];
+	size_t kn = oploge_key(l, k, "standby/");
+	json_t *end = mc_etcd_prefix_end(k, kn), *ans = NULL;
+	int r = range(l->eo, k, kn, end, 1, true, &ans);
+	json_decref(end);
+	if (r)
+		return r;
+	r = json_array_size(json_object_get(ans, "kvs")) > 0;
+	json_decref(ans);
+	return r;
+}
+
+static int compact_to(struct elog *l, uint64_t seq, bool force)
+{
+	char lk[ETCD_KEY_MAX], ck[ETCD_KEY_MAX], from[ETCD_KEY_MAX], to[ETCD_KEY_MAX], num[24];
+	size_t k = 0;
+	int r = 0;
+
+	pthread_mutex_lock(&l->io_mu);
+	pthread_mutex_lock(&l->mu);
+	uint64_t next = l->next_seq;
+	pthread_mutex_unlock(&l->mu);
+	/* batches whose every record is <= seq: those before the first that is not */
+	while (k < l->nkeys && (k + 1 < l->nkeys ? l->keys[k + 1] - 1 : next - 1) <= seq)
+		k++;
+	if (seq <= l->compacted || (!force && (r = standbys(l)) == 1)) {
+		pthread_mutex_unlock(&l->io_mu);
+		return 0;	/* nothing to do, or a standby may need the records */
+	}
+	if (r < 0)
+		goto out;
+	size_t ln = oploge_key(l, lk, "leader"), cn = oploge_key(l, ck, "compacted");
+	size_t fn = oploge_key(l, from, "oplog/"), tn;
+	/* up to the first batch kept (or seq + 1: a batch committed but not
+	 * listed yet starts after seq, the snapshot waited for it) */
+	tn = oploge_batch_key(l, to, k < l->nkeys ? l->keys[k] : seq + 1);
+	snprintf(num, sizeof(num), "%" PRIu64, seq);
+	json_t *ans = NULL, *req = json_pack(
+		"{s:[{s:o, s:s, s:s, s:I}], s:[{s:{s:o, s:o}}, {s:{s:o, s:o}}]}",
+		"compare", "key", mc_etcd_b64(lk, ln), "target", "CREATE", "result", "EQUAL",
+		"create_revision", (json_int_t)l->leader_rev,
+		"success", "requestPut", "key", mc_etcd_b64(ck, cn), "value", mc_etcd_b64(num, strlen(num)),
+		"requestDeleteRange", "key", mc_etcd_b64(from, fn), "range_end", mc_etcd_b64(to, tn));
+	if (!req) {
+		r = MC_ERR_NO_MEMORY;
+		goto out;
+	}
+	r = mc_etcd_call(l->eo, "/v3/kv/txn", req, &ans);
+	json_decref(req);
+	if (r)
+		goto out;
+	if (!json_is_true(json_object_get(ans, "succeeded"))) {
+		json_decref(ans);
+		r = MC_ERR_ETCD_TRANSACTION_FAIL;
+		goto out;
+	}
+	json_decref(ans);
+	memmove(l->keys, l->keys + k, (l->nkeys - k) * sizeof(*l->keys));
+	l->nkeys -= k;
+	l->compacted = seq;
+	r = (int)MC_MIN(k, (size_t)INT32_MAX);
+out:
+	pthread_mutex_unlock(&l->io_mu);
+	if (r < 0)
+		oploge_log(l, LOG_WARNING, "oplog: compaction in etcd up to %" PRIu64 " failed: %s",
+			   seq, r == MC_ERR_ETCD_TRANSACTION_FAIL ? "not the leader" :
+			   mc_etcd_error(l->eo));
+	return r;
+}
+
+int oploge_compact(struct mc_oplog *b, uint64_t seq)
+{
+	return compact_to(to_elog(b), seq, false);
+}
+
+int oploge_resume(struct mc_oplog *b, uint64_t covered)
+{
+	struct elog *l = to_elog(b);
+	int r = 0;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->deposed || l->unreachable || l->cur.buf.len || l->done_seq < l->next_seq - 1)
+		r = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+	else if (covered < l->next_seq - 1)
+		r = MC_ERR_INVALID_PARAMS;
+	else if (!l->need_resume)
+		r = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+	else {
+		l->need_resume = false;
+		l->resumes++;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return r;
+}

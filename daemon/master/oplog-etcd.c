@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * oplog-etcd.c - the etcd oplog backend (option oplog = etcd): the log in
+ * etcd, written by the elected leader only, in group-committed batches,
+ * each transaction fenced on the leader's lease.
+ *
+ * Keys (etcd v3, through its JSON gateway, etcd.h), under
+ * P = "/mooncake/<cluster_id>/":
+ *   P "leader"                  the leader key, attached to the leader's
+ *                               lease; value: leader_value (the master's
+ *                               addresses, text).  Its create_revision
+ *                               identifies one term of leadership.
+ *   P "standby/<lease, 16 hex>" a waiting master, attached to its lease;
+ *                               value: its leader_value.  While one
+ *                               exists the leader does not compact (the
+ *                               standby may have no snapshot).
+ *   P "compacted"               decimal text: every record <= it was
+ *                               removed (covered by a snapshot); absent: 0
+ *   P "oplog/NNNNNNNNNNNNNNNNNNNN"  one batch; NNN = its first seq, 20
+ *                               decimal digits, zero-padded (so that key
+ *                               order is seq order)
+ * A batch value is records back to back, each exactly the local format's
+ * record (oplog-file.c): a 24-byte header (u32 payload length, u16 type,
+ * u16 flags = 0, u64 seq, u64 checksum: XXH3-64 of header bytes 0..15
+ * seeded with the XXH3-64 of the payload; little-endian), then the
+ * payload.  The first record's seq is the key's; the others follow by +1;
+ * a batch holds 1 .. ETCD_MAX_BATCH bytes (1 MiB, under etcd's default
+ * 1.5 MiB request limit); the next batch key starts at the last seq + 1.
+ *
+ * Writing: appends encode into a buffer under mu, as the local backend's.
+ * The flusher takes the whole buffer whenever it is idle (records that
+ * arrive while a transaction is in flight form the next batch: group
+ * commit without a timer) and commits it in one transaction:
+ *   compare: create_revision(P leader) == ours   (the fence: a deposed or
+ *              paused leader's key is gone or is another's)
+ *            create_revision(batch key) == 0      (never overwrite)
+ *   success: put(batch key, records)
+ *   failure: range(P leader), range(batch key)
+ * A failed compare whose batch key holds exactly our value is our own
+ * earlier attempt (the answer to it was lost): committed.  Any other
+ * failed compare deposes the log: the batch and everything after it are
+ * lost (undo, MC_ERR_PERSISTENT_FAIL), nothing is ever written again.  No
+ * answer at all (etcd down, a partition, a timeout): the outcome is
+ * unknown, so the same transaction is retried until etcd answers; the
+ * log reports itself failed meanwhile (appends and mutations refused,
+ * /health 503) and needs mc_oplog_resume() after it is settled.  A
+ * record is durable (wait_durable, poll) only once its transaction has
+ * succeeded: etcd commits it to a quorum's disks before answering.
+ *
+ * Locks: io_mu (eo, keys[]) before mu (everything else).  The flusher
+ * holds no lock while it talks to etcd.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "master/oplog-etcd.h"
+#include "mooncake/error.h"
+#include "util/clock.h"
+#include "util/hash.h"
+#include "util/macro.h"
+
+void oploge_log(const struct elog *l, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!l->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	l->cfg.log(l->cfg.ctx, level, msg);
+}
+
+size_t oploge_key(const struct elog *l, char *key, const char *name)
+{
+	int n = snprintf(key, ETCD_KEY_MAX, "%s%s", l->prefix, name);
+	return n > 0 && n < ETCD_KEY_MAX ? (size_t)n : 0;
+}
+
+size_t oploge_batch_key(const struct elog *l, char *key, uint64_t first)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "oplog/%020" PRIu64, first);
+	return oploge_key(l, key, name);
+}
+
+int oploge_keys_push(struct elog *l, uint64_t first)
+{
+	if (l->nkeys == l->keys_cap) {
+		size_t cap = l->keys_cap ? 2 * l->keys_cap : 64;
+		uint64_t *k = realloc(l->keys, cap * sizeof(*k));
+		if (!k)
+			return MC_ERR_NO_MEMORY;
+		l->keys = k;
+		l->keys_cap = cap;
+	}
+	l->keys[l->nkeys++] = first;
+	return 0;
+}
+
+int oploge_parse(const uint8_t *p, size_t n, uint64_t first, uint64_t after, uint64_t limit,
+		 mc_oplog_fn fn, void *ctx, uint64_t *last, char *why, size_t whylen)
+{
+	uint64_t next = first;
+	size_t pos = 0;
+
+	if (!n || n > ETCD_MAX_BATCH) {
+		snprintf(why, whylen, "batch %" PRIu64 ": %zu bytes", first, n);
+		return MC_ERR_FILE_READ_FAIL;
+	}
+	while (pos < n) {
+		if (n - pos < REC_HDR_LEN) {
+			snprintf(why, whylen, "batch %" PRIu64 ": short record header", first);
+			return MC_ERR_FILE_READ_FAIL;
+		}
+		const uint8_t *h = p + pos;
+		uint32_t len = mc_load_le32(h);
+		if (len > n - pos - REC_HDR_LEN || mc_load_le16(h + 6) ||
+		    mc_load_le64(h + 8) != next ||
+		    oplogf_rec_sum(h, mc_hash(h + REC_HDR_LEN, len)) != mc_load_le64(h + 16)) {
+			snprintf(why, whylen, "batch %" PRIu64 ": bad record %" PRIu64 " at byte %zu",
+				 first, next, pos);
+			return MC_ERR_FILE_READ_FAIL;
+		}
+		if (fn && next > after && next <= limit) {
+			int rc = fn(ctx, next, mc_load_le16(h + 4), h + REC_HDR_LEN, len);
+			if (rc)
+				return rc;
+		}
+		pos += REC_HDR_LEN + (size_t)len;
+		next++;
+	}
+	*last = next - 1;
+	return 0;
+}
+
+/* ---- the flusher -------------------------------------------------------------------- */
+
+void oploge_depose(struct elog *l, const char *why)
+{
+	bool first = !l->deposed;
+	l->deposed = true;
+	if (first)
+		snprintf(l->why, sizeof(l->why), "%s", why);
+	pthread_cond_broadcast(&l->space_cv);
+	pthread_cond_broadcast(&l->durable_cv);
+	pthread_cond_broadcast(&l->work_cv);
+	pthread_cond_broadcast(&l->keep_cv);
+}
+
+void oploge_tell(struct elog *l)
+{
+	pthread_mutex_lock(&l->mu);
+	bool tell = l->deposed && !l->told;
+	l->told = true;
+	pthread_mutex_unlock(&l->mu);
+	if (tell && l->cfg.deposed)
+		l->cfg.deposed(l->cfg.ctx);
+}
+
+/* Whether the batch key holds exactly our value (b64, a JSON string). */
+static bool holds_ours(json_t *resp, const json_t *b64)
+{
+	json_t *kvs = json_object_get(json_object_get(resp, "response_range"), "kvs");
+	json_t *v = json_object_get(json_array_get(kvs, 0), "value");
+	return json_is_string(v) && json_equal(v, (json_t *)b64);
+}
+
+/* One attempt at committing b: 0 committed, 1 no answer (retry),
+ * MC_ERR_ETCD_TRANSACTION_FAIL deposed (why written). */
+static int commit_once(struct elog *l, const struct batch *b, json_t *val, char *why,
+		       size_t whylen)
+{
+	char lk[ETCD_KEY_MAX], bk[ETCD_KEY_MAX];
+	uint64_t first = mc_load_le64(b->buf.p + 8);
+	size_t lkn = oploge_key(l, lk, "leader"), bkn = oploge_batch_key(l, bk, first);
+	json_t *jl = mc_etcd_b64(lk, lkn), *jb = mc_etcd_b64(bk, bkn), *ans = NULL;
+	json_t *req = json_pack(
+		"{s:[{s:O, s:s, s:s, s:I}, {s:O, s:s, s:s, s:s}], s:[{s:{s:O, s:O}}],"
+		" s:[{s:{s:O}}, {s:{s:O}}]}",
+		"compare", "key", jl, "target", "CREATE", "result", "EQUAL",
+		"create_revision", (json_int_t)l->leader_rev,
+		"key", jb, "target", "CREATE", "result", "EQUAL", "create_revision", "0",
+		"success", "requestPut", "key", jb, "value", val,
+		"failure", "requestRange", "key", jl, "requestRange", "key", jb);
+	json_decref(jl);
+	json_decref(jb);
+	if (!req) {
+		snprintf(why, whylen, "out of memory");
+		return 1;
+	}
+	int r = mc_etcd_call(l->ew, "/v3/kv/txn", req, &ans);
+	json_decref(req);
+	if (r) {
+		snprintf(why, whylen, "%s", mc_etcd_error(l->ew));
+		return 1;
+	}
+	if (json_is_true(json_object_get(ans, "succeeded"))) {
+		json_decref(ans);
+		return 0;
+	}
+	json_t *resp = json_object_get(ans, "responses");
+	if (holds_ours(json_array_get(resp, 1), val)) {
+		json_decref(ans);
+		return 0;	/* an earlier attempt went through */
+	}
+	json_t *kvs = json_object_get(json_object_get(json_array_get(resp, 0), "response_range"),
+				      "kvs");
+	json_t *kv = json_array_get(kvs, 0);
+	if (!kv)
+		snprintf(why, whylen, "the leader key is gone (our lease expired)");
+	else if (mc_etcd_int(kv, "create_revision") != l->leader_rev)
+		snprintf(why, whylen, "another master holds the leader key (revision %" PRId64
+			 ", ours %" PRId64 ")", mc_etcd_int(kv, "create_revision"), l->leader_rev);
+	else
+		snprintf(why, whylen, "batch key %.200s exists with other records", bk);
+	json_decref(ans);
+	return MC_ERR_ETCD_TRANSACTION_FAIL;
+}
+
+/* Commits l->out, retrying while etcd does not answer: 0, or deposed. */
+static int commit(struct elog *l)
+{
+	char why[256];
+	json_t *val = mc_etcd_b64(l->out.buf.p, l->out.buf.len);
+	uint64_t backoff_ms = 50, next_log = 0, t0 = mc_now_ms();
+	int r;
+
+	while ((r = val ? commit_once(l, &l->out, val, why, sizeof(why)) : 1) == 1) {
+		uint64_t now = mc_now_ms();
+		pthread_mutex_lock(&l->mu);
+		if (!l->unreachable) {
+			l->unreachable = l->need_resume = true;
+			l->unreachable_ms = mc_wall_ms();
+			l->failures++;
+		}
+		l->retries++;
+		snprintf(l->why, sizeof(l->why), "%s", why);
+		bool give_up = l->deposed || (l->closing && now - t0 > 1000u * l->cfg.lease_ttl_s);
+		pthread_mutex_unlock(&l->mu);
+		if (now >= next_log) {
+			oploge_log(l, LOG_ERR, "oplog: etcd does not answer (%s): mutations are refused, "
+				   "records %" PRIu64 "..%" PRIu64 " wait for it (retrying)", why,
+				   mc_load_le64(l->out.buf.p + 8), l->out.last_seq);
+			next_log = now + 10000;
+		}
+		if (give_up) {
+			snprintf(why, sizeof(why), "%.150s; given up (closing or deposed): the outcome "
+				 "of records %" PRIu64 "..%" PRIu64 " is unknown", l->why,
+				 mc_load_le64(l->out.buf.p + 8), l->out.last_seq);
+			r = MC_ERR_ETCD_TRANSACTION_FAIL;
+			break;
+		}
+		struct timespec ts = { .tv_sec = (time_t)(backoff_ms / 1000),
+				       .tv_nsec = (long)(backoff_ms % 1000) * 1000000 };
+		nanosleep(&ts, NULL);
+		backoff_ms = MC_MIN(backoff_ms * 2, 1000u);
+	}
+	json_decref(val);
+	if (r) {
+		pthread_mutex_lock(&l->mu);
+		oploge_depose(l, why);
+		pthread_mutex_unlock(&l->mu);
+	}
+	return r;
+}
+
+/* Undoes the records of b after seq `after` (no lock held); how many. */
+static uint64_t undo_batch(struct elog *l, const struct batch *b, uint64_t after)
+{
+	uint64_t n = 0;
+	for (size_t pos = 0; pos + REC_HDR_LEN <= b->buf.len;) {
+		const uint8_t *h = b->buf.p + pos;
+		uint32_t len = mc_load_le32(h);
+		if (mc_load_le64(h + 8) > after) {
+			if (l->undo)
+				l->undo(l->undo_ctx, mc_load_le64(h + 8), mc_load_le16(h + 4),
+					h + REC_HDR_LEN, len);
+			n++;
+		}
+		pos += REC_HDR_LEN + (size_t)len;
+	}
+	return n;
+}
+
+void *oploge_flusher(void *arg)
+{
+	struct elog *l = arg;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		while (!l->cur.buf.len && !l->closing)
+			pthread_cond_wait(&l->work_cv, &l->mu);
+		if (!l->cur.buf.len)
+			break;
+		struct batch t = l->out;
+		l->taken_seq = l->cur.last_seq;
+		l->out = l->cur;
+		l->cur = t;
+		mc_wbuf_truncate(&l->cur.buf, 0);
+		l->cur.nrec = 0;
+		pthread_cond_broadcast(&l->space_cv);
+		bool deposed = l->deposed;
+		pthread_mutex_unlock(&l->mu);
+
+		int r = deposed ? MC_ERR_ETCD_TRANSACTION_FAIL : commit(l);
+		uint64_t n = 0;
+		if (r) {
+			n = undo_batch(l, &l->out, 0);
+		} else {	/* listed before it is durable: compaction relies on it */
+			pthread_mutex_lock(&l->io_mu);
+			if (oploge_keys_push(l, mc_load_le64(l->out.buf.p + 8)))
+				oploge_log(l, LOG_ERR, "oplog: out of memory listing a batch");
+			pthread_mutex_unlock(&l->io_mu);
+		}
+
+		pthread_mutex_lock(&l->mu);
+		if (r) {
+			l->lost += n;
+		} else {
+			l->durable_seq = l->out.last_seq;
+			l->txns++;
+			if (l->unreachable)
+				oploge_log(l, LOG_NOTICE, "oplog: etcd answers again (%s); records up "
+					   "to %" PRIu64 " committed", mc_etcd_endpoint(l->ew),
+					   l->durable_seq);
+			l->unreachable = false;
+		}
+		l->done_seq = l->out.last_seq;
+		l->out.nrec = 0;
+		if (l->out.buf.cap > KEEP_CAP)
+			mc_wbuf_free(&l->out.buf);
+		else
+			mc_wbuf_truncate(&l->out.buf, 0);
+		pthread_cond_broadcast(&l->durable_cv);
+		pthread_cond_broadcast(&l->space_cv);
+		if ((l->notify && l->waiters) || (l->deposed && !l->told)) {
+			mc_oplog_notify_fn fn = l->notify;
+			void *ctx = l->notify_ctx;
+			pthread_mutex_unlock(&l->mu);
+			if (fn)
+				fn(ctx);
+			oploge_tell(l);
+			pthread_mutex_lock(&l->mu);
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* ---- the ops -------------------------------------------------------------------------- */
+
+static int elog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint32_t len,
+		       uint64_t *ret_seq)
+{
+	static const uint8_t empty[1];
+	struct elog *l = to_elog(b);
+	uint64_t ph = mc_hash(len ? rec : empty, len), seq;
+	size_t need = REC_HDR_LEN + (size_t)len;
+	bool waited = false;
+
+	if (len > ETCD_MAX_RECORD)
+		return MC_ERR_TOO_LARGE;
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		if (l->deposed || l->need_resume || l->closing) {
+			pthread_mutex_unlock(&l->mu);
+			return l->closing ? MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS :
+					    MC_ERR_PERSISTENT_FAIL;
+		}
+		if (!l->cur.buf.len || l->cur.buf.len + need <= ETCD_MAX_BATCH)
+			break;
+		if (!waited)
+			l->blocked++;
+		waited = true;
+		pthread_cond_signal(&l->work_cv);
+		pthread_cond_wait(&l->space_cv, &l->mu);
+	}
+	size_t before = l->cur.buf.len;
+	uint8_t *h = mc_wbuf_append(&l->cur.buf, need);
+	if (!h) {
+		int e = mc_wbuf_error(&l->cur.buf);
+		mc_wbuf_truncate(&l->cur.buf, before);
+		pthread_mutex_unlock(&l->mu);
+		return e;
+	}
+	seq = l->next_seq++;
+	mc_store_le32(h, len);
+	mc_store_le16(h + 4, type);
+	mc_store_le16(h + 6, 0);
+	mc_store_le64(h + 8, seq);
+	mc_store_le64(h + 16, oplogf_rec_sum(h, ph));
+	if (len)
+		memcpy(h + REC_HDR_LEN, rec, len);
+	l->cur.last_seq = seq;
+	l->cur.nrec++;
+	l->appended++;
+	l->bytes += len;
+	l->appended_any = true;
+	if (!before)
+		pthread_cond_signal(&l->work_cv);
+	pthread_mutex_unlock(&l->mu);
+	if (ret_seq)
+		*ret_seq = seq;
+	return 0;
+}
+
+/* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
+static int seq_state(struct elog *l, uint64_t seq)
+{
+	if (seq >= l->next_seq)
+		return MC_ERR_INVALID_PARAMS;
+	if (seq <= l->durable_seq)
+		return 0;
+	if (l->deposed && (seq <= l->done_seq || !l->flusher_on || l->closing))
+		return MC_ERR_PERSISTENT_FAIL;
+	if (l->deposed && seq > l->taken_seq)
+		return MC_ERR_PERSISTENT_FAIL;	/* never sent: the flusher drops it */
+	return l->cfg.sync ? 1 : 0;
+}
+
+static int elog_wait_durable(struct mc_oplog *b, uint64_t seq)
+{
+	struct elog *l = to_elog(b);
+	int rc;
+
+	pthread_mutex_lock(&l->mu);
+	rc = seq_state(l, seq);
+	if (rc == 1) {
+		l->waiters++;
+		while ((rc = seq_state(l, seq)) == 1)
+			pthread_cond_wait(&l->durable_cv, &l->mu);
+		l->waiters--;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+static int elog_poll(struct mc_oplog *b, uint64_t seq)
+{
+	struct elog *l = to_elog(b);
+
+	pthread_mutex_lock(&l->mu);
+	int rc = seq_state(l, seq);
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+static void elog_waiters_add(struct mc_oplog *b, int delta, uint64_t seq)
+{
+	struct elog *l = to_elog(b);
+	(void)seq;
+	pthread_mutex_lock(&l->mu);
+	l->waiters = (uint32_t)((int64_t)l->waiters + delta);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void elog_set_notify(struct mc_oplog *b, mc_oplog_notify_fn fn, void *ctx)
+{
+	struct elog *l = to_elog(b);
+
+	pthread_mutex_lock(&l->mu);
+	l->notify = fn;
+	l->notify_ctx = ctx;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void elog_set_undo(struct mc_oplog *b, mc_oplog_undo_fn fn, void *ctx)
+{
+	struct elog *l = to_elog(b);
+
+	pthread_mutex_lock(&l->mu);
+	l->undo = fn;
+	l->undo_ctx = ctx;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static int elog_failed(struct mc_oplog *b, char *why, size_t n)
+{
+	struct elog *l = to_elog(b);
+	int rc = 0;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->deposed) {
+		rc = MC_ERR_PERSISTENT_FAIL;
+		if (why && n)
+			snprintf(why, n, "not the leader any more (%s): this master stops", l->why);
+	} else if (l->unreachable || l->need_resume) {
+		rc = MC_ERR_PERSISTENT_FAIL;
+		if (why && n)
+			snprintf(why, n, "%s (%s); for %" PRIu64 " s: %s",
+				 l->unreachable ? "etcd does not answer" : "etcd answers again",
+				 l->endpoints, (mc_wall_ms() - l->unreachable_ms) / 1000,
+				 l->unreachable ? l->why : "resuming after a snapshot");
+	}
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+static uint64_t elog_last_seq(struct mc_oplog *b)
+{
+	struct elog *l = to_elog(b);
+
+	pthread_mutex_lock(&l->mu);
+	uint64_t s = l->next_seq - 1;
+	pthread_mutex_unlock(&l->mu);
+	return s;
+}
+
+static void elog_get_stats(struct mc_oplog *b, struct mc_oplog_stats *ret)
+{
+	struct elog *l = to_elog(b);
+
+	pthread_mutex_lock(&l->mu);
+	ret->appended = l->appended;
+	ret->bytes = l->bytes;
+	ret->durable_seq = l->durable_seq;
+	ret->flushes = l->txns;
+	ret->fsyncs = l->txns;		/* etcd syncs once per transaction */
+	ret->blocked = l->blocked;
+	ret->failures = l->failures;
+	ret->lost = l->lost;
+	ret->resumes = l->resumes;
+	ret->failed = l->deposed || l->unreachable || l->need_resume;
+	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_lock(&l->io_mu);
+	ret->files = l->nkeys;
+	pthread_mutex_unlock(&l->io_mu);
+}
+
+static void elog_close(struct mc_oplog *b)
+{
+	struct elog *l = to_elog(b);
+
+	pthread_mutex_lock(&l->mu);
+	l->closing = true;
+	pthread_cond_signal(&l->work_cv);
+	pthread_cond_broadcast(&l->space_cv);
+	pthread_cond_broadcast(&l->keep_cv);
+	pthread_mutex_unlock(&l->mu);
+	if (l->flusher_on)
+		pthread_join(l->flusher, NULL);	/* it commits the buffer first */
+	if (l->keeper_on)
+		pthread_join(l->keeper, NULL);
+	/* A standby takes over at once, not after the TTL. */
+	if (l->lease && !l->deposed && mc_etcd_lease_revoke(l->eo, l->lease) == 0)
+		oploge_log(l, LOG_NOTICE, "oplog: leadership of %s handed over (lease revoked)",
+			   l->cfg.cluster_id);
+	oploge_free(l);
+}
+
+const struct mc_oplog_ops oploge_ops = {
+	.name = "etcd",
+	.replay = oploge_replay,
+	.append = elog_append,
+	.wait_durable = elog_wait_durable,
+	.last_seq = elog_last_seq,
+	.compact = oploge_compact,
+	.get_stats = elog_get_stats,
+	.close = elog_close,
+	.poll = elog_poll,
+	.waiters_add = elog_waiters_add,
+	.set_notify = elog_set_notify,
+	.set_undo = elog_set_undo,
+	.failed = elog_failed,
+	.resume = oploge_resume,
+};

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* oplog-etcd.h - internals shared by the etcd oplog backend's files:
+ * oplog-etcd.c (format, the flusher, the ops) and oplog-etcd-open.c
+ * (election, loading, replay, compaction, the lease keeper).  The format
+ * is specified at the top of oplog-etcd.c. */
+#ifndef MC_MASTER_OPLOG_ETCD_H
+#define MC_MASTER_OPLOG_ETCD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "master/etcd.h"
+#include "master/oplog-file.h"	/* struct batch, the record header */
+
+#define ETCD_MAX_BATCH	(1u << 20)	/* bytes of records in one etcd value */
+#define ETCD_MAX_RECORD	(ETCD_MAX_BATCH - REC_HDR_LEN)
+#define ETCD_KEY_MAX	320
+
+struct elog {
+	struct mc_oplog base;
+	struct mc_oplog_etcd_config cfg;	/* strings below are copies */
+	char *endpoints, *leader_value;
+	char prefix[ETCD_KEY_MAX];		/* /mooncake/<cluster_id>/ */
+	size_t prefix_len;
+	struct mc_etcd *ew;			/* the flusher's connection */
+	struct mc_etcd *ek;			/* the lease keeper's */
+	struct mc_etcd *eo;			/* open, replay, compact, resume (under io_mu) */
+	int64_t lease, leader_rev;		/* our lease, our leader key's create_revision */
+	uint64_t deadline_ns;			/* the lease surely lives until (atomic) */
+
+	pthread_mutex_t mu;		/* the append side, the state */
+	pthread_cond_t work_cv, durable_cv, space_cv, keep_cv;
+	struct batch cur, out;
+	uint64_t next_seq, durable_seq, done_seq, taken_seq;
+	uint64_t appended, bytes, blocked, txns, failures, lost, resumes, retries;
+	uint32_t waiters;
+	bool closing, appended_any;
+	bool unreachable;		/* a batch is being retried: etcd does not answer */
+	bool need_resume;		/* since an unreachable episode, until resume() */
+	bool deposed;			/* the lease is gone: never writes again */
+	bool told;			/* cfg.deposed was called */
+	uint64_t unreachable_ms;	/* when the episode began (wall) */
+	char why[256];			/* the last etcd error, or why deposed */
+	mc_oplog_notify_fn notify;
+	void *notify_ctx;
+	mc_oplog_undo_fn undo;
+	void *undo_ctx;
+	pthread_t flusher, keeper;
+	bool flusher_on, keeper_on;
+
+	pthread_mutex_t io_mu;		/* eo, keys[] (taken before mu) */
+	uint64_t *keys;			/* first seqs of the batch keys, ascending */
+	size_t nkeys, keys_cap;
+	uint64_t compacted;		/* every record <= this is gone from etcd */
+};
+
+#define to_elog(b) container_of(b, struct elog, base)
+
+/* key = prefix + name; returns its length (0 if it does not fit). */
+size_t oploge_key(const struct elog *l, char *key, const char *name);
+size_t oploge_batch_key(const struct elog *l, char *key, uint64_t first);
+int oploge_keys_push(struct elog *l, uint64_t first);
+/* Checks the records of one batch value (first seq `first`); calls fn for
+ * those > after (and <= limit).  *last gets the last seq.  0, fn's
+ * return, or MC_ERR_FILE_READ_FAIL (why says what is wrong). */
+int oploge_parse(const uint8_t *p, size_t n, uint64_t first, uint64_t after, uint64_t limit,
+		 mc_oplog_fn fn, void *ctx, uint64_t *last, char *why, size_t whylen);
+/* Marks the log deposed (under mu) and says why; wakes everyone. */
+void oploge_depose(struct elog *l, const char *why);
+/* Calls cfg.deposed once, after the log is deposed (no lock held). */
+void oploge_tell(struct elog *l);
+int oploge_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void *ctx);
+int oploge_compact(struct mc_oplog *b, uint64_t seq);
+int oploge_resume(struct mc_oplog *b, uint64_t covered);
+void oploge_log(const struct elog *l, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void *oploge_flusher(void *arg);
+void *oploge_keeper(void *arg);
+void oploge_free(struct elog *l);
+
+extern const struct mc_oplog_ops oploge_ops;
+
+#endif
