@@ -59,6 +59,7 @@
 #include "master/master-metrics.h"
 #include "master/master-repair.h"
 #include "master/master-rpc.h"
+#include "master/master-standby.h"
 #include "master/oplog.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
@@ -206,6 +207,7 @@ struct master {
 	struct mc_rpc_server *srv;
 	struct mc_master_http *http;
 	struct mc_daemon *daemon;
+	struct mc_master_standby *standby;	/* the admin port while waiting to lead */
 	bool deposed;			/* atomic: the etcd oplog lost the leadership */
 	char snap_dir[4096];
 };
@@ -239,19 +241,39 @@ static void check_deposed(void *ctx, uint64_t now_ms)
 	}
 }
 
+static void on_waiting(void *ctx, bool ok, const char *text)
+{
+	struct master *m = ctx;
+	mc_master_standby_set(m->standby, ok, text);
+}
+
+/* Campaigns (blocks while a standby: the admin port answers /health with
+ * role standby meanwhile). */
 static int open_etcd(struct master *m)
 {
 	const struct master_config *c = m->cfg;
 	char value[600], err[512];
+	int r = mc_master_standby_start(c->http_address, (uint16_t)c->http_port, mc_log_cb,
+					&m->standby);
+	if (r < 0) {
+		log_error("cannot serve http on %s:%llu: %s", c->http_address,
+			  (unsigned long long)c->http_port, mc_strerror(r));
+		return r;
+	}
+	log_info("campaigning for cluster %s at etcd %s; /health on %s:%u meanwhile",
+		 c->cluster_id, c->etcd_endpoints, c->http_address,
+		 (unsigned)mc_master_standby_port(m->standby));
 	struct mc_oplog_etcd_config ecfg = {
 		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
 		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
 		.sync = c->oplog_sync, .log = mc_log_cb, .cancelled = stop_pending,
-		.deposed = on_deposed, .ctx = m,
+		.deposed = on_deposed, .waiting = on_waiting, .ctx = m,
 	};
 	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,
 		 (unsigned long long)c->rpc_port, c->http_address, (unsigned long long)c->http_port);
-	int r = mc_oplog_open_etcd(&ecfg, &m->oplog, err, sizeof(err));
+	r = mc_oplog_open_etcd(&ecfg, &m->oplog, err, sizeof(err));
+	mc_master_standby_stop(m->standby);
+	m->standby = NULL;
 	if (r < 0)
 		log_error("oplog = etcd: %s", err);
 	return r;
@@ -359,8 +381,12 @@ static int master_new(const struct master_config *c, struct master **ret)
 		log_error("cannot create state_dir '%s': %s", c->state_dir, mc_strerror(r));
 		goto fail;
 	}
-	/* A bad address or a port clash is found before a long recovery. */
-	if ((r = mc_daemon_check_listen("rpc_address", c->rpc_address, "rpc_port", c->rpc_port)) < 0 ||
+	/* A bad address or a port clash is found before a long recovery.  A
+	 * standby (oplog = etcd) may wait for the port its leader holds (a
+	 * shared address on one host); its admin port it binds at once. */
+	bool etcd = !strcmp(c->oplog, "etcd");
+	if ((!etcd && (r = mc_daemon_check_listen("rpc_address", c->rpc_address, "rpc_port",
+						  c->rpc_port)) < 0) ||
 	    (r = mc_daemon_check_listen("http_address", c->http_address, "http_port",
 					c->http_port)) < 0)
 		goto fail;

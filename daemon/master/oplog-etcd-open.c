@@ -8,8 +8,10 @@
  * The keeper thread renews the lease every TTL/3 (every 500 ms while
  * renewals fail).  A renewal sent at t that etcd answers with TTL n means
  * the lease lives at least until t + n s (etcd's clock runs no faster than
- * ours): the log's deadline.  etcd answering that the lease is gone, or
- * the deadline passing without a renewal, deposes the log.
+ * ours): the log's deadline.  etcd answering that the lease is gone
+ * deposes the log.  The deadline passing without a renewal (etcd down, a
+ * partition) makes the log refuse mutations (failed, needs a resume)
+ * until etcd answers: the lease still alive means nobody else leads.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -161,7 +163,7 @@ static void standby_del(struct elog *l)
 /* Blocks until this process leads (0) or is cancelled. */
 static int campaign(struct elog *l)
 {
-	char holder[256] = "", last_holder[256] = "", err[256] = "";
+	char holder[256] = "", last_holder[256] = "", err[512] = "";
 	uint64_t period = MC_MAX(l->cfg.lease_ttl_s * 1000u / 4, 250u), next_log = 0;
 	bool registered = false;
 
@@ -195,14 +197,22 @@ static int campaign(struct elog *l)
 				registered = true;
 			}
 			if (strcmp(holder, last_holder)) {
+				if (l->cfg.waiting)
+					l->cfg.waiting(l->cfg.ctx, true, holder);
 				oploge_log(l, LOG_NOTICE, "standby for cluster %s: the leader is %s; "
 					   "waiting for its lease to end", l->cfg.cluster_id, holder);
 				snprintf(last_holder, sizeof(last_holder), "%s", holder);
 			}
-		} else if (r < 0 && mc_now_ms() >= next_log) {
-			snprintf(err, sizeof(err), "%s", mc_etcd_error(l->eo));
-			oploge_log(l, LOG_ERR, "waiting for etcd (%s) to elect a leader of cluster "
-				   "%s: %s (retrying)", l->endpoints, l->cfg.cluster_id, err);
+		} else if (r < 0) {
+			last_holder[0] = 0;
+			snprintf(err, sizeof(err), "etcd (%.200s) does not answer: %.200s", l->endpoints,
+				 mc_etcd_error(l->eo));
+			if (l->cfg.waiting)
+				l->cfg.waiting(l->cfg.ctx, false, err);
+		}
+		if (r < 0 && mc_now_ms() >= next_log) {
+			oploge_log(l, LOG_ERR, "waiting to elect a leader of cluster %s: %s "
+				   "(retrying)", l->cfg.cluster_id, err);
 			next_log = mc_now_ms() + 10000;
 		}
 		sleep_ms(r == 1 ? period : 500);
@@ -414,28 +424,35 @@ void *oploge_keeper(void *arg)
 			__atomic_store_n(&l->deadline_ns, t + (uint64_t)ttl * 1000000000u,
 					 __ATOMIC_RELAXED);
 			if (!ok)
-				oploge_log(l, LOG_NOTICE, "oplog: lease renewed again (%s)",
-					   mc_etcd_endpoint(l->ek));
+				oploge_log(l, LOG_NOTICE, "oplog: lease renewed again (%s)%s",
+					   mc_etcd_endpoint(l->ek), l->overdue ? ": still the leader" : "");
+			l->overdue = false;
 			ok = true;
 			continue;
 		}
+		ok = false;
 		if (r == 0) {
 			oploge_depose(l, "etcd says our lease expired");
-		} else if (mc_now_ns() >= __atomic_load_n(&l->deadline_ns, __ATOMIC_RELAXED)) {
-			char why[300];
-			snprintf(why, sizeof(why), "no lease renewal for a whole TTL (%s)",
-				 mc_etcd_error(l->ek));
-			oploge_depose(l, why);
-		} else {
-			if (mc_now_ms() >= next_log) {
-				oploge_log(l, LOG_WARNING, "oplog: cannot renew the lease: %s (retrying; "
-					   "it lapses in %" PRIu64 " ms)", mc_etcd_error(l->ek),
-					   (__atomic_load_n(&l->deadline_ns, __ATOMIC_RELAXED) -
-					    mc_now_ns()) / 1000000u);
-				next_log = mc_now_ms() + 5000;
-			}
-			ok = false;
 			continue;
+		}
+		if (!l->overdue &&
+		    mc_now_ns() >= __atomic_load_n(&l->deadline_ns, __ATOMIC_RELAXED)) {
+			/* Maybe another master leads now: no mutation until etcd says. */
+			l->overdue = l->need_resume = true;
+			if (!l->unreachable) {
+				l->unreachable_ms = mc_wall_ms();
+				l->failures++;
+			}
+			snprintf(l->why, sizeof(l->why), "lease renewal overdue: %s",
+				 mc_etcd_error(l->ek));
+			oploge_log(l, LOG_ERR, "oplog: no lease renewal for a whole TTL (%s): mutations "
+				   "are refused until etcd says whether we still lead (retrying)",
+				   mc_etcd_error(l->ek));
+			next_log = mc_now_ms() + 10000;
+		} else if (mc_now_ms() >= next_log) {
+			oploge_log(l, LOG_WARNING, "oplog: cannot renew the lease: %s (retrying)",
+				   mc_etcd_error(l->ek));
+			next_log = mc_now_ms() + 10000;
 		}
 	}
 	bool deposed = l->deposed && !l->closing;
@@ -633,7 +650,8 @@ int oploge_resume(struct mc_oplog *b, uint64_t covered)
 	int r = 0;
 
 	pthread_mutex_lock(&l->mu);
-	if (l->deposed || l->unreachable || l->cur.buf.len || l->done_seq < l->next_seq - 1)
+	if (l->deposed || l->unreachable || l->overdue || l->cur.buf.len ||
+	    l->done_seq < l->next_seq - 1)
 		r = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
 	else if (covered < l->next_seq - 1)
 		r = MC_ERR_INVALID_PARAMS;

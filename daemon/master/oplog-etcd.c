@@ -490,13 +490,14 @@ static int elog_failed(struct mc_oplog *b, char *why, size_t n)
 		rc = MC_ERR_PERSISTENT_FAIL;
 		if (why && n)
 			snprintf(why, n, "not the leader any more (%s): this master stops", l->why);
-	} else if (l->unreachable || l->need_resume) {
+	} else if (l->unreachable || l->overdue || l->need_resume) {
+		bool down = l->unreachable || l->overdue;
 		rc = MC_ERR_PERSISTENT_FAIL;
 		if (why && n)
 			snprintf(why, n, "%s (%s); for %" PRIu64 " s: %s",
-				 l->unreachable ? "etcd does not answer" : "etcd answers again",
+				 down ? "etcd does not answer" : "etcd answers again",
 				 l->endpoints, (mc_wall_ms() - l->unreachable_ms) / 1000,
-				 l->unreachable ? l->why : "resuming after a snapshot");
+				 down ? l->why : "resuming after a snapshot");
 	}
 	pthread_mutex_unlock(&l->mu);
 	return rc;
@@ -526,7 +527,7 @@ static void elog_get_stats(struct mc_oplog *b, struct mc_oplog_stats *ret)
 	ret->failures = l->failures;
 	ret->lost = l->lost;
 	ret->resumes = l->resumes;
-	ret->failed = l->deposed || l->unreachable || l->need_resume;
+	ret->failed = l->deposed || l->unreachable || l->overdue || l->need_resume;
 	pthread_mutex_unlock(&l->mu);
 	pthread_mutex_lock(&l->io_mu);
 	ret->files = l->nkeys;

@@ -37,6 +37,7 @@ struct elog {
 	uint32_t waiters;
 	bool closing, appended_any;
 	bool unreachable;		/* a batch is being retried: etcd does not answer */
+	bool overdue;			/* the lease's renewal is overdue: leader or not? */
 	bool need_resume;		/* since an unreachable episode, until resume() */
 	bool deposed;			/* the lease is gone: never writes again */
 	bool told;			/* cfg.deposed was called */

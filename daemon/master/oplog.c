@@ -31,6 +31,11 @@ int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq)
 	return l->ops->wait_durable(l, seq);
 }
 
+bool mc_oplog_is_shared(struct mc_oplog *l)
+{
+	return l && !strcmp(l->ops->name, "etcd");
+}
+
 uint64_t mc_oplog_last_seq(struct mc_oplog *l)
 {
 	return l ? l->ops->last_seq(l) : 0;

@@ -104,14 +104,15 @@ int mc_oplog_open_local(const char *dir, const struct mc_oplog_config *cfg,
  * then loads the log's position.  0, MC_ERR_ETCD_CTX_CANCELLED (cancelled()
  * said so), MC_ERR_INVALID_PARAMS (a bad endpoint or cluster_id; err says
  * why).  While it is open, the lease is kept alive by a thread; when it is
- * lost (etcd says it expired, or no keepalive got through for a whole
- * TTL), or a batch finds another leader's key, the log is deposed: every
+ * lost (etcd says it expired, or a batch finds another leader's key), the
+ * log is deposed: every
  * append and every unsettled record fails, for good, and deposed(ctx) is
  * called once (on the log's thread; the master stops).  etcd unreachable
  * while leading: the batch in flight is retried until etcd answers (its
  * outcome decides), mc_oplog_failed() says so meanwhile and appends fail;
  * once it is settled, mc_oplog_resume() (the snapshot thread's watch)
- * accepts appends again. */
+ * accepts appends again.  The same when no renewal of the lease got
+ * through for a whole TTL, until etcd says it still lives. */
 struct mc_oplog_etcd_config {
 	const char *endpoints;		/* "http://host:port,..." */
 	const char *cluster_id;		/* keys under /mooncake/<cluster_id>/ */
@@ -121,6 +122,9 @@ struct mc_oplog_etcd_config {
 	void (*log)(void *ctx, int level, const char *msg);	/* may be NULL */
 	bool (*cancelled)(void *ctx);	/* polled while waiting; may be NULL */
 	void (*deposed)(void *ctx);	/* may be NULL */
+	/* While it waits: etcd answers and `text` (the leader key's value)
+	 * leads (ok), or etcd does not answer (text: why).  May be NULL. */
+	void (*waiting)(void *ctx, bool ok, const char *text);
 	void *ctx;
 };
 int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog **ret,
@@ -210,6 +214,10 @@ typedef void (*mc_oplog_undo_fn)(void *ctx, uint64_t seq, uint16_t type, const v
 void mc_oplog_set_undo(struct mc_oplog *l, mc_oplog_undo_fn fn, void *ctx);
 int mc_oplog_failed(struct mc_oplog *l, char *why, size_t n);
 int mc_oplog_resume(struct mc_oplog *l, uint64_t covered);
+
+/* Whether other processes write the log too (etcd): a gap between a
+ * snapshot and the log is then never accepted (snapshot.c). */
+bool mc_oplog_is_shared(struct mc_oplog *l);
 
 /* The last sequence appended (0 if none). */
 uint64_t mc_oplog_last_seq(struct mc_oplog *l);

@@ -203,6 +203,16 @@ int mc_snapshot_recover(const char *dir, const struct mc_meta_config *cfg, struc
 		struct mc_meta_replay_stats st;
 		uint64_t t0 = mc_now_ms();
 		r = mc_meta_replay(m, l, info.oplog_seq, &st);
+		if (r == MC_ERR_OPLOG_ENTRY_NOT_FOUND && mc_oplog_is_shared(l)) {
+			/* Other masters wrote it: starting without it would lose
+			 * what they acknowledged. */
+			snprintf(err, errlen, "the shared oplog no longer holds the records after this "
+				 "master's newest snapshot (position %" PRIu64 "): it was compacted "
+				 "after a newer snapshot, taken by another master; copy that "
+				 "snapshot into %s", info.oplog_seq, dir);
+			mc_meta_free(m);
+			return r;
+		}
 		if (r == MC_ERR_OPLOG_ENTRY_NOT_FOUND) {
 			slog(log, LOG_ERR, "the oplog does not reach back to snapshot position %" PRIu64
 			     ": changes between them are lost", info.oplog_seq);

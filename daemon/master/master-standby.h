@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * master-standby.h - the admin port of a master that waits to lead
+ * (oplog = etcd): GET /health only, from the election's state, until the
+ * master leads and its real HTTP server (master-http.h) takes the port.
+ *
+ *   200 {"status":"ok","role":"standby","leader":"<the leader key's value>",...}
+ *   503 {"status":"degraded","role":"standby","reason":"...",...}  etcd
+ *       does not answer (nobody can be elected through it)
+ * Every other path: 404.
+ */
+#ifndef MC_MASTER_STANDBY_H
+#define MC_MASTER_STANDBY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/log.h"
+
+struct mc_master_standby;
+
+/* 0 or MC_ERR_* (as mc_http_server_start). */
+int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
+			    struct mc_master_standby **ret);
+uint16_t mc_master_standby_port(const struct mc_master_standby *s);
+/* The election's state: etcd answers and `text` leads (ok), or etcd does
+ * not answer (text: why).  Thread-safe. */
+void mc_master_standby_set(struct mc_master_standby *s, bool ok, const char *text);
+/* NULL is fine. */
+void mc_master_standby_stop(struct mc_master_standby *s);
+
+#endif

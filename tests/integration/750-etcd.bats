@@ -1,0 +1,266 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# oplog = etcd, against a real etcd on loopback (Debian etcd-server):
+# recovery from etcd alone, leader election with standbys waiting, kill -9
+# and SIGSTOP of the leader under load (nothing acknowledged lost, nothing
+# removed comes back, the paused leader acknowledges nothing), etcd
+# unreachable (mutations refused, /health 503, back after), compaction.
+# Several masters share one RPC port here (a standby binds it once it
+# leads), so that nodes and clients need not follow the leader.
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+setup() {
+	mc_init
+	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
+	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
+		skip "etcd not installed (Debian etcd-server, etcd-client; packaging/deps.sh test)"
+	command -v curl >/dev/null && command -v jq >/dev/null || skip "curl and jq are needed"
+	head -c 1000 /dev/urandom >"$MC_DIR/probe"
+}
+
+teardown() {
+	stop_all
+}
+
+# start_etcd: one member on loopback ports (free_port), data in $MC_DIR/etcd;
+# sets $ETCD (its client URL).  Again after a kill: the same ports and data.
+start_etcd() {
+	if [ -z "${ETCD_PORTS:-}" ]; then
+		ETCD_PORTS="$(free_port) $(free_port)"
+	fi
+	local cp=${ETCD_PORTS% *} pp=${ETCD_PORTS#* }
+	ETCD=http://127.0.0.1:$cp
+	_mc_new_log "$MC_DIR/etcd.log"
+	etcd --name m0 --data-dir "$MC_DIR/etcd" --listen-client-urls "$ETCD" \
+		--advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$pp" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+		--initial-cluster "m0=http://127.0.0.1:$pp" --log-level warn \
+		</dev/null >"$MC_DIR/etcd.log" 2>&1 3>&- &
+	ETCD_PID=$!
+	echo "$ETCD_PID etcd" >>"$MC_DIR/pids"
+	local i
+	for i in $(seq 1 100); do
+		curl -sf "$ETCD/health" 2>/dev/null | grep -q true && return 0
+		sleep 0.1
+	done
+	echo "# etcd did not start:" >&2
+	sed 's/^/# /' "$MC_DIR/etcd.log" >&2
+	return 1
+}
+
+# start_ha NAME [opts]: a master with oplog = etcd on the shared RPC port
+# $HA_PORT, its own admin port and state_dir; does not wait (a standby
+# waits to lead).  HA_PID[NAME] is its pid.
+declare -gA HA_PID HA_HTTP
+start_ha() {
+	local n=$1 log=$MC_DIR/master-$1.log
+	shift
+	HA_PORT=${HA_PORT:-$(free_port)}
+	HA_HTTP[$n]=${HA_HTTP[$n]:-$(free_port)}
+	_mc_new_log "$log"
+	"$MASTER" --oplog=etcd --etcd_endpoints="$ETCD" --cluster_id=t --etcd_lease_ttl_s=2 \
+		--rpc_address=127.0.0.1 --rpc_port="$HA_PORT" --http_address=127.0.0.1 \
+		--http_port="${HA_HTTP[$n]}" --state_dir="$MC_DIR/master-$n" --snapshot_interval_s=0 \
+		"$@" </dev/null 2>"$log" 3>&- &
+	HA_PID[$n]=$!
+	echo "${HA_PID[$n]} master-$n" >>"$MC_DIR/pids"
+	MASTER_ADDR=127.0.0.1:$HA_PORT
+	MOONCAKE_RPC=$MASTER_ADDR
+	export MASTER_ADDR MOONCAKE_RPC
+}
+
+# wait_leader NAME [SECONDS]: NAME logs "ready" (it leads and serves).
+wait_leader() {
+	local i
+	for i in $(seq 1 $((${2:-10} * 20))); do
+		grep -q 'ready: rpc on' "$MC_DIR/master-$1.log" && return 0
+		kill -0 "${HA_PID[$1]}" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "# master $1 does not lead:" >&2
+	sed 's/^/# /' "$MC_DIR/master-$1.log" >&2
+	return 1
+}
+
+health() { curl -s "http://127.0.0.1:${HA_HTTP[$1]}/health"; }
+
+wait_readable() {
+	local i
+	for i in $(seq 1 100); do
+		get_compare "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	get_compare "$1"
+}
+
+wait_put_ok() {
+	local i
+	for i in $(seq 1 200); do
+		ctl object put "probe-$1-$i" "$MC_DIR/probe" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	ctl object put "probe-$1-last" "$MC_DIR/probe"
+}
+
+verify_load() {
+	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
+	echo "# $(tail -n1 <<<"$output")" >&3
+	[ "$status" -eq 0 ] || { echo "$output" | tail -n 20; false; }
+}
+
+etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t/ --keys-only | grep -v '^$'; }
+
+@test "oplog=etcd: --help lists the etcd options; a bad endpoint is refused at start" {
+	run "$MASTER" --help
+	for o in etcd_endpoints cluster_id etcd_lease_ttl_s; do
+		[[ "$output" == *"--$o="* ]] || { echo "missing $o"; false; }
+	done
+	run -2 "$MASTER" --oplog=etcd --etcd_endpoints=, --state_dir="$MC_DIR/x" --rpc_port=0 --http_port=0
+	[[ "$output" == *"etcd_endpoints"* ]]
+	run -2 "$MASTER" --oplog=etcd --cluster_id=a/b --state_dir="$MC_DIR/x" --rpc_port=0 --http_port=0
+	[[ "$output" == *"cluster_id"* ]]
+}
+
+@test "oplog=etcd: kill -9 of the master; a master with an empty state_dir recovers everything acknowledged from etcd" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	[ "$(health a | jq -r .role)" = leader ]
+	start_node n1
+	for i in 1 2 3 4; do run -0 put_random "k$i" 100K; done
+	run -0 ctl object rm k2 --force
+	# batches under the cluster's prefix, the leader key
+	etcd_keys | grep -q '^/mooncake/t/leader$'
+	etcd_keys | grep -q '^/mooncake/t/oplog/0000000000000000000[0-9]$'
+	kill -KILL "${HA_PID[a]}"
+	_mc_reap "${HA_PID[a]}"
+	start_ha b		# empty state_dir: everything comes from etcd
+	wait_leader b
+	grep -q 'replayed [1-9][0-9]* oplog records' "$MC_DIR/master-b.log"
+	wait_readable k1
+	get_compare k3
+	get_compare k4
+	run ctl object get k2 "$MC_DIR/k2.out"
+	[ "$status" -ne 0 ]
+}
+
+@test "oplog=etcd: a standby waits (/health role standby, naming the leader), takes over after the leader's kill -9 under load, nothing acknowledged lost" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	start_ha b
+	local i
+	for i in $(seq 1 50); do
+		[ "$(health b | jq -r .leader 2>/dev/null)" != null ] && break
+		sleep 0.1
+	done
+	health b | jq -e '.role == "standby" and (.leader | contains("rpc=127.0.0.1"))' || { health b; cat "$MC_DIR"/master-b.log; false; }
+	! grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
+	etcd_keys | grep -q '^/mooncake/t/standby/'
+	start_node n1 --segment_size=256M
+	mkdir -p "$MC_DIR/load"
+	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
+	local load=$!
+	echo "$load mc-load" >>"$MC_DIR/pids"
+	sleep 2
+	local t0 t1
+	t0=$(date +%s%N)
+	kill -KILL "${HA_PID[a]}"
+	_mc_reap "${HA_PID[a]}"
+	wait_leader b 15
+	t1=$(date +%s%N)
+	echo "# failover (kill -9 to the standby serving, lease TTL 2 s): $(((t1 - t0) / 1000000)) ms" >&3
+	[ $(((t1 - t0) / 1000000)) -lt 10000 ]
+	[ "$(health b | jq -r .role)" = leader ]
+	wait_put_ok b
+	sleep 1
+	kill -TERM "$load"
+	wait "$load"
+	verify_load
+}
+
+@test "oplog=etcd: a leader paused past its lease acknowledges nothing after it; the standby leads; the old leader stops" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	start_ha b
+	start_node n1 --segment_size=256M
+	mkdir -p "$MC_DIR/load"
+	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
+	local load=$!
+	echo "$load mc-load" >>"$MC_DIR/pids"
+	sleep 1.5
+	kill -STOP "${HA_PID[a]}"
+	wait_leader b 15
+	sleep 1
+	kill -CONT "${HA_PID[a]}"
+	# the old leader finds its lease gone and stops (exit 1)
+	local i
+	for i in $(seq 1 100); do
+		kill -0 "${HA_PID[a]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	! kill -0 "${HA_PID[a]}" 2>/dev/null
+	local st=0
+	wait "${HA_PID[a]}" || st=$?
+	[ "$st" -eq 1 ]
+	grep -Eq 'lost the leadership|not the leader any more' "$MC_DIR/master-a.log"
+	wait_put_ok b
+	sleep 1
+	kill -TERM "$load"
+	wait "$load"
+	verify_load
+}
+
+@test "oplog=etcd: etcd down: mutations refused, /health 503 naming etcd; etcd back: the same leader serves again" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	start_node n1
+	run -0 put_random k1 10K
+	kill -KILL "$ETCD_PID"
+	_mc_reap "$ETCD_PID"
+	run put_random k2 10K
+	[ "$status" -ne 0 ]
+	local i
+	for i in $(seq 1 50); do
+		[ "$(health a | jq -r .status)" = degraded ] && break
+		sleep 0.1
+	done
+	curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${HA_HTTP[a]}/health" | grep -qx 503
+	health a | jq -e '.role == "leader" and (.reason | contains("etcd"))'
+	grep -q 'oplog: ' "$MC_DIR/master-a.log"
+	run -0 ctl object get k1 "$MC_DIR/k1.out"	# reads are served
+	start_etcd
+	wait_put_ok a
+	[ "$(health a | jq -r .status)" = ok ]
+	kill -0 "${HA_PID[a]}"
+	get_compare k1
+}
+
+@test "oplog=etcd: a snapshot compacts the log in etcd; a restart from it still has everything" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	start_node n1
+	for i in 1 2 3; do run -0 put_random "c$i" 10K; done
+	[ "$(etcd_keys | grep -c /oplog/)" -ge 3 ]
+	curl -sf -X POST "http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots" >/dev/null
+	[ "$(etcd_keys | grep -c /oplog/)" -eq 0 ]
+	etcd_keys | grep -q '^/mooncake/t/compacted$'
+	run -0 put_random c4 10K
+	[ "$(etcd_keys | grep -c /oplog/)" -ge 1 ]
+	mc_stop_pid "${HA_PID[a]}"
+	start_ha a
+	wait_leader a
+	for i in 1 2 3 4; do wait_readable "c$i"; done
+	# an empty state_dir cannot replay a compacted log: refused, said why
+	mc_stop_pid "${HA_PID[a]}"
+	start_ha c
+	local st=0
+	wait "${HA_PID[c]}" || st=$?
+	[ "$st" -ne 0 ]
+	grep -q 'etcd holds records after' "$MC_DIR/master-c.log"
+}
