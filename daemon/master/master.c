@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/daemon.h"
 #include "common/daemon-metrics.h"
@@ -438,10 +439,19 @@ static int master_start(struct master *m)
 		scfg.defer_count = mc_master_rpc_defer_count;
 		scfg.defer_ctx = &m->rpc;
 	}
-	if ((r = mc_rpc_server_start(&scfg, &h, &m->rpc, &m->srv)) < 0) {
-		log_error("cannot listen on %s:%llu: %s", c->rpc_address,
-			  (unsigned long long)c->rpc_port, mc_strerror(r));
-		return r;
+	/* A new leader (oplog = etcd) waits up to 30 s for its RPC port: on a
+	 * shared host the deposed leader holds it until it notices and stops. */
+	bool wait_port = !strcmp(c->oplog, "etcd");
+	for (int i = 0; (r = mc_rpc_server_start(&scfg, &h, &m->rpc, &m->srv)) < 0; i++) {
+		if (!wait_port || i == 300 || stop_pending(NULL)) {
+			log_error("cannot listen on %s:%llu: %s", c->rpc_address,
+				  (unsigned long long)c->rpc_port, mc_strerror(r));
+			return r;
+		}
+		if (i == 0)
+			log_warning("the RPC port %s:%llu is in use (the old leader?): waiting for it "
+				    "(30 s)", c->rpc_address, (unsigned long long)c->rpc_port);
+		usleep(100000);
 	}
 	if (scfg.defer_poll)
 		mc_oplog_set_notify(m->oplog, wake_rpc, m->srv);

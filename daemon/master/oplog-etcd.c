@@ -157,7 +157,8 @@ void oploge_tell(struct elog *l)
 {
 	pthread_mutex_lock(&l->mu);
 	bool tell = l->deposed && !l->told;
-	l->told = true;
+	if (tell)
+		l->told = true;
 	pthread_mutex_unlock(&l->mu);
 	if (tell && l->cfg.deposed)
 		l->cfg.deposed(l->cfg.ctx);

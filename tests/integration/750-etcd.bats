@@ -80,7 +80,11 @@ wait_leader() {
 		sleep 0.05
 	done
 	echo "# master $1 does not lead:" >&2
-	sed 's/^/# /' "$MC_DIR/master-$1.log" >&2
+	local f
+	for f in "$MC_DIR"/master-*.log; do
+		echo "# $f:" >&2
+		tail -n 15 "$f" | sed 's/^/# /' >&2
+	done
 	return 1
 }
 
@@ -193,11 +197,17 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	echo "$load mc-load" >>"$MC_DIR/pids"
 	sleep 1.5
 	kill -STOP "${HA_PID[a]}"
-	wait_leader b 15
+	# b is elected once a's lease lapses (a still holds the shared port)
+	local i
+	for i in $(seq 1 150); do
+		grep -q 'leader of cluster' "$MC_DIR/master-b.log" && break
+		sleep 0.1
+	done
+	grep -q 'leader of cluster' "$MC_DIR/master-b.log"
 	sleep 1
 	kill -CONT "${HA_PID[a]}"
-	# the old leader finds its lease gone and stops (exit 1)
-	local i
+	# the old leader finds its lease gone and stops (exit 1); b serves
+	wait_leader b 30
 	for i in $(seq 1 100); do
 		kill -0 "${HA_PID[a]}" 2>/dev/null || break
 		sleep 0.1
