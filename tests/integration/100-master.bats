@@ -27,14 +27,17 @@ teardown() {
 	done
 	[[ "$output" == *"default: 50051"* ]]
 	# no option is accepted that does nothing: the reserved ones are gone
-	# until they work (etcd with the standby master)
+	# until they work
 	[[ "$output" != *"reserved"* ]]
-	for o in etcd_endpoints cluster_id soft_pin_ttl_ms; do
+	for o in etcd_endpoints cluster_id etcd_lease_ttl_s; do
+		[[ "$output" == *"--$o="* ]] || { echo "missing $o"; false; }
+	done
+	for o in soft_pin_ttl_ms; do
 		run -2 "$MASTER" --$o=1
 		[[ "$output" == *"unknown option '--$o'"* ]]
 	done
-	run -2 "$MASTER" --oplog=etcd
-	[[ "$output" == *"expected local or off"* ]]
+	run -2 "$MASTER" --oplog=zookeeper
+	[[ "$output" == *"expected local, etcd or off"* ]]
 }
 
 @test "an unknown option exits 2 and names it" {
