@@ -22,7 +22,8 @@
 enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CLIENTS,
        V_SOFT_PINNED, V_HARD_PINNED, V_PINS, V_UNPINS, V_LEASES, V_HEARTBEATS, V_NEED_REMOUNT,
        V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
-       V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_UNDONE_PUTS,
+       V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
+       V_OPLOG_BATCHES, V_UNDONE_PUTS,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL,
        V_COUNT };
 
@@ -99,6 +100,8 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_OPLOG_FAILURES] = (double)os.failures;
 	v[V_OPLOG_LOST] = (double)os.lost;
 	v[V_OPLOG_RESUMES] = (double)os.resumes;
+	v[V_OPLOG_RECORDS] = (double)os.appended;
+	v[V_OPLOG_BATCHES] = (double)os.flushes;
 	v[V_UNDONE_PUTS] = (double)ms->undone_puts;
 	v[V_RPC_PARKED] = (double)rs.parked;
 	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
@@ -279,6 +282,11 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				   "Oplog records lost to failed batches (answered PERSISTENT_FAIL)." },
 		[V_OPLOG_RESUMES] = { MC_METRIC_COUNTER, "mooncake_master_oplog_resumes_total",
 				      "Failed oplogs resumed by a snapshot." },
+		[V_OPLOG_RECORDS] = { MC_METRIC_COUNTER, "mooncake_master_oplog_records_total",
+				      "Records appended to the oplog since the start." },
+		[V_OPLOG_BATCHES] = { MC_METRIC_COUNTER, "mooncake_master_oplog_batches_total",
+				      "Oplog batches made durable (group commits: an fsync of the "
+				      "local log, a transaction of the etcd one)." },
 		[V_UNDONE_PUTS] = { MC_METRIC_COUNTER, "mooncake_master_puts_undone_total",
 				    "Completed puts taken back because their oplog record was lost." },
 		[V_RPC_PARKED] = { MC_METRIC_GAUGE, "mooncake_master_rpc_parked_replies",

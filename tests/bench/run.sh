@@ -18,3 +18,5 @@ echo "== cluster secret (the handshake) vs none"
 O=$O tests/bench/auth.sh
 echo "== tracer overhead (mooncake-trace attached vs detached)"
 O=$O tests/bench/trace-overhead.sh
+echo "== oplog=etcd vs oplog=local, and etcd alone (etcdctl check perf)"
+O=$O tests/bench/etcd.sh

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# tests/bench/etcd.sh -- the etcd oplog (oplog=etcd) against the local one
+# (oplog=local), both durable (a put answered once its record is committed),
+# in the same run: 4 KiB puts/s of a master + node on loopback at 1, 16 and
+# 64 clients (client-bench, TCP data path), the records per etcd
+# transaction (group commit: /metrics, records / batches), and what the
+# same single-member etcd does alone (`etcdctl check perf`, its small
+# workload: 60 s; CHECK_PERF=0 skips it).  Every figure is the median of
+# RUNS runs (default 3).  Prints "etcd <metric> <value> <unit>" and
+# "etcd ratio <name> <x>" lines; the goal is ratio put4k_c64_etcd_vs_local
+# >= 0.5.
+set -eu
+O=${O:-.output}
+RUNS=${RUNS:-3}
+SECS=${SECS:-2}
+cd "$(dirname "$0")/../.."
+command -v etcd >/dev/null || { echo "etcd: etcd-server not installed, skipped"; exit 0; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	sed -n 's|.*\(/dev/shm/mooncake-[0-9a-f]*\).*|\1|p' "$tmp"/node-*.log 2>/dev/null | sort -u |
+		xargs -r rm -f
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (b > 0) printf "etcd ratio %s %.2f\n", n, a / b }'; }
+
+cp=$(free_port); pp=$(free_port)
+E=http://127.0.0.1:$cp
+etcd --name b0 --data-dir "$tmp/etcd" --listen-client-urls "$E" --advertise-client-urls "$E" \
+	--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+	--initial-cluster "b0=http://127.0.0.1:$pp" --log-level error >"$tmp/etcd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -sf "$E/health" 2>/dev/null | grep -q true && break; sleep 0.1; done
+
+# cluster MODE: a master (oplog=MODE) and a node; sets M, H and cpids.
+cluster() {
+	local mport dport hport
+	mport=$(free_port); dport=$(free_port); hport=$(free_port)
+	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
+		--state_dir="$tmp/m-$1" --oplog="$1" --etcd_endpoints="$E" --cluster_id="bench$RANDOM" \
+		--lease_ttl_ms=2000 --log_level=warning 2>"$tmp/master-$1.log" &
+	cpids=($!)
+	sleep 0.3
+	"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
+		--http_port=0 --segment_size=1G --segments=1 --state_dir="$tmp/n-$1" \
+		2>"$tmp/node-$1.log" &
+	cpids+=($!)
+	pids+=("${cpids[@]}")
+	for _ in $(seq 1 100); do grep -q mounted "$tmp/node-$1.log" && break; sleep 0.1; done
+	grep -q mounted "$tmp/node-$1.log" || { echo "etcd: node not ready" >&2; cat "$tmp"/*-"$1".log >&2; exit 1; }
+	M=127.0.0.1:$mport
+	H=127.0.0.1:$hport
+}
+stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
+metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+
+declare -A put
+for mode in local etcd; do
+	cluster "$mode"
+	for c in 1 16 64; do
+		: >"$tmp/out"
+		for _ in $(seq 1 "$RUNS"); do
+			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >>"$tmp/out"
+			sleep 2.2   # the leases end, the removed objects' space comes back
+		done
+		put[$mode$c]=$(awk -v m="put4k_c$c" '$2 == m {print $3}' "$tmp/out" | median)
+		echo "etcd ${mode}_put4k_c$c ${put[$mode$c]} ops/s"
+	done
+	recs=$(metric mooncake_master_oplog_records_total)
+	bats=$(metric mooncake_master_oplog_batches_total)
+	awk -v r="$recs" -v b="$bats" -v m="$mode" \
+		'BEGIN { if (b > 0) printf "etcd %s_records_per_batch %.1f records\n", m, r / b }'
+	stop_cluster
+done
+for c in 1 16 64; do
+	ratio "put4k_c${c}_etcd_vs_local" "${put[etcd$c]}" "${put[local$c]}"
+done
+if [ "${CHECK_PERF:-1}" != 0 ]; then
+	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)
+	tput=$(sed -n 's/.*Throughput is \([0-9.]*\) writes\/s.*/\1/p' <<<"$out" | head -n1)
+	echo "etcd etcdctl_check_perf_small ${tput:-?} writes/s"
+	[ -n "$tput" ] && ratio "put4k_c64_etcd_vs_etcdctl_check_perf" "${put[etcd64]}" "$tput"
+fi
