@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <syslog.h>
 #include <time.h>
 
 #include "master/master-clients.h"
@@ -25,6 +27,10 @@ struct mc_master_clients {
 	uint32_t n, cap;
 	uint64_t view_version;		/* atomic */
 	uint64_t heartbeats, need_remount, expired;	/* counters, under lock */
+	uint64_t born_ms;		/* when the registry started (the master did) */
+	bool restored_swept;		/* the RESTORED segments were swept (once) */
+	uint32_t restored_dropped;	/* segments that sweep unmounted */
+	mc_log_fn log;
 
 	pthread_t thread;
 	bool running;
@@ -55,6 +61,7 @@ int mc_master_clients_new(struct mc_meta *m, uint64_t ttl_ms, struct mc_master_c
 	pthread_condattr_destroy(&ca);
 	mc_map_init(&c->by_id);
 	c->view_version = 1;
+	c->born_ms = now_ms(c);
 	*ret = c;
 	return 0;
 }
@@ -270,9 +277,32 @@ uint32_t mc_master_clients_sweep(struct mc_master_clients *c)
 			mc_meta_unmount_segment(c->meta, dead[i].id, dead[i].segs[k]);
 		free(dead[i].segs);
 	}
+	/* Segments restored at the start whose node did not remount them
+	 * within ttl_ms: as if their client had expired (mounts wait on
+	 * expire_lock, so none is remounted meanwhile). */
+	if (!c->restored_swept && now - c->born_ms >= c->ttl_ms && now >= c->born_ms) {
+		c->restored_swept = true;
+		uint32_t n = mc_meta_unmount_restored(c->meta);
+		if (n) {
+			__atomic_add_fetch(&c->view_version, 1, __ATOMIC_RELAXED);
+			c->restored_dropped = n;
+			if (c->log) {
+				char msg[200];
+				snprintf(msg, sizeof(msg), "unmounted %u restored segment(s) whose node "
+					 "did not remount within client_ttl_ms (%llu ms): their replicas "
+					 "are dropped", n, (unsigned long long)c->ttl_ms);
+				c->log(NULL, LOG_WARNING, msg);
+			}
+		}
+	}
 	pthread_mutex_unlock(&c->expire_lock);
 	free(dead);
 	return ndead;
+}
+
+void mc_master_clients_set_log(struct mc_master_clients *c, mc_log_fn log)
+{
+	c->log = log;
 }
 
 void mc_master_clients_mount_begin(struct mc_master_clients *c)

@@ -8,6 +8,9 @@
  * it mounted is unmounted through mc_meta_unmount_segment().  A PING from a
  * client that is not known (never mounted, or expired) answers NEED_REMOUNT.
  * The housekeeping thread wakes every second: expiry, then mc_meta_tick().
+ * Once, ttl_ms after the registry started (the master's start, after its
+ * recovery), the segments still RESTORED (their node never remounted them)
+ * are unmounted as if their client had expired (mc_meta_unmount_restored).
  *
  * Locking: `lock` is a leaf, never held while calling mc_meta_*.
  * `expire_lock` is outermost (taken before any metadata lock): a sweep holds
@@ -20,6 +23,7 @@
 #ifndef MC_MASTER_CLIENTS_H
 #define MC_MASTER_CLIENTS_H
 
+#include "common/log.h"
 #include "master/master-proto.h"
 
 struct mc_master_clients;
@@ -28,6 +32,9 @@ int mc_master_clients_new(struct mc_meta *m, uint64_t ttl_ms, struct mc_master_c
 /* Stops the thread if running.  Returns NULL. */
 struct mc_master_clients *mc_master_clients_free(struct mc_master_clients *c);
 
+/* Where the sweep of never-remounted restored segments reports (a
+ * warning); NULL: nowhere. */
+void mc_master_clients_set_log(struct mc_master_clients *c, mc_log_fn log);
 /* Starts / stops the 1 s housekeeping thread (stop is idempotent). */
 int mc_master_clients_start(struct mc_master_clients *c);
 void mc_master_clients_stop(struct mc_master_clients *c);

@@ -403,6 +403,7 @@ static int master_new(const struct master_config *c, struct master **ret)
 		log_error("cannot set up the master: %s", mc_strerror(r));
 		goto fail;
 	}
+	mc_master_clients_set_log(m->clients, mc_log_cb);
 	mc_master_metrics_set_tenant_series(m->metrics, (uint32_t)c->metrics_tenants);
 	m->rpc = (struct mc_master_rpc){ .meta = m->meta, .clients = m->clients, .oplog = m->oplog };
 	*ret = m;

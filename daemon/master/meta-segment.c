@@ -205,6 +205,35 @@ static void unmount_drained(struct mc_meta *m, uint64_t now)
 		mc_meta_unmount_segment(m, due[i].client, due[i].id);
 }
 
+uint32_t mc_meta_unmount_restored(struct mc_meta *m)
+{
+	struct { struct mc_uuid client, id; } v[64];
+	uint32_t n, total = 0;
+
+	do {
+		n = 0;
+		pthread_rwlock_rdlock(&m->segs.lock);
+		for (uint32_t k = 0; k < m->segs.nnames && n < ARRAY_SIZE(v); k++) {
+			struct mc_segname *sn = &m->segs.names[k];
+			for (uint32_t i = 0; i < sn->nsegs && n < ARRAY_SIZE(v); i++) {
+				struct mc_segment *s = m->segs.slots[sn->segs[i]];
+				if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) == MC_SEG_RESTORED) {
+					v[n].client = s->client;
+					v[n++].id = s->id;
+				}
+			}
+		}
+		pthread_rwlock_unlock(&m->segs.lock);
+		uint32_t done = 0;
+		for (uint32_t i = 0; i < n; i++)
+			done += mc_meta_unmount_segment(m, v[i].client, v[i].id) == 0;
+		total += done;
+		if (done < n)
+			break;	/* one that will not go: no endless loop over it */
+	} while (n == ARRAY_SIZE(v));
+	return total;
+}
+
 /*
  * Writes abandoned for longer than put_release_timeout_ms (the writer never
  * sent PutEnd or PutRevoke) are revoked.  Each tick looks at

@@ -147,6 +147,10 @@ int mc_meta_segment_rekey(struct mc_meta *m, struct mc_uuid segment_id,
 /* Idempotent: an unknown segment is OK.  Another client's segment: ILLEGAL_CLIENT.
  * Drops every replica on it (work proportional to the blocks it holds). */
 int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id);
+/* Unmounts every segment still RESTORED (known from the snapshot or the
+ * log, its node never remounted it): its replicas are dropped, objects
+ * left without one go, their keys can be put again.  Returns how many. */
+uint32_t mc_meta_unmount_restored(struct mc_meta *m);
 /* Stops new allocations on a segment; it stays readable. */
 int mc_meta_drain_segment(struct mc_meta *m, struct mc_uuid segment_id);
 /* The same, and mc_meta_tick() unmounts it once grace_ms have passed

@@ -167,3 +167,33 @@ open(sys.argv[1], 'wb').write(b)" "$snap"
 	grep -q "snapshot $snap is not usable" "$MC_DIR/master.log"
 	[ -e "$snap.bad" ]
 }
+
+@test "a restored segment whose node never remounts is unmounted client_ttl_ms after the restart; its keys can be put again" {
+	start_master --rpc_port="$(free_port)" --snapshot_interval_s=0 --client_ttl_ms=3000
+	start_node n1
+	for i in 1 2 3 4; do run -0 put_random "g$i" 10K; done	# all on n1
+	start_node n2
+	kill_node n1 KILL
+	restart_master --snapshot_interval_s=0 --client_ttl_ms=3000
+	grep -q 'recovered 4 objects on 2 segments' "$MC_DIR/master.log"
+	# until the sweep the keys are stuck: not readable, not puttable
+	run ctl object get g1 "$MC_DIR/x.out"
+	[ "$status" -ne 0 ]
+	run put_random g1 10K
+	echo "# before the sweep: $output" >&3
+	[ "$status" -ne 0 ]
+	# n2 remounts; n1 never does: client_ttl_ms after the start its segment goes
+	local i
+	for i in $(seq 1 80); do
+		grep -q 'unmounted 1 restored segment' "$MC_DIR/master.log" && break
+		sleep 0.1
+	done
+	grep -q 'unmounted 1 restored segment' "$MC_DIR/master.log"
+	local k
+	for k in g1 g2 g3 g4; do
+		run ctl object get "$k" "$MC_DIR/x.out"
+		[[ "$output" == *OBJECT_NOT_FOUND* ]]
+		run -0 put_random "$k" 10K
+		get_compare "$k"
+	done
+}
