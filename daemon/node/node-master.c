@@ -23,6 +23,7 @@ struct mc_node_master {
 	pthread_cond_t cond;
 	bool stop;
 	bool mounted_once;
+	unsigned cur;			/* the entry of cfg.master (a list) that answered last */
 	/* statistics (relaxed atomics; written by the thread) */
 	uint64_t heartbeats, heartbeat_failures, mounts;
 	bool mounted;
@@ -138,7 +139,8 @@ static void *link_main(void *arg)
 	bool warned = false;
 	for (;;) {
 		if (!m->conn) {
-			int r = mc_rpc_conn_open_cred(m->cfg.master, RPC_TIMEOUT_MS, m->cfg.cred, &m->conn);
+			int r = mc_rpc_conn_open_list(m->cfg.master, RPC_TIMEOUT_MS, m->cfg.cred,
+						      &m->cur, &m->conn);
 			if (r == 0 && (r = mount_all(m)) == 0) {
 				backoff = BACKOFF_MIN_MS;
 				warned = false;
@@ -228,8 +230,8 @@ void mc_node_master_stop(struct mc_node_master *m, bool unmount)
 	pthread_join(m->thread, NULL);
 	if (unmount) {
 		if (!m->conn)
-			mc_rpc_conn_open_cred(m->cfg.master, UNMOUNT_TIMEOUT_MS, m->cfg.cred,
-					      &m->conn);
+			mc_rpc_conn_open_list(m->cfg.master, UNMOUNT_TIMEOUT_MS, m->cfg.cred,
+					      &m->cur, &m->conn);
 		unsigned done = 0;
 		for (unsigned i = 0; m->conn && i < m->cfg.segs->n && mc_rpc_conn_ok(m->conn); i++) {
 			struct mc_msg_unmount_segment_req q = {

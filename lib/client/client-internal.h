@@ -35,7 +35,8 @@ struct mc_conn {
 
 struct mc_pool {
 	pthread_mutex_t mu;
-	char addr[MC_MAX_SEGMENT_NAME + 8];
+	char addr[MC_MAX_SEGMENT_NAME + 8];	/* host:port, or a comma-separated list (masters) */
+	unsigned cur;			/* the list's entry that answered last (atomic) */
 	int timeout_ms;
 	const struct mc_rpc_cred *cred;	/* the handshake's (the client's); NULL: none */
 	struct mc_conn *idle;

@@ -63,7 +63,7 @@ int mc_pool_get(struct mc_pool *p, struct mc_conn **ret)
 	if (!cn)
 		return MC_ERR_NO_MEMORY;
 	mc_arena_init(&cn->arena);
-	int r = mc_rpc_conn_open_cred(p->addr, p->timeout_ms, p->cred, &cn->rpc);
+	int r = mc_rpc_conn_open_list(p->addr, p->timeout_ms, p->cred, &p->cur, &cn->rpc);
 	if (r < 0) {
 		free(cn);
 		return r;

@@ -243,6 +243,34 @@ int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
 	return mc_rpc_conn_open_cred(addr, timeout_ms, NULL, ret);
 }
 
+int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
+			  unsigned *cur, struct mc_rpc_conn **ret)
+{
+	unsigned n = 1, start = __atomic_load_n(cur, __ATOMIC_RELAXED);
+	int r = MC_ERR_INVALID_PARAMS;
+	for (const char *p = addrs; *p; p++)
+		n += *p == ',';
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = (start + k) % n;
+		const char *p = addrs;
+		for (unsigned j = 0; j < i; j++)
+			p = strchr(p, ',') + 1;
+		size_t len = strcspn(p, ",");
+		char one[256];
+		if (!len || len >= sizeof(one))
+			continue;
+		memcpy(one, p, len);
+		one[len] = 0;
+		if ((r = mc_rpc_conn_open_cred(one, timeout_ms, cred, ret)) == 0) {
+			__atomic_store_n(cur, i, __ATOMIC_RELAXED);
+			return 0;
+		}
+		if (r == MC_ERR_AUTH_FAILED || r == MC_ERR_NO_MEMORY)
+			return r;
+	}
+	return r;
+}
+
 int mc_rpc_conn_open_cred(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
 			  struct mc_rpc_conn **ret)
 {

@@ -44,6 +44,12 @@ struct mc_rpc_cred {
 int mc_rpc_conn_open_cred(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
 			  struct mc_rpc_conn **ret);
 int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret);
+/* addrs: "host:port[,host:port...]" (the masters of an HA cluster: only the
+ * leader listens): opens the first that answers, trying them in turn from
+ * index *cur, which gets the one that did.  The last error when none did
+ * (an authentication failure stops at once). */
+int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
+			  unsigned *cur, struct mc_rpc_conn **ret);
 struct mc_rpc_conn *mc_rpc_conn_close(struct mc_rpc_conn *c);
 bool mc_rpc_conn_ok(const struct mc_rpc_conn *c);
 /* For an idle connection about to be reused: false (and marked broken)

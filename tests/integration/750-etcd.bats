@@ -5,8 +5,9 @@
 # and SIGSTOP of the leader under load (nothing acknowledged lost, nothing
 # removed comes back, the paused leader acknowledges nothing), etcd
 # unreachable (mutations refused, /health 503, back after), compaction.
-# Several masters share one RPC port here (a standby binds it once it
-# leads), so that nodes and clients need not follow the leader.
+# Each master has its own RPC port; nodes, mooncakectl and mc-load get the
+# list of all of them (only the leader listens).  With HA_SHARED=1 they
+# share one port instead (a new leader waits for it).
 bats_require_minimum_version 1.5.0
 
 load helpers
@@ -50,25 +51,37 @@ start_etcd() {
 	return 1
 }
 
-# start_ha NAME [opts]: a master with oplog = etcd on the shared RPC port
-# $HA_PORT, its own admin port and state_dir; does not wait (a standby
-# waits to lead).  HA_PID[NAME] is its pid.
-declare -gA HA_PID HA_HTTP
+# ha_ports: the RPC ports of masters a, b and c, and $MASTER_ADDR, the
+# list of them (or the one shared port with HA_SHARED=1).
+declare -gA HA_PID HA_HTTP HA_RPC
+ha_ports() {
+	local n shared
+	shared=$(free_port)
+	MASTER_ADDR=
+	for n in a b c; do
+		HA_RPC[$n]=$([ -n "${HA_SHARED:-}" ] && echo "$shared" || free_port)
+		HA_HTTP[$n]=$(free_port)
+		MASTER_ADDR+=${MASTER_ADDR:+,}127.0.0.1:${HA_RPC[$n]}
+	done
+	[ -n "${HA_SHARED:-}" ] && MASTER_ADDR=127.0.0.1:$shared
+	MOONCAKE_RPC=$MASTER_ADDR
+	export MASTER_ADDR MOONCAKE_RPC
+}
+
+# start_ha NAME [opts]: master NAME (a, b or c) with oplog = etcd, its
+# ports and state_dir; does not wait (a standby waits to lead).
+# HA_PID[NAME] is its pid.
 start_ha() {
 	local n=$1 log=$MC_DIR/master-$1.log
 	shift
-	HA_PORT=${HA_PORT:-$(free_port)}
-	HA_HTTP[$n]=${HA_HTTP[$n]:-$(free_port)}
+	[ -n "${HA_RPC[$n]:-}" ] || ha_ports
 	_mc_new_log "$log"
 	"$MASTER" --oplog=etcd --etcd_endpoints="$ETCD" --cluster_id=t --etcd_lease_ttl_s=2 \
-		--rpc_address=127.0.0.1 --rpc_port="$HA_PORT" --http_address=127.0.0.1 \
+		--rpc_address=127.0.0.1 --rpc_port="${HA_RPC[$n]}" --http_address=127.0.0.1 \
 		--http_port="${HA_HTTP[$n]}" --state_dir="$MC_DIR/master-$n" --snapshot_interval_s=0 \
 		"$@" </dev/null 2>"$log" 3>&- &
 	HA_PID[$n]=$!
 	echo "${HA_PID[$n]} master-$n" >>"$MC_DIR/pids"
-	MASTER_ADDR=127.0.0.1:$HA_PORT
-	MOONCAKE_RPC=$MASTER_ADDR
-	export MASTER_ADDR MOONCAKE_RPC
 }
 
 # wait_leader NAME [SECONDS]: NAME logs "ready" (it leads and serves).
@@ -129,6 +142,7 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 
 @test "oplog=etcd: kill -9 of the master; a master with an empty state_dir recovers everything acknowledged from etcd" {
 	start_etcd
+	HA_SHARED=1 ha_ports
 	start_ha a
 	wait_leader a
 	[ "$(health a | jq -r .role)" = leader ]
@@ -160,7 +174,7 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 		[ "$(health b | jq -r .leader 2>/dev/null)" != null ] && break
 		sleep 0.1
 	done
-	health b | jq -e '.role == "standby" and (.leader | contains("rpc=127.0.0.1"))' || { health b; cat "$MC_DIR"/master-b.log; false; }
+	health b | jq -e '.role == "standby" and (.leader | contains("rpc=127.0.0.1:'"${HA_RPC[a]}"'"))'
 	! grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
 	etcd_keys | grep -q '^/mooncake/t/standby/'
 	start_node n1 --segment_size=256M
@@ -175,10 +189,13 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	_mc_reap "${HA_PID[a]}"
 	wait_leader b 15
 	t1=$(date +%s%N)
-	echo "# failover (kill -9 to the standby serving, lease TTL 2 s): $(((t1 - t0) / 1000000)) ms" >&3
+	wait_put_ok b		# the node remounted on b, clients found it
+	local t2
+	t2=$(date +%s%N)
+	echo "# failover (lease TTL 2 s): kill -9 to the standby serving $(((t1 - t0) / 1000000)) ms, to a put through the list of masters $(((t2 - t0) / 1000000)) ms" >&3
 	[ $(((t1 - t0) / 1000000)) -lt 10000 ]
 	[ "$(health b | jq -r .role)" = leader ]
-	wait_put_ok b
+	grep -q "mounted 1 segment" "$MC_DIR/node-n1.log"
 	sleep 1
 	kill -TERM "$load"
 	wait "$load"
