@@ -60,7 +60,9 @@ struct node_config {
 
 #define O(field, ...) MC_OPT(struct node_config, field, __VA_ARGS__)
 static const struct mc_option options[] = {
-	O(master, MC_OPT_STR, "127.0.0.1:50051", "the master's RPC address",
+	O(master, MC_OPT_STR, "127.0.0.1:50051",
+	  "the master's RPC address, or a comma-separated list of the masters of an HA cluster "
+	  "(oplog = etcd: the one that answers leads; the node remounts there)",
 	  .flags = MC_OPTF_HOSTPORT),
 	O(name, MC_OPT_STR, "", "node name, prefix of its segment names (empty: the host name)",
 	  .max = 100),

@@ -65,7 +65,9 @@ struct mc_client;
 
 struct mc_client_opts {
 	size_t sz;		  /* sizeof(struct mc_client_opts) */
-	const char *master;	  /* "host:port" of the master RPC; NULL: "127.0.0.1:50051" */
+	const char *master;	  /* "host:port" of the master RPC, or a comma-separated list of
+				   * the masters of an HA cluster (the leader answers); NULL:
+				   * "127.0.0.1:50051" */
 	const char *tenant;	  /* NULL or "": the default tenant; <= MC_MAX_TENANT_LEN bytes */
 	int timeout_ms;		  /* connect and per-I/O timeout; 0: 10000, < 0: none */
 	const uint8_t *client_id; /* 16 bytes identifying this client (writer of its puts),
