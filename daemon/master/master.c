@@ -29,11 +29,19 @@
  *                  it settled (parked replies, rpc-server.h); HTTP threads
  *                  block in mc_oplog_wait_durable()
  *                  before replying to a mutation, holding no lock.
+ *                  oplog = etcd: a flusher (one etcd transaction per batch)
+ *                  and a lease keeper (oplog-etcd*.c); when the lease is
+ *                  lost, deposed() sets a flag that a 100 ms timer of the
+ *                  main loop reads: it stops the daemon (exit 1).
+ *   (standby)      oplog = etcd, while waiting to lead: the HTTP server of
+ *                  master-standby.c (/health only), stopped once elected.
  *
  * Startup: open the oplog (cutting a torn tail, refusing a damaged log:
- * --repair, master-repair.c), load the newest valid
- * snapshot, replay the oplog after it, then serve.  Segments come back
- * RESTORED and turn readable when their nodes remount them.
+ * --repair, master-repair.c; oplog = etcd: the election, blocking while a
+ * standby), load the newest valid snapshot, replay the oplog after it, then
+ * serve.  Segments come back RESTORED and turn readable when their nodes
+ * remount them; those not remounted within client_ttl_ms are unmounted
+ * (master-clients.c).
  *
  * Lock order, outermost first:
  *   00. the snapshot module's mutex (snapshot.c): serializes takes and every
@@ -45,6 +53,8 @@
  *      segment -> registries);
  *   6. clients lock (master-clients.c): a leaf, never held while calling
  *      mc_meta_* (handlers take it after the meta call returns).
+ * The oplog's own locks (oplog-file.c, oplog-etcd.c) are taken inside
+ * mc_oplog_* only, under any of the above, and never call out holding them.
  * The rpc server itself holds no lock while a handler runs.
  */
 #include <signal.h>

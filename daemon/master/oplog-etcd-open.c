@@ -292,11 +292,8 @@ static int load(struct elog *l, char *err, size_t errlen)
 		json_decref(ans);
 		if (r)
 			return r;
-		if (l->keys[0] <= l->compacted) {
-			snprintf(err, errlen, "batch %" PRIu64 " below the compaction point %" PRIu64,
-				 l->keys[0], l->compacted);
-			return MC_ERR_FILE_READ_FAIL;
-		}
+		/* (the first batch may start at or below `compacted`: a batch that
+		 * straddles the snapshot's position is kept whole) */
 		l->next_seq = last + 1;
 	}
 	l->durable_seq = l->done_seq = l->taken_seq = l->next_seq - 1;

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test-oplog-etcd.c - the etcd oplog backend (daemon/master/oplog-etcd*.c)
+ * against a real etcd (started here on loopback; skipped when the etcd
+ * binary is missing): 8 threads x 300 append + wait_durable, then a
+ * reopen that replays every acknowledged record, with its payload, in
+ * order per thread, with fewer transactions than records (group commit);
+ * the fence (the leader key taken away: nothing more is acknowledged, the
+ * log is deposed and says so); a second opener waits as a standby until
+ * the first closes, then continues the sequence. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "oplog-helpers.h"
+#include "master/etcd.h"
+
+#define THREADS 8
+#define PER_THREAD 300
+
+struct fixture {
+	char *dir;
+	pid_t etcd;
+	char url[64], cluster[32];
+};
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), p = 0;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		p = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return p;
+}
+
+static bool have_etcd(void)
+{
+	return system("command -v etcd >/dev/null 2>&1") == 0;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	*state = f;
+	if (!have_etcd())
+		return 0;
+	f->dir = th_mkdtemp();
+	int cp = free_port(), pp = free_port();
+	snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d", cp);
+	snprintf(f->cluster, sizeof(f->cluster), "unit%d", (int)getpid());
+	char peer[64], cluster[96], data[4200], log[4200];
+	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pp);
+	snprintf(cluster, sizeof(cluster), "u=%s", peer);
+	snprintf(data, sizeof(data), "%s/etcd", f->dir);
+	snprintf(log, sizeof(log), "%s/etcd.log", f->dir);
+	f->etcd = fork();
+	if (f->etcd == 0) {
+		FILE *o = freopen(log, "w", stderr);
+		(void)o;
+		execlp("etcd", "etcd", "--name", "u", "--data-dir", data, "--listen-client-urls",
+		       f->url, "--advertise-client-urls", f->url, "--listen-peer-urls", peer,
+		       "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+		       "--log-level", "error", (char *)NULL);
+		_exit(127);
+	}
+	struct mc_etcd *e;
+	assert_int_equal(mc_etcd_new(f->url, 500, &e), 0);
+	int64_t id = 0;
+	for (int i = 0; i < 200 && mc_etcd_lease_grant(e, 5, &id); i++)
+		usleep(50000);
+	mc_etcd_free(e);
+	assert_true(id != 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	if (f->etcd > 0) {
+		kill(f->etcd, SIGKILL);
+		waitpid(f->etcd, NULL, 0);
+	}
+	if (f->dir)
+		th_rmrf(f->dir);
+	free(f);
+	return 0;
+}
+
+#define NEED_ETCD(f) do { if (!(f)->etcd) { \
+	fprintf(stderr, "# skipped: etcd not installed (Debian etcd-server)\n"); skip(); } } while (0)
+
+static bool deposed_called;
+static void on_deposed(void *ctx)
+{
+	(void)ctx;
+	__atomic_store_n(&deposed_called, true, __ATOMIC_RELEASE);
+}
+
+static struct mc_oplog *open_log(struct fixture *f, bool (*cancelled)(void *))
+{
+	struct mc_oplog_etcd_config c = {
+		.endpoints = f->url, .cluster_id = f->cluster, .lease_ttl_s = 2,
+		.leader_value = "unit", .sync = true, .deposed = on_deposed, .cancelled = cancelled,
+	};
+	struct mc_oplog *l = NULL;
+	char err[256];
+	assert_int_equal(mc_oplog_open_etcd(&c, &l, err, sizeof(err)), 0);
+	return l;
+}
+
+struct worker {
+	struct mc_oplog *l;
+	uint32_t id;
+	uint64_t seqs[PER_THREAD];
+	int err;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t buf[128];
+	for (uint32_t c = 0; c < PER_THREAD; c++) {
+		uint32_t len = 8 + (c * 7 + w->id) % 100;
+		uint64_t seq;
+		memcpy(buf, &w->id, 4);
+		memcpy(buf + 4, &c, 4);
+		memset(buf + 8, (int)(c & 0xff), len - 8);
+		if (mc_oplog_append(w->l, (uint16_t)w->id, buf, len, &seq) ||
+		    mc_oplog_wait_durable(w->l, seq)) {
+			w->err = 1;
+			return NULL;
+		}
+		w->seqs[c] = seq;
+	}
+	return NULL;
+}
+
+struct check {
+	uint32_t next[THREADS];
+	uint64_t records, last;
+	int bad;
+};
+
+static int check_rec(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct check *k = ctx;
+	uint32_t id, c;
+	const uint8_t *p = rec;
+	if (seq != k->last + 1 || len < 8 || type >= THREADS)
+		return k->bad = 1, 0;
+	k->last = seq;
+	memcpy(&id, p, 4);
+	memcpy(&c, p + 4, 4);
+	if (id != type || c != k->next[id] || len != 8 + (c * 7 + id) % 100)
+		return k->bad = 1, 0;
+	for (uint32_t i = 8; i < len; i++)
+		if (p[i] != (uint8_t)(c & 0xff))
+			return k->bad = 1, 0;
+	k->next[id]++;
+	k->records++;
+	return 0;
+}
+
+static int count_rec(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	struct check *k = ctx;
+	(void)type, (void)rec, (void)len;
+	if (seq != k->last + 1)
+		k->bad = 1;
+	k->last = seq;
+	k->records++;
+	return 0;
+}
+
+static void test_stress_reopen(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	struct mc_oplog *l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
+	struct worker *w = calloc(THREADS, sizeof(*w));
+	pthread_t t[THREADS];
+	for (uint32_t i = 0; i < THREADS; i++) {
+		w[i].l = l;
+		w[i].id = i;
+		pthread_create(&t[i], NULL, worker_main, &w[i]);
+	}
+	for (uint32_t i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].err, 0);
+	}
+	struct mc_oplog_stats st;
+	mc_oplog_get_stats(l, &st);
+	assert_int_equal(st.appended, THREADS * PER_THREAD);
+	assert_int_equal(st.durable_seq, THREADS * PER_THREAD);
+	assert_true(st.flushes < st.appended);	/* group commit */
+	fprintf(stderr, "# %llu records in %llu etcd transactions\n",
+		(unsigned long long)st.appended, (unsigned long long)st.flushes);
+	mc_oplog_close(l);
+
+	l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_last_seq(l), THREADS * PER_THREAD);
+	struct check k = { 0 };
+	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &k), 0);
+	assert_int_equal(k.bad, 0);
+	assert_int_equal(k.records, THREADS * PER_THREAD);
+	for (uint32_t i = 0; i < THREADS; i++)
+		assert_int_equal(k.next[i], PER_THREAD);
+	/* from the middle: exactly the records after it */
+	struct check k2 = { .last = 1000 };
+	assert_int_equal(mc_oplog_replay(l, 1000, count_rec, &k2), 0);
+	assert_int_equal(k2.records, THREADS * PER_THREAD - 1000);
+	uint64_t seq;
+	assert_int_equal(mc_oplog_append(l, 0, "x", 1, &seq), 0);
+	assert_int_equal(seq, THREADS * PER_THREAD + 1);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), 0);
+	/* a snapshot covers 1..1000: the batches wholly inside go (the one
+	 * holding 1000 and 1001, if any, stays whole) */
+	assert_true(mc_oplog_compact(l, 1000) >= 1);
+	mc_oplog_close(l);
+	l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_last_seq(l), THREADS * PER_THREAD + 1);
+	assert_int_equal(mc_oplog_replay(l, 999, count_rec, &(struct check){ .last = 999 }),
+			 MC_ERR_OPLOG_ENTRY_NOT_FOUND);
+	struct check k3 = { .last = 1000 };
+	assert_int_equal(mc_oplog_replay(l, 1000, count_rec, &k3), 0);
+	assert_int_equal(k3.bad, 0);
+	assert_int_equal(k3.records, THREADS * PER_THREAD + 1 - 1000);
+	mc_oplog_close(l);
+	free(w);
+}
+
+static void test_fence(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	struct mc_oplog *l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
+	uint64_t seq;
+	assert_int_equal(mc_oplog_append(l, 0, "a", 1, &seq), 0);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), 0);
+	/* another leader's term: the key is deleted and created again */
+	struct mc_etcd *e;
+	char key[128];
+	json_t *ans = NULL;
+	snprintf(key, sizeof(key), "/mooncake/%s/leader", f->cluster);
+	assert_int_equal(mc_etcd_new(f->url, 1000, &e), 0);
+	json_t *req = json_pack("{s:o}", "key", mc_etcd_b64(key, strlen(key)));
+	assert_int_equal(mc_etcd_call(e, "/v3/kv/deleterange", req, &ans), 0);
+	json_decref(ans);
+	json_decref(req);
+	req = json_pack("{s:o, s:o}", "key", mc_etcd_b64(key, strlen(key)), "value",
+			mc_etcd_b64("other", 5));
+	assert_int_equal(mc_etcd_call(e, "/v3/kv/put", req, &ans), 0);
+	json_decref(ans);
+	json_decref(req);
+	mc_etcd_free(e);
+	__atomic_store_n(&deposed_called, false, __ATOMIC_RELEASE);
+	assert_int_equal(mc_oplog_append(l, 0, "b", 1, &seq), 0);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), MC_ERR_PERSISTENT_FAIL);
+	char why[256];
+	assert_int_equal(mc_oplog_failed(l, why, sizeof(why)), MC_ERR_PERSISTENT_FAIL);
+	assert_non_null(strstr(why, "not the leader"));
+	assert_int_equal(mc_oplog_append(l, 0, "c", 1, &seq), MC_ERR_PERSISTENT_FAIL);
+	for (int i = 0; i < 100 && !__atomic_load_n(&deposed_called, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	assert_true(__atomic_load_n(&deposed_called, __ATOMIC_ACQUIRE));
+	mc_oplog_close(l);
+}
+
+struct opener {
+	struct fixture *f;
+	struct mc_oplog *l;
+	bool done;
+};
+
+static bool stop_flag;
+static bool cancelled(void *ctx)
+{
+	(void)ctx;
+	return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE);
+}
+
+static void *opener_main(void *arg)
+{
+	struct opener *o = arg;
+	o->l = open_log(o->f, cancelled);
+	__atomic_store_n(&o->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_standby_waits(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	snprintf(f->cluster, sizeof(f->cluster), "standby%d", (int)getpid());
+	struct mc_oplog *a = open_log(f, NULL);
+	assert_int_equal(mc_oplog_replay(a, 0, check_rec, &(struct check){ 0 }), 0);
+	uint64_t seq;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(mc_oplog_append(a, 0, "r", 1, &seq), 0);
+	assert_int_equal(mc_oplog_wait_durable(a, seq), 0);
+	struct opener o = { .f = f };
+	pthread_t t;
+	pthread_create(&t, NULL, opener_main, &o);
+	usleep(1500000);
+	assert_false(__atomic_load_n(&o.done, __ATOMIC_ACQUIRE));	/* a standby */
+	mc_oplog_close(a);	/* revokes the lease: b leads at once */
+	for (int i = 0; i < 300 && !__atomic_load_n(&o.done, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	assert_true(__atomic_load_n(&o.done, __ATOMIC_ACQUIRE));
+	pthread_join(t, NULL);
+	assert_int_equal(mc_oplog_last_seq(o.l), 5);
+	assert_int_equal(mc_oplog_append(o.l, 0, "s", 1, &seq), 0);
+	assert_int_equal(seq, 6);
+	assert_int_equal(mc_oplog_wait_durable(o.l, seq), 0);
+	mc_oplog_close(o.l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stress_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_standby_waits, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
