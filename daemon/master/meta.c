@@ -507,6 +507,7 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		meta_shard_count(&sh->hard_pinned, 1);
 	meta_log_depend_frees(m);   /* the blocks may be a removed object's */
 	meta_emit_replicas(m, o, a->index, false, a->fn, a->ctx);
+	meta_evict_hint(m, o);
 	return 0;
 }
 
