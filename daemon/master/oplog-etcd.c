@@ -343,11 +343,14 @@ void *oploge_flusher(void *arg)
 		if ((l->notify && l->waiters) || (l->deposed && !l->told)) {
 			mc_oplog_notify_fn fn = l->notify;
 			void *ctx = l->notify_ctx;
+			l->notifying = true;
 			pthread_mutex_unlock(&l->mu);
 			if (fn)
 				fn(ctx);
 			oploge_tell(l);
 			pthread_mutex_lock(&l->mu);
+			l->notifying = false;
+			pthread_cond_broadcast(&l->durable_cv);
 		}
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -466,6 +469,10 @@ static void elog_set_notify(struct mc_oplog *b, mc_oplog_notify_fn fn, void *ctx
 	struct elog *l = to_elog(b);
 
 	pthread_mutex_lock(&l->mu);
+	/* as the local backend: the old function is neither running nor
+	 * called again once this returns (its context may go) */
+	while (l->notifying)
+		pthread_cond_wait(&l->durable_cv, &l->mu);
 	l->notify = fn;
 	l->notify_ctx = ctx;
 	pthread_mutex_unlock(&l->mu);

@@ -45,6 +45,7 @@ struct elog {
 	char why[256];			/* the last etcd error, or why deposed */
 	mc_oplog_notify_fn notify;
 	void *notify_ctx;
+	bool notifying;			/* the flusher calls notify without mu (see set_notify) */
 	mc_oplog_undo_fn undo;
 	void *undo_ctx;
 	pthread_t flusher, keeper;

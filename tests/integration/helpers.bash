@@ -193,7 +193,7 @@ kill_node() {
 	pid=$(node_pid "$n")
 	kill -"$sig" "$pid"
 	_mc_reap "$pid" && return 0
-	kill -KILL "$pid" 2>/dev/null
+	kill -KILL "$pid" 2>/dev/null || true	# (it may have died meanwhile)
 	_mc_linger "$pid"
 	for i in 1 2 3 4 5; do
 		_mc_reap "$pid" && return 0
