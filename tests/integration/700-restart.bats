@@ -83,14 +83,6 @@ round_report() {
 	echo "# $1 rounds: mean $((ROUND_SUM_MS / $1)) ms, slowest $ROUND_MAX_MS ms (round $ROUND_MAX)" >&3
 }
 
-# verify_load: mc-load's check of every journalled operation; on failure
-# also the segment usage (a full segment evicts acknowledged objects).
-verify_load() {
-	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
-	echo "# $(tail -n1 <<<"$output")" >&3
-	[ "$status" -eq 0 ] || { echo "$output" | tail -n 20; ctl segment list; false; }
-}
-
 # bats test_tags=slow
 # MC_RESTART_ROUNDS rounds: 20, make test-slow 100
 @test "master kill -9 at random moments under put/remove load, many rounds: nothing acknowledged lost" {
@@ -99,9 +91,7 @@ verify_load() {
 	start_master --rpc_port="$(free_port)" --snapshot_interval_s=1 --snapshot_retain=2 \
 		--eviction_high_watermark=1
 	start_node n1 --segment_size=256M
-	mkdir -p "$MC_DIR/load"
-	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
-	local load=$!
+	start_load
 	for r in $(seq 1 "$rounds"); do
 		sleep "0.$((RANDOM % 8 + 2))"
 		round_start
@@ -111,8 +101,7 @@ verify_load() {
 	done
 	round_report "$rounds"
 	sleep 0.5
-	kill -TERM "$load"
-	wait "$load"
+	stop_load
 	restart_master --snapshot_interval_s=1 --snapshot_retain=2 --eviction_high_watermark=1
 	wait_remounted end
 	verify_load
@@ -129,9 +118,7 @@ verify_load() {
 	start_node n1 --segment_size=256M
 	local seg
 	seg=$(awk '$1 == "segment" { print $2 }' "$MC_DIR/node-n1/node.id")
-	mkdir -p "$MC_DIR/load"
-	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
-	local load=$!
+	start_load
 	for r in $(seq 1 "$rounds"); do
 		sleep "0.$((RANDOM % 8 + 2))"
 		round_start
@@ -143,8 +130,7 @@ verify_load() {
 	done
 	round_report "$rounds"
 	sleep 0.5
-	kill -TERM "$load"
-	wait "$load"
+	stop_load
 	verify_load
 }
 

@@ -121,12 +121,6 @@ wait_put_ok() {
 	ctl object put "probe-$1-last" "$MC_DIR/probe"
 }
 
-verify_load() {
-	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
-	echo "# $(tail -n1 <<<"$output")" >&3
-	[ "$status" -eq 0 ] || { echo "$output" | tail -n 20; false; }
-}
-
 etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t/ --keys-only | grep -v '^$'; }
 
 @test "oplog=etcd: --help lists the etcd options; a bad endpoint is refused at start" {
@@ -178,10 +172,7 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	! grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
 	etcd_keys | grep -q '^/mooncake/t/standby/'
 	start_node n1 --segment_size=256M
-	mkdir -p "$MC_DIR/load"
-	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
-	local load=$!
-	echo "$load mc-load" >>"$MC_DIR/pids"
+	start_load
 	sleep 2
 	local t0 t1
 	t0=$(date +%s%N)
@@ -197,8 +188,7 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	[ "$(health b | jq -r .role)" = leader ]
 	grep -q "mounted 1 segment" "$MC_DIR/node-n1.log"
 	sleep 1
-	kill -TERM "$load"
-	wait "$load"
+	stop_load
 	verify_load
 }
 
@@ -208,10 +198,7 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	wait_leader a
 	start_ha b
 	start_node n1 --segment_size=256M
-	mkdir -p "$MC_DIR/load"
-	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
-	local load=$!
-	echo "$load mc-load" >>"$MC_DIR/pids"
+	start_load
 	sleep 1.5
 	kill -STOP "${HA_PID[a]}"
 	# b is elected once a's lease lapses (a still holds the shared port)
@@ -236,8 +223,7 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	grep -Eq 'lost the leadership|not the leader any more' "$MC_DIR/master-a.log"
 	wait_put_ok b
 	sleep 1
-	kill -TERM "$load"
-	wait "$load"
+	stop_load
 	verify_load
 }
 
@@ -366,10 +352,7 @@ start_etcd3() {
 	start_ha b
 	start_ha c
 	start_node n1 --segment_size=256M
-	mkdir -p "$MC_DIR/load"
-	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 &	# until TERM
-	local load=$!
-	echo "$load mc-load" >>"$MC_DIR/pids"
+	start_load
 	sleep 2
 	local t0 t1 next= i
 	t0=$(date +%s%N)

@@ -17,6 +17,8 @@
 #                            delete the nodes' shm files; fails if a daemon
 #                            log holds a sanitizer report
 #   mc_stop_pid PID          SIGTERM (then SIGKILL after 10 s) one process, reap it
+#   start_load, stop_load, verify_load   tests/tools/mc-load's put/remove load,
+#                            its end, and the check of what it journalled
 #   mc_check_sanitizer FILE...  fails, printing the file, if one holds an
 #                            ASan/LSan/UBSan/TSan report (files that start
 #                            their own daemons call it in their teardown)
@@ -178,6 +180,7 @@ _mc_reap() {
 # threads' states and kernel wait channels; their stacks when root).
 _mc_linger() {
 	local t
+	[ -d "/proc/$1" ] || return 0
 	echo "# process $1 still exists $(date +%T.%N) after SIGKILL:" >&2
 	for t in /proc/"$1"/task/*; do
 		echo "#   thread ${t##*/}: $(awk '{ print $3 }' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)" >&2
@@ -227,6 +230,28 @@ mc_check_sanitizer() {
 		fi
 	done
 	return $rc
+}
+
+# start_load, stop_load, verify_load: tests/tools/mc-load putting and removing
+# from 4 threads into $MC_DIR/load (its journal of acknowledged operations)
+# until stop_load; verify_load checks every journalled operation against the
+# cluster (on failure, also the segments: a full one evicts acknowledged
+# objects).  The load is in $MC_DIR/pids (stop_all ends it if a test fails
+# first) and does not hold bats' fd 3 (bats would wait for it to exit).
+start_load() {
+	mkdir -p "$MC_DIR/load"
+	"$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 1800 4 3>&- &
+	LOAD_PID=$!
+	echo "$LOAD_PID mc-load" >>"$MC_DIR/pids"
+}
+stop_load() {
+	kill -TERM "$LOAD_PID"
+	wait "$LOAD_PID"
+}
+verify_load() {
+	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
+	echo "# $(tail -n1 <<<"$output")" >&3
+	[ "$status" -eq 0 ] || { echo "$output" | tail -n 20; ctl segment list; false; }
 }
 
 # stop_all: nodes first (newest first), then the master.
