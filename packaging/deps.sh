@@ -7,7 +7,7 @@ set -eu
 build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-dev
        liburing-dev libbpf-dev bpftool libibverbs-dev librdmacm-dev libmicrohttpd-dev
        libinih-dev libsqlite3-dev systemtap-sdt-dev llvm libelf-dev zlib1g-dev
-       libssl-dev)
+       libssl-dev libisal-dev)
 test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
       redis-server redis-tools libclang-rt-14-dev prometheus groff-base)
 # make deb, make rpm, make test-packages (tests/packaging)
