@@ -34,6 +34,9 @@
  * both stay), dumps the shards one by one, and removes index.log.old once the
  * new index.snap is in place.
  *
+ * A damaged index.snap makes open rebuild the index from the data file
+ * (scan_data() below), then replay the logs over it.
+ *
  * Open then reads the head block of every entry's record (batched, one
  * submission per ring-full) and drops, counting them in corrupt, the
  * entries whose header or key on disk do not match (a record overwritten or
@@ -398,6 +401,60 @@ static int check_heads(struct ofs *s, struct ofs_entry **v, size_t n)
 	return 0;
 }
 
+/*
+ * The index from the data file alone, when index.snap is damaged: every
+ * 4 KiB boundary that holds a valid header starts a candidate record, which
+ * is read whole and kept if its CRC matches (the highest seq of a key wins);
+ * the walk then skips the record.  Reads everything once; a record deleted
+ * or evicted whose bytes were not yet overwritten comes back (its CRC is
+ * right, so its bytes are what was put).
+ */
+static int scan_data(struct ofs *s)
+{
+	const uint64_t chunk = 1u << 20;
+	uint8_t *blk = mc_dio_alloc(chunk);
+	int r = 0;
+	if (!blk)
+		return MC_ERR_NO_MEMORY;
+	for (uint64_t at = 0; at < s->cap && !r;) {
+		struct mc_dio_op op = { .fd = s->fd, .buf = blk, .len = MC_MIN(chunk, s->cap - at), .off = at };
+		if ((r = mc_dio_run(s->dio, &op, 1)) < 0)
+			break;
+		/* the next chunk overlaps this one by the longest head, which a
+		 * record starting near the end would not fit in */
+		uint64_t i = 0, next = at + op.len >= s->cap ? s->cap : at + op.len - 8192;
+		for (; i < op.len; i += 4096) {
+			struct mc_rec_hdr h;
+			const uint8_t *key;
+			if (mc_rec_decode(blk + i, op.len - i, &h, &key) < 0 ||
+			    at + i + mc_rec_len(h.klen, h.vlen) > s->cap)
+				continue;
+			uint64_t rl = mc_rec_len(h.klen, h.vlen), hl = mc_rec_head_len(h.klen);
+			uint8_t *rec = mc_dio_alloc(rl);
+			if (!rec) {
+				r = MC_ERR_NO_MEMORY;
+				break;
+			}
+			struct mc_dio_op ro = { .fd = s->fd, .buf = rec, .len = rl, .off = at + i };
+			if (mc_dio_run(s->dio, &ro, 1) == 0 &&
+			    mc_crc32c_final(mc_crc32c(mc_rec_crc_head(&h, rec + MC_REC_HDR), rec + hl,
+						      h.vlen)) == h.crc) {
+				struct ofs_log_rec lr = { .op = OFS_LOG_PUT, .klen = h.klen, .seq = h.seq,
+							  .off = at + i, .vlen = h.vlen, .crc = h.crc,
+							  .key = rec + MC_REC_HDR };
+				r = replay(&lr, s);
+				next = at + i + rl;
+				free(rec);
+				break;	/* read on from the record's end */
+			}
+			free(rec);
+		}
+		at = next;
+	}
+	free(blk);
+	return r;
+}
+
 int ofs_index_load(struct ofs *s)
 {
 	char path[4096];
@@ -408,9 +465,14 @@ int ofs_index_load(struct ofs *s)
 	path_of(s, "index.snap", path, sizeof(path));
 	if ((r = slurp(path, &p, &n)) < 0)
 		return r;
+	bool scan = false;
 	if (p && ofs_snap_decode(p, n, &seq, replay, s) == 0)
 		atomic_store(&s->seq, MC_MAX(seq, atomic_load(&s->seq)));
+	else if (p)
+		scan = true;	/* damaged: rebuild from the records themselves */
 	free(p);
+	if (scan && (r = scan_data(s)) < 0)
+		return r;
 	if ((r = replay_log(s, "index.log.old")) < 0 || (r = replay_log(s, "index.log")) < 0)
 		return r;
 
