@@ -5,7 +5,7 @@
 #include "mooncake/error.h"
 #include "node/disk.h"
 
-#define BACKENDS(X) X(offset)
+#define BACKENDS(X) X(offset) X(file)
 
 const char *const mc_disk_backends[] = {
 #define NAME(b) #b,

@@ -342,35 +342,43 @@ static void test_restart(void **state)
 	mc_disk_close(d);
 }
 
-/* Flips the byte at the first occurrence of pat (n bytes) in any file of dir
- * (at offset delta from it).  Returns the number of files changed. */
+/* Flips the byte at offset delta from the first occurrence of pat (n bytes)
+ * in a file under dir (index.* files aside).  Returns the files changed. */
+static struct {
+	const uint8_t *pat;
+	size_t n;
+	long delta;
+	int changed;
+} CORRUPT;
+
+static int corrupt_cb(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	const char *base = path + f->base;
+	if (flag != FTW_F || !st->st_size || strncmp(base, "index.", 6) == 0)
+		return 0;
+	int fd = open(path, O_RDWR);
+	uint8_t *buf = malloc((size_t)st->st_size);
+	assert_int_equal(pread(fd, buf, (size_t)st->st_size, 0), st->st_size);
+	uint8_t *hit = memmem(buf, (size_t)st->st_size, CORRUPT.pat, CORRUPT.n);
+	if (hit) {
+		off_t at = (off_t)(hit - buf) + CORRUPT.delta;
+		uint8_t c = buf[at] ^ 0x40;
+		assert_int_equal(pwrite(fd, &c, 1, at), 1);
+		CORRUPT.changed++;
+	}
+	free(buf);
+	close(fd);
+	return hit ? 1 : 0;
+}
+
 static int corrupt_at(const char *dir, const uint8_t *pat, size_t n, long delta)
 {
-	DIR *dh = opendir(dir);
-	struct dirent *de;
-	int changed = 0;
-	while (!changed && (de = readdir(dh))) {
-		char path[512];
-		struct stat st;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_size ||
-		    strncmp(de->d_name, "index.", 6) == 0)
-			continue;
-		int fd = open(path, O_RDWR);
-		uint8_t *buf = malloc((size_t)st.st_size);
-		assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
-		uint8_t *hit = memmem(buf, (size_t)st.st_size, pat, n);
-		if (hit) {
-			off_t at = (off_t)(hit - buf) + delta;
-			uint8_t c = buf[at] ^ 0x40;
-			assert_int_equal(pwrite(fd, &c, 1, at), 1);
-			changed = 1;
-		}
-		free(buf);
-		close(fd);
-	}
-	closedir(dh);
-	return changed;
+	CORRUPT.pat = pat;
+	CORRUPT.n = n;
+	CORRUPT.delta = delta;
+	CORRUPT.changed = 0;
+	nftw(dir, corrupt_cb, 16, FTW_PHYS);
+	return CORRUPT.changed;
 }
 
 static void test_corrupt(void **state)
@@ -693,10 +701,12 @@ static void test_bad_config(void **state)
 	};
 
 GROUP(offset)
+GROUP(file)
 
 int main(void)
 {
 	int fails = 0;
 	fails += cmocka_run_group_tests_name("offset", offset_tests, NULL, NULL);
+	fails += cmocka_run_group_tests_name("file", file_tests, NULL, NULL);
 	return fails;
 }
