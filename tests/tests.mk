@@ -46,7 +46,8 @@ $(O)/fuzz/fuzz-handshake: $(FUZZ_EXTRA_fuzz-handshake) $(wildcard daemon/common/
 # The disk tier's decoders: the node's disk*.c, with liburing and ISA-L.
 FUZZ_DISK_SRCS := $(wildcard daemon/node/disk*.c)
 FUZZ_EXTRA_fuzz-disk-offset := $(FUZZ_DISK_SRCS) $(DISK_SYSLIBS)
-$(O)/fuzz/fuzz-disk-offset: $(FUZZ_DISK_SRCS) $(wildcard daemon/node/disk*.h)
+FUZZ_EXTRA_fuzz-disk-bucket := $(FUZZ_DISK_SRCS) $(DISK_SYSLIBS)
+$(O)/fuzz/fuzz-disk-offset $(O)/fuzz/fuzz-disk-bucket: $(FUZZ_DISK_SRCS) $(wildcard daemon/node/disk*.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)

@@ -620,7 +620,8 @@ static int fs_scan(struct fs *s)
 		free(names[--n]);
 	closedir(dh);
 	if (r == 0) {
-		qsort(all, nall, sizeof(*all), cmp_seq);
+		if (nall)
+			qsort(all, nall, sizeof(*all), cmp_seq);
 		for (size_t i = 0; i < nall; i++)
 			fifo_link(s, all[i]);
 		atomic_store(&s->objects, nall);

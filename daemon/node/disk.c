@@ -5,7 +5,7 @@
 #include "mooncake/error.h"
 #include "node/disk.h"
 
-#define BACKENDS(X) X(offset) X(file)
+#define BACKENDS(X) X(offset) X(file) X(bucket)
 
 const char *const mc_disk_backends[] = {
 #define NAME(b) #b,

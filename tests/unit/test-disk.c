@@ -702,11 +702,13 @@ static void test_bad_config(void **state)
 
 GROUP(offset)
 GROUP(file)
+GROUP(bucket)
 
 int main(void)
 {
 	int fails = 0;
 	fails += cmocka_run_group_tests_name("offset", offset_tests, NULL, NULL);
 	fails += cmocka_run_group_tests_name("file", file_tests, NULL, NULL);
+	fails += cmocka_run_group_tests_name("bucket", bucket_tests, NULL, NULL);
 	return fails;
 }
