@@ -84,6 +84,7 @@ test-fresh:
 	$(Q)O=$(O) tests/fresh-root.sh
 
 bench: $(BENCH_BINS)
+	$(Q)packaging/deps.sh bench
 	$(Q)O=$(O) tests/bench/run.sh
 
 # The master's concurrency tests under ThreadSanitizer, in their own build.
@@ -92,7 +93,7 @@ bench: $(BENCH_BINS)
 TSAN_O     ?= .output-tsan
 TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server test-grant test-rpc-admit \
               test-meta-tenants test-log \
-              test-metrics
+              test-metrics test-disk
 .PHONY: test-tsan
 test-tsan:
 	$(Q)$(MAKE) --no-print-directory O=$(TSAN_O) SANITIZE=thread \
