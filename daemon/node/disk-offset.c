@@ -240,7 +240,7 @@ static int ofs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		if (p[i].status && !ret)
 			ret = p[i].status;
 	}
-	if (atomic_load_explicit(&s->log_n, memory_order_relaxed) >= OFS_LOG_COMPACT &&
+	if (atomic_load_explicit(&s->log_n, memory_order_relaxed) >= s->log_compact &&
 	    pthread_mutex_trylock(&s->snap_lock) == 0) {
 		(void)ofs_snapshot(s);	/* a failure leaves the log growing: retried next put */
 		pthread_mutex_unlock(&s->snap_lock);
@@ -450,6 +450,7 @@ static int ofs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	s->base.ops = &mc_disk_offset_ops;
 	s->fd = s->log_fd = -1;
 	s->cap = c->size & ~4095ull;
+	s->log_compact = c->snapshot_every ? c->snapshot_every : OFS_LOG_COMPACT;
 	s->fifo.next = s->fifo.prev = &s->fifo;
 	pthread_mutex_init(&s->space, NULL);
 	pthread_mutex_init(&s->log_lock, NULL);

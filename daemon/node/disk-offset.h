@@ -17,7 +17,7 @@
 #include "util/map.h"
 
 #define OFS_SHARDS 1024u
-/* A snapshot is written when the log holds this many entries. */
+/* A snapshot is written when the log holds this many entries (default). */
 #define OFS_LOG_COMPACT 65536u
 
 struct ofs_link {
@@ -57,6 +57,7 @@ struct ofs {
 	pthread_mutex_t log_lock;	/* a leaf: log_fd, log_n */
 	int log_fd;
 	atomic_uint_fast64_t log_n;
+	uint64_t log_compact;		/* snapshot when log_n reaches it */
 	pthread_mutex_t snap_lock;	/* one snapshot at a time */
 
 	atomic_uint_fast64_t seq;	/* last seq handed out */

@@ -40,6 +40,7 @@ struct mc_disk_config {
 	const char *dir;	/* created if missing; the backend owns what is inside */
 	uint64_t size;		/* capacity in bytes (> 0) */
 	unsigned queue_depth;	/* io_uring entries per ring; 0: 64 */
+	unsigned snapshot_every;	/* offset: log entries between index snapshots; 0: 65536 */
 };
 
 /* One object of a batched put: status is written for every item. */

@@ -93,7 +93,8 @@ static int teardown(void **state)
 
 static struct mc_disk *open_store(struct t *t, uint64_t size)
 {
-	struct mc_disk_config c = { .dir = t->dir, .size = size };
+	/* offset: a snapshot every 97 log entries, so that they run during the tests */
+	struct mc_disk_config c = { .dir = t->dir, .size = size, .snapshot_every = 97 };
 	struct mc_disk *d = NULL;
 	int r = mc_disk_open(t->backend, &c, &d);
 	if (r)
@@ -319,7 +320,7 @@ static void test_restart(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct mc_disk_config c = { .dir = t->dir, .size = 256 * MiB };
+		struct mc_disk_config c = { .dir = t->dir, .size = 256 * MiB, .snapshot_every = 97 };
 		struct mc_disk *cd;
 		if (mc_disk_open(t->backend, &c, &cd))
 			_exit(2);
