@@ -395,6 +395,12 @@ static void commit(struct bk *s, struct bk_bucket *b, struct mc_disk_put *p)
 		if (lost)
 			after_unlive(s, b, edied, true);
 	}
+	/* Evictable only now: an eviction before its entries were mapped
+	 * would find none of them and leave it unevictable. */
+	pthread_mutex_lock(&s->space);
+	if (b->nlive)
+		lru_link(s, b);
+	pthread_mutex_unlock(&s->space);
 	bucket_unref(b);
 }
 
@@ -463,9 +469,6 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		bucket_free(b);
 		goto out;
 	}
-	pthread_mutex_lock(&s->space);
-	lru_link(s, b);
-	pthread_mutex_unlock(&s->space);
 	commit(s, b, p);
 out:
 	for (size_t i = 0; i < n; i++)
