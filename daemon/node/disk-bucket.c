@@ -6,18 +6,11 @@
  * Files in dir (all integers little-endian):
  *   <id>.bucket  the batch's objects, each at a 4 KiB-aligned offset:
  *                [key][value][zeros to the next 4 KiB]
- *   <id>.meta    written after the .bucket's bytes are on disk (as
- *                <id>.meta.tmp, then renamed: the commit point), and
- *                rewritten the same way when one of its objects is deleted
- *                or replaced (the bucket's files go with its last object):
- *      0  8  magic  "MCBMETA1"
- *      8  8  id     the bucket's id (the file's name)
- *     16  8  count  entries
- *     24  8  dlen   bytes of <id>.bucket the entries cover
- *     32  4  CRC32C of the entries
- *     36  4  CRC32C of bytes 0..35
- *     40  -  count entries of { off u64, vlen u64, crc u32 (CRC32C of the
- *            key then the value), klen u16, key[klen] } (22 + klen bytes)
+ *   <id>.meta    its keys and offsets (format: disk-bucket-meta.c), written
+ *                after the .bucket's bytes are on disk (as <id>.meta.tmp,
+ *                then renamed: the commit point), and rewritten the same way
+ *                when one of its objects is deleted or replaced (the
+ *                bucket's files go with its last object).
  *   <id> is decimal, increasing: a key in two buckets (a crash between a
  *   replace's commit and the old meta's rewrite) belongs to the higher id.
  *
@@ -106,20 +99,6 @@ struct bk {
 	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
 };
 
-static void put_le(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 static uint32_t crc(const void *p, size_t n)
 {
 	return mc_crc32c_final(mc_crc32c(MC_CRC_INIT, p, n));
@@ -127,43 +106,8 @@ static uint32_t crc(const void *p, size_t n)
 
 static uint64_t rec_len(uint32_t klen, uint64_t vlen)
 {
-	return (klen + vlen + 4095u) & ~4095ull;
+	return mc_bk_rec_len(klen, vlen);
 }
-
-int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
-		      int (*fn)(const struct mc_bk_meta_ent *e, void *ctx), void *ctx)
-{
-	if (n < MC_BK_META_HDR || memcmp(p, MC_BK_META_MAGIC, 8) != 0 ||
-	    get_le(p + 36, 4) != crc(p, 36) || get_le(p + 32, 4) != crc(p + 40, n - 40))
-		return MC_ERR_DESERIALIZE_FAIL;
-	struct mc_bk_meta m = { .id = get_le(p + 8, 8), .count = get_le(p + 16, 8),
-				.dlen = get_le(p + 24, 8) };
-	if (m.count > (n - MC_BK_META_HDR) / 22)
-		return MC_ERR_DESERIALIZE_FAIL;
-	for (int pass = 0; pass < 2; pass++) {
-		const uint8_t *q = p + MC_BK_META_HDR, *end = p + n;
-		for (uint64_t i = 0; i < m.count; i++) {
-			if (end - q < 22)
-				return MC_ERR_DESERIALIZE_FAIL;
-			struct mc_bk_meta_ent e = { .off = get_le(q, 8), .vlen = get_le(q + 8, 8),
-						    .crc = (uint32_t)get_le(q + 16, 4),
-						    .klen = (uint32_t)get_le(q + 20, 2), .key = q + 22 };
-			if (!e.klen || e.klen > MC_MAX_KEY_LEN || (size_t)(end - q) < 22 + e.klen ||
-			    (e.off & 4095u) || e.vlen > MC_REC_MAX_VLEN ||
-			    e.off > m.dlen || rec_len(e.klen, e.vlen) > m.dlen - e.off)
-				return MC_ERR_DESERIALIZE_FAIL;
-			q += 22 + e.klen;
-			int r;
-			if (pass && fn && (r = fn(&e, ctx)))
-				return r;
-		}
-		if (q != end)
-			return MC_ERR_DESERIALIZE_FAIL;
-	}
-	*ret = m;
-	return 0;
-}
-
 
 static struct bk_shard *shard_of(struct bk *s, const void *key, uint32_t klen)
 {
@@ -245,12 +189,9 @@ static int meta_write(struct bk *s, struct bk_bucket *b)
 			const struct bk_entry *e = b->ents[i];
 			if (!e->live)
 				continue;
-			put_le(q, e->off, 8);
-			put_le(q + 8, e->vlen, 8);
-			put_le(q + 16, e->crc, 4);
-			put_le(q + 20, e->klen, 2);
-			memcpy(q + 22, e->key, e->klen);
-			q += 22 + e->klen;
+			struct mc_bk_meta_ent me = { .off = e->off, .vlen = e->vlen, .crc = e->crc,
+						     .klen = e->klen, .key = e->key };
+			q = mc_bk_meta_put_ent(q, &me);
 			count++;
 		}
 		len = (size_t)(q - p);
@@ -260,12 +201,8 @@ static int meta_write(struct bk *s, struct bk_bucket *b)
 		pthread_mutex_unlock(&b->meta_lock);
 		return MC_ERR_NO_MEMORY;
 	}
-	memcpy(p, MC_BK_META_MAGIC, 8);
-	put_le(p + 8, b->id, 8);
-	put_le(p + 16, count, 8);
-	put_le(p + 24, b->size, 8);
-	put_le(p + 32, crc(p + 40, len - 40), 4);
-	put_le(p + 36, crc(p, 36), 4);
+	struct mc_bk_meta m = { .id = b->id, .count = count, .dlen = b->size };
+	mc_bk_meta_put_hdr(p, len, &m);
 	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".meta.tmp", b->id);
 	snprintf(name, sizeof(name), "%" PRIu64 ".meta", b->id);
 	int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

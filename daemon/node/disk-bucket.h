@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * disk-bucket.h - the decoder of the bucket backend's .meta files (the
- * format is at the top of disk-bucket.c), for the backend's ScanMeta and
- * the fuzz target.
+ * disk-bucket.h - the codec of the bucket backend's .meta files (the
+ * format is at the top of disk-bucket-meta.c), for the backend
+ * (disk-bucket.c: ScanMeta and the rewrites) and the fuzz target.
  */
 #ifndef MC_NODE_DISK_BUCKET_H
 #define MC_NODE_DISK_BUCKET_H
@@ -22,6 +22,17 @@ struct mc_bk_meta_ent {
 	uint32_t crc, klen;
 	const uint8_t *key;	/* into the decoded bytes */
 };
+
+/* Bytes a record takes in the .bucket: key + value, padded to 4 KiB. */
+static inline uint64_t mc_bk_rec_len(uint32_t klen, uint64_t vlen)
+{
+	return (klen + vlen + 4095u) & ~4095ull;
+}
+
+/* Encoding: entries from p + MC_BK_META_HDR on (each put_ent returns where
+ * the next goes; 22 + klen bytes each), then the header over p[0..n). */
+uint8_t *mc_bk_meta_put_ent(uint8_t *q, const struct mc_bk_meta_ent *e);
+void mc_bk_meta_put_hdr(uint8_t *p, size_t n, const struct mc_bk_meta *m);
 
 /* Checks p[0..n) whole, then calls fn (if not NULL) for each entry; 0, fn's
  * non-zero value, or MC_ERR_DESERIALIZE_FAIL (fn not called at all). */
