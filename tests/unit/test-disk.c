@@ -432,12 +432,10 @@ static void test_corrupt(void **state)
 	mc_disk_close(d);
 }
 
-/* offset: a damaged index.snap is rebuilt from the data file. */
+/* offset only: a damaged index.snap is rebuilt from the data file. */
 static void test_damaged_index(void **state)
 {
 	struct t *t = *state;
-	if (strcmp(t->backend, "offset") != 0)
-		skip();
 	struct mc_disk *d = open_store(t, 256 * MiB);
 	load(d);
 	struct listing before = list(d);
@@ -688,28 +686,21 @@ static void test_bad_config(void **state)
 	assert_true(mc_disk_open(t->backend, &c, &d) < 0);
 }
 
-#define GROUP(b) \
-	static struct t b##_t = { .backend = #b }; \
-	static const struct CMUnitTest b##_tests[] = { \
-		cmocka_unit_test_prestate_setup_teardown(test_roundtrip, setup, teardown, &b##_t), \
-		cmocka_unit_test_prestate_setup_teardown(test_restart, setup, teardown, &b##_t), \
-		cmocka_unit_test_prestate_setup_teardown(test_corrupt, setup, teardown, &b##_t), \
-		cmocka_unit_test_prestate_setup_teardown(test_damaged_index, setup, teardown, &b##_t), \
-		cmocka_unit_test_prestate_setup_teardown(test_full, setup, teardown, &b##_t), \
-		cmocka_unit_test_prestate_setup_teardown(test_write_fail, setup, teardown, &b##_t), \
-		cmocka_unit_test_prestate_setup_teardown(test_stress, setup, teardown, &b##_t), \
-		cmocka_unit_test_prestate_setup_teardown(test_bad_config, setup, teardown, &b##_t), \
-	};
+static struct t T_OFFSET = { .backend = "offset" }, T_FILE = { .backend = "file" },
+		T_BUCKET = { .backend = "bucket" };
 
-GROUP(offset)
-GROUP(file)
-GROUP(bucket)
+/* One group (one TAP plan), each test named "<backend>: <test>". */
+#define T(tst, b) { .name = #b ": " #tst, .test_func = tst, .setup_func = setup, \
+		    .teardown_func = teardown, .initial_state = &T_##b }
+#define BACKEND(b) T(test_roundtrip, b), T(test_restart, b), T(test_corrupt, b), T(test_full, b), \
+		   T(test_write_fail, b), T(test_stress, b), T(test_bad_config, b)
 
 int main(void)
 {
-	int fails = 0;
-	fails += cmocka_run_group_tests_name("offset", offset_tests, NULL, NULL);
-	fails += cmocka_run_group_tests_name("file", file_tests, NULL, NULL);
-	fails += cmocka_run_group_tests_name("bucket", bucket_tests, NULL, NULL);
-	return fails;
+	const struct CMUnitTest tests[] = {
+		BACKEND(OFFSET), T(test_damaged_index, OFFSET),
+		BACKEND(FILE),
+		BACKEND(BUCKET),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
