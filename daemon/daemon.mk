@@ -44,6 +44,8 @@ $(DAEMON_MAIN_OBJS): $(O)/.sysconfdir
 
 DAEMON_LIBS := $(DCOMMON_LIB) $(PROTO_LIB) $(UTIL_LIB)
 DAEMON_SYSLIBS := $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl
+# The node's disk tier (daemon/node/disk*.c): io_uring and ISA-L's CRC32C.
+DISK_SYSLIBS := -luring -lisal
 
 $(O)/bin/mooncake-master: $(O)/$(MASTER_MAIN:.c=.o) $(MASTER_LIB) $(DAEMON_LIBS)
 	$(call msg,LD,$@)
@@ -55,7 +57,7 @@ $(O)/bin/mooncake-master: $(O)/$(MASTER_MAIN:.c=.o) $(MASTER_LIB) $(DAEMON_LIBS)
 $(O)/bin/mooncake-node: $(O)/$(NODE_MAIN:.c=.o) $(NODE_LIB) $(RPC_LIB) $(DAEMON_LIBS)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) -libverbs
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) $(DISK_SYSLIBS) -libverbs
 
 TRACE_SRCS := $(wildcard daemon/trace/*.c)
 TRACE_OBJS := $(TRACE_SRCS:%.c=$(O)/%.o)

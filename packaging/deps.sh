@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# packaging/deps.sh build|run|test|pkg|fresh|image|all -- install the Debian 12 packages a
+# packaging/deps.sh build|run|test|bench|pkg|fresh|image|all -- install the Debian 12 packages a
 # purpose needs, if any is missing.  Needs root (apt-get) only when something
 # is missing; prints what it installs.
 set -eu
 build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-dev
        liburing-dev libbpf-dev bpftool libibverbs-dev librdmacm-dev libmicrohttpd-dev
        libinih-dev libsqlite3-dev systemtap-sdt-dev llvm libelf-dev zlib1g-dev
-       libssl-dev)
+       libssl-dev libisal-dev)
 test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
       redis-server redis-tools libclang-rt-14-dev prometheus groff-base etcd-server etcd-client)
+# make bench (tests/bench: bench-disk runs fio beside the disk tier)
+bench=(fio)
 # make deb, make rpm, make test-packages (tests/packaging)
 pkg=(debhelper dpkg-dev lintian rpm rpm2cpio rpmlint elfutils mmdebstrap)
 # make test-fresh (tests/fresh-root.sh)
@@ -20,10 +22,11 @@ image=(mmdebstrap e2fsprogs qemu-system-x86)
 case "${1:-all}" in
 build|run) want=("${build[@]}") ;;
 test|all)  want=("${build[@]}" "${test[@]}") ;;
+bench)     want=("${build[@]}" "${bench[@]}") ;;
 pkg)       want=("${build[@]}" "${pkg[@]}") ;;
 fresh)     want=("${fresh[@]}") ;;
 image)     want=("${image[@]}") ;;
-*) echo "usage: $0 build|run|test|pkg|fresh|image|all" >&2; exit 2 ;;
+*) echo "usage: $0 build|run|test|bench|pkg|fresh|image|all" >&2; exit 2 ;;
 esac
 
 missing=()

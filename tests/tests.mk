@@ -17,11 +17,11 @@ TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl -lcmocka
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl $(DISK_SYSLIBS) -lcmocka
 
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl $(DISK_SYSLIBS)
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -46,6 +46,11 @@ FUZZ_EXTRA_fuzz-grant := daemon/node/node-grant.c
 $(O)/fuzz/fuzz-grant: $(FUZZ_EXTRA_fuzz-grant) $(wildcard daemon/node/node-grant.h daemon/node/node-segment.h)
 FUZZ_EXTRA_fuzz-handshake := daemon/common/rpc-admit.c daemon/common/tokens.c
 $(O)/fuzz/fuzz-handshake: $(FUZZ_EXTRA_fuzz-handshake) $(wildcard daemon/common/*.h)
+# The disk tier's decoders: the node's disk*.c, with liburing and ISA-L.
+FUZZ_DISK_SRCS := $(wildcard daemon/node/disk*.c)
+FUZZ_EXTRA_fuzz-disk-offset := $(FUZZ_DISK_SRCS) $(DISK_SYSLIBS)
+FUZZ_EXTRA_fuzz-disk-bucket := $(FUZZ_DISK_SRCS) $(DISK_SYSLIBS)
+$(O)/fuzz/fuzz-disk-offset $(O)/fuzz/fuzz-disk-bucket: $(FUZZ_DISK_SRCS) $(wildcard daemon/node/disk*.h)
 $(O)/fuzz/%: tests/fuzz/%.c $(UTIL_SRCS) $(PROTO_SRCS) $(wildcard lib/util/*.h lib/proto/*.h lib/proto/*.def)
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(@D)
@@ -82,6 +87,7 @@ test-fresh:
 	$(Q)O=$(O) tests/fresh-root.sh
 
 bench: $(BENCH_BINS)
+	$(Q)packaging/deps.sh bench
 	$(Q)O=$(O) tests/bench/run.sh
 
 # The master's concurrency tests under ThreadSanitizer, in their own build.
@@ -90,7 +96,7 @@ bench: $(BENCH_BINS)
 TSAN_O     ?= .output-tsan
 TSAN_TESTS := test-meta-stress test-meta-evict-stress test-offalloc test-oplog-stress test-rpc-server test-grant test-rpc-admit \
               test-meta-tenants test-log \
-              test-metrics
+              test-metrics test-disk
 .PHONY: test-tsan
 test-tsan:
 	$(Q)$(MAKE) --no-print-directory O=$(TSAN_O) SANITIZE=thread \

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "node/disk.h"
 #include "node/node-metrics.h"
 
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
-       V_CONNECTIONS, V_UPTIME, V_COUNT };
+       V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
+       V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
 struct node_metrics {
@@ -24,6 +26,7 @@ struct node_metrics {
 	const struct mc_node_transport_ops *tops;
 	struct mc_node_transport *tr;
 	struct mc_node_master *link;
+	struct mc_disk *disk;
 	struct mc_rpc_stats st;
 	double values[V_COUNT];
 };
@@ -61,6 +64,15 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_HEARTBEAT_FAILURES] = (double)ls.heartbeat_failures;
 	v[V_CONNECTIONS] = (double)nm->st.open;
 	v[V_UPTIME] = mc_daemon_metrics_uptime(dm);
+	struct mc_disk_stats ds = { 0 };
+	if (nm->disk)
+		mc_disk_stats(nm->disk, &ds);
+	v[V_DISK_CAPACITY] = (double)ds.capacity;
+	v[V_DISK_USED] = (double)ds.used;
+	v[V_DISK_OBJECTS] = (double)ds.objects;
+	v[V_DISK_EVICTIONS] = (double)ds.evictions;
+	v[V_DISK_EVICTED_BYTES] = (double)ds.evicted_bytes;
+	v[V_DISK_CORRUPT] = (double)ds.corrupt;
 }
 
 static double grant_refusals(void *ctx, unsigned idx)
@@ -96,6 +108,20 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				    "Data plane connections open." },
 		[V_UPTIME] = { MC_METRIC_GAUGE, "mooncake_node_uptime_seconds",
 			       "Seconds since the node started." },
+		[V_DISK_CAPACITY] = { MC_METRIC_GAUGE, "mooncake_node_disk_capacity_bytes",
+				      "Bytes of the disk tier (0: none)." },
+		[V_DISK_USED] = { MC_METRIC_GAUGE, "mooncake_node_disk_used_bytes",
+				  "Bytes the disk tier's objects occupy (padded to 4 KiB)." },
+		[V_DISK_OBJECTS] = { MC_METRIC_GAUGE, "mooncake_node_disk_objects",
+				     "Objects in the disk tier." },
+		[V_DISK_EVICTIONS] = { MC_METRIC_COUNTER, "mooncake_node_disk_evictions_total",
+				       "Objects the full disk tier evicted." },
+		[V_DISK_EVICTED_BYTES] = { MC_METRIC_COUNTER,
+					   "mooncake_node_disk_evicted_bytes_total",
+					   "Bytes the full disk tier evicted." },
+		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
+				     "Disk tier records dropped because their CRC32C or header "
+				     "did not match." },
 	};
 	static const char *const known[] = { "INVALID_PARAMS", "INVALID_READ", "INVALID_WRITE",
 					     "SEGMENT_NOT_FOUND", NULL };
@@ -164,5 +190,13 @@ void mc_node_metrics_set_link(struct mc_daemon_metrics *dm, struct mc_node_maste
 	struct node_metrics *nm = mc_daemon_metrics_state(dm);
 	mc_daemon_metrics_lock(dm);
 	nm->link = link;
+	mc_daemon_metrics_unlock(dm);
+}
+
+void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk)
+{
+	struct node_metrics *nm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
+	nm->disk = disk;
 	mc_daemon_metrics_unlock(dm);
 }

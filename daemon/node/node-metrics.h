@@ -35,4 +35,8 @@ void mc_node_metrics_set_transport(struct mc_daemon_metrics *dm,
 /* The master link whose statistics a scrape reports; NULL before it stops. */
 void mc_node_metrics_set_link(struct mc_daemon_metrics *dm, struct mc_node_master *link);
 
+/* The disk tier whose statistics a scrape reports; NULL: none (zeros). */
+struct mc_disk;
+void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk);
+
 #endif

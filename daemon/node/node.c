@@ -36,10 +36,12 @@
 #include "common/daemon.h"
 #include "mooncake/common.h"
 #include "mooncake/error.h"
+#include "node/disk.h"
 #include "node/node-master.h"
 #include "node/node-metrics.h"
 #include "node/node-segment.h"
 #include "node/node-transport.h"
+#include "util/clock.h"
 #include "util/syserr.h"
 
 struct node_config {
@@ -55,6 +57,9 @@ struct node_config {
 	char *shm_dir;
 	uint64_t workers;
 	char *log_level;
+	char *storage_backend;
+	char *disk_dir;
+	uint64_t disk_size;
 	MC_RPC_ADMIT_FIELDS
 };
 
@@ -88,6 +93,13 @@ static const struct mc_option options[] = {
 	  .unit = "threads"),
 	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
 	  .choices = mc_config_log_levels),
+	O(storage_backend, MC_OPT_STR, "offset",
+	  "backend of the disk tier: offset (one preallocated data file), file (a file per "
+	  "object) or bucket (objects packed into bucket files)", .choices = mc_disk_backends),
+	O(disk_dir, MC_OPT_STR, "",
+	  "directory of the disk tier, on a file system with O_DIRECT (empty: state_dir/disk)"),
+	O(disk_size, MC_OPT_SIZE, "0",
+	  "bytes of the disk tier (K/M/G/T suffixes; 0: no disk tier)", .step = 4096),
 	MC_RPC_ADMIT_OPTIONS(O)
 };
 #undef O
@@ -109,11 +121,42 @@ struct node {
 	struct mc_daemon_metrics *metrics;
 	struct mc_http_server *http;
 	struct mc_node_master *link;
+	struct mc_disk *disk;			/* NULL: no disk tier */
 	struct mc_rpc_admit_config admit;	/* the cluster secret, caps */
 	struct mc_rpc_cred cred;		/* the master link's handshake */
 };
 
 static void node_free(struct node *n, bool unmount);
+
+/* The disk tier: its index is rebuilt from what disk_dir holds. */
+static int disk_open(struct node *n)
+{
+	const struct node_config *c = n->cfg;
+	char dir[4096];
+	struct mc_disk_stats st;
+	if (*c->disk_dir)
+		snprintf(dir, sizeof(dir), "%s", c->disk_dir);
+	else
+		snprintf(dir, sizeof(dir), "%s/disk", c->state_dir);
+	struct mc_disk_config dc = { .dir = dir, .size = c->disk_size };
+	uint64_t t0 = mc_now_ms();
+	int r = mc_disk_open(c->storage_backend, &dc, &n->disk);
+	if (r < 0) {
+		log_error("cannot open the disk tier (%s backend) in '%s': %s%s", c->storage_backend,
+			  dir, mc_strerror(r),
+			  r == MC_ERR_NOT_SUPPORTED ? " (the file system has no O_DIRECT: tmpfs?)" :
+			  r == MC_ERR_FILE_WRITE_FAIL ? " (not enough free space for disk_size?)" : "");
+		return r;
+	}
+	mc_disk_stats(n->disk, &st);
+	log_info("disk tier: %s backend in %s, %llu of %llu bytes used by %llu objects, index "
+		 "rebuilt in %llu ms (%llu damaged records dropped)", c->storage_backend, dir,
+		 (unsigned long long)st.used, (unsigned long long)st.capacity,
+		 (unsigned long long)st.objects, (unsigned long long)(mc_now_ms() - t0),
+		 (unsigned long long)st.corrupt);
+	mc_node_metrics_set_disk(n->metrics, n->disk);
+	return 0;
+}
 
 static int node_new(const struct node_config *c, struct node **ret)
 {
@@ -172,6 +215,8 @@ static int node_new(const struct node_config *c, struct node **ret)
 		log_error("cannot set up the metrics: %s", mc_strerror(r));
 		goto fail;
 	}
+	if (c->disk_size && (r = disk_open(n)) < 0)
+		goto fail;
 	*ret = n;
 	return 0;
 fail:
@@ -245,6 +290,9 @@ static void node_free(struct node *n, bool unmount)
 		mc_node_metrics_set_transport(n->metrics, NULL, NULL);
 	if (n->tr)
 		n->tops->stop(n->tr);
+	if (n->metrics)
+		mc_node_metrics_set_disk(n->metrics, NULL);
+	mc_disk_close(n->disk);
 	mc_daemon_metrics_free(n->metrics);
 	mc_node_grants_release(&n->grants);
 	mc_node_segments_close(&n->segs, false);

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * disk-bucket-meta.c - the bucket backend's <id>.meta file (disk-bucket.c
+ * writes and reads it; see disk-bucket.h).  All integers little-endian:
+ *
+ *      0  8  magic  "MCBMETA1"
+ *      8  8  id     the bucket's id (the file's name)
+ *     16  8  count  entries
+ *     24  8  dlen   bytes of <id>.bucket the entries cover
+ *     32  4  CRC32C of the entries
+ *     36  4  CRC32C of bytes 0..35
+ *     40  -  count entries of { off u64, vlen u64, crc u32 (CRC32C of the
+ *            key then the value), klen u16, key[klen] } (22 + klen bytes)
+ *
+ * Each entry's record in <id>.bucket is [key][value][zeros to the next
+ * 4 KiB] at off (a multiple of 4096), inside dlen.
+ */
+#include <string.h>
+
+#include "mooncake/common.h"
+#include "mooncake/error.h"
+#include "node/disk-bucket.h"
+#include "node/disk-record.h"
+
+#define ENT 22u
+
+static void put_le(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static uint32_t crc(const void *p, size_t n)
+{
+	return mc_crc32c_final(mc_crc32c(MC_CRC_INIT, p, n));
+}
+
+uint8_t *mc_bk_meta_put_ent(uint8_t *q, const struct mc_bk_meta_ent *e)
+{
+	put_le(q, e->off, 8);
+	put_le(q + 8, e->vlen, 8);
+	put_le(q + 16, e->crc, 4);
+	put_le(q + 20, e->klen, 2);
+	memcpy(q + ENT, e->key, e->klen);
+	return q + ENT + e->klen;
+}
+
+void mc_bk_meta_put_hdr(uint8_t *p, size_t n, const struct mc_bk_meta *m)
+{
+	memcpy(p, MC_BK_META_MAGIC, 8);
+	put_le(p + 8, m->id, 8);
+	put_le(p + 16, m->count, 8);
+	put_le(p + 24, m->dlen, 8);
+	put_le(p + 32, crc(p + MC_BK_META_HDR, n - MC_BK_META_HDR), 4);
+	put_le(p + 36, crc(p, 36), 4);
+}
+
+int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
+		      int (*fn)(const struct mc_bk_meta_ent *e, void *ctx), void *ctx)
+{
+	if (n < MC_BK_META_HDR || memcmp(p, MC_BK_META_MAGIC, 8) != 0 ||
+	    get_le(p + 36, 4) != crc(p, 36) ||
+	    get_le(p + 32, 4) != crc(p + MC_BK_META_HDR, n - MC_BK_META_HDR))
+		return MC_ERR_DESERIALIZE_FAIL;
+	struct mc_bk_meta m = { .id = get_le(p + 8, 8), .count = get_le(p + 16, 8),
+				.dlen = get_le(p + 24, 8) };
+	if (m.count > (n - MC_BK_META_HDR) / ENT)
+		return MC_ERR_DESERIALIZE_FAIL;
+	/* everything is checked before the first call: a damaged file adds nothing */
+	for (int pass = 0; pass < 2; pass++) {
+		const uint8_t *q = p + MC_BK_META_HDR, *end = p + n;
+		for (uint64_t i = 0; i < m.count; i++) {
+			if (end - q < ENT)
+				return MC_ERR_DESERIALIZE_FAIL;
+			struct mc_bk_meta_ent e = { .off = get_le(q, 8), .vlen = get_le(q + 8, 8),
+						    .crc = (uint32_t)get_le(q + 16, 4),
+						    .klen = (uint32_t)get_le(q + 20, 2), .key = q + ENT };
+			if (!e.klen || e.klen > MC_MAX_KEY_LEN || (size_t)(end - q) < ENT + e.klen ||
+			    (e.off & 4095u) || e.vlen > MC_REC_MAX_VLEN ||
+			    e.off > m.dlen || mc_bk_rec_len(e.klen, e.vlen) > m.dlen - e.off)
+				return MC_ERR_DESERIALIZE_FAIL;
+			q += ENT + e.klen;
+			int r;
+			if (pass && fn && (r = fn(&e, ctx)))
+				return r;
+		}
+		if (q != end)
+			return MC_ERR_DESERIALIZE_FAIL;
+	}
+	*ret = m;
+	return 0;
+}

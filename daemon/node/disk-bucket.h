@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * disk-bucket.h - the codec of the bucket backend's .meta files (the
+ * format is at the top of disk-bucket-meta.c), for the backend
+ * (disk-bucket.c: ScanMeta and the rewrites) and the fuzz target.
+ */
+#ifndef MC_NODE_DISK_BUCKET_H
+#define MC_NODE_DISK_BUCKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MC_BK_META_MAGIC "MCBMETA1"
+#define MC_BK_META_HDR 40u
+
+struct mc_bk_meta {
+	uint64_t id, count, dlen;
+};
+
+struct mc_bk_meta_ent {
+	uint64_t off, vlen;
+	uint32_t crc, klen;
+	const uint8_t *key;	/* into the decoded bytes */
+};
+
+/* Bytes a record takes in the .bucket: key + value, padded to 4 KiB. */
+static inline uint64_t mc_bk_rec_len(uint32_t klen, uint64_t vlen)
+{
+	return (klen + vlen + 4095u) & ~4095ull;
+}
+
+/* Encoding: entries from p + MC_BK_META_HDR on (each put_ent returns where
+ * the next goes; 22 + klen bytes each), then the header over p[0..n). */
+uint8_t *mc_bk_meta_put_ent(uint8_t *q, const struct mc_bk_meta_ent *e);
+void mc_bk_meta_put_hdr(uint8_t *p, size_t n, const struct mc_bk_meta *m);
+
+/* Checks p[0..n) whole, then calls fn (if not NULL) for each entry; 0, fn's
+ * non-zero value, or MC_ERR_DESERIALIZE_FAIL (fn not called at all). */
+int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
+		      int (*fn)(const struct mc_bk_meta_ent *e, void *ctx), void *ctx);
+
+#endif

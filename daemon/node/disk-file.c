@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * disk-file.c - the file backend: one file per object, FIFO eviction.
+ *
+ * Files in dir:
+ *   objects/<name>  one record each (disk-record.h: [24-byte header][key]
+ *                   [pad to 4 KiB][value][pad to 4 KiB], CRC32C over header,
+ *                   key and value), so the file is mc_rec_len() bytes long.
+ *                   <name> is the key encoded: bytes A-Z a-z 0-9 - _ and .
+ *                   (not leading) stay, every other byte is %XX (two upper-
+ *                   case hex digits); an encoding longer than 200 bytes is
+ *                   replaced by "#" and the 32 hex digits of the key's
+ *                   XXH3-128.  The record's own key is authoritative.
+ *   tmp/<seq>       a put being written; renamed to objects/<name> once
+ *                   its bytes are on disk (the commit point).  Left-overs
+ *                   of a killed process are removed at open.
+ *
+ * Open lists objects/ and reads every file's head block (batched io_uring
+ * reads): a file whose header does not decode, whose length is not the
+ * record's, or whose name is not its key's is removed and counted in
+ * corrupt; values are checked by CRC on every read.  The FIFO is rebuilt in
+ * seq order (seq is in each header).
+ *
+ * Space: the sum of the files' lengths, plus the puts in flight, stays
+ * within the capacity: a put evicts the oldest objects (unlink) until its
+ * record fits.  A reader opens the file under its shard lock, so a later
+ * replace or unlink does not disturb it (it keeps the old inode).
+ *
+ * Locks, in order: shard -> space.  No lock is held during data I/O.
+ * open, rename and unlink are plain system calls; reads and writes of data
+ * go through io_uring (disk-io.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mooncake/common.h"
+#include "mooncake/error.h"
+#include "node/disk-io.h"
+#include "node/disk-record.h"
+#include "node/disk.h"
+#include "util/hash.h"
+#include "util/macro.h"
+#include "util/map.h"
+#include "util/syserr.h"
+
+#define FS_SHARDS 1024u
+#define NAME_MAX_ENC 200u
+
+struct fs_link {
+	struct fs_link *prev, *next;
+};
+
+struct fs_entry {
+	struct fs_link fifo;		/* first; space lock */
+	uint64_t vlen, seq;
+	uint32_t crc;
+	atomic_uint refs;		/* the index's + evictors' */
+	uint32_t klen;
+	char name[NAME_MAX_ENC + 8];
+	uint8_t key[];
+};
+
+struct fs_shard {
+	pthread_mutex_t lock;
+	struct mc_map map;
+} __attribute__((aligned(64)));
+
+struct fs {
+	struct mc_disk base;
+	char *dir;
+	int objfd, tmpfd;		/* O_DIRECTORY fds of objects/ and tmp/ */
+	uint64_t cap;
+	struct mc_dio *dio;
+	struct fs_shard *shards;
+	pthread_mutex_t space;
+	struct fs_link fifo;
+	uint64_t used;			/* files + puts in flight */
+	atomic_uint_fast64_t seq;
+	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
+};
+
+/* The file name of a key (see the top); NUL-terminated in out. */
+static void encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC + 8])
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	for (uint32_t i = 0; i < klen; i++) {
+		uint8_t c = key[i];
+		bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			    c == '-' || c == '_' || (c == '.' && i > 0);
+		if (n + (keep ? 1 : 3) > NAME_MAX_ENC) {
+			XXH128_hash_t h = XXH3_128bits(key, klen);
+			snprintf(out, NAME_MAX_ENC + 8, "#%016llx%016llx", (unsigned long long)h.high64,
+				 (unsigned long long)h.low64);
+			return;
+		}
+		if (keep) {
+			out[n++] = (char)c;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 15];
+		}
+	}
+	out[n] = 0;
+}
+
+static struct fs_shard *shard_of(struct fs *s, const void *key, uint32_t klen)
+{
+	return &s->shards[mc_hash(key, klen) & (FS_SHARDS - 1)];
+}
+
+static struct fs_entry *entry_new(const void *key, uint32_t klen)
+{
+	struct fs_entry *e = calloc(1, sizeof(*e) + klen);
+	if (!e)
+		return NULL;
+	e->klen = klen;
+	memcpy(e->key, key, klen);
+	encode_name(key, klen, e->name);
+	atomic_init(&e->refs, 1);
+	return e;
+}
+
+static void fifo_link(struct fs *s, struct fs_entry *e)
+{
+	e->fifo.prev = s->fifo.prev;
+	e->fifo.next = &s->fifo;
+	s->fifo.prev->next = &e->fifo;
+	s->fifo.prev = &e->fifo;
+}
+
+static void fifo_unlink(struct fs_entry *e)
+{
+	struct fs_link *l = &e->fifo;
+	if (!l->next)
+		return;
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->prev = l->next = NULL;
+}
+
+static void entry_unref(struct fs_entry *e)
+{
+	if (atomic_fetch_sub(&e->refs, 1) == 1)
+		free(e);
+}
+
+/* Unmaps e and unlinks its file if it is still its key's entry (the caller
+ * holds a reference).  Returns whether it did. */
+static bool entry_drop(struct fs *s, struct fs_entry *e)
+{
+	struct fs_shard *sh = shard_of(s, e->key, e->klen);
+	uint64_t cur;
+	bool dropped = false;
+	pthread_mutex_lock(&sh->lock);
+	if (mc_map_get(&sh->map, e->key, e->klen, &cur) == 0 && (struct fs_entry *)cur == e) {
+		mc_map_del(&sh->map, e->key, e->klen, NULL);
+		(void)unlinkat(s->objfd, e->name, 0);
+		pthread_mutex_lock(&s->space);
+		fifo_unlink(e);
+		s->used -= mc_rec_len(e->klen, e->vlen);
+		pthread_mutex_unlock(&s->space);
+		atomic_fetch_sub(&s->objects, 1);
+		dropped = true;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (dropped)
+		entry_unref(e);
+	return dropped;
+}
+
+/* Counts len bytes in used, evicting the oldest objects until they fit. */
+static int reserve(struct fs *s, uint64_t len)
+{
+	if (len > s->cap)
+		return MC_ERR_NO_AVAILABLE_HANDLE;
+	pthread_mutex_lock(&s->space);
+	while (s->used + len > s->cap) {
+		if (s->fifo.next == &s->fifo) {
+			pthread_mutex_unlock(&s->space);
+			return MC_ERR_NO_AVAILABLE_HANDLE;	/* the rest is puts in flight */
+		}
+		struct fs_entry *v = container_of(s->fifo.next, struct fs_entry, fifo);
+		fifo_unlink(v);
+		atomic_fetch_add(&v->refs, 1);
+		pthread_mutex_unlock(&s->space);
+		if (entry_drop(s, v)) {
+			atomic_fetch_add(&s->evictions, 1);
+			atomic_fetch_add(&s->evicted_bytes, mc_rec_len(v->klen, v->vlen));
+		}
+		entry_unref(v);
+		pthread_mutex_lock(&s->space);
+	}
+	s->used += len;
+	pthread_mutex_unlock(&s->space);
+	return 0;
+}
+
+static void unreserve(struct fs *s, uint64_t len)
+{
+	pthread_mutex_lock(&s->space);
+	s->used -= len;
+	pthread_mutex_unlock(&s->space);
+}
+
+/* Renames the written tmp file over the key's name and maps e. */
+static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
+{
+	struct fs_shard *sh = shard_of(s, e->key, e->klen);
+	uint64_t old = 0;
+	int r;
+	pthread_mutex_lock(&sh->lock);
+	bool had = mc_map_get(&sh->map, e->key, e->klen, &old) == 0;
+	if ((r = mc_map_put(&sh->map, e->key, e->klen, (uint64_t)(uintptr_t)e)) < 0) {
+		pthread_mutex_unlock(&sh->lock);
+		return r;
+	}
+	if (renameat(s->tmpfd, tmpname, s->objfd, e->name) < 0) {
+		if (had)
+			mc_map_put(&sh->map, e->key, e->klen, old);	/* its slot exists */
+		else
+			mc_map_del(&sh->map, e->key, e->klen, NULL);
+		pthread_mutex_unlock(&sh->lock);
+		return MC_ERR_FILE_WRITE_FAIL;
+	}
+	pthread_mutex_lock(&s->space);
+	if (had) {
+		struct fs_entry *o = (struct fs_entry *)old;
+		fifo_unlink(o);
+		s->used -= mc_rec_len(o->klen, o->vlen);
+	}
+	fifo_link(s, e);
+	pthread_mutex_unlock(&s->space);
+	if (!had)
+		atomic_fetch_add(&s->objects, 1);
+	pthread_mutex_unlock(&sh->lock);
+	if (had)
+		entry_unref((struct fs_entry *)old);
+	return 0;
+}
+
+static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
+{
+	struct fs *s = container_of(d, struct fs, base);
+	struct fs_entry **e = calloc(n, sizeof(*e));
+	struct mc_rec_io *x = calloc(n, sizeof(*x));
+	struct mc_dio_op *ops = calloc(3 * n, sizeof(*ops));
+	unsigned *first = calloc(n + 1, sizeof(*first));
+	int *fd = malloc(n * sizeof(*fd)), ret = 0;
+	char (*tmp)[24] = calloc(n, sizeof(*tmp));
+	bool *reserved = calloc(n, sizeof(*reserved));
+	if (!e || !x || !ops || !first || !fd || !tmp || !reserved) {
+		ret = MC_ERR_NO_MEMORY;
+		goto out;
+	}
+	unsigned nops = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = 0;
+		fd[i] = -1;
+		first[i] = nops;
+		p[i].status = 0;
+		if (!p[i].klen || p[i].klen > MC_MAX_KEY_LEN || p[i].len > MC_REC_MAX_VLEN ||
+		    (!p[i].val && p[i].len)) {
+			p[i].status = MC_ERR_INVALID_PARAMS;
+			continue;
+		}
+		if (!(e[i] = entry_new(p[i].key, p[i].klen))) {
+			p[i].status = MC_ERR_NO_MEMORY;
+			continue;
+		}
+		e[i]->vlen = p[i].len;
+		e[i]->seq = atomic_fetch_add(&s->seq, 1) + 1;
+		if ((p[i].status = reserve(s, mc_rec_len(p[i].klen, p[i].len))) < 0)
+			continue;
+		reserved[i] = true;
+		snprintf(tmp[i], sizeof(tmp[i]), "%llu", (unsigned long long)e[i]->seq);
+		fd[i] = openat(s->tmpfd, tmp[i], O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+		if (fd[i] < 0) {
+			p[i].status = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
+			continue;
+		}
+		struct mc_rec_hdr h = { .klen = p[i].klen, .vlen = p[i].len, .seq = e[i]->seq };
+		if ((p[i].status = mc_rec_io_write(&x[i], fd[i], 0, &h, p[i].key, p[i].val,
+						   ops + nops, &k)) < 0)
+			continue;
+		e[i]->crc = h.crc;
+		nops += k;
+	}
+	first[n] = nops;
+	mc_dio_run(s->dio, ops, nops);
+	for (size_t i = 0; i < n; i++) {
+		for (unsigned k = first[i]; k < first[i + 1] && !p[i].status; k++)
+			p[i].status = ops[k].status;
+		if (fd[i] >= 0)
+			close(fd[i]);
+		if (!p[i].status)
+			p[i].status = commit(s, e[i], tmp[i]);
+		if (p[i].status) {
+			if (fd[i] >= 0)
+				(void)unlinkat(s->tmpfd, tmp[i], 0);
+			if (reserved[i])
+				unreserve(s, mc_rec_len(p[i].klen, p[i].len));
+			if (e[i])
+				entry_unref(e[i]);
+		} else {
+			atomic_fetch_add(&s->puts, 1);
+		}
+		mc_rec_io_release(&x[i]);
+		if (p[i].status && !ret)
+			ret = p[i].status;
+	}
+out:
+	free(e);
+	free(x);
+	free(ops);
+	free(first);
+	free(fd);
+	free(tmp);
+	free(reserved);
+	return ret;
+}
+
+static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
+{
+	struct fs *s = container_of(d, struct fs, base);
+	struct fs_entry **e = calloc(n, sizeof(*e));
+	struct mc_rec_hdr *h = calloc(n, sizeof(*h));
+	struct mc_rec_io *x = calloc(n, sizeof(*x));
+	struct mc_dio_op *ops = calloc(2 * n, sizeof(*ops));
+	unsigned *first = calloc(n + 1, sizeof(*first));
+	int *fd = malloc(n * sizeof(*fd)), ret = 0;
+	if (!e || !h || !x || !ops || !first || !fd) {
+		ret = MC_ERR_NO_MEMORY;
+		goto out;
+	}
+	unsigned nops = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = 0;
+		uint64_t v;
+		fd[i] = -1;
+		first[i] = nops;
+		g[i].status = 0;
+		atomic_fetch_add(&s->gets, 1);
+		if (!g[i].klen || g[i].klen > MC_MAX_KEY_LEN) {
+			g[i].status = MC_ERR_INVALID_PARAMS;
+			continue;
+		}
+		struct fs_shard *sh = shard_of(s, g[i].key, g[i].klen);
+		pthread_mutex_lock(&sh->lock);
+		if (mc_map_get(&sh->map, g[i].key, g[i].klen, &v) == 0) {
+			e[i] = (struct fs_entry *)v;
+			atomic_fetch_add(&e[i]->refs, 1);
+			h[i] = (struct mc_rec_hdr){ .klen = e[i]->klen, .vlen = e[i]->vlen,
+						    .seq = e[i]->seq, .crc = e[i]->crc };
+			fd[i] = openat(s->objfd, e[i]->name, O_RDONLY | O_DIRECT | O_CLOEXEC);
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (!e[i]) {
+			g[i].status = MC_ERR_OBJECT_NOT_FOUND;
+			continue;
+		}
+		if (fd[i] < 0) {
+			g[i].status = errno == ENOENT ? MC_ERR_OBJECT_NOT_FOUND : MC_ERR_FILE_READ_FAIL;
+			continue;
+		}
+		if (g[i].cap < h[i].vlen || (!g[i].buf && h[i].vlen)) {
+			g[i].status = MC_ERR_BUFFER_OVERFLOW;
+			g[i].len = h[i].vlen;
+			continue;
+		}
+		if ((g[i].status = mc_rec_io_read(&x[i], fd[i], 0, mc_rec_head_len(h[i].klen),
+						  h[i].vlen, g[i].buf, ops + nops, &k)) < 0)
+			continue;
+		nops += k;
+	}
+	first[n] = nops;
+	mc_dio_run(s->dio, ops, nops);
+	for (size_t i = 0; i < n; i++) {
+		for (unsigned k = first[i]; k < first[i + 1] && !g[i].status; k++)
+			g[i].status = ops[k].status;
+		if (!g[i].status) {
+			g[i].status = mc_rec_io_read_end(&x[i], &h[i], e[i]->key, g[i].buf);
+			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && entry_drop(s, e[i]))
+				atomic_fetch_add(&s->corrupt, 1);
+			if (!g[i].status) {
+				g[i].len = h[i].vlen;
+				atomic_fetch_add(&s->hits, 1);
+			}
+		}
+		if (fd[i] >= 0)
+			close(fd[i]);
+		if (e[i])
+			entry_unref(e[i]);
+		mc_rec_io_release(&x[i]);
+		if (g[i].status && !ret)
+			ret = g[i].status;
+	}
+out:
+	free(e);
+	free(h);
+	free(x);
+	free(ops);
+	free(first);
+	free(fd);
+	return ret;
+}
+
+static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
+{
+	struct fs *s = container_of(d, struct fs, base);
+	if (!klen || klen > MC_MAX_KEY_LEN)
+		return MC_ERR_INVALID_PARAMS;
+	struct fs_shard *sh = shard_of(s, key, klen);
+	struct fs_entry *e = NULL;
+	uint64_t v;
+	pthread_mutex_lock(&sh->lock);
+	if (mc_map_get(&sh->map, key, klen, &v) == 0) {
+		e = (struct fs_entry *)v;
+		atomic_fetch_add(&e->refs, 1);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (!e)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	bool dropped = entry_drop(s, e);
+	entry_unref(e);
+	return dropped ? 0 : MC_ERR_OBJECT_NOT_FOUND;
+}
+
+static int fs_foreach(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx)
+{
+	struct fs *s = container_of(d, struct fs, base);
+	for (unsigned i = 0; i < FS_SHARDS; i++) {
+		struct fs_shard *sh = &s->shards[i];
+		const struct mc_map_entry *me;
+		uint32_t it = 0;
+		int r = 0;
+		pthread_mutex_lock(&sh->lock);
+		while (!r && (me = mc_map_next(&sh->map, &it))) {
+			const struct fs_entry *e = (const struct fs_entry *)me->value;
+			r = fn(e->key, e->klen, e->vlen, ctx);
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void fs_stats(struct mc_disk *d, struct mc_disk_stats *r)
+{
+	struct fs *s = container_of(d, struct fs, base);
+	r->capacity = s->cap;
+	pthread_mutex_lock(&s->space);
+	r->used = s->used;
+	pthread_mutex_unlock(&s->space);
+	r->objects = atomic_load(&s->objects);
+	r->puts = atomic_load(&s->puts);
+	r->gets = atomic_load(&s->gets);
+	r->hits = atomic_load(&s->hits);
+	r->evictions = atomic_load(&s->evictions);
+	r->evicted_bytes = atomic_load(&s->evicted_bytes);
+	r->corrupt = atomic_load(&s->corrupt);
+}
+
+static void fs_free(struct fs *s)
+{
+	if (s->shards) {
+		for (unsigned i = 0; i < FS_SHARDS; i++) {
+			const struct mc_map_entry *me;
+			uint32_t it = 0;
+			while ((me = mc_map_next(&s->shards[i].map, &it)))
+				free((void *)me->value);
+			mc_map_release(&s->shards[i].map);
+			pthread_mutex_destroy(&s->shards[i].lock);
+		}
+		free(s->shards);
+	}
+	mc_dio_free(s->dio);
+	if (s->objfd >= 0)
+		close(s->objfd);
+	if (s->tmpfd >= 0)
+		close(s->tmpfd);
+	pthread_mutex_destroy(&s->space);
+	free(s->dir);
+	free(s);
+}
+
+static void fs_close(struct mc_disk *d)
+{
+	fs_free(container_of(d, struct fs, base));
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+	const struct fs_entry *x = *(struct fs_entry *const *)a, *y = *(struct fs_entry *const *)b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Empties tmp/, then indexes objects/ (see the top). */
+#define SCAN_BATCH 256u
+static int scan_batch(struct fs *s, char **names, size_t n, struct fs_entry ***all, size_t *nall)
+{
+	struct mc_dio_op ops[SCAN_BATCH];
+	int fds[SCAN_BATCH];
+	uint64_t size[SCAN_BATCH];
+	const uint64_t stride = mc_rec_head_len(MC_MAX_KEY_LEN);
+	uint8_t *blk = mc_dio_alloc(SCAN_BATCH * stride);
+	if (!blk)
+		return MC_ERR_NO_MEMORY;
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		ops[i] = (struct mc_dio_op){ .fd = -1 };
+		size[i] = 0;
+		fds[i] = openat(s->objfd, names[i], O_RDONLY | O_DIRECT | O_CLOEXEC);
+		if (fds[i] < 0 || fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		size[i] = (uint64_t)st.st_size;
+		ops[i] = (struct mc_dio_op){ .fd = fds[i], .buf = blk + i * stride,
+					     .len = MC_MIN(size[i], stride) & ~4095ull };
+	}
+	mc_dio_run(s->dio, ops, n);
+	int r = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct mc_rec_hdr h;
+		const uint8_t *key;
+		char name[NAME_MAX_ENC + 8];
+		struct fs_entry *e = NULL;
+		bool ok = ops[i].len && !ops[i].status &&
+			  mc_rec_decode(blk + i * stride, ops[i].len, &h, &key) == 0 &&
+			  size[i] == mc_rec_len(h.klen, h.vlen);
+		if (ok) {
+			encode_name(key, h.klen, name);
+			ok = strcmp(name, names[i]) == 0;
+		}
+		if (fds[i] >= 0)
+			close(fds[i]);
+		if (!ok) {
+			(void)unlinkat(s->objfd, names[i], 0);
+			atomic_fetch_add(&s->corrupt, 1);
+			continue;
+		}
+		struct fs_shard *sh = shard_of(s, key, h.klen);
+		struct fs_entry **grown = realloc(*all, (*nall + 1) * sizeof(**all));
+		if (!grown || !(e = entry_new(key, h.klen)) ||
+		    mc_map_put(&sh->map, key, h.klen, (uint64_t)(uintptr_t)e) < 0) {
+			if (grown)
+				*all = grown;
+			free(e);
+			r = MC_ERR_NO_MEMORY;
+			break;
+		}
+		*all = grown;
+		e->vlen = h.vlen;
+		e->seq = h.seq;
+		e->crc = h.crc;
+		(*all)[(*nall)++] = e;
+		s->used += size[i];
+		if (h.seq > atomic_load(&s->seq))
+			atomic_store(&s->seq, h.seq);
+	}
+	free(blk);
+	return r;
+}
+
+static int fs_scan(struct fs *s)
+{
+	struct dirent *de;
+	int fd = dup(s->tmpfd);
+	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dh) {
+		if (fd >= 0)
+			close(fd);
+		return mc_err_from_errno(errno);
+	}
+	while ((de = readdir(dh)))
+		if (de->d_name[0] != '.')
+			(void)unlinkat(s->tmpfd, de->d_name, 0);
+	closedir(dh);
+
+	fd = dup(s->objfd);
+	if (fd < 0 || !(dh = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return mc_err_from_errno(errno);
+	}
+	char *names[SCAN_BATCH];
+	size_t n = 0, nall = 0;
+	struct fs_entry **all = NULL;
+	int r = 0;
+	for (;;) {
+		de = readdir(dh);
+		if (de && (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")))
+			continue;
+		if (de && !(names[n] = strdup(de->d_name))) {
+			r = MC_ERR_NO_MEMORY;
+			break;
+		}
+		if (de)
+			n++;
+		if (n == SCAN_BATCH || (!de && n)) {
+			r = scan_batch(s, names, n, &all, &nall);
+			while (n)
+				free(names[--n]);
+			if (r < 0)
+				break;
+		}
+		if (!de)
+			break;
+	}
+	while (n)
+		free(names[--n]);
+	closedir(dh);
+	if (r == 0) {
+		if (nall)
+			qsort(all, nall, sizeof(*all), cmp_seq);
+		for (size_t i = 0; i < nall; i++)
+			fifo_link(s, all[i]);
+		atomic_store(&s->objects, nall);
+	}
+	free(all);
+	/* A smaller disk_size than before: the oldest go. */
+	while (r == 0 && s->used > s->cap && s->fifo.next != &s->fifo) {
+		struct fs_entry *v = container_of(s->fifo.next, struct fs_entry, fifo);
+		atomic_fetch_add(&v->refs, 1);
+		if (entry_drop(s, v))
+			atomic_fetch_add(&s->evictions, 1);
+		entry_unref(v);
+	}
+	return r;
+}
+
+static int subdir(struct fs *s, const char *name, int *ret)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return mc_err_from_errno(errno);
+	*ret = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return *ret < 0 ? mc_err_from_errno(errno) : 0;
+}
+
+static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
+{
+	struct fs *s = calloc(1, sizeof(*s));
+	int r;
+	if (!s)
+		return MC_ERR_NO_MEMORY;
+	s->base.ops = &mc_disk_file_ops;
+	s->objfd = s->tmpfd = -1;
+	s->cap = c->size & ~4095ull;
+	s->fifo.next = s->fifo.prev = &s->fifo;
+	pthread_mutex_init(&s->space, NULL);
+	if (!(s->dir = strdup(c->dir)) ||
+	    !(s->shards = aligned_alloc(64, FS_SHARDS * sizeof(*s->shards)))) {
+		r = MC_ERR_NO_MEMORY;
+		goto fail;
+	}
+	for (unsigned i = 0; i < FS_SHARDS; i++) {
+		pthread_mutex_init(&s->shards[i].lock, NULL);
+		mc_map_init(&s->shards[i].map);
+	}
+	if (!s->cap) {
+		r = MC_ERR_INVALID_PARAMS;
+		goto fail;
+	}
+	if (mkdir(c->dir, 0700) < 0 && errno != EEXIST) {
+		r = mc_err_from_errno(errno);
+		goto fail;
+	}
+	if ((r = subdir(s, "objects", &s->objfd)) < 0 || (r = subdir(s, "tmp", &s->tmpfd)) < 0 ||
+	    (r = mc_dio_new(c->queue_depth, &s->dio)) < 0 || (r = fs_scan(s)) < 0)
+		goto fail;
+	*ret = &s->base;
+	return 0;
+fail:
+	fs_free(s);
+	return r;
+}
+
+const struct mc_disk_ops mc_disk_file_ops = {
+	.name = "file",
+	.open = fs_open,
+	.close = fs_close,
+	.put = fs_put,
+	.get = fs_get,
+	.del = fs_del,
+	.foreach = fs_foreach,
+	.stats = fs_stats,
+};

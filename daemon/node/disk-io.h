@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * disk-io.h - batched O_DIRECT file I/O on io_uring (liburing), for the
+ * disk tier's backends.
+ *
+ * A struct mc_dio owns a few rings (MC_DIO_RINGS), each behind its own
+ * mutex; a batch takes a free ring (or waits for one), submits every
+ * operation it can in one io_uring_submit_and_wait(), resubmits the rest of
+ * short transfers, and returns when all are done.  So concurrent callers
+ * submit in parallel, and each batch is one system call per ring-full.
+ *
+ * O_DIRECT rules, which the caller keeps: buf, off and len are multiples of
+ * MC_DISK_BLOCK (buffers from mc_dio_alloc()).  A read that meets the end of
+ * the file before len is an error (MC_ERR_FILE_READ_FAIL).
+ */
+#ifndef MC_NODE_DISK_IO_H
+#define MC_NODE_DISK_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MC_DIO_RINGS 4
+
+struct mc_dio_op {
+	int fd;
+	bool write;
+	void *buf;
+	uint64_t len;
+	uint64_t off;
+	int status;		/* out: 0, or MC_ERR_FILE_READ_FAIL/WRITE_FAIL/... from errno */
+	int err;		/* out: the errno of a failure (0 if none) */
+	uint64_t done;		/* internal: bytes transferred */
+};
+
+struct mc_dio;
+
+/* depth: entries per ring (0: 64). */
+int mc_dio_new(unsigned depth, struct mc_dio **ret);
+void mc_dio_free(struct mc_dio *d);
+/* Runs every op; 0 if all succeeded, else the first op's failure. */
+int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n);
+
+/* Buffered I/O of the index files: every byte or MC_ERR_FILE_WRITE_FAIL /
+ * MC_ERR_FILE_READ_FAIL (also for an early end of file). */
+int mc_file_write_all(int fd, const void *buf, size_t n);
+int mc_file_read_all(int fd, void *buf, size_t n);
+
+/* A zeroed buffer aligned to MC_DISK_BLOCK, len rounded up to it; free(). */
+void *mc_dio_alloc(uint64_t len);
+static inline bool mc_dio_aligned(const void *p)
+{
+	return ((uintptr_t)p & 4095u) == 0;
+}
+
+#endif

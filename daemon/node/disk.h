@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * disk.h - the node's disk tier: a key -> bytes store in disk_dir, behind one
+ * ops table with three backends (option storage_backend):
+ *
+ *   offset  disk-offset.c   one preallocated data file, records placed by an
+ *                           offset allocator, index = snapshot + log
+ *   file    disk-file.c     one file per key (name encoded from the key)
+ *   bucket  disk-bucket.c   objects packed into <id>.bucket files, keys and
+ *                           offsets in <id>.meta files (ScanMeta at start)
+ *
+ * Each backend's on-disk format is specified at the top of its file; the
+ * record layout shared by offset and file is in disk-record.h.  All data I/O
+ * goes through disk-io.h (liburing, O_DIRECT on 4 KiB-aligned buffers, one
+ * submission per batch).
+ *
+ * Every value carries a CRC32C that is verified on every read and at start:
+ * a record whose bytes do not match is never returned; it is dropped from the
+ * index and counted (stats.corrupt).  A store that is full evicts, in the
+ * order its backend documents (offset, file: FIFO by put; bucket: the least
+ * recently read or written bucket), until the new object fits; an object
+ * larger than the capacity is refused with MC_ERR_NO_AVAILABLE_HANDLE.  A
+ * failed write of the file system (ENOSPC, EIO, EFBIG) answers
+ * MC_ERR_FILE_WRITE_FAIL and loses nothing that was acknowledged before.
+ *
+ * Thread-safe: any call may run concurrently with any other on the same
+ * store, except close.  Functions return 0 or a negative MC_ERR_*; they never
+ * log (the node logs what it acts on).
+ */
+#ifndef MC_NODE_DISK_H
+#define MC_NODE_DISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MC_DISK_BLOCK 4096u		/* alignment of every O_DIRECT transfer */
+
+struct mc_disk_config {
+	const char *dir;	/* created if missing; the backend owns what is inside */
+	uint64_t size;		/* capacity in bytes (> 0) */
+	unsigned queue_depth;	/* io_uring entries per ring; 0: 64 */
+	unsigned snapshot_every;	/* offset: log entries between index snapshots; 0: 65536 */
+};
+
+/* One object of a batched put: status is written for every item. */
+struct mc_disk_put {
+	const void *key;
+	uint32_t klen;		/* 1..MC_MAX_KEY_LEN */
+	const void *val;
+	uint64_t len;
+	int status;		/* out: 0 or MC_ERR_* */
+};
+
+/* One object of a batched get.  status: 0 (len = bytes in buf),
+ * MC_ERR_OBJECT_NOT_FOUND, MC_ERR_BUFFER_OVERFLOW (len = the object's size,
+ * nothing copied), MC_ERR_CHECKSUM_MISMATCH (the record was corrupt: it is
+ * dropped now), or an I/O error. */
+struct mc_disk_get {
+	const void *key;
+	uint32_t klen;
+	void *buf;
+	uint64_t cap;
+	uint64_t len;		/* out */
+	int status;		/* out */
+};
+
+struct mc_disk_stats {
+	uint64_t capacity;	/* bytes the store may use */
+	uint64_t used;		/* bytes its objects occupy on disk (padded) */
+	uint64_t objects;
+	uint64_t puts, gets, hits;
+	uint64_t evictions, evicted_bytes;
+	uint64_t corrupt;	/* records dropped because their CRC or header failed */
+};
+
+struct mc_disk;	/* a store: the backend's struct starts with this one (below) */
+
+/* A visitor of mc_disk_foreach(): non-zero stops the walk and is returned. */
+typedef int (*mc_disk_visit_fn)(const void *key, uint32_t klen, uint64_t len, void *ctx);
+
+struct mc_disk_ops {
+	const char *name;
+	int (*open)(const struct mc_disk_config *c, struct mc_disk **ret);
+	void (*close)(struct mc_disk *d);
+	int (*put)(struct mc_disk *d, struct mc_disk_put *p, size_t n);
+	int (*get)(struct mc_disk *d, struct mc_disk_get *g, size_t n);
+	int (*del)(struct mc_disk *d, const void *key, uint32_t klen);
+	int (*foreach)(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx);
+	void (*stats)(struct mc_disk *d, struct mc_disk_stats *ret);
+};
+
+extern const struct mc_disk_ops mc_disk_offset_ops, mc_disk_file_ops, mc_disk_bucket_ops;
+
+/* The backend names, NULL-terminated (the storage_backend option's choices). */
+extern const char *const mc_disk_backends[];
+/* The backend called name, or NULL. */
+const struct mc_disk_ops *mc_disk_backend(const char *name);
+
+/* Opens (or creates) the store of backend `backend` in c->dir, rebuilding
+ * its index from what is on disk. */
+int mc_disk_open(const char *backend, const struct mc_disk_config *c, struct mc_disk **ret);
+/* Persists the index and frees everything.  NULL is fine. */
+void mc_disk_close(struct mc_disk *d);
+/* Stores a batch (one io_uring submission per ring-full): 0 if every item
+ * succeeded, else the first item's error (each item has its own status).
+ * A key already present is replaced. */
+int mc_disk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n);
+/* Reads a batch in one submission: 0 if every item succeeded, else the first
+ * error.  Counts hits and misses. */
+int mc_disk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n);
+/* Removes a key: 0 or MC_ERR_OBJECT_NOT_FOUND. */
+int mc_disk_del(struct mc_disk *d, const void *key, uint32_t klen);
+/* Calls fn for every object (no order promised; no call into d from fn). */
+int mc_disk_foreach(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx);
+void mc_disk_stats(struct mc_disk *d, struct mc_disk_stats *ret);
+/* The backend's name. */
+const char *mc_disk_name(const struct mc_disk *d);
+
+/* The part every backend's store starts with. */
+struct mc_disk {
+	const struct mc_disk_ops *ops;
+};
+
+#endif

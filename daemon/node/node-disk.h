@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node-disk.h - moving objects between the node's memory segments and its
+ * disk tier (disk.h), in batches:
+ *
+ *   offload  segment ranges -> disk objects: what the memory tier's
+ *            eviction writes instead of dropping an object (LOCAL_DISK)
+ *   load     disk objects -> segment ranges: the staging space from which a
+ *            client reads offloaded objects over the data plane
+ *            (BatchGetOffloadObject), or a promotion back to memory
+ *
+ * Each call is one disk batch (one io_uring submission per ring-full; the
+ * segment memory is read or written in place, page-aligned ranges with no
+ * copy).  The ranges are checked here (segment known, range inside it);
+ * who may ask is the caller's business: these are the master's requests,
+ * never a data-plane client's.
+ */
+#ifndef MC_NODE_DISK_XFER_H
+#define MC_NODE_DISK_XFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node/disk.h"
+#include "node/node-segment.h"
+
+struct mc_node_disk_xfer {
+	const void *key;
+	uint32_t klen;
+	struct mc_uuid segment;
+	uint64_t offset;
+	uint64_t len;		/* offload: the object's bytes; load: the room, then
+				 * (out, on success) the object's bytes */
+	int status;		/* out: 0, SEGMENT_NOT_FOUND, INVALID_PARAMS (range),
+				 * or the disk tier's status (disk.h) */
+};
+
+/* 0 if every item succeeded, else the first item's error. */
+int mc_node_disk_offload(struct mc_disk *d, const struct mc_node_segments *segs,
+			 struct mc_node_disk_xfer *x, size_t n);
+int mc_node_disk_load(struct mc_disk *d, const struct mc_node_segments *segs,
+		      struct mc_node_disk_xfer *x, size_t n);
+
+#endif

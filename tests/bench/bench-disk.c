@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench-disk.c - the node's disk tier (daemon/node/disk*.c) beside fio on the
+ * same file system, in the same run.
+ *
+ * In a folder under $MC_BENCH_DIR, else $TMPDIR, else /var/tmp (a real file
+ * system with O_DIRECT; not a tmpfs), for each backend:
+ *   disk_<b>_rand4k_iops      random 4 KiB gets over 16384 objects, batches
+ *                             of 32 (one io_uring submission each), one thread
+ *   disk_<b>_seqwrite_1m      1 MiB puts, batches of 16: GB/s
+ *   disk_<b>_seqread_1m       1 MiB gets of those, batches of 16: GB/s
+ *   disk_<b>_batch128_ms      one get of 128 objects of 64 KiB: ms (median)
+ * and fio's figures with the same shape (io_uring, O_DIRECT, iodepth 32 for
+ * 4 KiB random reads, 16 for 1 MiB sequential, one job), as fio_* lines,
+ * then each backend's ratio to fio ("x fio"; the goal is 0.8 or more).
+ * Without fio on PATH the fio lines say so and no ratio is printed.
+ * Buffers are 4 KiB-aligned (the node's staging memory is), so values move
+ * with no copy.  MC_BENCH_DISK_SECONDS sets each timed phase (default 2);
+ * MC_BENCH_DISK_BACKENDS (e.g. "offset,file") limits the backends.
+ */
+#include <ftw.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mooncake/error.h"
+#include "node/disk.h"
+#include "util/clock.h"
+
+#define MiB (1ull << 20)
+#define NSMALL 16384u
+#define NBIG 512u
+#define QD_SMALL 32u
+#define QD_BIG 16u
+
+static double seconds = 2;
+static char root[512];
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void die(const char *what, int r)
+{
+	fprintf(stderr, "bench-disk: %s: %s\n", what, mc_strerror(r));
+	exit(1);
+}
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+struct figures {
+	double iops, wr_gbs, rd_gbs, batch_ms;
+};
+
+static double elapsed(uint64_t t0)
+{
+	return (double)(mc_now_ns() - t0) / 1e9;
+}
+
+static void bench_backend(const char *b, struct figures *f)
+{
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/%s", root, b);
+	struct mc_disk_config c = { .dir = dir, .size = NBIG * MiB + NSMALL * 8192ull + 256 * MiB };
+	struct mc_disk *d;
+	int r;
+	if ((r = mc_disk_open(b, &c, &d)) < 0)
+		die("open", r);
+	uint8_t *buf = aligned_alloc(4096, QD_BIG * MiB);
+	memset(buf, 0x5a, QD_BIG * MiB);
+	char (*keys)[24] = malloc(NSMALL * sizeof(*keys));
+
+	/* 1 MiB sequential writes */
+	struct mc_disk_put p[128];
+	struct mc_disk_get g[128];
+	uint64_t t0 = mc_now_ns();
+	for (unsigned i = 0; i < NBIG; i += QD_BIG) {
+		for (unsigned k = 0; k < QD_BIG; k++) {
+			snprintf(keys[k], sizeof(keys[k]), "big-%u", i + k);
+			p[k] = (struct mc_disk_put){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
+						     .val = buf + k * MiB, .len = MiB };
+		}
+		if ((r = mc_disk_put(d, p, QD_BIG)) < 0)
+			die("put 1 MiB", r);
+	}
+	f->wr_gbs = (double)NBIG * MiB / elapsed(t0) / 1e9;
+
+	/* 1 MiB sequential reads, repeated for the phase's time */
+	uint64_t done = 0;
+	t0 = mc_now_ns();
+	while (elapsed(t0) < seconds) {
+		for (unsigned i = 0; i < NBIG; i += QD_BIG) {
+			for (unsigned k = 0; k < QD_BIG; k++) {
+				snprintf(keys[k], sizeof(keys[k]), "big-%u", i + k);
+				g[k] = (struct mc_disk_get){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
+							     .buf = buf + k * MiB, .cap = MiB };
+			}
+			if ((r = mc_disk_get(d, g, QD_BIG)) < 0)
+				die("get 1 MiB", r);
+			done += QD_BIG * MiB;
+		}
+	}
+	f->rd_gbs = (double)done / elapsed(t0) / 1e9;
+
+	/* 4 KiB objects, then random batched gets */
+	for (unsigned i = 0; i < NSMALL; i++)
+		snprintf(keys[i], sizeof(keys[i]), "small-%u", i);
+	for (unsigned i = 0; i < NSMALL; i += 128) {
+		for (unsigned k = 0; k < 128; k++)
+			p[k] = (struct mc_disk_put){ .key = keys[i + k],
+						     .klen = (uint32_t)strlen(keys[i + k]),
+						     .val = buf + k * 4096, .len = 4096 };
+		if ((r = mc_disk_put(d, p, 128)) < 0)
+			die("put 4 KiB", r);
+	}
+	uint64_t seed = 88172645463325252ull, n = 0;
+	t0 = mc_now_ns();
+	while (elapsed(t0) < seconds) {
+		for (unsigned k = 0; k < QD_SMALL; k++) {
+			unsigned i = (unsigned)(rnd(&seed) % NSMALL);
+			g[k] = (struct mc_disk_get){ .key = keys[i], .klen = (uint32_t)strlen(keys[i]),
+						     .buf = buf + k * 4096, .cap = 4096 };
+		}
+		if ((r = mc_disk_get(d, g, QD_SMALL)) < 0)
+			die("get 4 KiB", r);
+		n += QD_SMALL;
+	}
+	f->iops = (double)n / elapsed(t0);
+
+	/* one get of 128 objects of 64 KiB */
+	for (unsigned k = 0; k < 128; k++) {
+		snprintf(keys[k], sizeof(keys[k]), "b128-%u", k);
+		p[k] = (struct mc_disk_put){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
+					     .val = buf + (k % 16) * 65536, .len = 65536 };
+	}
+	if ((r = mc_disk_put(d, p, 128)) < 0)
+		die("put 64 KiB", r);
+	uint8_t *big = aligned_alloc(4096, 128 * 65536);
+	double ms[9];
+	for (int rep = 0; rep < 9; rep++) {
+		for (unsigned k = 0; k < 128; k++)
+			g[k] = (struct mc_disk_get){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
+						     .buf = big + k * 65536, .cap = 65536 };
+		t0 = mc_now_ns();
+		if ((r = mc_disk_get(d, g, 128)) < 0)
+			die("get 128", r);
+		ms[rep] = elapsed(t0) * 1e3;
+	}
+	for (int i = 0; i < 9; i++)	/* median */
+		for (int j = i + 1; j < 9; j++)
+			if (ms[j] < ms[i]) {
+				double t = ms[i];
+				ms[i] = ms[j];
+				ms[j] = t;
+			}
+	f->batch_ms = ms[4];
+	free(big);
+	free(buf);
+	free(keys);
+	mc_disk_close(d);
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* fio's figure: bw_bytes/s or iops of the job's read or write side. */
+static double fio(const char *rw, const char *bs, unsigned qd, const char *size, bool iops)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd),
+		 "fio --name=b --directory=%s --filename=fio.dat --rw=%s --bs=%s --iodepth=%u "
+		 "--ioengine=io_uring --direct=1 --size=%s --numjobs=1 --time_based "
+		 "--runtime=%.0f --ramp_time=0 --output-format=json 2>/dev/null",
+		 root, rw, bs, qd, size, seconds < 1 ? 1 : seconds);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	json_error_t e;
+	json_t *j = json_loadf(f, 0, &e);
+	pclose(f);
+	if (!j)
+		return -1;
+	const char *side = strstr(rw, "read") ? "read" : "write";
+	json_t *job = json_array_get(json_object_get(j, "jobs"), 0);
+	json_t *s = json_object_get(job, side);
+	double v = iops ? json_number_value(json_object_get(s, "iops"))
+			: json_number_value(json_object_get(s, "bw_bytes")) / 1e9;
+	json_decref(j);
+	return v;
+}
+
+int main(void)
+{
+	const char *base = getenv("MC_BENCH_DIR");
+	if (!base || !*base)
+		base = getenv("TMPDIR");
+	if (!base || !*base)
+		base = "/var/tmp";
+	if (getenv("MC_BENCH_DISK_SECONDS"))
+		seconds = atof(getenv("MC_BENCH_DISK_SECONDS"));
+	snprintf(root, sizeof(root), "%s/mc-bench-disk.XXXXXX", base);
+	if (!mkdtemp(root)) {
+		perror("bench-disk: mkdtemp");
+		return 1;
+	}
+	printf("# disk tier in %s, %.0f s per phase; fio: io_uring, O_DIRECT, one job\n", root,
+	       seconds);
+	bool have_fio = system("command -v fio >/dev/null 2>&1") == 0;
+	double f_iops = -1, f_wr = -1, f_rd = -1;
+	if (have_fio) {
+		char path[700];
+		f_wr = fio("write", "1m", QD_BIG, "512m", false);
+		f_rd = fio("read", "1m", QD_BIG, "512m", false);
+		f_iops = fio("randread", "4k", QD_SMALL, "512m", true);
+		snprintf(path, sizeof(path), "%s/fio.dat", root);
+		unlink(path);
+		printf("fio_rand4k_iops %.0f IOPS\n", f_iops);
+		printf("fio_seqwrite_1m %.2f GB/s\n", f_wr);
+		printf("fio_seqread_1m %.2f GB/s\n", f_rd);
+	} else {
+		printf("# fio not found (packaging/deps.sh bench installs it): no ratios\n");
+	}
+	const char *only = getenv("MC_BENCH_DISK_BACKENDS");
+	for (const char *const *b = mc_disk_backends; *b; b++) {
+		struct figures f;
+		if (only && !strstr(only, *b))
+			continue;
+		bench_backend(*b, &f);
+		printf("disk_%s_rand4k_iops %.0f IOPS", *b, f.iops);
+		if (f_iops > 0)
+			printf(" (%.2fx fio)", f.iops / f_iops);
+		printf("\ndisk_%s_seqwrite_1m %.2f GB/s", *b, f.wr_gbs);
+		if (f_wr > 0)
+			printf(" (%.2fx fio)", f.wr_gbs / f_wr);
+		printf("\ndisk_%s_seqread_1m %.2f GB/s", *b, f.rd_gbs);
+		if (f_rd > 0)
+			printf(" (%.2fx fio)", f.rd_gbs / f_rd);
+		printf("\ndisk_%s_batch128_ms %.2f ms (128 x 64 KiB, %.2f GB/s)\n", *b, f.batch_ms,
+		       128 * 65536 / (f.batch_ms / 1e3) / 1e9);
+		fflush(stdout);
+	}
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
