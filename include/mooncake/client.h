@@ -246,6 +246,18 @@ MC_API int mc_exist(struct mc_client *c, const void *key, size_t klen, bool *exi
  */
 MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool force);
 
+/*
+ * Removes every object of the tenant whose key matches the POSIX extended
+ * regex (mc_remove_by_regex), or every object of the tenant (mc_remove_all);
+ * leased objects only with force, objects being written never.  *removed
+ * (may be NULL) gets the count.  INVALID_PARAMS: an empty or bad regex.
+ * Descriptor caches of other clients (and this one's) keep serving removed
+ * keys until their lease margin, as after any remove by another client.
+ */
+MC_API int mc_remove_by_regex(struct mc_client *c, const char *regex, bool force,
+			      uint64_t *removed);
+MC_API int mc_remove_all(struct mc_client *c, bool force, uint64_t *removed);
+
 struct mc_replica_info {
 	uint8_t type;		/* enum mc_replica_type */
 	uint8_t status;		/* enum mc_replica_status */
