@@ -9,6 +9,7 @@ build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-d
        libinih-dev libsqlite3-dev systemtap-sdt-dev llvm libelf-dev zlib1g-dev
        libssl-dev)
 test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
+      python3-dev python3-setuptools python3-pytest python3-venv
       redis-server redis-tools libclang-rt-14-dev prometheus groff-base)
 # make deb, make rpm, make test-packages (tests/packaging)
 pkg=(debhelper dpkg-dev lintian rpm rpm2cpio rpmlint elfutils mmdebstrap)

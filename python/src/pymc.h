@@ -109,6 +109,9 @@ struct pymc_keys {
 int pymc_keys_of(PyObject *seq, struct pymc_keys *ret);
 void pymc_keys_free(struct pymc_keys *k);
 
+/* A PyArg converter (O&) to uint64_t: an int in 0..2^64-1, else TypeError. */
+int pymc_u64_conv(PyObject *o, void *ret);
+
 /* Unsigned integers of a sequence (pointers, sizes); -1 with an exception. */
 int pymc_u64s_of(PyObject *seq, uint64_t **ret, size_t *n);
 

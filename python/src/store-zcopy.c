@@ -26,9 +26,9 @@ static PyObject *store_register_buffer(PyObject *self, PyObject *args, PyObject 
 {
 	struct pymc_store *s = (struct pymc_store *)self;
 	static char *names[] = { "buffer_ptr", "size", NULL };
-	unsigned long long ptr, size;
+	uint64_t ptr, size;
 	int r;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "KK", names, &ptr, &size))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&", names, pymc_u64_conv, &ptr, pymc_u64_conv, &size))
 		return NULL;
 	if (ptr == 0 || size == 0)
 		return PyLong_FromLong(MC_ERR_INVALID_PARAMS);
@@ -58,9 +58,9 @@ static PyObject *store_unregister_buffer(PyObject *self, PyObject *args, PyObjec
 {
 	struct pymc_store *s = (struct pymc_store *)self;
 	static char *names[] = { "buffer_ptr", NULL };
-	unsigned long long ptr;
+	uint64_t ptr;
 	int r;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "K", names, &ptr))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&", names, pymc_u64_conv, &ptr))
 		return NULL;
 	PYMC_NOGIL(s, c, r = c ? mc_unregister_buffer(c, (void *)(uintptr_t)ptr) : NOT_SET_UP);
 	pthread_mutex_lock(&s->reg_lock);
@@ -78,12 +78,13 @@ static PyObject *from_one(PyObject *self, PyObject *args, PyObject *kw, bool ups
 	struct pymc_store *s = (struct pymc_store *)self;
 	static char *names[] = { "key", "buffer_ptr", "size", "config", NULL };
 	PyObject *key, *cfg = Py_None;
-	unsigned long long ptr, size;
+	uint64_t ptr, size;
 	const char *k;
 	size_t kl;
 	struct pymc_put po;
 	int r;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OKK|O", names, &key, &ptr, &size, &cfg) ||
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&O&|O", names, &key, pymc_u64_conv, &ptr,
+					 pymc_u64_conv, &size, &cfg) ||
 	    pymc_key_of(key, &k, &kl) < 0 || (r = pymc_put_of(cfg, upsert, &po)) == -1)
 		return NULL;
 	if (r == 0)
@@ -107,11 +108,12 @@ static PyObject *store_get_into(PyObject *self, PyObject *args, PyObject *kw)
 	struct pymc_store *s = (struct pymc_store *)self;
 	static char *names[] = { "key", "buffer_ptr", "size", NULL };
 	PyObject *key;
-	unsigned long long ptr, size;
+	uint64_t ptr, size;
 	const char *k;
 	size_t kl, len = 0;
 	int r;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OKK", names, &key, &ptr, &size) ||
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&O&", names, &key, pymc_u64_conv, &ptr,
+					 pymc_u64_conv, &size) ||
 	    pymc_key_of(key, &k, &kl) < 0)
 		return NULL;
 	if (ptr == 0)

@@ -106,6 +106,22 @@ void pymc_keys_free(struct pymc_keys *k)
 	memset(k, 0, sizeof(*k));
 }
 
+int pymc_u64_conv(PyObject *o, void *ret)
+{
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "an int expected, not %.100s", Py_TYPE(o)->tp_name);
+		return 0;
+	}
+	unsigned long long v = PyLong_AsUnsignedLongLong(o);
+	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		PyErr_SetString(PyExc_TypeError, "an int in 0..2^64-1 expected");
+		return 0;
+	}
+	*(uint64_t *)ret = v;
+	return 1;
+}
+
 int pymc_u64s_of(PyObject *seq, uint64_t **ret, size_t *n)
 {
 	PyObject *l = PySequence_List(seq);
