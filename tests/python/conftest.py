@@ -23,7 +23,7 @@ class Cluster:
         self.procs = []
         self.rpc = None
 
-    def _start(self, name, argv, pattern, timeout=10.0):
+    def _start(self, name, argv, pattern, timeout=60.0):
         log = open(os.path.join(self.tmp, name + ".log"), "w+b")
         p = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         self.procs.append((name, p, log))
