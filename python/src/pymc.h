@@ -4,7 +4,9 @@
  * files share.
  *
  *   store.c        the module, MooncakeDistributedStore (setup, lifecycle,
- *                  the copying calls, queries and removal)
+ *                  the copying calls)
+ *   store-query.c  queries (is_exist, batch_query_prefix, sizes, replica
+ *                  descriptors) and removal
  *   store-zcopy.c  the zero-copy calls (registered buffers, put_from,
  *                  get_into, their batch and multi-buffer forms, ranges)
  *   config.c       ReplicateConfig, SoftPinAction, sizes ("16MB")
@@ -136,5 +138,7 @@ bool pymc_registered(struct pymc_store *s, uintptr_t ptr, size_t len);
 
 /* store-zcopy.c: the zero-copy methods, appended to the store's table. */
 extern PyMethodDef pymc_zcopy_methods[];
+/* store-query.c: the queries and removals. */
+extern PyMethodDef pymc_query_methods[];
 
 #endif
