@@ -587,26 +587,87 @@ static int get_staged(struct pymc_store *s, const char *k, size_t kl, void **buf
 	return r;
 }
 
-static PyObject *bytes_of(struct pymc_store *s, int r, void *buf, size_t len)
+/*
+ * get() reads into a buffer of its thread, kept between calls (up to
+ * SCRATCH_MAX bytes), then copies into the bytes object: a fresh buffer per
+ * call would pay the first touch of every page each time.  A larger
+ * object, or the first of a thread, goes through mc_get's own buffer.
+ */
+#define SCRATCH_MAX (64u << 20)
+
+struct scratch {
+	void *p;
+	size_t cap;
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *v)
 {
-	if (r < 0)
+	struct scratch *sc = v;
+	free(sc->p);
+	free(sc);
+}
+
+static void scratch_init(void)
+{
+	pthread_key_create(&scratch_key, scratch_free);
+}
+
+static struct scratch *scratch_of_thread(void)
+{
+	pthread_once(&scratch_once, scratch_init);
+	struct scratch *sc = pthread_getspecific(scratch_key);
+	if (!sc && (sc = calloc(1, sizeof(*sc))) && pthread_setspecific(scratch_key, sc) != 0) {
+		free(sc);
+		sc = NULL;
+	}
+	return sc;
+}
+
+static PyObject *get_bytes(struct pymc_store *s, const void *k, size_t kl)
+{
+	struct scratch *sc = scratch_of_thread();
+	void *heap = NULL;
+	size_t len = 0;
+	int r;
+	if (s->staging_cap == 0 || !sc)
+		return PyBytes_FromStringAndSize("", 0);
+	PYMC_NOGIL(s, c, {
+		if (!c) {
+			r = NOT_SET_UP;
+		} else {
+			r = sc->p ? mc_get_into(c, k, kl, sc->p, sc->cap, &len) : MC_ERR_BUFFER_OVERFLOW;
+			if (r == MC_ERR_BUFFER_OVERFLOW)
+				r = mc_get(c, k, kl, &heap, &len);
+		}
+	});
+	if (r < 0 || pymc_stage(s, len) < 0) {
+		mc_buf_free(heap);
 		return PyBytes_FromStringAndSize("", 0);	/* a miss or an error: b"" */
-	PyObject *o = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
-	mc_buf_free(buf);
+	}
+	PyObject *o = PyBytes_FromStringAndSize(heap ? heap : sc->p, (Py_ssize_t)len);
 	pymc_unstage(s, len);
+	mc_buf_free(heap);
+	if (heap && len > sc->cap && len <= SCRATCH_MAX) {
+		void *n = malloc(len);
+		if (n) {
+			free(sc->p);
+			sc->p = n;
+			sc->cap = len;
+		}
+	}
 	return o;
 }
 
 static PyObject *store_get(PyObject *self, PyObject *arg)
 {
-	struct pymc_store *s = (struct pymc_store *)self;
 	const char *k;
-	size_t kl, len = 0;
-	void *buf = NULL;
+	size_t kl;
 	if (pymc_key_of(arg, &k, &kl) < 0)
 		return NULL;
-	int r = get_staged(s, k, kl, &buf, &len);
-	return bytes_of(s, r, buf, len);
+	return get_bytes((struct pymc_store *)self, k, kl);
 }
 
 static PyObject *store_get_buffer(PyObject *self, PyObject *arg)
@@ -628,36 +689,22 @@ static PyObject *get_many(PyObject *self, PyObject *arg, bool handles)
 	struct pymc_keys k;
 	if (pymc_keys_of(arg, &k) < 0)
 		return NULL;
-	void **bufs = calloc(k.n ? k.n : 1, sizeof(*bufs));
-	size_t *lens = calloc(k.n ? k.n : 1, sizeof(*lens));
-	int *st = calloc(k.n ? k.n : 1, sizeof(*st));
-	PyObject *l = NULL;
-	if (!bufs || !lens || !st) {
-		PyErr_NoMemory();
-		goto out;
-	}
-	for (size_t i = 0; i < k.n; i++)
-		st[i] = get_staged(s, k.p[i], k.len[i], &bufs[i], &lens[i]);
-	l = PyList_New((Py_ssize_t)k.n);
-	for (size_t i = 0; i < k.n; i++) {
+	PyObject *l = PyList_New((Py_ssize_t)k.n);
+	for (size_t i = 0; l && i < k.n; i++) {
 		PyObject *o;
+		void *buf = NULL;
+		size_t len = 0;
 		if (!handles)
-			o = bytes_of(s, st[i], bufs[i], lens[i]);
-		else if (st[i] < 0)
+			o = get_bytes(s, k.p[i], k.len[i]);
+		else if (get_staged(s, k.p[i], k.len[i], &buf, &len) < 0)
 			o = Py_NewRef(Py_None);
 		else
-			o = pymc_buffer_new(s, bufs[i], lens[i]);
-		if (!o || !l) {
-			Py_XDECREF(o);
+			o = pymc_buffer_new(s, buf, len);
+		if (!o)
 			Py_CLEAR(l);
-			continue;	/* the rest is still freed */
-		}
-		PyList_SET_ITEM(l, (Py_ssize_t)i, o);
+		else
+			PyList_SET_ITEM(l, (Py_ssize_t)i, o);
 	}
-out:
-	free(bufs);
-	free(lens);
-	free(st);
 	pymc_keys_free(&k);
 	return l;
 }
