@@ -18,3 +18,5 @@ echo "== cluster secret (the handshake) vs none"
 O=$O tests/bench/auth.sh
 echo "== tracer overhead (mooncake-trace attached vs detached)"
 O=$O tests/bench/trace-overhead.sh
+echo "== the Python binding beside the C client"
+O=$O tests/bench/python.sh
