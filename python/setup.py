@@ -9,6 +9,9 @@ Where libmooncake comes from:
                    install works without LD_LIBRARY_PATH;
   otherwise        the system's (include/mooncake/ and libmooncake.so
                    installed, as by the libmooncake-dev package).
+  MOONCAKE_NO_RPATH=1  no run path even with MOONCAKE_BUILD (the Debian
+                   package links the build tree's library and runs against
+                   libmooncake0's).
 Offline: `pip install --no-build-isolation ./python` uses the setuptools
 already installed (Debian's python3-setuptools, or the venv's).
 """
@@ -25,7 +28,8 @@ include_dirs, library_dirs, rpath = [], [], []
 if os.path.exists(os.path.join(build, "lib", "libmooncake.so")):
     include_dirs.append(os.path.join(top, "include"))
     library_dirs.append(os.path.join(build, "lib"))
-    rpath.append(os.path.join(build, "lib"))
+    if not os.environ.get("MOONCAKE_NO_RPATH"):
+        rpath.append(os.path.join(build, "lib"))
 elif os.path.isdir(os.path.join(top, "include", "mooncake")):
     include_dirs.append(os.path.join(top, "include"))
 
