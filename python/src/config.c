@@ -362,8 +362,12 @@ int pymc_config_init_module(PyObject *m)
 	Py_DECREF(enum_mod);
 	if (!pymc_soft_pin_action)
 		return -1;
-	PyObject_SetAttrString(pymc_soft_pin_action, "__module__",
-			       PyModule_GetNameObject(m));
+	PyObject *name = PyModule_GetNameObject(m);
+	if (!name || PyObject_SetAttrString(pymc_soft_pin_action, "__module__", name) < 0) {
+		Py_XDECREF(name);
+		return -1;
+	}
+	Py_DECREF(name);
 	if (PyModule_AddObjectRef(m, "SoftPinAction", pymc_soft_pin_action) < 0)
 		return -1;
 	if (PyType_Ready(&pymc_config_type) < 0)

@@ -790,5 +790,21 @@ PyMODINIT_FUNC PyInit_store(void)
 		Py_DECREF(m);
 		return NULL;
 	}
+	/* BufferPool and its lease (pure Python: mooncake/_buffer_pool.py). */
+	PyObject *bp = PyImport_ImportModule("mooncake._buffer_pool");
+	static const char *const names[] = { "BufferPool", "BufferLease", "RegisteredBufferPool",
+					     "RegisteredBufferLease" };
+	for (size_t i = 0; bp && i < sizeof(names) / sizeof(names[0]); i++) {
+		PyObject *o = PyObject_GetAttrString(bp, names[i]);
+		if (!o || PyModule_AddObject(m, names[i], o) < 0) {
+			Py_XDECREF(o);
+			Py_CLEAR(bp);
+		}
+	}
+	if (!bp) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	Py_DECREF(bp);
 	return m;
 }

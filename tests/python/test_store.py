@@ -419,3 +419,26 @@ def test_async_store(cluster):
             a.async_nonexistent
 
     asyncio.run(main())
+
+
+def test_buffer_pool(store):
+    from mooncake.store import BufferPool
+    pool = BufferPool(store, max_bytes=1 << 20, max_regions=2, min_size_class=4096)
+    with pool.acquire(5000) as lease:
+        assert lease.size == 8192 and lease.ptr
+        lease.buffer[:5] = b"hello"
+        assert store.put_from("pooled", lease.ptr, 5) == 0
+        other = pool.acquire(4096, block=False)
+        with pytest.raises(RuntimeError):
+            pool.acquire(4096, block=False)              # max_regions
+        other.release()
+    assert store.get("pooled") == b"hello"
+    lease = pool.acquire(100)                            # a released region again
+    assert store.get_into("pooled", lease.ptr, lease.size) == 5
+    assert bytes(lease.buffer[:5]) == b"hello"
+    lease.release()
+    with pytest.raises(RuntimeError):
+        pool.acquire(2 << 20, block=False)               # over max_bytes
+    pool.close()
+    with pytest.raises(RuntimeError):
+        pool.acquire(10)
