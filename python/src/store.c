@@ -369,7 +369,7 @@ static PyObject *store_setup(PyObject *self, PyObject *args, PyObject *kw)
 	const char *rdma, *ssd_path = "";
 	PyObject *engine = Py_None;
 	int ssd = 0, http = 0, http_port = 9300;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "ssOOsss|Opssp$i", names, &a.local_hostname,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "ssOOsss|Opsspi", names, &a.local_hostname,
 					 &a.metadata_server, &a.gseg, &a.lbuf, &a.protocol,
 					 &rdma, &a.master, &engine, &ssd, &ssd_path, &a.tenant,
 					 &http, &http_port))
