@@ -62,13 +62,19 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-            log.seek(0)
-            for path in set(re.findall(rb"/dev/shm/mooncake-[0-9a-f]+", log.read())):
+            log.close()
+        # The nodes' segment files (listed in node.id; kept on a clean stop).
+        for name in os.listdir(self.tmp):
+            try:
+                with open(os.path.join(self.tmp, name, "node.id")) as f:
+                    ids = [ln.split()[1] for ln in f if ln.startswith("segment ")]
+            except OSError:
+                continue
+            for i in ids:
                 try:
-                    os.unlink(path)
+                    os.unlink(f"/dev/shm/mooncake-{i}")
                 except OSError:
                     pass
-            log.close()
         self.procs = []
 
 
