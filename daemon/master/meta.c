@@ -20,6 +20,7 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->lease_ttl_ms = 10000;
 	c->put_discard_timeout_ms = 30000;
 	c->put_release_timeout_ms = 600000;
+	c->write_grant_ttl_ms = 10000;
 	c->place_strategy = MC_PLACE_RANDOM;
 	c->soft_pin_max_ttl_ms = 86400000;
 	c->eviction_high_watermark = 0.90;
@@ -514,6 +515,7 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		meta_shard_count(&sh->hard_pinned, 1);
 	meta_log_depend_frees(m);   /* the blocks may be a removed object's */
 	meta_emit_replicas(m, o, a->index, false, a->fn, a->ctx);
+	meta_evict_hint(m, o);
 	return 0;
 }
 
@@ -549,6 +551,22 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	return r;
 }
 
+/* Whether a block of size fits on some allocatable segment now (space
+ * another thread freed, the evictor's included).  segs.lock held. */
+static bool room_for(struct mc_meta *m, uint64_t size)
+{
+	for (uint32_t k = 0; k < m->segs.nnames; k++) {
+		struct mc_segname *sn = &m->segs.names[k];
+		for (uint32_t i = 0; i < sn->nsegs; i++) {
+			struct mc_segment *s = m->segs.slots[sn->segs[i]];
+			if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) == MC_SEG_OK &&
+			    mc_offalloc_largest_free(s->alloc) >= size)
+				return true;
+		}
+	}
+	return false;
+}
+
 bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 {
 	if (!m->cfg.evict_on_full)
@@ -557,7 +575,9 @@ bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 		/* Preferred segments first, so placement lands where it was asked to. */
 		if (meta_reclaim_preferred_locked(m, a->size, a->cfg->preferred, a->cfg->npreferred))
 			return true;   /* room where it was asked for: evict nothing elsewhere */
-		return meta_reclaim_locked(m, a->size, a->cfg->replica_num, -1, 0) > 0;
+		/* Nothing freed here, but maybe by someone else meanwhile. */
+		return meta_reclaim_locked(m, a->size, a->cfg->replica_num, -1, 0) > 0 ||
+		       room_for(m, a->size);
 	}
 	if (r == MC_ERR_TENANT_QUOTA_EXCEEDED) {
 		/* Over quota: the tenant's own oldest objects make room first. */
@@ -601,7 +621,7 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 		uint32_t pos = 0;
 		meta_find_locked(tab, loc, key, &pos);
 		mc_objtab_delete_at(tab, pos);
-		meta_object_destroy(m, o, 0);
+		meta_object_destroy(m, o, meta_object_hold(m, o));
 		__atomic_add_fetch(&m->undone_puts, 1, __ATOMIC_RELAXED);
 		return MC_ERR_PERSISTENT_FAIL;
 	}
@@ -621,10 +641,10 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 		return MC_ERR_INVALID_WRITE;
 	MC_PROBE3(put__revoke, o->hash, o->tenant, o->size);
 	mc_objtab_delete_at(tab, pos);
-	/* The writer's grants (util/grant.h) last until put start + discard
-	 * timeout: its blocks are not reused before, or a revoked writer could
-	 * still write into someone else's object. */
-	meta_object_destroy(m, o, o->time_ms + m->cfg.put_discard_timeout_ms);
+	/* The writer's grants (util/grant.h) last until put start +
+	 * write_grant_ttl_ms: its blocks are not reused before, or a revoked
+	 * writer could still write into someone else's object. */
+	meta_object_destroy(m, o, meta_object_hold(m, o));
 	return 0;
 }
 
@@ -685,9 +705,10 @@ int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, stru
 	if (lease > now && !force)
 		return MC_ERR_OBJECT_HAS_LEASE;
 	/* A forced remove of a leased object keeps its bytes in place until the
-	 * lease ends, so a reader inside its lease never sees them reused. */
+	 * lease ends, so a reader inside its lease never sees them reused (nor
+	 * are they reused while its writer's grants last). */
 	mc_objtab_delete_at(tab, pos);
-	meta_object_destroy(m, o, lease > now ? lease : 0);
+	meta_object_destroy(m, o, meta_object_hold(m, o));
 	return 0;
 }
 

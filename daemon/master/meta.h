@@ -68,6 +68,11 @@ struct mc_meta_config {
 	uint64_t lease_ttl_ms;              /* read lease, default 10 000 */
 	uint64_t put_discard_timeout_ms;    /* a PutStart older than this may be taken over (30 000) */
 	uint64_t put_release_timeout_ms;    /* ... and its space is freed after this (600 000) */
+	uint64_t write_grant_ttl_ms;        /* a PutStart's write grants last this long, so the
+					     * blocks of an object are reused no sooner than this
+					     * after its last touch (10 000;
+					     * <= put_discard_timeout_ms; 0: freed blocks
+					     * are reusable at once, for tests without grants) */
 	uint8_t place_strategy;             /* enum mc_place_strategy */
 	struct mc_clock clock;              /* time source (tests drive it) */
 	uint64_t soft_pin_max_ttl_ms;       /* a longer soft pin is INVALID_PARAMS (24 h) */
@@ -250,6 +255,17 @@ int mc_meta_evict(struct mc_meta *m, double target_ratio, struct mc_evict_result
  * period, revokes writes abandoned for put_release_timeout_ms (16 shards a
  * tick), evicts above the high watermark.  Returns the bytes freed. */
 uint64_t mc_meta_tick(struct mc_meta *m);
+
+/* The watermark eviction of mc_meta_tick() alone: above
+ * eviction_high_watermark, evicts down to eviction_low_watermark.  Returns
+ * the bytes freed.  The thread that runs it may ask to be woken: fn is
+ * called (at most once until mc_meta_evict_background() runs again) by a
+ * PutStart that leaves a segment above the high watermark, so that space
+ * is freed before puts must evict it themselves.  fn runs under shard and
+ * segment locks: it may only signal.  Set it before the first PutStart
+ * (NULL: only mc_meta_tick() evicts in the background). */
+uint64_t mc_meta_evict_background(struct mc_meta *m);
+void mc_meta_set_evict_wake(struct mc_meta *m, void (*fn)(void *ctx), void *ctx);
 
 struct mc_meta_stats {
 	uint64_t objects;
