@@ -11,6 +11,8 @@
 #   test-fresh      `make run` and test's install + build on a fresh Debian 12 root (root, mmdebstrap)
 #   test-unit       only the cmocka unit tests
 #   test-integration only the fast bats integration tests
+#   test-python     only the Python binding's pytest group (python/, tests/python)
+#   python          build the Python binding into $(O)/python
 #   test-deps       apt-get install what the tests need (as root)
 #   test-build      build the test binaries and tools (unit, bench, tests/tools)
 #   test-tsan       the master's concurrency tests under ThreadSanitizer (in .output-tsan)
@@ -130,6 +132,7 @@ include packaging/packaging.mk
 include systemd/systemd.mk
 include daemon/man.mk
 include image/image.mk
+include python/python.mk
 
 all: $(BINS)
 

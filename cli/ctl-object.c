@@ -96,11 +96,11 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len, struct ctl_pr
 static int obj_put(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_opt o[] = { { "--replicas", true, NULL }, { "--hard-pin", false, NULL }, { "--pin-ttl", true, NULL },
-			   { "--group", true, NULL } };
+			   { "--group", true, NULL }, { "--overwrite", false, NULL } };
 	const char *pos[2];
 	int np, r;
 	uint64_t replicas = 1, ttl = 0;
-	if ((r = ctl_args(ctl, argc, argv, o, 4, pos, 2, 2, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, o, 5, pos, 2, 2, &np, "KEY")))
 		return r;
 	if (o[0].value && ((r = ctl_arg_u64("object put", "--replicas", o[0].value, MC_MAX_REPLICAS,
 					  &replicas)) || replicas == 0))
@@ -140,12 +140,13 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 	struct mc_put_opts po = { .sz = sizeof(po), .replicas = (unsigned)replicas,
 				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl,
 				  .group = o[3].value, .exclusive = true,
-				  .progress = ctl_progress_cb, .progress_ctx = &pg, .placed = &placed };
+				  .progress = ctl_progress_cb, .progress_ctx = &pg, .placed = &placed,
+				  .upsert = o[4].value != NULL };
 	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
 	ctl_progress_end(&pg);
 	free(data);
-	if (r < 0 && r != MC_ERR_OBJECT_ALREADY_EXISTS)
-		return ctl_fail(subj, r);
+	if (r < 0 && (r != MC_ERR_OBJECT_ALREADY_EXISTS || po.upsert))
+		return ctl_fail(subj, r);   /* upsert: another write of KEY in progress */
 	bool stored = r == 0;
 	if (ctl->json) {
 		json_t *j = json_object();
@@ -166,7 +167,7 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		return CTL_OK;
 	/* Immutable objects: say so, and what to do to replace it. */
 	fprintf(stderr, "mooncakectl: %s exists, unchanged (objects are immutable; to replace "
-		"it, remove it first: mooncakectl object rm KEY)\n", subj);
+		"it: mooncakectl object put --overwrite KEY FILE)\n", subj);
 	return CTL_EXISTS;
 }
 
@@ -328,6 +329,35 @@ static int obj_exist(struct ctl *ctl, int argc, char **argv)
 		printf("%s\n", ex ? "exists" : "not found");
 	}
 	return ex ? CTL_OK : CTL_NOT_FOUND;
+}
+
+static int obj_prefix(struct ctl *ctl, int argc, char **argv)
+{
+	const char *pos[MC_MAX_BATCH];
+	size_t klens[MC_MAX_BATCH];
+	int np, r;
+	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, MC_MAX_BATCH, &np, "KEY")))
+		return r;
+	for (int i = 0; i < np; i++) {
+		if (!*pos[i])
+			return ctl_usage("object prefix: empty KEY");
+		klens[i] = strlen(pos[i]);
+	}
+	struct mc_client *c;
+	if ((r = ctl_connect(ctl, &c)))
+		return r;
+	size_t n;
+	if ((r = mc_batch_query_prefix(c, (size_t)np, (const void *const *)pos, klens, &n)) < 0)
+		return ctl_fail("object prefix", r);
+	if (ctl->json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "keys", json_integer(np));
+		json_object_set_new(j, "prefix", json_integer((json_int_t)n));
+		ctl_json_print(j);
+	} else {
+		printf("%zu\n", n);
+	}
+	return CTL_OK;
 }
 
 /*
@@ -518,10 +548,12 @@ static int obj_ls(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_verb verbs[] = {
-	{ "put", "KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G]",
+	{ "put", "KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]",
 	  "Store FILE (or standard input) under KEY, unless KEY exists (exit 3).\n"
 	  "Objects are immutable: an existing object is left unchanged (\"exists,\n"
-	  "unchanged\"); to replace it, remove it first.\n"
+	  "unchanged\"); to replace it, use --overwrite.\n"
+	  "  --overwrite    replace the value of an existing KEY (an upsert: readers\n"
+	  "                 holding a read lease keep the old bytes until it ends)\n"
 	  "  --replicas N   up to N replicas on distinct segments (default 1)\n"
 	  "  --pin-ttl MS   soft-pin the object for MS milliseconds\n"
 	  "  --hard-pin     never evict it\n"
@@ -533,6 +565,10 @@ static const struct ctl_verb verbs[] = {
 	  obj_stat },
 	{ "exist", "KEY", "Exit 0 if the object exists, 4 if not (takes a read lease).",
 	  obj_exist },
+	{ "prefix", "KEY...",
+	  "How many of the KEYs, from the first on, exist: the longest cached prefix of a\n"
+	  "chain (the master stops at the first miss; only the prefix gets a read lease).",
+	  obj_prefix },
 	{ "rm", "KEY [--force]",
 	  "Remove the object (refused under a read lease, unless --force).\n"
 	  "Every get, stat or exist grants a read lease, for the master's lease_ttl_ms\n"

@@ -7,6 +7,7 @@
 #   integration  the bats tests that are neither slow nor root (`make test`)
 #   slow         bats tests tagged slow: long fault runs (`make test-slow`)
 #   root         bats tests tagged root: BPF, network namespaces (`make test-root`)
+#   python       the Python binding's pytest files, tests/python (`make test`)
 #   all          every group above
 # A bats test joins a group with a tag line above it (`# bats test_tags=slow`)
 # or, for a whole file, `# bats file_tags=root`.
@@ -42,6 +43,24 @@ bats_group() {
 	run_prove --timer --comments --failures --exec "bats --tap --filter-tags $1" "${files[@]}"
 }
 
+# python_group: the Python binding's pytest files (built into $O/python by
+# make test-build) against daemons of the same build.
+python_group() {
+	local out rc n f
+	[ -f "$O/python/.built" ] || { echo "no Python binding in $O/python (make test-build)"; fail=$((fail + 1)); return 1; }
+	out=$(mktemp)
+	PYTHONPATH="$PWD/$O/python:$PWD/tests/python" MC_BUILD="$PWD/$O" \
+		"${PYTHON:-/usr/bin/python3}" -m pytest -q -p no:cacheprovider -rfE tests/python 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	n=$(grep -Eo '[0-9]+ passed' "$out" | tail -n1 | awk '{print $1}')
+	f=$(grep -Eo '[0-9]+ (failed|error)' "$out" | awk '{s+=$1} END {print s+0}')
+	if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then f=1; fi
+	pass=$((pass + ${n:-0}))
+	fail=$((fail + f))
+	rm -f "$out"
+	return "$rc"
+}
+
 run_group() {
 	case "$1" in
 	unit)
@@ -57,6 +76,7 @@ run_group() {
 		run_prove --timer --comments --failures --exec '' "${bins[@]}"
 		;;
 	integration) MC_TEST_NO_ROOT=1 bats_group '!slow,!root' ;;
+	python) python_group ;;
 	# a hung fault run fails after 20 min instead of eating CI's budget
 	slow) MC_TEST_NO_ROOT=1 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-1200} bats_group slow ;;
 	root)
@@ -67,13 +87,13 @@ run_group() {
 		fi
 		bats_group root
 		;;
-	*) echo "usage: $0 [unit|integration|slow|root|all]..." >&2; fail=$((fail + 1)); return 2 ;;
+	*) echo "usage: $0 [unit|integration|python|slow|root|all]..." >&2; fail=$((fail + 1)); return 2 ;;
 	esac
 }
 
 groups=()
 for g in "$@"; do
-	if [ "$g" = all ]; then groups+=(unit integration slow root); else groups+=("$g"); fi
+	if [ "$g" = all ]; then groups+=(unit integration python slow root); else groups+=("$g"); fi
 done
 
 rc=0 times=()

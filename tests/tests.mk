@@ -72,7 +72,7 @@ test-integration: test-build
 
 test: test-deps
 	$(Q)$(MAKE) --no-print-directory test-build
-	$(Q)O=$(O) tests/run.sh unit integration
+	$(Q)O=$(O) tests/run.sh unit integration python
 
 # test-slow: 100 master and 25 node kill -9 rounds (ROUNDS=, NODE_ROUNDS=);
 # the bats files alone run 20 and 5.

@@ -288,26 +288,43 @@ static int h_unmount_segment(void *ctx, const struct mc_rpc_call *call, void *re
 
 /* ---- object ops ---------------------------------------------------------------- */
 
-static int h_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+/* PUT_START and UPSERT_START (their messages have the same fields). */
+static int start_one(struct mc_master_rpc *m, const struct mc_rpc_call *call, bool upsert,
+		     struct mc_uuid client, struct mc_bytes tenant, struct mc_bytes key,
+		     uint64_t size, const struct mc_msg_put_config *config,
+		     uint32_t *ret_n, const struct mc_replica_desc **ret_reps)
 {
-	struct mc_master_rpc *m = ctx;
-	REQ(put_start_req);
-	RESP(put_start_resp);
 	struct mc_put_config cfg;
 	struct sink s;
 	int r;
-	if ((r = put_config(call->arena, &q->config, &cfg)) < 0 ||
-	    (r = sink_init(&s, call->arena, 1, grant_of(m, MC_GRANT_WRITE, q->tenant))) < 0)
+	if ((r = put_config(call->arena, config, &cfg)) < 0 ||
+	    (r = sink_init(&s, call->arena, 1, grant_of(m, MC_GRANT_WRITE, tenant))) < 0)
 		return r;
-	r = mc_meta_put_start(m->meta, q->client_id, ref(q->tenant), ref(q->key), q->size, &cfg,
-			      sink_fn, &s);
+	cfg.upsert = upsert;
+	r = mc_meta_put_start(m->meta, client, ref(tenant), ref(key), size, &cfg, sink_fn, &s);
 	if (r < 0)
 		return r;
 	if (s.err)
 		return s.err;
-	p->n_replicas = s.cnt[0];
-	p->replicas = sink_of(&s, 0);
+	*ret_n = s.cnt[0];
+	*ret_reps = sink_of(&s, 0);
 	return 0;
+}
+
+static int h_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	REQ(put_start_req);
+	RESP(put_start_resp);
+	return start_one(ctx, call, false, q->client_id, q->tenant, q->key, q->size, &q->config,
+			 &p->n_replicas, &p->replicas);
+}
+
+static int h_upsert_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	REQ(upsert_start_req);
+	RESP(upsert_start_resp);
+	return start_one(ctx, call, true, q->client_id, q->tenant, q->key, q->size, &q->config,
+			 &p->n_replicas, &p->replicas);
 }
 
 static int h_put_end(void *ctx, const struct mc_rpc_call *call, void *resp)
@@ -444,11 +461,11 @@ static int h_batch_get_replica_list(void *ctx, const struct mc_rpc_call *call, v
 	return 0;
 }
 
-static int h_batch_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+/* BATCH_PUT_START and BATCH_UPSERT_START (the same fields). */
+static int start_batch(struct mc_master_rpc *m, const struct mc_rpc_call *call, bool upsert,
+		       const struct mc_msg_batch_put_start_req *q,
+		       struct mc_msg_batch_put_start_resp *p)
 {
-	struct mc_master_rpc *m = ctx;
-	REQ(batch_put_start_req);
-	RESP(batch_put_start_resp);
 	uint32_t n = q->n_keys;
 	struct mc_put_config cfg;
 	struct sink s;
@@ -463,6 +480,7 @@ static int h_batch_put_start(void *ctx, const struct mc_rpc_call *call, void *re
 		return MC_ERR_NO_MEMORY;
 	if ((r = put_config(call->arena, &q->config, &cfg)) < 0)
 		return r;
+	cfg.upsert = upsert;
 	r = mc_meta_batch_put_start(m->meta, q->client_id, ref(q->tenant), keys, q->sizes, n, &cfg,
 				    st, sink_fn, &s);
 	if (r < 0)
@@ -479,6 +497,37 @@ static int h_batch_put_start(void *ctx, const struct mc_rpc_call *call, void *re
 	p->n_items = n;
 	p->items = it;
 	return 0;
+}
+
+static int h_batch_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	return start_batch(ctx, call, false, call->req, resp);
+}
+
+/* Its messages are batch_put_start's, field for field (proto.def). */
+_Static_assert(sizeof(struct mc_msg_batch_upsert_start_req) ==
+	       sizeof(struct mc_msg_batch_put_start_req), "same fields");
+_Static_assert(sizeof(struct mc_msg_batch_upsert_start_resp) ==
+	       sizeof(struct mc_msg_batch_put_start_resp), "same fields");
+
+static int h_batch_upsert_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	return start_batch(ctx, call, true, call->req, resp);
+}
+
+static int h_batch_query_prefix(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_query_prefix_req);
+	RESP(batch_query_prefix_resp);
+	struct mc_ref *keys = refs(call->arena, q->keys, q->n_keys);
+	if (!keys)
+		return MC_ERR_NO_MEMORY;
+	uint32_t count;
+	int r = mc_meta_query_prefix(m->meta, ref(q->tenant), keys, q->n_keys, &count);
+	if (r == 0)
+		p->count = count;
+	return r;
 }
 
 static int h_batch_put_end(void *ctx, const struct mc_rpc_call *call, void *resp)

@@ -329,3 +329,28 @@ int mc_meta_batch_remove(struct mc_meta *m, struct mc_ref tenant, const struct m
 {
 	return batch_write(m, BW_REMOVE, NULL, tenant, keys, NULL, NULL, n, force, ret_status);
 }
+
+/* ---- the longest cached prefix of a chain ------------------------------------------- */
+
+int mc_meta_query_prefix(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
+			 uint32_t n, uint32_t *ret)
+{
+	uint32_t hit = 0;
+
+	if (n > MC_MAX_BATCH || (n && !keys))
+		return MC_ERR_INVALID_PARAMS;
+	/* One key at a time, in chain order: a later key is not even looked
+	 * up (nor leased) once one misses. */
+	for (; hit < n; hit++) {
+		struct meta_key k;
+		bool exists = false;
+		if (meta_key_lock(m, tenant, keys[hit], false, &k) < 0)
+			break;   /* unknown tenant, bad key: a miss */
+		do_exist(m, k.tab, &k.loc, keys[hit], meta_now(m), &exists);
+		meta_key_unlock(&k);
+		if (!exists)
+			break;
+	}
+	*ret = hit;
+	return 0;
+}

@@ -112,6 +112,8 @@ struct mc_put_config {
 	const struct mc_bytes_ref *preferred;
 	uint32_t npreferred;
 	struct mc_bytes_ref group;          /* group id (len 0: none): shared lease, evicted all-or-none */
+	bool upsert;                        /* UpsertStart: a complete object under the key is
+					     * replaced (see mc_meta_put_start) */
 };
 
 /* One replica, as the callbacks see it (under the shard lock: copy what you keep). */
@@ -164,6 +166,16 @@ int mc_meta_drain_segment_until(struct mc_meta *m, struct mc_uuid segment_id, ui
 
 /* ---- object operations (the original's semantics and error codes) ---------------- */
 
+/*
+ * PutStart; with cfg->upsert, UpsertStart: a complete object under key is
+ * removed first, as a forced remove does (its DELETE is logged, its blocks
+ * stay in place until its read lease ends, so readers inside the lease
+ * still get the old bytes), then the new object is placed as by PutStart
+ * (always new blocks: no in-place reuse of an equal-sized object).  From
+ * then on the key is PROCESSING (gets: REPLICA_IS_NOT_READY) until PutEnd;
+ * a failed or revoked upsert leaves the key absent.  A write in progress
+ * under the key is OBJECT_ALREADY_EXISTS for both, as for PutStart.
+ */
 int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		      struct mc_ref key, uint64_t size, const struct mc_put_config *cfg,
 		      mc_replica_fn fn, void *ctx);
@@ -176,6 +188,14 @@ int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_
 			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
 /* *ret = whether a readable replica exists; grants a lease when it does. */
 int mc_meta_exist_key(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool *ret);
+/*
+ * The longest cached prefix of a chain of keys: *ret = the number of leading
+ * keys that exist (as mc_meta_exist_key), walking in order and stopping at
+ * the first miss.  Only the hit prefix is leased.  n <= MC_MAX_BATCH; an
+ * invalid key ends the prefix like a miss.
+ */
+int mc_meta_query_prefix(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
+			 uint32_t n, uint32_t *ret);
 int mc_meta_remove(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool force);
 int mc_meta_remove_all(struct mc_meta *m, struct mc_ref tenant, bool force, uint64_t *ret_removed);
 /* POSIX extended regex over the key bytes; INVALID_PARAMS if it does not compile. */

@@ -156,14 +156,26 @@ struct mc_put_opts {
 				   below `replicas` when the cluster has fewer nodes (replicas
 				   go to distinct nodes); 0 when the key existed.  mc_put and
 				   mc_put_from only (mc_batch_put leaves it alone) */
+	bool upsert;		/* replace the value of an existing key (UPSERT_START): see
+				   "Upsert" below; exclusive is then ignored */
 };
+
+/*
+ * Upsert (opts->upsert): a complete object under the key is replaced.  The
+ * master drops the old object as a forced remove does (readers holding a
+ * read lease on it still read the old bytes until the lease ends) and
+ * places the new value in new space; until the new value is written the
+ * key reads as REPLICA_IS_NOT_READY, and if the write fails the key is
+ * absent (the old value is not restored).  A put or upsert of the key in
+ * progress elsewhere is OBJECT_ALREADY_EXISTS (never reported as success).
+ * A missing key is stored as by a put.
+ */
 
 /*
  * Stores len bytes (len >= 1) under key.  Objects are immutable: if key
  * already exists (or another put of it is in progress) nothing is written,
  * and the call returns 0 as in the original, or OBJECT_ALREADY_EXISTS with
- * opts->exclusive.  There is no overwrite: remove the object first (the
- * master has no atomic replace).  On a failed replica write the put is
+ * opts->exclusive.  To overwrite, set opts->upsert (above).  On a failed replica write the put is
  * revoked and the write's error returned.  opts may be NULL.  Replicas go
  * to distinct nodes (client ids), and to distinct hosts while there are
  * enough; opts->placed says how many were placed.
@@ -235,6 +247,18 @@ MC_API int mc_exist(struct mc_client *c, const void *key, size_t klen, bool *exi
  * (else OBJECT_HAS_LEASE).  OBJECT_NOT_FOUND when absent.
  */
 MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool force);
+
+/*
+ * Removes every object of the tenant whose key matches the POSIX extended
+ * regex (mc_remove_by_regex), or every object of the tenant (mc_remove_all);
+ * leased objects only with force, objects being written never.  *removed
+ * (may be NULL) gets the count.  INVALID_PARAMS: an empty or bad regex.
+ * Descriptor caches of other clients (and this one's) keep serving removed
+ * keys until their lease margin, as after any remove by another client.
+ */
+MC_API int mc_remove_by_regex(struct mc_client *c, const char *regex, bool force,
+			      uint64_t *removed);
+MC_API int mc_remove_all(struct mc_client *c, bool force, uint64_t *removed);
 
 struct mc_replica_info {
 	uint8_t type;		/* enum mc_replica_type */
@@ -327,6 +351,16 @@ MC_API int mc_batch_exist(struct mc_client *c, size_t n, const void *const *keys
 			  const size_t *klens, bool *exists, int *status);
 MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *keys,
 			   const size_t *klens, bool force, int *status);
+
+/*
+ * The longest cached prefix of a chain of keys (block keys chained by hash,
+ * as inference engines ask before prefill): *count = the number of leading
+ * keys that exist, in one request per MC_MAX_BATCH keys.  The master walks
+ * the keys in order and stops at the first miss; only the hit prefix gets
+ * a read lease.  An invalid key ends the prefix.  n == 0: *count = 0.
+ */
+MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *const *keys,
+				 const size_t *klens, size_t *count);
 
 #ifdef __cplusplus
 }

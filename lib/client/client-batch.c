@@ -147,7 +147,7 @@ static void writes_all(struct writes *w, uint64_t bytes, uint32_t todo)
 
 static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *bufs,
 		     const size_t *lens, const struct mc_msg_put_config *cfg, bool exclusive,
-		     int *status, uint64_t *sizes, struct mc_msg_put_end_item *ends,
+		     bool upsert, int *status, uint64_t *sizes, struct mc_msg_put_end_item *ends,
 		     struct mc_bytes *revokes)
 {
 	struct mc_bytes tenant = mc_client_tenant(c);
@@ -160,7 +160,11 @@ static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *b
 						.n_sizes = ch->n, .sizes = sizes, .config = *cfg };
 	struct mc_msg_batch_put_start_resp p;
 	struct mc_conn *cn = NULL;
-	int r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_PUT_START, &q, &p, NULL);
+	for (uint32_t j = 0; upsert && c->dcache && j < ch->n; j++)
+		mc_dcache_drop(c->dcache, ch->keys[j].p, ch->keys[j].len);
+	/* BATCH_UPSERT_START's messages are BATCH_PUT_START's, field for field. */
+	int r = mc_pool_call(&c->mpool, &cn, upsert ? MC_OP_BATCH_UPSERT_START :
+					    MC_OP_BATCH_PUT_START, &q, &p, NULL);
 	if (r == 0 && p.n_items != ch->n)
 		r = MC_ERR_DESERIALIZE_FAIL;
 	if (r < 0) {
@@ -181,7 +185,7 @@ static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *b
 	for (uint32_t j = 0; j < ch->n; j++) {
 		size_t i = ch->idx[j];
 		const struct mc_msg_batch_put_item *it = &p.items[j];
-		if (it->status == MC_ERR_OBJECT_ALREADY_EXISTS) {
+		if (it->status == MC_ERR_OBJECT_ALREADY_EXISTS && !upsert) {
 			status[i] = exclusive ? it->status : 0;
 			res[j] = 1;
 		} else if (it->status) {
@@ -255,7 +259,8 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 	struct put_ctx pc = { bufs, lens, status };
 	size_t pos = 0;
 	while (r == 0 && chunk_next(&ch, n, keys, klens, &pos, status, put_valid, &pc))
-		r = put_chunk(c, &ch, bufs, lens, &cfg, o.exclusive, status, sizes, ends, revokes);
+		r = put_chunk(c, &ch, bufs, lens, &cfg, o.exclusive, o.upsert, status, sizes, ends,
+			      revokes);
 	free(sizes);
 	free(ends);
 	free(revokes);
@@ -360,4 +365,48 @@ MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *key
 	}
 	chunk_free(&ch);
 	return r;
+}
+
+/* ---- the longest cached prefix ------------------------------------------------------ */
+
+MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *const *keys,
+				 const size_t *klens, size_t *count)
+{
+	size_t done = 0;
+	if (!c || !count || (n && (!keys || !klens)))
+		return MC_ERR_INVALID_PARAMS;
+	/* Request by request (MC_MAX_BATCH keys, one body each): the next one
+	 * only while every key so far was a hit. */
+	while (done < n) {
+		size_t m = 0, bytes = 0;
+		while (done + m < n && m < MC_MAX_BATCH &&
+		       mc_check_key(keys[done + m], klens[done + m]) == 0 &&
+		       (m == 0 || bytes + klens[done + m] + ITEM_OVERHEAD <= BODY_BUDGET)) {
+			bytes += klens[done + m] + ITEM_OVERHEAD;
+			m++;
+		}
+		if (m == 0)
+			break;   /* an invalid key ends the prefix */
+		struct mc_bytes *kb = malloc(m * sizeof(*kb));
+		if (!kb)
+			return MC_ERR_NO_MEMORY;
+		for (size_t j = 0; j < m; j++)
+			kb[j] = MC_BYTES(keys[done + j], klens[done + j]);
+		struct mc_msg_batch_query_prefix_req q = { .tenant = mc_client_tenant(c),
+							   .n_keys = (uint32_t)m, .keys = kb };
+		struct mc_msg_batch_query_prefix_resp p;
+		struct mc_conn *cn = NULL;
+		int r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_QUERY_PREFIX, &q, &p, NULL);
+		mc_pool_put(&c->mpool, cn);
+		free(kb);
+		if (r == 0 && p.count > m)
+			r = MC_ERR_DESERIALIZE_FAIL;
+		if (r < 0)
+			return r;
+		done += p.count;
+		if (p.count < m)
+			break;
+	}
+	*count = done;
+	return 0;
 }

@@ -5,13 +5,17 @@
  * value's checksum; any failed write revokes the put (PUT_REVOKE) and its
  * error is returned.  OBJECT_ALREADY_EXISTS counts as success (objects are
  * immutable; as in the original) unless the caller asked for an exclusive
- * put.
+ * put.  An upsert is the same with UPSERT_START.
  */
 #include <string.h>
 
 #include "client/client-internal.h"
 
 #define PUT_OPTS_MIN_SZ (offsetof(struct mc_put_opts, n_preferred) + sizeof(unsigned))
+
+_Static_assert(sizeof(struct mc_msg_upsert_start_req) == sizeof(struct mc_msg_put_start_req) &&
+	       sizeof(struct mc_msg_upsert_start_resp) == sizeof(struct mc_msg_put_start_resp),
+	       "UPSERT_START has PUT_START's fields (proto.def)");
 
 int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *cfg,
 		     struct mc_bytes *pref, struct mc_put_opts *ret)
@@ -84,8 +88,12 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 					  .size = len, .config = cfg };
 	struct mc_msg_put_start_resp p;
 	struct mc_conn *cn = NULL;
-	r = mc_pool_call(&c->mpool, &cn, MC_OP_PUT_START, &q, &p, NULL);
-	if (r == MC_ERR_OBJECT_ALREADY_EXISTS) {
+	if (o.upsert && c->dcache)   /* our own gets must not read the old value */
+		mc_dcache_drop(c->dcache, key, klen);
+	/* UPSERT_START's messages are PUT_START's, field for field. */
+	r = mc_pool_call(&c->mpool, &cn, o.upsert ? MC_OP_UPSERT_START : MC_OP_PUT_START, &q, &p,
+			 NULL);
+	if (r == MC_ERR_OBJECT_ALREADY_EXISTS && !o.upsert) {
 		mc_pool_put(&c->mpool, cn);
 		if (!o.exclusive && o.placed)
 			*o.placed = 0;

@@ -280,6 +280,36 @@ MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool for
 	return r;
 }
 
+MC_API int mc_remove_by_regex(struct mc_client *c, const char *regex, bool force,
+				uint64_t *removed)
+{
+	if (!c || !regex || !*regex || strlen(regex) > MC_PROTO_MAX_REGEX)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_remove_by_regex_req q = { .tenant = mc_client_tenant(c),
+						.regex = mc_bytes_str(regex), .force = force };
+	struct mc_msg_remove_by_regex_resp p;
+	struct mc_conn *cn = NULL;
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_REMOVE_BY_REGEX, &q, &p, NULL);
+	if (r == 0 && removed)
+		*removed = p.removed;
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
+MC_API int mc_remove_all(struct mc_client *c, bool force, uint64_t *removed)
+{
+	if (!c)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_remove_all_req q = { .tenant = mc_client_tenant(c), .force = force };
+	struct mc_msg_remove_all_resp p;
+	struct mc_conn *cn = NULL;
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_REMOVE_ALL, &q, &p, NULL);
+	if (r == 0 && removed)
+		*removed = p.removed;
+	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
 MC_API int mc_pin(struct mc_client *c, const void *key, size_t klen, uint64_t ttl_ms)
 {
 	if (!c || mc_check_key(key, klen) < 0 || ttl_ms == 0)

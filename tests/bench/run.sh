@@ -20,3 +20,5 @@ echo "== tracer overhead (mooncake-trace attached vs detached)"
 O=$O tests/bench/trace-overhead.sh
 echo "== oplog=etcd vs oplog=local, and etcd alone (etcdctl check perf)"
 O=$O tests/bench/etcd.sh
+echo "== the Python binding beside the C client"
+O=$O tests/bench/python.sh

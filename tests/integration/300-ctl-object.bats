@@ -92,7 +92,7 @@ setup() {
 	[ "$output" = "stored 'dup' (10 bytes)" ]
 	run -3 --separate-stderr "$CTL" object put dup "$BATS_TEST_TMPDIR/b.txt"
 	[ -z "$output" ]   # nothing claims it was stored
-	[[ "$stderr" == "mooncakectl: object 'dup' exists, unchanged (objects are immutable; to replace it, remove it first: mooncakectl object rm KEY)" ]]
+	[[ "$stderr" == "mooncakectl: object 'dup' exists, unchanged (objects are immutable; to replace it: mooncakectl object put --overwrite KEY FILE)" ]]
 	run -3 --separate-stderr "$CTL" -o json object put dup "$BATS_TEST_TMPDIR/b.txt"
 	[ "$(jq -r .stored <<<"$output")" = false ]
 	[ "$(jq -r .key <<<"$output")" = dup ]
@@ -106,6 +106,42 @@ setup() {
 	[ "$(jq -r .stored <<<"$output")" = true ]
 	run -0 "$CTL" object get dup
 	[ "$output" = bbbbbbbbbbbbbbbbbbbbbbbbbb ]
+}
+
+@test "put --overwrite replaces an existing value (other size, then same size), and stores a new key" {
+	printf 'old-value-old-value' >"$BATS_TEST_TMPDIR/old"
+	printf 'NEW' >"$BATS_TEST_TMPDIR/new"
+	printf 'XYZ' >"$BATS_TEST_TMPDIR/same"
+	run -0 "$CTL" object put ow "$BATS_TEST_TMPDIR/old"
+	run -0 "$CTL" object get ow
+	[ "$output" = old-value-old-value ]   # leases the old value: the upsert goes through anyway
+	run -0 "$CTL" -o json object put --overwrite ow "$BATS_TEST_TMPDIR/new"
+	[ "$(jq -r .stored <<<"$output")" = true ]
+	run -0 "$CTL" object get ow
+	[ "$output" = NEW ]
+	run -0 "$CTL" -o json object stat ow
+	[ "$(jq -r .size <<<"$output")" = 3 ]
+	run -0 "$CTL" object put --overwrite ow "$BATS_TEST_TMPDIR/same"
+	run -0 "$CTL" object get ow
+	[ "$output" = XYZ ]
+	run -0 "$CTL" object put --overwrite ow-fresh "$BATS_TEST_TMPDIR/new"
+	[ "$output" = "stored 'ow-fresh' (3 bytes)" ]
+	run -0 "$CTL" object get ow-fresh
+	[ "$output" = NEW ]
+	run -0 "$CTL" -o json object ls --prefix ow
+	[ "$(jq -r .count <<<"$output")" = 2 ]
+}
+
+@test "object prefix: the longest cached prefix of a chain stops at the first miss" {
+	for k in c0 c1 c2 c4; do printf "$k" | "$CTL" object put "chain-$k" -; done
+	run -0 "$CTL" object prefix chain-c0 chain-c1 chain-c2 chain-c3 chain-c4
+	[ "$output" = 3 ]
+	run -0 "$CTL" -o json object prefix chain-c9 chain-c0
+	[ "$(jq -r .prefix <<<"$output")" = 0 ]
+	[ "$(jq -r .keys <<<"$output")" = 2 ]
+	run -0 "$CTL" object prefix chain-c0 chain-c1 chain-c2
+	[ "$output" = 3 ]
+	run -2 "$CTL" object prefix
 }
 
 @test "object ls -o json: global options after the verb, between group and verb, --tenant last" {

@@ -45,20 +45,20 @@ teardown() {
 	run -0 --separate-stderr c object --help
 	[ -z "$stderr" ]
 	[[ "${lines[0]}" == usage:* ]]
-	for v in put get stat exist rm ls pin unpin; do
+	for v in put get stat exist prefix rm ls pin unpin; do
 		[[ "$output" == *"mooncakectl object $v"* ]] || { echo "object --help lacks $v"; false; }
 	done
 	run -0 --separate-stderr c object put --help
 	[ -z "$stderr" ]
-	[ "${lines[0]}" = "usage: mooncakectl [OPTIONS] object put KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G]" ]
-	[[ "$output" == *"--replicas N"*"--pin-ttl MS"*"--hard-pin"*"--group G"* ]]
+	[ "${lines[0]}" = "usage: mooncakectl [OPTIONS] object put KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]" ]
+	[[ "$output" == *"--replicas N"*"--pin-ttl MS"*"--hard-pin"*"--group G"*"--overwrite"* ]]
 	[[ "$output" == *"exit 3"* ]]
 	run -0 c segment -h
 	[[ "$output" == *"mooncakectl segment drain SEGMENT [--grace MS]"* ]]
 	# Every group and every verb, with -h and --help, anywhere after it.
 	local g v
 	for g in "status" "segment list" "segment show" "segment drain" "segment unmount" \
-		"client list" "object get" "object stat" "object exist" "object rm" "object ls" \
+		"client list" "object get" "object stat" "object exist" "object prefix" "object rm" "object ls" \
 		"object pin" "object unpin" "tenant list" "tenant quota" "evict" "snapshot list" \
 		"snapshot create" "trace lease" "trace evict" "trace transfer" "node release" "version" \
 		"help"; do
@@ -297,7 +297,7 @@ complete_words() {
 	run -0 complete_words mooncakectl segment ""
 	[ "$(echo $output)" = "list show drain unmount" ]
 	run -0 complete_words mooncakectl object ""
-	[ "$(echo $output)" = "put get stat exist rm ls pin unpin" ]
+	[ "$(echo $output)" = "put get stat exist prefix rm ls pin unpin" ]
 	run -0 complete_words mooncakectl node release --s
 	[ "$(echo $output)" = "--state-dir --shm-dir --secret-file" ]
 	run -0 complete_words mooncakectl tenant q
@@ -305,12 +305,12 @@ complete_words() {
 	run -0 complete_words mooncakectl snapshot ""
 	[ "$(echo $output)" = "list create" ]
 	run -0 complete_words mooncakectl object put k f --
-	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group --master --rpc --tenant --token-file --secret-file --timeout --output --json --help --version" ]
+	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group --overwrite --master --rpc --tenant --token-file --secret-file --timeout --output --json --help --version" ]
 	# Global options anywhere: after the verb, between group and verb.
 	run -0 complete_words mooncakectl object ls -o json --p
 	[ "$output" = --prefix ]
 	run -0 complete_words mooncakectl object -j ""
-	[ "$(echo $output)" = "put get stat exist rm ls pin unpin" ]
+	[ "$(echo $output)" = "put get stat exist prefix rm ls pin unpin" ]
 	run -0 complete_words mooncakectl object --tenant t put k --rpc h:1 cli/mooncakectl.bash-c
 	[ "$output" = cli/mooncakectl.bash-completion ]
 	run -0 complete_words mooncakectl object put k --ver

@@ -523,6 +523,76 @@ static void test_exclusive(void **state)
 	mc_client_free(c);
 }
 
+/* Upsert (opts->upsert) and the longest cached prefix, single and batch. */
+static void test_upsert_prefix(void **state)
+{
+	NEED_NODE();
+	struct mc_client *c = client(NULL, true);
+	struct mc_put_opts up = { .sz = sizeof(up), .upsert = true };
+	void *buf = NULL;
+	size_t len = 0;
+	assert_int_equal(mc_put(c, "up", 2, "aaaaaaaaaa", 10, NULL), 0);
+	assert_int_equal(mc_get(c, "up", 2, &buf, &len), 0);   /* a lease on the old value */
+	mc_buf_free(buf);
+	assert_int_equal(mc_put(c, "up", 2, "bbbbbbbbbbbbbbbbbbbbbbbbbb", 26, &up), 0);
+	assert_int_equal(mc_get(c, "up", 2, &buf, &len), 0);
+	assert_int_equal(len, 26);
+	assert_memory_equal(buf, "bbbbbbbbbbbbbbbbbbbbbbbbbb", 26);
+	mc_buf_free(buf);
+	/* Batch: an existing and a new key. */
+	const void *keys[] = { "up", "up-new" };
+	size_t klens[] = { 2, 6 }, lens[] = { 3, 2 };
+	const void *bufs[] = { "xyz", "yy" };
+	int st[2] = { 1, 1 };
+	assert_int_equal(mc_batch_put(c, 2, keys, klens, bufs, lens, &up, st), 0);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[1], 0);
+	char out[8];
+	assert_int_equal(mc_get_into(c, "up", 2, out, sizeof(out), &len), 0);
+	assert_int_equal(len, 3);
+	assert_memory_equal(out, "xyz", 3);
+	assert_int_equal(mc_remove(c, "up", 2, true), 0);
+	assert_int_equal(mc_remove(c, "up-new", 6, true), 0);
+
+	/* A chain longer than one request (MC_MAX_BATCH keys): the first miss
+	 * is at 4500, and a hole further on does not count. */
+	enum { N = 4600, HOLE = 4500 };
+	char (*names)[16] = calloc(N, sizeof(*names));
+	const void **ks = calloc(N, sizeof(*ks));
+	const void **vs = calloc(N, sizeof(*vs));
+	size_t *kl = calloc(N, sizeof(*kl)), *vl = calloc(N, sizeof(*vl));
+	int *sts = calloc(N, sizeof(*sts));
+	assert_non_null(names);
+	assert_non_null(sts);
+	for (size_t i = 0; i < N; i++) {
+		kl[i] = (size_t)snprintf(names[i], sizeof(names[i]), "chain-%zu", i);
+		ks[i] = names[i];
+		vs[i] = "v";
+		vl[i] = 1;
+	}
+	assert_int_equal(mc_batch_put(c, HOLE, ks, kl, vs, vl, NULL, sts), 0);
+	assert_int_equal(mc_batch_put(c, N - HOLE - 1, ks + HOLE + 1, kl + HOLE + 1, vs, vl, NULL,
+				      sts), 0);
+	size_t n = 0;
+	assert_int_equal(mc_batch_query_prefix(c, N, ks, kl, &n), 0);
+	assert_int_equal(n, HOLE);
+	assert_int_equal(mc_batch_query_prefix(c, 100, ks, kl, &n), 0);
+	assert_int_equal(n, 100);
+	assert_int_equal(mc_batch_query_prefix(c, 1, ks + HOLE, kl + HOLE, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(mc_batch_query_prefix(c, 0, NULL, NULL, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(mc_batch_query_prefix(c, 1, ks, kl, NULL), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_batch_remove(c, N, ks, kl, true, sts), 0);
+	free(names);
+	free(ks);
+	free(vs);
+	free(kl);
+	free(vl);
+	free(sts);
+	mc_client_free(c);
+}
+
 struct seen {
 	unsigned calls;
 	uint64_t last, total;
@@ -874,6 +944,7 @@ int main(void)
 		cmocka_unit_test(test_checksum_mismatch),
 		cmocka_unit_test(test_lease_expired),
 		cmocka_unit_test(test_exclusive),
+		cmocka_unit_test(test_upsert_prefix),
 		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_batch_parallel),

@@ -918,6 +918,13 @@ static void test_durable_ops(void **state)
 	durable_rpc(&d, MC_OP_PIN, &pin);
 	struct mc_msg_unpin_req unpin = { .key = ps.key };
 	durable_rpc(&d, MC_OP_UNPIN, &unpin);
+	/* An upsert of d1 logs the old object's DELETE; its PUT_END the new one. */
+	struct mc_msg_upsert_start_req us = { .client_id = uid(7), .key = ps.key, .size = 8192,
+					      .config = { .replica_num = 1 } };
+	uint64_t before = d.logged;
+	durable_rpc(&d, MC_OP_UPSERT_START, &us);
+	assert_true(d.logged > before);
+	durable_rpc(&d, MC_OP_PUT_END, &pe);
 	struct mc_msg_remove_req rm = { .key = ps.key, .force = true };
 	durable_rpc(&d, MC_OP_REMOVE, &rm);
 
@@ -930,6 +937,13 @@ static void test_durable_ops(void **state)
 						  .config = { .replica_num = 1 } };
 	durable_rpc(&d, MC_OP_BATCH_PUT_START, &bps);
 	struct mc_msg_batch_put_end_req bpe = { .client_id = uid(7), .n_items = 3, .items = items };
+	durable_rpc(&d, MC_OP_BATCH_PUT_END, &bpe);
+	struct mc_msg_batch_upsert_start_req bus = { .client_id = uid(7), .n_keys = 3, .keys = keys,
+						     .n_sizes = 3, .sizes = sizes,
+						     .config = { .replica_num = 1 } };
+	before = d.logged;
+	durable_rpc(&d, MC_OP_BATCH_UPSERT_START, &bus);
+	assert_true(d.logged >= before + 3);   /* three DELETEs */
 	durable_rpc(&d, MC_OP_BATCH_PUT_END, &bpe);
 	struct mc_msg_batch_remove_req brm = { .n_keys = 1, .keys = keys, .force = true };
 	durable_rpc(&d, MC_OP_BATCH_REMOVE, &brm);

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# tests/bench/python.sh -- the Python binding beside the C client, on one
+# master and one node on loopback, each figure beside its baseline measured
+# in the same run:
+#   (a) 4 KiB put/get ops/s, one client: store_kv_bench (plain)  vs  client-bench small 1
+#   (b) 4 MiB put/get: store_kv_bench (zcopy: put_from/get_into, and plain:
+#       put(bytes)/get() -> bytes)  vs  client-bench large (mc_put_from / mc_get_into)
+#   (c) the longest cached prefix of 256 keys: batch_query_prefix  vs
+#       batch_is_exist + the first miss found in Python (prefix_bench.py)
+# Every figure is the median of RUNS runs (default 3).
+# Prints "python <metric> <value> <unit>" and "python ratio <name> <x>" lines
+# (binding / C: 1.00 is the C client's speed; the goal at 4 MiB is >= 0.85).
+set -eu
+O=${O:-.output}
+PYTHON=${PYTHON:-/usr/bin/python3}
+cd "$(dirname "$0")/../.."
+[ -f "$O/python/.built" ] || { echo "python: no binding in $O/python (make test-build)"; exit 0; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -f "$shm"/mooncake-* 2>/dev/null || true
+	[ "$shm" = "$tmp/shm" ] && umount "$shm" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+# Segment files on a tmpfs with huge pages when we may mount one (as
+# cluster.sh): else the first touch of each 4 KiB page of the segment, paid
+# by whichever bench writes fresh space first, dominates the 4 MiB figures.
+shm=/dev/shm
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$tmp/shm" &&
+   mount -t tmpfs -o huge=within_size,size=3G tmpfs "$tmp/shm" 2>/dev/null; then
+	shm=$tmp/shm
+fi
+echo "python shm_dir $shm"
+free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+mport=$(free_port)
+"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port=0 --state_dir="$tmp/m" \
+	--lease_ttl_ms=2000 --log_level=warning 2>"$tmp/master.log" &
+pids+=($!)
+sleep 0.3
+"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port=0 --http_port=0 \
+	--segment_size=2G --segments=1 --shm_dir="$shm" --state_dir="$tmp/n" 2>"$tmp/node.log" &
+pids+=($!)
+for _ in $(seq 1 200); do grep -q mounted "$tmp/node.log" && break; sleep 0.1; done
+M=127.0.0.1:$mport
+export PYTHONPATH=$PWD/$O/python
+RUNS=${RUNS:-3}
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+kv() { "$PYTHON" tests/bench/python/store_kv_bench.py --master-server "$M" --repeat "$RUNS" "$@"; }
+# field PHASE NAME: the median of NAME= over the lines of PHASE
+field() { awk -v p="$1" -v n="$2=" '$3 == p { for (i = 4; i <= NF; i++) if (index($i, n) == 1) print substr($i, length(n) + 1) }' | median; }
+# cbench ARGS... METRIC...: client-bench RUNS times, the median of each METRIC
+cbench() {
+	local out; out=$(for _ in $(seq 1 "$RUNS"); do "$O/tests/bench/client-bench" "$M" "$@"; sleep 2.2; done)
+	echo "$out"
+}
+pick() { awk -v m="$1" '$2 == m {print $3}' | median; }
+ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (b > 0) printf "python ratio %s %.2f\n", n, a / b }'; }
+
+# (a) 4 KiB, one client.
+c=$(cbench small 1 2)
+cput=$(pick put4k_c1 <<<"$c"); cget=$(pick get4k_c1 <<<"$c")
+pput=$(kv --scenario write_perf --value-size 4096 --nr-objects 2000 | field write kv/s)
+pget=$(kv --scenario read_perf --value-size 4096 --nr-objects 2000 | field read kv/s)
+echo "python c_put_4KiB $cput ops/s"; echo "python py_put_4KiB $pput ops/s"
+echo "python c_get_4KiB $cget ops/s"; echo "python py_get_4KiB $pget ops/s"
+ratio put_4KiB "$pput" "$cput"; ratio get_4KiB "$pget" "$cget"
+sleep 2.2
+
+# (b) 4 MiB.
+c=$(cbench large 4194304 64)
+cput=$(pick put_4MiB <<<"$c" | awk '{print $1 * 1e9 / 1048576}')
+cget=$(pick get_4MiB <<<"$c" | awk '{print $1 * 1e9 / 1048576}')
+echo "python c_put_4MiB $cput MiB/s"; echo "python c_get_4MiB $cget MiB/s"
+sleep 2.2
+for api in zcopy plain; do
+	w=$(kv --scenario write_perf --value-size 4194304 --nr-objects 64 --io-api $api | field write MiB/s)
+	sleep 2.2
+	r=$(kv --scenario read_perf --value-size 4194304 --nr-objects 64 --io-api $api | field read MiB/s)
+	echo "python py_put_4MiB_$api $w MiB/s"; echo "python py_get_4MiB_$api $r MiB/s"
+	ratio "put_4MiB_$api" "$w" "$cput"; ratio "get_4MiB_$api" "$r" "$cget"
+	sleep 2.2
+done
+
+# (c) the longest cached prefix.
+"$PYTHON" tests/bench/python/prefix_bench.py "$M" | sed 's/^/python /'
