@@ -436,10 +436,10 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	struct mc_object *old = meta_find_locked(tab, &a->loc, a->key, &pos);
 	if (old && a->cfg->upsert && !mc_object_is_processing(old)) {
 		/* UpsertStart: the old value goes as by a forced remove (its
-		 * bytes stay until its lease ends), then a plain PutStart. */
-		uint64_t lease = mc_object_load_time(old);
+		 * bytes stay until its lease and its writer's grants end), then
+		 * a plain PutStart. */
 		mc_objtab_delete_at(tab, pos);
-		meta_object_destroy(m, old, lease > now ? lease : 0);
+		meta_object_destroy(m, old, meta_object_hold(m, old));
 		old = NULL;
 	}
 	if (old) {
