@@ -62,8 +62,9 @@ suite=${IMAGE_SUITE:-bookworm}
 # The smallest set that makes a cluster host: systemd + udev as the init,
 # Debian's generic kernel (its modules include virtio and soft-RoCE, which
 # the cloud flavour lacks), the tools the self-test and operators use,
-# Prometheus, and the RDMA user-space providers (rxe) for the RDMA tests.
-packages=systemd-sysv,udev,kmod,linux-image-amd64,zstd,iproute2,procps,curl,jq,bpftool,prometheus,ibverbs-providers
+# Prometheus, and the RDMA user space (providers for rxe/siw, the rdma tool,
+# ibv_devinfo, rping, ib_*_bw of perftest) for `make test-rdma`.
+packages=systemd-sysv,udev,kmod,linux-image-amd64,zstd,iproute2,procps,curl,jq,bpftool,prometheus,ibverbs-providers,librdmacm1,rdma-core,ibverbs-utils,rdmacm-utils,perftest
 [ -n "${IMAGE_EXTRA_PACKAGES:-}" ] && packages="$packages,$IMAGE_EXTRA_PACKAGES"
 
 # Leave out what a VM never uses: documentation (copyright files stay),
