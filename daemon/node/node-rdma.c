@@ -262,9 +262,11 @@ static void on_connect_request(struct mc_node_transport *t, struct rdma_cm_event
 			why = "cannot create a QP";
 	}
 	if (!why) {
+		/* the request's values are from our side already: its
+		 * responder_resources is the client's initiator depth */
 		struct rdma_conn_param ap = {
-			.responder_resources = cp->initiator_depth < t->max_rd_atom ?
-					       cp->initiator_depth : t->max_rd_atom,
+			.responder_resources = cp->responder_resources < t->max_rd_atom ?
+					       cp->responder_resources : t->max_rd_atom,
 			.initiator_depth = 0,
 			.rnr_retry_count = 7,
 		};
