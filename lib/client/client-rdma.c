@@ -20,7 +20,8 @@
  * Posting: a round (the whole transfer with a registered buffer, else one
  * staging buffer's worth) is cut into slices (mc_rdma_plan), dealt
  * round-robin over the QPs; each QP gets its slices chained in one
- * ibv_post_send (one doorbell), at most QP_DEPTH outstanding, every WR
+ * ibv_post_send (one doorbell), at most QP_WINDOW bytes (2..QP_DEPTH WRs)
+ * outstanding, every WR
  * signalled; the CQ is polled (busy, yielding the CPU between empty polls)
  * until every slice completes or the client's timeout passes.  An error
  * completion or a timeout tears the peer's QPs down (the next transfer
@@ -57,6 +58,13 @@
 #define QP_DEPTH 32u
 #define PEER_RETRY_MS 10000u
 #define MAX_REGIONS 64u
+/* Bytes in flight per QP (at least 2 WRs): a soft-RoCE link in a VM drops
+ * packets of larger bursts, and every drop costs a retry of the 7 allowed. */
+#define QP_WINDOW (4u << 20)
+/* The QPs' ACK timeout: 4.096 us x 2^20, about 4.3 s (the CM's default,
+ * about 0.5 s on RoCE, expires on a loaded soft-RoCE host before a 1 MiB
+ * READ response is in, and each expiry costs a retry). */
+#define ACK_TIMEOUT 20
 
 struct rdma_bufmr {
 	uintptr_t start;
@@ -390,9 +398,12 @@ static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *
 			}
 			p->id[i] = id;
 		}
+		uint8_t ackt = ACK_TIMEOUT;
 		if (rdma_resolve_addr(id, srcp, (struct sockaddr *)&dst, tmo) != 0 ||
 		    rdma_resolve_route(id, tmo) != 0)
 			return MC_ERR_NOT_SUPPORTED;
+		(void)rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_ID_ACK_TIMEOUT, &ackt,
+				      sizeof(ackt));	/* older kernels: the default */
 		if ((rc = adopt_device(r, id->verbs)) < 0)
 			return rc;
 		if (!p->cq && !(p->cq = ibv_create_cq(id->verbs, (int)(QP_DEPTH * MC_RDMA_MAX_QPS),
@@ -439,6 +450,11 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 		goto out;
 	}
 	mc_rdma_plan(len, r->slice, p->nqps, p->next_qp, sl, n);
+	unsigned window = (unsigned)(QP_WINDOW / r->slice);
+	if (window < 2)
+		window = 2;
+	if (window > QP_DEPTH)
+		window = QP_DEPTH;
 	p->next_qp = (p->next_qp + 1) % p->nqps;
 	for (size_t i = 0; i < n; i++) {
 		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)(lbuf + sl[i].off), .length = sl[i].len,
@@ -462,7 +478,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 		/* one doorbell per QP: chain what fits in its send queue */
 		for (unsigned q = 0; q < p->nqps; q++) {
 			struct ibv_send_wr *head = NULL, *tail = NULL;
-			while (next[q] < n && outstanding[q] < QP_DEPTH) {
+			while (next[q] < n && outstanding[q] < window) {
 				size_t i = next[q];
 				wr[i].next = NULL;
 				if (tail)
