@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rpc-server.c - see rpc-server.h. */
+/* rpc-server.c - see rpc-server.h; the workers (rpc-server-internal.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,108 +11,13 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "common/rpc-server.h"
+#include "common/rpc-server-internal.h"
 #include "util/sock.h"
 #include "util/syserr.h"
-
-#define DEFAULT_MAX_OUT (4u << 20)
-#define READ_BUDGET     (1u << 20)	/* bytes read per readable event before yielding */
-/*
- * Attachments move with plain recv() straight into the destination and one
- * sendmsg() of {header+body, payload} per round, up to attach_chunk bytes
- * of payload per syscall.  Measured here (tests/unit/test-node-data
- * test_rates: one blocking rpc-conn client, 2 workers, 2 vCPUs, loopback,
- * 8 MiB chunks): DATA_WRITE 1 MiB 7.5 GB/s, 64 MiB 2.0 GB/s; DATA_READ
- * 1 MiB 2.9 GB/s, 64 MiB 3.5 GB/s (anchors: loopback TCP 3.7-4.1 GB/s).
- * MSG_ZEROCOPY was not measured: on loopback the kernel copies anyway.
- */
-#define DEFAULT_ATTACH_CHUNK (8u << 20)	/* attachment bytes per recv/sendmsg */
-#define ATTACH_BUDGET   (32u << 20)	/* attachment bytes moved per event before yielding */
-
-struct conn {
-	int fd;
-	uint32_t events;		/* registered epoll events */
-	bool closing;			/* flush what is buffered, then close */
-	struct mc_frame_reader rd;
-	struct mc_wbuf out;
-	size_t out_off;			/* bytes of out already sent */
-	/* request attachment being received (in.active) */
-	struct {
-		bool active;
-		struct mc_frame_hdr hdr;
-		uint8_t *body;		/* private copy of the request body */
-		uint8_t *dst;		/* where the next byte goes */
-		uint64_t left;
-	} in;
-	/* response attachment being sent after all of out (att_left > 0) */
-	const uint8_t *att;
-	uint64_t att_left;
-	uint64_t t0_ns;			/* op_transfer: the request in progress began */
-	int att_series;			/* op_transfer: its series, observed once att is sent */
-	bool resume;			/* reading stopped for output: resume when drained */
-	struct conn *prev, *next;
-	/* parked replies (rpc-server.h), oldest first; the connection is on
-	 * its worker's plist while it has any */
-	struct parked *phead, *ptail;
-	uint32_t nparked;
-	struct conn *pprev, *pnext;
-	/* admission (rpc-admit.h) */
-	struct mc_rpc_session sess;
-	struct mc_rpc_peer *peer;
-	uint64_t last_ms;		/* last event (idle timeout) */
-};
-
-/* A reply waiting for its turn: for its ticket to settle (ticket != 0), or
- * behind one that does. */
-struct parked {
-	struct parked *next;
-	uint64_t ticket;		/* 0: ready, only waits for its turn */
-	uint16_t op;
-	uint32_t id;
-	int status;			/* the handler's (ticketed replies are counted when sent) */
-	const uint8_t *att;		/* response attachment, sent after it */
-	uint64_t att_len;
-	int att_series;
-	size_t len;			/* the encoded response */
-	uint8_t bytes[];
-};
-
-struct worker {
-	struct mc_rpc_server *srv;
-	int index;
-	int epfd, evfd, lfd, ufd;
-	pthread_t thread;
-	bool started;
-	struct conn *conns;
-	struct conn *plist;		/* connections with parked replies */
-	int wfd;			/* eventfd: tickets settled (mc_rpc_server_wake) */
-	uint64_t nparked;		/* ticketed replies parked (atomic: the waker reads it) */
-	struct mc_arena arena;
-	union mc_msg_any req, resp;
-	/* admission: the loop's clock, and listeners paused after EMFILE & co */
-	uint64_t now_ms, sweep_ms;
-	uint64_t lpause_ms, upause_ms;	/* resume at (0: not paused) */
-	unsigned lbackoff, ubackoff;
-};
-
-struct mc_rpc_server {
-	struct mc_rpc_server_config cfg;
-	struct mc_rpc_handlers h;
-	void *ctx;
-	unsigned nworkers;
-	uint16_t port;
-	char *unix_path;
-	struct worker *w;
-	uint64_t requests, errors, accepted, open;	/* atomic */
-	uint64_t attach_in, attach_out;			/* atomic */
-	uint64_t parked, parked_total;			/* atomic */
-	struct mc_rpc_admit *admit;
-};
 
 /* ---- metrics ---------------------------------------------------------------------- */
 
@@ -155,37 +59,17 @@ int mc_rpc_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return 0;
 }
 
-static uint64_t now_ns(void)
+uint64_t rpcs_now_ns(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* The series of an op (MC_OPI_*), -1 for none. */
-static int op_series(const struct mc_rpc_server *s, unsigned index)
-{
-	if (index >= MC_OP_COUNT)
-		return -1;
-	return s->cfg.op_series ? s->cfg.op_series[index] : (int)index;
-}
-
-static void observe_transfer(struct mc_rpc_server *s, struct conn *c, int series)
-{
-	if (c->t0_ns && series >= 0) {
-		uint64_t t = now_ns();
-		mc_metric_observe_ns(s->cfg.op_transfer, (unsigned)series,
-				     t > c->t0_ns ? t - c->t0_ns : 0);
-	}
-	c->t0_ns = 0;
-}
-
 /* Tags for the epoll data of the non-connection fds. */
 static char TAG_EV, TAG_LISTEN, TAG_UNIX, TAG_WAKE;
 
-static void slog(struct mc_rpc_server *s, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void slog(struct mc_rpc_server *s, int level, const char *fmt, ...)
+void rpcs_log(struct mc_rpc_server *s, int level, const char *fmt, ...)
 {
 	char buf[256];
 	va_list ap;
@@ -195,593 +79,6 @@ static void slog(struct mc_rpc_server *s, int level, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	s->cfg.log(s->cfg.log_ctx, level, buf);
-}
-
-static void parked_drop_all(struct worker *w, struct conn *c);
-
-static void conn_close(struct worker *w, struct conn *c)
-{
-	parked_drop_all(w, c);
-	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
-	mc_frame_reader_free(&c->rd);
-	mc_wbuf_free(&c->out);
-	free(c->in.body);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		w->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	__atomic_sub_fetch(&w->srv->open, 1, __ATOMIC_RELAXED);
-	mc_rpc_admit_release(w->srv->admit, c->peer);
-	free(c);
-}
-
-static size_t out_pending(const struct conn *c)
-{
-	return c->out.len - c->out_off;
-}
-
-/* Sends buffered output, then the pending response attachment, in one
- * sendmsg() per round.  0, or -1 when the connection must be closed. */
-static int conn_flush(struct worker *w, struct conn *c)
-{
-	size_t chunk = w->srv->cfg.attach_chunk;
-	while (out_pending(c) || c->att_left) {
-		struct iovec iov[2];
-		int n = 0;
-		size_t head = out_pending(c);
-		if (head)
-			iov[n++] = (struct iovec){ c->out.p + c->out_off, head };
-		if (c->att_left)
-			iov[n++] = (struct iovec){ (void *)c->att,
-						   c->att_left < chunk ? (size_t)c->att_left : chunk };
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			return -1;
-		}
-		size_t a = (size_t)k > head ? (size_t)k - head : 0;
-		c->out_off += (size_t)k - a;
-		if (a) {
-			c->att += a;
-			c->att_left -= a;
-			__atomic_add_fetch(&w->srv->attach_out, a, __ATOMIC_RELAXED);
-			if (!c->att_left) {
-				c->att = NULL;
-				if (c->t0_ns)
-					observe_transfer(w->srv, c, c->att_series);
-			}
-		}
-	}
-	if (!out_pending(c)) {
-		mc_wbuf_reset(&c->out);
-		c->out_off = 0;
-	} else if (c->out_off >= (1u << 20) && c->out_off * 2 >= c->out.len) {
-		mc_wbuf_consume(&c->out, c->out_off);
-		c->out_off = 0;
-	}
-	return 0;
-}
-
-static void conn_update_events(struct worker *w, struct conn *c)
-{
-	uint32_t ev = 0;
-	if (!c->closing && out_pending(c) < w->srv->cfg.max_out_bytes &&
-	    c->nparked < MC_RPC_MAX_PARKED)
-		ev |= EPOLLIN;
-	if (c->att_left)
-		ev &= ~(uint32_t)EPOLLIN;	/* nothing is processed until it is sent */
-	if (out_pending(c) || c->att_left || c->resume)
-		ev |= EPOLLOUT;		/* resume: come back soon (the socket is writable) */
-	if (ev != c->events) {
-		struct epoll_event e = { .events = ev, .data.ptr = c };
-		epoll_ctl(w->epfd, EPOLL_CTL_MOD, c->fd, &e);
-		c->events = ev;
-	}
-}
-
-static void count_reply(struct mc_rpc_server *s, struct conn *c, uint16_t op, int status);
-static void park(struct worker *w, struct conn *c, size_t start, uint64_t ticket, uint16_t op,
-		 uint32_t id, int status);
-
-static void respond(struct worker *w, struct conn *c, uint16_t op, uint32_t id, int status,
-		    const void *resp, const struct iovec *att)
-{
-	struct mc_rpc_server *s = w->srv;
-	size_t start = c->out.len;
-	uint64_t alen = status == 0 && att && att->iov_len ? att->iov_len : 0;
-	int r = mc_proto_encode_response(&c->out, op, id, status, resp, alen);
-	if (r == 0 && alen) {
-		c->att = att->iov_base;
-		c->att_left = alen;
-	}
-	if (r < 0 && status == 0) {
-		slog(s, MC_RPC_LOG_WARNING, "cannot encode the response of %s: %s",
-		     mc_op_name(op), mc_error_name(r));
-		status = r;
-		r = mc_proto_encode_response(&c->out, op, id, status, NULL, 0);
-		alen = 0;
-	}
-	if (r < 0) {	/* out of memory: nothing sensible left to do */
-		c->closing = true;
-		return;
-	}
-	count_reply(s, c, op, status);
-	if (c->phead)		/* behind a parked reply: keeps its turn */
-		park(w, c, start, 0, op, id, status);
-}
-
-/* Counts an answered frame (requests, errors, per-op series). */
-static void count_reply(struct mc_rpc_server *s, struct conn *c, uint16_t op, int status)
-{
-	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
-	if (status)
-		__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
-	if (s->cfg.op_requests || s->cfg.op_errors || s->cfg.op_transfer) {
-		const struct mc_op_info *oi = mc_op_info(op);
-		int k = oi ? op_series(s, oi->index) : -1;
-		if (k >= 0) {
-			mc_metric_inc(s->cfg.op_requests, (unsigned)k);
-			if (status)
-				mc_metric_inc(s->cfg.op_errors,
-					      mc_metric_index2(s->cfg.op_errors, (unsigned)k,
-							       mc_rpc_error_index(status)));
-		}
-		if (c->t0_ns && c->att_left)
-			c->att_series = k;	/* conn_flush observes once it is sent */
-		else if (c->t0_ns)
-			observe_transfer(s, c, k);
-	}
-}
-
-/* ---- parked replies (rpc-server.h) ----------------------------------------------- */
-
-static void defer_count(struct worker *w, uint64_t ticket, int delta)
-{
-	struct mc_rpc_server *s = w->srv;
-	__atomic_add_fetch(&w->nparked, (uint64_t)(int64_t)delta, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&s->parked, (uint64_t)(int64_t)delta, __ATOMIC_RELAXED);
-	if (s->cfg.defer_count)
-		s->cfg.defer_count(s->cfg.defer_ctx, ticket, delta);
-}
-
-/* Moves the response encoded at c->out[start..] (and the pending response
- * attachment, if any) into a parked entry at the end of c's queue. */
-static void park(struct worker *w, struct conn *c, size_t start, uint64_t ticket, uint16_t op,
-		 uint32_t id, int status)
-{
-	size_t len = c->out.len - start;
-	struct parked *e = malloc(sizeof(*e) + len);
-	if (!e) {
-		mc_wbuf_truncate(&c->out, start);
-		c->closing = true;	/* out of memory: the stream cannot stay in order */
-		if (ticket)
-			defer_count(w, ticket, -1);
-		return;
-	}
-	*e = (struct parked){ .ticket = ticket, .op = op, .id = id, .status = status,
-			      .att = c->att, .att_len = c->att_left, .att_series = c->att_series,
-			      .len = len };
-	memcpy(e->bytes, c->out.p + start, len);
-	mc_wbuf_truncate(&c->out, start);
-	if (ticket)
-		__atomic_add_fetch(&w->srv->parked_total, 1, __ATOMIC_RELAXED);
-	c->att = NULL;
-	c->att_left = 0;
-	if (c->ptail)
-		c->ptail->next = e;
-	else
-		c->phead = e;
-	c->ptail = e;
-	if (!c->nparked++) {
-		c->pprev = NULL;
-		c->pnext = w->plist;
-		if (w->plist)
-			w->plist->pprev = c;
-		w->plist = c;
-	}
-}
-
-static void parked_pop(struct worker *w, struct conn *c)
-{
-	struct parked *e = c->phead;
-	c->phead = e->next;
-	if (!c->phead)
-		c->ptail = NULL;
-	if (e->ticket)
-		defer_count(w, e->ticket, -1);
-	free(e);
-	if (!--c->nparked) {
-		if (c->pprev)
-			c->pprev->pnext = c->pnext;
-		else
-			w->plist = c->pnext;
-		if (c->pnext)
-			c->pnext->pprev = c->pprev;
-		c->pprev = c->pnext = NULL;
-	}
-}
-
-static void parked_drop_all(struct worker *w, struct conn *c)
-{
-	while (c->phead)
-		parked_pop(w, c);
-}
-
-/* Sends the parked replies that are settled, in order, as far as output
- * room allows; stops at the first that is not. */
-static void parked_release(struct worker *w, struct conn *c)
-{
-	struct mc_rpc_server *s = w->srv;
-	while (c->phead && !c->att_left && out_pending(c) < s->cfg.max_out_bytes) {
-		struct parked *e = c->phead;
-		int st = e->ticket ? s->cfg.defer_poll(s->cfg.defer_ctx, e->ticket) : 0;
-		if (st == 1)
-			break;
-		if (st > 0)
-			st = MC_ERR_INTERNAL_ERROR;
-		if (st < 0) {
-			if (mc_proto_encode_response(&c->out, e->op, e->id, st, NULL, 0) < 0)
-				c->closing = true;
-		} else {
-			uint8_t *d = mc_wbuf_append(&c->out, e->len);
-			if (!d) {
-				c->closing = true;
-			} else {
-				memcpy(d, e->bytes, e->len);
-				if (e->att_len) {
-					c->att = e->att;
-					c->att_left = e->att_len;
-					c->att_series = e->att_series;
-				}
-			}
-		}
-		if (e->ticket)
-			count_reply(s, c, e->op, st < 0 ? st : e->status);
-		parked_pop(w, c);
-	}
-}
-
-/* The handler set a ticket: answer now if it is settled, else park the reply. */
-static void respond_deferred(struct worker *w, struct conn *c, uint16_t op, uint32_t id,
-			     int status, const void *resp, uint64_t ticket)
-{
-	struct mc_rpc_server *s = w->srv;
-	defer_count(w, ticket, 1);	/* before the poll: a settlement after it wakes us */
-	int st = s->cfg.defer_poll(s->cfg.defer_ctx, ticket);
-	if (st != 1) {
-		defer_count(w, ticket, -1);
-		if (st > 0)
-			st = MC_ERR_INTERNAL_ERROR;
-		respond(w, c, op, id, st < 0 ? st : status, st < 0 || status ? NULL : resp, NULL);
-		return;
-	}
-	size_t start = c->out.len;
-	int r = mc_proto_encode_response(&c->out, op, id, status, status ? NULL : resp, 0);
-	if (r < 0) {
-		mc_wbuf_truncate(&c->out, start);
-		defer_count(w, ticket, -1);
-		respond(w, c, op, id, r, NULL, NULL);	/* says why; the mutation stays pending */
-		return;
-	}
-	park(w, c, start, ticket, op, id, status);
-}
-
-static void conn_event_parked(struct worker *w, struct conn *c, bool read);
-
-/* The worker's wake eventfd: some tickets settled. */
-static void worker_wake(struct worker *w)
-{
-	uint64_t v;
-	if (read(w->wfd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: someone else read it; the list is polled anyway */
-	}
-	for (struct conn *c = w->plist, *next; c; c = next) {
-		next = c->pnext;
-		conn_event_parked(w, c, c->nparked >= MC_RPC_MAX_PARKED);
-	}
-}
-
-void mc_rpc_server_wake(struct mc_rpc_server *s)
-{
-	for (unsigned i = 0; i < s->nworkers; i++) {
-		struct worker *w = &s->w[i];
-		uint64_t one = 1;
-		if (__atomic_load_n(&w->nparked, __ATOMIC_SEQ_CST) && w->wfd >= 0 &&
-		    write(w->wfd, &one, sizeof(one)) < 0) {
-			/* the counter cannot overflow here; nothing to do */
-		}
-	}
-}
-
-/* Calls the handler of a decoded request and queues the response. */
-static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_hdr *hdr,
-			const struct mc_op_info *info)
-{
-	struct mc_rpc_server *s = w->srv;
-	struct iovec att = { NULL, 0 };
-	uint64_t ticket = 0;
-	struct mc_rpc_call call = { .hdr = hdr, .info = info, .req = &w->req,
-				    .arena = &w->arena, .worker = w->index,
-				    .resp_attach = (info->flags & MC_OPF_ATTACH_RESP) ? &att : NULL,
-				    .defer = s->cfg.defer_poll ? &ticket : NULL };
-	struct timespec t0, t1;
-	if (s->cfg.op_duration)
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-	int status = s->h.fn[info->index](s->ctx, &call, &w->resp);
-	int k = s->cfg.op_duration ? op_series(s, info->index) : -1;
-	if (k >= 0) {
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-		mc_metric_observe_ns(s->cfg.op_duration, (unsigned)k, ns > 0 ? (uint64_t)ns : 0);
-	}
-	if (status > 0)
-		status = MC_ERR_INTERNAL_ERROR;
-	if (status == 0 && att.iov_len && !att.iov_base)
-		status = MC_ERR_INTERNAL_ERROR;
-	if (ticket && !att.iov_len)
-		respond_deferred(w, c, hdr->opcode, hdr->req_id, status, &w->resp, ticket);
-	else
-		respond(w, c, hdr->opcode, hdr->req_id, status, status ? NULL : &w->resp, &att);
-}
-
-/* ---- admission (rpc-admit.h): handshake, identity checks ------------------------ */
-
-/* The identity check of a decoded request, before its handler. */
-static int admit_request(struct worker *w, struct conn *c, const struct mc_op_info *info)
-{
-	return mc_rpc_session_check(&c->sess, w->srv->admit, info, &w->req);
-}
-
-/* Moves the handshake on.  true: frames may be read now (*ev gains
- * EPOLLIN: they may already be waiting); false: wait, or the connection
- * was closed. */
-static bool conn_handshake(struct worker *w, struct conn *c, uint32_t *ev)
-{
-	int r = mc_rpc_session_step(&c->sess, w->srv->admit, c->fd);
-	if (r < 0 || (r == 0 && (*ev & (EPOLLERR | EPOLLHUP)))) {
-		conn_close(w, c);
-		return false;
-	}
-	if (r == 0)
-		return false;
-	*ev |= EPOLLIN;
-	return true;
-}
-
-static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame *f)
-{
-	struct mc_rpc_server *s = w->srv;
-	const struct mc_op_info *info = NULL;
-	int status;
-
-	if (mc_frame_is_response(&f->hdr)) {
-		respond(w, c, f->hdr.opcode, f->hdr.req_id, MC_ERR_DESERIALIZE_FAIL, NULL, NULL);
-		return;
-	}
-	memset(&w->req, 0, sizeof(w->req));
-	memset(&w->resp, 0, sizeof(w->resp));
-	if (s->cfg.op_transfer)
-		c->t0_ns = now_ns();
-	status = mc_proto_decode(f, &w->arena, &info, &w->req);
-	if (status == 0)
-		status = admit_request(w, c, info);
-	if (status == 0 && !s->h.fn[info->index])
-		status = MC_ERR_NOT_SUPPORTED;
-	if (status == 0 && (info->flags & MC_OPF_ATTACH_REQ)) {
-		void *dst = NULL;
-		mc_rpc_attach_fn hook = s->h.attach[info->index];
-		struct mc_rpc_call call = { .hdr = &f->hdr, .info = info, .req = &w->req,
-					    .arena = &w->arena, .worker = w->index };
-		status = hook ? hook(s->ctx, &call, &dst) : MC_ERR_NOT_SUPPORTED;
-		if (status > 0)
-			status = MC_ERR_INTERNAL_ERROR;
-		if (status == 0 && f->hdr.attach_len && !dst)
-			status = MC_ERR_INTERNAL_ERROR;
-		if (status == 0 && f->hdr.attach_len) {
-			/* The body lives in the reader's buffer only until the next
-			 * window(): keep a copy to decode again at the end. */
-			uint8_t *copy = malloc(f->hdr.body_len ? f->hdr.body_len : 1);
-			if (!copy) {
-				status = MC_ERR_NO_MEMORY;
-			} else {
-				memcpy(copy, f->body, f->hdr.body_len);
-				c->in.active = true;
-				c->in.hdr = f->hdr;
-				c->in.body = copy;
-				c->in.dst = dst;
-				c->in.left = f->hdr.attach_len;
-				mc_arena_reset(&w->arena);
-				return;		/* conn_read moves the bytes, then attach_finish */
-			}
-		}
-	}
-	if (status == 0)
-		run_handler(w, c, &f->hdr, info);
-	else
-		respond(w, c, f->hdr.opcode, f->hdr.req_id, status, NULL, NULL);
-	mc_arena_reset(&w->arena);
-}
-
-/* The whole request attachment has arrived: decode the saved body, call the handler. */
-static void attach_finish(struct worker *w, struct conn *c)
-{
-	struct mc_frame f = { .hdr = c->in.hdr, .body = c->in.body };
-	const struct mc_op_info *info = NULL;
-	memset(&w->req, 0, sizeof(w->req));
-	memset(&w->resp, 0, sizeof(w->resp));
-	int status = mc_proto_decode(&f, &w->arena, &info, &w->req);
-	if (status == 0)
-		status = admit_request(w, c, info);
-	if (status == 0)
-		run_handler(w, c, &f.hdr, info);
-	else		/* cannot happen: it decoded before */
-		respond(w, c, f.hdr.opcode, f.hdr.req_id, status, NULL, NULL);
-	mc_arena_reset(&w->arena);
-	free(c->in.body);
-	memset(&c->in, 0, sizeof(c->in));
-}
-
-/*
- * Moves request attachment bytes: first what the reader has read ahead, then
- * recv() straight into the destination.  Returns 1 to go on, 0 to wait for
- * the socket (or the budget is spent), -1 when the connection is closing.
- */
-static int attach_read(struct worker *w, struct conn *c, size_t *budget)
-{
-	size_t chunk = w->srv->cfg.attach_chunk;
-	size_t k = mc_frame_reader_attach_take(&c->rd, c->in.dst,
-					       c->in.left < SIZE_MAX ? (size_t)c->in.left : SIZE_MAX);
-	if (k == 0) {
-		size_t want = c->in.left < chunk ? (size_t)c->in.left : chunk;
-		ssize_t got = recv(c->fd, c->in.dst, want, MSG_DONTWAIT);
-		if (got == 0) {		/* EOF inside the frame: drop it */
-			c->closing = true;
-			return -1;
-		}
-		if (got < 0) {
-			if (errno == EINTR)
-				return 1;
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				c->closing = true;
-				mc_wbuf_reset(&c->out);
-				c->out_off = 0;
-				return -1;
-			}
-			return 0;
-		}
-		k = (size_t)got;
-		mc_frame_reader_attach_done(&c->rd, k);
-		*budget = *budget > k ? *budget - k : 0;
-	}
-	c->in.dst += k;
-	c->in.left -= k;
-	__atomic_add_fetch(&w->srv->attach_in, k, __ATOMIC_RELAXED);
-	if (!c->in.left)
-		attach_finish(w, c);
-	return *budget ? 1 : 0;
-}
-
-/* A broken stream: answer one error response if the magic was right, close. */
-static void conn_broken(struct worker *w, struct conn *c, int err)
-{
-	struct mc_frame_hdr bad;
-	if (mc_frame_reader_bad_hdr(&c->rd, &bad))
-		respond(w, c, bad.opcode, bad.req_id, err, NULL, NULL);
-	c->closing = true;
-}
-
-static void conn_read(struct worker *w, struct conn *c)
-{
-	size_t budget = READ_BUDGET, abudget = ATTACH_BUDGET;
-	size_t max_out = w->srv->cfg.max_out_bytes;
-	c->resume = false;
-	while (!c->closing && budget && out_pending(c) < max_out && !c->att_left &&
-	       c->nparked < MC_RPC_MAX_PARKED) {
-		if (c->in.active) {
-			int r = attach_read(w, c, &abudget);
-			if (r <= 0)
-				break;
-			continue;
-		}
-		/* Frames already buffered first (after an attachment, read-ahead
-		 * may hold whole requests). */
-		struct mc_frame f;
-		int rc = mc_frame_reader_next(&c->rd, &f);
-		if (rc == 1) {
-			handle_frame(w, c, &f);
-			if (mc_frame_reader_attach_pending(&c->rd) && !c->in.active)
-				mc_frame_reader_attach_skip(&c->rd);
-			continue;
-		}
-		if (rc < 0) {
-			conn_broken(w, c, rc);
-			break;
-		}
-		void *p;
-		size_t n;
-		rc = mc_frame_reader_window(&c->rd, &p, &n);
-		if (rc < 0) {
-			conn_broken(w, c, rc);
-			break;
-		}
-		if (n > budget)
-			n = budget;
-		ssize_t got = recv(c->fd, p, n, MSG_DONTWAIT);
-		if (got == 0) {		/* EOF: answer what we have, then close */
-			c->closing = true;
-			break;
-		}
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				c->closing = true;
-				mc_wbuf_reset(&c->out);
-				c->out_off = 0;
-			}
-			break;
-		}
-		budget -= (size_t)got;
-		mc_frame_reader_commit(&c->rd, (size_t)got);
-	}
-	/* Stopped for output (backpressure, a response attachment): complete
-	 * frames may sit in the reader with nothing more to come from the
-	 * socket, so conn_event resumes once the output has drained. */
-	if (!c->closing && (out_pending(c) >= max_out || c->att_left))
-		c->resume = true;
-}
-
-static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
-{
-	if (c->phead)
-		parked_release(w, c);
-	c->last_ms = w->now_ms;
-	if (!mc_rpc_session_ready(&c->sess) && !conn_handshake(w, c, &ev))
-		return;
-	if (ev & EPOLLIN)
-		conn_read(w, c);
-	for (int round = 0; round < 8; round++) {
-		if (c->phead)
-			parked_release(w, c);
-		if ((out_pending(c) || c->att_left) && conn_flush(w, c) < 0) {
-			conn_close(w, c);
-			return;
-		}
-		/* The output drained: serve what was read ahead. */
-		if (!c->resume || c->att_left || c->closing ||
-		    out_pending(c) >= w->srv->cfg.max_out_bytes)
-			break;
-		c->resume = false;
-		conn_read(w, c);
-	}
-	if ((ev & (EPOLLERR | EPOLLHUP)) && !(ev & EPOLLIN)) {
-		c->closing = true, mc_wbuf_reset(&c->out), c->out_off = 0, c->att_left = 0;
-		parked_drop_all(w, c);	/* nobody left to answer */
-	}
-	/* A closing connection still answers its parked replies first. */
-	if (c->closing && !out_pending(c) && !c->att_left && !c->phead) {
-		conn_close(w, c);
-		return;
-	}
-	/* Broken streams get one chance to flush their error response. */
-	if (c->closing && mc_frame_reader_error(&c->rd)) {
-		conn_close(w, c);
-		return;
-	}
-	conn_update_events(w, c);
-}
-
-/* Tickets settled: send what is, read on if the parked limit had stopped it. */
-static void conn_event_parked(struct worker *w, struct conn *c, bool read)
-{
-	conn_event(w, c, read && c->nparked < MC_RPC_MAX_PARKED ? EPOLLIN : 0);
 }
 
 /* Stops watching a listener for ms after accept() ran out of resources. */
@@ -815,11 +112,11 @@ static void conns_sweep(struct worker *w)
 		next = c->next;
 		if (!mc_rpc_session_ready(&c->sess) && w->now_ms >= c->sess.deadline_ms) {
 			mc_rpc_admit_count_closed(w->srv->admit, true);
-			conn_close(w, c);
+			rpcs_conn_close(w, c);
 		} else if (idle && w->now_ms - c->last_ms >= idle && !out_pending(c) && !c->att_left &&
 			   !c->phead) {
 			mc_rpc_admit_count_closed(w->srv->admit, false);
-			conn_close(w, c);
+			rpcs_conn_close(w, c);
 		}
 	}
 }
@@ -840,7 +137,7 @@ static void do_accept(struct worker *w, int lfd)
 			if (ms)
 				listener_pause(w, lfd, ms);
 			else
-				slog(w->srv, MC_RPC_LOG_WARNING, "accept: %s", strerror(errno));
+				rpcs_log(w->srv, MC_RPC_LOG_WARNING, "accept: %s", strerror(errno));
 			return;
 		}
 		*backoff = 0;
@@ -884,7 +181,7 @@ static void do_accept(struct worker *w, int lfd)
 
 static uint64_t mono_ms(void)
 {
-	return now_ns() / 1000000u;
+	return rpcs_now_ns() / 1000000u;
 }
 
 #define SWEEP_MS 250	/* how often handshake deadlines and idle timeouts are checked */
@@ -898,7 +195,7 @@ static void *worker_main(void *arg)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			slog(w->srv, MC_RPC_LOG_ERR, "epoll_wait: %s", strerror(errno));
+			rpcs_log(w->srv, MC_RPC_LOG_ERR, "epoll_wait: %s", strerror(errno));
 			break;
 		}
 		w->now_ms = mono_ms();
@@ -907,13 +204,13 @@ static void *worker_main(void *arg)
 			if (p == &TAG_EV)
 				goto out;
 			if (p == &TAG_WAKE)
-				worker_wake(w);
+				rpcs_worker_wake(w);
 			else if (p == &TAG_LISTEN)
 				do_accept(w, w->lfd);
 			else if (p == &TAG_UNIX)
 				do_accept(w, w->ufd);
 			else
-				conn_event(w, p, ev[i].events);
+				rpcs_conn_event(w, p, ev[i].events);
 		}
 		if (w->now_ms - w->sweep_ms >= SWEEP_MS) {
 			w->sweep_ms = w->now_ms;
@@ -923,7 +220,7 @@ static void *worker_main(void *arg)
 	}
 out:
 	while (w->conns)
-		conn_close(w, w->conns);
+		rpcs_conn_close(w, w->conns);
 	return NULL;
 }
 
@@ -936,7 +233,7 @@ static int add_fd(int epfd, int fd, void *tag)
 /* Logs what failed (with errno's reason) and returns r. */
 static int setup_failed(struct mc_rpc_server *s, int r, const char *what)
 {
-	slog(s, MC_RPC_LOG_ERR, "%s: %s", what, strerror(errno));
+	rpcs_log(s, MC_RPC_LOG_ERR, "%s: %s", what, strerror(errno));
 	return r;
 }
 
@@ -1005,7 +302,7 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		mc_arena_init(&s->w[i].arena);
 	}
 	if (cfg->address && (r = mc_sock_resolve(cfg->address, cfg->port, &sa, &salen)) < 0) {
-		slog(s, MC_RPC_LOG_ERR, "cannot resolve '%s'", cfg->address);
+		rpcs_log(s, MC_RPC_LOG_ERR, "cannot resolve '%s'", cfg->address);
 		goto fail;
 	}
 	/* SO_REUSEPORT would let a second server (another daemon of the same
@@ -1014,7 +311,7 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		int probe = mc_sock_listen(&sa, salen, false, 1);
 		if (probe < 0) {
 			r = probe;
-			slog(s, MC_RPC_LOG_ERR, "cannot listen on %s:%u: %s", cfg->address,
+			rpcs_log(s, MC_RPC_LOG_ERR, "cannot listen on %s:%u: %s", cfg->address,
 			     (unsigned)cfg->port, strerror(errno));
 			goto fail;
 		}
@@ -1027,14 +324,14 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		if ((size_t)snprintf(buf, sizeof(buf), "unix:%s", cfg->unix_path) >= sizeof(buf) - 3 ||
 		    (r = mc_sock_parse(buf, &ua, &ualen)) < 0) {
 			r = MC_ERR_INVALID_PARAMS;
-			slog(s, MC_RPC_LOG_ERR, "unix socket path '%s' is too long", cfg->unix_path);
+			rpcs_log(s, MC_RPC_LOG_ERR, "unix socket path '%s' is too long", cfg->unix_path);
 			goto fail;
 		}
 		unlink(cfg->unix_path);
 		s->w[0].ufd = mc_sock_listen(&ua, ualen, false, s->cfg.backlog);
 		if (s->w[0].ufd < 0) {
 			r = s->w[0].ufd;
-			slog(s, MC_RPC_LOG_ERR, "cannot listen on %s: %s", cfg->unix_path, strerror(errno));
+			rpcs_log(s, MC_RPC_LOG_ERR, "cannot listen on %s: %s", cfg->unix_path, strerror(errno));
 			goto fail;
 		}
 		s->unix_path = strdup(cfg->unix_path);
@@ -1061,7 +358,7 @@ int mc_rpc_server_start(const struct mc_rpc_server_config *cfg,
 		mc_rpc_admit_announce(s->admit, &sa);
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		if ((r = pthread_create(&s->w[i].thread, NULL, worker_main, &s->w[i])) != 0) {
-			slog(s, MC_RPC_LOG_ERR, "cannot start a worker thread: %s", strerror(r));
+			rpcs_log(s, MC_RPC_LOG_ERR, "cannot start a worker thread: %s", strerror(r));
 			r = MC_ERR_NO_MEMORY;	/* no resources for a thread */
 			goto fail;
 		}
@@ -1094,7 +391,7 @@ struct mc_rpc_server *mc_rpc_server_stop(struct mc_rpc_server *s)
 		if (w->started)
 			pthread_join(w->thread, NULL);
 		while (w->conns)
-			conn_close(w, w->conns);
+			rpcs_conn_close(w, w->conns);
 		if (w->lfd >= 0)
 			close(w->lfd);
 		if (w->ufd >= 0)

@@ -58,7 +58,7 @@
  *
  *  Plain recv()/sendmsg() straight to/from the destination, in chunks of
  *  up to attach_chunk bytes per syscall (figures measured with
- *  tests/unit/test-node-data are in rpc-server.c).  MSG_ZEROCOPY was not
+ *  tests/unit/test-node-data are in rpc-server-internal.h).  MSG_ZEROCOPY was not
  *  adopted (on loopback the kernel copies anyway, and it needs error-queue
  *  completion handling).
  *

@@ -75,12 +75,12 @@ struct sink {
 };
 
 /* The grant every descriptor of a call gets (util/grant.h): READ until the
- * read lease ends, WRITE until the put may be taken over; the range and
- * the segment are each replica's. */
+ * read lease ends, WRITE for write_grant_ttl_ms (meta.h: no block is
+ * reused before either ends); the range and the segment are each replica's. */
 static struct mc_grant grant_of(struct mc_master_rpc *m, uint8_t mode, struct mc_bytes tenant)
 {
 	const struct mc_meta_config *cfg = mc_meta_get_config(m->meta);
-	uint64_t ttl = mode == MC_GRANT_WRITE ? cfg->put_discard_timeout_ms : cfg->lease_ttl_ms;
+	uint64_t ttl = mode == MC_GRANT_WRITE ? cfg->write_grant_ttl_ms : cfg->lease_ttl_ms;
 	return (struct mc_grant){ .mode = mode, .tenant = tenant.p,
 				  .tenant_len = (uint16_t)tenant.len,
 				  .expiry_ms = mc_meta_now(m->meta) + ttl };

@@ -71,6 +71,7 @@ struct master_config {
 	uint64_t lease_ttl_ms;
 	uint64_t client_ttl_ms;
 	uint64_t put_discard_timeout_ms;
+	uint64_t write_grant_ttl_ms;
 	uint64_t put_release_timeout_ms;
 	double eviction_high_watermark;
 	double eviction_low_watermark;
@@ -106,6 +107,10 @@ static const struct mc_option options[] = {
 	  "a client silent this long is dropped and its segments unmounted", .min = 1000),
 	O(put_discard_timeout_ms, MC_OPT_MS, "30000",
 	  "an unfinished put older than this may be overwritten"),
+	O(write_grant_ttl_ms, MC_OPT_MS, "10000",
+	  "a put's writes must reach the nodes within this of its PutStart (its write grants "
+	  "expire then); the space of a removed or evicted object is reused no sooner than this "
+	  "after its last write or read (at most put_discard_timeout_ms)", .min = 100),
 	O(put_release_timeout_ms, MC_OPT_MS, "600000",
 	  "the space of an unfinished put is released after this (at least "
 	  "put_discard_timeout_ms)"),
@@ -157,6 +162,10 @@ static int check(const void *p, char *err, size_t len)
 		return snprintf(err, len, "bad value '%g' for option '--eviction_low_watermark' "
 				"(expected below eviction_high_watermark, %g)",
 				c->eviction_low_watermark, c->eviction_high_watermark), -1;
+	if (c->write_grant_ttl_ms > c->put_discard_timeout_ms)
+		return snprintf(err, len, "option '--write_grant_ttl_ms' must be <= "
+				"'--put_discard_timeout_ms' (a put may be taken over only once "
+				"its writer's grants have expired)"), -1;
 	if (c->put_release_timeout_ms < c->put_discard_timeout_ms)
 		return snprintf(err, len, "option '--put_release_timeout_ms' must be >= "
 				"'--put_discard_timeout_ms'"), -1;
@@ -205,6 +214,7 @@ static int master_recover(struct master *m)
 	mcfg.lease_ttl_ms = c->lease_ttl_ms;
 	mcfg.put_discard_timeout_ms = c->put_discard_timeout_ms;
 	mcfg.put_release_timeout_ms = c->put_release_timeout_ms;
+	mcfg.write_grant_ttl_ms = c->write_grant_ttl_ms;
 	mcfg.eviction_high_watermark = c->eviction_high_watermark;
 	mcfg.eviction_low_watermark = c->eviction_low_watermark;
 	mcfg.max_tenants = (uint32_t)c->max_tenants;

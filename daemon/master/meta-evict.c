@@ -160,6 +160,8 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 	MC_PROBE4(evict, o->hash, o->tenant, bytes, reason);
 	if (tab)
 		mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
+	/* Not held for its writer's grants (meta_object_hold): eviction makes
+	 * room now or not at all (README "Cache policies" says what remains). */
 	meta_object_destroy(m, o, 0);
 	__atomic_add_fetch(&m->evicted_objects[reason], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&m->evicted_bytes[reason], bytes, __ATOMIC_RELAXED);

@@ -166,6 +166,16 @@ static inline bool meta_has_lease(const struct mc_object *o, uint64_t now)
  * future), settles the tenant's quota and counters, frees the record. */
 void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
 
+/* Until when o's blocks must stay unused once o is gone: a reader inside
+ * its lease may still read them, and its writer may still write them until
+ * its write grants expire (write_grant_ttl_ms after PutStart).  time_ms is
+ * the put's start while PROCESSING, then the last touch or lease deadline,
+ * never earlier than PutStart: so time_ms + write_grant_ttl_ms covers both. */
+static inline uint64_t meta_object_hold(const struct mc_meta *m, const struct mc_object *o)
+{
+	return __atomic_load_n(&o->time_ms, __ATOMIC_RELAXED) + m->cfg.write_grant_ttl_ms;
+}
+
 /* The object of key at loc in tab (NULL when tab is NULL or the key is
  * absent); *ret_pos (may be NULL) gets its position for
  * mc_objtab_delete_at().  The caller holds the shard's lock. */

@@ -166,9 +166,8 @@ static void undo_put(struct mc_meta *m, const struct mc_record_object *r)
 		const struct mc_segment *s = is_memory(p->type) ? mc_segmgr_get(&m->segs, p->seg) : NULL;
 		struct mc_uuid id = s ? s->id : (struct mc_uuid){ 0 };
 		if (!memcmp(&id, &r->rep[0].segment, sizeof(id)) && p->offset == r->rep[0].offset) {
-			uint64_t now = meta_now(m), lease = mc_object_load_time(o);
 			mc_objtab_delete_at(k.tab, pos);
-			meta_object_destroy(m, o, lease > now ? lease : 0);
+			meta_object_destroy(m, o, meta_object_hold(m, o));
 			__atomic_add_fetch(&m->undone_puts, 1, __ATOMIC_RELAXED);
 		}
 	}
@@ -182,7 +181,13 @@ void mc_meta_oplog_undo(void *ctx, uint64_t seq, uint16_t type, const void *rec,
 	(void)seq;
 	if (type == MC_REC_OBJECT && mc_record_decode(type, rec, len, &r) == 0)
 		undo_put(m, &r.object);
-	/* Other records stay done in memory (mc_oplog_resume's snapshot keeps them). */
+	/* Other records stay done in memory, and mc_oplog_resume's snapshot
+	 * keeps them: a DELETE's blocks may already hold another object, and an
+	 * object may vanish from a cache at any time (eviction), so a remove
+	 * answered PERSISTENT_FAIL is a remove done, never an object brought
+	 * back; MOUNT / UNMOUNT follow the node (it remounts whatever the master
+	 * forgets); QUOTA and PIN are an operator's, who sees the failure and
+	 * the degraded /health, and whose retry is idempotent. */
 }
 
 void meta_log_del(struct mc_meta *m, const struct mc_object *o)

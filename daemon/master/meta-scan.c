@@ -76,7 +76,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 			if (lease > now && !force)
 				continue;
 			mc_objtab_delete_iter(tab, &it);
-			meta_object_destroy(m, o, lease > now ? lease : 0);
+			meta_object_destroy(m, o, meta_object_hold(m, o));
 			removed++;
 		}
 		pthread_rwlock_unlock(&sh->lock);

@@ -20,6 +20,7 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->lease_ttl_ms = 10000;
 	c->put_discard_timeout_ms = 30000;
 	c->put_release_timeout_ms = 600000;
+	c->write_grant_ttl_ms = 10000;
 	c->place_strategy = MC_PLACE_RANDOM;
 	c->soft_pin_max_ttl_ms = 86400000;
 	c->eviction_high_watermark = 0.90;
@@ -593,7 +594,7 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 		uint32_t pos = 0;
 		meta_find_locked(tab, loc, key, &pos);
 		mc_objtab_delete_at(tab, pos);
-		meta_object_destroy(m, o, 0);
+		meta_object_destroy(m, o, meta_object_hold(m, o));
 		__atomic_add_fetch(&m->undone_puts, 1, __ATOMIC_RELAXED);
 		return MC_ERR_PERSISTENT_FAIL;
 	}
@@ -613,10 +614,10 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 		return MC_ERR_INVALID_WRITE;
 	MC_PROBE3(put__revoke, o->hash, o->tenant, o->size);
 	mc_objtab_delete_at(tab, pos);
-	/* The writer's grants (util/grant.h) last until put start + discard
-	 * timeout: its blocks are not reused before, or a revoked writer could
-	 * still write into someone else's object. */
-	meta_object_destroy(m, o, o->time_ms + m->cfg.put_discard_timeout_ms);
+	/* The writer's grants (util/grant.h) last until put start +
+	 * write_grant_ttl_ms: its blocks are not reused before, or a revoked
+	 * writer could still write into someone else's object. */
+	meta_object_destroy(m, o, meta_object_hold(m, o));
 	return 0;
 }
 
@@ -677,9 +678,10 @@ int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, stru
 	if (lease > now && !force)
 		return MC_ERR_OBJECT_HAS_LEASE;
 	/* A forced remove of a leased object keeps its bytes in place until the
-	 * lease ends, so a reader inside its lease never sees them reused. */
+	 * lease ends, so a reader inside its lease never sees them reused (nor
+	 * are they reused while its writer's grants last). */
 	mc_objtab_delete_at(tab, pos);
-	meta_object_destroy(m, o, lease > now ? lease : 0);
+	meta_object_destroy(m, o, meta_object_hold(m, o));
 	return 0;
 }
 

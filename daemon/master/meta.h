@@ -68,6 +68,11 @@ struct mc_meta_config {
 	uint64_t lease_ttl_ms;              /* read lease, default 10 000 */
 	uint64_t put_discard_timeout_ms;    /* a PutStart older than this may be taken over (30 000) */
 	uint64_t put_release_timeout_ms;    /* ... and its space is freed after this (600 000) */
+	uint64_t write_grant_ttl_ms;        /* a PutStart's write grants last this long, so the
+					     * blocks of an object are reused no sooner than this
+					     * after its last touch (10 000;
+					     * <= put_discard_timeout_ms; 0: freed blocks
+					     * are reusable at once, for tests without grants) */
 	uint8_t place_strategy;             /* enum mc_place_strategy */
 	struct mc_clock clock;              /* time source (tests drive it) */
 	uint64_t soft_pin_max_ttl_ms;       /* a longer soft pin is INVALID_PARAMS (24 h) */

@@ -8,12 +8,19 @@
  * id, keeps it, and returns it to the node in the reply (proto.def).  It
  * then signs each replica descriptor it hands out: a READ grant lasting the
  * read lease (GET_REPLICA_LIST, BATCH_GET_REPLICA_LIST,
- * GET_REPLICA_LIST_BY_REGEX) and a WRITE grant lasting until the put may be
- * taken over by another writer (put_discard_timeout_ms; PUT_START,
- * BATCH_PUT_START).  STAT grants (DATA_STAT) are never put in a descriptor:
- * only the master, which holds the keys, can make one.  The client passes
- * the grant unchanged with each DATA_READ / DATA_WRITE; the node refuses an
- * access that no valid grant covers (util/grant.c is the whole check).
+ * GET_REPLICA_LIST_BY_REGEX) and a WRITE grant lasting write_grant_ttl_ms
+ * (PUT_START, BATCH_PUT_START; at most put_discard_timeout_ms, after which
+ * the put may be taken over).  The master reuses the blocks of a removed
+ * or revoked object only once no grant for them can still be valid: after
+ * its last touch (PutStart at the earliest, or the lease's end) +
+ * write_grant_ttl_ms (meta_object_hold(), daemon/master/meta-internal.h),
+ * so a writer that removes its own object cannot write into the next one
+ * placed there.  Eviction does not wait for write grants (README, "Cache
+ * policies": what that leaves open).  STAT grants (DATA_STAT) are never put
+ * in a descriptor: only the master, which holds the keys, can make one.
+ * The client passes the grant unchanged with each DATA_READ / DATA_WRITE;
+ * the node refuses an access that no valid grant covers (util/grant.c is
+ * the whole check).
  *
  * The grant bytes (all integers little-endian, as everywhere on the wire):
  *

@@ -38,7 +38,7 @@ cluster() {
 	mport=$(free_port); dport=$(free_port)
 	mkdir -p "$tmp/$name"
 	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port=0 \
-		--state_dir="$tmp/$name/m" --lease_ttl_ms=2000 --oplog_sync=false --log_level=warning "$@" \
+		--state_dir="$tmp/$name/m" --lease_ttl_ms=2000 --write_grant_ttl_ms=2000 --oplog_sync=false --log_level=warning "$@" \
 		2>"$tmp/$name/master.log" &
 	pids+=($!)
 	sleep 0.2

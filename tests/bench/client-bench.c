@@ -8,6 +8,12 @@
  *   client-bench MASTER connect COUNT N       connections/s: COUNT new clients, each one
  *                                             connection to the master (N is ignored)
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE
+ *   client-bench MASTER kvput BATCH,SIZE ROUNDS  KV-cache-shaped: ROUNDS batches of BATCH
+ *                                             blocks of SIZE, each batch one mc_batch_put
+ *                                             from one registered buffer: put GB/s
+ *   client-bench MASTER kvget BATCH,SIZE ROUNDS  the same blocks read back (another
+ *                                             process) with mc_batch_get_into into one
+ *                                             registered buffer, checked, removed: get GB/s
  *
  * MC_DISABLE_SHM=1 in the environment forces the TCP data path; without it a
  * client on the node's host uses the shared segment.  MC_BENCH_HOT=N makes
@@ -204,6 +210,88 @@ static int run_large(size_t size, int count)
 	return rc;
 }
 
+/* ---- KV-cache-shaped batches ------------------------------------------------ */
+
+/* Block i of round r: key "kv-SIZE-r-i", bytes derived from (r, i). */
+static void kv_key(char *key, size_t n, size_t size, int r, int i)
+{
+	snprintf(key, n, "kv-%zu-%d-%d", size, r, i);
+}
+
+static void kv_fill(unsigned char *p, size_t size, int r, int i)
+{
+	uint64_t x = ((uint64_t)r << 32 | (uint32_t)i) * 0x9e3779b97f4a7c15ull;
+	for (size_t k = 0; k + 8 <= size; k += 8) {
+		x ^= x >> 29;
+		memcpy(p + k, &x, 8);
+		x += 0x9e3779b97f4a7c15ull;
+	}
+}
+
+static int run_kv(bool put, int batch, size_t size, int rounds)
+{
+	size_t total = (size_t)batch * size;
+	unsigned char *buf = malloc(total), *want = put ? NULL : malloc(size);
+	char (*keys)[64] = calloc((size_t)batch, sizeof(*keys));
+	const void **kp = calloc((size_t)batch, sizeof(*kp));
+	void **bp = calloc((size_t)batch, sizeof(*bp));
+	size_t *kl = calloc((size_t)batch, sizeof(*kl)), *lens = calloc((size_t)batch, sizeof(*lens));
+	size_t *caps = calloc((size_t)batch, sizeof(*caps));
+	int *st = calloc((size_t)batch, sizeof(*st)), rc = 0;
+	uint64_t ns = 0;
+
+	if (!buf || (!put && !want) || !keys || !kp || !bp || !kl || !lens || !caps || !st)
+		return 1;
+	memset(buf, 0xa5, total);   /* pages in before the clock starts */
+	mc_register_buffer(C, buf, total);
+	for (int r = 0; r < rounds && !rc; r++) {
+		for (int i = 0; i < batch; i++) {
+			kv_key(keys[i], sizeof(keys[i]), size, r, i);
+			kp[i] = keys[i];
+			kl[i] = strlen(keys[i]);
+			bp[i] = buf + (size_t)i * size;
+			lens[i] = caps[i] = size;
+			if (put)
+				kv_fill(bp[i], size, r, i);
+		}
+		uint64_t t0 = mc_now_ns();
+		int e = put ? mc_batch_put(C, (size_t)batch, kp, kl, (const void *const *)bp, lens,
+					   NULL, st)
+			    : mc_batch_get_into(C, (size_t)batch, kp, kl, bp, caps, lens, st);
+		ns += mc_now_ns() - t0;
+		for (int i = 0; i < batch && !rc; i++) {
+			int x = e < 0 ? e : st[i];
+			if (x < 0 || (!put && lens[i] != size)) {
+				fprintf(stderr, "client-bench: %s %s: %s\n", put ? "put" : "get", keys[i],
+					mc_error_name(x));
+				rc = 1;
+			} else if (!put) {
+				kv_fill(want, size, r, i);
+				if (memcmp(want, bp[i], size)) {
+					fprintf(stderr, "client-bench: %s: other bytes\n", keys[i]);
+					rc = 1;
+				}
+			}
+		}
+		if (!put)
+			mc_batch_remove(C, (size_t)batch, kp, kl, true, st);
+	}
+	if (!rc)
+		printf("client-bench kv%s_%dx%zuKiB %.2f GB/s\n", put ? "put" : "get", batch, size >> 10,
+		       (double)total * rounds / (double)ns);
+	mc_unregister_buffer(C, buf);
+	free(buf);
+	free(want);
+	free(keys);
+	free(kp);
+	free(bp);
+	free(kl);
+	free(lens);
+	free(caps);
+	free(st);
+	return rc;
+}
+
 /* COUNT clients created and freed: each opens one connection (TCP connect,
  * the handshake, HELLO). */
 static int run_connect(const struct mc_client_opts *o, int count)
@@ -227,7 +315,7 @@ int main(int argc, char **argv)
 {
 	if (argc != 5) {
 		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER large SIZE COUNT"
-			" | MASTER connect COUNT 0\n");
+			" | MASTER connect COUNT 0 | MASTER kvput|kvget BATCH,SIZE ROUNDS\n");
 		return 2;
 	}
 	struct mc_client_opts o = { .sz = sizeof(o), .master = argv[1] };
@@ -245,6 +333,16 @@ int main(int argc, char **argv)
 	if (strcmp(argv[2], "small") == 0) {
 		SECONDS = atoi(argv[4]);
 		r = run_small(atoi(argv[3]));
+	} else if (strcmp(argv[2], "kvput") == 0 || strcmp(argv[2], "kvget") == 0) {
+		char *end;
+		long batch = strtol(argv[3], &end, 10);
+		size_t size = *end == ',' ? strtoull(end + 1, NULL, 0) : 0;
+		if (batch < 1 || batch > 4096 || size < 8 || size > (64u << 20)) {
+			fprintf(stderr, "client-bench: BATCH,SIZE: 1..4096 blocks of 8 B..64 MiB\n");
+			r = 2;
+		} else {
+			r = run_kv(argv[2][2] == 'p', (int)batch, size, atoi(argv[4]));
+		}
 	} else {
 		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]));
 	}

@@ -8,6 +8,9 @@
 #   (d) the share of granted data ranges in (a) and (b) over TCP: one grant
 #       signed (master) and one checked per 16 MiB chunk (node) per op, at
 #       the cost bench-grant measures in this run, over the op's time
+#   (e) KV-cache-shaped batches: 16 and 64 blocks of 256 KiB and 2 MiB, one
+#       batch put per round by one process, read back by another, over TCP
+#       and shared memory  vs  the 1 MiB loopback stream and memcpy of (b, c)
 # Every figure is the median of RUNS runs (default 3).  Prints
 # "cluster <metric> <value> <unit>" and "cluster ratio <name> <x>" lines.
 set -eu
@@ -42,10 +45,11 @@ fi
 echo "cluster shm_dir $shm"
 
 mport=$(free_port); dport=$(free_port)
-# Short leases: the bench removes what it wrote, and a forced remove of a
-# leased object keeps its space until the lease ends.
+# Short leases and write grants: the bench removes what it wrote, and the
+# space of a removed object is reused once its lease and its writer's
+# grants have ended.
 "$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port=0 --state_dir="$tmp/m" \
-	--lease_ttl_ms=2000 --log_level=warning 2>"$tmp/master.log" &
+	--lease_ttl_ms=2000 --write_grant_ttl_ms=4000 --log_level=warning 2>"$tmp/master.log" &
 pids+=($!)
 sleep 0.2
 "$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" --http_port=0 \
@@ -55,10 +59,12 @@ wait_log "$tmp/node.log"
 M=127.0.0.1:$mport
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-# runs CMD...: CMD's output of RUNS runs into $tmp/out (space is freed between runs)
+# runs CMD...: CMD's output of RUNS runs into $tmp/out (space is freed
+# between runs: the lease, then the write grants, have ended)
+settle() { sleep 6.2; }
 runs() {
 	: > "$tmp/out"
-	for _ in $(seq 1 "$RUNS"); do "$@" >> "$tmp/out"; sleep 2.2; done
+	for _ in $(seq 1 "$RUNS"); do "$@" >> "$tmp/out"; settle; done
 }
 # pick METRIC: the median of METRIC's values in $tmp/out
 pick() { awk -v m="$1" '$2 == m {print $3}' "$tmp/out" | median; }
@@ -128,3 +134,29 @@ gshare put_4KiB_c1 1 "$(awk -v r="$p4" 'BEGIN { if (r > 0) print 1e9 / r }')"
 gshare get_4KiB_c1 1 "$(awk -v r="$g4" 'BEGIN { if (r > 0) print 1e9 / r }')"
 gshare put_64MiB 4 "$(awk -v r="$tput" 'BEGIN { if (r > 0) print 64 * 1048576 / r }')"
 gshare get_64MiB 4 "$(awk -v r="$tget" 'BEGIN { if (r > 0) print 64 * 1048576 / r }')"
+
+# (e) KV-cache-shaped batches: put by one process, read back by another.
+stream=$(echo "$base" | awk '$2 == "loopback_stream_1MiB" {print $3}')
+mcpy=$(echo "$base" | awk '$2 == "memcpy_1MiB" {print $3}')
+for shape in 16,262144 64,262144 16,2097152 64,2097152; do
+	b=${shape%,*} kib=$((${shape#*,} >> 10))
+	rounds=$(( 512 * 1024 / (b * kib) )); [ "$rounds" -ge 2 ] || rounds=2   # ~512 MiB a run
+	for path in tcp shm; do
+		: > "$tmp/kv"
+		for _ in $(seq 1 "$RUNS"); do
+			if [ "$path" = tcp ]; then export MC_DISABLE_SHM=1; else unset MC_DISABLE_SHM; fi
+			"$O/tests/bench/client-bench" "$M" kvput "$shape" "$rounds" >> "$tmp/kv"
+			"$O/tests/bench/client-bench" "$M" kvget "$shape" "$rounds" >> "$tmp/kv"
+			unset MC_DISABLE_SHM
+			settle
+		done
+		kput=$(awk -v m="kvput_${b}x${kib}KiB" '$2 == m {print $3}' "$tmp/kv" | median)
+		kget=$(awk -v m="kvget_${b}x${kib}KiB" '$2 == m {print $3}' "$tmp/kv" | median)
+		base1=$([ "$path" = tcp ] && echo "$stream" || echo "$mcpy")
+		vs=$([ "$path" = tcp ] && echo stream || echo memcpy)
+		echo "cluster ${path}_kvput_${b}x${kib}KiB $kput GB/s"
+		echo "cluster ${path}_kvget_${b}x${kib}KiB $kget GB/s"
+		ratio "${path}_kvput_${b}x${kib}KiB_vs_$vs" "$kput" "$base1"
+		ratio "${path}_kvget_${b}x${kib}KiB_vs_$vs" "$kget" "$base1"
+	done
+done

@@ -37,7 +37,7 @@ cluster() {
 	local mport dport
 	mport=$(free_port); dport=$(free_port)
 	"$MB/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port=0 \
-		--state_dir="$tmp/m-$1" --oplog_sync="$1" --lease_ttl_ms=2000 --log_level=warning \
+		--state_dir="$tmp/m-$1" --oplog_sync="$1" --lease_ttl_ms=2000 --write_grant_ttl_ms=2000 --log_level=warning \
 		2>"$tmp/master-$1.log" &
 	cpids=($!)
 	sleep 0.2
@@ -83,7 +83,7 @@ for mode in true false; do
 		: > "$tmp/out"
 		for _ in $(seq 1 "$RUNS"); do
 			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
-			sleep 2.2   # the leases end, the removed objects' space comes back
+			sleep 4.2   # the leases, then the write grants, end: the removed objects' space comes back
 		done
 		pick() { awk -v m="$1" '$2 == m {print $3}' "$tmp/out" | median; }
 		put=$(pick "put4k_c$c"); get=$(pick "get4k_c$c")
@@ -98,7 +98,7 @@ for mode in true false; do
 			: > "$tmp/out"
 			for _ in $(seq 1 "$RUNS"); do
 				MC_BENCH_HOT=64 MC_CACHE_DESCRIPTORS=1 MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
-				sleep 2.2
+				sleep 4.2
 			done
 			cget=$(pick "get4k_c$c")
 			echo "durable cached_hot_get4k_c$c $cget ops/s"

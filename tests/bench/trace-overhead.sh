@@ -37,7 +37,7 @@ wait_log() {
 }
 
 "$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port=0 --http_port=0 --state_dir="$tmp/m" \
-	--lease_ttl_ms=1000 2>"$tmp/master.log" &
+	--lease_ttl_ms=1000 --write_grant_ttl_ms=1000 2>"$tmp/master.log" &
 pids+=($!)
 wait_log "$tmp/master.log" ready
 M=$(sed -n 's/.*ready: rpc on \([^ ,]*\),.*/\1/p' "$tmp/master.log")

@@ -139,3 +139,32 @@ refusals() {
 	run -0 "$RPC" "$ep" read "$seg" "$off" "$len" "$bad"
 	[ "$output" = GRANT_DENIED ]
 }
+
+@test "a writer that removes its own object cannot write into the next object placed there" {
+	start_master --write_grant_ttl_ms=5000
+	start_node n1
+	local t0
+	t0=$(date +%s%N)
+	run -0 "$RPC" "$MASTER_ADDR" put_start mine 4096 7
+	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
+	run -0 "$RPC" "$ep" write "$seg" "$off" 4096 "$grant" 0x42
+	[ "$output" = OK ]
+	run -0 "$RPC" "$MASTER_ADDR" put_end mine 7
+	[ "$output" = OK ]
+	run -0 "$RPC" "$MASTER_ADDR" remove mine
+	[ "$output" = OK ]
+	# the victim's object: not on the blocks the old write grant covers
+	put_random victim 4096
+	run -0 "$RPC" "$MASTER_ADDR" where victim
+	IFS=, read -r _ _ voff _ _ <<<"$(rep_of "$output" 1)"
+	[ "$voff" != "$off" ]
+	# the old grant still writes its old range, and the victim is intact
+	run -0 "$RPC" "$ep" write "$seg" "$off" 4096 "$grant" 0x43
+	[ "$output" = OK ]
+	get_compare victim
+	# once the grant has expired, the range is reused and the grant refused
+	sleep "$(awk -v t="$(($(date +%s%N) - t0))" 'BEGIN { s = 5.3 - t / 1e9; print (s > 0 ? s : 0) }')"
+	run -0 "$RPC" "$ep" write "$seg" "$off" 4096 "$grant" 0x44
+	[ "$output" = GRANT_EXPIRED ]
+	get_compare victim
+}

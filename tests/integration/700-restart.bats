@@ -57,15 +57,30 @@ wait_readable() {
 # pings once a second and remounts when the master does not know it).
 # On failure, says why (the last put's error and the cluster's state).
 wait_remounted() {
-	local i
-	for i in $(seq 1 100); do
-		ctl object put "probe-$1-$i" "$MC_DIR/probe" >/dev/null 2>&1 && return 0
+	local i=0 t0=$SECONDS
+	# 30 s at most: a probe gives up after 2 s (a node that is not yet gone
+	# may hold its connections open without answering)
+	while [ $((SECONDS - t0)) -lt 30 ]; do
+		i=$((i + 1))
+		ctl --timeout 2000 object put "probe-$1-$i" "$MC_DIR/probe" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
 	echo "# no put succeeded 10 s after the restart (round $1):"
 	ctl object put "probe-$1-last" "$MC_DIR/probe" 2>&1 | sed 's/^/#   /'
 	ctl status 2>&1 | sed 's/^/#   /'
 	return 1
+}
+
+# round_start, round_end R, round_report N: the slowest kill-and-recover
+# round, printed (a slow machine shows here before it times out).
+round_start() { ROUND_T0=$(date +%s%N); }
+round_end() {
+	local ms=$((($(date +%s%N) - ROUND_T0) / 1000000))
+	[ "$ms" -le "${ROUND_MAX_MS:-0}" ] || { ROUND_MAX_MS=$ms ROUND_MAX=$1; }
+	ROUND_SUM_MS=$((${ROUND_SUM_MS:-0} + ms))
+}
+round_report() {
+	echo "# $1 rounds: mean $((ROUND_SUM_MS / $1)) ms, slowest $ROUND_MAX_MS ms (round $ROUND_MAX)" >&3
 }
 
 # verify_load: mc-load's check of every journalled operation; on failure
@@ -89,9 +104,12 @@ verify_load() {
 	local load=$!
 	for r in $(seq 1 "$rounds"); do
 		sleep "0.$((RANDOM % 8 + 2))"
+		round_start
 		restart_master --snapshot_interval_s=1 --snapshot_retain=2 --eviction_high_watermark=1
 		wait_remounted "$r"
+		round_end "$r"
 	done
+	round_report "$rounds"
 	sleep 0.5
 	kill -TERM "$load"
 	wait "$load"
@@ -116,11 +134,14 @@ verify_load() {
 	local load=$!
 	for r in $(seq 1 "$rounds"); do
 		sleep "0.$((RANDOM % 8 + 2))"
+		round_start
 		kill_node n1 KILL
 		start_node n1 --segment_size=256M
 		grep -q "$seg" "$MC_DIR/node-n1.log"   # the same segment, not a new one
 		wait_remounted "$r"
+		round_end "$r"
 	done
+	round_report "$rounds"
 	sleep 0.5
 	kill -TERM "$load"
 	wait "$load"

@@ -174,11 +174,32 @@ _mc_reap() {
 	return 0
 }
 
+# _mc_linger PID: what a process that outlived SIGKILL is waiting for (its
+# threads' states and kernel wait channels; their stacks when root).
+_mc_linger() {
+	local t
+	echo "# process $1 still exists $(date +%T.%N) after SIGKILL:" >&2
+	for t in /proc/"$1"/task/*; do
+		echo "#   thread ${t##*/}: $(awk '{ print $3 }' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)" >&2
+		sed 's/^/#     /' "$t/stack" 2>/dev/null >&2 || true
+	done
+}
+
+# kill_node NAME [SIGNAL]: a process the kernel has been told to kill dies,
+# but on a loaded machine tearing down its memory can take a while: after
+# 10 s it is reported (_mc_linger) and given 50 s more.
 kill_node() {
-	local n=$1 sig=${2:-KILL} pid
+	local n=$1 sig=${2:-KILL} pid i
 	pid=$(node_pid "$n")
 	kill -"$sig" "$pid"
-	_mc_reap "$pid" || { kill -KILL "$pid" 2>/dev/null; _mc_reap "$pid"; }
+	_mc_reap "$pid" && return 0
+	kill -KILL "$pid" 2>/dev/null
+	_mc_linger "$pid"
+	for i in 1 2 3 4 5; do
+		_mc_reap "$pid" && return 0
+	done
+	_mc_linger "$pid"
+	return 1
 }
 
 mc_stop_pid() {

@@ -9,6 +9,7 @@
  *   mc-rpc HOST:PORT unmount CLIENT SEGMENT
  *   mc-rpc HOST:PORT put KEY SIZE CLIENT                 (put_start + put_end)
  *   mc-rpc HOST:PORT put_start KEY SIZE CLIENT [REPLICAS] [TENANT]  (the put stays in progress)
+ *   mc-rpc HOST:PORT put_end KEY CLIENT                   PutEnd of a put_start
  *   mc-rpc HOST:PORT exist KEY
  *   mc-rpc HOST:PORT get KEY
  *   mc-rpc HOST:PORT where KEY [TENANT]                   (get, and the replicas)
@@ -197,7 +198,7 @@ static void handshake(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|put_start|exist|get|"
+	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|put_start|put_end|exist|get|"
 			"where|remove|op|read|write|stat ARGS...\n");
 	exit(2);
 }
@@ -325,6 +326,10 @@ int main(int argc, char **argv)
 			st = call(MC_OP_PUT_END, &e, &a, &resp);
 			printf(" put_end=%s", mc_error_name(st));
 		}
+	} else if (!strcmp(op, "put_end") && argc == 5) {
+		struct mc_msg_put_end_req q = { .client_id = id_of(argv[4]), .key = key_of(argv[3]) };
+		st = call(MC_OP_PUT_END, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
 	} else if (!strcmp(op, "exist") && argc == 4) {
 		struct mc_msg_exist_key_req q = { .key = key_of(argv[3]) };
 		st = call(MC_OP_EXIST_KEY, &q, &a, &resp);

@@ -12,6 +12,7 @@
 #define LEASE   UINT64_C(10000)
 #define DISCARD UINT64_C(30000)
 #define RELEASE UINT64_C(600000)
+#define GRANT   UINT64_C(5000)    /* write_grant_ttl_ms of setup_grant()'s meta */
 
 #define C1 client_id(1)
 #define C2 client_id(2)
@@ -23,7 +24,8 @@ struct fx {
 	struct test_clock clk;
 };
 
-static inline struct mc_meta *new_meta(struct test_clock *clk, uint8_t strategy)
+static inline struct mc_meta *new_meta_grant(struct test_clock *clk, uint8_t strategy,
+					     uint64_t write_grant_ms)
 {
 	struct mc_meta_config cfg;
 	struct mc_meta *m = NULL;
@@ -32,6 +34,7 @@ static inline struct mc_meta *new_meta(struct test_clock *clk, uint8_t strategy)
 	cfg.lease_ttl_ms = LEASE;
 	cfg.put_discard_timeout_ms = DISCARD;
 	cfg.put_release_timeout_ms = RELEASE;
+	cfg.write_grant_ttl_ms = write_grant_ms;
 	cfg.place_strategy = strategy;
 	/* This file tests the core without eviction (test-meta-evict.c has it). */
 	cfg.evict_on_full = false;
@@ -41,15 +44,32 @@ static inline struct mc_meta *new_meta(struct test_clock *clk, uint8_t strategy)
 	return m;
 }
 
-static inline int setup(void **state)
+/* No write grants: freed blocks are reusable at once (but leased ones). */
+static inline struct mc_meta *new_meta(struct test_clock *clk, uint8_t strategy)
+{
+	return new_meta_grant(clk, strategy, 0);
+}
+
+static inline int setup_with(void **state, uint64_t write_grant_ms)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
 	f->clk.now = T0;
-	f->m = new_meta(&f->clk, MC_PLACE_RANDOM);
+	f->m = new_meta_grant(&f->clk, MC_PLACE_RANDOM, write_grant_ms);
 	*state = f;
 	return 0;
+}
+
+static inline int setup(void **state)
+{
+	return setup_with(state, 0);
+}
+
+/* Write grants of GRANT ms, as the master signs them. */
+static inline int setup_grant(void **state)
+{
+	return setup_with(state, GRANT);
 }
 
 static inline int teardown(void **state)

@@ -549,7 +549,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_get_all_keys_with_churn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get_all_keys_hash_collision, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_exist_and_get, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_batch_put, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_put, setup_grant, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_limits, setup, teardown),
 	};

@@ -528,6 +528,7 @@ static void test_evict_stress(void **state)
 	mc_meta_config_defaults(&cfg);
 	cfg.lease_ttl_ms = LEASE;
 	cfg.put_discard_timeout_ms = DISCARD_MS;  /* keys are never reused: no takeovers */
+	cfg.write_grant_ttl_ms = 0;   /* no grants here: freed blocks reusable at once */
 	cfg.put_release_timeout_ms = 10000000;    /* nor reaping */
 	cfg.soft_pin_max_ttl_ms = 1000;
 	cfg.evict_on_full = true;

@@ -48,6 +48,7 @@ static struct mc_meta *new_meta_ev(struct test_clock *clk, const struct ev_opts 
 	mc_meta_config_defaults(&cfg);
 	cfg.lease_ttl_ms = LEASE;
 	cfg.put_discard_timeout_ms = DISCARD;
+	cfg.write_grant_ttl_ms = 0;   /* no grants here: freed blocks reusable at once */
 	cfg.put_release_timeout_ms = RELEASE;
 	cfg.place_strategy = MC_PLACE_RANDOM;
 	cfg.evict_on_full = o->evict_on_full;

@@ -30,6 +30,7 @@ static int setup_evict(void **state)
 		return -1;
 	f->clk.now = T0;
 	mc_meta_config_defaults(&cfg);
+	cfg.write_grant_ttl_ms = 0;   /* no grants here: freed blocks reusable at once */
 	cfg.lease_ttl_ms = LEASE;
 	cfg.clock = test_clock_of(&f->clk);
 	cfg.eviction_high_watermark = 1.0;   /* no background eviction: puts evict */

@@ -42,6 +42,7 @@
 #define NOPS     20000
 #define LEASE    1000
 #define DISCARD  3000
+#define GRANT    2000   /* write_grant_ttl_ms: longer than a lease, shorter than DISCARD */
 #define RELEASE  10000
 #define SEG_SIZE (64 * MiB)
 #define MAXB     8          /* keys in a random batch */
@@ -356,7 +357,7 @@ static int model_put_revoke(int t, int k, int c)
 		return MC_ERR_ILLEGAL_CLIENT;
 	if (o->state == DONE)
 		return MC_ERR_INVALID_WRITE;
-	model_drop_blocks(o, o->time + DISCARD);   /* until the writer's grants end */
+	model_drop_blocks(o, o->time + GRANT);   /* until the writer's grants end */
 	o->state = ABSENT;
 	return 0;
 }
@@ -368,7 +369,9 @@ static bool model_leased(const struct mobj *o)
 
 static void model_erase(struct mobj *o)
 {
-	model_drop_blocks(o, model_leased(o) ? o->time : 0);
+	/* o->time (put start, last touch or lease deadline) + GRANT covers the
+	 * lease and the writer's grants */
+	model_drop_blocks(o, o->time + GRANT);
 	o->state = ABSENT;
 }
 
@@ -943,6 +946,7 @@ static void run_seed(uint64_t seed)
 	mc_meta_config_defaults(&cfg);
 	cfg.lease_ttl_ms = LEASE;
 	cfg.put_discard_timeout_ms = DISCARD;
+	cfg.write_grant_ttl_ms = GRANT;
 	cfg.put_release_timeout_ms = RELEASE;
 	cfg.clock = test_clock_of(&M.clk);
 	/* This file tests the core without eviction (test-meta-evict.c has it). */

@@ -369,6 +369,7 @@ static void test_stress(void **state)
 	mc_meta_config_defaults(&cfg);
 	cfg.lease_ttl_ms = LEASE;
 	cfg.put_discard_timeout_ms = DISCARD;
+	cfg.write_grant_ttl_ms = 0;   /* no grants here: freed blocks reusable at once */
 	cfg.put_release_timeout_ms = RELEASE;
 	cfg.clock = test_clock_of(&CLK);
 	/* This file tests the core without eviction (test-meta-evict.c has it). */

@@ -243,16 +243,16 @@ static void test_put_end_and_revoke(void **state)
 	assert_rc(mc_meta_put_revoke(m, C1, ref_str("nobody"), ref_str("k")), MC_ERR_OBJECT_NOT_FOUND);
 
 	/* Revoke frees the charge and the key at once, the space once the
-	 * writer's grants end (put start + discard timeout). */
+	 * writer's grants end (put start + write_grant_ttl_ms: setup_grant). */
 	uint64_t a = meta_allocated(m), t0 = now_of(f);
 	assert_rc(put_start(m, C1, DFLT, "r", 1 * MiB, 1), 0);
 	assert_int_equal(meta_allocated(m), a + 1 * MiB);
 	assert_int_equal(usage(m, DFLT).charged_bytes, 1000 + 1 * MiB);
 	assert_rc(mc_meta_put_revoke(m, C1, DFLT, ref_str("r")), 0);
 	assert_int_equal(meta_allocated(m), a + 1 * MiB);
-	set_now(f, t0 + DISCARD - 1);
+	set_now(f, t0 + GRANT - 1);
 	assert_int_equal(mc_meta_tick(m), 0);
-	set_now(f, t0 + DISCARD);
+	set_now(f, t0 + GRANT);
 	assert_int_equal(mc_meta_tick(m), 1 * MiB);
 	assert_int_equal(meta_allocated(m), a);
 	assert_int_equal(meta_objects(m), 1);
@@ -293,6 +293,60 @@ static void test_exist_grants_lease(void **state)
 	assert_rc(mc_meta_put_end(m, C1, DFLT, ref_str("p"), false, 0), 0);
 	assert_rc(mc_meta_remove(m, DFLT, ref_str("p"), false), 0);
 	assert_int_equal(meta_objects(m), 0);
+}
+
+/* With write grants (the master's write_grant_ttl_ms), the blocks of a
+ * removed object are not reused while its writer's grants may still be
+ * valid: its last touch (>= PutStart) + GRANT.  Otherwise a writer that
+ * removes its own object could write into the next tenant's. */
+static void test_write_grant_holds_blocks(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	struct mc_object_info info;
+
+	assert_rc(mount_seg(m, C1, 1, "node-a", 64 * MiB), 0);
+	uint64_t t0 = now_of(f);
+	assert_rc(put(m, C1, DFLT, "fresh", 1 * MiB, 1), 0);
+	assert_rc(mc_meta_remove(m, DFLT, ref_str("fresh"), false), 0);   /* no lease: removed */
+	assert_int_equal(meta_objects(m), 0);
+	assert_int_equal(meta_allocated(m), 1 * MiB);                       /* but held */
+	set_now(f, t0 + GRANT - 1);
+	assert_int_equal(mc_meta_tick(m), 0);
+	set_now(f, t0 + GRANT);
+	assert_int_equal(mc_meta_tick(m), 1 * MiB);
+	assert_int_equal(meta_allocated(m), 0);
+
+	/* Written longer ago than GRANT: reusable at once. */
+	assert_rc(put(m, C1, DFLT, "old", 64 * KiB, 1), 0);
+	set_now(f, now_of(f) + GRANT);
+	assert_rc(mc_meta_remove(m, DFLT, ref_str("old"), false), 0);
+	assert_int_equal(meta_allocated(m), 0);
+
+	/* A read lease then a forced remove: held until the lease's end + GRANT
+	 * (the last touch; a bound, not the exact grant end). */
+	assert_rc(put(m, C1, DFLT, "read", 128 * KiB, 1), 0);
+	set_now(f, now_of(f) + GRANT);
+	uint64_t t1 = now_of(f);
+	assert_rc(get(m, DFLT, "read", &info, NULL), 0);
+	assert_rc(mc_meta_remove(m, DFLT, ref_str("read"), true), 0);
+	set_now(f, t1 + LEASE + GRANT - 1);
+	assert_int_equal(mc_meta_tick(m), 0);
+	assert_int_equal(meta_allocated(m), 128 * KiB);
+	set_now(f, t1 + LEASE + GRANT);
+	assert_int_equal(mc_meta_tick(m), 128 * KiB);
+
+	/* remove_all holds the same way. */
+	uint64_t t2 = now_of(f);
+	uint64_t n = 0;
+	assert_rc(put(m, C1, DFLT, "a", 4 * KiB, 1), 0);
+	assert_rc(put(m, C1, DFLT, "b", 4 * KiB, 1), 0);
+	assert_rc(mc_meta_remove_all(m, DFLT, false, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(meta_allocated(m), 8 * KiB);
+	set_now(f, t2 + GRANT);
+	assert_int_equal(mc_meta_tick(m), 8 * KiB);
+	assert_int_equal(meta_allocated(m), 0);
 }
 
 static void test_get_lease_and_remove(void **state)
@@ -545,7 +599,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_invalid_params, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_duplicate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_stale_takeover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_put_end_and_revoke, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_end_and_revoke, setup_grant, teardown),
+		cmocka_unit_test_setup_teardown(test_write_grant_holds_blocks, setup_grant, teardown),
 		cmocka_unit_test_setup_teardown(test_exist_grants_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get_lease_and_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_processing, setup, teardown),

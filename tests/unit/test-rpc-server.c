@@ -346,7 +346,7 @@ static void test_object_ops(void **state)
 	assert_int_equal(d->mem.size, 4096);
 	assert_true(d->mem.address == (1ull << 40) + d->mem.offset);
 	assert_true(mc_bytes_eq(d->mem.endpoint, mc_bytes_str("127.0.0.1:50061")));
-	/* a write grant for exactly this replica, until the put may be taken over */
+	/* a write grant for exactly this replica, for write_grant_ttl_ms */
 	struct mc_grant gr;
 	assert_int_equal(mc_grant_decode(d->mem.grant.p, d->mem.grant.len, &gr), 0);
 	assert_int_equal(gr.mode, MC_GRANT_WRITE);
@@ -354,7 +354,7 @@ static void test_object_ops(void **state)
 	assert_int_equal(gr.offset, d->mem.offset);
 	assert_int_equal(gr.length, 4096);
 	assert_int_equal(gr.expiry_ms, mc_meta_now(f->meta) +
-			 mc_meta_get_config(f->meta)->put_discard_timeout_ms);
+			 mc_meta_get_config(f->meta)->write_grant_ttl_ms);
 	resp_free(&r);
 	assert_int_equal(rpc0(fd, MC_OP_PUT_START, &ps), MC_ERR_OBJECT_ALREADY_EXISTS);
 
