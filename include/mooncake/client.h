@@ -86,6 +86,8 @@ struct mc_client_opts {
 	unsigned rdma_qps;	  /* connections (QPs) per node, 1..16; 0: $MC_RDMA_QPS, else 2 */
 	uint64_t rdma_slice_size; /* bytes per RDMA work request, 4 KiB..64 MiB;
 				     0: $MC_RDMA_SLICE_SIZE, else 1 MiB */
+	unsigned rdma_depth;	  /* RDMA work requests in flight per QP, 1..32; 0:
+				     $MC_RDMA_DEPTH, else 4 MiB worth (at least 2) */
 };
 
 /*

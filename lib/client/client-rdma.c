@@ -61,10 +61,9 @@
 /* Bytes in flight per QP (at least 2 WRs): a soft-RoCE link in a VM drops
  * packets of larger bursts, and every drop costs a retry of the 7 allowed. */
 #define QP_WINDOW (4u << 20)
-/* The QPs' ACK timeout: 4.096 us x 2^20, about 4.3 s (the CM's default,
- * about 0.5 s on RoCE, expires on a loaded soft-RoCE host before a 1 MiB
- * READ response is in, and each expiry costs a retry). */
-#define ACK_TIMEOUT 20
+/* The QPs' ACK timeout: 4.096 us x 2^18, about 1 s (a loaded soft-RoCE
+ * host under TCG is slow to answer; each expiry costs a retry). */
+#define ACK_TIMEOUT 18
 
 struct rdma_bufmr {
 	uintptr_t start;
@@ -77,6 +76,7 @@ struct mc_rdma {
 	int gid_index;
 	unsigned nqps;
 	uint64_t slice;
+	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
 	pthread_mutex_t mu;		/* leaf */
 	bool disabled;			/* "none", or no device found (atomic) */
 	bool looked;			/* the device list was read */
@@ -163,6 +163,11 @@ int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret)
 		      &v) < 0 || v < MC_RDMA_MIN_SLICE || v > MC_RDMA_MAX_SLICE)
 		goto bad;
 	r->slice = v;
+	snprintf(num, sizeof(num), "%u", o->rdma_depth);
+	if (parse_u64(env_or(o->rdma_depth ? num : NULL, "MC_RDMA_DEPTH", "0"), &v) < 0 ||
+	    v > QP_DEPTH)
+		goto bad;
+	r->depth = (unsigned)v;
 	pthread_mutex_init(&r->mu, NULL);
 	*ret = r;
 	return 0;
@@ -455,6 +460,8 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 		window = 2;
 	if (window > QP_DEPTH)
 		window = QP_DEPTH;
+	if (r->depth)
+		window = r->depth;
 	p->next_qp = (p->next_qp + 1) % p->nqps;
 	for (size_t i = 0; i < n; i++) {
 		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)(lbuf + sl[i].off), .length = sl[i].len,
@@ -473,7 +480,9 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 		next[q] = n;
 	for (size_t i = n; i-- > 0;)
 		next[sl[i].qp] = i;
-	uint64_t deadline = mc_now_ms() + (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
+	/* the timeout runs from the last completion: slow is fine, stuck is not */
+	uint64_t tmo = (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
+	uint64_t deadline = mc_now_ms() + tmo;
 	for (;;) {
 		/* one doorbell per QP: chain what fits in its send queue */
 		for (unsigned q = 0; q < p->nqps; q++) {
@@ -522,6 +531,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 			outstanding[sl[wc[i].wr_id].qp]--;
 			done++;
 		}
+		deadline = mc_now_ms() + tmo;
 	}
 out:
 	free(sl);

@@ -18,6 +18,12 @@
  *   rdma_qps        MC_RDMA_QPS         QPs (connections) per node, 1..16; 2
  *   rdma_slice_size MC_RDMA_SLICE_SIZE  bytes per work request, 4 KiB..64 MiB;
  *                                       1 MiB
+ *   rdma_depth      MC_RDMA_DEPTH       work requests in flight per QP, 1..32;
+ *                                       0: 4 MiB worth (at least 2).  A lossy
+ *                                       link (soft-RoCE between VMs on a qemu
+ *                                       socket network drops bursts over its
+ *                                       socket buffer) wants small slices and
+ *                                       depth 1
  */
 #ifndef MC_CLIENT_RDMA_H
 #define MC_CLIENT_RDMA_H
