@@ -23,9 +23,11 @@
  * ibv_post_send (one doorbell), at most QP_WINDOW bytes (2..QP_DEPTH WRs)
  * outstanding, every WR
  * signalled; the CQ is polled (busy, yielding the CPU between empty polls)
- * until every slice completes or the client's timeout passes.  An error
- * completion or a timeout tears the peer's QPs down (the next transfer
- * connects again) and fails the transfer with MC_ERR_TRANSFER_FAIL.
+ * until every slice completes or the client's timeout passes with no
+ * completion.  An error completion or a timeout tears the peer's QPs down
+ * and runs the round again on new ones (ROUND_ATTEMPTS in all); then the
+ * transfer fails with MC_ERR_TRANSFER_FAIL (the caller moves to another
+ * replica; the next transfer connects again).
  *
  * Setup failures (no device, DATA_RDMA_INFO refused or unsupported, a
  * connection refused) move nothing and answer MC_ERR_NOT_SUPPORTED: the
@@ -64,6 +66,10 @@
 /* The QPs' ACK timeout: 4.096 us x 2^18, about 1 s (a loaded soft-RoCE
  * host under TCG is slow to answer; each expiry costs a retry). */
 #define ACK_TIMEOUT 18
+/* Attempts of one round: an error completion tears the QPs down, and the
+ * round (idempotent: the same bytes to the same granted range) runs again
+ * on new ones, up to this many times in all. */
+#define ROUND_ATTEMPTS 4
 
 struct rdma_bufmr {
 	uintptr_t start;
@@ -440,6 +446,20 @@ static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *
 	return 0;
 }
 
+/* MC_TEST_RDMA_TRACE=1 (a test hook, like MC_TEST_READ_DELAY_MS): why a
+ * round failed, on stderr.  Off otherwise: the library does not log. */
+static void trace_fail(const char *what, int status)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *e = getenv("MC_TEST_RDMA_TRACE");
+		on = e && *e && strcmp(e, "0") != 0;
+	}
+	if (on)
+		fprintf(stderr, "libmooncake rdma: %s%s%s\n", what, status >= 0 ? ": " : "",
+			status >= 0 ? ibv_wc_status_str((enum ibv_wc_status)status) : "");
+}
+
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr.  0 or MC_ERR_TRANSFER_FAIL. */
 static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer *p, bool write,
@@ -503,6 +523,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 			}
 			struct ibv_send_wr *bad = NULL;
 			if (head && ibv_post_send(p->id[q]->qp, head, &bad) != 0) {
+				trace_fail("ibv_post_send failed", -1);
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
 			}
@@ -517,6 +538,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 		}
 		if (k == 0) {
 			if (mc_now_ms() > deadline) {
+				trace_fail("no completion within the timeout", -1);
 				ret = MC_ERR_TRANSFER_FAIL;	/* timeout */
 				goto out;
 			}
@@ -525,6 +547,8 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 		}
 		for (int i = 0; i < k; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= n) {
+				trace_fail(write ? "RDMA WRITE completion" : "RDMA READ completion",
+					   (int)wc[i].status);
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
 			}
@@ -616,8 +640,25 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 			if (st)
 				XXH3_64bits_update(st, src, n);
 		}
-		rc = run_round(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey,
-			       raddr + off, g->rkey, n);
+		struct rdma_region keep = *g;
+		for (int a = 1;; a++) {
+			rc = run_round(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey,
+				       raddr + off, keep.rkey, n);
+			if (rc != MC_ERR_TRANSFER_FAIL || a == ROUND_ATTEMPTS)
+				break;
+			/* new QPs (the region and its key stay the node's) */
+			peer_reset(p);
+			if (peer_connect(c, r, t->node, p) < 0)
+				break;
+			p->reg[0] = keep;
+			p->nreg = 1;
+			g = &p->reg[0];
+			if (!mr) {	/* a new staging buffer */
+				lbuf = p->stage;
+				if (write)
+					memcpy(lbuf, src, n);
+			}
+		}
 		if (rc < 0)
 			break;
 		if (!write) {
