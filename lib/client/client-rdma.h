@@ -61,9 +61,9 @@ bool mc_rdma_enabled(const struct mc_rdma *r);
  * checksum); pg hears of the progress.  0; MC_ERR_NOT_SUPPORTED when this
  * transfer cannot go over RDMA and nothing was moved (no device, the node
  * refused or is TCP-only, a grant refusal: TCP says why); other MC_ERR_*
- * when it failed on the way (MC_ERR_TRANSFER_FAIL for an error completion
- * or a timeout: the node's QPs are torn down and rebuilt by the next
- * transfer).
+ * when it failed on the way (MC_ERR_TRANSFER_FAIL when error completions or
+ * timeouts persisted over new QPs: the node's QPs are torn down, and the
+ * next transfer connects again).
  */
 int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
 		     bool write, XXH3_state_t *st, const struct mc_progress *pg);
