@@ -31,6 +31,7 @@ struct mc_master_clients {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	bool stop;
+	bool evict;			/* mc_master_clients_wake_evict(), under stop_lock */
 };
 
 static uint64_t now_ms(struct mc_master_clients *c)
@@ -285,24 +286,43 @@ void mc_master_clients_mount_end(struct mc_master_clients *c)
 	pthread_mutex_unlock(&c->expire_lock);
 }
 
+/* Every second: the client sweep and mc_meta_tick(); in between, the
+ * watermark eviction as soon as a put asks for it (mc_meta_set_evict_wake). */
 static void *housekeeping_main(void *arg)
 {
 	struct mc_master_clients *c = arg;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	next.tv_sec += 1;
 	pthread_mutex_lock(&c->stop_lock);
 	while (!c->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &ts);
+		int r = c->evict ? 0 : pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &next);
 		if (c->stop)
 			break;
+		bool evict = c->evict;
+		c->evict = false;
 		pthread_mutex_unlock(&c->stop_lock);
-		mc_master_clients_sweep(c);
-		mc_meta_tick(c->meta);
+		if (r == ETIMEDOUT) {
+			mc_master_clients_sweep(c);
+			mc_meta_tick(c->meta);
+			clock_gettime(CLOCK_MONOTONIC, &next);
+			next.tv_sec += 1;
+		} else if (evict) {
+			mc_meta_evict_background(c->meta);
+		}
 		pthread_mutex_lock(&c->stop_lock);
 	}
 	pthread_mutex_unlock(&c->stop_lock);
 	return NULL;
+}
+
+void mc_master_clients_wake_evict(void *ctx)
+{
+	struct mc_master_clients *c = ctx;
+	pthread_mutex_lock(&c->stop_lock);
+	c->evict = true;
+	pthread_cond_signal(&c->stop_cond);
+	pthread_mutex_unlock(&c->stop_lock);
 }
 
 int mc_master_clients_start(struct mc_master_clients *c)

@@ -31,6 +31,9 @@ struct mc_master_clients *mc_master_clients_free(struct mc_master_clients *c);
 /* Starts / stops the 1 s housekeeping thread (stop is idempotent). */
 int mc_master_clients_start(struct mc_master_clients *c);
 void mc_master_clients_stop(struct mc_master_clients *c);
+/* Has the housekeeping thread run mc_meta_evict_background() now (the
+ * meta's evict-wake function, ctx = the registry). */
+void mc_master_clients_wake_evict(void *ctx);
 
 /* A PING: MC_CLIENT_OK (last-seen refreshed) or MC_CLIENT_NEED_REMOUNT. */
 uint8_t mc_master_clients_ping(struct mc_master_clients *c, struct mc_uuid client);

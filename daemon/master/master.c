@@ -17,7 +17,9 @@
  *                  handler runs.
  *   housekeeping   master-clients.c, every 1 s: drops clients silent for
  *                  client_ttl_ms (unmounting their segments), then
- *                  mc_meta_tick() (deferred block releases).
+ *                  mc_meta_tick() (deferred block releases); in between,
+ *                  woken by a PutStart that filled a segment past the high
+ *                  watermark, the watermark eviction (mc_meta_evict_background).
  *   snapshot       snapshot.c, every snapshot_interval_s: freezes the
  *                  metadata (segs.lock write, every shard lock read, the
  *                  registry locks), fork()s a child that writes the sqlite
@@ -345,6 +347,8 @@ static int master_start(struct master *m)
 		log_error("cannot start the snapshot and housekeeping threads: %s", mc_strerror(r));
 		return r;
 	}
+	/* Puts that fill a segment past the high watermark wake housekeeping. */
+	mc_meta_set_evict_wake(m->meta, mc_master_clients_wake_evict, m->clients);
 	struct mc_rpc_handlers h;
 	mc_master_rpc_handlers(&h);
 	struct mc_rpc_server_config scfg = {

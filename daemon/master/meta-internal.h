@@ -77,6 +77,9 @@ struct mc_meta {
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
 	uint64_t undone_puts;               /* puts taken back: their record was lost */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
+	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
+	void *evict_wake_ctx;
+	bool evict_woken;                   /* evict_wake called, the evictor not run yet */
 	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
 };
 
@@ -165,6 +168,22 @@ static inline bool meta_has_lease(const struct mc_object *o, uint64_t now)
  * its blocks (or defers them to release_ms when it is non-zero and in the
  * future), settles the tenant's quota and counters, frees the record. */
 void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
+
+/* After o was placed: wakes the evictor (mc_meta_set_evict_wake) once one of its
+ * segments holds more live bytes than the high watermark allows. */
+static inline void meta_evict_hint(struct mc_meta *m, const struct mc_object *o)
+{
+	if (!m->evict_wake || __atomic_load_n(&m->evict_woken, __ATOMIC_RELAXED))
+		return;
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		const struct mc_segment *s = mc_segmgr_get(&m->segs, o->rep[i].seg);
+		if (s && (double)mc_segment_live(s) > m->cfg.eviction_high_watermark * (double)s->size) {
+			if (!__atomic_exchange_n(&m->evict_woken, true, __ATOMIC_RELAXED))
+				m->evict_wake(m->evict_wake_ctx);
+			return;
+		}
+	}
+}
 
 /* Until when o's blocks must stay unused once o is gone: a reader inside
  * its lease may still read them, and its writer may still write them until

@@ -252,15 +252,24 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 	/* After the releases above, and counting live bytes only (blocks kept
 	 * for a lease come back by themselves), so no live object goes for
 	 * space that was about to come back anyway. */
-	if (m->cfg.eviction_high_watermark < 1.0) {
-		uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
-		if (cap && (double)mc_segmgr_used(&m->segs, true) > m->cfg.eviction_high_watermark * (double)cap) {
-			struct mc_evict_result er;
-			if (meta_evict_to(m, m->cfg.eviction_low_watermark, MC_EVICT_WATERMARK,
-					  &er) == 0)
-				freed += er.bytes;
-		}
-	}
+	return freed + mc_meta_evict_background(m);
+}
 
-	return freed;
+void mc_meta_set_evict_wake(struct mc_meta *m, void (*fn)(void *ctx), void *ctx)
+{
+	m->evict_wake_ctx = ctx;
+	m->evict_wake = fn;
+}
+
+uint64_t mc_meta_evict_background(struct mc_meta *m)
+{
+	__atomic_store_n(&m->evict_woken, false, __ATOMIC_RELAXED);
+	if (m->cfg.eviction_high_watermark >= 1.0)
+		return 0;
+	uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
+	struct mc_evict_result er;
+	if (cap && (double)mc_segmgr_used(&m->segs, true) > m->cfg.eviction_high_watermark * (double)cap &&
+	    meta_evict_to(m, m->cfg.eviction_low_watermark, MC_EVICT_WATERMARK, &er) == 0)
+		return er.bytes;
+	return 0;
 }

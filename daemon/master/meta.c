@@ -507,6 +507,7 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		meta_shard_count(&sh->hard_pinned, 1);
 	meta_log_depend_frees(m);   /* the blocks may be a removed object's */
 	meta_emit_replicas(m, o, a->index, false, a->fn, a->ctx);
+	meta_evict_hint(m, o);
 	return 0;
 }
 
@@ -542,6 +543,22 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	return r;
 }
 
+/* Whether a block of size fits on some allocatable segment now (space
+ * another thread freed, the evictor's included).  segs.lock held. */
+static bool room_for(struct mc_meta *m, uint64_t size)
+{
+	for (uint32_t k = 0; k < m->segs.nnames; k++) {
+		struct mc_segname *sn = &m->segs.names[k];
+		for (uint32_t i = 0; i < sn->nsegs; i++) {
+			struct mc_segment *s = m->segs.slots[sn->segs[i]];
+			if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) == MC_SEG_OK &&
+			    mc_offalloc_largest_free(s->alloc) >= size)
+				return true;
+		}
+	}
+	return false;
+}
+
 bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 {
 	if (!m->cfg.evict_on_full)
@@ -550,7 +567,9 @@ bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 		/* Preferred segments first, so placement lands where it was asked to. */
 		if (meta_reclaim_preferred_locked(m, a->size, a->cfg->preferred, a->cfg->npreferred))
 			return true;   /* room where it was asked for: evict nothing elsewhere */
-		return meta_reclaim_locked(m, a->size, a->cfg->replica_num, -1, 0) > 0;
+		/* Nothing freed here, but maybe by someone else meanwhile. */
+		return meta_reclaim_locked(m, a->size, a->cfg->replica_num, -1, 0) > 0 ||
+		       room_for(m, a->size);
 	}
 	if (r == MC_ERR_TENANT_QUOTA_EXCEEDED) {
 		/* Over quota: the tenant's own oldest objects make room first. */

@@ -236,6 +236,17 @@ int mc_meta_evict(struct mc_meta *m, double target_ratio, struct mc_evict_result
  * tick), evicts above the high watermark.  Returns the bytes freed. */
 uint64_t mc_meta_tick(struct mc_meta *m);
 
+/* The watermark eviction of mc_meta_tick() alone: above
+ * eviction_high_watermark, evicts down to eviction_low_watermark.  Returns
+ * the bytes freed.  The thread that runs it may ask to be woken: fn is
+ * called (at most once until mc_meta_evict_background() runs again) by a
+ * PutStart that leaves a segment above the high watermark, so that space
+ * is freed before puts must evict it themselves.  fn runs under shard and
+ * segment locks: it may only signal.  Set it before the first PutStart
+ * (NULL: only mc_meta_tick() evicts in the background). */
+uint64_t mc_meta_evict_background(struct mc_meta *m);
+void mc_meta_set_evict_wake(struct mc_meta *m, void (*fn)(void *ctx), void *ctx);
+
 struct mc_meta_stats {
 	uint64_t objects;
 	uint64_t capacity_bytes;

@@ -492,9 +492,12 @@ void *oplogf_flusher(void *arg)
 		if (l->notify && l->waiters) {
 			mc_oplog_notify_fn fn = l->notify;
 			void *ctx = l->notify_ctx;
+			l->notifying = true;
 			pthread_mutex_unlock(&l->mu);
 			fn(ctx);
 			pthread_mutex_lock(&l->mu);
+			l->notifying = false;
+			pthread_cond_broadcast(&l->durable_cv);
 		}
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -628,6 +631,11 @@ static void flog_set_notify(struct mc_oplog *b, mc_oplog_notify_fn fn, void *ctx
 	struct flog *l = to_flog(b);
 
 	pthread_mutex_lock(&l->mu);
+	/* Once this returns, the old function is not running nor called
+	 * again: its context may go (mc_oplog_set_notify(l, NULL, NULL), then
+	 * free the RPC server). */
+	while (l->notifying)
+		pthread_cond_wait(&l->durable_cv, &l->mu);
 	l->notify = fn;
 	l->notify_ctx = ctx;
 	pthread_mutex_unlock(&l->mu);

@@ -65,6 +65,8 @@ struct flog {
 	uint32_t nlost_ep;		/* episodes ever closed */
 	mc_oplog_notify_fn notify;
 	void *notify_ctx;
+	bool notifying;			/* the flusher calls notify, without mu: set_notify
+					 * waits for it (on durable_cv) */
 	mc_oplog_undo_fn undo;
 	void *undo_ctx;
 

@@ -151,6 +151,8 @@ int mc_oplog_wait_durable(struct mc_oplog *l, uint64_t seq);
 int mc_oplog_poll(struct mc_oplog *l, uint64_t seq);
 void mc_oplog_waiters_add(struct mc_oplog *l, int delta, uint64_t seq);
 typedef void (*mc_oplog_notify_fn)(void *ctx);
+/* Replaces the notify function; once it returns, the previous one is
+ * neither running nor called again (its context may be freed). */
 void mc_oplog_set_notify(struct mc_oplog *l, mc_oplog_notify_fn fn, void *ctx);
 
 /*

@@ -543,6 +543,37 @@ static void test_soft_pin_expiry_and_unpin(void **state)
 
 /* ---- background eviction -------------------------------------------------------------------- */
 
+static void count_wake(void *ctx)
+{
+	(*(int *)ctx)++;
+}
+
+/* A put that leaves its segment above the high watermark wakes the evictor
+ * once; mc_meta_evict_background() brings it to the low one and re-arms. */
+static void test_evict_wake(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	int wakes = 0;
+
+	mc_meta_set_evict_wake(m, count_wake, &wakes);
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 90, KiB);           /* 90%: not above */
+	assert_int_equal(wakes, 0);
+	fill(f, DFLT, "k", 90, 93, KiB);          /* 91..93%: one wake, not three */
+	assert_int_equal(wakes, 1);
+	assert_int_equal(evicted(m), 0);          /* the put itself evicted nothing */
+	assert_int_equal(mc_meta_evict_background(m), 13 * KiB);
+	assert_int_equal(meta_allocated(m), 80 * KiB);
+	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 13);
+	assert_int_equal(mc_meta_evict_background(m), 0);   /* below: nothing */
+	fill(f, DFLT, "k", 93, 104, KiB);         /* 91% again: woken again */
+	assert_int_equal(wakes, 2);
+	mc_meta_set_evict_wake(m, NULL, NULL);
+	fill(f, DFLT, "k", 104, 105, KiB);
+	assert_int_equal(wakes, 2);
+}
+
 static void test_background_watermarks(void **state)
 {
 	struct fx *f = *state;
@@ -869,6 +900,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_soft_pin_not_evictable, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_soft_pin_expiry_and_unpin, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_watermarks, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_evict_wake, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_deferred_not_watermark, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_multi_replica, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_on_segment_that_fits, setup_ev, teardown),
