@@ -87,6 +87,8 @@ DEPFLAGS    = -MMD -MP -MF $(@:.o=.d)
 
 # System libraries (Debian 12 packages, see packaging/deps.sh).
 LIBS_CORE := -lxxhash -lm -lcrypto
+# libibverbs + librdmacm: the RDMA data plane (lib/client/client-rdma.c, daemon/node/node-rdma.c).
+RDMA_LIBS := -lrdmacm -libverbs
 
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:

@@ -7,7 +7,7 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 $(O)/bin/mooncakectl: $(CLI_OBJS) $(CLIENT_LIB) $(MCTRACE_LIB)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -ljansson -ldl $(BPF_SYSLIBS)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS) -ljansson -ldl $(BPF_SYSLIBS)
 
 ifneq ($(CLI_SRCS),)
 BINS += $(O)/bin/mooncakectl

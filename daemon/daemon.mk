@@ -53,11 +53,11 @@ $(O)/bin/mooncake-master: $(O)/$(MASTER_MAIN:.c=.o) $(MASTER_LIB) $(DAEMON_LIBS)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS)
 
 # The node also uses the blocking RPC client (lib/rpc) for its calls to the
-# master, and libibverbs for node-rdma.o's device probe.
+# master, and libibverbs + librdmacm for node-rdma.o.
 $(O)/bin/mooncake-node: $(O)/$(NODE_MAIN:.c=.o) $(NODE_LIB) $(RPC_LIB) $(DAEMON_LIBS)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) $(DISK_SYSLIBS) -libverbs
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) $(DISK_SYSLIBS) $(RDMA_LIBS)
 
 TRACE_SRCS := $(wildcard daemon/trace/*.c)
 TRACE_OBJS := $(TRACE_SRCS:%.c=$(O)/%.o)

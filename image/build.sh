@@ -62,8 +62,12 @@ suite=${IMAGE_SUITE:-bookworm}
 # The smallest set that makes a cluster host: systemd + udev as the init,
 # Debian's generic kernel (its modules include virtio and soft-RoCE, which
 # the cloud flavour lacks), the tools the self-test and operators use,
-# Prometheus, and the RDMA user-space providers (rxe) for the RDMA tests.
-packages=systemd-sysv,udev,kmod,linux-image-amd64,zstd,iproute2,procps,curl,jq,bpftool,prometheus,ibverbs-providers
+# Prometheus, and the RDMA user space for `make test-rdma`: the providers
+# (rxe, siw), librdmacm, ibv_devinfo, rping and perftest's ib_*_bw (the rdma
+# tool is iproute2's).  Not rdma-core (its udev rules and services are not
+# needed for soft-RoCE; with it, a node VM's appliance setup once failed
+# waiting for its NIC while udev reported a stalled worker).
+packages=systemd-sysv,udev,kmod,linux-image-amd64,zstd,iproute2,procps,curl,jq,bpftool,prometheus,ibverbs-providers,librdmacm1,ibverbs-utils,rdmacm-utils,perftest
 [ -n "${IMAGE_EXTRA_PACKAGES:-}" ] && packages="$packages,$IMAGE_EXTRA_PACKAGES"
 
 # Leave out what a VM never uses: documentation (copyright files stay),

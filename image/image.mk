@@ -8,6 +8,11 @@
 #   make image-test          boots it (qemu, KVM or TCG) and runs the self-test
 #   make image-test-cluster  two VMs: a node host puts an object with 2 replicas and
 #                            is killed; the master host still reads it
+#   make test-rdma           two VMs on soft-RoCE (rxe): the RDMA data plane of this
+#                            tree's binaries, byte-exact 1 B..64 MiB, a TCP client
+#                            beside it (image/test/rdma.sh); skips without an image
+#   make bench-rdma          the same, then put/get GB/s and 4 KiB latency over RDMA
+#                            and TCP against ib_write_bw / ib_read_bw on that link
 #
 # image-test and image-test-cluster build the image first only if there is none.
 # image/vm.sh boots any number of VMs with a script of your own (see its header).
@@ -15,10 +20,12 @@
 IMAGE_OUT   ?= $(O)/image
 IMAGE_CACHE ?= $(O)/image-cache
 IMAGE_TEST_TIMEOUT ?= 1800
+# test-rdma and bench-rdma: soft-RoCE under TCG moves about 1 MiB/s
+RDMA_TEST_TIMEOUT ?= 3600
 # The packages the image installs from $(DEB_OUT): not -dev, not debug symbols.
 IMAGE_DEBS = $(filter-out %-dbgsym_%,$(filter-out libmooncake-dev_%,$(notdir $(wildcard $(DEB_OUT)/*.deb))))
 
-.PHONY: image image-test image-test-cluster
+.PHONY: image image-test image-test-cluster test-rdma bench-rdma
 image: deb
 	$(Q)packaging/deps.sh image
 	$(call msg,IMAGE,$(IMAGE_OUT))
@@ -43,3 +50,15 @@ image-test-cluster: $(IMAGE_OUT)/rootfs.img
 	$(Q)packaging/deps.sh image
 	$(call msg,VM,two-VM test)
 	$(Q)IMAGE_TEST_TIMEOUT=$(IMAGE_TEST_TIMEOUT) image/test/cluster.sh $(O)/image-test-cluster $(IMAGE_OUT)
+
+# Skips (exit 77 -> a message, success) when no image exists and none can be
+# built here; `make image` first where it can.
+test-rdma: all
+	$(call msg,VM,RDMA test)
+	$(Q)IMAGE_TEST_TIMEOUT=$(RDMA_TEST_TIMEOUT) image/test/rdma.sh $(O)/test-rdma $(IMAGE_OUT); \
+		r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+bench-rdma: all $(O)/tests/bench/client-bench
+	$(call msg,VM,RDMA benchmark)
+	$(Q)IMAGE_TEST_TIMEOUT=$(RDMA_TEST_TIMEOUT) image/test/rdma.sh $(O)/bench-rdma $(IMAGE_OUT) --bench; \
+		r=$$?; [ $$r = 77 ] && exit 0; exit $$r

@@ -33,7 +33,7 @@ CLIENT_SO   := $(O)/lib/libmooncake.so.$(SOVERSION)
 # Of lib/util, only what the client calls and the public API (error and
 # type names, version): not the daemons' metrics, allocator or hash map.
 # The shared library is linked with -z defs, so a missing one fails the build.
-CLIENT_UTIL := error sock types version
+CLIENT_UTIL := error sock types version rdma-plan
 CLIENT_ALL_OBJS := $(CLIENT_OBJS) $(RPC_OBJS) $(PROTO_OBJS) \
                    $(CLIENT_UTIL:%=$(O)/lib/util/%.o)
 
@@ -52,7 +52,7 @@ $(CLIENT_SO): $(CLIENT_ALL_OBJS) lib/libmooncake.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,libmooncake.so.$(SOVERSION) -Wl,-z,defs \
 		-Wl,--version-script=lib/libmooncake.map -o $@ \
-		$(filter %.o,$^) $(ALL_LDFLAGS) $(LIBS_CORE)
+		$(filter %.o,$^) $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS)
 	$(Q)ln -sf libmooncake.so.$(SOVERSION) $(O)/lib/libmooncake.so
 
 $(O)/lib/mooncake.pc: lib/mooncake.pc.in Makefile

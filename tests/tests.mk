@@ -17,11 +17,11 @@ TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl $(DISK_SYSLIBS) -lcmocka
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl $(DISK_SYSLIBS) -lcmocka
 
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl $(DISK_SYSLIBS)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl $(DISK_SYSLIBS)
 
 # Fuzz targets compile the sources they exercise themselves, with clang.
 FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -136,18 +136,18 @@ TOOL_BINS := $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/tools/%)
 
 $(O)/tests/tools/%: $(O)/tests/tools/%.o $(PROTO_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS)
 
 TEST_BINS += $(TOOL_BINS)
 
 # End-to-end benchmark client (libmooncake's public API only) and its driver.
 $(O)/tests/bench/client-bench: $(O)/tests/bench/client-bench.o $(CLIENT_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS)
 TEST_BINS += $(O)/tests/bench/client-bench
 bench: $(O)/tests/bench/client-bench all
 
 # Load generators of the restart and eviction tests (libmooncake, plus util for mc_rand).
 $(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE)
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS)

@@ -10,7 +10,7 @@ _Static_assert(MC_PROTO_GRANT_KEY == MC_GRANT_KEY_LEN, "proto.def's key length i
 
 /* The segment and the checked range [offset, offset + length): within the
  * segment, and granted (node-grant.h). */
-static int check_range(struct mc_node_grants *gr, uint8_t mode, struct mc_uuid id, uint64_t off,
+int mc_node_data_check(struct mc_node_grants *gr, uint8_t mode, struct mc_uuid id, uint64_t off,
 		       uint64_t len, struct mc_bytes grant, const struct mc_node_segment **ret)
 {
 	const struct mc_node_segment *g = mc_node_segment_find(gr->segs, id);
@@ -32,7 +32,7 @@ static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 	const struct mc_node_segment *g = NULL;
 	if (q->length != call->hdr->attach_len)
 		return MC_ERR_INVALID_PARAMS;
-	int r = check_range(ctx, MC_GRANT_WRITE, q->segment_id, q->offset, q->length, q->grant, &g);
+	int r = mc_node_data_check(ctx, MC_GRANT_WRITE, q->segment_id, q->offset, q->length, q->grant, &g);
 	MC_PROBE5(transfer__start, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL);
 	if (r < 0) {
 		MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
@@ -54,7 +54,7 @@ static int h_data_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_msg_data_read_req *q = call->req;
 	const struct mc_node_segment *g = NULL;
-	int r = check_range(ctx, MC_GRANT_READ, q->segment_id, q->offset, q->length, q->grant, &g);
+	int r = mc_node_data_check(ctx, MC_GRANT_READ, q->segment_id, q->offset, q->length, q->grant, &g);
 	if (r == 0 && q->length > MC_PROTO_MAX_ATTACH)
 		r = MC_ERR_TOO_LARGE;
 	/* The reply is sent after the handler returns: the node's view of a read is its lookup. */
@@ -90,6 +90,12 @@ static int h_data_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
 	p->n_segments = s->n;
 	p->segments = a;
 	return 0;
+}
+
+/* A TCP-only node: no RDMA endpoint (node-rdma.c serves this op when it runs). */
+static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	return MC_ERR_NOT_SUPPORTED;
 }
 
 void mc_node_data_handlers(struct mc_rpc_handlers *h)

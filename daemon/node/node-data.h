@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-data.h - the handlers of the node's data plane (HELLO, DATA_WRITE,
- * DATA_READ, DATA_STAT) for daemon/common/rpc-server.c, over a set of
+ * DATA_READ, DATA_STAT, DATA_RDMA_INFO) for daemon/common/rpc-server.c, over a set of
  * segments that does not change while they run (no lock: concurrent
  * transfers to disjoint ranges are independent; ranges are the master's to
  * keep disjoint).
@@ -21,7 +21,13 @@
 #include "node/node-grant.h"
 #include "node/node-segment.h"
 
-/* Fills h; the server's ctx must be the struct mc_node_grants * (its segs). */
+/* The segment of [off, off + len) if grant allows mode on it and the range
+ * is inside it (the checks above), else the error. */
+int mc_node_data_check(struct mc_node_grants *gr, uint8_t mode, struct mc_uuid id, uint64_t off,
+		       uint64_t len, struct mc_bytes grant, const struct mc_node_segment **ret);
+
+/* DATA_RDMA_INFO answers MC_ERR_NOT_SUPPORTED here (node-rdma.c replaces
+ * that handler when it serves RDMA).  Fills h; the server's ctx must be the struct mc_node_grants * (its segs). */
 void mc_node_data_handlers(struct mc_rpc_handlers *h);
 
 #endif

@@ -15,7 +15,8 @@
 
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
-       V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_COUNT };
+       V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
+       V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
 struct node_metrics {
@@ -47,11 +48,14 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 {
 	struct node_metrics *nm = state;
 	struct mc_node_master_stats ls = { 0 };
+	struct mc_node_rdma_stats rs = { 0 };
 	double *v = nm->values, bytes = 0;
 
 	memset(&nm->st, 0, sizeof(nm->st));
 	if (nm->tr && nm->tops->get_stats)
 		nm->tops->get_stats(nm->tr, &nm->st);
+	if (nm->tr && nm->tops->get_rdma_stats)
+		nm->tops->get_rdma_stats(nm->tr, &rs);
 	if (nm->link)
 		mc_node_master_get_stats(nm->link, &ls);
 	for (unsigned i = 0; i < nm->segs->n; i++)
@@ -73,6 +77,9 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_EVICTIONS] = (double)ds.evictions;
 	v[V_DISK_EVICTED_BYTES] = (double)ds.evicted_bytes;
 	v[V_DISK_CORRUPT] = (double)ds.corrupt;
+	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
+	v[V_RDMA_REJECTED] = (double)rs.rejected;
+	v[V_RDMA_INFOS] = (double)rs.infos;
 }
 
 static double grant_refusals(void *ctx, unsigned idx)
@@ -122,6 +129,14 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },
+		[V_RDMA_ACCEPTED] = { MC_METRIC_COUNTER, "mooncake_node_rdma_connections_total",
+				      "RDMA connections (client QPs) accepted; 0 on a TCP-only node." },
+		[V_RDMA_REJECTED] = { MC_METRIC_COUNTER, "mooncake_node_rdma_rejected_total",
+				      "RDMA connection requests rejected (no valid ticket, other "
+				      "device, no resources)." },
+		[V_RDMA_INFOS] = { MC_METRIC_COUNTER, "mooncake_node_rdma_keys_total",
+				   "DATA_RDMA_INFO requests answered: memory keys handed to granted "
+				   "clients." },
 	};
 	static const char *const known[] = { "INVALID_PARAMS", "INVALID_READ", "INVALID_WRITE",
 					     "SEGMENT_NOT_FOUND", NULL };

@@ -6,9 +6,10 @@
  * TCP (node-tcp.c) is the binary protocol of lib/proto served by
  * daemon/common/rpc-server.c: DATA_WRITE lands its attachment straight in
  * segment memory, DATA_READ answers from segment memory, DATA_STAT lists
- * the segments.  RDMA (node-rdma.c) only probes for a device so far: the
- * node says whether one exists and uses TCP; it never pretends to move
- * bytes over RDMA.  Shared memory needs no server: a co-located client maps
+ * the segments.  RDMA (node-rdma.c) serves the same TCP data plane plus an
+ * rdma_cm listener and one memory region per segment, which clients READ
+ * and WRITE one-sided; DATA_RDMA_INFO hands a granted client the keys.
+ * Shared memory needs no server: a co-located client maps
  * the segment file itself (node-segment.h).
  */
 #ifndef MC_NODE_TRANSPORT_H
@@ -35,6 +36,17 @@ struct mc_node_transport_config {
 	void *log_ctx;
 	const struct mc_op_metrics *metrics;	/* the per-op families (node-metrics.h); NULL: none */
 	struct mc_rpc_admit_config admit;	/* the cluster secret, caps (common/rpc-admit.h) */
+	/* RDMA only (the node's options of the same names) */
+	const char *rdma_device;	/* "auto" or a device name */
+	int rdma_gid_index;		/* < 0: bind to address; else that GID's IPv4 */
+	uint16_t rdma_port;		/* rdma_cm port, 0: any */
+};
+
+/* What an RDMA transport counts (for /metrics). */
+struct mc_node_rdma_stats {
+	uint64_t accepted;	/* connections (QPs) accepted */
+	uint64_t rejected;	/* connection requests rejected (no ticket, ...) */
+	uint64_t infos;		/* DATA_RDMA_INFO answered (keys handed out) */
 };
 
 struct mc_node_transport_ops {
@@ -50,10 +62,12 @@ struct mc_node_transport_ops {
 	/* Requests answered, errors, attachment bytes in/out (for /metrics);
 	 * all zero when the transport keeps none. */
 	void (*get_stats)(const struct mc_node_transport *t, struct mc_rpc_stats *ret);
+	/* RDMA counters; NULL for a transport without RDMA. */
+	void (*get_rdma_stats)(const struct mc_node_transport *t, struct mc_node_rdma_stats *ret);
 };
 
 extern const struct mc_node_transport_ops mc_node_tcp_transport;
-/* node-rdma.c (linked with -libverbs; only mooncake-node uses it). */
+/* node-rdma.c (linked with -libverbs -lrdmacm). */
 extern const struct mc_node_transport_ops mc_node_rdma_transport;
 
 #endif

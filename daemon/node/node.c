@@ -8,7 +8,8 @@
  *   main           the daemon skeleton (common/daemon.h): parses options,
  *                  opens the segments (node-segment.c: /dev/shm files,
  *                  identity in state_dir/node.id), probes RDMA
- *                  (node-rdma.c: reports and falls back to TCP), starts
+ *                  (node-rdma.c; no device, rdma_device none or a failed
+ *                  start: TCP only, logged once), starts
  *                  the data plane and the master link, then waits for
  *                  SIGTERM/SIGINT (blocked in every thread).  On a signal:
  *                  STOPPING=1, stops the master link (which unmounts every
@@ -18,6 +19,9 @@
  *   rpc worker xN  (option `workers`) daemon/common/rpc-server.c running
  *                  node-data.c's handlers: DATA_WRITE receives straight into
  *                  segment memory, DATA_READ sends straight from it.
+ *   rdma cm        with RDMA only: node-rdma.c's connection manager
+ *                  (accepts and tears down client QPs; transfers are
+ *                  one-sided and never reach a thread of the node).
  *   master link    node-master.c: connect, MOUNT_SEGMENT each segment,
  *                  PING every 1 s, REMOUNT_SEGMENTS on NEED_REMOUNT,
  *                  reconnect with backoff; READY=1 after the first mount.
@@ -60,6 +64,9 @@ struct node_config {
 	char *storage_backend;
 	char *disk_dir;
 	uint64_t disk_size;
+	char *rdma_device;
+	char *rdma_gid_index;
+	uint64_t rdma_port;
 	MC_RPC_ADMIT_FIELDS
 };
 
@@ -100,6 +107,15 @@ static const struct mc_option options[] = {
 	  "directory of the disk tier, on a file system with O_DIRECT (empty: state_dir/disk)"),
 	O(disk_size, MC_OPT_SIZE, "0",
 	  "bytes of the disk tier (K/M/G/T suffixes; 0: no disk tier)", .step = 4096),
+	O(rdma_device, MC_OPT_STR, "auto",
+	  "RDMA device serving the segments one-sided beside TCP: auto (the device of "
+	  "data_address, else the first one), a device name (rxe0, mlx5_0), or none (TCP only); "
+	  "without a usable device the node serves TCP only", .flags = MC_OPTF_NONEMPTY),
+	O(rdma_gid_index, MC_OPT_STR, "auto",
+	  "GID of the RDMA device's port 1 whose IPv4 address the rdma_cm listener binds to "
+	  "(auto: data_address)", .flags = MC_OPTF_NONEMPTY),
+	O(rdma_port, MC_OPT_PORT, "0",
+	  "rdma_cm port of the RDMA listener (0: pick a free one; clients learn it over TCP)"),
 	MC_RPC_ADMIT_OPTIONS(O)
 };
 #undef O
@@ -108,7 +124,8 @@ MC_DAEMON_DEF(node_daemon, "mooncake-node", "node.conf",
 	      "Usage: mooncake-node [--config FILE] [--name=value ...]\n"
 	      "\n"
 	      "A Mooncake Store node: contributes memory segments (files in /dev/shm,\n"
-	      "kept across restarts) to the cluster and serves their bytes over TCP.",
+	      "kept across restarts) to the cluster and serves their bytes over TCP and,\n"
+	      "where an RDMA device exists, one-sided RDMA.",
 	      options, NULL);
 
 struct node {
@@ -118,6 +135,7 @@ struct node {
 	struct mc_node_grants grants;
 	const struct mc_node_transport_ops *tops;
 	struct mc_node_transport *tr;
+	int gid_index;				/* rdma_gid_index; -1: auto */
 	struct mc_daemon_metrics *metrics;
 	struct mc_http_server *http;
 	struct mc_node_master *link;
@@ -207,7 +225,21 @@ static int node_new(const struct node_config *c, struct node **ret)
 		log_error("out of memory");
 		goto fail;
 	}
-	if (mc_node_rdma_transport.probe(why, sizeof(why)) == 1)
+	n->gid_index = -1;
+	if (strcmp(c->rdma_gid_index, "auto") != 0) {
+		char *end;
+		errno = 0;
+		unsigned long g = strtoul(c->rdma_gid_index, &end, 10);
+		if (errno || *end || end == c->rdma_gid_index || g > 255) {
+			log_error("rdma_gid_index '%s': not auto nor 0..255", c->rdma_gid_index);
+			r = MC_ERR_INVALID_PARAMS;
+			goto fail;
+		}
+		n->gid_index = (int)g;
+	}
+	if (!strcmp(c->rdma_device, "none"))
+		log_info("rdma_device none: serving TCP only");
+	else if (mc_node_rdma_transport.probe(why, sizeof(why)) == 1)
 		n->tops = &mc_node_rdma_transport;
 	else
 		log_notice("%s, using TCP", why);
@@ -238,8 +270,16 @@ static int node_start(struct node *n)
 		.address = c->data_address, .port = (uint16_t)c->data_port,
 		.workers = (unsigned)c->workers, .segs = &n->segs, .grants = &n->grants,
 		.log = mc_log_cb, .metrics = mc_node_metrics_ops(n->metrics), .admit = n->admit,
+		.rdma_device = c->rdma_device, .rdma_gid_index = n->gid_index,
+		.rdma_port = (uint16_t)c->rdma_port,
 	};
 	int r = n->tops->start(&tc, &n->tr);
+	if (r < 0 && n->tops != &mc_node_tcp_transport) {
+		/* the reason is logged: serve TCP, and say so to the master */
+		log_notice("RDMA cannot start (%s), using TCP", mc_strerror(r));
+		n->tops = &mc_node_tcp_transport;
+		r = n->tops->start(&tc, &n->tr);
+	}
 	if (r < 0) {
 		log_error("cannot listen on %s:%llu: %s", c->data_address,
 			  (unsigned long long)c->data_port, mc_strerror(r));

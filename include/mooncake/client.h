@@ -79,6 +79,17 @@ struct mc_client_opts {
 	const char *token_file;	  /* a tenant's (or an admin's) token, proven to the master
 				     (tenant_tokens_file); NULL: $MOONCAKE_TOKEN_FILE if set,
 				     else none (the default tenant) */
+	/* RDMA (one-sided READ / WRITE to nodes that advertise it; TCP otherwise,
+	 * per replica).  Unset fields: the environment, else the default. */
+	const char *rdma_device;  /* "auto", a device name, or "none" (TCP only);
+				     NULL: $MC_RDMA_DEVICE, else "auto" */
+	int rdma_gid_index;	  /* GID index + 1 of the source address (IPv4 RoCE GID of
+				     port 1); 0: $MC_RDMA_GID_INDEX, else the route's */
+	unsigned rdma_qps;	  /* connections (QPs) per node, 1..16; 0: $MC_RDMA_QPS, else 2 */
+	uint64_t rdma_slice_size; /* bytes per RDMA work request, 4 KiB..64 MiB;
+				     0: $MC_RDMA_SLICE_SIZE, else 1 MiB */
+	unsigned rdma_depth;	  /* RDMA work requests in flight per QP, 1..32; 0:
+				     $MC_RDMA_DEPTH, else 4 MiB worth (at least 2) */
 };
 
 /*

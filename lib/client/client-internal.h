@@ -5,7 +5,8 @@
  *   client.c        lifecycle, options, registered buffers, exist/remove/stat/list
  *   client-pool.c   pools of connections (master, one per node endpoint)
  *   shm.c           the co-located path: shared segments of nodes on this host
- *   client-xfer.c   moving the bytes of one replica (shm memcpy or TCP)
+ *   client-xfer.c   moving the bytes of one replica (shm memcpy, RDMA or TCP)
+ *   client-rdma.c   the RDMA data plane (client-rdma.h)
  *   client-put.c    put, put_from
  *   client-get.c    get, get_into
  *   client-batch.c  the batch forms
@@ -76,6 +77,7 @@ struct mc_node {
 	struct mc_shm_seg *segs;
 	unsigned nsegs;
 	uint64_t down_until_ms;	/* a transfer failed: try this node last until then (atomic) */
+	struct mc_rdma_peer *rdma;	/* client-rdma.c's QPs to it; NULL: none yet (atomic) */
 };
 
 /* How long a node whose transfer failed is tried after the others. */
@@ -130,6 +132,7 @@ struct mc_client {
 	struct mc_regbuf *bufs;
 	size_t nbufs, bufs_cap;
 	struct mc_dcache *dcache;	/* NULL: descriptors are not cached */
+	struct mc_rdma *rdma;		/* client-rdma.c (options; device once used) */
 };
 
 static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)
@@ -162,7 +165,8 @@ struct mc_target {
 	struct mc_bytes endpoint;	/* points into a response */
 	struct mc_bytes grant;		/* the master's grant (util/grant.h), likewise */
 	struct mc_node *node;
-	uint8_t *shm;			/* mapped bytes, or NULL: TCP */
+	uint8_t *shm;			/* mapped bytes, or NULL: RDMA or TCP */
+	uint8_t transport;		/* what the node advertises (enum mc_transport) */
 };
 
 /* The progress callback of one call: reports base + done of total. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client-xfer.c - the bytes of one memory replica: memcpy into / out of a
- * mapped shared segment when co-located (shm.c), else DATA_WRITE /
- * DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
+ * mapped shared segment when co-located (shm.c), else one-sided RDMA when
+ * both this client and the node have it (client-rdma.c; its own probes),
+ * else DATA_WRITE / DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
  * writev from the caller's buffer and received straight into it.  The
  * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
  * HASH_STEP through shared memory).  Every TCP request carries the
@@ -15,8 +16,10 @@
 #include <time.h>
 
 #include "client/client-internal.h"
+#include "client/client-rdma.h"
 #include "util/clock.h"
 #include "util/probes.h"
+#include "util/rdma-plan.h"
 
 #define XFER_CHUNK (16ull << 20)
 
@@ -26,7 +29,7 @@ int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc
 		return MC_ERR_NOT_SUPPORTED;
 	struct mc_target x = { .seg = d->mem.segment_id, .offset = d->mem.offset,
 			       .size = d->mem.size, .endpoint = d->mem.endpoint,
-			       .grant = d->mem.grant };
+			       .grant = d->mem.grant, .transport = d->mem.transport };
 	int r = mc_client_node(c, x.endpoint, &x.node);
 	if (r < 0)
 		return r;
@@ -60,14 +63,19 @@ static void shm_populate(void *p, uint64_t len, bool write)
  * checksum reads cache instead of memory (one pass over DRAM, not two). */
 #define HASH_STEP (256u << 10)
 
+/* Whether t goes over RDMA (util/rdma-plan.h: per replica). */
+static bool over_rdma(struct mc_client *c, const struct mc_target *t)
+{
+	struct mc_rdma_choice ch = { .shm = t->shm != NULL, .client_rdma = mc_rdma_enabled(c->rdma),
+				     .peer_transport = t->transport };
+	return mc_rdma_choose(&ch) == MC_TRANSPORT_RDMA;
+}
+
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
 		    uint64_t *ret_sum, const struct mc_progress *pg)
 {
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
-	uint64_t t0 = mc_now_ns();
-	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
-	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint);
 	XXH3_state_t *st = NULL;
 	if (ret_sum) {
 		if (!(st = XXH3_createState()))
@@ -75,6 +83,19 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 		XXH3_64bits_reset(st);
 	}
 	int r = 0;
+	if (over_rdma(c, t) &&
+	    (r = mc_rdma_transfer(c, t, (void *)buf, len, true, st, pg)) != MC_ERR_NOT_SUPPORTED) {
+		if (st) {
+			if (r == 0)
+				*ret_sum = XXH3_64bits_digest(st);
+			XXH3_freeState(st);
+		}
+		return r;
+	}
+	r = 0;
+	uint64_t t0 = mc_now_ns();
+	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
+	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint);
 	if (t->shm) {
 		shm_populate(t->shm, len, true);
 		for (uint64_t done = 0; done < len;) {
@@ -120,13 +141,19 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	int r = 0;
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
-	uint64_t t0 = mc_now_ns();
-	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
-	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint);
 	XXH3_state_t *st = XXH3_createState();
 	if (!st)
 		return MC_ERR_NO_MEMORY;
 	XXH3_64bits_reset(st);
+	uint64_t t0 = 0;
+	unsigned tr = MC_TRANSPORT_RDMA;
+	if (over_rdma(c, t) &&
+	    (r = mc_rdma_transfer(c, t, buf, len, false, st, pg)) != MC_ERR_NOT_SUPPORTED)
+		goto done;
+	r = 0;
+	t0 = mc_now_ns();
+	tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
+	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint);
 	if (t->shm) {
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		shm_populate(t->shm, len, false);
@@ -159,6 +186,8 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		}
 		mc_pool_put(&t->node->pool, cn);
 	}
+	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
+done:;
 	uint64_t sum = XXH3_64bits_digest(st);
 	XXH3_freeState(st);
 	if (r == 0 && c->test_read_delay_ms) {
@@ -169,6 +198,5 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	}
 	if (r == 0)
 		*ret_sum = sum;
-	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
 	return r;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "client/client-internal.h"
+#include "client/client-rdma.h"
 #include "proto/handshake.h"
 #include "util/hash.h"
 #include "util/macro.h"
@@ -115,6 +116,11 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 		free(c);
 		return MC_ERR_NO_MEMORY;
 	}
+	if ((r = mc_rdma_new(&o, &c->rdma)) < 0) {
+		mc_dcache_free(c->dcache);
+		free(c);
+		return r;
+	}
 	pthread_mutex_init(&c->nodes_mu, NULL);
 	pthread_mutex_init(&c->bufs_mu, NULL);
 	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms);
@@ -137,6 +143,7 @@ MC_API void mc_client_free(struct mc_client *c)
 	if (!c)
 		return;
 	mc_client_nodes_free(c);
+	mc_rdma_free(c->rdma);
 	mc_dcache_free(c->dcache);
 	mc_pool_destroy(&c->mpool);
 	pthread_mutex_destroy(&c->nodes_mu);
@@ -184,6 +191,7 @@ void mc_client_nodes_free(struct mc_client *c)
 	for (n = c->nodes; n; n = nx) {
 		nx = n->next;
 		mc_shm_unmap_all(n);
+		mc_rdma_peer_free(n->rdma);
 		mc_pool_destroy(&n->pool);
 		pthread_mutex_destroy(&n->shm_mu);
 		free(n);
@@ -229,6 +237,7 @@ MC_API int mc_unregister_buffer(struct mc_client *c, void *ptr)
 	pthread_mutex_lock(&c->bufs_mu);
 	for (size_t i = 0; i < c->nbufs; i++)
 		if (c->bufs[i].start == (uintptr_t)ptr) {
+			mc_rdma_forget_buffer(c->rdma, ptr);
 			c->bufs[i] = c->bufs[--c->nbufs];
 			r = 0;
 			break;

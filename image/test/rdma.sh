@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# image/test/rdma.sh OUT [IMAGE_DIR] [--bench] -- `make test-rdma`: the
+# RDMA data plane for real, on soft-RoCE (rdma_rxe) between two appliance
+# VMs on a private qemu network (image/vm.sh):
+#
+#   vm1  10.77.0.1  master host: master + this tree's node, RDMA on rxe0
+#   vm2  10.77.0.2  client host: this tree's mooncakectl (and client-bench)
+#
+# The binaries of the tree under test (OUT's bin/ from `make`) go onto
+# the VMs' run disk, so an image built from an older tree still tests this
+# one.  What each VM does: image/test/rdma/run.  Consoles and results in
+# OUT.  --bench also runs the benchmark (out/bench.txt of vm2).
+#
+# Exit 0 passed, 1 failed, 77 skipped: no image and none can be built
+# (not root, no network), or qemu missing.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:?usage: rdma.sh OUT [IMAGE_DIR] [--bench]}
+image=${2:-$here/../../.output/image}
+bench=0
+[ "${3:-}" = --bench ] && bench=1
+bin=${MC_BIN:-$here/../../.output/bin}
+skip() { echo "test-rdma: SKIPPED: $*"; exit 77; }
+for f in rootfs.img vmlinuz initrd.img cmdline; do
+	[ -e "$image/$f" ] || skip "no appliance image in $image (make image, as root, with the Debian archive reachable)"
+done
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is missing"
+for b in mooncake-node mooncakectl; do
+	[ -x "$bin/$b" ] || { echo "test-rdma: $bin/$b is missing: make first"; exit 1; }
+done
+mkdir -p "$out"
+stage=$out/run
+rm -rf "$stage" && mkdir -p "$stage/bin"
+cp "$here/rdma/run" "$stage/run"
+cp "$bin/mooncake-node" "$bin/mooncakectl" "$stage/bin/"
+if [ "$bench" = 1 ]; then
+	cb=$(dirname "$bin")/tests/bench/client-bench
+	[ -x "$cb" ] || { echo "test-rdma: $cb is missing: make test-build"; exit 1; }
+	cp "$cb" "$stage/bin/"
+	touch "$stage/bench"
+fi
+secret=$(head -c 32 /dev/urandom | base64 | tr -d '\n')
+start=$(date +%s)
+"$here/../vm.sh" --image "$image" --out "$out" --timeout "${IMAGE_TEST_TIMEOUT:-2400}" --mem 1536 \
+	--vm "name=vm1,role=master,run=$stage,append=mooncake.secret=$secret" \
+	--vm "name=vm2,role=node,run=$stage,expect=MOONCAKE-RDMA-OK,append=mooncake.secret=$secret"
+echo "test-rdma: passed in $(( $(date +%s) - start )) s"
+[ "$bench" = 1 ] && [ -e "$out/vm2/bench.txt" ] && cp "$out/vm2/bench.txt" "$out/bench.txt" && echo "test-rdma: benchmark in $out/bench.txt"
+exit 0

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * client-rdma.h - libmooncake's RDMA data plane (client-rdma.c): one-sided
+ * RDMA READ (gets) and WRITE (puts) between the caller's memory and a
+ * node's segment, over librdmacm connections to the node's listener
+ * (daemon/node/node-rdma.c).  client-xfer.c asks it first for every memory
+ * replica whose node advertises RDMA (util/rdma-plan.h mc_rdma_choose);
+ * MC_ERR_NOT_SUPPORTED from it means "not over RDMA, nothing was moved":
+ * the replica goes over TCP.
+ *
+ * Options (struct mc_client_opts, else the environment, else the default):
+ *   rdma_device     MC_RDMA_DEVICE      "auto": the device the route to the
+ *                                       node goes through; a name: only that
+ *                                       device; "none": TCP only
+ *   rdma_gid_index  MC_RDMA_GID_INDEX   >= 0: connections start from the IPv4
+ *                                       address of that GID (port 1); -1 (or
+ *                                       unset): the routing table's choice
+ *   rdma_qps        MC_RDMA_QPS         QPs (connections) per node, 1..16; 2
+ *   rdma_slice_size MC_RDMA_SLICE_SIZE  bytes per work request, 4 KiB..64 MiB;
+ *                                       1 MiB
+ *   rdma_depth      MC_RDMA_DEPTH       work requests in flight per QP, 1..32;
+ *                                       0: 4 MiB worth (at least 2).  A lossy
+ *                                       link (soft-RoCE between VMs on a qemu
+ *                                       socket network drops bursts over its
+ *                                       socket buffer) wants small slices and
+ *                                       depth 1
+ */
+#ifndef MC_CLIENT_RDMA_H
+#define MC_CLIENT_RDMA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <xxhash.h>
+
+struct mc_client;
+struct mc_client_opts;
+struct mc_node;
+struct mc_target;
+struct mc_progress;
+struct mc_rdma;
+struct mc_rdma_peer;
+
+/* The client's RDMA state from its options (no device is opened yet: that
+ * happens at the first transfer to an RDMA node).  0 or MC_ERR_*
+ * (INVALID_PARAMS for a bad option, NO_MEMORY). */
+int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret);
+/* After every peer is gone (mc_rdma_peer_free).  NULL is fine. */
+void mc_rdma_free(struct mc_rdma *r);
+/* Tears down a node's QPs and staging memory, and frees p.  NULL is fine. */
+void mc_rdma_peer_free(struct mc_rdma_peer *p);
+/* A buffer is being unregistered: its memory region goes. */
+void mc_rdma_forget_buffer(struct mc_rdma *r, const void *start);
+
+/* Whether this client may use RDMA at all (a device was found, or none was
+ * looked for yet and rdma_device is not "none"). */
+bool mc_rdma_enabled(const struct mc_rdma *r);
+
+/*
+ * Moves len bytes between buf and the replica t over RDMA: WRITE when
+ * write, else READ.  st (or NULL) is fed the bytes in order (the caller's
+ * checksum); pg hears of the progress.  0; MC_ERR_NOT_SUPPORTED when this
+ * transfer cannot go over RDMA and nothing was moved (no device, the node
+ * refused or is TCP-only, a grant refusal: TCP says why); other MC_ERR_*
+ * when it failed on the way (MC_ERR_TRANSFER_FAIL when error completions or
+ * timeouts persisted over new QPs: the node's QPs are torn down, and the
+ * next transfer connects again).
+ */
+int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
+		     bool write, XXH3_state_t *st, const struct mc_progress *pg);
+
+#endif

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test-rdma-plan.c - what the RDMA data plane decides without a device
+ * (util/rdma-plan.h) and the bytes of DATA_RDMA_INFO (proto.def): slices
+ * cover a transfer exactly once, in order, spread over the QPs and within
+ * the slice size; the transport choice per replica (shm, RDMA, TCP
+ * fallback); remote ranges outside the node's region refused (overflow
+ * included); the rdma_cm host of an endpoint; DATA_RDMA_INFO's layout.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "mooncake/error.h"
+#include "proto/msg.h"
+#include "util/rdma-plan.h"
+
+/* Every byte of [0, len) once, in order; each slice <= the slice size
+ * (once split), QPs dealt round-robin from first. */
+static void check_plan(uint64_t len, uint64_t slice, unsigned nqps, unsigned first)
+{
+	size_t n = mc_rdma_plan(len, slice, nqps, first, NULL, 0);
+	struct mc_rdma_slice *s = test_calloc(n ? n : 1, sizeof(*s));
+	assert_int_equal(mc_rdma_plan(len, slice, nqps, first, s, n), n);
+	uint64_t at = 0;
+	unsigned q = nqps ? nqps : 1;
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(s[i].off, at);
+		assert_true(s[i].len > 0);
+		assert_int_equal(s[i].qp, (first + i) % q);
+		if (len > MC_RDMA_MIN_SPLIT) {
+			assert_true(s[i].len <= (slice < MC_RDMA_MIN_SLICE ? MC_RDMA_MIN_SLICE : slice));
+			if (i + 1 < n)
+				assert_int_equal(s[i].len % MC_RDMA_SLICE_ALIGN, 0);
+		}
+		at += s[i].len;
+	}
+	assert_int_equal(at, len);
+	test_free(s);
+}
+
+static void test_plan(void **state)
+{
+	static const uint64_t lens[] = { 0, 1, 4095, 4096, 65536, 65537, 1 << 20, (1 << 20) + 1,
+					 3 << 20, 64u << 20, (64u << 20) - 7 };
+	static const uint64_t slices[] = { 1, 4096, 65536, 1 << 20, 64u << 20, 1ull << 40 };
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		for (size_t j = 0; j < sizeof(slices) / sizeof(slices[0]); j++)
+			for (unsigned q = 0; q <= 5; q++)
+				check_plan(lens[i], slices[j], q, q * 7);
+}
+
+static void test_plan_shapes(void **state)
+{
+	struct mc_rdma_slice s[64];
+	/* nothing to move */
+	assert_int_equal(mc_rdma_plan(0, 1 << 20, 4, 0, s, 64), 0);
+	/* small: one slice, on the first QP */
+	assert_int_equal(mc_rdma_plan(4096, 1 << 20, 4, 6, s, 64), 1);
+	assert_int_equal(s[0].len, 4096);
+	assert_int_equal(s[0].qp, 2);
+	/* 1 MiB over 4 QPs: 4 slices of 256 KiB, one per QP */
+	assert_int_equal(mc_rdma_plan(1 << 20, 1 << 20, 4, 0, s, 64), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(s[i].len, 256 << 10);
+		assert_int_equal(s[i].qp, i);
+	}
+	/* 64 MiB, 1 MiB slices, 2 QPs: 64 slices alternating */
+	assert_int_equal(mc_rdma_plan(64u << 20, 1 << 20, 2, 1, s, 64), 64);
+	assert_int_equal(s[0].qp, 1);
+	assert_int_equal(s[1].qp, 0);
+	assert_int_equal(s[63].off, 63u << 20);
+	/* more slices than room: the count, and only max written */
+	s[3].len = 77;
+	assert_int_equal(mc_rdma_plan(4u << 20, 1 << 20, 1, 0, s, 3), 4);
+	assert_int_equal(s[3].len, 77);
+	/* the slice size is clamped (a 1-byte slice would be millions of WRs) */
+	assert_int_equal(mc_rdma_plan(1 << 20, 1, 1, 0, s, 0), (1 << 20) / MC_RDMA_MIN_SLICE);
+	/* 16 QPs at most */
+	assert_int_equal(mc_rdma_plan(64u << 20, 1 << 20, 1000, 0, s, 64), 64);
+	assert_int_equal(s[17].qp, 1);
+}
+
+static void test_choose(void **state)
+{
+	struct mc_rdma_choice c = { .client_rdma = true, .peer_transport = MC_TRANSPORT_RDMA };
+	assert_int_equal(mc_rdma_choose(&c), MC_TRANSPORT_RDMA);
+	c.shm = true;	/* co-located beats everything */
+	assert_int_equal(mc_rdma_choose(&c), MC_TRANSPORT_SHM);
+	c.shm = false;
+	c.client_rdma = false;	/* no device here */
+	assert_int_equal(mc_rdma_choose(&c), MC_TRANSPORT_TCP);
+	c.client_rdma = true;
+	c.peer_transport = MC_TRANSPORT_TCP;	/* the node has none */
+	assert_int_equal(mc_rdma_choose(&c), MC_TRANSPORT_TCP);
+	c.peer_transport = 77;	/* unknown: TCP */
+	assert_int_equal(mc_rdma_choose(&c), MC_TRANSPORT_TCP);
+	c.peer_transport = MC_TRANSPORT_RDMA;
+	c.peer_failed = true;	/* setup failed lately */
+	assert_int_equal(mc_rdma_choose(&c), MC_TRANSPORT_TCP);
+}
+
+static void test_remote_range(void **state)
+{
+	uint64_t a = 0;
+	assert_int_equal(mc_rdma_remote_addr(0x10000, 4096, 0, 4096, &a), 0);
+	assert_int_equal(a, 0x10000);
+	assert_int_equal(mc_rdma_remote_addr(0x10000, 4096, 4095, 1, &a), 0);
+	assert_int_equal(a, 0x10fff);
+	a = 5;
+	assert_int_equal(mc_rdma_remote_addr(0x10000, 4096, 4096, 1, &a), MC_ERR_INVALID_REPLICA);
+	assert_int_equal(mc_rdma_remote_addr(0x10000, 4096, 1, 4096, &a), MC_ERR_INVALID_REPLICA);
+	assert_int_equal(mc_rdma_remote_addr(0x10000, 4096, 0, 0, &a), MC_ERR_INVALID_REPLICA);
+	assert_int_equal(mc_rdma_remote_addr(0x10000, 4096, UINT64_MAX, 2, &a),
+			 MC_ERR_INVALID_REPLICA);
+	assert_int_equal(mc_rdma_remote_addr(0x10000, 4096, 8, UINT64_MAX - 4, &a),
+			 MC_ERR_INVALID_REPLICA);
+	/* a region at the top of the address space cannot wrap */
+	assert_int_equal(mc_rdma_remote_addr(UINT64_MAX - 10, UINT64_MAX, 20, 1, &a),
+			 MC_ERR_INVALID_REPLICA);
+	assert_int_equal(a, 5);	/* untouched on failure */
+}
+
+static void test_endpoint_host(void **state)
+{
+	char h[64];
+	assert_int_equal(mc_rdma_endpoint_host("10.77.0.1:50061", 15, h, sizeof(h)), 0);
+	assert_string_equal(h, "10.77.0.1");
+	assert_int_equal(mc_rdma_endpoint_host("[fe80::1]:5", 11, h, sizeof(h)), 0);
+	assert_string_equal(h, "fe80::1");
+	assert_int_equal(mc_rdma_endpoint_host("node-a:50061", 12, h, sizeof(h)), 0);
+	assert_string_equal(h, "node-a");
+	assert_int_equal(mc_rdma_endpoint_host("nocolon", 7, h, sizeof(h)), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_rdma_endpoint_host(":50061", 6, h, sizeof(h)), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_rdma_endpoint_host("[]:1", 4, h, sizeof(h)), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_rdma_endpoint_host("abcdef:1", 8, h, 4), MC_ERR_INVALID_PARAMS);
+}
+
+/* DATA_RDMA_INFO's bytes (proto.def; frame.h's encodings). */
+static void test_info_layout(void **state)
+{
+	struct mc_wbuf w;
+	struct mc_arena a;
+	struct mc_rbuf r;
+	mc_wbuf_init(&w, 1 << 16);
+	mc_arena_init(&a);
+	static const uint8_t tk[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	struct mc_msg_data_rdma_info_resp p = {
+		.port = 0x1234, .ticket = { tk, 16 }, .addr = 0x7f0000001000ull, .size = 1 << 20,
+		.rkey = 0xabcdef01, .device = mc_bytes_str("rxe0"),
+	}, d;
+	assert_int_equal(mc_msg_data_rdma_info_resp_encode(&w, &p), 0);
+	assert_int_equal(w.len, 2 + 4 + 16 + 8 + 8 + 4 + 4 + 4);
+	assert_int_equal(w.p[0], 0x34);	/* little-endian */
+	assert_int_equal(w.p[1], 0x12);
+	assert_int_equal(w.p[2], 16);	/* the ticket's length */
+	assert_memory_equal(w.p + 6, tk, 16);
+	mc_rbuf_init(&r, w.p, w.len);
+	assert_int_equal(mc_msg_data_rdma_info_resp_decode(&r, &a, &d), 0);
+	assert_int_equal(d.port, 0x1234);
+	assert_int_equal(d.addr, 0x7f0000001000ull);
+	assert_int_equal(d.size, 1 << 20);
+	assert_int_equal(d.rkey, 0xabcdef01);
+	assert_true(mc_bytes_eq(d.device, mc_bytes_str("rxe0")));
+	/* a ticket over its limit is refused */
+	static uint8_t big[17];
+	p.ticket = (struct mc_bytes){ big, 17 };
+	mc_wbuf_reset(&w);
+	assert_true(mc_msg_data_rdma_info_resp_encode(&w, &p) < 0 ||
+		    (mc_rbuf_init(&r, w.p, w.len), mc_msg_data_rdma_info_resp_decode(&r, &a, &d) < 0));
+	/* the op is a node data op */
+	const struct mc_op_info *oi = mc_op_info(MC_OP_DATA_RDMA_INFO);
+	assert_non_null(oi);
+	assert_true(oi->flags & MC_OPF_DATA);
+	assert_false(oi->flags & MC_OPF_MUTATING);
+	mc_arena_free(&a);
+	mc_wbuf_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_plan_shapes),
+		cmocka_unit_test(test_choose),
+		cmocka_unit_test(test_remote_range),
+		cmocka_unit_test(test_endpoint_host),
+		cmocka_unit_test(test_info_layout),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
