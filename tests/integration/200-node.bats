@@ -119,7 +119,7 @@ seg_ids() {
 	[ "$output" = "OK size=4096 replicas=1 endpoint=$DADDR" ]
 	run -0 "$RPC" "$DADDR" hello
 	[[ "$output" == "OK proto_version=1"* ]]
-	grep -q 'no RDMA device\|RDMA transfers are not implemented' "$BATS_TEST_TMPDIR/node.log"
+	grep -q 'no RDMA device' "$BATS_TEST_TMPDIR/node.log"   # this host has none: TCP only
 }
 
 @test "kill -9: after client_ttl_ms the segment is gone; restart reuses the shm files" {
