@@ -378,8 +378,7 @@ start_etcd3() {
 	sleep 3
 	run put_random nq 10K
 	[ "$status" -ne 0 ]
-	kill -TERM "$load"
-	wait "$load" || true
+	stop_load || true
 	# the quorum back: a leader serves, and nothing acknowledged is lost
 	etcd_member 1
 	etcd_member 2
