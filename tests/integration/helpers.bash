@@ -165,7 +165,8 @@ _mc_reap() {
 	local pid=$1 i st
 	for i in $(seq 1 400); do
 		kill -0 "$pid" 2>/dev/null || break
-		st=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
+		# (gone between the two reads: awk fails, which errexit must not see)
+		st=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null || true)
 		[ "$st" = Z ] && break
 		sleep 0.025
 	done
