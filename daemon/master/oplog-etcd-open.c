@@ -249,7 +249,8 @@ static int load(struct elog *l, char *err, size_t errlen)
 			break;
 		json_t *kvs = json_object_get(ans, "kvs"), *e;
 		size_t i;
-		more = json_is_true(json_object_get(ans, "more"));
+		/* an empty page ends it too (kvs belongs to ans: read it before the decref) */
+		more = json_is_true(json_object_get(ans, "more")) && json_array_size(kvs);
 		json_array_foreach(kvs, i, e) {
 			uint8_t *key = NULL;
 			size_t n;
@@ -265,8 +266,6 @@ static int load(struct elog *l, char *err, size_t errlen)
 			free(key);
 		}
 		json_decref(ans);
-		if (!json_array_size(kvs))
-			more = false;
 		if (r)
 			break;
 	}

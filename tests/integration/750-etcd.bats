@@ -134,28 +134,42 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	[[ "$output" == *"cluster_id"* ]]
 }
 
-@test "oplog=etcd: kill -9 of the master; a master with an empty state_dir recovers everything acknowledged from etcd" {
+@test "oplog=etcd: kill -9 of the master; a master with an empty state_dir recovers everything acknowledged from etcd (more batches than one listing page)" {
 	start_etcd
 	HA_SHARED=1 ha_ports
 	start_ha a
 	wait_leader a
 	[ "$(health a | jq -r .role)" = leader ]
-	start_node n1
+	start_node n1 --segment_size=256M
 	for i in 1 2 3 4; do run -0 put_random "k$i" 100K; done
 	run -0 ctl object rm k2 --force
 	# batches under the cluster's prefix, the leader key
 	etcd_keys | grep -q '^/mooncake/t/leader$'
 	etcd_keys | grep -q '^/mooncake/t/oplog/0000000000000000000[0-9]$'
+	# more batches than the 1000 keys a new leader lists per range call
+	start_load
+	local batches=0
+	for i in $(seq 1 300); do
+		batches=$(etcd_keys | grep -c /oplog/)
+		[ "$batches" -gt 1100 ] && break
+		sleep 0.1
+	done
+	stop_load
+	batches=$(etcd_keys | grep -c /oplog/)
+	echo "# $batches batches in etcd" >&3
+	[ "$batches" -gt 1100 ]
 	kill -KILL "${HA_PID[a]}"
 	_mc_reap "${HA_PID[a]}"
 	start_ha b		# empty state_dir: everything comes from etcd
 	wait_leader b
+	grep -q "oplog in etcd: $batches batches" "$MC_DIR/master-b.log"
 	grep -q 'replayed [1-9][0-9]* oplog records' "$MC_DIR/master-b.log"
 	wait_readable k1
 	get_compare k3
 	get_compare k4
 	run ctl object get k2 "$MC_DIR/k2.out"
 	[ "$status" -ne 0 ]
+	verify_load
 }
 
 @test "oplog=etcd: a standby waits (/health role standby, naming the leader), takes over after the leader's kill -9 under load, nothing acknowledged lost" {
