@@ -154,12 +154,9 @@ static int u32_cmp(const void *a, const void *b)
 static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_object *o,
 			     unsigned reason)
 {
-	struct mc_tenant *t = meta_tenant(m, o->tenant);
-	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
 	uint64_t bytes = o->size * o->nrep;
 	MC_PROBE4(evict, o->hash, o->tenant, bytes, reason);
-	if (tab)
-		mc_objtab_delete(tab, meta_key_hash(t, mc_object_key(o), o->key_len), o);
+	meta_object_unlink(m, sh, o);   /* an upsert in progress takes its place */
 	/* Not held for its writer's grants (meta_object_hold): eviction makes
 	 * room now or not at all (README "Cache policies" says what remains). */
 	meta_object_destroy(m, o, 0);

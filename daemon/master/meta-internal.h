@@ -16,6 +16,7 @@
 #include "master/pinidx.h"
 #include "proto/wire.h"
 #include "util/hash.h"
+#include "util/macro.h"
 #include "util/map.h"
 
 struct mc_tenant {
@@ -32,6 +33,8 @@ struct mc_tenant {
 struct mc_shard_tenant {
 	uint16_t tenant;
 	struct mc_objtab tab;
+	struct mc_objtab pending;           /* upserts in progress over a complete object of
+					     * tab, its pending successor (meta-upsert.c) */
 };
 
 struct mc_shard {
@@ -164,10 +167,16 @@ static inline bool meta_has_lease(const struct mc_object *o, uint64_t now)
 	return !mc_object_is_processing(o) && mc_object_load_time(o) > now;
 }
 
-/* Frees an object that has already been unlinked from its table: releases
- * its blocks (or defers them to release_ms when it is non-zero and in the
+/* Frees an object that has already been unlinked from its table: logs its
+ * DELETE when it is complete (meta_object_free() does not), releases its
+ * blocks (or defers them to release_ms when it is non-zero and in the
  * future), settles the tenant's quota and counters, frees the record. */
 void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
+void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
+/* PutEnd's change of a PROCESSING object: replicas COMPLETE, the soft pin's
+ * time starts, the checksum, time_ms = now (the last touch). */
+void meta_object_complete(struct mc_meta *m, struct mc_object *o, bool has_checksum,
+			  uint64_t checksum, uint64_t now);
 
 /* After o was placed: wakes the evictor (mc_meta_set_evict_wake) once one of its
  * segments holds more live bytes than the high watermark allows. */
@@ -204,6 +213,49 @@ static inline struct mc_object *meta_find_locked(struct mc_objtab *tab, const st
 	return tab ? mc_objtab_find(tab, loc->hash, key.p, (uint16_t)key.len, ret_pos) : NULL;
 }
 
+/*
+ * meta-upsert.c: the pending successor of an upsert.  UpsertStart over a
+ * complete object places the new PROCESSING object in the pending table
+ * beside the key's table: readers, who look in the table only, go on
+ * reading the old value until PutEnd puts the new one in its place (one
+ * slot write under the shard's write lock).  Invariant: a pending object
+ * has a complete object of its key in the table.  Hold the shard's write
+ * lock (meta_pending_of() and meta_pending_find() any lock).
+ */
+/* The pending table beside tab, a table from shard_table() (NULL: NULL). */
+static inline struct mc_objtab *meta_pending_of(struct mc_objtab *tab)
+{
+	return tab ? &container_of(tab, struct mc_shard_tenant, tab)->pending : NULL;
+}
+static inline struct mc_object *meta_pending_find(struct mc_objtab *tab, const struct mc_loc *loc,
+						  struct mc_ref key, uint32_t *ret_pos)
+{
+	struct mc_objtab *p = meta_pending_of(tab);
+	return p && p->n ? meta_find_locked(p, loc, key, ret_pos) : NULL;
+}
+/* UpsertStart finds a complete object under the key: 0 when its successor
+ * may go in the pending table (a stale one there is taken over, as a stale
+ * PutStart is), else OBJECT_ALREADY_EXISTS (another upsert in progress). */
+int meta_upsert_admit(struct mc_meta *m, struct mc_objtab *tab, const struct mc_loc *loc,
+		      struct mc_ref key, uint64_t now);
+/* PutEnd of the successor at ppos in the pending table of the complete
+ * object at pos in tab: it takes the object's place (its OBJECT record
+ * replaces the old one in the log; no DELETE).  On a failed append the old
+ * value stays and the successor goes: PERSISTENT_FAIL. */
+int meta_upsert_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t pos, uint32_t ppos,
+		    bool has_checksum, uint64_t checksum, uint64_t now);
+/* Destroys the pending successor of o (a complete object of tab being
+ * removed), if it has one: a remove takes both. */
+void meta_upsert_drop(struct mc_meta *m, struct mc_objtab *tab, const struct mc_object *o);
+/* Unlinks the object at pos of tab (one going without a remove: evicted,
+ * dropped with its last segment, taken back); its pending successor, if
+ * any, takes its slot and the key reads as a write in progress.  The
+ * caller then destroys the object. */
+void meta_unlink_at(struct mc_meta *m, struct mc_objtab *tab, uint32_t pos);
+/* The same for an object known by address (eviction, unmount), in either
+ * table of its shard sh. */
+void meta_object_unlink(struct mc_meta *m, struct mc_shard *sh, struct mc_object *o);
+
 /* A key located and its shard locked: meta_key_lock() .. meta_key_unlock(). */
 struct meta_key {
 	struct mc_meta *m;
@@ -239,6 +291,12 @@ struct put_start_args {
 	mc_replica_fn fn;
 	void *ctx;
 };
+/* A write in progress at pos of tab (the key's table or its pending one)
+ * met by a new PutStart of its key: taken over once stale (its start +
+ * put_discard_timeout_ms is past; its blocks are freed only after
+ * put_release_timeout_ms, its writer may still be sending), else
+ * OBJECT_ALREADY_EXISTS.  Holds the shard's write lock. */
+int meta_take_over(struct mc_meta *m, struct mc_objtab *tab, uint32_t pos, uint64_t now);
 /* Holds stripe, segs.lock (read) and the shard's write lock. */
 int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now);
 /* After do_put_start failed with r: evicts to make room (no space) or to fit
@@ -298,6 +356,10 @@ void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t n
 /* 0, or MC_ERR_PERSISTENT_FAIL: the record is not in the log. */
 int meta_log_put(struct mc_meta *m, const struct mc_object *o);
 void meta_log_del(struct mc_meta *m, const struct mc_object *o);
+/* meta_log_put() of an object that replaces another of its key (an
+ * upsert's PutEnd): the record frees the old one's blocks, as a DELETE
+ * does (meta_log_depend_frees). */
+int meta_log_replace(struct mc_meta *m, const struct mc_object *o);
 /* A write placed on space that a logged DELETE freed must not be answered
  * before that record is durable: PutStart does not log, so after a crash
  * the old object would come back over the new bytes.  Makes the calling

@@ -7,7 +7,8 @@
  * lock).  The log itself (framing, sequence numbers, checksums, fsync) is
  * oplog.h's business; rebuilding a store from records is meta-persist.c's.
  *
- * What is logged: an OBJECT when a write completes (PutEnd); a DELETE when
+ * What is logged: an OBJECT when a write completes (PutEnd; an upsert's
+ * replaces the old object, no DELETE before it); a DELETE when
  * a complete object goes (remove, evict, unmount, takeover); MOUNT and
  * UNMOUNT of segments; QUOTA when a quota is set; PIN when a soft pin is
  * set or cleared.  Unfinished writes (PutStart without PutEnd) are never
@@ -166,7 +167,7 @@ static void undo_put(struct mc_meta *m, const struct mc_record_object *r)
 		const struct mc_segment *s = is_memory(p->type) ? mc_segmgr_get(&m->segs, p->seg) : NULL;
 		struct mc_uuid id = s ? s->id : (struct mc_uuid){ 0 };
 		if (!memcmp(&id, &r->rep[0].segment, sizeof(id)) && p->offset == r->rep[0].offset) {
-			mc_objtab_delete_at(k.tab, pos);
+			meta_unlink_at(m, k.tab, pos);   /* an upsert in progress stays */
 			meta_object_destroy(m, o, meta_object_hold(m, o));
 			__atomic_add_fetch(&m->undone_puts, 1, __ATOMIC_RELAXED);
 		}
@@ -190,6 +191,18 @@ void mc_meta_oplog_undo(void *ctx, uint64_t seq, uint16_t type, const void *rec,
 	 * the degraded /health, and whose retry is idempotent. */
 }
 
+/* The record just appended frees blocks.  Before the caller frees them
+ * (meta_object_destroy): whoever gets them next (under the segment lock)
+ * sees this seq. */
+static void note_free(struct mc_meta *m)
+{
+	uint64_t cur = __atomic_load_n(&m->free_seq, __ATOMIC_RELAXED);
+	while (cur < pending_seq &&
+	       !__atomic_compare_exchange_n(&m->free_seq, &cur, pending_seq, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
 void meta_log_del(struct mc_meta *m, const struct mc_object *o)
 {
 	if (!m->oplog)
@@ -198,13 +211,15 @@ void meta_log_del(struct mc_meta *m, const struct mc_object *o)
 		.tenant = tenant_name(m, o->tenant), .key = MC_BYTES(mc_object_key(o), o->key_len),
 	} };
 	append(m, &r);
-	/* Before the caller frees the blocks (meta_object_destroy): whoever
-	 * gets them next (under the segment lock) sees this seq. */
-	uint64_t cur = __atomic_load_n(&m->free_seq, __ATOMIC_RELAXED);
-	while (cur < pending_seq &&
-	       !__atomic_compare_exchange_n(&m->free_seq, &cur, pending_seq, false, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED))
-		;
+	note_free(m);
+}
+
+int meta_log_replace(struct mc_meta *m, const struct mc_object *o)
+{
+	int r = meta_log_put(m, o);
+	if (r == 0 && m->oplog)
+		note_free(m);
+	return r;
 }
 
 void meta_log_depend_frees(struct mc_meta *m)

@@ -279,7 +279,7 @@ static int apply_delete(struct mc_meta *m, const struct mc_record_key *r)
 		return rc == MC_ERR_OBJECT_NOT_FOUND ? 0 : rc;
 	struct mc_object *o = meta_key_find(&k, &pos);
 	if (o) {
-		mc_objtab_delete_at(k.tab, pos);
+		meta_unlink_at(m, k.tab, pos);
 		meta_object_destroy(m, o, 0);
 	}
 	meta_key_unlock(&k);

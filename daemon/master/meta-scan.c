@@ -75,6 +75,7 @@ static int remove_where(struct mc_meta *m, struct mc_ref tenant, const regex_t *
 			uint64_t lease = mc_object_load_time(o);
 			if (lease > now && !force)
 				continue;
+			meta_upsert_drop(m, tab, o);   /* a remove takes an upsert in progress too */
 			mc_objtab_delete_iter(tab, &it);
 			meta_object_destroy(m, o, meta_object_hold(m, o));
 			removed++;
@@ -329,8 +330,11 @@ int mc_meta_check(struct mc_meta *m)
 
 	for (uint32_t s = 0; s < MC_META_SHARDS && !err; s++) {
 		struct mc_shard *sh = &m->shards[s];
-		for (uint32_t ti = 0; ti < sh->ntenants; ti++) {
-			struct mc_objtab *tab = &sh->tenants[ti].tab;
+		/* Each tenant's table, then its pending table (meta-upsert.c). */
+		for (uint32_t ti = 0; ti < 2 * sh->ntenants; ti++) {
+			struct mc_shard_tenant *st = &sh->tenants[ti / 2];
+			bool pending = ti % 2;
+			struct mc_objtab *tab = pending ? &st->pending : &st->tab;
 			uint32_t it = 0;
 			struct mc_object *o;
 			while ((o = mc_objtab_next(tab, &it))) {
@@ -340,10 +344,17 @@ int mc_meta_check(struct mc_meta *m)
 					break;
 				}
 				uint64_t h = meta_key_hash(t, mc_object_key(o), o->key_len);
-				if (o->tenant != sh->tenants[ti].tenant || h % MC_META_SHARDS != s ||
+				if (o->tenant != st->tenant || h % MC_META_SHARDS != s ||
 				    (uint32_t)h != o->hash || o->nrep == 0 || o->nrep > o->nrep_cap ||
 				    mc_objtab_find(tab, h, mc_object_key(o), o->key_len, NULL) != o)
 					err = 1;
+				if (pending) {   /* an upsert over a complete object of its key */
+					const struct mc_object *old = mc_objtab_find(
+						&st->tab, h, mc_object_key(o), o->key_len, NULL);
+					if (!mc_object_is_processing(o) || !old ||
+					    mc_object_is_processing(old))
+						err = 1;
+				}
 				for (uint32_t i = 0; i < o->nrep; i++) {
 					struct mc_replica *r = &o->rep[i];
 					struct mc_segment *seg = mc_segmgr_get(&m->segs, r->seg);
@@ -404,10 +415,11 @@ int mc_meta_check(struct mc_meta *m)
 	for (uint32_t s = 0; s < MC_META_SHARDS && !err; s++) {
 		struct mc_shard *sh = &m->shards[s];
 		uint64_t hard = 0;
-		for (uint32_t ti = 0; ti < sh->ntenants; ti++) {
+		for (uint32_t ti = 0; ti < 2 * sh->ntenants; ti++) {
+			struct mc_shard_tenant *st = &sh->tenants[ti / 2];
 			uint32_t it = 0;
 			struct mc_object *o;
-			while ((o = mc_objtab_next(&sh->tenants[ti].tab, &it)))
+			while ((o = mc_objtab_next(ti % 2 ? &st->pending : &st->tab, &it)))
 				hard += (o->flags & MC_OBJ_HARD_PIN) != 0;
 		}
 		if (hard != sh->hard_pinned)

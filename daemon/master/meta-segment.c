@@ -106,12 +106,9 @@ static void drop_replica(struct mc_meta *m, struct mc_segment *s, const struct o
 	__atomic_sub_fetch(&t->charged_bytes, o->size, __ATOMIC_RELAXED);
 	if (o->nrep)
 		return;
-	/* Nothing left to read or write: the object goes. */
-	struct mc_shard *sh = &m->shards[ref->shard];
-	struct mc_objtab *tab = shard_table(sh, o->tenant, false);
-	uint64_t hash = meta_key_hash(t, mc_object_key(o), o->key_len);
-	if (tab)
-		mc_objtab_delete(tab, hash, o);
+	/* Nothing left to read or write: the object goes (an upsert in
+	 * progress over it takes its place). */
+	meta_object_unlink(m, &m->shards[ref->shard], o);
 	meta_object_destroy(m, o, 0);
 }
 
@@ -247,8 +244,10 @@ static void reap_abandoned(struct mc_meta *m, uint64_t now)
 	for (uint32_t k = 0; k < n; k++) {
 		struct mc_shard *sh = &m->shards[(first + k) % MC_META_SHARDS];
 		pthread_rwlock_wrlock(&sh->lock);
-		for (uint32_t t = 0; t < sh->ntenants; t++) {
-			struct mc_objtab *tab = &sh->tenants[t].tab;
+		/* Both tables: an abandoned upsert goes, its old value stays. */
+		for (uint32_t t = 0; t < 2 * sh->ntenants; t++) {
+			struct mc_shard_tenant *st = &sh->tenants[t / 2];
+			struct mc_objtab *tab = t % 2 ? &st->pending : &st->tab;
 			uint32_t it = 0;
 			struct mc_object *o;
 			while ((o = mc_objtab_next(tab, &it))) {

@@ -145,12 +145,14 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 	for (uint32_t i = 0; i < MC_META_SHARDS; i++) {
 		struct mc_shard *sh = &m->shards[i];
 		for (uint32_t t = 0; t < sh->ntenants; t++) {
-			struct mc_objtab *tab = &sh->tenants[t].tab;
-			uint32_t it = 0;
-			struct mc_object *o;
-			while ((o = mc_objtab_next(tab, &it)))
-				free(o);
-			mc_objtab_release(tab);
+			struct mc_objtab *tabs[2] = { &sh->tenants[t].tab, &sh->tenants[t].pending };
+			for (int w = 0; w < 2; w++) {
+				uint32_t it = 0;
+				struct mc_object *o;
+				while ((o = mc_objtab_next(tabs[w], &it)))
+					free(o);
+				mc_objtab_release(tabs[w]);
+			}
 		}
 		free(sh->tenants);
 		pthread_rwlock_destroy(&sh->lock);
@@ -261,6 +263,7 @@ struct mc_objtab *shard_table(struct mc_shard *sh, uint16_t tenant, bool create)
 	struct mc_shard_tenant *st = &sh->tenants[sh->ntenants++];
 	st->tenant = tenant;
 	mc_objtab_init(&st->tab);
+	mc_objtab_init(&st->pending);
 	return &st->tab;
 }
 
@@ -366,11 +369,16 @@ uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now)
 
 void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms)
 {
+	if (!mc_object_is_processing(o))
+		meta_log_del(m, o);   /* unfinished writes were never logged */
+	meta_object_free(m, o, release_ms);
+}
+
+void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_ms)
+{
 	uint64_t now = meta_now(m);
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
 
-	if (!mc_object_is_processing(o))
-		meta_log_del(m, o);   /* unfinished writes were never logged */
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		struct mc_replica *r = &o->rep[i];
 		if (!is_memory(r))
@@ -423,6 +431,19 @@ static int quota_charge(struct mc_tenant *t, uint64_t bytes)
 	return 0;
 }
 
+int meta_take_over(struct mc_meta *m, struct mc_objtab *tab, uint32_t pos, uint64_t now)
+{
+	struct mc_object *old = mc_objtab_ptr(tab->slot[pos]);
+	/* As the original: taken over only once start + timeout < now. */
+	if (old->time_ms + m->cfg.put_discard_timeout_ms >= now)
+		return MC_ERR_OBJECT_ALREADY_EXISTS;
+	/* A stale write: take it over.  Its writer may still be sending
+	 * bytes, so its blocks are freed only after the release timeout. */
+	mc_objtab_delete_at(tab, pos);
+	meta_object_destroy(m, old, old->time_ms + m->cfg.put_release_timeout_ms);
+	return 0;
+}
+
 int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now)
 {
 	struct mc_shard *sh = &m->shards[a->loc.shard];
@@ -433,24 +454,23 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 
 	if (!tab)
 		return MC_ERR_NO_MEMORY;
+	struct mc_objtab *into = tab;
 	struct mc_object *old = meta_find_locked(tab, &a->loc, a->key, &pos);
 	if (old && a->cfg->upsert && !mc_object_is_processing(old)) {
-		/* UpsertStart: the old value goes as by a forced remove (its
-		 * bytes stay until its lease and its writer's grants end), then
-		 * a plain PutStart. */
-		mc_objtab_delete_at(tab, pos);
-		meta_object_destroy(m, old, meta_object_hold(m, old));
+		/* UpsertStart over a complete value: the new object waits in the
+		 * pending table, readers keep the old one until PutEnd. */
+		int r = meta_upsert_admit(m, tab, &a->loc, a->key, now);
+		if (r < 0)
+			return r;
+		into = meta_pending_of(tab);
 		old = NULL;
 	}
 	if (old) {
-		/* As the original: taken over only once start + timeout < now. */
-		if (!mc_object_is_processing(old) ||
-		    old->time_ms + m->cfg.put_discard_timeout_ms >= now)
+		if (!mc_object_is_processing(old))
 			return MC_ERR_OBJECT_ALREADY_EXISTS;
-		/* A stale write: take it over.  Its writer may still be sending
-		 * bytes, so its blocks are freed only after the release timeout. */
-		mc_objtab_delete_at(tab, pos);
-		meta_object_destroy(m, old, old->time_ms + m->cfg.put_release_timeout_ms);
+		int r = meta_take_over(m, tab, pos, now);
+		if (r < 0)
+			return r;
 	}
 
 	int r = quota_charge(t, a->size * want);
@@ -501,7 +521,7 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	if (a->cfg->group.len && mc_groups_join(&m->groups, a->loc.tenant, a->cfg->group.p,
 						a->cfg->group.len, o, a->loc.shard) == 0)
 		mc_object_flags_set(o, MC_OBJ_GROUPED);
-	if (mc_objtab_insert(tab, a->loc.hash, o) < 0) {
+	if (mc_objtab_insert(into, a->loc.hash, o) < 0) {
 		/* destroy drops pin and group */
 		mc_object_flags_clear(o, (uint8_t)~(MC_OBJ_SOFT_PIN | MC_OBJ_GROUPED));
 		__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);
@@ -593,16 +613,9 @@ bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 
 /* ---- PutEnd / PutRevoke ------------------------------------------------------------- */
 
-int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
-	       struct mc_ref key, bool has_checksum, uint64_t checksum, uint64_t now)
+void meta_object_complete(struct mc_meta *m, struct mc_object *o, bool has_checksum,
+			  uint64_t checksum, uint64_t now)
 {
-	struct mc_object *o = meta_find_locked(tab, loc, key, NULL);
-	if (!o)
-		return MC_ERR_OBJECT_NOT_FOUND;
-	if (o->client != client)
-		return MC_ERR_ILLEGAL_CLIENT;
-	if (!mc_object_is_processing(o))
-		return 0;   /* idempotent: every replica is already COMPLETE */
 	for (uint32_t i = 0; i < o->nrep; i++)
 		if (o->rep[i].status == MC_REPLICA_PROCESSING)
 			o->rep[i].status = MC_REPLICA_COMPLETE;
@@ -615,11 +628,27 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 	}
 	MC_PROBE4(put__end, o->hash, o->tenant, o->size, now - o->time_ms);
 	__atomic_store_n(&o->time_ms, now, __ATOMIC_RELAXED);   /* last touch; no lease yet */
+}
+
+int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
+	       struct mc_ref key, bool has_checksum, uint64_t checksum, uint64_t now)
+{
+	uint32_t pos, ppos;
+	struct mc_object *o = meta_find_locked(tab, loc, key, &pos);
+	if (!o)
+		return MC_ERR_OBJECT_NOT_FOUND;
+	struct mc_object *p = mc_object_is_processing(o) ? NULL :
+			      meta_pending_find(tab, loc, key, &ppos);
+	if (p && p->client == client)   /* an upsert's: the new value takes the old one's place */
+		return meta_upsert_end(m, tab, pos, ppos, has_checksum, checksum, now);
+	if (o->client != client)
+		return MC_ERR_ILLEGAL_CLIENT;
+	if (!mc_object_is_processing(o))
+		return 0;   /* idempotent: every replica is already COMPLETE */
+	meta_object_complete(m, o, has_checksum, checksum, now);
 	if (meta_log_put(m, o) < 0) {
 		/* Not in the log: it would not survive a restart, so it is not
 		 * kept (nobody could read it yet: we hold the write lock). */
-		uint32_t pos = 0;
-		meta_find_locked(tab, loc, key, &pos);
 		mc_objtab_delete_at(tab, pos);
 		meta_object_destroy(m, o, meta_object_hold(m, o));
 		__atomic_add_fetch(&m->undone_puts, 1, __ATOMIC_RELAXED);
@@ -631,14 +660,21 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
 		  struct mc_ref key)
 {
-	uint32_t pos;
+	uint32_t pos, ppos;
 	struct mc_object *o = meta_find_locked(tab, loc, key, &pos);
 	if (!o)
 		return MC_ERR_OBJECT_NOT_FOUND;
-	if (o->client != client)
+	struct mc_object *p = mc_object_is_processing(o) ? NULL :
+			      meta_pending_find(tab, loc, key, &ppos);
+	if (p && p->client == client) {   /* an upsert's: the old value stays */
+		o = p;
+		pos = ppos;
+		tab = meta_pending_of(tab);
+	} else if (o->client != client) {
 		return MC_ERR_ILLEGAL_CLIENT;
-	if (!mc_object_is_processing(o))
+	} else if (!mc_object_is_processing(o)) {
 		return MC_ERR_INVALID_WRITE;
+	}
 	MC_PROBE3(put__revoke, o->hash, o->tenant, o->size);
 	mc_objtab_delete_at(tab, pos);
 	/* The writer's grants (util/grant.h) last until put start +
@@ -706,7 +742,9 @@ int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, stru
 		return MC_ERR_OBJECT_HAS_LEASE;
 	/* A forced remove of a leased object keeps its bytes in place until the
 	 * lease ends, so a reader inside its lease never sees them reused (nor
-	 * are they reused while its writer's grants last). */
+	 * are they reused while its writer's grants last).  An upsert in
+	 * progress goes with it. */
+	meta_upsert_drop(m, tab, o);
 	mc_objtab_delete_at(tab, pos);
 	meta_object_destroy(m, o, meta_object_hold(m, o));
 	return 0;

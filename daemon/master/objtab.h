@@ -63,6 +63,12 @@ static inline struct mc_object *mc_objtab_find(const struct mc_objtab *t, uint64
 
 /* Inserts an object that is not yet in the table.  0 or MC_ERR_NO_MEMORY. */
 int mc_objtab_insert(struct mc_objtab *t, uint64_t hash, struct mc_object *o);
+/* Puts o in the place of the object at pos (from mc_objtab_find), which
+ * has the same key and hash: one slot write, no allocation. */
+static inline void mc_objtab_replace_at(struct mc_objtab *t, uint32_t pos, struct mc_object *o)
+{
+	t->slot[pos] = (t->slot[pos] & ~MC_OBJTAB_PTR_MASK) | ((uintptr_t)o & MC_OBJTAB_PTR_MASK);
+}
 /* Removes the entry at pos (from mc_objtab_find); may shrink the table. */
 void mc_objtab_delete_at(struct mc_objtab *t, uint32_t pos);
 /* Removes object o (found by pointer).  0, or MC_ERR_OBJECT_NOT_FOUND. */
