@@ -4,7 +4,9 @@
 #ifndef MC_TEST_OPLOG_HELPERS_H
 #define MC_TEST_OPLOG_HELPERS_H
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,33 @@ static inline char *th_path(const char *dir, const char *name)
 	if (asprintf(&p, "%s/%s", dir, name) < 0)
 		abort();
 	return p;
+}
+
+/* The descriptor this process holds open on path (-1: none), found in
+ * /proc/self/fd: a test swaps /dev/full in under it to fail its writes. */
+static inline int th_find_fd(const char *path)
+{
+	char real[PATH_MAX], link[PATH_MAX], name[300];
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int found = -1;
+
+	if (!d || !realpath(path, real)) {
+		if (d)
+			closedir(d);
+		return -1;
+	}
+	while ((de = readdir(d))) {
+		snprintf(name, sizeof(name), "/proc/self/fd/%s", de->d_name);
+		ssize_t k = readlink(name, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = 0;
+		if (!strcmp(link, real))
+			found = atoi(de->d_name);
+	}
+	closedir(d);
+	return found;
 }
 
 static inline char *th_seg_path(const char *dir, uint64_t first)

@@ -492,86 +492,6 @@ static void test_batch_remove(void **state)
 		assert_rc(st[i], i == 4 ? MC_ERR_INVALID_PARAMS : MC_ERR_OBJECT_NOT_FOUND);
 }
 
-/* ---- upsert ------------------------------------------------------------------------ */
-
-static int upsert_start(struct mc_meta *m, struct mc_uuid c, const char *key, uint64_t size,
-			uint32_t nrep)
-{
-	struct mc_put_config cfg = { .replica_num = nrep, .upsert = true };
-	return mc_meta_put_start(m, c, DFLT, ref_str(key), size, &cfg, NULL, NULL);
-}
-
-static void test_upsert(void **state)
-{
-	struct fx *f = *state;
-	struct mc_meta *m = f->m;
-	struct mc_object_info info;
-	struct rep_sink a = { 0 }, b = { 0 };
-
-	mount3(m, 64 * MiB);
-	/* A missing key: a plain put. */
-	assert_rc(upsert_start(m, C1, "u", 100, 1), 0);
-	assert_rc(get(m, DFLT, "u", NULL, NULL), MC_ERR_REPLICA_IS_NOT_READY);
-	/* A write in progress: refused, by put and upsert alike. */
-	assert_rc(upsert_start(m, C2, "u", 100, 1), MC_ERR_OBJECT_ALREADY_EXISTS);
-	assert_rc(put_start(m, C2, DFLT, "u", 100, 1), MC_ERR_OBJECT_ALREADY_EXISTS);
-	assert_rc(mc_meta_put_end(m, C1, DFLT, ref_str("u"), true, 0x1111), 0);
-	assert_rc(get(m, DFLT, "u", &info, &a), 0);   /* leases it */
-	assert_int_equal(info.size, 100);
-	uint64_t before = meta_allocated(m);
-
-	/* A put of a complete key is still refused; an upsert replaces it,
-	 * even under a read lease, by another client, with another size. */
-	assert_rc(put_start(m, C2, DFLT, "u", 300, 1), MC_ERR_OBJECT_ALREADY_EXISTS);
-	assert_rc(upsert_start(m, C2, "u", 300, 2), 0);
-	assert_rc(get(m, DFLT, "u", NULL, NULL), MC_ERR_REPLICA_IS_NOT_READY);
-	assert_false(exists(m, DFLT, "u"));
-	assert_int_equal(meta_objects(m), 1);
-	/* The old blocks stay reserved until the lease ends (readers in it). */
-	assert_int_equal(meta_allocated(m) >= before + 2 * 300, true);
-	assert_rc(mc_meta_put_end(m, C1, DFLT, ref_str("u"), true, 1), MC_ERR_ILLEGAL_CLIENT);
-	assert_rc(mc_meta_put_end(m, C2, DFLT, ref_str("u"), true, 0x2222), 0);
-	assert_rc(get(m, DFLT, "u", &info, &b), 0);
-	assert_int_equal(info.size, 300);
-	assert_int_equal(info.nrep, 2);
-	assert_int_equal(info.checksum, 0x2222);
-	assert_int_equal(b.n, 2);
-	assert_int_equal(b.r[0].size, 300);
-	struct mc_tenant_usage u = usage(m, DFLT);
-	assert_int_equal(u.charged_bytes, 600);   /* the old value's charge is gone */
-	assert_int_equal(u.objects, 1);
-	set_now(f, now_of(f) + 2 * LEASE);
-	mc_meta_tick(m);
-	/* Past the lease the old value's deferred blocks are free again. */
-	assert_rc(mc_meta_remove(m, DFLT, ref_str("u"), true), 0);
-	assert_int_equal(meta_allocated(m), 0);
-
-	/* A revoked upsert leaves the key absent. */
-	assert_rc(put(m, C1, DFLT, "v", 50, 1), 0);
-	assert_rc(upsert_start(m, C1, "v", 50, 1), 0);
-	assert_rc(mc_meta_put_revoke(m, C1, DFLT, ref_str("v")), 0);
-	assert_false(exists(m, DFLT, "v"));
-	assert_rc(get(m, DFLT, "v", NULL, NULL), MC_ERR_OBJECT_NOT_FOUND);
-
-	/* Batch upsert: existing and new keys, one in progress. */
-	assert_rc(put(m, C1, DFLT, "b0", 10, 1), 0);
-	assert_rc(put_start(m, C1, DFLT, "b2", 10, 1), 0);
-	struct mc_ref keys[3] = { ref_str("b0"), ref_str("b1"), ref_str("b2") };
-	uint64_t sizes[3] = { 20, 30, 40 };
-	int st[3];
-	struct mc_put_config cfg = { .replica_num = 1, .upsert = true };
-	assert_rc(mc_meta_batch_put_start(m, C2, DFLT, keys, sizes, 3, &cfg, st, NULL, NULL), 0);
-	assert_rc(st[0], 0);
-	assert_rc(st[1], 0);
-	assert_rc(st[2], MC_ERR_OBJECT_ALREADY_EXISTS);
-	assert_rc(mc_meta_batch_put_end(m, C2, DFLT, keys, NULL, NULL, 2, st), 0);
-	assert_rc(get(m, DFLT, "b0", &info, NULL), 0);
-	assert_int_equal(info.size, 20);
-	assert_rc(get(m, DFLT, "b1", &info, NULL), 0);
-	assert_int_equal(info.size, 30);
-	assert_rc(mc_meta_put_revoke(m, C1, DFLT, ref_str("b2")), 0);
-}
-
 /* ---- the longest cached prefix ------------------------------------------------------- */
 
 static void test_query_prefix(void **state)
@@ -678,7 +598,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch_put, setup_grant, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_limits, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_upsert, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_prefix, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

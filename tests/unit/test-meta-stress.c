@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-meta-stress.c - the metadata service under concurrency: worker
- * threads put, end, revoke, read, remove and list over one key space (single
+ * threads put, upsert, end, revoke, read, remove and list over one key space (single
  * and batch forms), one thread mounts, drains and unmounts a segment over
  * and over, one drives the clock, ticks and runs mc_meta_check() meanwhile.
  * Every result must be one the operation may give; afterwards the index
@@ -106,7 +106,8 @@ static void count_key(void *ctx, const void *key, uint32_t klen, const struct mc
 static void w_put_start(struct worker *w)
 {
 	int t = (int)below(w, 2), k = (int)below(w, NKEYS);
-	struct mc_put_config cfg = { .replica_num = 1 + below(w, 3) };
+	/* An upsert now and then: over a complete key it waits beside it. */
+	struct mc_put_config cfg = { .replica_num = 1 + below(w, 3), .upsert = below(w, 4) == 0 };
 	uint64_t reps = 0;
 	int r = mc_meta_put_start(M, w->client, tref(t), ref_str(KEYS[k]), 1 + below(w, 8192), &cfg,
 				  count_reps, &reps);
@@ -184,7 +185,8 @@ static void w_batch(struct worker *w)
 		sizes[i] = 1 + below(w, 4096);
 	}
 	if (kind == 0) {
-		struct mc_put_config cfg = { .replica_num = 1 + below(w, 3) };
+		struct mc_put_config cfg = { .replica_num = 1 + below(w, 3),
+					     .upsert = below(w, 4) == 0 };
 		allow("batch_put_start", mc_meta_batch_put_start(M, w->client, tref(t), keys, sizes, n,
 								  &cfg, st, count_reps, &reps), 1, 0);
 		for (uint32_t i = 0; i < n; i++) {
@@ -417,7 +419,7 @@ static void test_stress(void **state)
 
 	/* The counters agree with what is listed. */
 	static struct leftover left[2];
-	uint64_t listed = 0;
+	uint64_t listed = 0, objects = 0;
 	for (int t = 0; t < 2; t++) {
 		uint8_t cur[MC_META_CURSOR_LEN];
 		uint32_t curlen = 0;
@@ -429,10 +431,13 @@ static void test_stress(void **state)
 		listed += left[t].n;
 		struct mc_tenant_usage u;
 		assert_rc(mc_meta_get_tenant_usage(M, tref(t), &u), 0);
-		assert_int_equal(u.objects, left[t].n);
+		/* An upsert in progress over a complete key is one object more,
+		 * listed as its key's old value (mc_meta_check counts it exactly). */
+		assert_true(u.objects >= left[t].n);
+		objects += u.objects;
 	}
 	mc_meta_get_stats(M, &st);
-	assert_int_equal(st.objects, listed);
+	assert_int_equal(st.objects, objects);
 	assert_true(listed <= puts);
 
 	/* Past every lease: RemoveAll(force) takes every COMPLETE object; the

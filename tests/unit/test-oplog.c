@@ -662,28 +662,6 @@ static void test_sync_off(void **state)
 	mc_oplog_close(l);
 }
 
-/* Finds the fd of the open file path, or -1. */
-static int find_fd(const char *path)
-{
-	char real[PATH_MAX], link[PATH_MAX], name[300];
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int found = -1;
-
-	assert_non_null(realpath(path, real));
-	while ((de = readdir(d))) {
-		snprintf(name, sizeof(name), "/proc/self/fd/%s", de->d_name);
-		ssize_t k = readlink(name, link, sizeof(link) - 1);
-		if (k <= 0)
-			continue;
-		link[k] = 0;
-		if (!strcmp(link, real))
-			found = atoi(de->d_name);
-	}
-	closedir(d);
-	return found;
-}
-
 /* A failed write makes the log fail for good: MC_ERR_PERSISTENT_FAIL to the
  * waiters of the lost records and to every later append; what was durable
  * stays so. */
@@ -697,7 +675,7 @@ static void test_eio_sticky(void **state)
 	seq = append_ok(l, 1, "ok", 2);
 	assert_int_equal(mc_oplog_wait_durable(l, seq), 0);
 	char *seg = th_seg_path(f->dir, 1);
-	int fd = find_fd(seg), full = open("/dev/full", O_WRONLY);
+	int fd = th_find_fd(seg), full = open("/dev/full", O_WRONLY);
 	assert_true(fd >= 0 && full >= 0);
 	assert_int_equal(dup2(full, fd), fd);	/* writes now fail with ENOSPC */
 	close(full);
@@ -746,7 +724,7 @@ static void test_fail_resume(void **state)
 	assert_int_equal(mc_oplog_wait_durable(l, s1), 0);
 	assert_int_equal(mc_oplog_poll(l, s1), 0);
 	char *seg = th_seg_path(f->dir, 1);
-	int fd = find_fd(seg), full = open("/dev/full", O_WRONLY);
+	int fd = th_find_fd(seg), full = open("/dev/full", O_WRONLY);
 	int saved = dup(fd);
 	assert_true(fd >= 0 && full >= 0 && saved >= 0);
 	assert_int_equal(dup2(full, fd), fd);	/* writes now fail with ENOSPC */

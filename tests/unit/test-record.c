@@ -34,6 +34,7 @@
 
 #include "meta-helpers.h"
 #include "meta-dump.h"
+#include "oplog-helpers.h"
 
 #define SAMPLE_OPLOG_FILE "oplog-v1/00000000000000000001.log"
 #define SAMPLE_SNAPSHOT "snapshot-v1.db"
@@ -485,7 +486,7 @@ static void test_rules(void **state)
 
 struct upsert_seen {
 	uint32_t objects;
-	uint64_t size, checksum;
+	uint64_t size[2], checksum[2];   /* of k, of j */
 };
 
 static int upsert_collect(void *ctx, uint32_t index, const struct mc_record *r)
@@ -493,21 +494,29 @@ static int upsert_collect(void *ctx, uint32_t index, const struct mc_record *r)
 	struct upsert_seen *s = ctx;
 	if (r->type == MC_REC_OBJECT) {
 		s->objects++;
-		assert_true(bytes_str(r->object.key, "k"));
-		s->size = r->object.size;
-		s->checksum = r->object.checksum;
+		int i = bytes_str(r->object.key, "k") ? 0 : 1;
+		assert_true(i == 0 || bytes_str(r->object.key, "j"));
+		s->size[i] = r->object.size;
+		s->checksum[i] = r->object.checksum;
 	}
 	return 0;
 }
 
-/* An upsert is logged as the old object's DELETE and, at PutEnd, the new
- * OBJECT: replaying the log gives the new value (and only it). */
+static int count_deletes(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
+{
+	*(uint32_t *)ctx += type == MC_REC_DELETE;
+	return 0;
+}
+
+/* An upsert logs nothing until its PutEnd, and then the new OBJECT alone
+ * (it replaces the old one): replaying the log gives the new value of a
+ * finished upsert, and the old value of one that had not finished when
+ * the master stopped; so does a snapshot taken meanwhile. */
 static void test_upsert_replay(void **state)
 {
 	char dir[300];
 	struct mc_oplog *l;
 	struct mc_meta *m = fresh();
-	struct mc_object_info info;
 	snprintf(dir, sizeof(dir), "%s/upsertlog", tmp);
 	struct mc_oplog_config cfg = { .sync = true, .segment_bytes = 1 << 20 };
 	assert_rc(mc_oplog_open_local(dir, &cfg, &l, NULL), 0);
@@ -519,19 +528,29 @@ static void test_upsert_replay(void **state)
 	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("k"), true, 1), 0);
 	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("k"), 40, &uc, NULL, NULL), 0);
 	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("k"), true, 2), 0);
-	/* An upsert started, not finished: the old value is gone after a restart too. */
+	/* An upsert started, not finished: the old value survives a restart. */
 	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("j"), 10, &pc, NULL, NULL), 0);
 	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("j"), true, 3), 0);
-	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("j"), 10, &uc, NULL, NULL), 0);
+	assert_rc(mc_meta_put_start(m, client_id(2), ref_str(""), ref_str("j"), 20, &uc, NULL, NULL), 0);
 	bool failed = false;
 	uint64_t seq = mc_meta_oplog_pending(&failed);
 	assert_false(failed);
 	assert_rc(mc_oplog_wait_durable(l, seq), 0);
+	struct upsert_seen snap = { 0 };
+	mc_meta_freeze(m);
+	assert_rc(mc_meta_dump(m, upsert_collect, &snap), 0);   /* a snapshot meanwhile */
+	mc_meta_thaw(m);
+	assert_int_equal(snap.objects, 2);
+	assert_int_equal(snap.size[1], 10);
+	assert_int_equal(snap.checksum[1], 3);
 	mc_meta_set_oplog(m, NULL);
 	mc_oplog_close(l);
 	mc_meta_free(m);
 
 	assert_rc(mc_oplog_open_local(dir, &cfg, &l, NULL), 0);
+	uint32_t deletes = 0;
+	assert_rc(mc_oplog_replay(l, 0, count_deletes, &deletes), 0);
+	assert_int_equal(deletes, 0);
 	struct mc_meta *b = fresh();
 	struct mc_meta_replay_stats rs;
 	assert_rc(mc_meta_replay(b, l, 0, &rs), 0);
@@ -540,14 +559,60 @@ static void test_upsert_replay(void **state)
 	 * at the state through its dump. */
 	struct upsert_seen seen = { 0 };
 	assert_rc(mc_meta_dump(b, upsert_collect, &seen), 0);
-	assert_int_equal(seen.objects, 1);
-	assert_int_equal(seen.size, 40);
-	assert_int_equal(seen.checksum, 2);
-	assert_rc(mc_meta_get_replica_list(b, ref_str(""), ref_str("j"), &info, NULL, NULL),
-		  MC_ERR_OBJECT_NOT_FOUND);
+	assert_int_equal(seen.objects, 2);
+	assert_int_equal(seen.size[0], 40);
+	assert_int_equal(seen.checksum[0], 2);
+	assert_int_equal(seen.size[1], 10);
+	assert_int_equal(seen.checksum[1], 3);
 	assert_rc(mc_meta_check(b), 0);
 	mc_oplog_close(l);
 	mc_meta_free(b);
+}
+
+/* The log fails under an upsert: its PutEnd is PERSISTENT_FAIL and the old
+ * value stays, readable (no DELETE went out for it). */
+static void test_upsert_lost_record(void **state)
+{
+	char dir[300];
+	struct mc_oplog *l;
+	struct mc_meta *m = fresh();
+	struct mc_object_info info;
+	struct mc_meta_stats st;
+	snprintf(dir, sizeof(dir), "%s/upsertlost", tmp);
+	struct mc_oplog_config cfg = { .sync = true, .segment_bytes = 1 << 20 };
+	assert_rc(mc_oplog_open_local(dir, &cfg, &l, NULL), 0);
+	mc_meta_set_oplog(m, l);
+	struct mc_segment_spec spec = seg_spec(1, "node-a", 64 << 20);
+	assert_rc(mc_meta_mount_segment(m, client_id(1), &spec), 0);
+	struct mc_put_config pc = { .replica_num = 1 }, uc = { .replica_num = 1, .upsert = true };
+	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("k"), 100, &pc, NULL, NULL), 0);
+	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("k"), true, 1), 0);
+	assert_rc(mc_oplog_wait_durable(l, mc_meta_oplog_pending(NULL)), 0);
+	assert_rc(mc_meta_put_start(m, client_id(2), ref_str(""), ref_str("k"), 40, &uc, NULL, NULL), 0);
+
+	char *seg = th_seg_path(dir, 1);
+	int fd = th_find_fd(seg), full = open("/dev/full", O_WRONLY);
+	assert_true(fd >= 0 && full >= 0);
+	assert_int_equal(dup2(full, fd), fd);	/* writes now fail with ENOSPC */
+	close(full);
+	free(seg);
+	/* A record that fails on its way to the disk makes the log fail... */
+	assert_rc(mc_meta_set_quota(m, ref_str("t"), 1), 0);
+	assert_rc(mc_oplog_wait_durable(l, mc_meta_oplog_pending(NULL)), MC_ERR_PERSISTENT_FAIL);
+	/* ... and the upsert's OBJECT cannot be appended. */
+	assert_rc(mc_meta_put_end(m, client_id(2), ref_str(""), ref_str("k"), true, 2),
+		  MC_ERR_PERSISTENT_FAIL);
+	mc_meta_oplog_pending(NULL);
+	mc_meta_set_oplog(m, NULL);
+	assert_rc(mc_meta_get_replica_list(m, ref_str(""), ref_str("k"), &info, NULL, NULL), 0);
+	assert_int_equal(info.size, 100);
+	assert_int_equal(info.checksum, 1);
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.objects, 1);
+	assert_int_equal(st.undone_puts, 1);
+	assert_rc(mc_meta_check(m), 0);
+	mc_oplog_close(l);
+	mc_meta_free(m);
 }
 
 int main(void)
@@ -559,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_upsert_replay),
+		cmocka_unit_test(test_upsert_lost_record),
 	};
 	return cmocka_run_group_tests_name("record", tests, group_setup, group_teardown);
 }
