@@ -220,6 +220,9 @@ static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *b
 						      .n_items = nend, .items = ends };
 		struct mc_msg_batch_put_end_resp ep;
 		r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_PUT_END, &e, &ep, NULL);
+		/* Until PutEnd a get of ours could lease and cache the old values. */
+		for (uint32_t j = 0; upsert && c->dcache && j < nend; j++)
+			mc_dcache_drop(c->dcache, ends[j].key.p, ends[j].key.len);
 		for (uint32_t j = 0; j < nend; j++)
 			status[end_idx[j]] = r < 0 ? r : j < ep.n_status ? ep.status[j] :
 								     MC_ERR_DESERIALIZE_FAIL;
