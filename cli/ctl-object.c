@@ -10,8 +10,9 @@
  *
  * A put never replaces an object: an existing key exits CTL_EXISTS (3)
  * with "exists, unchanged".  An --overwrite needs an atomic replace on the
- * master (an UPSERT op); remove + put would show readers a missing object
- * in between, so there is none.
+ * master (an UPSERT op, daemon/master/meta-upsert.c: the old value stays
+ * readable until the new one's PutEnd); remove + put would show readers a
+ * missing object in between, so there is none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -552,8 +553,9 @@ static const struct ctl_verb verbs[] = {
 	  "Store FILE (or standard input) under KEY, unless KEY exists (exit 3).\n"
 	  "Objects are immutable: an existing object is left unchanged (\"exists,\n"
 	  "unchanged\"); to replace it, use --overwrite.\n"
-	  "  --overwrite    replace the value of an existing KEY (an upsert: readers\n"
-	  "                 holding a read lease keep the old bytes until it ends)\n"
+	  "  --overwrite    replace the value of an existing KEY, atomically: readers\n"
+	  "                 get the old value until the new one is written, never\n"
+	  "                 neither; a failed overwrite keeps the old value\n"
 	  "  --replicas N   up to N replicas on distinct segments (default 1)\n"
 	  "  --pin-ttl MS   soft-pin the object for MS milliseconds\n"
 	  "  --hard-pin     never evict it\n"

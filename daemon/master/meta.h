@@ -167,14 +167,19 @@ int mc_meta_drain_segment_until(struct mc_meta *m, struct mc_uuid segment_id, ui
 /* ---- object operations (the original's semantics and error codes) ---------------- */
 
 /*
- * PutStart; with cfg->upsert, UpsertStart: a complete object under key is
- * removed first, as a forced remove does (its DELETE is logged, its blocks
- * stay in place until its read lease ends, so readers inside the lease
- * still get the old bytes), then the new object is placed as by PutStart
- * (always new blocks: no in-place reuse of an equal-sized object).  From
- * then on the key is PROCESSING (gets: REPLICA_IS_NOT_READY) until PutEnd;
- * a failed or revoked upsert leaves the key absent.  A write in progress
- * under the key is OBJECT_ALREADY_EXISTS for both, as for PutStart.
+ * PutStart; with cfg->upsert, UpsertStart: over a complete object of the
+ * key, the new object is placed (always new blocks) beside it, as its
+ * pending successor (meta-upsert.c): reads keep answering the old object
+ * until the successor's PutEnd puts it in the old one's place, which then
+ * goes as by a forced remove (its blocks stay until its read lease ends).
+ * Nothing is logged before that PutEnd, whose OBJECT record replaces the
+ * old one.  A revoked, failed (PutEnd's record lost), stale (taken over by
+ * a new UpsertStart after put_discard_timeout_ms) or abandoned (reaped
+ * after put_release_timeout_ms) upsert leaves the old object; a remove
+ * takes both; eviction or unmount of the old object leaves the successor
+ * as the key's write in progress.  A write in progress under the key
+ * (put or upsert) is OBJECT_ALREADY_EXISTS for both, as for PutStart; a
+ * missing key is a plain PutStart.
  */
 int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		      struct mc_ref key, uint64_t size, const struct mc_put_config *cfg,

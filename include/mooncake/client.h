@@ -172,14 +172,23 @@ struct mc_put_opts {
 };
 
 /*
- * Upsert (opts->upsert): a complete object under the key is replaced.  The
- * master drops the old object as a forced remove does (readers holding a
- * read lease on it still read the old bytes until the lease ends) and
- * places the new value in new space; until the new value is written the
- * key reads as REPLICA_IS_NOT_READY, and if the write fails the key is
- * absent (the old value is not restored).  A put or upsert of the key in
- * progress elsewhere is OBJECT_ALREADY_EXISTS (never reported as success).
- * A missing key is stored as by a put.
+ * Upsert (opts->upsert): a complete object under the key is replaced,
+ * atomically for readers.  The master places the new value in new space
+ * beside the old one, which stays readable: until the new value's PutEnd
+ * every get, exist and prefix query of the key answers the old value,
+ * whole; after it, the new one; never neither, never a mix (readers
+ * holding a read lease on the old value keep reading its bytes until the
+ * lease ends).  If the upsert fails (no space, quota, a failed replica
+ * write: it is revoked), or its writer goes away (taken over after
+ * put_discard_timeout_ms, reaped after put_release_timeout_ms), the old
+ * value stays.  While it runs both values take space and count against the
+ * quota; eviction may take the old value like any object, and then the
+ * key reads as REPLICA_IS_NOT_READY until the PutEnd.  A put or upsert of
+ * the key in progress elsewhere is OBJECT_ALREADY_EXISTS (never reported
+ * as success); a remove during an upsert removes both values (the upsert's
+ * PutEnd then fails, OBJECT_NOT_FOUND).  A missing key is stored as by a
+ * put.  After a master restart the key holds the old value unless the
+ * upsert's PutEnd had been answered.
  */
 
 /*
