@@ -10,7 +10,9 @@
  * shows the operations before it.
  *
  * The model: for each (tenant, key) absent, processing (writer, start time)
- * or complete (lease deadline), with size and the segments of its replicas;
+ * or complete (lease deadline), with size and the segments of its replicas,
+ * and beside a complete one the upsert in progress over it, if any
+ * (meta-upsert.c: readers see the old value until its PutEnd);
  * for each segment mounted/draining and its owner; the deferred blocks and
  * when they are due.  Segments are large enough never to fill, so placement
  * is predictable up to which segment of a name it picks (read from the
@@ -74,6 +76,7 @@ static struct {
 	struct mc_meta *m;
 	struct test_clock clk;
 	struct mobj obj[NTEN][NKEYS];
+	struct mobj pend[NTEN][NKEYS];   /* an upsert in progress over obj (DONE) */
 	struct mseg seg[NSEG];
 	struct mdef *def;
 	uint32_t ndef, capdef;
@@ -85,6 +88,7 @@ static struct {
 	struct {                /* what the run went through (each must happen) */
 		uint32_t rc[16];
 		uint32_t takeover, unmount_drop, unmount_erase, tick_freed, deferred;
+		uint32_t upsert_start, upsert_swap, upsert_promote;
 	} cov;
 } M;
 
@@ -204,9 +208,12 @@ static uint64_t now(void)
 static uint64_t model_charged(int t)
 {
 	uint64_t c = 0;
-	for (int k = 0; k < NKEYS; k++)
+	for (int k = 0; k < NKEYS; k++) {
 		if (M.obj[t][k].state != ABSENT)
 			c += M.obj[t][k].size * M.obj[t][k].nrep;
+		if (M.pend[t][k].state != ABSENT)
+			c += M.pend[t][k].size * M.pend[t][k].nrep;
+	}
 	return c;
 }
 
@@ -214,7 +221,7 @@ static uint64_t model_objects(int t)
 {
 	uint64_t n = 0;
 	for (int k = 0; k < NKEYS; k++)
-		n += M.obj[t][k].state != ABSENT;
+		n += (M.obj[t][k].state != ABSENT) + (M.pend[t][k].state != ABSENT);
 	return n;
 }
 
@@ -275,14 +282,21 @@ static void model_drop_blocks(const struct mobj *o, uint64_t release_ms)
 	}
 }
 
-static int model_put_start(int t, int k, int c, uint64_t size, uint32_t nrep, uint32_t *placed)
+/* PutStart (UpsertStart with upsert); *ret_o: the object placed. */
+static int model_put_start(int t, int k, int c, uint64_t size, uint32_t nrep, bool upsert,
+			   uint32_t *placed, struct mobj **ret_o)
 {
 	struct mobj *o = &M.obj[t][k];
 
 	if (size == 0)
 		return MC_ERR_INVALID_PARAMS;
-	if (o->state == DONE)
+	if (o->state == DONE && upsert) {
+		o = &M.pend[t][k];   /* beside the old value */
+		if (o->state == PROC && o->time + DISCARD >= now())
+			return MC_ERR_OBJECT_ALREADY_EXISTS;
+	} else if (o->state == DONE) {
 		return MC_ERR_OBJECT_ALREADY_EXISTS;
+	}
 	if (o->state == PROC) {
 		if (o->time + DISCARD >= now())
 			return MC_ERR_OBJECT_ALREADY_EXISTS;
@@ -297,14 +311,15 @@ static int model_put_start(int t, int k, int c, uint64_t size, uint32_t nrep, ui
 		return MC_ERR_NO_AVAILABLE_HANDLE;
 	*placed = MC_MIN(nrep, names);
 	*o = (struct mobj){ .state = PROC, .writer = (uint8_t)c, .size = size, .time = now() };
+	M.cov.upsert_start += o == &M.pend[t][k];
+	*ret_o = o;
 	return 0;
 }
 
 /* Checks what PutStart handed out against the model and records it. */
-static void model_record_replicas(int t, int k, uint32_t placed, const char *pref,
+static void model_record_replicas(struct mobj *o, uint32_t placed, const char *pref,
 				  const struct rep_sink *rs, uint32_t index)
 {
-	struct mobj *o = &M.obj[t][k];
 	bool on_pref = false;
 
 	for (uint32_t i = 0; i < rs->n; i++) {
@@ -334,9 +349,27 @@ static void model_record_replicas(int t, int k, uint32_t placed, const char *pre
 		EXPECT(on_pref, "preferred %s not used", pref);
 }
 
+static void model_drop_blocks(const struct mobj *o, uint64_t release_ms);
+
+/* The upsert in progress of writer c over (t, k), or NULL. */
+static struct mobj *model_upsert_of(int t, int k, int c)
+{
+	struct mobj *p = &M.pend[t][k];
+	return M.obj[t][k].state == DONE && p->state == PROC && p->writer == c ? p : NULL;
+}
+
 static int model_put_end(int t, int k, int c)
 {
-	struct mobj *o = &M.obj[t][k];
+	struct mobj *o = &M.obj[t][k], *p = model_upsert_of(t, k, c);
+	if (p) {   /* the new value takes the old one's place */
+		model_drop_blocks(o, o->time + GRANT);
+		*o = *p;
+		o->state = DONE;
+		o->time = now();
+		p->state = ABSENT;
+		M.cov.upsert_swap++;
+		return 0;
+	}
 	if (o->state == ABSENT)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	if (o->writer != c)
@@ -350,7 +383,12 @@ static int model_put_end(int t, int k, int c)
 
 static int model_put_revoke(int t, int k, int c)
 {
-	struct mobj *o = &M.obj[t][k];
+	struct mobj *o = &M.obj[t][k], *p = model_upsert_of(t, k, c);
+	if (p) {   /* the old value stays */
+		model_drop_blocks(p, p->time + GRANT);
+		p->state = ABSENT;
+		return 0;
+	}
 	if (o->state == ABSENT)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	if (o->writer != c)
@@ -375,6 +413,14 @@ static void model_erase(struct mobj *o)
 	o->state = ABSENT;
 }
 
+/* A remove: the key's value and the upsert in progress over it. */
+static void model_erase_key(int t, int k)
+{
+	model_erase(&M.obj[t][k]);
+	if (M.pend[t][k].state == PROC)
+		model_erase(&M.pend[t][k]);
+}
+
 static int model_remove(int t, int k, bool force)
 {
 	struct mobj *o = &M.obj[t][k];
@@ -384,7 +430,7 @@ static int model_remove(int t, int k, bool force)
 		return MC_ERR_REPLICA_IS_NOT_READY;
 	if (model_leased(o) && !force)
 		return MC_ERR_OBJECT_HAS_LEASE;
-	model_erase(o);
+	model_erase_key(t, k);
 	return 0;
 }
 
@@ -442,9 +488,12 @@ static uint64_t model_tick(void)
 	/* Writes abandoned for the release timeout are revoked (blocks freed
 	 * at once; not part of what the tick reports). */
 	for (int t = 0; t < NTEN; t++)
-		for (int k = 0; k < NKEYS; k++)
+		for (int k = 0; k < NKEYS; k++) {
 			if (M.obj[t][k].state == PROC && M.obj[t][k].time + RELEASE <= now())
 				model_erase(&M.obj[t][k]);
+			if (M.pend[t][k].state == PROC && M.pend[t][k].time + RELEASE <= now())
+				model_erase(&M.pend[t][k]);   /* the old value stays */
+		}
 	for (uint32_t i = 0; i < M.ndef;) {
 		if (M.def[i].release <= now()) {
 			freed += M.def[i].size;
@@ -459,8 +508,11 @@ static uint64_t model_tick(void)
 static void model_unmount(int s)
 {
 	for (int t = 0; t < NTEN; t++)
-		for (int k = 0; k < NKEYS; k++) {
-			struct mobj *o = &M.obj[t][k];
+		for (int w = 0; w < 2 * NKEYS; w++) {
+			int k = w / 2;
+			/* The upsert in progress first, then the value it would
+			 * replace: an old value that goes leaves the key to it. */
+			struct mobj *o = w % 2 ? &M.obj[t][k] : &M.pend[t][k];
 			if (o->state == ABSENT)
 				continue;
 			for (uint32_t i = 0; i < o->nrep; i++)
@@ -473,6 +525,11 @@ static void model_unmount(int s)
 			if (!o->nrep) {
 				o->state = ABSENT;
 				M.cov.unmount_erase++;
+				if (o == &M.obj[t][k] && M.pend[t][k].state == PROC) {
+					*o = M.pend[t][k];
+					M.pend[t][k].state = ABSENT;
+					M.cov.upsert_promote++;
+				}
 			}
 		}
 	for (uint32_t i = 0; i < M.ndef;) {
@@ -517,17 +574,18 @@ static void op_put_start(void)
 	const char *pref = chance(20) ? seg_names[below(NSEG)] : NULL;
 	struct mc_bytes_ref pr = { pref, pref ? (uint32_t)strlen(pref) : 0 };
 	struct mc_put_config cfg = { .replica_num = nrep, .preferred = pref ? &pr : NULL,
-				     .npreferred = pref ? 1 : 0 };
+				     .npreferred = pref ? 1 : 0, .upsert = chance(30) };
 	struct rep_sink rs = { 0 };
+	struct mobj *o = NULL;
 
-	note("put_start t%d k%d c%d size %" PRIu64 " nrep %u pref %s", t, k, c, size, nrep,
-	     pref ? pref : "-");
+	note("%s t%d k%d c%d size %" PRIu64 " nrep %u pref %s", cfg.upsert ? "upsert_start" :
+	     "put_start", t, k, c, size, nrep, pref ? pref : "-");
 	int r = mc_meta_put_start(M.m, cid(c), tref(t), kref(k), size, &cfg, rep_collect, &rs);
 	int want = k < 0 || nrep == 0 || nrep > MC_MAX_REPLICAS ? MC_ERR_INVALID_PARAMS :
-		   model_put_start(t, k, c, size, nrep, &placed);
+		   model_put_start(t, k, c, size, nrep, cfg.upsert, &placed, &o);
 	EXPECT_RC(r, want, "put_start");
 	if (r == 0)
-		model_record_replicas(t, k, placed, pref, &rs, 0);
+		model_record_replicas(o, placed, pref, &rs, 0);
 	else
 		EXPECT(rs.n == 0, "replicas reported by a failed put_start");
 }
@@ -538,6 +596,8 @@ static void op_put_end(void)
 	/* Mostly the writer, so that objects complete. */
 	if (k >= 0 && M.obj[t][k].state == PROC && chance(85))
 		c = M.obj[t][k].writer;
+	else if (k >= 0 && M.pend[t][k].state == PROC && chance(85))
+		c = M.pend[t][k].writer;
 	note("put_end t%d k%d c%d", t, k, c);
 	int r = mc_meta_put_end(M.m, cid(c), tref(t), kref(k), chance(50), rnd());
 	int want = k < 0 ? MC_ERR_INVALID_PARAMS : model_put_end(t, k, c);
@@ -547,7 +607,9 @@ static void op_put_end(void)
 static void op_put_revoke(void)
 {
 	int t = (int)below(NTEN), k = pick_key(), c = (int)below(NCL);
-	if (k >= 0 && M.obj[t][k].state != ABSENT && chance(70))
+	if (k >= 0 && M.pend[t][k].state != ABSENT && chance(50))
+		c = M.pend[t][k].writer;
+	else if (k >= 0 && M.obj[t][k].state != ABSENT && chance(70))
 		c = M.obj[t][k].writer;
 	note("put_revoke t%d k%d c%d", t, k, c);
 	int r = mc_meta_put_revoke(M.m, cid(c), tref(t), kref(k));
@@ -628,14 +690,16 @@ static void op_batch_put_start(void)
 	char d[120];
 	int c = (int)below(NCL);
 	uint32_t nrep = chance(2) ? 0 : pick_nrep(), placed[MAXB];
-	struct mc_put_config cfg = { .replica_num = nrep };
+	struct mc_put_config cfg = { .replica_num = nrep, .upsert = chance(30) };
+	struct mobj *o[MAXB];
 	static struct rep_sink rs;
 
 	pick_batch(&b);
 	for (uint32_t i = 0; i < b.n; i++)
 		sizes[i] = pick_size();
 	memset(&rs, 0, sizeof(rs));
-	note("batch_put_start c%d nrep %u %s", c, nrep, batch_desc(&b, d, sizeof(d)));
+	note("batch_%s_start c%d nrep %u %s", cfg.upsert ? "upsert" : "put", c, nrep,
+	     batch_desc(&b, d, sizeof(d)));
 	int r = mc_meta_batch_put_start(M.m, cid(c), tref(b.t), b.keys, sizes, b.n, &cfg, b.st,
 					rep_collect, &rs);
 	if (nrep == 0) {
@@ -645,10 +709,10 @@ static void op_batch_put_start(void)
 	EXPECT_RC(r, 0, "batch_put_start");
 	for (uint32_t i = 0; i < b.n; i++) {
 		int want = b.k[i] < 0 ? MC_ERR_INVALID_PARAMS :
-			   model_put_start(b.t, b.k[i], c, sizes[i], nrep, &placed[i]);
+			   model_put_start(b.t, b.k[i], c, sizes[i], nrep, cfg.upsert, &placed[i], &o[i]);
 		EXPECT_RC(b.st[i], want, "batch_put_start[i]");
 		if (want == 0)
-			model_record_replicas(b.t, b.k[i], placed[i], NULL, &rs, i);
+			model_record_replicas(o[i], placed[i], NULL, &rs, i);
 	}
 }
 
@@ -663,7 +727,9 @@ static void op_batch_write(int kind)
 	uint64_t cs[MAXB];
 
 	pick_batch(&b);
-	if (kind < 2 && b.k[0] >= 0 && M.obj[b.t][b.k[0]].state != ABSENT && chance(80))
+	if (kind < 2 && b.k[0] >= 0 && M.pend[b.t][b.k[0]].state != ABSENT && chance(50))
+		c = M.pend[b.t][b.k[0]].writer;
+	else if (kind < 2 && b.k[0] >= 0 && M.obj[b.t][b.k[0]].state != ABSENT && chance(80))
 		c = M.obj[b.t][b.k[0]].writer;
 	for (uint32_t i = 0; i < b.n; i++) {
 		hc[i] = chance(50);
@@ -815,7 +881,7 @@ static void op_remove_where(int digit)
 		if (o->state != DONE || (digit >= 0 && !model_matches(k, digit)) ||
 		    (model_leased(o) && !force))
 			continue;
-		model_erase(o);
+		model_erase_key(t, k);
 		want++;
 	}
 	EXPECT(n == want, "removed %" PRIu64 ", model %" PRIu64, n, want);
@@ -1020,12 +1086,16 @@ static void run_seed(uint64_t seed)
 	       M.cov.deferred, "takeovers %u, unmount drops %u/%u, ticks freeing %u, deferrals %u",
 	       M.cov.takeover, M.cov.unmount_drop, M.cov.unmount_erase, M.cov.tick_freed,
 	       M.cov.deferred);
+	EXPECT(M.cov.upsert_start && M.cov.upsert_swap, "upserts beside a value %u, swapped %u",
+	       M.cov.upsert_start, M.cov.upsert_swap);
 	if (getenv("MC_TEST_VERBOSE")) {
 		for (uint32_t i = 0; i < NCOVERED; i++)
 			print_message("# %-24s %u\n", mc_error_name(covered_rcs[i]), M.cov.rc[i]);
 		print_message("# takeovers %u, unmount drops %u (objects %u), ticks freeing %u, deferrals %u\n",
 			      M.cov.takeover, M.cov.unmount_drop, M.cov.unmount_erase,
 			      M.cov.tick_freed, M.cov.deferred);
+		print_message("# upserts beside a value %u, swapped %u, promoted by an unmount %u\n",
+			      M.cov.upsert_start, M.cov.upsert_swap, M.cov.upsert_promote);
 	}
 
 	/* Drain everything: past every deadline, nothing may be left. */
