@@ -140,6 +140,9 @@ static inline void meta_tenant_release(struct mc_meta *m, uint16_t slot)
 	if (slot)	/* the default tenant is never reclaimed, nor counted */
 		__atomic_sub_fetch(&m->tenants[slot]->users, 1, __ATOMIC_RELEASE);
 }
+/* Registers tenant name (tenants_lock held): its slot in *ret; reclaims
+ * empty tenants first at max_tenants.  TENANT_LIMIT_EXCEEDED, NO_MEMORY. */
+int meta_tenant_register_locked(struct mc_meta *m, const void *name, uint32_t len, uint16_t *ret);
 /* Reclaims the tenants seen empty for idle_ms at least (0: every empty one);
  * returns how many.  Caller holds tenants_lock. */
 uint32_t meta_tenants_reclaim_locked(struct mc_meta *m, uint64_t idle_ms);
@@ -232,6 +235,16 @@ static inline struct mc_object *meta_pending_find(struct mc_objtab *tab, const s
 {
 	struct mc_objtab *p = meta_pending_of(tab);
 	return p && p->n ? meta_find_locked(p, loc, key, ret_pos) : NULL;
+}
+/* The upsert in progress of client over o, the object of key in tab
+ * (NULL: none; a PROCESSING o has none). */
+static inline struct mc_object *meta_upsert_of(struct mc_objtab *tab, const struct mc_loc *loc,
+					       struct mc_ref key, const struct mc_object *o,
+					       uint32_t client, uint32_t *ret_pos)
+{
+	struct mc_object *p = mc_object_is_processing(o) ? NULL :
+			      meta_pending_find(tab, loc, key, ret_pos);
+	return p && p->client == client ? p : NULL;
 }
 /* UpsertStart finds a complete object under the key: 0 when its successor
  * may go in the pending table (a stale one there is taken over, as a stale

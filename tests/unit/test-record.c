@@ -508,6 +508,23 @@ static int count_deletes(void *ctx, uint64_t seq, uint16_t type, const void *rec
 	return 0;
 }
 
+/* A store logging to the new log dir/NAME (*l, with cfg), one segment
+ * mounted and k put (100 bytes, checksum 1). */
+static struct mc_meta *logging_store(const char *name, const struct mc_oplog_config *cfg,
+				     char *dir, size_t dirlen, struct mc_oplog **l)
+{
+	struct mc_meta *m = fresh();
+	snprintf(dir, dirlen, "%s/%s", tmp, name);
+	assert_rc(mc_oplog_open_local(dir, cfg, l, NULL), 0);
+	mc_meta_set_oplog(m, *l);
+	struct mc_segment_spec spec = seg_spec(1, "node-a", 64 << 20);
+	assert_rc(mc_meta_mount_segment(m, client_id(1), &spec), 0);
+	struct mc_put_config pc = { .replica_num = 1 };
+	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("k"), 100, &pc, NULL, NULL), 0);
+	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("k"), true, 1), 0);
+	return m;
+}
+
 /* An upsert logs nothing until its PutEnd, and then the new OBJECT alone
  * (it replaces the old one): replaying the log gives the new value of a
  * finished upsert, and the old value of one that had not finished when
@@ -516,16 +533,9 @@ static void test_upsert_replay(void **state)
 {
 	char dir[300];
 	struct mc_oplog *l;
-	struct mc_meta *m = fresh();
-	snprintf(dir, sizeof(dir), "%s/upsertlog", tmp);
 	struct mc_oplog_config cfg = { .sync = true, .segment_bytes = 1 << 20 };
-	assert_rc(mc_oplog_open_local(dir, &cfg, &l, NULL), 0);
-	mc_meta_set_oplog(m, l);
-	struct mc_segment_spec spec = seg_spec(1, "node-a", 64 << 20);
-	assert_rc(mc_meta_mount_segment(m, client_id(1), &spec), 0);
+	struct mc_meta *m = logging_store("upsertlog", &cfg, dir, sizeof(dir), &l);
 	struct mc_put_config pc = { .replica_num = 1 }, uc = { .replica_num = 1, .upsert = true };
-	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("k"), 100, &pc, NULL, NULL), 0);
-	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("k"), true, 1), 0);
 	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("k"), 40, &uc, NULL, NULL), 0);
 	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("k"), true, 2), 0);
 	/* An upsert started, not finished: the old value survives a restart. */
@@ -575,18 +585,11 @@ static void test_upsert_lost_record(void **state)
 {
 	char dir[300];
 	struct mc_oplog *l;
-	struct mc_meta *m = fresh();
 	struct mc_object_info info;
 	struct mc_meta_stats st;
-	snprintf(dir, sizeof(dir), "%s/upsertlost", tmp);
 	struct mc_oplog_config cfg = { .sync = true, .segment_bytes = 1 << 20 };
-	assert_rc(mc_oplog_open_local(dir, &cfg, &l, NULL), 0);
-	mc_meta_set_oplog(m, l);
-	struct mc_segment_spec spec = seg_spec(1, "node-a", 64 << 20);
-	assert_rc(mc_meta_mount_segment(m, client_id(1), &spec), 0);
-	struct mc_put_config pc = { .replica_num = 1 }, uc = { .replica_num = 1, .upsert = true };
-	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("k"), 100, &pc, NULL, NULL), 0);
-	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("k"), true, 1), 0);
+	struct mc_meta *m = logging_store("upsertlost", &cfg, dir, sizeof(dir), &l);
+	struct mc_put_config uc = { .replica_num = 1, .upsert = true };
 	assert_rc(mc_oplog_wait_durable(l, mc_meta_oplog_pending(NULL)), 0);
 	assert_rc(mc_meta_put_start(m, client_id(2), ref_str(""), ref_str("k"), 40, &uc, NULL, NULL), 0);
 
