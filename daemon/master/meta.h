@@ -277,7 +277,7 @@ uint64_t mc_meta_evict_background(struct mc_meta *m);
 void mc_meta_set_evict_wake(struct mc_meta *m, void (*fn)(void *ctx), void *ctx);
 
 struct mc_meta_stats {
-	uint64_t objects;
+	uint64_t objects;                   /* an upsert in progress over a value: one more */
 	uint64_t capacity_bytes;
 	uint64_t allocated_bytes;
 	uint32_t segments;
