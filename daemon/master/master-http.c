@@ -8,6 +8,7 @@
  * contract is docs/rest-api.md.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #include "master/oplog.h"
 #include "util/clock.h"
 #include "util/syserr.h"
+
+#define SNAPSHOT_FILE "/api/v1/snapshots/newest/file"
 
 
 /* ---- helpers for the handlers ----------------------------------------------------- */
@@ -284,7 +287,9 @@ static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_ht
 	struct mc_master_http *h = ctx;
 	if (h->cfg.tokens)
 		return authorize_tenants(h, req, resp);
-	if (!h->token || !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
+	/* the snapshot file is all metadata at once: an admin's only */
+	bool admin_get = !strcmp(req->path, SNAPSHOT_FILE);
+	if (!h->token || (!admin_get && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))))
 		return true;
 	size_t len = 0;
 	const char *b = bearer(req, &len);
@@ -491,6 +496,33 @@ static HTTP_HANDLER(http_snapshots_take)
 	http_json(resp, 201, obj);
 }
 
+/* The newest snapshot's file (a standby bootstraps from it): the
+ * sqlite file as it is (format: snapshot-file.c), with its id and oplog
+ * position in the X-Mooncake-Snapshot header ("id=N seq=N"). */
+static HTTP_HANDLER(http_snapshot_file)
+{
+	struct mc_master_http *h = ctx;
+	static __thread char hdr[64];
+	int fd = -1;
+	uint64_t size = 0, id = 0, seq = 0;
+	if (!http_args_only(req, resp, no_args))
+		return;
+	if (!h->cfg.snapshot_open)
+		return mc_http_error(resp, 503, "SERVICE_UNAVAILABLE", "snapshots are not enabled");
+	int r = h->cfg.snapshot_open(h->cfg.snapshot_ctx, &fd, &size, &id, &seq);
+	if (r == MC_ERR_OBJECT_NOT_FOUND)
+		return mc_http_error(resp, 404, "NOT_FOUND", "no snapshot yet");
+	if (r < 0)
+		return http_mc_error(resp, r, NULL);
+	snprintf(hdr, sizeof(hdr), "id=%" PRIu64 " seq=%" PRIu64, id, seq);
+	resp->status = 200;
+	resp->content_type = "application/vnd.sqlite3";
+	resp->fd = fd;
+	resp->fd_size = size;
+	resp->header = "X-Mooncake-Snapshot";
+	resp->header_value = hdr;
+}
+
 /* ---- durability ------------------------------------------------------------------- */
 
 /*
@@ -580,6 +612,7 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 		{ "PUT", API "/tenants/{}/quota", http_quota_put_durable, h },
 		{ "GET", API "/snapshots", http_snapshots_list, h },
 		{ "POST", API "/snapshots", http_snapshots_take, h },
+		{ "GET", SNAPSHOT_FILE, http_snapshot_file, h },
 	};
 #undef API
 	struct mc_http_server_config hcfg = {

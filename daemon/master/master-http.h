@@ -46,6 +46,10 @@ struct mc_master_http_config {
 	 * new SNAPSHOT object (docs/rest-api.md). */
 	int (*snapshot_list)(void *ctx, json_t **ret_array);
 	int (*snapshot_take)(void *ctx, json_t **ret_object);
+	/* the newest snapshot file, opened (GET /api/v1/snapshots/newest/file;
+	 * MC_ERR_OBJECT_NOT_FOUND: none) */
+	int (*snapshot_open)(void *ctx, int *ret_fd, uint64_t *ret_size, uint64_t *ret_id,
+			     uint64_t *ret_seq);
 	void *snapshot_ctx;
 	const char *role;		/* /health's role: "single" (NULL) or "leader" */
 	mc_log_fn log;			/* the HTTP server's reports (common/log.h) */

@@ -68,6 +68,7 @@
 #include "common/daemon.h"
 #include "common/daemon-metrics.h"
 #include "common/rpc-server.h"
+#include "master/master-follow.h"
 #include "master/master-http.h"
 #include "master/master-metrics.h"
 #include "master/master-repair.h"
@@ -76,6 +77,8 @@
 #include "master/oplog.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
+#include "util/clock.h"
+#include "util/macro.h"
 
 struct master_config {
 	char *rpc_address;
@@ -301,6 +304,51 @@ static int open_etcd(struct master *m)
 	return r;
 }
 
+/* A standby follows the log into its own store while it campaigns
+ * (master-follow.h); once elected it replays only what is left: m->meta.
+ * (Without a store, or if the log no longer reaches back to it, the
+ * caller recovers from the snapshots as a cold master does.) */
+static int open_etcd_warm(struct master *m, const struct mc_meta_config *mcfg)
+{
+	const struct master_config *c = m->cfg;
+	struct mc_master_follow_config fcfg = {
+		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
+		.snap_dir = m->snap_dir, .admin_token = m->admin_token, .meta_cfg = mcfg,
+		.timeout_ms = (uint32_t)MC_MAX(MC_MIN(c->etcd_lease_ttl_s * 1000 / 3, 2000), 300),
+		.log = mc_log_cb,
+	};
+	struct mc_master_follow *f = NULL;
+	int r = mc_master_follow_start(&fcfg, &f);
+	if (r < 0)
+		log_warning("standby: cannot follow the log (%s): a promotion replays it all",
+			    mc_strerror(r));
+	r = open_etcd(m);
+	uint64_t t0 = mc_now_ms(), seq = 0;
+	struct mc_master_follow_stats fst = { 0 };
+	struct mc_meta *meta = NULL;
+	if (f)
+		mc_master_follow_get_stats(f, &fst);
+	mc_master_follow_stop(f, &meta, &seq);
+	if (r < 0 || !meta) {
+		mc_meta_free(meta);
+		return r;
+	}
+	struct mc_meta_replay_stats st;
+	if ((r = mc_meta_replay(meta, m->oplog, seq, &st)) < 0) {
+		log_warning("promotion: the warm store (up to %llu) cannot be used: %s; recovering "
+			    "from the snapshots", (unsigned long long)seq, mc_strerror(r));
+		mc_meta_free(meta);
+		return 0;
+	}
+	m->meta = meta;
+	log_notice("promotion: the warm store held the log up to %llu (%llu records followed, "
+		   "%llu bootstraps); replayed the %llu records left in %llu ms",
+		   (unsigned long long)seq, (unsigned long long)fst.records,
+		   (unsigned long long)fst.bootstraps, (unsigned long long)st.records,
+		   (unsigned long long)(mc_now_ms() - t0));
+	return 0;
+}
+
 /* The oplog (cutting a torn tail), then the newest snapshot plus the oplog after it. */
 static int master_recover(struct master *m)
 {
@@ -342,16 +390,17 @@ static int master_recover(struct master *m)
 				  "kept records %llu..%llu", (unsigned long long)orec.truncated_bytes,
 				  (unsigned long long)orec.dropped_files, orec.detail,
 				  (unsigned long long)orec.first_seq, (unsigned long long)orec.last_seq);
-	} else if (!strcmp(c->oplog, "etcd") && (r = open_etcd(m)) < 0) {
-		return r;
 	}
 	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", c->state_dir);
 	if ((r = mc_make_dirs(m->snap_dir)) < 0) {
 		log_error("cannot create '%s': %s", m->snap_dir, mc_strerror(r));
 		return r;
 	}
+	if (!strcmp(c->oplog, "etcd") && (r = open_etcd_warm(m, &mcfg)) < 0)
+		return r;
 	struct mc_snapshot_info sinfo;
-	if ((r = mc_snapshot_recover(m->snap_dir, &mcfg, m->oplog, mc_log_cb, &m->meta, &sinfo,
+	if (!m->meta &&
+	    (r = mc_snapshot_recover(m->snap_dir, &mcfg, m->oplog, mc_log_cb, &m->meta, &sinfo,
 				     err, sizeof(err))) < 0) {
 		log_error("cannot recover the metadata: %s", err);
 		return r;
@@ -435,6 +484,20 @@ fail:
 	return r;
 }
 
+/* GET /api/v1/snapshots/newest/file (what a new standby bootstraps from). */
+static int snapshot_open(void *ctx, int *ret_fd, uint64_t *ret_size, uint64_t *ret_id,
+			 uint64_t *ret_seq)
+{
+	struct mc_snapshot_info info;
+	int r = mc_snapshot_open_newest(ctx, ret_fd, &info);
+	if (r == 0) {
+		*ret_size = info.file_bytes;
+		*ret_id = info.id;
+		*ret_seq = info.oplog_seq;
+	}
+	return r;
+}
+
 /* The oplog's notify: durable records settle parked replies. */
 static void wake_rpc(void *srv)
 {
@@ -490,7 +553,7 @@ static int master_start(struct master *m)
 		.role = strcmp(c->oplog, "etcd") ? "single" : "leader",
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */
 		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
-		.snapshot_ctx = m->snaps,
+		.snapshot_open = snapshot_open, .snapshot_ctx = m->snaps,
 	};
 	if ((r = mc_master_http_start(&hcfg, &m->http)) < 0) {
 		log_error("cannot serve http on %s:%llu: %s", c->http_address,

@@ -11,9 +11,10 @@
  *                               addresses, text).  Its create_revision
  *                               identifies one term of leadership.
  *   P "standby/<lease, 16 hex>" a waiting master, attached to its lease;
- *                               value: its leader_value.  While one
- *                               exists the leader does not compact (the
- *                               standby may have no snapshot).
+ *                               value: its leader_value.  (The leader
+ *                               compacts anyway: a standby behind
+ *                               `compacted` bootstraps again from the
+ *                               leader's newest snapshot.)
  *   P "compacted"               decimal text: every record <= it was
  *                               removed (covered by a snapshot); absent: 0
  *   P "oplog/NNNNNNNNNNNNNNNNNNNN"  one batch; NNN = its first seq, 20

@@ -63,6 +63,11 @@ struct elog {
 size_t oploge_key(const struct elog *l, char *key, const char *name);
 size_t oploge_batch_key(const struct elog *l, char *key, uint64_t first);
 int oploge_keys_push(struct elog *l, uint64_t first);
+/* A range of [key, end) (end NULL: the one key): *ret the answer. */
+int oploge_range(struct mc_etcd *e, const char *key, size_t kn, json_t *end, int64_t limit,
+		 bool keys_only, json_t **ret);
+/* Parses the seq of a batch key (prefix "oplog/" + 20 digits). */
+bool oploge_batch_seq(const char *prefix, size_t plen, const uint8_t *k, size_t n, uint64_t *seq);
 /* Checks the records of one batch value (first seq `first`); calls fn for
  * those > after (and <= limit).  *last gets the last seq.  0, fn's
  * return, or MC_ERR_FILE_READ_FAIL (why says what is wrong). */

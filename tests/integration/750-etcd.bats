@@ -292,6 +292,55 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	grep -q 'etcd holds records after' "$MC_DIR/master-c.log"
 }
 
+@test "oplog=etcd: a standby started after a compaction bootstraps from the leader's snapshot (admin API, token), follows the log warm while the leader compacts, and serves everything acknowledged after promotion" {
+	printf 'sekret\n' >"$MC_DIR/token"
+	local tok=(--admin_token_file="$MC_DIR/token") auth=(-H 'Authorization: Bearer sekret')
+	start_etcd
+	start_ha a "${tok[@]}"
+	wait_leader a
+	start_node n1 --segment_size=256M
+	for i in 1 2 3; do run -0 put_random "w$i" 10K; done
+	start_load
+	sleep 1
+	curl -sf -X POST "${auth[@]}" "http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots" >/dev/null
+	etcd_keys | grep -q '^/mooncake/t/compacted$'
+	# the snapshot file is an admin's only
+	local url=http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots/newest/file
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 401 ]
+	[ "$(curl -s -o "$MC_DIR/snap.db" -w '%{http_code}' "${auth[@]}" "$url")" = 200 ]
+	[ "$(head -c 15 "$MC_DIR/snap.db")" = "SQLite format 3" ]
+	run -0 put_random w4 10K
+	sleep 1
+	start_ha b "${tok[@]}"	# empty state_dir, the log compacted: bootstraps
+	local i
+	for i in $(seq 1 100); do
+		grep -q 'bootstrapped from the leader' "$MC_DIR/master-b.log" && break
+		sleep 0.1
+	done
+	grep -q "bootstrapped from the leader's snapshot" "$MC_DIR/master-b.log"
+	ls "$MC_DIR"/master-b/snapshots/snap-*.db
+	# the leader compacts with a standby registered; the standby follows
+	sleep 1
+	curl -sf -X POST "${auth[@]}" "http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots" >/dev/null
+	run -0 put_random w5 10K
+	sleep 2
+	local t0 t1
+	t0=$(date +%s%N)
+	kill -KILL "${HA_PID[a]}"
+	_mc_reap "${HA_PID[a]}"
+	wait_leader b 15
+	t1=$(date +%s%N)
+	local promo
+	promo=$(grep -o 'promotion: .*' "$MC_DIR/master-b.log")
+	echo "# warm standby: kill -9 to serving $(((t1 - t0) / 1000000)) ms (lease TTL 2 s); $promo" >&3
+	[[ "$promo" == *"replayed the "*" records left in "* ]]
+	wait_put_ok b
+	sleep 1
+	stop_load
+	verify_load
+	for i in 1 2 3 4 5; do get_compare "w$i"; done
+}
+
 @test "oplog=etcd: after a failover, a restored segment whose node never remounts is dropped client_ttl_ms later; its keys can be put again" {
 	start_etcd
 	start_ha a --client_ttl_ms=3000
