@@ -8,15 +8,79 @@
 #include <string.h>
 
 #include "common/http-server.h"
+#include "common/rpc-server.h"
+#include "master/master-rpc.h"
 #include "master/master-standby.h"
 #include "mooncake/error.h"
+#include "proto/arena.h"
 
 struct mc_master_standby {
 	struct mc_http_server *srv;
+	struct mc_rpc_server *rpc;
+	struct mc_rpc_server_config rcfg;
+	char rpc_self[300];		/* our own RPC address */
 	pthread_mutex_t mu;
 	bool ok;
 	char text[512];
+	char leader_rpc[MC_MAX_SEGMENT_NAME + 1];	/* from text ("" : unknown) */
 };
+
+/* ---- RPC: HELLO names the leader, every other op NOT_LEADER ---------------------- */
+
+static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_standby *s = ctx;
+	struct mc_msg_hello_resp *p = resp;
+	int r = mc_rpc_hello(NULL, call, resp);
+	if (r < 0)
+		return r;
+	char *l = mc_arena_alloc(call->arena, sizeof(s->leader_rpc), 1);
+	if (!l)
+		return MC_ERR_NO_MEMORY;
+	pthread_mutex_lock(&s->mu);
+	memcpy(l, s->leader_rpc, sizeof(s->leader_rpc));
+	pthread_mutex_unlock(&s->mu);
+	/* a standby names a leader even before it knows one ("?": ask again) */
+	p->leader = mc_bytes_str(l[0] ? l : "?");
+	return 0;
+}
+
+static int h_not_leader(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	(void)ctx, (void)call, (void)resp;
+	return MC_ERR_NOT_LEADER;
+}
+
+/* The leader's RPC address out of its leader key ("rpc=H:P http=H:P"). */
+static void parse_rpc(const char *value, char *buf, size_t n)
+{
+	const char *p = strstr(value, "rpc=");
+	buf[0] = 0;
+	if (!p)
+		return;
+	p += 4;
+	size_t len = strcspn(p, " ");
+	if (len < n) {
+		memcpy(buf, p, len);
+		buf[len] = 0;
+	}
+}
+
+/* Listens while another master leads on another address (on a shared
+ * address the leader holds the port: no listener). */
+static void rpc_update(struct mc_master_standby *s)
+{
+	if (!s->rcfg.address || s->rpc || !s->ok || !s->leader_rpc[0] ||
+	    !strcmp(s->leader_rpc, s->rpc_self))
+		return;
+	struct mc_rpc_handlers h, m;
+	mc_master_rpc_handlers(&m);
+	memset(&h, 0, sizeof(h));
+	for (unsigned i = 0; i < MC_OP_COUNT; i++)
+		h.fn[i] = m.fn[i] ? h_not_leader : NULL;
+	h.fn[MC_OPI_HELLO] = h_hello;
+	mc_rpc_server_start(&s->rcfg, &h, s, &s->rpc);	/* (a failure: callers move on) */
+}
 
 static void h_health(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
 {
@@ -73,13 +137,27 @@ void mc_master_standby_set(struct mc_master_standby *s, bool ok, const char *tex
 	pthread_mutex_lock(&s->mu);
 	s->ok = ok;
 	snprintf(s->text, sizeof(s->text), "%s", text);
+	if (ok)
+		parse_rpc(text, s->leader_rpc, sizeof(s->leader_rpc));
 	pthread_mutex_unlock(&s->mu);
+	rpc_update(s);	/* (only the election's thread calls this: no race on s->rpc) */
+}
+
+void mc_master_standby_rpc(struct mc_master_standby *s, const struct mc_rpc_server_config *cfg,
+			   const char *self)
+{
+	s->rcfg = *cfg;
+	s->rcfg.defer_poll = NULL;
+	s->rcfg.defer_count = NULL;
+	s->rcfg.defer_ctx = NULL;
+	snprintf(s->rpc_self, sizeof(s->rpc_self), "%s", self);
 }
 
 void mc_master_standby_stop(struct mc_master_standby *s)
 {
 	if (!s)
 		return;
+	mc_rpc_server_stop(s->rpc);
 	mc_http_server_stop(s->srv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

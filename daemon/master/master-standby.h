@@ -8,6 +8,11 @@
  *   503 {"status":"degraded","role":"standby","reason":"...",...}  etcd
  *       does not answer (nobody can be elected through it)
  * Every other path: 404.
+ *
+ * Its RPC port (mc_master_standby_rpc): once the election names a leader
+ * on another RPC address, it listens there too and answers HELLO with
+ * that address in `leader` and every other master op MC_ERR_NOT_LEADER
+ * (proto.def), so that callers go to the leader (rpc-conn.h).
  */
 #ifndef MC_MASTER_STANDBY_H
 #define MC_MASTER_STANDBY_H
@@ -26,6 +31,11 @@ uint16_t mc_master_standby_port(const struct mc_master_standby *s);
 /* The election's state: etcd answers and `text` leads (ok), or etcd does
  * not answer (text: why).  Thread-safe. */
 void mc_master_standby_set(struct mc_master_standby *s, bool ok, const char *text);
+/* Where and how to listen for RPC (the master's config; defer_* unused);
+ * self: this master's "host:port".  Call before the election starts. */
+struct mc_rpc_server_config;
+void mc_master_standby_rpc(struct mc_master_standby *s, const struct mc_rpc_server_config *cfg,
+			   const char *self);
 /* NULL is fine. */
 void mc_master_standby_stop(struct mc_master_standby *s);
 

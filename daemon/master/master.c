@@ -285,6 +285,13 @@ static int open_etcd(struct master *m)
 			  (unsigned long long)c->http_port, mc_strerror(r));
 		return r;
 	}
+	struct mc_rpc_server_config scfg = {
+		.address = c->rpc_address, .port = (uint16_t)c->rpc_port, .workers = 1,
+		.log = mc_log_cb, .admit = m->admit,
+	};
+	char self[300];
+	snprintf(self, sizeof(self), "%s:%llu", c->rpc_address, (unsigned long long)c->rpc_port);
+	mc_master_standby_rpc(m->standby, &scfg, self);
 	log_info("campaigning for cluster %s at etcd %s; /health on %s:%u meanwhile",
 		 c->cluster_id, c->etcd_endpoints, c->http_address,
 		 (unsigned)mc_master_standby_port(m->standby));

@@ -187,7 +187,17 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	health b | jq -e '.role == "standby" and (.leader | contains("rpc=127.0.0.1:'"${HA_RPC[a]}"'"))'
 	! grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
 	etcd_keys | grep -q '^/mooncake/t/standby/'
+	# b's RPC port names the leader; metadata ops answer NOT_LEADER
+	run -0 "$RPC" "127.0.0.1:${HA_RPC[b]}" hello
+	[[ "$output" == *"leader=127.0.0.1:${HA_RPC[a]}"* ]]
+	run "$RPC" "127.0.0.1:${HA_RPC[b]}" exist k1
+	[[ "$output" == *NOT_LEADER* ]]
 	start_node n1 --segment_size=256M
+	# a client given only the standby goes to the leader it names
+	run -0 put_random viab 10K
+	MASTER_ADDR=127.0.0.1:${HA_RPC[b]} get_compare viab
+	MASTER_ADDR=127.0.0.1:${HA_RPC[b]} put_random viab2 10K
+	get_compare viab2
 	start_load
 	sleep 2
 	local t0 t1
