@@ -316,7 +316,7 @@ static HTTP_HANDLER(http_cluster)
 	const struct mc_meta_config *mc = mc_meta_get_config(h->cfg.meta);
 	json_t *j = json_pack("{s:s,s:s,s:f,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 			      "s:{s:f,s:f},s:I}",
-			      "role", "single", "version", MC_VERSION_STRING,
+			      "role", h->cfg.role ? h->cfg.role : "single", "version", MC_VERSION_STRING,
 			      "uptime_s", (double)(mc_now_ms() - h->started_ms) / 1000.0,
 			      "capacity_bytes", (json_int_t)st.capacity_bytes,
 			      "allocated_bytes", (json_int_t)st.allocated_bytes,

@@ -192,6 +192,16 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	[[ "$output" == *"leader=127.0.0.1:${HA_RPC[a]}"* ]]
 	run "$RPC" "127.0.0.1:${HA_RPC[b]}" exist k1
 	[[ "$output" == *NOT_LEADER* ]]
+	# mooncakectl status: every master of the list and its role; the
+	# cluster's numbers from the leader
+	local ml=http://127.0.0.1:${HA_HTTP[b]},http://127.0.0.1:${HA_HTTP[a]}
+	run -0 "$CTL" --master "$ml" status
+	echo "$output"
+	[[ "$output" == *"127.0.0.1:${HA_HTTP[b]} (standby)"* ]]
+	[[ "$output" == *"127.0.0.1:${HA_HTTP[a]} (leader)"* ]]
+	grep -Eq '^role: +leader' <<<"$output"
+	run -0 "$CTL" --master "$ml" --json status
+	jq -e '(.masters | length) == 2 and .role == "leader"' <<<"$output"
 	start_node n1 --segment_size=256M
 	# a client given only the standby goes to the leader it names
 	run -0 put_random viab 10K
