@@ -192,6 +192,8 @@ static int bootstrap(struct mc_master_follow *f)
 	f->applied = info.oplog_seq;
 	f->bootstraps++;
 	pthread_mutex_unlock(&f->mu);
+	if (f->cfg.on_store)
+		f->cfg.on_store(f->cfg.ctx, m);
 	mc_meta_free(old);
 	f->last_err = 0;
 	flog(f, LOG_NOTICE, "standby: bootstrapped from the leader's snapshot %" PRIu64 " (%" PRIu64
@@ -216,6 +218,8 @@ static int apply_one(void *ctx, uint64_t seq, uint16_t type, const void *rec, ui
 static void *follow_thread(void *arg)
 {
 	struct mc_master_follow *f = arg;
+	if (f->meta && f->cfg.on_store)	/* the local snapshot's */
+		f->cfg.on_store(f->cfg.ctx, f->meta);
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
 		int r = 0;

@@ -33,6 +33,11 @@ struct mc_master_follow_config {
 	uint32_t poll_ms;			/* 0: 100 */
 	uint32_t timeout_ms;			/* of one etcd request; 0: 2000 */
 	mc_log_fn log;				/* called with a NULL ctx */
+	/* A store is ready (the first, or a new one after a bootstrap): called
+	 * on the thread, before the previous store is freed; the previous one
+	 * must not be used once it returns.  May be NULL. */
+	void (*on_store)(void *ctx, struct mc_meta *meta);
+	void *ctx;
 };
 
 struct mc_master_follow;

@@ -285,6 +285,15 @@ static bool authorize_tenants(struct mc_master_http *h, const struct mc_http_req
 static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
 {
 	struct mc_master_http *h = ctx;
+	if (h->cfg.standby && strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
+		char text[512], msg[700];
+		bool ok = false;
+		h->cfg.standby(h->cfg.standby_ctx, &ok, text, sizeof(text));
+		snprintf(msg, sizeof(msg), "this master is a standby; %s%s",
+			 ok ? "the leader is " : "no leader: ", text);
+		mc_http_error(resp, 503, "NOT_LEADER", msg);
+		return false;
+	}
 	if (h->cfg.tokens)
 		return authorize_tenants(h, req, resp);
 	/* the snapshot file is all metadata at once: an admin's only */
@@ -564,12 +573,27 @@ DURABLE(http_quota_put)
 
 /* /health: ok, or 503 degraded with the reason while the oplog is failed
  * (mutations are refused until it resumes by itself). */
+static HTTP_HANDLER(http_no_metrics)
+{
+	(void)ctx, (void)req;
+	mc_http_error(resp, 503, "SERVICE_UNAVAILABLE", "no metrics on a standby");
+}
+
 static HTTP_HANDLER(http_health)
 {
 	struct mc_master_http *h = ctx;
 	char why[256];
 	(void)req;
 	const char *role = h->cfg.role ? h->cfg.role : "single";
+	if (h->cfg.standby) {
+		char text[512];
+		bool ok = false;
+		h->cfg.standby(h->cfg.standby_ctx, &ok, text, sizeof(text));
+		return http_json(resp, ok ? 200 : 503,
+				 json_pack("{s:s, s:s, s:s, s:s}", "status", ok ? "ok" : "degraded",
+					   "role", "standby", ok ? "leader" : "reason", text,
+					   "version", MC_VERSION_STRING));
+	}
 	if (!h->cfg.oplog || !mc_oplog_failed(h->cfg.oplog, why, sizeof(why)))
 		return mc_http_health((void *)role, req, resp);
 	http_json(resp, 503, json_pack("{s:s, s:s, s:s, s:s}", "status", "degraded", "reason", why,
@@ -594,7 +618,8 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 #define API "/api/v1"
 	const struct mc_http_route routes[] = {
 		{ "GET", "/health", http_health, h },
-		{ "GET", "/metrics", mc_daemon_metrics_http, cfg->metrics },
+		{ "GET", "/metrics", cfg->metrics ? mc_daemon_metrics_http : http_no_metrics,
+		  cfg->metrics },
 		{ "GET", API "/cluster", http_cluster, h },
 		{ "GET", API "/segments", http_segments_list, h },
 		{ "GET", API "/segments/{}", http_segment_get, h },

@@ -6,16 +6,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/http-server.h"
 #include "common/rpc-server.h"
+#include "master/master-http.h"
 #include "master/master-rpc.h"
 #include "master/master-standby.h"
 #include "mooncake/error.h"
 #include "proto/arena.h"
 
 struct mc_master_standby {
-	struct mc_http_server *srv;
+	pthread_mutex_t http_mu;	/* srv, mh: the swap to the store and back */
+	struct mc_http_server *srv;	/* /health only, until a store is served */
+	struct mc_master_http *mh;	/* the store's REST API (read-only) */
+	struct mc_master_http_config hcfg;
+	bool have_hcfg;
 	struct mc_rpc_server *rpc;
 	struct mc_rpc_server_config rcfg;
 	char rpc_self[300];		/* our own RPC address */
@@ -100,6 +106,46 @@ static void h_health(void *ctx, const struct mc_http_request *req, struct mc_htt
 	free(body);
 }
 
+static void standby_state(void *ctx, bool *ok, char *text, size_t n)
+{
+	struct mc_master_standby *s = ctx;
+	pthread_mutex_lock(&s->mu);
+	*ok = s->ok;
+	snprintf(text, n, "%s", s->text);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void mc_master_standby_http(struct mc_master_standby *s, const struct mc_master_http_config *cfg)
+{
+	s->hcfg = *cfg;
+	s->hcfg.role = "standby";
+	s->hcfg.oplog = NULL;
+	s->hcfg.clients = NULL;
+	s->hcfg.metrics = NULL;
+	s->hcfg.snapshot_list = NULL;
+	s->hcfg.snapshot_take = NULL;
+	s->hcfg.snapshot_open = NULL;
+	s->hcfg.standby = standby_state;
+	s->hcfg.standby_ctx = s;
+	s->have_hcfg = true;
+}
+
+int mc_master_standby_serve(struct mc_master_standby *s, struct mc_meta *meta)
+{
+	int r = 0;
+	if (!s->have_hcfg)
+		return 0;
+	pthread_mutex_lock(&s->http_mu);
+	s->srv = mc_http_server_stop(s->srv);
+	s->mh = mc_master_http_stop(s->mh);
+	s->hcfg.meta = meta;
+	/* the port was ours a moment ago: a few tries */
+	for (int i = 0; i < 50 && (r = mc_master_http_start(&s->hcfg, &s->mh)) < 0; i++)
+		usleep(20000);
+	pthread_mutex_unlock(&s->http_mu);
+	return r;
+}
+
 int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 			    struct mc_master_standby **ret)
 {
@@ -107,6 +153,7 @@ int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 	if (!s)
 		return MC_ERR_NO_MEMORY;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->http_mu, NULL);
 	snprintf(s->text, sizeof(s->text), "waiting for etcd");
 	const struct mc_http_route routes[] = {
 		{ "GET", "/health", h_health, s },
@@ -118,6 +165,7 @@ int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 	int r = mc_http_server_start(&cfg, &s->srv);
 	if (r < 0) {
 		pthread_mutex_destroy(&s->mu);
+		pthread_mutex_destroy(&s->http_mu);
 		free(s);
 		return r;
 	}
@@ -127,7 +175,7 @@ int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 
 uint16_t mc_master_standby_port(const struct mc_master_standby *s)
 {
-	return mc_http_server_port(s->srv);
+	return s->srv ? mc_http_server_port(s->srv) : mc_master_http_port(s->mh);
 }
 
 void mc_master_standby_set(struct mc_master_standby *s, bool ok, const char *text)
@@ -159,6 +207,8 @@ void mc_master_standby_stop(struct mc_master_standby *s)
 		return;
 	mc_rpc_server_stop(s->rpc);
 	mc_http_server_stop(s->srv);
+	mc_master_http_stop(s->mh);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->http_mu);
 	free(s);
 }

@@ -272,9 +272,24 @@ static void on_waiting(void *ctx, bool ok, const char *text)
 	mc_master_standby_set(m->standby, ok, text);
 }
 
-/* Campaigns (blocks while a standby: the admin port answers /health with
- * role standby meanwhile). */
-static int open_etcd(struct master *m)
+/* The store of a standby is ready (master-follow.h): its admin port serves it. */
+static void on_store(void *ctx, struct mc_meta *meta)
+{
+	struct master *m = ctx;
+	int r = mc_master_standby_serve(m->standby, meta);
+	if (r < 0)
+		log_error("standby: cannot serve http on %s:%llu: %s", m->cfg->http_address,
+			  (unsigned long long)m->cfg->http_port, mc_strerror(r));
+}
+
+/* A standby (oplog = etcd): its admin port (/health, then its store's
+ * REST reads) and RPC port (naming the leader) meanwhile
+ * (master-standby.h); it follows the log into its own store
+ * (master-follow.h) while it campaigns (blocks).  Once elected it
+ * replays only what is left: m->meta.  (Without a store, or if the log no
+ * longer reaches back to it, the caller recovers from the snapshots as a
+ * cold master does.) */
+static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 {
 	const struct master_config *c = m->cfg;
 	char value[600], err[512];
@@ -292,9 +307,26 @@ static int open_etcd(struct master *m)
 	char self[300];
 	snprintf(self, sizeof(self), "%s:%llu", c->rpc_address, (unsigned long long)c->rpc_port);
 	mc_master_standby_rpc(m->standby, &scfg, self);
+	struct mc_master_http_config hcfg = {
+		.address = c->http_address, .port = (uint16_t)c->http_port,
+		.admin_token = m->admin_token, .tokens = m->tokens, .log = mc_log_cb,
+	};
+	mc_master_standby_http(m->standby, &hcfg);
 	log_info("campaigning for cluster %s at etcd %s; /health on %s:%u meanwhile",
 		 c->cluster_id, c->etcd_endpoints, c->http_address,
 		 (unsigned)mc_master_standby_port(m->standby));
+
+	struct mc_master_follow_config fcfg = {
+		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
+		.snap_dir = m->snap_dir, .admin_token = m->admin_token, .meta_cfg = mcfg,
+		.timeout_ms = (uint32_t)MC_MAX(MC_MIN(c->etcd_lease_ttl_s * 1000 / 3, 2000), 300),
+		.log = mc_log_cb, .on_store = on_store, .ctx = m,
+	};
+	struct mc_master_follow *f = NULL;
+	if ((r = mc_master_follow_start(&fcfg, &f)) < 0)
+		log_warning("standby: cannot follow the log (%s): a promotion replays it all",
+			    mc_strerror(r));
+
 	struct mc_oplog_etcd_config ecfg = {
 		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
 		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
@@ -304,38 +336,17 @@ static int open_etcd(struct master *m)
 	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,
 		 (unsigned long long)c->rpc_port, c->http_address, (unsigned long long)c->http_port);
 	r = mc_oplog_open_etcd(&ecfg, &m->oplog, err, sizeof(err));
-	mc_master_standby_stop(m->standby);
-	m->standby = NULL;
 	if (r < 0)
 		log_error("oplog = etcd: %s", err);
-	return r;
-}
 
-/* A standby follows the log into its own store while it campaigns
- * (master-follow.h); once elected it replays only what is left: m->meta.
- * (Without a store, or if the log no longer reaches back to it, the
- * caller recovers from the snapshots as a cold master does.) */
-static int open_etcd_warm(struct master *m, const struct mc_meta_config *mcfg)
-{
-	const struct master_config *c = m->cfg;
-	struct mc_master_follow_config fcfg = {
-		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
-		.snap_dir = m->snap_dir, .admin_token = m->admin_token, .meta_cfg = mcfg,
-		.timeout_ms = (uint32_t)MC_MAX(MC_MIN(c->etcd_lease_ttl_s * 1000 / 3, 2000), 300),
-		.log = mc_log_cb,
-	};
-	struct mc_master_follow *f = NULL;
-	int r = mc_master_follow_start(&fcfg, &f);
-	if (r < 0)
-		log_warning("standby: cannot follow the log (%s): a promotion replays it all",
-			    mc_strerror(r));
-	r = open_etcd(m);
 	uint64_t t0 = mc_now_ms(), seq = 0;
 	struct mc_master_follow_stats fst = { 0 };
 	struct mc_meta *meta = NULL;
 	if (f)
 		mc_master_follow_get_stats(f, &fst);
-	mc_master_follow_stop(f, &meta, &seq);
+	mc_master_follow_stop(f, &meta, &seq);	/* no on_store after it */
+	mc_master_standby_stop(m->standby);
+	m->standby = NULL;
 	if (r < 0 || !meta) {
 		mc_meta_free(meta);
 		return r;
@@ -403,7 +414,7 @@ static int master_recover(struct master *m)
 		log_error("cannot create '%s': %s", m->snap_dir, mc_strerror(r));
 		return r;
 	}
-	if (!strcmp(c->oplog, "etcd") && (r = open_etcd_warm(m, &mcfg)) < 0)
+	if (!strcmp(c->oplog, "etcd") && (r = open_etcd(m, &mcfg)) < 0)
 		return r;
 	struct mc_snapshot_info sinfo;
 	if (!m->meta &&

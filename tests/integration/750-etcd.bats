@@ -341,6 +341,20 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	done
 	grep -q "bootstrapped from the leader's snapshot" "$MC_DIR/master-b.log"
 	ls "$MC_DIR"/master-b/snapshots/snap-*.db
+	# REST on the standby: reads from its own store, role standby;
+	# mutations 503 NOT_LEADER naming the leader
+	local sb=http://127.0.0.1:${HA_HTTP[b]}
+	for i in $(seq 1 50); do
+		curl -sf "$sb/api/v1/objects/w4" >/dev/null && break
+		sleep 0.1
+	done
+	curl -sf "$sb/api/v1/objects/w4" | jq -e '.key == "w4"'
+	curl -sf "$sb/api/v1/cluster" | jq -e '.role == "standby" and .objects >= 4'
+	health b | jq -e '.role == "standby"'
+	run -0 curl -s -w '\n%{http_code}' -X DELETE "${auth[@]}" "$sb/api/v1/objects/w1"
+	[ "$(tail -n1 <<<"$output")" = 503 ]
+	head -n1 <<<"$output" | jq -e '.error.code == "NOT_LEADER" and
+		(.error.message | contains("rpc=127.0.0.1:'"${HA_RPC[a]}"'"))'
 	# the leader compacts with a standby registered; the standby follows
 	sleep 1
 	curl -sf -X POST "${auth[@]}" "http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots" >/dev/null
