@@ -152,6 +152,24 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* THREADS workers of PER_THREAD append + wait each; their results (free). */
+static struct worker *run_workers(struct mc_oplog *l)
+{
+	struct worker *w = calloc(THREADS, sizeof(*w));
+	pthread_t t[THREADS];
+	assert_non_null(w);
+	for (uint32_t i = 0; i < THREADS; i++) {
+		w[i].l = l;
+		w[i].id = i;
+		pthread_create(&t[i], NULL, worker_main, &w[i]);
+	}
+	for (uint32_t i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].err, 0);
+	}
+	return w;
+}
+
 struct check {
 	uint32_t next[THREADS];
 	uint64_t records, last;
@@ -195,17 +213,7 @@ static void test_stress_reopen(void **state)
 	NEED_ETCD(f);
 	struct mc_oplog *l = open_log(f, NULL);
 	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
-	struct worker *w = calloc(THREADS, sizeof(*w));
-	pthread_t t[THREADS];
-	for (uint32_t i = 0; i < THREADS; i++) {
-		w[i].l = l;
-		w[i].id = i;
-		pthread_create(&t[i], NULL, worker_main, &w[i]);
-	}
-	for (uint32_t i = 0; i < THREADS; i++) {
-		pthread_join(t[i], NULL);
-		assert_int_equal(w[i].err, 0);
-	}
+	struct worker *w = run_workers(l);
 	struct mc_oplog_stats st;
 	mc_oplog_get_stats(l, &st);
 	assert_int_equal(st.appended, THREADS * PER_THREAD);
@@ -379,18 +387,9 @@ static void test_tail(void **state)
 	char leader[64];
 	assert_int_equal(mc_oplog_tail_leader(tl.t, leader, sizeof(leader)), 0);
 	assert_string_equal(leader, "unit");
-	pthread_t tt, t[THREADS];
+	pthread_t tt;
 	pthread_create(&tt, NULL, tailer_main, &tl);
-	struct worker *w = calloc(THREADS, sizeof(*w));
-	for (uint32_t i = 0; i < THREADS; i++) {
-		w[i].l = l;
-		w[i].id = i;
-		pthread_create(&t[i], NULL, worker_main, &w[i]);
-	}
-	for (uint32_t i = 0; i < THREADS; i++) {
-		pthread_join(t[i], NULL);
-		assert_int_equal(w[i].err, 0);
-	}
+	struct worker *w = run_workers(l);
 	for (int i = 0; i < 500 && tl.k.last < THREADS * PER_THREAD && !tl.err; i++)
 		usleep(10000);
 	__atomic_store_n(&tl.stop, true, __ATOMIC_RELEASE);
