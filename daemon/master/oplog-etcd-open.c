@@ -322,7 +322,6 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	struct elog *l = calloc(1, sizeof(*l));
 	if (!l)
 		return MC_ERR_NO_MEMORY;
-	l->base.ops = &oploge_ops;
 	l->cfg = *cfg;
 	if (!l->cfg.lease_ttl_s)
 		l->cfg.lease_ttl_s = 5;
@@ -334,6 +333,7 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	pthread_mutex_init(&l->io_mu, NULL);
 	pthread_cond_init(&l->work_cv, NULL);
 	pthread_cond_init(&l->durable_cv, NULL);
+	mc_oplog_base_init(&l->base, &oploge_ops, &l->mu, &l->durable_cv);
 	pthread_cond_init(&l->space_cv, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

@@ -34,7 +34,6 @@ struct elog {
 	struct batch cur, out;
 	uint64_t next_seq, durable_seq, done_seq, taken_seq;
 	uint64_t appended, bytes, blocked, txns, failures, lost, resumes, retries;
-	uint32_t waiters;
 	bool closing, appended_any;
 	bool unreachable;		/* a batch is being retried: etcd does not answer */
 	bool overdue;			/* the lease's renewal is overdue: leader or not? */
@@ -43,11 +42,6 @@ struct elog {
 	bool told;			/* cfg.deposed was called */
 	uint64_t unreachable_ms;	/* when the episode began (wall) */
 	char why[256];			/* the last etcd error, or why deposed */
-	mc_oplog_notify_fn notify;
-	void *notify_ctx;
-	bool notifying;			/* the flusher calls notify without mu (see set_notify) */
-	mc_oplog_undo_fn undo;
-	void *undo_ctx;
 	pthread_t flusher, keeper;
 	bool flusher_on, keeper_on;
 

@@ -123,7 +123,7 @@ for round in $(seq 1 "$FAILOVERS"); do
 	pl=$!
 	sleep 2
 	t0=$(date +%s%N)
-	kill -KILL "$pa"
+	{ kill -KILL "$pa"; wait "$pa"; } 2>/dev/null
 	serve=
 	for _ in $(seq 1 400); do
 		grep -q 'ready: rpc on' "$tmp/fo-$round-b.log" && { serve=$(ms_since "$t0"); break; }
