@@ -66,7 +66,9 @@ stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/d
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 declare -A put
-for mode in local etcd; do
+modes="local etcd"
+[ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
+for mode in $modes; do
 	cluster "$mode"
 	for c in 1 16 64; do
 		: >"$tmp/out"
@@ -84,9 +86,10 @@ for mode in local etcd; do
 	stop_cluster
 done
 for c in 1 16 64; do
+	[ -n "$modes" ] || break
 	ratio "put4k_c${c}_etcd_vs_local" "${put[etcd$c]}" "${put[local$c]}"
 done
-if [ "${CHECK_PERF:-1}" != 0 ]; then
+if [ "${CHECK_PERF:-1}" != 0 ] && [ -n "$modes" ]; then
 	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)
 	tput=$(sed -n 's/.*Throughput is \([0-9.]*\) writes\/s.*/\1/p' <<<"$out" | head -n1)
 	echo "etcd etcdctl_check_perf_small ${tput:-?} writes/s"
@@ -123,7 +126,13 @@ for round in $(seq 1 "$FAILOVERS"); do
 	pl=$!
 	sleep 2
 	t0=$(date +%s%N)
-	{ kill -KILL "$pa"; wait "$pa"; } 2>/dev/null
+	if ! kill -0 "$pa" 2>/dev/null; then
+		echo "etcd: failover round $round: the leader did not start:" >&2
+		tail -n 5 "$tmp/fo-$round-a.log" >&2
+		kill "$pl" "$pn" "$pb" 2>/dev/null || true
+		continue
+	fi
+	{ kill -KILL "$pa"; wait "$pa"; } 2>/dev/null || true
 	serve=
 	for _ in $(seq 1 400); do
 		grep -q 'ready: rpc on' "$tmp/fo-$round-b.log" && { serve=$(ms_since "$t0"); break; }
