@@ -35,8 +35,16 @@
  *                  and a lease keeper (oplog-etcd*.c); when the lease is
  *                  lost, deposed() sets a flag that a 100 ms timer of the
  *                  main loop reads: it stops the daemon (exit 1).
- *   (standby)      oplog = etcd, while waiting to lead: the HTTP server of
- *                  master-standby.c (/health only), stopped once elected.
+ *   (standby)      oplog = etcd, while waiting to lead (master-standby.c):
+ *                  its HTTP server (/health only, then, once the follower
+ *                  has a store, master-http.c read-only on that store) and
+ *                  an RPC server of one worker (once a leader on another
+ *                  address is known: HELLO names it, other ops NOT_LEADER);
+ *                  and the follower (master-follow.c): polls the log in
+ *                  etcd, applies it to its own store, bootstraps from the
+ *                  leader's snapshot over HTTP.  Once elected: the
+ *                  follower is stopped (its store handed over), then the
+ *                  standby servers, then the rest starts as above.
  *
  * Startup: open the oplog (cutting a torn tail, refusing a damaged log:
  * --repair, master-repair.c; oplog = etcd: the election, blocking while a
