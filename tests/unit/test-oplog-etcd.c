@@ -350,8 +350,9 @@ struct tailer {
 	struct mc_oplog *l;
 	struct check k;
 	uint64_t polls, ahead;
+	uint64_t progress;	/* k.last, for the main thread (atomic) */
 	bool stop;
-	int err;
+	int err;		/* atomic */
 };
 
 static void *tailer_main(void *arg)
@@ -361,9 +362,10 @@ static void *tailer_main(void *arg)
 		uint64_t last = tl->k.last;
 		int r = mc_oplog_tail_poll(tl->t, tl->k.last, check_rec, &tl->k, &last);
 		if (r || last != tl->k.last) {
-			tl->err = r ? r : -1;
+			__atomic_store_n(&tl->err, r ? r : -1, __ATOMIC_RELEASE);
 			return NULL;
 		}
+		__atomic_store_n(&tl->progress, last, __ATOMIC_RELEASE);
 		/* (a record read may be ahead of the leader's durable_seq: etcd
 		 * committed it, the flusher has not seen the answer yet) */
 		struct mc_oplog_stats st;
@@ -390,7 +392,8 @@ static void test_tail(void **state)
 	pthread_t tt;
 	pthread_create(&tt, NULL, tailer_main, &tl);
 	struct worker *w = run_workers(l);
-	for (int i = 0; i < 500 && tl.k.last < THREADS * PER_THREAD && !tl.err; i++)
+	for (int i = 0; i < 500 && __atomic_load_n(&tl.progress, __ATOMIC_ACQUIRE) <
+			THREADS * PER_THREAD && !__atomic_load_n(&tl.err, __ATOMIC_ACQUIRE); i++)
 		usleep(10000);
 	__atomic_store_n(&tl.stop, true, __ATOMIC_RELEASE);
 	pthread_join(tt, NULL);
