@@ -127,11 +127,33 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
 	int np, r;
 	if ((r = ctl_args(ctl, argc, argv, NULL, 0, NULL, 0, 0, &np, NULL)))
 		return r;
-	json_t *j;
-	if ((r = ctl_rest(ctl, "GET", "/api/v1/cluster", NULL, "status", &j)))
+	json_t *j, *masters = json_array();
+	if (ctl->master && strchr(ctl->master, ',')) {	/* every master of the list, its role */
+		char *b, role[32];
+		for (unsigned i = 0; ctl_rest_master_role(ctl, i, &b, role, sizeof(role)) == 0; i++) {
+			json_array_append_new(masters, json_pack("{s:s, s:s}", "url", b, "role", role));
+			free(b);
+		}
+	}
+	if ((r = ctl_rest(ctl, "GET", "/api/v1/cluster", NULL, "status", &j))) {
+		json_decref(masters);
 		return r;
-	if (ctl->json)
+	}
+	if (json_array_size(masters))
+		json_object_set(j, "masters", masters);
+	if (ctl->json) {
+		json_decref(masters);
 		return print_json(j);
+	}
+	size_t mi;
+	json_t *me;
+	json_array_foreach(masters, mi, me) {	/* "master:  URL (role)" lines first */
+		char v[512];
+		snprintf(v, sizeof(v), "%s (%s)", js(me, "url"), js(me, "role"));
+		const char *kv[] = { "master", v };
+		print_fields(kv, 2);
+	}
+	json_decref(masters);
 	struct cell c[16];
 	char used[96], evicted[96], wm[64];
 	snprintf(used, sizeof(used), "%s (%.1f%%)", c_size(&c[0], ju(j, "allocated_bytes")),

@@ -83,16 +83,56 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	return mc_wbuf_put_raw(ud, ptr, n) == 0 ? n : 0;
 }
 
+/* The base URL of master i of the --master list (NULL past its end). */
+static char *nth_base(const char *list, unsigned i)
+{
+	const char *m = list;
+	for (unsigned j = 0; j < i && m; j++)
+		if ((m = strchr(m, ',')))
+			m++;
+	if (!m)
+		return NULL;
+	size_t n = strcspn(m, ",");
+	while (n > 1 && m[n - 1] == '/')
+		n--;
+	char *b;
+	bool scheme = memmem(m, n, "://", 3) != NULL;
+	return asprintf(&b, "%s%.*s", scheme ? "" : "http://", (int)n, m) < 0 ? NULL : b;
+}
+
+int ctl_rest_master_role(struct ctl *ctl, unsigned i, char **ret_base, char *role, size_t n)
+{
+	const char *m = ctl->master && *ctl->master ? ctl->master : CTL_DEFAULT_MASTER;
+	char *b = nth_base(m, i), *saved = ctl->base;
+	if (!b)
+		return -1;
+	struct ctl_rest_reply rep;
+	ctl->base = b;
+	int r = ctl_rest_request(ctl, "GET", "/health", NULL, 1000, &rep);
+	ctl->base = saved;
+	const char *ro = json_string_value(json_object_get(rep.body, "role"));
+	snprintf(role, n, "%s", r < 0 ? "unreachable" : ro ? ro : "?");
+	ctl_rest_reply_free(&rep);
+	*ret_base = b;
+	return 0;
+}
+
 const char *ctl_rest_base(struct ctl *ctl)
 {
 	if (!ctl->base) {
 		const char *m = ctl->master && *ctl->master ? ctl->master : CTL_DEFAULT_MASTER;
-		bool scheme = strstr(m, "://") != NULL;
-		size_t n = strlen(m);
-		while (n > 1 && m[n - 1] == '/')
-			n--;
-		if (asprintf(&ctl->base, "%s%.*s", scheme ? "" : "http://", (int)n, m) < 0)
-			ctl->base = NULL;
+		/* a list of masters: the one that leads (or serves alone) */
+		for (unsigned i = 0; strchr(m, ',') && !ctl->base; i++) {
+			char *b, role[32];
+			if (ctl_rest_master_role(ctl, i, &b, role, sizeof(role)) < 0)
+				break;
+			if (!strcmp(role, "leader") || !strcmp(role, "single"))
+				ctl->base = b;
+			else
+				free(b);
+		}
+		if (!ctl->base)
+			ctl->base = nth_base(m, 0);
 	}
 	return ctl->base ? ctl->base : CTL_DEFAULT_MASTER;
 }

@@ -44,6 +44,12 @@ void ctl_rest_reply_free(struct ctl_rest_reply *rep);
 int ctl_rest(struct ctl *ctl, const char *method, const char *path, const json_t *body,
 	     const char *subject, json_t **ret);
 
+/* Master i of the --master list (comma-separated; a list: the REST calls
+ * go to the one whose /health says leader): *ret_base its base URL (the
+ * caller frees it), role what its /health says ("unreachable").  0, or
+ * -1 past the end of the list. */
+int ctl_rest_master_role(struct ctl *ctl, unsigned i, char **ret_base, char *role, size_t n);
+
 /* The base URL in use (for messages). */
 const char *ctl_rest_base(struct ctl *ctl);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <netinet/in.h>
 
 #include <microhttpd.h>
@@ -257,9 +258,19 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, struct mc_http_respon
 {
 	if (!r->status)
 		r->status = 500;
-	struct MHD_Response *mr = MHD_create_response_from_buffer(r->body_len, r->body ? r->body : (void *)"",
-								  r->body ? MHD_RESPMEM_MUST_FREE
-									  : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *mr;
+	if (r->fd > 0) {
+		free(r->body);
+		r->body = NULL;
+		if (!(mr = MHD_create_response_from_fd64(r->fd_size, r->fd))) {
+			close(r->fd);
+			return MHD_NO;
+		}
+	} else {
+		mr = MHD_create_response_from_buffer(r->body_len, r->body ? r->body : (void *)"",
+						     r->body ? MHD_RESPMEM_MUST_FREE
+							     : MHD_RESPMEM_PERSISTENT);
+	}
 	if (!mr) {
 		free(r->body);
 		return MHD_NO;

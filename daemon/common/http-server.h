@@ -89,6 +89,10 @@ struct mc_http_response {
 	char *body;
 	size_t body_len;
 	const char *header, *header_value;	/* one extra header, or NULL */
+	int fd;				/* > 0: the body is this file's first fd_size
+					 * bytes instead (sent from the file, not memory;
+					 * the server closes fd) */
+	uint64_t fd_size;
 };
 
 typedef void (*mc_http_handler_fn)(void *ctx, const struct mc_http_request *req,

@@ -8,6 +8,7 @@
  * contract is docs/rest-api.md.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #include "master/oplog.h"
 #include "util/clock.h"
 #include "util/syserr.h"
+
+#define SNAPSHOT_FILE "/api/v1/snapshots/newest/file"
 
 
 /* ---- helpers for the handlers ----------------------------------------------------- */
@@ -282,9 +285,20 @@ static bool authorize_tenants(struct mc_master_http *h, const struct mc_http_req
 static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
 {
 	struct mc_master_http *h = ctx;
+	if (h->cfg.standby && strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
+		char text[512], msg[700];
+		bool ok = false;
+		h->cfg.standby(h->cfg.standby_ctx, &ok, text, sizeof(text));
+		snprintf(msg, sizeof(msg), "this master is a standby; %s%s",
+			 ok ? "the leader is " : "no leader: ", text);
+		mc_http_error(resp, 503, "NOT_LEADER", msg);
+		return false;
+	}
 	if (h->cfg.tokens)
 		return authorize_tenants(h, req, resp);
-	if (!h->token || !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
+	/* the snapshot file is all metadata at once: an admin's only */
+	bool admin_get = !strcmp(req->path, SNAPSHOT_FILE);
+	if (!h->token || (!admin_get && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))))
 		return true;
 	size_t len = 0;
 	const char *b = bearer(req, &len);
@@ -311,7 +325,7 @@ static HTTP_HANDLER(http_cluster)
 	const struct mc_meta_config *mc = mc_meta_get_config(h->cfg.meta);
 	json_t *j = json_pack("{s:s,s:s,s:f,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 			      "s:{s:f,s:f},s:I}",
-			      "role", "single", "version", MC_VERSION_STRING,
+			      "role", h->cfg.role ? h->cfg.role : "single", "version", MC_VERSION_STRING,
 			      "uptime_s", (double)(mc_now_ms() - h->started_ms) / 1000.0,
 			      "capacity_bytes", (json_int_t)st.capacity_bytes,
 			      "allocated_bytes", (json_int_t)st.allocated_bytes,
@@ -491,6 +505,33 @@ static HTTP_HANDLER(http_snapshots_take)
 	http_json(resp, 201, obj);
 }
 
+/* The newest snapshot's file (a standby bootstraps from it): the
+ * sqlite file as it is (format: snapshot-file.c), with its id and oplog
+ * position in the X-Mooncake-Snapshot header ("id=N seq=N"). */
+static HTTP_HANDLER(http_snapshot_file)
+{
+	struct mc_master_http *h = ctx;
+	static __thread char hdr[64];
+	int fd = -1;
+	uint64_t size = 0, id = 0, seq = 0;
+	if (!http_args_only(req, resp, no_args))
+		return;
+	if (!h->cfg.snapshot_open)
+		return mc_http_error(resp, 503, "SERVICE_UNAVAILABLE", "snapshots are not enabled");
+	int r = h->cfg.snapshot_open(h->cfg.snapshot_ctx, &fd, &size, &id, &seq);
+	if (r == MC_ERR_OBJECT_NOT_FOUND)
+		return mc_http_error(resp, 404, "NOT_FOUND", "no snapshot yet");
+	if (r < 0)
+		return http_mc_error(resp, r, NULL);
+	snprintf(hdr, sizeof(hdr), "id=%" PRIu64 " seq=%" PRIu64, id, seq);
+	resp->status = 200;
+	resp->content_type = "application/vnd.sqlite3";
+	resp->fd = fd;
+	resp->fd_size = size;
+	resp->header = "X-Mooncake-Snapshot";
+	resp->header_value = hdr;
+}
+
 /* ---- durability ------------------------------------------------------------------- */
 
 /*
@@ -532,12 +573,27 @@ DURABLE(http_quota_put)
 
 /* /health: ok, or 503 degraded with the reason while the oplog is failed
  * (mutations are refused until it resumes by itself). */
+static HTTP_HANDLER(http_no_metrics)
+{
+	(void)ctx, (void)req;
+	mc_http_error(resp, 503, "SERVICE_UNAVAILABLE", "no metrics on a standby");
+}
+
 static HTTP_HANDLER(http_health)
 {
 	struct mc_master_http *h = ctx;
 	char why[256];
 	(void)req;
 	const char *role = h->cfg.role ? h->cfg.role : "single";
+	if (h->cfg.standby) {
+		char text[512];
+		bool ok = false;
+		h->cfg.standby(h->cfg.standby_ctx, &ok, text, sizeof(text));
+		return http_json(resp, ok ? 200 : 503,
+				 json_pack("{s:s, s:s, s:s, s:s}", "status", ok ? "ok" : "degraded",
+					   "role", "standby", ok ? "leader" : "reason", text,
+					   "version", MC_VERSION_STRING));
+	}
 	if (!h->cfg.oplog || !mc_oplog_failed(h->cfg.oplog, why, sizeof(why)))
 		return mc_http_health((void *)role, req, resp);
 	http_json(resp, 503, json_pack("{s:s, s:s, s:s, s:s}", "status", "degraded", "reason", why,
@@ -562,7 +618,8 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 #define API "/api/v1"
 	const struct mc_http_route routes[] = {
 		{ "GET", "/health", http_health, h },
-		{ "GET", "/metrics", mc_daemon_metrics_http, cfg->metrics },
+		{ "GET", "/metrics", cfg->metrics ? mc_daemon_metrics_http : http_no_metrics,
+		  cfg->metrics },
 		{ "GET", API "/cluster", http_cluster, h },
 		{ "GET", API "/segments", http_segments_list, h },
 		{ "GET", API "/segments/{}", http_segment_get, h },
@@ -580,6 +637,7 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 		{ "PUT", API "/tenants/{}/quota", http_quota_put_durable, h },
 		{ "GET", API "/snapshots", http_snapshots_list, h },
 		{ "POST", API "/snapshots", http_snapshots_take, h },
+		{ "GET", SNAPSHOT_FILE, http_snapshot_file, h },
 	};
 #undef API
 	struct mc_http_server_config hcfg = {

@@ -46,8 +46,19 @@ struct mc_master_http_config {
 	 * new SNAPSHOT object (docs/rest-api.md). */
 	int (*snapshot_list)(void *ctx, json_t **ret_array);
 	int (*snapshot_take)(void *ctx, json_t **ret_object);
+	/* the newest snapshot file, opened (GET /api/v1/snapshots/newest/file;
+	 * MC_ERR_OBJECT_NOT_FOUND: none) */
+	int (*snapshot_open)(void *ctx, int *ret_fd, uint64_t *ret_size, uint64_t *ret_id,
+			     uint64_t *ret_seq);
 	void *snapshot_ctx;
 	const char *role;		/* /health's role: "single" (NULL) or "leader" */
+	/* Non-NULL: a standby (oplog = etcd) serving its warm store
+	 * (master-follow.h): role "standby"; GETs are served from meta; every
+	 * other method answers 503 NOT_LEADER naming the leader; /health
+	 * answers as master-standby.h says.  standby() fills in whether etcd
+	 * answers (*ok) and the leader key's value (or why etcd does not). */
+	void (*standby)(void *ctx, bool *ok, char *text, size_t n);
+	void *standby_ctx;
 	mc_log_fn log;			/* the HTTP server's reports (common/log.h) */
 	void *log_ctx;
 };

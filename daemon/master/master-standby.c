@@ -6,17 +6,87 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/http-server.h"
+#include "common/rpc-server.h"
+#include "master/master-http.h"
+#include "master/master-rpc.h"
 #include "master/master-standby.h"
 #include "mooncake/error.h"
+#include "proto/arena.h"
 
 struct mc_master_standby {
-	struct mc_http_server *srv;
+	pthread_mutex_t http_mu;	/* srv, mh: the swap to the store and back */
+	struct mc_http_server *srv;	/* /health only, until a store is served */
+	struct mc_master_http *mh;	/* the store's REST API (read-only) */
+	struct mc_master_http_config hcfg;
+	bool have_hcfg;
+	struct mc_rpc_server *rpc;
+	struct mc_rpc_server_config rcfg;
+	char rpc_self[300];		/* our own RPC address */
 	pthread_mutex_t mu;
 	bool ok;
 	char text[512];
+	char leader_rpc[MC_MAX_SEGMENT_NAME + 1];	/* from text ("" : unknown) */
 };
+
+/* ---- RPC: HELLO names the leader, every other op NOT_LEADER ---------------------- */
+
+static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_standby *s = ctx;
+	struct mc_msg_hello_resp *p = resp;
+	int r = mc_rpc_hello(NULL, call, resp);
+	if (r < 0)
+		return r;
+	char *l = mc_arena_alloc(call->arena, sizeof(s->leader_rpc), 1);
+	if (!l)
+		return MC_ERR_NO_MEMORY;
+	pthread_mutex_lock(&s->mu);
+	memcpy(l, s->leader_rpc, sizeof(s->leader_rpc));
+	pthread_mutex_unlock(&s->mu);
+	/* a standby names a leader even before it knows one ("?": ask again) */
+	p->leader = mc_bytes_str(l[0] ? l : "?");
+	return 0;
+}
+
+static int h_not_leader(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	(void)ctx, (void)call, (void)resp;
+	return MC_ERR_NOT_LEADER;
+}
+
+/* The leader's RPC address out of its leader key ("rpc=H:P http=H:P"). */
+static void parse_rpc(const char *value, char *buf, size_t n)
+{
+	const char *p = strstr(value, "rpc=");
+	buf[0] = 0;
+	if (!p)
+		return;
+	p += 4;
+	size_t len = strcspn(p, " ");
+	if (len < n) {
+		memcpy(buf, p, len);
+		buf[len] = 0;
+	}
+}
+
+/* Listens while another master leads on another address (on a shared
+ * address the leader holds the port: no listener). */
+static void rpc_update(struct mc_master_standby *s)
+{
+	if (!s->rcfg.address || s->rpc || !s->ok || !s->leader_rpc[0] ||
+	    !strcmp(s->leader_rpc, s->rpc_self))
+		return;
+	struct mc_rpc_handlers h, m;
+	mc_master_rpc_handlers(&m);
+	memset(&h, 0, sizeof(h));
+	for (unsigned i = 0; i < MC_OP_COUNT; i++)
+		h.fn[i] = m.fn[i] ? h_not_leader : NULL;
+	h.fn[MC_OPI_HELLO] = h_hello;
+	mc_rpc_server_start(&s->rcfg, &h, s, &s->rpc);	/* (a failure: callers move on) */
+}
 
 static void h_health(void *ctx, const struct mc_http_request *req, struct mc_http_response *resp)
 {
@@ -36,6 +106,46 @@ static void h_health(void *ctx, const struct mc_http_request *req, struct mc_htt
 	free(body);
 }
 
+static void standby_state(void *ctx, bool *ok, char *text, size_t n)
+{
+	struct mc_master_standby *s = ctx;
+	pthread_mutex_lock(&s->mu);
+	*ok = s->ok;
+	snprintf(text, n, "%s", s->text);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void mc_master_standby_http(struct mc_master_standby *s, const struct mc_master_http_config *cfg)
+{
+	s->hcfg = *cfg;
+	s->hcfg.role = "standby";
+	s->hcfg.oplog = NULL;
+	s->hcfg.clients = NULL;
+	s->hcfg.metrics = NULL;
+	s->hcfg.snapshot_list = NULL;
+	s->hcfg.snapshot_take = NULL;
+	s->hcfg.snapshot_open = NULL;
+	s->hcfg.standby = standby_state;
+	s->hcfg.standby_ctx = s;
+	s->have_hcfg = true;
+}
+
+int mc_master_standby_serve(struct mc_master_standby *s, struct mc_meta *meta)
+{
+	int r = 0;
+	if (!s->have_hcfg)
+		return 0;
+	pthread_mutex_lock(&s->http_mu);
+	s->srv = mc_http_server_stop(s->srv);
+	s->mh = mc_master_http_stop(s->mh);
+	s->hcfg.meta = meta;
+	/* the port was ours a moment ago: a few tries */
+	for (int i = 0; i < 50 && (r = mc_master_http_start(&s->hcfg, &s->mh)) < 0; i++)
+		usleep(20000);
+	pthread_mutex_unlock(&s->http_mu);
+	return r;
+}
+
 int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 			    struct mc_master_standby **ret)
 {
@@ -43,6 +153,7 @@ int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 	if (!s)
 		return MC_ERR_NO_MEMORY;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->http_mu, NULL);
 	snprintf(s->text, sizeof(s->text), "waiting for etcd");
 	const struct mc_http_route routes[] = {
 		{ "GET", "/health", h_health, s },
@@ -54,6 +165,7 @@ int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 	int r = mc_http_server_start(&cfg, &s->srv);
 	if (r < 0) {
 		pthread_mutex_destroy(&s->mu);
+		pthread_mutex_destroy(&s->http_mu);
 		free(s);
 		return r;
 	}
@@ -63,7 +175,7 @@ int mc_master_standby_start(const char *address, uint16_t port, mc_log_fn log,
 
 uint16_t mc_master_standby_port(const struct mc_master_standby *s)
 {
-	return mc_http_server_port(s->srv);
+	return s->srv ? mc_http_server_port(s->srv) : mc_master_http_port(s->mh);
 }
 
 void mc_master_standby_set(struct mc_master_standby *s, bool ok, const char *text)
@@ -73,14 +185,30 @@ void mc_master_standby_set(struct mc_master_standby *s, bool ok, const char *tex
 	pthread_mutex_lock(&s->mu);
 	s->ok = ok;
 	snprintf(s->text, sizeof(s->text), "%s", text);
+	if (ok)
+		parse_rpc(text, s->leader_rpc, sizeof(s->leader_rpc));
 	pthread_mutex_unlock(&s->mu);
+	rpc_update(s);	/* (only the election's thread calls this: no race on s->rpc) */
+}
+
+void mc_master_standby_rpc(struct mc_master_standby *s, const struct mc_rpc_server_config *cfg,
+			   const char *self)
+{
+	s->rcfg = *cfg;
+	s->rcfg.defer_poll = NULL;
+	s->rcfg.defer_count = NULL;
+	s->rcfg.defer_ctx = NULL;
+	snprintf(s->rpc_self, sizeof(s->rpc_self), "%s", self);
 }
 
 void mc_master_standby_stop(struct mc_master_standby *s)
 {
 	if (!s)
 		return;
+	mc_rpc_server_stop(s->rpc);
 	mc_http_server_stop(s->srv);
+	mc_master_http_stop(s->mh);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->http_mu);
 	free(s);
 }

@@ -35,8 +35,16 @@
  *                  and a lease keeper (oplog-etcd*.c); when the lease is
  *                  lost, deposed() sets a flag that a 100 ms timer of the
  *                  main loop reads: it stops the daemon (exit 1).
- *   (standby)      oplog = etcd, while waiting to lead: the HTTP server of
- *                  master-standby.c (/health only), stopped once elected.
+ *   (standby)      oplog = etcd, while waiting to lead (master-standby.c):
+ *                  its HTTP server (/health only, then, once the follower
+ *                  has a store, master-http.c read-only on that store) and
+ *                  an RPC server of one worker (once a leader on another
+ *                  address is known: HELLO names it, other ops NOT_LEADER);
+ *                  and the follower (master-follow.c): polls the log in
+ *                  etcd, applies it to its own store, bootstraps from the
+ *                  leader's snapshot over HTTP.  Once elected: the
+ *                  follower is stopped (its store handed over), then the
+ *                  standby servers, then the rest starts as above.
  *
  * Startup: open the oplog (cutting a torn tail, refusing a damaged log:
  * --repair, master-repair.c; oplog = etcd: the election, blocking while a
@@ -68,6 +76,7 @@
 #include "common/daemon.h"
 #include "common/daemon-metrics.h"
 #include "common/rpc-server.h"
+#include "master/master-follow.h"
 #include "master/master-http.h"
 #include "master/master-metrics.h"
 #include "master/master-repair.h"
@@ -76,6 +85,8 @@
 #include "master/oplog.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
+#include "util/clock.h"
+#include "util/macro.h"
 
 struct master_config {
 	char *rpc_address;
@@ -269,9 +280,24 @@ static void on_waiting(void *ctx, bool ok, const char *text)
 	mc_master_standby_set(m->standby, ok, text);
 }
 
-/* Campaigns (blocks while a standby: the admin port answers /health with
- * role standby meanwhile). */
-static int open_etcd(struct master *m)
+/* The store of a standby is ready (master-follow.h): its admin port serves it. */
+static void on_store(void *ctx, struct mc_meta *meta)
+{
+	struct master *m = ctx;
+	int r = mc_master_standby_serve(m->standby, meta);
+	if (r < 0)
+		log_error("standby: cannot serve http on %s:%llu: %s", m->cfg->http_address,
+			  (unsigned long long)m->cfg->http_port, mc_strerror(r));
+}
+
+/* A standby (oplog = etcd): its admin port (/health, then its store's
+ * REST reads) and RPC port (naming the leader) meanwhile
+ * (master-standby.h); it follows the log into its own store
+ * (master-follow.h) while it campaigns (blocks).  Once elected it
+ * replays only what is left: m->meta.  (Without a store, or if the log no
+ * longer reaches back to it, the caller recovers from the snapshots as a
+ * cold master does.) */
+static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 {
 	const struct master_config *c = m->cfg;
 	char value[600], err[512];
@@ -282,9 +308,33 @@ static int open_etcd(struct master *m)
 			  (unsigned long long)c->http_port, mc_strerror(r));
 		return r;
 	}
+	struct mc_rpc_server_config scfg = {
+		.address = c->rpc_address, .port = (uint16_t)c->rpc_port, .workers = 1,
+		.log = mc_log_cb, .admit = m->admit,
+	};
+	char self[300];
+	snprintf(self, sizeof(self), "%s:%llu", c->rpc_address, (unsigned long long)c->rpc_port);
+	mc_master_standby_rpc(m->standby, &scfg, self);
+	struct mc_master_http_config hcfg = {
+		.address = c->http_address, .port = (uint16_t)c->http_port,
+		.admin_token = m->admin_token, .tokens = m->tokens, .log = mc_log_cb,
+	};
+	mc_master_standby_http(m->standby, &hcfg);
 	log_info("campaigning for cluster %s at etcd %s; /health on %s:%u meanwhile",
 		 c->cluster_id, c->etcd_endpoints, c->http_address,
 		 (unsigned)mc_master_standby_port(m->standby));
+
+	struct mc_master_follow_config fcfg = {
+		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
+		.snap_dir = m->snap_dir, .admin_token = m->admin_token, .meta_cfg = mcfg,
+		.timeout_ms = (uint32_t)MC_MAX(MC_MIN(c->etcd_lease_ttl_s * 1000 / 3, 2000), 300),
+		.log = mc_log_cb, .on_store = on_store, .ctx = m,
+	};
+	struct mc_master_follow *f = NULL;
+	if ((r = mc_master_follow_start(&fcfg, &f)) < 0)
+		log_warning("standby: cannot follow the log (%s): a promotion replays it all",
+			    mc_strerror(r));
+
 	struct mc_oplog_etcd_config ecfg = {
 		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
 		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
@@ -294,11 +344,35 @@ static int open_etcd(struct master *m)
 	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,
 		 (unsigned long long)c->rpc_port, c->http_address, (unsigned long long)c->http_port);
 	r = mc_oplog_open_etcd(&ecfg, &m->oplog, err, sizeof(err));
-	mc_master_standby_stop(m->standby);
-	m->standby = NULL;
 	if (r < 0)
 		log_error("oplog = etcd: %s", err);
-	return r;
+
+	uint64_t t0 = mc_now_ms(), seq = 0;
+	struct mc_master_follow_stats fst = { 0 };
+	struct mc_meta *meta = NULL;
+	if (f)
+		mc_master_follow_get_stats(f, &fst);
+	mc_master_follow_stop(f, &meta, &seq);	/* no on_store after it */
+	mc_master_standby_stop(m->standby);
+	m->standby = NULL;
+	if (r < 0 || !meta) {
+		mc_meta_free(meta);
+		return r;
+	}
+	struct mc_meta_replay_stats st;
+	if ((r = mc_meta_replay(meta, m->oplog, seq, &st)) < 0) {
+		log_warning("promotion: the warm store (up to %llu) cannot be used: %s; recovering "
+			    "from the snapshots", (unsigned long long)seq, mc_strerror(r));
+		mc_meta_free(meta);
+		return 0;
+	}
+	m->meta = meta;
+	log_notice("promotion: the warm store held the log up to %llu (%llu records followed, "
+		   "%llu bootstraps); replayed the %llu records left in %llu ms",
+		   (unsigned long long)seq, (unsigned long long)fst.records,
+		   (unsigned long long)fst.bootstraps, (unsigned long long)st.records,
+		   (unsigned long long)(mc_now_ms() - t0));
+	return 0;
 }
 
 /* The oplog (cutting a torn tail), then the newest snapshot plus the oplog after it. */
@@ -342,16 +416,17 @@ static int master_recover(struct master *m)
 				  "kept records %llu..%llu", (unsigned long long)orec.truncated_bytes,
 				  (unsigned long long)orec.dropped_files, orec.detail,
 				  (unsigned long long)orec.first_seq, (unsigned long long)orec.last_seq);
-	} else if (!strcmp(c->oplog, "etcd") && (r = open_etcd(m)) < 0) {
-		return r;
 	}
 	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", c->state_dir);
 	if ((r = mc_make_dirs(m->snap_dir)) < 0) {
 		log_error("cannot create '%s': %s", m->snap_dir, mc_strerror(r));
 		return r;
 	}
+	if (!strcmp(c->oplog, "etcd") && (r = open_etcd(m, &mcfg)) < 0)
+		return r;
 	struct mc_snapshot_info sinfo;
-	if ((r = mc_snapshot_recover(m->snap_dir, &mcfg, m->oplog, mc_log_cb, &m->meta, &sinfo,
+	if (!m->meta &&
+	    (r = mc_snapshot_recover(m->snap_dir, &mcfg, m->oplog, mc_log_cb, &m->meta, &sinfo,
 				     err, sizeof(err))) < 0) {
 		log_error("cannot recover the metadata: %s", err);
 		return r;
@@ -435,6 +510,20 @@ fail:
 	return r;
 }
 
+/* GET /api/v1/snapshots/newest/file (what a new standby bootstraps from). */
+static int snapshot_open(void *ctx, int *ret_fd, uint64_t *ret_size, uint64_t *ret_id,
+			 uint64_t *ret_seq)
+{
+	struct mc_snapshot_info info;
+	int r = mc_snapshot_open_newest(ctx, ret_fd, &info);
+	if (r == 0) {
+		*ret_size = info.file_bytes;
+		*ret_id = info.id;
+		*ret_seq = info.oplog_seq;
+	}
+	return r;
+}
+
 /* The oplog's notify: durable records settle parked replies. */
 static void wake_rpc(void *srv)
 {
@@ -490,7 +579,7 @@ static int master_start(struct master *m)
 		.role = strcmp(c->oplog, "etcd") ? "single" : "leader",
 		/* snapshots (REST: GET/POST /api/v1/snapshots) */
 		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
-		.snapshot_ctx = m->snaps,
+		.snapshot_open = snapshot_open, .snapshot_ctx = m->snaps,
 	};
 	if ((r = mc_master_http_start(&hcfg, &m->http)) < 0) {
 		log_error("cannot serve http on %s:%llu: %s", c->http_address,

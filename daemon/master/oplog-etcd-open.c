@@ -53,8 +53,13 @@ void oploge_free(struct elog *l)
 	free(l);
 }
 
-/* A range of [key, end) (end NULL: the one key): *ret the answer. */
 static int range(struct mc_etcd *e, const char *key, size_t kn, json_t *end, int64_t limit,
+		 bool keys_only, json_t **ret)
+{
+	return oploge_range(e, key, kn, end, limit, keys_only, ret);
+}
+
+int oploge_range(struct mc_etcd *e, const char *key, size_t kn, json_t *end, int64_t limit,
 		 bool keys_only, json_t **ret)
 {
 	json_t *req = json_pack("{s:o}", "key", mc_etcd_b64(key, kn));
@@ -71,11 +76,15 @@ static int range(struct mc_etcd *e, const char *key, size_t kn, json_t *end, int
 	return r;
 }
 
-/* Parses the seq of a batch key (prefix "oplog/" + 20 digits). */
 static bool batch_seq(const struct elog *l, const uint8_t *k, size_t n, uint64_t *seq)
 {
-	size_t p = l->prefix_len + 6;
-	if (n != p + 20 || memcmp(k, l->prefix, l->prefix_len) || memcmp(k + l->prefix_len, "oplog/", 6))
+	return oploge_batch_seq(l->prefix, l->prefix_len, k, n, seq);
+}
+
+bool oploge_batch_seq(const char *prefix, size_t plen, const uint8_t *k, size_t n, uint64_t *seq)
+{
+	size_t p = plen + 6;
+	if (n != p + 20 || memcmp(k, prefix, plen) || memcmp(k + plen, "oplog/", 6))
 		return false;
 	uint64_t v = 0;
 	for (size_t i = p; i < n; i++) {
@@ -87,7 +96,7 @@ static bool batch_seq(const struct elog *l, const uint8_t *k, size_t n, uint64_t
 	return v >= 1 && v < MAX_SEQ;
 }
 
-static int compact_to(struct elog *l, uint64_t seq, bool force);
+static int compact_to(struct elog *l, uint64_t seq);
 
 /* ---- the election ---------------------------------------------------------------------- */
 
@@ -313,7 +322,6 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	struct elog *l = calloc(1, sizeof(*l));
 	if (!l)
 		return MC_ERR_NO_MEMORY;
-	l->base.ops = &oploge_ops;
 	l->cfg = *cfg;
 	if (!l->cfg.lease_ttl_s)
 		l->cfg.lease_ttl_s = 5;
@@ -325,6 +333,7 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	pthread_mutex_init(&l->io_mu, NULL);
 	pthread_cond_init(&l->work_cv, NULL);
 	pthread_cond_init(&l->durable_cv, NULL);
+	mc_oplog_base_init(&l->base, &oploge_ops, &l->mu, &l->durable_cv);
 	pthread_cond_init(&l->space_cv, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -492,7 +501,7 @@ int oploge_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void *ctx)
 		oploge_log(l, LOG_WARNING, "oplog: the snapshot (up to %" PRIu64 ") is ahead of the "
 			   "log in etcd (up to %" PRIu64 "): continuing after the snapshot", after,
 			   next - 1);
-		if ((r = compact_to(l, after, true)) < 0)
+		if ((r = compact_to(l, after)) < 0)
 			return r;
 		pthread_mutex_lock(&l->mu);
 		l->next_seq = after + 1;
@@ -562,22 +571,7 @@ int oploge_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void *ctx)
 	return r;
 }
 
-/* Whether a standby is registered (P standby/...): 1, 0, or an error. */
-static int standbys(struct elog *l)
-{
-	char k[ETCD_KEY_MAX];
-	size_t kn = oploge_key(l, k, "standby/");
-	json_t *end = mc_etcd_prefix_end(k, kn), *ans = NULL;
-	int r = range(l->eo, k, kn, end, 1, true, &ans);
-	json_decref(end);
-	if (r)
-		return r;
-	r = json_array_size(json_object_get(ans, "kvs")) > 0;
-	json_decref(ans);
-	return r;
-}
-
-static int compact_to(struct elog *l, uint64_t seq, bool force)
+static int compact_to(struct elog *l, uint64_t seq)
 {
 	char lk[ETCD_KEY_MAX], ck[ETCD_KEY_MAX], from[ETCD_KEY_MAX], to[ETCD_KEY_MAX], num[24];
 	size_t k = 0;
@@ -590,12 +584,12 @@ static int compact_to(struct elog *l, uint64_t seq, bool force)
 	/* batches whose every record is <= seq: those before the first that is not */
 	while (k < l->nkeys && (k + 1 < l->nkeys ? l->keys[k + 1] - 1 : next - 1) <= seq)
 		k++;
-	if (seq <= l->compacted || (!force && (r = standbys(l)) == 1)) {
+	/* (standbys follow the log, and bootstrap again from a newer snapshot
+	 * when it was compacted past them: master-follow.c) */
+	if (seq <= l->compacted) {
 		pthread_mutex_unlock(&l->io_mu);
-		return 0;	/* nothing to do, or a standby may need the records */
+		return 0;	/* nothing to do */
 	}
-	if (r < 0)
-		goto out;
 	size_t ln = oploge_key(l, lk, "leader"), cn = oploge_key(l, ck, "compacted");
 	size_t fn = oploge_key(l, from, "oplog/"), tn;
 	/* up to the first batch kept (or seq + 1: a batch committed but not
@@ -637,7 +631,7 @@ out:
 
 int oploge_compact(struct mc_oplog *b, uint64_t seq)
 {
-	return compact_to(to_elog(b), seq, false);
+	return compact_to(to_elog(b), seq);
 }
 
 int oploge_resume(struct mc_oplog *b, uint64_t covered)

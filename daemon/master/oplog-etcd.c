@@ -11,9 +11,10 @@
  *                               addresses, text).  Its create_revision
  *                               identifies one term of leadership.
  *   P "standby/<lease, 16 hex>" a waiting master, attached to its lease;
- *                               value: its leader_value.  While one
- *                               exists the leader does not compact (the
- *                               standby may have no snapshot).
+ *                               value: its leader_value.  (The leader
+ *                               compacts anyway: a standby behind
+ *                               `compacted` bootstraps again from the
+ *                               leader's newest snapshot.)
  *   P "compacted"               decimal text: every record <= it was
  *                               removed (covered by a snapshot); absent: 0
  *   P "oplog/NNNNNNNNNNNNNNNNNNNN"  one batch; NNN = its first seq, 20
@@ -271,22 +272,9 @@ static int commit(struct elog *l)
 	return r;
 }
 
-/* Undoes the records of b after seq `after` (no lock held); how many. */
-static uint64_t undo_batch(struct elog *l, const struct batch *b, uint64_t after)
+static void tell(void *l)
 {
-	uint64_t n = 0;
-	for (size_t pos = 0; pos + REC_HDR_LEN <= b->buf.len;) {
-		const uint8_t *h = b->buf.p + pos;
-		uint32_t len = mc_load_le32(h);
-		if (mc_load_le64(h + 8) > after) {
-			if (l->undo)
-				l->undo(l->undo_ctx, mc_load_le64(h + 8), mc_load_le16(h + 4),
-					h + REC_HDR_LEN, len);
-			n++;
-		}
-		pos += REC_HDR_LEN + (size_t)len;
-	}
-	return n;
+	oploge_tell(l);
 }
 
 void *oploge_flusher(void *arg)
@@ -312,7 +300,7 @@ void *oploge_flusher(void *arg)
 		int r = deposed ? MC_ERR_ETCD_TRANSACTION_FAIL : commit(l);
 		uint64_t n = 0;
 		if (r) {
-			n = undo_batch(l, &l->out, 0);
+			n = mc_oplog_base_undo(&l->base, l->out.buf.p, l->out.buf.len, 0);
 		} else {	/* listed before it is durable: compaction relies on it */
 			pthread_mutex_lock(&l->io_mu);
 			if (oploge_keys_push(l, mc_load_le64(l->out.buf.p + 8)))
@@ -340,18 +328,7 @@ void *oploge_flusher(void *arg)
 			mc_wbuf_truncate(&l->out.buf, 0);
 		pthread_cond_broadcast(&l->durable_cv);
 		pthread_cond_broadcast(&l->space_cv);
-		if ((l->notify && l->waiters) || (l->deposed && !l->told)) {
-			mc_oplog_notify_fn fn = l->notify;
-			void *ctx = l->notify_ctx;
-			l->notifying = true;
-			pthread_mutex_unlock(&l->mu);
-			if (fn)
-				fn(ctx);
-			oploge_tell(l);
-			pthread_mutex_lock(&l->mu);
-			l->notifying = false;
-			pthread_cond_broadcast(&l->durable_cv);
-		}
+		mc_oplog_base_notify(&l->base, l->deposed && !l->told, tell, l);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
@@ -415,8 +392,9 @@ static int elog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 }
 
 /* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
-static int seq_state(struct elog *l, uint64_t seq)
+static int seq_state(struct mc_oplog *b, uint64_t seq)
 {
+	struct elog *l = to_elog(b);
 	if (seq >= l->next_seq)
 		return MC_ERR_INVALID_PARAMS;
 	if (seq <= l->durable_seq)
@@ -426,66 +404,6 @@ static int seq_state(struct elog *l, uint64_t seq)
 	if (l->deposed && seq > l->taken_seq)
 		return MC_ERR_PERSISTENT_FAIL;	/* never sent: the flusher drops it */
 	return l->cfg.sync ? 1 : 0;
-}
-
-static int elog_wait_durable(struct mc_oplog *b, uint64_t seq)
-{
-	struct elog *l = to_elog(b);
-	int rc;
-
-	pthread_mutex_lock(&l->mu);
-	rc = seq_state(l, seq);
-	if (rc == 1) {
-		l->waiters++;
-		while ((rc = seq_state(l, seq)) == 1)
-			pthread_cond_wait(&l->durable_cv, &l->mu);
-		l->waiters--;
-	}
-	pthread_mutex_unlock(&l->mu);
-	return rc;
-}
-
-static int elog_poll(struct mc_oplog *b, uint64_t seq)
-{
-	struct elog *l = to_elog(b);
-
-	pthread_mutex_lock(&l->mu);
-	int rc = seq_state(l, seq);
-	pthread_mutex_unlock(&l->mu);
-	return rc;
-}
-
-static void elog_waiters_add(struct mc_oplog *b, int delta, uint64_t seq)
-{
-	struct elog *l = to_elog(b);
-	(void)seq;
-	pthread_mutex_lock(&l->mu);
-	l->waiters = (uint32_t)((int64_t)l->waiters + delta);
-	pthread_mutex_unlock(&l->mu);
-}
-
-static void elog_set_notify(struct mc_oplog *b, mc_oplog_notify_fn fn, void *ctx)
-{
-	struct elog *l = to_elog(b);
-
-	pthread_mutex_lock(&l->mu);
-	/* as the local backend: the old function is neither running nor
-	 * called again once this returns (its context may go) */
-	while (l->notifying)
-		pthread_cond_wait(&l->durable_cv, &l->mu);
-	l->notify = fn;
-	l->notify_ctx = ctx;
-	pthread_mutex_unlock(&l->mu);
-}
-
-static void elog_set_undo(struct mc_oplog *b, mc_oplog_undo_fn fn, void *ctx)
-{
-	struct elog *l = to_elog(b);
-
-	pthread_mutex_lock(&l->mu);
-	l->undo = fn;
-	l->undo_ctx = ctx;
-	pthread_mutex_unlock(&l->mu);
 }
 
 static int elog_failed(struct mc_oplog *b, char *why, size_t n)
@@ -567,15 +485,11 @@ const struct mc_oplog_ops oploge_ops = {
 	.name = "etcd",
 	.replay = oploge_replay,
 	.append = elog_append,
-	.wait_durable = elog_wait_durable,
 	.last_seq = elog_last_seq,
 	.compact = oploge_compact,
 	.get_stats = elog_get_stats,
 	.close = elog_close,
-	.poll = elog_poll,
-	.waiters_add = elog_waiters_add,
-	.set_notify = elog_set_notify,
-	.set_undo = elog_set_undo,
+	.seq_state = seq_state,
 	.failed = elog_failed,
 	.resume = oploge_resume,
 };

@@ -34,7 +34,6 @@ struct elog {
 	struct batch cur, out;
 	uint64_t next_seq, durable_seq, done_seq, taken_seq;
 	uint64_t appended, bytes, blocked, txns, failures, lost, resumes, retries;
-	uint32_t waiters;
 	bool closing, appended_any;
 	bool unreachable;		/* a batch is being retried: etcd does not answer */
 	bool overdue;			/* the lease's renewal is overdue: leader or not? */
@@ -43,11 +42,6 @@ struct elog {
 	bool told;			/* cfg.deposed was called */
 	uint64_t unreachable_ms;	/* when the episode began (wall) */
 	char why[256];			/* the last etcd error, or why deposed */
-	mc_oplog_notify_fn notify;
-	void *notify_ctx;
-	bool notifying;			/* the flusher calls notify without mu (see set_notify) */
-	mc_oplog_undo_fn undo;
-	void *undo_ctx;
 	pthread_t flusher, keeper;
 	bool flusher_on, keeper_on;
 
@@ -63,6 +57,11 @@ struct elog {
 size_t oploge_key(const struct elog *l, char *key, const char *name);
 size_t oploge_batch_key(const struct elog *l, char *key, uint64_t first);
 int oploge_keys_push(struct elog *l, uint64_t first);
+/* A range of [key, end) (end NULL: the one key): *ret the answer. */
+int oploge_range(struct mc_etcd *e, const char *key, size_t kn, json_t *end, int64_t limit,
+		 bool keys_only, json_t **ret);
+/* Parses the seq of a batch key (prefix "oplog/" + 20 digits). */
+bool oploge_batch_seq(const char *prefix, size_t plen, const uint8_t *k, size_t n, uint64_t *seq);
 /* Checks the records of one batch value (first seq `first`); calls fn for
  * those > after (and <= limit).  *last gets the last seq.  0, fn's
  * return, or MC_ERR_FILE_READ_FAIL (why says what is wrong). */

@@ -463,7 +463,7 @@ static int flog_init(struct flog *l, const struct mc_oplog_config *cfg)
 {
 	pthread_condattr_t ca;
 
-	l->base.ops = &oplogf_ops;
+	mc_oplog_base_init(&l->base, &oplogf_ops, &l->mu, &l->durable_cv);
 	l->dirfd = l->lockfd = l->fd = -1;
 	if (cfg)
 		l->cfg = *cfg;

@@ -392,25 +392,6 @@ static void cut_back(struct flog *l)
 	l->cut_pending = ftruncate(l->fd, (off_t)l->fsize) != 0 || oplogf_sync(l, l->fd, false) != 0;
 }
 
-/* Calls the undo function for each record of b after seq `after` (the
- * flusher, no lock held); returns how many. */
-static uint64_t undo_batch(struct flog *l, const struct batch *b, uint64_t after)
-{
-	uint64_t n = 0;
-	for (size_t pos = 0; pos + REC_HDR_LEN <= b->buf.len;) {
-		const uint8_t *h = b->buf.p + pos;
-		uint32_t len = mc_load_le32(h);
-		uint64_t seq = mc_load_le64(h + 8);
-		if (seq > after) {
-			if (l->undo)
-				l->undo(l->undo_ctx, seq, mc_load_le16(h + 4), h + REC_HDR_LEN, len);
-			n++;
-		}
-		pos += REC_HDR_LEN + (size_t)len;
-	}
-	return n;
-}
-
 /* The batch in l->out was written (rc 0) or lost; settles its records.
  * Called and returns with l->mu held; drops it while undoing. */
 static void settle(struct flog *l, int rc, int err, uint64_t synced)
@@ -426,7 +407,7 @@ static void settle(struct flog *l, int rc, int err, uint64_t synced)
 		}
 		pthread_cond_broadcast(&l->space_cv);	/* blocked appends fail now */
 		pthread_mutex_unlock(&l->mu);
-		uint64_t n = undo_batch(l, &l->out, l->durable_seq);
+		uint64_t n = mc_oplog_base_undo(&l->base, l->out.buf.p, l->out.buf.len, l->durable_seq);
 		pthread_mutex_lock(&l->mu);
 		l->lost += n;
 	} else {
@@ -481,7 +462,7 @@ void *oplogf_flusher(void *arg)
 
 		pthread_mutex_lock(&l->mu);
 		settle(l, rc, err, synced);
-		l->expect = l->waiters;
+		l->expect = l->base.waiters;
 		l->out.nrec = 0;
 		if (l->out.buf.cap > KEEP_CAP)
 			mc_wbuf_free(&l->out.buf);
@@ -489,16 +470,7 @@ void *oplogf_flusher(void *arg)
 			mc_wbuf_truncate(&l->out.buf, 0);
 		pthread_cond_broadcast(&l->durable_cv);
 		pthread_cond_broadcast(&l->space_cv);
-		if (l->notify && l->waiters) {
-			mc_oplog_notify_fn fn = l->notify;
-			void *ctx = l->notify_ctx;
-			l->notifying = true;
-			pthread_mutex_unlock(&l->mu);
-			fn(ctx);
-			pthread_mutex_lock(&l->mu);
-			l->notifying = false;
-			pthread_cond_broadcast(&l->durable_cv);
-		}
+		mc_oplog_base_notify(&l->base, false, NULL, NULL);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
@@ -565,15 +537,17 @@ static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 /* A waiter came for seq (under mu): once as many have come for the records
  * the flusher has not taken yet as there were waiters of the last batch,
  * each of them has had its turn, and waiting longer only adds latency. */
-static void waiter_arrives(struct flog *l, uint64_t seq)
+static void waiter_arrives(struct mc_oplog *b, uint64_t seq)
 {
+	struct flog *l = to_flog(b);
 	if (seq > l->taken_seq && ++l->cur_waiters == l->expect)
 		pthread_cond_signal(&l->work_cv);
 }
 
 /* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
-static int seq_state(struct flog *l, uint64_t seq)
+static int seq_state(struct mc_oplog *b, uint64_t seq)
 {
+	struct flog *l = to_flog(b);
 	if (seq >= l->next_seq)
 		return MC_ERR_INVALID_PARAMS;
 	uint32_t n = MC_MIN(l->nlost_ep, LOST_EPISODES);
@@ -585,70 +559,6 @@ static int seq_state(struct flog *l, uint64_t seq)
 	if (l->failed && seq >= l->fail_lo && seq <= l->done_seq)
 		return MC_ERR_PERSISTENT_FAIL;
 	return l->cfg.sync ? 1 : 0;
-}
-
-static int flog_wait_durable(struct mc_oplog *b, uint64_t seq)
-{
-	struct flog *l = to_flog(b);
-	int rc;
-
-	pthread_mutex_lock(&l->mu);
-	rc = seq_state(l, seq);
-	if (rc == 1) {
-		l->waiters++;
-		waiter_arrives(l, seq);
-		while ((rc = seq_state(l, seq)) == 1)
-			pthread_cond_wait(&l->durable_cv, &l->mu);
-		l->waiters--;
-	}
-	pthread_mutex_unlock(&l->mu);
-	return rc;
-}
-
-static int flog_poll(struct mc_oplog *b, uint64_t seq)
-{
-	struct flog *l = to_flog(b);
-
-	pthread_mutex_lock(&l->mu);
-	int rc = seq_state(l, seq);
-	pthread_mutex_unlock(&l->mu);
-	return rc;
-}
-
-static void flog_waiters_add(struct mc_oplog *b, int delta, uint64_t seq)
-{
-	struct flog *l = to_flog(b);
-
-	pthread_mutex_lock(&l->mu);
-	l->waiters = (uint32_t)((int64_t)l->waiters + delta);
-	if (delta > 0)
-		waiter_arrives(l, seq);
-	pthread_mutex_unlock(&l->mu);
-}
-
-static void flog_set_notify(struct mc_oplog *b, mc_oplog_notify_fn fn, void *ctx)
-{
-	struct flog *l = to_flog(b);
-
-	pthread_mutex_lock(&l->mu);
-	/* Once this returns, the old function is not running nor called
-	 * again: its context may go (mc_oplog_set_notify(l, NULL, NULL), then
-	 * free the RPC server). */
-	while (l->notifying)
-		pthread_cond_wait(&l->durable_cv, &l->mu);
-	l->notify = fn;
-	l->notify_ctx = ctx;
-	pthread_mutex_unlock(&l->mu);
-}
-
-static void flog_set_undo(struct mc_oplog *b, mc_oplog_undo_fn fn, void *ctx)
-{
-	struct flog *l = to_flog(b);
-
-	pthread_mutex_lock(&l->mu);
-	l->undo = fn;
-	l->undo_ctx = ctx;
-	pthread_mutex_unlock(&l->mu);
 }
 
 static int flog_failed(struct mc_oplog *b, char *why, size_t n)
@@ -899,15 +809,12 @@ const struct mc_oplog_ops oplogf_ops = {
 	.name = "local",
 	.replay = flog_replay,
 	.append = flog_append,
-	.wait_durable = flog_wait_durable,
 	.last_seq = flog_last_seq,
 	.compact = flog_compact,
 	.get_stats = flog_get_stats,
 	.close = flog_close,
-	.poll = flog_poll,
-	.waiters_add = flog_waiters_add,
-	.set_notify = flog_set_notify,
-	.set_undo = flog_set_undo,
+	.seq_state = seq_state,
+	.waiter_arrives = waiter_arrives,
 	.failed = flog_failed,
 	.resume = flog_resume,
 };

@@ -48,7 +48,6 @@ struct flog {
 	struct batch cur;		/* records the flusher has not taken yet */
 	uint64_t next_seq, durable_seq, batch_t0_ns;
 	uint64_t appended, bytes, blocked, flushes;
-	uint32_t waiters;		/* threads in wait_durable, and parked waiters */
 	uint32_t expect;		/* waiters when the last batch became durable */
 	uint32_t cur_waiters;		/* waiters that came for records in cur */
 	uint64_t taken_seq;		/* the last seq the flusher has taken */
@@ -63,12 +62,6 @@ struct flog {
 	uint64_t failures, lost, resumes;
 	struct { uint64_t lo, hi; } lost_ep[LOST_EPISODES];
 	uint32_t nlost_ep;		/* episodes ever closed */
-	mc_oplog_notify_fn notify;
-	void *notify_ctx;
-	bool notifying;			/* the flusher calls notify, without mu: set_notify
-					 * waits for it (on durable_cv) */
-	mc_oplog_undo_fn undo;
-	void *undo_ctx;
 
 	pthread_mutex_t io_mu;		/* the file side */
 	struct batch out;		/* the batch being written (flusher only) */

@@ -130,6 +130,30 @@ struct mc_oplog_etcd_config {
 int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog **ret,
 		       char *err, size_t errlen);
 
+/*
+ * A standby's reader of the etcd log (oplog-etcd-tail.c): it never writes
+ * and holds no lease.  mc_oplog_tail_poll() calls fn for every committed
+ * record > after, in order, up to the end of the log in etcd; *ret_last
+ * gets the last seq passed to fn (after if none), also on failure (the
+ * records before it were passed).  0, MC_ERR_OPLOG_ENTRY_NOT_FOUND (the
+ * log was compacted past after: start again from a newer snapshot),
+ * MC_ERR_FILE_READ_FAIL (a bad batch, or one missing: mc_oplog_tail_error
+ * says which), MC_ERR_ETCD_OPERATION_ERROR (etcd does not answer), or
+ * fn's non-zero return.  Not thread-safe (one thread per reader).
+ */
+struct mc_oplog_tail;
+int mc_oplog_tail_new(const char *endpoints, const char *cluster_id, uint32_t timeout_ms,
+		      struct mc_oplog_tail **ret);
+int mc_oplog_tail_poll(struct mc_oplog_tail *t, uint64_t after, mc_oplog_fn fn, void *ctx,
+		       uint64_t *ret_last);
+/* The leader key's value into buf ("" : nobody leads).  0 or MC_ERR_*. */
+int mc_oplog_tail_leader(struct mc_oplog_tail *t, char *buf, size_t n);
+/* `compacted` as the last poll saw it. */
+uint64_t mc_oplog_tail_compacted(const struct mc_oplog_tail *t);
+const char *mc_oplog_tail_error(const struct mc_oplog_tail *t);
+/* NULL is fine. */
+void mc_oplog_tail_free(struct mc_oplog_tail *t);
+
 /* Checks the local log in dir (which must exist, and not be open) as open
  * does, without opening it.  fn (when non-NULL) gets, in file order, every
  * valid record that a cut at the first bad byte drops (those after it;

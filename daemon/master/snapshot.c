@@ -384,6 +384,41 @@ int mc_snapshot_list(struct mc_snapshots *s, struct mc_snapshot_info **ret, uint
 	return 0;
 }
 
+int mc_snapshot_open_newest(struct mc_snapshots *s, int *ret_fd, struct mc_snapshot_info *ret)
+{
+	uint64_t *ids;
+	uint32_t n;
+	int r;
+	pthread_mutex_lock(&s->lock);	/* the retention does not delete it under us */
+	if ((r = list_ids(s->dir, &ids, &n)) < 0) {
+		pthread_mutex_unlock(&s->lock);
+		return r;
+	}
+	r = MC_ERR_OBJECT_NOT_FOUND;
+	for (uint32_t i = 0; i < n && r == MC_ERR_OBJECT_NOT_FOUND; i++) {
+		char path[4200], why[256];
+		struct mc_snapshot_info info;
+		snap_path(s->dir, ids[i], path, sizeof(path));
+		if (mc_snapshot_file_info(path, &info, why, sizeof(why)) < 0)
+			continue;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			r = mc_err_from_errno(errno);
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		info.file_bytes = (uint64_t)st.st_size;
+		*ret_fd = fd;
+		*ret = info;
+		r = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(ids);
+	return r;
+}
+
 static json_t *info_json(const struct mc_snapshot_info *i)
 {
 	return json_pack("{sIsIsIsIsIsI}", "id", (json_int_t)i->id, "created_ms",

@@ -62,6 +62,11 @@ int mc_snapshot_take_resume(struct mc_snapshots *s, struct mc_snapshot_info *ret
 /* Newest first; *ret is malloc'ed (free it). */
 int mc_snapshot_list(struct mc_snapshots *s, struct mc_snapshot_info **ret, uint32_t *ret_n);
 
+/* Opens the newest valid snapshot file (read-only, *ret_fd the caller's
+ * to close; *ret describes it, file_bytes its size now): what a new
+ * standby bootstraps from.  0, MC_ERR_OBJECT_NOT_FOUND (none) or MC_ERR_*. */
+int mc_snapshot_open_newest(struct mc_snapshots *s, int *ret_fd, struct mc_snapshot_info *ret);
+
 /* REST callbacks (struct mc_master_http_config); ctx is the mc_snapshots. */
 int mc_snapshot_list_json(void *ctx, json_t **ret_array);
 int mc_snapshot_take_json(void *ctx, json_t **ret_object);

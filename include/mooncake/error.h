@@ -60,6 +60,7 @@ extern "C" {
 	X(UNAVAILABLE_IN_CURRENT_MODE, -1011, 503, "unavailable in the current mode") \
 	X(NOT_SUPPORTED,               -1012, 501, "not supported") \
 	X(NEED_REMOUNT,                -1013, 409, "client unknown to the master: remount segments") \
+	X(NOT_LEADER,                  -1014, 503, "this master is a standby: ask the leader") \
 	X(FILE_NOT_FOUND,              -1100, 404, "file not found") \
 	X(FILE_OPEN_FAIL,              -1101, 500, "file open failed") \
 	X(FILE_READ_FAIL,              -1102, 500, "file read failed") \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rpc-conn.c - see rpc-conn.h. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,23 @@ int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
 	return mc_rpc_conn_open_cred(addr, timeout_ms, NULL, ret);
 }
 
+static int open_one(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
+		    struct mc_rpc_conn **ret, char *leader, size_t leader_len);
+
+/* The index of one in the comma-separated list (UINT_MAX: not there). */
+static unsigned list_index(const char *addrs, const char *one)
+{
+	size_t len = strlen(one);
+	unsigned j = 0;
+	for (const char *q = addrs;; j++) {
+		if (!strncmp(q, one, len) && (q[len] == ',' || !q[len]))
+			return j;
+		if (!(q = strchr(q, ',')))
+			return UINT_MAX;
+		q++;
+	}
+}
+
 int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
 			  unsigned *cur, struct mc_rpc_conn **ret)
 {
@@ -261,9 +279,19 @@ int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc
 			continue;
 		memcpy(one, p, len);
 		one[len] = 0;
-		if ((r = mc_rpc_conn_open_cred(one, timeout_ms, cred, ret)) == 0) {
+		char leader[MC_MAX_SEGMENT_NAME + 1] = "";
+		if ((r = open_one(one, timeout_ms, cred, ret, leader, sizeof(leader))) == 0) {
 			__atomic_store_n(cur, i, __ATOMIC_RELAXED);
 			return 0;
+		}
+		if (r == MC_ERR_NOT_LEADER && leader[0] && strcmp(leader, one)) {
+			int r2 = open_one(leader, timeout_ms, cred, ret, NULL, 0);
+			if (r2 == 0) {	/* next time from the leader's index, if listed */
+				unsigned j = list_index(addrs, leader);
+				if (j < n)
+					__atomic_store_n(cur, j, __ATOMIC_RELAXED);
+				return 0;
+			}
 		}
 		if (r == MC_ERR_AUTH_FAILED || r == MC_ERR_NO_MEMORY)
 			return r;
@@ -273,6 +301,13 @@ int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc
 
 int mc_rpc_conn_open_cred(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
 			  struct mc_rpc_conn **ret)
+{
+	return open_one(addr, timeout_ms, cred, ret, NULL, 0);
+}
+
+/* leader (may be NULL): a standby's leader address. */
+static int open_one(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
+		    struct mc_rpc_conn **ret, char *leader, size_t leader_len)
 {
 	struct sockaddr_storage sa;
 	socklen_t len;
@@ -307,6 +342,13 @@ int mc_rpc_conn_open_cred(const char *addr, int timeout_ms, const struct mc_rpc_
 	struct mc_msg_hello_resp p;
 	mc_arena_init(&a);
 	r = mc_rpc_call(c, MC_OP_HELLO, &q, &p, &a, NULL);
+	if (r == 0 && p.leader.len) {	/* a standby */
+		if (leader && p.leader.len < leader_len) {
+			memcpy(leader, p.leader.p, p.leader.len);
+			leader[p.leader.len] = 0;
+		}
+		r = MC_ERR_NOT_LEADER;
+	}
 	mc_arena_free(&a);
 	if (r < 0) {
 		mc_rpc_conn_close(c);

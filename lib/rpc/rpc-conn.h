@@ -40,14 +40,17 @@ struct mc_rpc_cred {
  * read/write (0: no limit).  Runs the handshake with cred (NULL: no
  * secret, no token, no client id), then sends HELLO and checks the protocol
  * version.  A refused handshake, or a server that does not prove the
- * secret we hold, is MC_ERR_AUTH_FAILED. */
+ * secret we hold, is MC_ERR_AUTH_FAILED.  A standby master (its HELLO
+ * names a leader) is MC_ERR_NOT_LEADER, the connection closed. */
 int mc_rpc_conn_open_cred(const char *addr, int timeout_ms, const struct mc_rpc_cred *cred,
 			  struct mc_rpc_conn **ret);
 int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret);
-/* addrs: "host:port[,host:port...]" (the masters of an HA cluster: only the
- * leader listens): opens the first that answers, trying them in turn from
- * index *cur, which gets the one that did.  The last error when none did
- * (an authentication failure stops at once). */
+/* addrs: "host:port[,host:port...]" (the masters of an HA cluster): opens
+ * the first that answers as the leader, trying them in turn from index
+ * *cur, which gets the one that did.  A standby (MC_ERR_NOT_LEADER) names
+ * the leader: that address is tried next, once, even when it is not in the
+ * list.  The last error when none did (an authentication failure stops at
+ * once). */
 int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
 			  unsigned *cur, struct mc_rpc_conn **ret);
 struct mc_rpc_conn *mc_rpc_conn_close(struct mc_rpc_conn *c);

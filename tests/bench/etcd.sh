@@ -6,8 +6,12 @@
 # 64 clients (client-bench, TCP data path), the records per etcd
 # transaction (group commit: /metrics, records / batches), and what the
 # same single-member etcd does alone (`etcdctl check perf`, its small
-# workload: 60 s; CHECK_PERF=0 skips it).  Every figure is the median of
-# RUNS runs (default 3).  Prints "etcd <metric> <value> <unit>" and
+# workload: 60 s; CHECK_PERF=0 skips it), and the failover time under
+# load: a leader, a warm standby and a node, 16 clients putting through the
+# list of both masters, kill -9 of the leader: the time to the standby
+# serving and to the first put through the list after it (lease TTL 2 s;
+# median of FAILOVERS rounds, default 5; 0 skips).  Every other figure is
+# the median of RUNS runs (default 3).  Prints "etcd <metric> <value> <unit>" and
 # "etcd ratio <name> <x>" lines; the goal is ratio put4k_c64_etcd_vs_local
 # >= 0.5.
 set -eu
@@ -62,7 +66,9 @@ stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/d
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 declare -A put
-for mode in local etcd; do
+modes="local etcd"
+[ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
+for mode in $modes; do
 	cluster "$mode"
 	for c in 1 16 64; do
 		: >"$tmp/out"
@@ -80,11 +86,78 @@ for mode in local etcd; do
 	stop_cluster
 done
 for c in 1 16 64; do
+	[ -n "$modes" ] || break
 	ratio "put4k_c${c}_etcd_vs_local" "${put[etcd$c]}" "${put[local$c]}"
 done
-if [ "${CHECK_PERF:-1}" != 0 ]; then
+if [ "${CHECK_PERF:-1}" != 0 ] && [ -n "$modes" ]; then
 	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)
 	tput=$(sed -n 's/.*Throughput is \([0-9.]*\) writes\/s.*/\1/p' <<<"$out" | head -n1)
 	echo "etcd etcdctl_check_perf_small ${tput:-?} writes/s"
 	[ -n "$tput" ] && ratio "put4k_c64_etcd_vs_etcdctl_check_perf" "${put[etcd64]}" "$tput"
+fi
+
+# ---- failover under load (median of FAILOVERS rounds) ---------------------------------------
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+FAILOVERS=${FAILOVERS:-5}
+: >"$tmp/fo-serve"; : >"$tmp/fo-put"; : >"$tmp/fo-replay"
+for round in $(seq 1 "$FAILOVERS"); do
+	cid=fo$round$RANDOM
+	ra=$(free_port); rb=$(free_port); ha=$(free_port); hb=$(free_port); dport=$(free_port)
+	for n in a b; do
+		rp=$ra hp=$ha
+		[ $n = b ] && rp=$rb hp=$hb
+		"$O/bin/mooncake-master" --oplog=etcd --etcd_endpoints="$E" --cluster_id="$cid" \
+			--etcd_lease_ttl_s=2 --rpc_address=127.0.0.1 --rpc_port="$rp" --http_port="$hp" \
+			--state_dir="$tmp/fo-$round-$n" --lease_ttl_ms=2000 --log_level=info \
+			2>"$tmp/fo-$round-$n.log" &
+		eval "p$n=\$!"
+		pids+=($!)
+		[ $n = a ] && for _ in $(seq 1 100); do
+			grep -q 'ready: rpc on' "$tmp/fo-$round-a.log" && break; sleep 0.05; done
+	done
+	L=127.0.0.1:$ra,127.0.0.1:$rb
+	"$O/bin/mooncake-node" --master="$L" --data_address=127.0.0.1 --data_port="$dport" \
+		--http_port=0 --segment_size=1G --segments=1 --state_dir="$tmp/fo-n-$round" \
+		2>"$tmp/node-fo-$round.log" &
+	pn=$!
+	pids+=($pn)
+	for _ in $(seq 1 100); do grep -q mounted "$tmp/node-fo-$round.log" && break; sleep 0.1; done
+	MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$L" small 16 8 >/dev/null 2>&1 &
+	pl=$!
+	sleep 2
+	t0=$(date +%s%N)
+	if ! kill -0 "$pa" 2>/dev/null; then
+		echo "etcd: failover round $round: the leader did not start:" >&2
+		tail -n 5 "$tmp/fo-$round-a.log" >&2
+		kill "$pl" "$pn" "$pb" 2>/dev/null || true
+		continue
+	fi
+	{ kill -KILL "$pa"; wait "$pa"; } 2>/dev/null || true
+	serve=
+	for _ in $(seq 1 400); do
+		grep -q 'ready: rpc on' "$tmp/fo-$round-b.log" && { serve=$(ms_since "$t0"); break; }
+		sleep 0.025
+	done
+	put=
+	head -c 4096 /dev/urandom >"$tmp/fo-obj"
+	for i in $(seq 1 400); do
+		MC_DISABLE_SHM=1 "$O/bin/mooncakectl" --rpc "$L" object put "fo-$round-$i" "$tmp/fo-obj" \
+			>/dev/null 2>&1 && { put=$(ms_since "$t0"); break; }
+		sleep 0.025
+	done
+	echo "${serve:-99999}" >>"$tmp/fo-serve"
+	echo "${put:-99999}" >>"$tmp/fo-put"
+	sed -n 's/.*replayed the [0-9]* records left in \([0-9]*\) ms.*/\1/p' "$tmp/fo-$round-b.log" \
+		>>"$tmp/fo-replay"
+	kill "$pl" "$pn" "$pb" 2>/dev/null || true
+	wait "$pl" "$pn" "$pb" "$pa" 2>/dev/null || true
+done
+if [ "$FAILOVERS" -gt 0 ]; then
+	fs=$(median <"$tmp/fo-serve"); fp=$(median <"$tmp/fo-put")
+	echo "etcd failover_kill9_to_serving_ms $fs ms (median of $FAILOVERS: $(tr '\n' ' ' <"$tmp/fo-serve"))"
+	echo "etcd failover_kill9_to_put_ms $fp ms (median of $FAILOVERS: $(tr '\n' ' ' <"$tmp/fo-put"))"
+	[ -s "$tmp/fo-replay" ] && echo "etcd failover_promotion_replay_ms $(median <"$tmp/fo-replay") ms"
+	# the baseline: the lease TTL, which a takeover must wait out anyway
+	ratio failover_serving_vs_lease_ttl "$fs" 2000
+	ratio failover_put_vs_lease_ttl "$fp" 2000
 fi

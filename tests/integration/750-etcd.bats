@@ -103,6 +103,16 @@ wait_leader() {
 
 health() { curl -s "http://127.0.0.1:${HA_HTTP[$1]}/health"; }
 
+# failover OLD NEW: kill -9 of leader OLD, waits for NEW to serve; sets
+# FAILOVER_T0 (ns, the kill) and FAILOVER_MS (to NEW serving).
+failover() {
+	FAILOVER_T0=$(date +%s%N)
+	kill -KILL "${HA_PID[$1]}"
+	_mc_reap "${HA_PID[$1]}"
+	wait_leader "$2" 15
+	FAILOVER_MS=$((($(date +%s%N) - FAILOVER_T0) / 1000000))
+}
+
 wait_readable() {
 	local i
 	for i in $(seq 1 100); do
@@ -163,7 +173,9 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	start_ha b		# empty state_dir: everything comes from etcd
 	wait_leader b
 	grep -q "oplog in etcd: $batches batches" "$MC_DIR/master-b.log"
-	grep -q 'replayed [1-9][0-9]* oplog records' "$MC_DIR/master-b.log"
+	# (cold: replayed at start; warm: followed while it campaigned)
+	grep -Eq 'replayed [1-9][0-9]* oplog records|warm store held the log up to [1-9]' \
+		"$MC_DIR/master-b.log"
 	wait_readable k1
 	get_compare k3
 	get_compare k4
@@ -185,20 +197,35 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	health b | jq -e '.role == "standby" and (.leader | contains("rpc=127.0.0.1:'"${HA_RPC[a]}"'"))'
 	! grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
 	etcd_keys | grep -q '^/mooncake/t/standby/'
+	# b's RPC port names the leader; metadata ops answer NOT_LEADER
+	run -0 "$RPC" "127.0.0.1:${HA_RPC[b]}" hello
+	[[ "$output" == *"leader=127.0.0.1:${HA_RPC[a]}"* ]]
+	run "$RPC" "127.0.0.1:${HA_RPC[b]}" exist k1
+	[[ "$output" == *NOT_LEADER* ]]
+	# mooncakectl status: every master of the list and its role; the
+	# cluster's numbers from the leader
+	local ml=http://127.0.0.1:${HA_HTTP[b]},http://127.0.0.1:${HA_HTTP[a]}
+	run -0 "$CTL" --master "$ml" status
+	echo "$output"
+	[[ "$output" == *"127.0.0.1:${HA_HTTP[b]} (standby)"* ]]
+	[[ "$output" == *"127.0.0.1:${HA_HTTP[a]} (leader)"* ]]
+	grep -Eq '^role: +leader' <<<"$output"
+	run -0 "$CTL" --master "$ml" --json status
+	jq -e '(.masters | length) == 2 and .role == "leader"' <<<"$output"
 	start_node n1 --segment_size=256M
+	# a client given only the standby goes to the leader it names
+	run -0 put_random viab 10K
+	MASTER_ADDR=127.0.0.1:${HA_RPC[b]} get_compare viab
+	MASTER_ADDR=127.0.0.1:${HA_RPC[b]} put_random viab2 10K
+	get_compare viab2
 	start_load
 	sleep 2
-	local t0 t1
-	t0=$(date +%s%N)
-	kill -KILL "${HA_PID[a]}"
-	_mc_reap "${HA_PID[a]}"
-	wait_leader b 15
-	t1=$(date +%s%N)
+	failover a b
 	wait_put_ok b		# the node remounted on b, clients found it
 	local t2
 	t2=$(date +%s%N)
-	echo "# failover (lease TTL 2 s): kill -9 to the standby serving $(((t1 - t0) / 1000000)) ms, to a put through the list of masters $(((t2 - t0) / 1000000)) ms" >&3
-	[ $(((t1 - t0) / 1000000)) -lt 10000 ]
+	echo "# failover (lease TTL 2 s): kill -9 to the standby serving $FAILOVER_MS ms, to a put through the list of masters $(((t2 - FAILOVER_T0) / 1000000)) ms" >&3
+	[ "$FAILOVER_MS" -lt 10000 ]
 	[ "$(health b | jq -r .role)" = leader ]
 	grep -q "mounted 1 segment" "$MC_DIR/node-n1.log"
 	sleep 1
@@ -290,6 +317,64 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	wait "${HA_PID[c]}" || st=$?
 	[ "$st" -ne 0 ]
 	grep -q 'etcd holds records after' "$MC_DIR/master-c.log"
+}
+
+@test "oplog=etcd: a standby started after a compaction bootstraps from the leader's snapshot (admin API, token), follows the log warm while the leader compacts, and serves everything acknowledged after promotion" {
+	printf 'sekret\n' >"$MC_DIR/token"
+	local tok=(--admin_token_file="$MC_DIR/token") auth=(-H 'Authorization: Bearer sekret')
+	start_etcd
+	start_ha a "${tok[@]}"
+	wait_leader a
+	start_node n1 --segment_size=256M
+	for i in 1 2 3; do run -0 put_random "w$i" 10K; done
+	start_load
+	sleep 1
+	curl -sf -X POST "${auth[@]}" "http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots" >/dev/null
+	etcd_keys | grep -q '^/mooncake/t/compacted$'
+	# the snapshot file is an admin's only
+	local url=http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots/newest/file
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 401 ]
+	[ "$(curl -s -o "$MC_DIR/snap.db" -w '%{http_code}' "${auth[@]}" "$url")" = 200 ]
+	[ "$(head -c 15 "$MC_DIR/snap.db")" = "SQLite format 3" ]
+	run -0 put_random w4 10K
+	sleep 1
+	start_ha b "${tok[@]}"	# empty state_dir, the log compacted: bootstraps
+	local i
+	for i in $(seq 1 100); do
+		grep -q 'bootstrapped from the leader' "$MC_DIR/master-b.log" && break
+		sleep 0.1
+	done
+	grep -q "bootstrapped from the leader's snapshot" "$MC_DIR/master-b.log"
+	ls "$MC_DIR"/master-b/snapshots/snap-*.db
+	# REST on the standby: reads from its own store, role standby;
+	# mutations 503 NOT_LEADER naming the leader
+	local sb=http://127.0.0.1:${HA_HTTP[b]}
+	for i in $(seq 1 50); do
+		curl -sf "$sb/api/v1/objects/w4" >/dev/null && break
+		sleep 0.1
+	done
+	curl -sf "$sb/api/v1/objects/w4" | jq -e '.key == "w4"'
+	curl -sf "$sb/api/v1/cluster" | jq -e '.role == "standby" and .objects >= 4'
+	health b | jq -e '.role == "standby"'
+	run -0 curl -s -w '\n%{http_code}' -X DELETE "${auth[@]}" "$sb/api/v1/objects/w1"
+	[ "$(tail -n1 <<<"$output")" = 503 ]
+	head -n1 <<<"$output" | jq -e '.error.code == "NOT_LEADER" and
+		(.error.message | contains("rpc=127.0.0.1:'"${HA_RPC[a]}"'"))'
+	# the leader compacts with a standby registered; the standby follows
+	sleep 1
+	curl -sf -X POST "${auth[@]}" "http://127.0.0.1:${HA_HTTP[a]}/api/v1/snapshots" >/dev/null
+	run -0 put_random w5 10K
+	sleep 2
+	failover a b
+	local promo
+	promo=$(grep -o 'promotion: .*' "$MC_DIR/master-b.log")
+	echo "# warm standby: kill -9 to serving $FAILOVER_MS ms (lease TTL 2 s); $promo" >&3
+	[[ "$promo" == *"replayed the "*" records left in "* ]]
+	wait_put_ok b
+	sleep 1
+	stop_load
+	verify_load
+	for i in 1 2 3 4 5; do get_compare "w$i"; done
 }
 
 @test "oplog=etcd: after a failover, a restored segment whose node never remounts is dropped client_ttl_ms later; its keys can be put again" {

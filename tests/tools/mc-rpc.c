@@ -283,8 +283,11 @@ int main(int argc, char **argv)
 		st = call(MC_OP_HELLO, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 		if (!st)
-			printf(" proto_version=%u server_version=%.*s", resp.hello_resp.proto_version,
-			       (int)resp.hello_resp.server_version.len, resp.hello_resp.server_version.p);
+			printf(" proto_version=%u server_version=%.*s%s%.*s",
+			       resp.hello_resp.proto_version,
+			       (int)resp.hello_resp.server_version.len, resp.hello_resp.server_version.p,
+			       resp.hello_resp.leader.len ? " leader=" : "",
+			       (int)resp.hello_resp.leader.len, resp.hello_resp.leader.p);
 	} else if (!strcmp(op, "ping") && argc == 4) {
 		struct mc_msg_ping_req q = { .client_id = id_of(argv[3]) };
 		st = call(MC_OP_PING, &q, &a, &resp);

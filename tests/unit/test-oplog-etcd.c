@@ -6,7 +6,8 @@
  * order per thread, with fewer transactions than records (group commit);
  * the fence (the leader key taken away: nothing more is acknowledged, the
  * log is deposed and says so); a second opener waits as a standby until
- * the first closes, then continues the sequence. */
+ * the first closes, then continues the sequence; a standby's reader
+ * (mc_oplog_tail_*) polling while 8 threads append. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -151,6 +152,24 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* THREADS workers of PER_THREAD append + wait each; their results (free). */
+static struct worker *run_workers(struct mc_oplog *l)
+{
+	struct worker *w = calloc(THREADS, sizeof(*w));
+	pthread_t t[THREADS];
+	assert_non_null(w);
+	for (uint32_t i = 0; i < THREADS; i++) {
+		w[i].l = l;
+		w[i].id = i;
+		pthread_create(&t[i], NULL, worker_main, &w[i]);
+	}
+	for (uint32_t i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].err, 0);
+	}
+	return w;
+}
+
 struct check {
 	uint32_t next[THREADS];
 	uint64_t records, last;
@@ -194,17 +213,7 @@ static void test_stress_reopen(void **state)
 	NEED_ETCD(f);
 	struct mc_oplog *l = open_log(f, NULL);
 	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
-	struct worker *w = calloc(THREADS, sizeof(*w));
-	pthread_t t[THREADS];
-	for (uint32_t i = 0; i < THREADS; i++) {
-		w[i].l = l;
-		w[i].id = i;
-		pthread_create(&t[i], NULL, worker_main, &w[i]);
-	}
-	for (uint32_t i = 0; i < THREADS; i++) {
-		pthread_join(t[i], NULL);
-		assert_int_equal(w[i].err, 0);
-	}
+	struct worker *w = run_workers(l);
 	struct mc_oplog_stats st;
 	mc_oplog_get_stats(l, &st);
 	assert_int_equal(st.appended, THREADS * PER_THREAD);
@@ -333,12 +342,97 @@ static void test_standby_waits(void **state)
 	mc_oplog_close(o.l);
 }
 
+/* A standby's reader: it polls while 8 writers append; it sees every
+ * committed record once, in order, with its payload (check_rec); a fresh reader starts in the middle of a
+ * batch; after a compaction past it, NOT_FOUND. */
+struct tailer {
+	struct mc_oplog_tail *t;
+	struct mc_oplog *l;
+	struct check k;
+	uint64_t polls, ahead;
+	uint64_t progress;	/* k.last, for the main thread (atomic) */
+	bool stop;
+	int err;		/* atomic */
+};
+
+static void *tailer_main(void *arg)
+{
+	struct tailer *tl = arg;
+	while (!__atomic_load_n(&tl->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t last = tl->k.last;
+		int r = mc_oplog_tail_poll(tl->t, tl->k.last, check_rec, &tl->k, &last);
+		if (r || last != tl->k.last) {
+			__atomic_store_n(&tl->err, r ? r : -1, __ATOMIC_RELEASE);
+			return NULL;
+		}
+		__atomic_store_n(&tl->progress, last, __ATOMIC_RELEASE);
+		/* (a record read may be ahead of the leader's durable_seq: etcd
+		 * committed it, the flusher has not seen the answer yet) */
+		struct mc_oplog_stats st;
+		mc_oplog_get_stats(tl->l, &st);
+		if (last > st.durable_seq)
+			tl->ahead++;
+		tl->polls++;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+static void test_tail(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	struct mc_oplog *l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
+	struct tailer tl = { .l = l };
+	assert_int_equal(mc_oplog_tail_new(f->url, f->cluster, 1000, &tl.t), 0);
+	char leader[64];
+	assert_int_equal(mc_oplog_tail_leader(tl.t, leader, sizeof(leader)), 0);
+	assert_string_equal(leader, "unit");
+	pthread_t tt;
+	pthread_create(&tt, NULL, tailer_main, &tl);
+	struct worker *w = run_workers(l);
+	for (int i = 0; i < 500 && __atomic_load_n(&tl.progress, __ATOMIC_ACQUIRE) <
+			THREADS * PER_THREAD && !__atomic_load_n(&tl.err, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	__atomic_store_n(&tl.stop, true, __ATOMIC_RELEASE);
+	pthread_join(tt, NULL);
+	fprintf(stderr, "# tail: %llu polls, %llu ahead of the leader's durable_seq\n",
+		(unsigned long long)tl.polls, (unsigned long long)tl.ahead);
+	assert_int_equal(tl.err, 0);
+	assert_int_equal(tl.k.bad, 0);
+	assert_int_equal(tl.k.records, THREADS * PER_THREAD);
+	mc_oplog_tail_free(tl.t);
+	/* a fresh reader, from the middle of a batch */
+	struct mc_oplog_tail *t2;
+	assert_int_equal(mc_oplog_tail_new(f->url, f->cluster, 1000, &t2), 0);
+	struct check k2 = { .last = 1001 };
+	uint64_t last = 0;
+	assert_int_equal(mc_oplog_tail_poll(t2, 1001, count_rec, &k2, &last), 0);
+	assert_int_equal(k2.bad, 0);
+	assert_int_equal(last, THREADS * PER_THREAD);
+	assert_int_equal(k2.records, THREADS * PER_THREAD - 1001);
+	/* compacted past it: bootstrap again; at the compaction point: fine */
+	assert_true(mc_oplog_compact(l, 1500) >= 1);
+	assert_int_equal(mc_oplog_tail_poll(t2, 1200, count_rec, &(struct check){ .last = 1200 },
+					    &last), MC_ERR_OPLOG_ENTRY_NOT_FOUND);
+	assert_int_equal(mc_oplog_tail_compacted(t2), 1500);
+	struct check k3 = { .last = 1500 };
+	assert_int_equal(mc_oplog_tail_poll(t2, 1500, count_rec, &k3, &last), 0);
+	assert_int_equal(k3.bad, 0);
+	assert_int_equal(k3.records, THREADS * PER_THREAD - 1500);
+	mc_oplog_tail_free(t2);
+	mc_oplog_close(l);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_stress_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_standby_waits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
