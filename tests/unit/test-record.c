@@ -455,7 +455,7 @@ static void test_rules(void **state)
 	mc_wbuf_init(&w, 1 << 20);
 	assert_rc(mc_record_encode(&w, &bad), MC_ERR_INVALID_PARAMS);
 	mc_wbuf_free(&w);
-	assert_rc(mc_record_decode(7, "", 0, &d), MC_ERR_INVALID_PARAMS);
+	assert_rc(mc_record_decode(99, "", 0, &d), MC_ERR_INVALID_PARAMS);
 
 	/* Applying a bad record is refused, and so is applying into a store
 	 * that logs (it would log the record again). */
