@@ -8,8 +8,10 @@
  * with a record of every type (oplog-v1/) and a snapshot of the same state
  * (snapshot-v1.db, VACUUMed to 4 KiB pages: the rows are as written).
  * Every record in them decodes, re-encodes to the same bytes, and rebuilds
- * the state they describe; both rebuild the same store.  Then the codec's
- * rules, byte by byte.
+ * the state they describe; both rebuild the same store.  oplog-v2/ and
+ * snapshot-v2.db (schema 2) hold the metadata KV's records (MDPUT, MDDEL)
+ * and table, written by the build that added them (gen-samples.c v2).
+ * Then the codec's rules, byte by byte.
  */
 #include <stdarg.h>
 #include <stddef.h>
