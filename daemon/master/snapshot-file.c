@@ -359,34 +359,31 @@ static int tenant_row(struct reading *g, sqlite3_stmt *st)
 	return 0;
 }
 
-static int segment_row(struct reading *g, sqlite3_stmt *st)
+/* A row of one record (type) in its column 0; *count counts them. */
+static int rec_row(struct reading *g, sqlite3_stmt *st, uint16_t type, uint64_t *count,
+		   const char *what)
 {
 	const void *p = sqlite3_column_blob(st, 0);
 	size_t n = (size_t)sqlite3_column_bytes(st, 0);
 	struct mc_record rec;
 
 	g->digest += mc_hash(p, n);
-	g->nseg++;
-	if (mc_record_decode(MC_REC_MOUNT, p, n, &rec) < 0 || g->emit(g->ctx, 0, &rec) < 0) {
-		snprintf(g->err, g->errlen, "bad segment row %" PRIu64, g->nseg);
+	(*count)++;
+	if (mc_record_decode(type, p, n, &rec) < 0 || g->emit(g->ctx, 0, &rec) < 0) {
+		snprintf(g->err, g->errlen, "bad %s row %" PRIu64, what, *count);
 		return MC_ERR_PERSISTENT_FAIL;
 	}
 	return 0;
 }
 
+static int segment_row(struct reading *g, sqlite3_stmt *st)
+{
+	return rec_row(g, st, MC_REC_MOUNT, &g->nseg, "segment");
+}
+
 static int mdkv_row(struct reading *g, sqlite3_stmt *st)
 {
-	const void *p = sqlite3_column_blob(st, 0);
-	size_t n = (size_t)sqlite3_column_bytes(st, 0);
-	struct mc_record rec;
-
-	g->digest += mc_hash(p, n);
-	g->nmd++;
-	if (mc_record_decode(MC_REC_MDPUT, p, n, &rec) < 0 || g->emit(g->ctx, 0, &rec) < 0) {
-		snprintf(g->err, g->errlen, "bad mdkv row %" PRIu64, g->nmd);
-		return MC_ERR_PERSISTENT_FAIL;
-	}
-	return 0;
+	return rec_row(g, st, MC_REC_MDPUT, &g->nmd, "mdkv");
 }
 
 static int object_row(struct reading *g, sqlite3_stmt *st)

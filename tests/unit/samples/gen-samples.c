@@ -46,21 +46,49 @@ static void put(struct mc_meta *m, struct mc_uuid c, const char *tenant, const v
 		CK(mc_meta_put_end(m, c, t, ref_bytes(key, kl), has_cs, cs));
 }
 
-/* A store with one object and the metadata KV's changes, logged. */
-static int gen_v2(const char *out)
+/* A new store on the test clock, logging to out/dir (*ret_log). */
+static struct mc_meta *start(const char *out, const char *dir, struct mc_oplog **ret_log)
 {
 	char path[512];
 	struct mc_meta_config cfg;
 	struct mc_meta *m;
-	struct mc_oplog *l;
 	struct mc_oplog_config ocfg = { .sync = true };
 
 	mc_meta_config_defaults(&cfg);
 	cfg.clock = test_clock_of(&clk);
 	CK(mc_meta_new(&cfg, &m));
-	snprintf(path, sizeof(path), "%s/oplog-v2", out);
-	CK(mc_oplog_open_local(path, &ocfg, &l, NULL));
-	mc_meta_set_oplog(m, l);
+	snprintf(path, sizeof(path), "%s/%s", out, dir);
+	CK(mc_oplog_open_local(path, &ocfg, ret_log, NULL));
+	mc_meta_set_oplog(m, *ret_log);
+	return m;
+}
+
+/* Waits for m's log l, closes it, writes m's snapshot out/name with id. */
+static int finish(struct mc_meta *m, struct mc_oplog *l, const char *out, const char *name,
+		  uint64_t id)
+{
+	char path[512];
+	bool failed;
+	uint64_t seq = mc_meta_oplog_pending(&failed);
+	CK(failed);
+	CK(mc_oplog_wait_durable(l, seq));
+	mc_meta_set_oplog(m, NULL);
+	uint64_t last = mc_oplog_last_seq(l);
+	mc_oplog_close(l);
+	snprintf(path, sizeof(path), "%s/%s", out, name);
+	struct mc_snapshot_info info;
+	CK(mc_snapshot_write_file(m, path, id, last, &info));
+	printf("oplog last seq %llu, snapshot objects %llu\n", (unsigned long long)last,
+	       (unsigned long long)info.objects);
+	mc_meta_free(m);
+	return 0;
+}
+
+/* A store with one object and the metadata KV's changes, logged. */
+static int gen_v2(const char *out)
+{
+	struct mc_oplog *l;
+	struct mc_meta *m = start(out, "oplog-v2", &l);
 	struct mc_segment_spec s1 = seg_spec(1, "node-a", 64 * MiB);
 	CK(mc_meta_mount_segment(m, client_id(1), &s1));
 	struct mc_put_config one = { .replica_num = 1 };
@@ -76,20 +104,7 @@ static int gen_v2(const char *out)
 	CK(mc_meta_md_put(m, "empty", 5, "now set", 7, 0));
 	CK(mc_meta_md_del(m, "gone", 4));
 
-	bool failed;
-	uint64_t seq = mc_meta_oplog_pending(&failed);
-	CK(failed);
-	CK(mc_oplog_wait_durable(l, seq));
-	mc_meta_set_oplog(m, NULL);
-	uint64_t last = mc_oplog_last_seq(l);
-	mc_oplog_close(l);
-	snprintf(path, sizeof(path), "%s/snapshot-v2.db", out);
-	struct mc_snapshot_info info;
-	CK(mc_snapshot_write_file(m, path, 8, last, &info));
-	printf("oplog last seq %llu, snapshot objects %llu\n", (unsigned long long)last,
-	       (unsigned long long)info.objects);
-	mc_meta_free(m);
-	return 0;
+	return finish(m, l, out, "snapshot-v2.db", 8);
 }
 
 int main(int argc, char **argv)
@@ -97,18 +112,8 @@ int main(int argc, char **argv)
 	const char *out = argv[1];
 	if (argc > 2 && !strcmp(argv[2], "v2"))
 		return gen_v2(out);
-	char path[512];
-	struct mc_meta_config cfg;
-	struct mc_meta *m;
 	struct mc_oplog *l;
-	struct mc_oplog_config ocfg = { .sync = true };
-
-	mc_meta_config_defaults(&cfg);
-	cfg.clock = test_clock_of(&clk);
-	CK(mc_meta_new(&cfg, &m));
-	snprintf(path, sizeof(path), "%s/oplog-v1", out);
-	CK(mc_oplog_open_local(path, &ocfg, &l, NULL));
-	mc_meta_set_oplog(m, l);
+	struct mc_meta *m = start(out, "oplog-v1", &l);
 
 	struct mc_uuid c1 = client_id(1), c2 = client_id(2);
 	struct mc_segment_spec s1 = seg_spec(1, "node-a", 64 * MiB);
@@ -143,18 +148,5 @@ int main(int argc, char **argv)
 	CK(mc_meta_unmount_segment(m, c2, seg_id(3)));
 	put(m, c1, NULL, "delta", 5, 10, &plain, false, false, 0);
 
-	bool failed;
-	uint64_t seq = mc_meta_oplog_pending(&failed);
-	CK(failed);
-	CK(mc_oplog_wait_durable(l, seq));
-	mc_meta_set_oplog(m, NULL);
-	uint64_t last = mc_oplog_last_seq(l);
-	mc_oplog_close(l);
-	snprintf(path, sizeof(path), "%s/snapshot-v1.db", out);
-	struct mc_snapshot_info info;
-	CK(mc_snapshot_write_file(m, path, 7, last, &info));
-	printf("oplog last seq %llu, snapshot objects %llu\n", (unsigned long long)last,
-	       (unsigned long long)info.objects);
-	mc_meta_free(m);
-	return 0;
+	return finish(m, l, out, "snapshot-v1.db", 7);
 }
