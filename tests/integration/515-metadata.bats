@@ -4,7 +4,7 @@
 # /metadata?key=, daemon/master/master-http-metadata.c), as the original's
 # transfer engine uses it through MC_METADATA_SERVER: bytes back as put
 # (JSON and binary), percent-encoded keys, the original's statuses and
-# texts (404, 400, the rpc_meta rule), the limits (413, 507), the admin
+# texts (404, 400, the rpc_meta rule), the limits (413, 507) and gauges, the admin
 # token on mutations, and the KV surviving a kill -9 (oplog) and a
 # snapshot + kill -9.  (A failover under oplog = etcd: 750-etcd.bats.)
 bats_require_minimum_version 1.5.0
@@ -167,6 +167,10 @@ expect_error() {
 	[ "$code" = 200 ]
 	md GET a
 	cmp "$MC_DIR/200k" "$BATS_TEST_TMPDIR/b"
+	# the gauges: a, b and d, keys plus values
+	run -0 curl -sf "http://$MASTER_HTTP/metrics"
+	grep -qx 'mooncake_master_metadata_keys 3' <<<"$output"
+	grep -qx 'mooncake_master_metadata_bytes 200005' <<<"$output"
 }
 
 @test "metadata: with an admin token, PUT and DELETE need it (the transfer engine sends MC_METADATA_HTTP_TOKEN), GET does not" {
