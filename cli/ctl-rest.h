@@ -44,6 +44,16 @@ void ctl_rest_reply_free(struct ctl_rest_reply *rep);
 int ctl_rest(struct ctl *ctl, const char *method, const char *path, const json_t *body,
 	     const char *subject, json_t **ret);
 
+/*
+ * ctl_rest for bytes (the HTTP metadata server): body (len bytes, NULL:
+ * none) is sent as it is; on a 2xx *ret gets the reply's bytes (the caller
+ * mc_wbuf_free()s it).  Failures as ctl_rest; a plain-text error reply is
+ * printed as it is (404: exit code 4).
+ */
+struct mc_wbuf;
+int ctl_rest_raw(struct ctl *ctl, const char *method, const char *path, const void *body,
+		 size_t len, const char *subject, struct mc_wbuf *ret);
+
 /* The base URL in use (for messages). */
 const char *ctl_rest_base(struct ctl *ctl);
 

@@ -232,3 +232,39 @@ expect_error() {
 	md GET "mooncake/rpc_meta/a"
 	[ "$body" = '{"a":1}' ]
 }
+
+@test "metadata: mooncakectl metadata put, get (file, stdout, -o json), rm; exit 4 when missing; the token" {
+	[ -x "$CTL" ] || skip "mooncakectl not built"
+	start_master --admin_token_file="$MC_DIR/token"
+	c() { "$CTL" --master "http://$MASTER_HTTP" --token-file "$MC_DIR/token" "$@"; }
+	printf '{"name":"n","buffers":[]}' >"$MC_DIR/v.json"
+	run -0 c metadata put mooncake/ram/n "$MC_DIR/v.json"
+	[ "$output" = "put mooncake/ram/n (25 bytes)" ]
+	run -0 c metadata get mooncake/ram/n
+	[ "$output" = '{"name":"n","buffers":[]}' ]
+	run -0 c -o json metadata get mooncake/ram/n
+	jq -e '.key == "mooncake/ram/n" and .bytes == 25 and .json.name == "n"' <<<"$output"
+	# binary through stdin and a file; what curl reads is the same bytes
+	head -c 5000 /dev/urandom >"$MC_DIR/bin"
+	run -0 c metadata put "k with space/ü" - <"$MC_DIR/bin"
+	run -0 c metadata get "k with space/ü" "$MC_DIR/out"
+	cmp "$MC_DIR/bin" "$MC_DIR/out"
+	run -0 curl -sf -o "$MC_DIR/out2" "http://$MASTER_HTTP/metadata?key=k%20with%20space%2F%C3%BC"
+	cmp "$MC_DIR/bin" "$MC_DIR/out2"
+	run -0 c -o json metadata get "k with space/ü"
+	jq -e '.bytes == 5000 and .json == null' <<<"$output"
+	# the rpc_meta rule, missing keys, no token
+	run -0 c metadata put rpc_meta/n "$MC_DIR/v.json"
+	run -1 c metadata put rpc_meta/n "$MC_DIR/v.json"
+	[[ "$output" == *"Duplicate rpc_meta key not allowed"* ]]
+	run -0 c metadata rm mooncake/ram/n
+	[ "$output" = "removed mooncake/ram/n" ]
+	run -4 c metadata rm mooncake/ram/n
+	[[ "$output" == *"metadata not found"* ]]
+	run -4 c metadata get mooncake/ram/n
+	run -1 "$CTL" --master "http://$MASTER_HTTP" metadata put x "$MC_DIR/v.json"
+	[[ "$output" == *UNAUTHORIZED* ]]
+	head -c $((1048576 + 1)) /dev/zero >"$MC_DIR/huge"
+	run -1 c metadata put big "$MC_DIR/huge"
+	[[ "$output" == *"over 1048576 bytes"* ]]
+}
