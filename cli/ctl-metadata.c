@@ -30,6 +30,21 @@ static char *md_path(const char *key)
 	return p;
 }
 
+/* METHOD /metadata?key=KEY with body; the reply's bytes in *ret (2xx), or
+ * the exit code with the error printed ("metadata VERB KEY: ..."). */
+static int md_request(struct ctl *ctl, const char *verb, const char *method, const char *key,
+		      const void *body, size_t len, struct mc_wbuf *ret)
+{
+	char subject[300];
+	char *path = md_path(key);
+	if (!path)
+		return CTL_FAILED;
+	snprintf(subject, sizeof(subject), "metadata %s %.250s", verb, key);
+	int r = ctl_rest_raw(ctl, method, path, body, len, subject, ret);
+	free(path);
+	return r;
+}
+
 /* {"key":K, ...} for -o json. */
 static json_t *md_json(const char *key)
 {
@@ -44,15 +59,8 @@ static int md_get(struct ctl *ctl, int argc, char **argv)
 	int np, r;
 	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 2, &np, "KEY")))
 		return r;
-	char *path = md_path(pos[0]);
-	if (!path)
-		return CTL_FAILED;
 	struct mc_wbuf v;
-	char subject[300];
-	snprintf(subject, sizeof(subject), "metadata get %.250s", pos[0]);
-	r = ctl_rest_raw(ctl, "GET", path, NULL, 0, subject, &v);
-	free(path);
-	if (r)
+	if ((r = md_request(ctl, "get", "GET", pos[0], NULL, 0, &v)))
 		return r;
 	if (ctl->json && np < 2) {
 		json_t *j = md_json(pos[0]);
@@ -114,15 +122,7 @@ static int md_put(struct ctl *ctl, int argc, char **argv)
 	struct mc_wbuf v, reply;
 	if ((r = read_value(pos[1], &v)))
 		return r;
-	char *path = md_path(pos[0]);
-	if (!path) {
-		mc_wbuf_free(&v);
-		return CTL_FAILED;
-	}
-	char subject[300];
-	snprintf(subject, sizeof(subject), "metadata put %.250s", pos[0]);
-	r = ctl_rest_raw(ctl, "PUT", path, v.len ? (const void *)v.p : "", v.len, subject, &reply);
-	free(path);
+	r = md_request(ctl, "put", "PUT", pos[0], v.len ? (const void *)v.p : "", v.len, &reply);
 	size_t len = v.len;
 	mc_wbuf_free(&v);
 	if (r)
@@ -144,15 +144,8 @@ static int md_rm(struct ctl *ctl, int argc, char **argv)
 	int np, r;
 	if ((r = ctl_args(ctl, argc, argv, NULL, 0, pos, 1, 1, &np, "KEY")))
 		return r;
-	char *path = md_path(pos[0]);
-	if (!path)
-		return CTL_FAILED;
 	struct mc_wbuf reply;
-	char subject[300];
-	snprintf(subject, sizeof(subject), "metadata rm %.250s", pos[0]);
-	r = ctl_rest_raw(ctl, "DELETE", path, NULL, 0, subject, &reply);
-	free(path);
-	if (r)
+	if ((r = md_request(ctl, "rm", "DELETE", pos[0], NULL, 0, &reply)))
 		return r;
 	mc_wbuf_free(&reply);
 	if (ctl->json) {
