@@ -11,8 +11,9 @@
  * a complete object goes (remove, evict, unmount, takeover); MOUNT and
  * UNMOUNT of segments; QUOTA when a quota is set; PIN when a soft pin is
  * set or cleared; MDPUT and MDDEL for the metadata KV (mdkv.h, logged from
- * under its lock through meta_log_record).  Unfinished writes (PutStart without PutEnd) are never
- * logged: after a restart they are gone and their space is free.  Read
+ * under its lock through meta_log_record).  Unfinished writes (PutStart
+ * without PutEnd) are never logged: after a restart they are gone and
+ * their space is free.  Read
  * leases are not logged either (they last seconds).
  */
 #include <stdlib.h>

@@ -27,9 +27,10 @@
  *                             is held across its changes' oplog appends)
  *
  * Persistence (meta-oplog.c): every mutation of a complete object, of a
- * segment, a quota or a pin appends its oplog record while it holds the
- * lock that orders it (the shard's write lock for objects, segs.lock for
- * unmounts, tenants.lock for quotas); the log's own mutex is a leaf below
+ * segment, a quota, a pin or a metadata KV key appends its oplog record
+ * while it holds the lock that orders it (the shard's write lock for
+ * objects, segs.lock for unmounts, tenants.lock for quotas, mdkv.lock for
+ * the KV); the log's own mutex is a leaf below
  * all of these.  The caller then waits for durability with no lock held
  * (mc_meta_oplog_pending()).  mc_meta_freeze() (meta-oplog.c) takes
  * segs.lock for writing, every shard lock for reading in ascending order,
@@ -376,8 +377,8 @@ typedef int (*mc_meta_emit_fn)(void *ctx, uint32_t index, const struct mc_record
  * every segment (UNMOUNTING ones left out), then an OBJECT for every
  * complete object, shard by shard in ascending order (writes in progress
  * are left out: after a restart their space is free), then an MDPUT for
- * every key of the metadata KV (index 0).  Stops at fn's
- * first non-zero return and returns it.  m is frozen by the caller, or
+ * every key of the metadata KV (index 0).  Stops at fn's first non-zero
+ * return and returns it.  m is frozen by the caller, or
  * nobody else can reach it (a fork()ed child, a test); nothing here locks.
  */
 int mc_meta_dump(struct mc_meta *m, mc_meta_emit_fn fn, void *ctx);
@@ -400,8 +401,9 @@ void mc_meta_load_free(struct mc_meta_loader *l);
 
 /*
  * Applies one oplog record (idempotent: OBJECT and MDPUT replace, a DELETE
- * or MDDEL of a missing key and an UNMOUNT of an unknown segment do nothing, a MOUNT of
- * a known segment keeps it; segments come back RESTORED).  Replicas on
+ * or MDDEL of a missing key and an UNMOUNT of an unknown segment do
+ * nothing, a MOUNT of a known segment keeps it; segments come back
+ * RESTORED).  Replicas on
  * unknown segments are dropped and counted in *ret_skipped (may be NULL).
  * MC_ERR_DESERIALIZE_FAIL or MC_ERR_INVALID_PARAMS for a bad record.  A
  * store that logs would log what it applies: with an oplog set,
