@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl-rest.c - mooncakectl's REST client (see ctl-rest.h): one libcurl easy
- * handle reused for every call, JSON bodies in and out, the error replies
+ * handle reused for every call, JSON bodies in and out (raw bytes for the
+ * HTTP metadata server), the error replies
  * of docs/rest-api.md ({"error":{"code","message"}}) turned into messages
  * and exit codes.
  *
@@ -172,8 +173,11 @@ void ctl_rest_reply_free(struct ctl_rest_reply *rep)
 	rep->body = NULL;
 }
 
-int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, const json_t *body,
-		     long timeout_ms, struct ctl_rest_reply *rep)
+/* One request with data (dlen bytes, NULL: none) of type ctype; raw (may
+ * be NULL) keeps the reply's bytes. */
+static int request(struct ctl *ctl, const char *method, const char *path, const char *data,
+		   size_t dlen, const char *ctype, long timeout_ms, struct ctl_rest_reply *rep,
+		   struct mc_wbuf *raw)
 {
 	memset(rep, 0, sizeof(*rep));
 	if (!ctl->curl) {
@@ -186,7 +190,7 @@ int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, cons
 		}
 	}
 	CURL *c = ctl->curl;
-	char *url = NULL, *data = NULL, *auth = NULL;
+	char *url = NULL, *auth = NULL;
 	struct curl_slist *hdr = NULL;
 	struct mc_wbuf b;
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -198,13 +202,9 @@ int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, cons
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (body && !(data = json_dumps(body, JSON_COMPACT))) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	hdr = cu.slist_append(hdr, "Accept: application/json");
+	hdr = cu.slist_append(hdr, raw ? "Accept: */*" : "Accept: application/json");
 	/* No body: no Content-Type (libcurl would say form-urlencoded on a POST). */
-	hdr = cu.slist_append(hdr, data ? "Content-Type: application/json" : "Content-Type:");
+	hdr = cu.slist_append(hdr, data ? ctype : "Content-Type:");
 	if (ctl->token) {
 		if (asprintf(&auth, "Authorization: Bearer %s", ctl->token) < 0) {
 			auth = NULL;
@@ -236,7 +236,7 @@ int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, cons
 		cu.easy_setopt(c, CURLOPT_HTTPGET, 1L);
 	if (data) {
 		cu.easy_setopt(c, CURLOPT_POSTFIELDS, data);
-		cu.easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(data));
+		cu.easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)dlen);
 	} else if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 		cu.easy_setopt(c, CURLOPT_POSTFIELDS, "");
 		cu.easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
@@ -264,10 +264,26 @@ int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, cons
 out:
 	cu.slist_free_all(hdr);
 	free(auth);
-	free(data);
 	free(url);
-	mc_wbuf_free(&b);
+	if (raw && ret == 0)
+		*raw = b;
+	else
+		mc_wbuf_free(&b);
 	return ret;
+}
+
+int ctl_rest_request(struct ctl *ctl, const char *method, const char *path, const json_t *body,
+		     long timeout_ms, struct ctl_rest_reply *rep)
+{
+	char *data = NULL;
+	if (body && !(data = json_dumps(body, JSON_COMPACT))) {
+		memset(rep, 0, sizeof(*rep));
+		return -ENOMEM;
+	}
+	int r = request(ctl, method, path, data, data ? strlen(data) : 0,
+			"Content-Type: application/json", timeout_ms, rep, NULL);
+	free(data);
+	return r;
 }
 
 static bool is_connect_error(int cc)
@@ -277,13 +293,11 @@ static bool is_connect_error(int cc)
 	       cc == CURLE_UNSUPPORTED_PROTOCOL;
 }
 
-int ctl_rest(struct ctl *ctl, const char *method, const char *path, const json_t *body,
-	     const char *subject, json_t **ret)
+/* A request that failed (r < 0) or got no 2xx: prints why, returns the exit code. */
+static int report(struct ctl *ctl, int r, const char *method, const char *path,
+		  const char *subject, struct ctl_rest_reply *rep_)
 {
-	struct ctl_rest_reply rep;
-	if (load_token(ctl) < 0)
-		return CTL_FAILED;
-	int r = ctl_rest_request(ctl, method, path, body, 0, &rep);
+	struct ctl_rest_reply rep = *rep_;
 	if (r == -ENOMEM)
 		return ctl_error("%s: out of memory", subject);
 	if (r < 0) {
@@ -293,10 +307,6 @@ int ctl_rest(struct ctl *ctl, const char *method, const char *path, const json_t
 					 ctl_rest_base(ctl), rep.transport);
 		return ctl_error("master %s: %s %s: %s", ctl_rest_base(ctl), method, path,
 				 rep.transport);
-	}
-	if (rep.status >= 200 && rep.status < 300) {
-		*ret = rep.body ? rep.body : json_object();
-		return CTL_OK;
 	}
 	int rc = ctl_exit_of_http(rep.status, rep.code);
 	if (rep.status == 404 && strcmp(rep.code, "NOT_FOUND") == 0)
@@ -311,8 +321,48 @@ int ctl_rest(struct ctl *ctl, const char *method, const char *path, const json_t
 	else
 		ctl_error("%s: HTTP %ld from %s %s%s", subject, rep.status, method,
 			  ctl_rest_base(ctl), path);
-	ctl_rest_reply_free(&rep);
+	ctl_rest_reply_free(rep_);
 	return rc;
+}
+
+int ctl_rest(struct ctl *ctl, const char *method, const char *path, const json_t *body,
+	     const char *subject, json_t **ret)
+{
+	struct ctl_rest_reply rep;
+	if (load_token(ctl) < 0)
+		return CTL_FAILED;
+	int r = ctl_rest_request(ctl, method, path, body, 0, &rep);
+	if (r == 0 && rep.status >= 200 && rep.status < 300) {
+		*ret = rep.body ? rep.body : json_object();
+		return CTL_OK;
+	}
+	return report(ctl, r, method, path, subject, &rep);
+}
+
+int ctl_rest_raw(struct ctl *ctl, const char *method, const char *path, const void *body,
+		 size_t len, const char *subject, struct mc_wbuf *ret)
+{
+	struct ctl_rest_reply rep;
+	struct mc_wbuf b;
+	if (load_token(ctl) < 0)
+		return CTL_FAILED;
+	int r = request(ctl, method, path, body, len, "Content-Type: application/octet-stream",
+			0, &rep, &b);
+	if (r == 0 && rep.status >= 200 && rep.status < 300) {
+		ctl_rest_reply_free(&rep);
+		*ret = b;
+		return CTL_OK;
+	}
+	if (r == 0 && !*rep.code && b.len && rep.status != 401) {   /* plain text (/metadata's) */
+		ctl_error("%s: %.*s (HTTP %ld)", subject, (int)(b.len < 200 ? b.len : 200),
+			  (const char *)b.p, rep.status);
+		ctl_rest_reply_free(&rep);
+		mc_wbuf_free(&b);
+		return rep.status == 404 ? 4 : CTL_FAILED;
+	}
+	if (r == 0)
+		mc_wbuf_free(&b);
+	return report(ctl, r, method, path, subject, &rep);
 }
 
 void ctl_rest_cleanup(struct ctl *ctl)

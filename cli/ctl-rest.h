@@ -49,6 +49,15 @@ int ctl_rest(struct ctl *ctl, const char *method, const char *path, const json_t
  * caller frees it), role what its /health says ("unreachable").  0, or
  * -1 past the end of the list. */
 int ctl_rest_master_role(struct ctl *ctl, unsigned i, char **ret_base, char *role, size_t n);
+/*
+ * ctl_rest for bytes (the HTTP metadata server): body (len bytes, NULL:
+ * none) is sent as it is; on a 2xx *ret gets the reply's bytes (the caller
+ * mc_wbuf_free()s it).  Failures as ctl_rest; a plain-text error reply is
+ * printed as it is (404: exit code 4).
+ */
+struct mc_wbuf;
+int ctl_rest_raw(struct ctl *ctl, const char *method, const char *path, const void *body,
+		 size_t len, const char *subject, struct mc_wbuf *ret);
 
 /* The base URL in use (for messages). */
 const char *ctl_rest_base(struct ctl *ctl);

@@ -67,6 +67,7 @@ int ctl_evict(struct ctl *ctl, int argc, char **argv);
 int ctl_snapshot(struct ctl *ctl, int argc, char **argv);
 int ctl_trace(struct ctl *ctl, int argc, char **argv); /* cli/ctl-trace.c (BPF tracer) */
 int ctl_node(struct ctl *ctl, int argc, char **argv);  /* cli/ctl-node.c */
+int ctl_metadata(struct ctl *ctl, int argc, char **argv);  /* cli/ctl-metadata.c */
 
 /*
  * Runs the verb of group argv[0] from verbs[] (global options may come

@@ -47,6 +47,7 @@ static void usage(FILE *f)
 		"  tenant list | quota TENANT [BYTES]\n"
 		"  evict [--ratio R]\n"
 		"  snapshot list | create\n"
+		"  metadata get KEY [FILE|-] | put KEY FILE|- | rm KEY\n"
 		"  trace lease | evict | transfer [--duration S] [--pin-path DIR]\n"
 		"  version\n"
 		"  help [COMMAND [VERB]]\n"
@@ -472,6 +473,7 @@ static const struct ctl_verb groups[] = {
 	  "Evict now, until the used ratio is R.\n"
 	  "  --ratio R      0 <= R < 1 (default: the master's low watermark)", ctl_evict },
 	{ "snapshot", "list | create", NULL, ctl_snapshot },
+	{ "metadata", "get KEY [FILE] | put KEY FILE | rm KEY", NULL, ctl_metadata },
 	{ "trace", "lease | evict | transfer [--duration S] [--pin-path DIR]", NULL, ctl_trace },
 	{ "node", "release [--state-dir DIR] [--shm-dir DIR] [--force]", NULL, ctl_node },
 	{ "version", "",

@@ -72,4 +72,9 @@ HTTP_HANDLER(http_object_delete);
 HTTP_HANDLER(http_object_pin);
 HTTP_HANDLER(http_object_unpin);
 
+/* master-http-metadata.c: /metadata?key= */
+HTTP_HANDLER(http_metadata_get);
+HTTP_HANDLER(http_metadata_put);
+HTTP_HANDLER(http_metadata_delete);
+
 #endif

@@ -4,7 +4,8 @@
  * routing, the bearer-token check, the JSON helpers shared by
  * master-http-*.c, and the small endpoints (/health, /metrics, cluster,
  * evict, tenants, snapshots).  Segments and clients are served from
- * master-http-segments.c, objects from master-http-objects.c.  The JSON
+ * master-http-segments.c, objects from master-http-objects.c, the HTTP
+ * metadata server (/metadata) from master-http-metadata.c.  The JSON
  * contract is docs/rest-api.md.
  */
 #include <errno.h>
@@ -567,6 +568,8 @@ DURABLE(http_object_pin)
 DURABLE(http_object_unpin)
 DURABLE(http_evict)
 DURABLE(http_quota_put)
+DURABLE(http_metadata_put)
+DURABLE(http_metadata_delete)
 #undef DURABLE
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
@@ -638,6 +641,9 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 		{ "GET", API "/snapshots", http_snapshots_list, h },
 		{ "POST", API "/snapshots", http_snapshots_take, h },
 		{ "GET", SNAPSHOT_FILE, http_snapshot_file, h },
+		{ "GET", "/metadata", http_metadata_get, h },
+		{ "PUT", "/metadata", http_metadata_put_durable, h },
+		{ "DELETE", "/metadata", http_metadata_delete_durable, h },
 	};
 #undef API
 	struct mc_http_server_config hcfg = {

@@ -24,7 +24,7 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
        V_OPLOG_BATCHES, V_UNDONE_PUTS,
-       V_RPC_PARKED, V_RPC_PARKED_TOTAL,
+       V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
        V_COUNT };
 
 /* The state of the master's metrics (mc_daemon_metrics_state()). */
@@ -105,6 +105,10 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_UNDONE_PUTS] = (double)ms->undone_puts;
 	v[V_RPC_PARKED] = (double)rs.parked;
 	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
+	uint64_t mdk, mdb;
+	mc_meta_md_usage(mm->meta, &mdk, &mdb);
+	v[V_MD_KEYS] = (double)mdk;
+	v[V_MD_BYTES] = (double)mdb;
 }
 
 /* ---- collectors: one series per segment, per tenant --------------------------------- */
@@ -293,6 +297,10 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				   "Replies parked until their oplog records are durable." },
 		[V_RPC_PARKED_TOTAL] = { MC_METRIC_COUNTER, "mooncake_master_rpc_parked_replies_total",
 					 "Replies ever parked for durability." },
+		[V_MD_KEYS] = { MC_METRIC_GAUGE, "mooncake_master_metadata_keys",
+				"Keys of the HTTP metadata server (/metadata)." },
+		[V_MD_BYTES] = { MC_METRIC_GAUGE, "mooncake_master_metadata_bytes",
+				 "Bytes (keys plus values) of the HTTP metadata server." },
 		[V_RPC_CONNECTIONS] = { MC_METRIC_GAUGE, "mooncake_master_rpc_connections",
 					"RPC connections open." },
 		[V_RPC_ACCEPTED] = { MC_METRIC_COUNTER, "mooncake_master_rpc_connections_accepted_total",

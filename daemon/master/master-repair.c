@@ -17,7 +17,7 @@
 #include "mooncake/error.h"
 
 #define LIST_MAX 200u
-#define TYPE_SLOTS 8u	/* record types 1..6, 0 and 7: others */
+#define TYPE_SLOTS 10u	/* record types 1..8, 0 and 9: others */
 
 struct listing {
 	FILE *out;
@@ -74,6 +74,15 @@ static int list_one(void *ctx, uint64_t seq, uint16_t type, const void *p, uint3
 	case MC_REC_QUOTA:
 		fputs("tenant ", ls->out);
 		put_str(ls->out, r.quota.tenant);
+		break;
+	case MC_REC_MDPUT:
+		fputs("metadata ", ls->out);
+		put_str(ls->out, r.mdput.key);
+		fprintf(ls->out, " (%" PRIu32 " bytes)", r.mdput.value.len);
+		break;
+	case MC_REC_MDDEL:
+		fputs("metadata ", ls->out);
+		put_str(ls->out, r.mddel.key);
 		break;
 	}
 	fputc('\n', ls->out);

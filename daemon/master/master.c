@@ -113,6 +113,8 @@ struct master_config {
 	char *log_level;
 	uint64_t max_tenants;
 	uint64_t metrics_tenants;
+	uint64_t metadata_max_keys;
+	uint64_t metadata_max_bytes;
 	MC_RPC_ADMIT_FIELDS
 	char *tenant_tokens_file;
 };
@@ -187,6 +189,13 @@ static const struct mc_option options[] = {
 	O(metrics_tenants, MC_OPT_U64, "100",
 	  "per-tenant metric series: the tenants with the most bytes charged, the others summed "
 	  "as tenant=\"other\"", .min = 1, .max = 65536, .unit = "tenants"),
+	O(metadata_max_keys, MC_OPT_U64, "100000",
+	  "keys the HTTP metadata server (/metadata?key=, transfer engines' MC_METADATA_SERVER) "
+	  "holds at most; a PUT of one more answers 507 METADATA_KV_FULL", .min = 1,
+	  .unit = "keys"),
+	O(metadata_max_bytes, MC_OPT_SIZE, "256M",
+	  "bytes (keys plus values) the HTTP metadata server holds at most; a PUT past it answers "
+	  "507 METADATA_KV_FULL (a value is at most 1 MiB - 8 KiB)", .min = 1),
 	MC_RPC_ADMIT_OPTIONS(O)
 	O(tenant_tokens_file, MC_OPT_STR, "",
 	  "file of 'TENANT TOKEN' lines ('* TOKEN': an admin, any tenant; '#' comments): each "
@@ -390,6 +399,8 @@ static int master_recover(struct master *m)
 	mcfg.eviction_high_watermark = c->eviction_high_watermark;
 	mcfg.eviction_low_watermark = c->eviction_low_watermark;
 	mcfg.max_tenants = (uint32_t)c->max_tenants;
+	mcfg.mdkv_max_keys = c->metadata_max_keys;
+	mcfg.mdkv_max_bytes = c->metadata_max_bytes;
 	if (!strcmp(c->oplog, "local")) {
 		struct mc_oplog_config ocfg = { .sync = c->oplog_sync };
 		struct mc_oplog_recovery orec;

@@ -11,6 +11,7 @@
 #include <regex.h>
 
 #include "master/group.h"
+#include "master/mdkv.h"
 #include "master/meta.h"
 #include "master/objtab.h"
 #include "master/pinidx.h"
@@ -74,6 +75,7 @@ struct mc_meta {
 
 	struct mc_pinidx pins;              /* soft-pin deadlines (leaf lock) */
 	struct mc_groups groups;            /* object groups (leaf lock) */
+	struct mc_mdkv mdkv;                /* the metadata KV (its lock: a leaf but for its log) */
 	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
 	/* atomic counters */
 	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
@@ -383,5 +385,7 @@ void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_se
 void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment);
 void meta_log_quota(struct mc_meta *m, uint16_t tenant, uint64_t quota);
 void meta_log_pin(struct mc_meta *m, const struct mc_object *o, uint64_t ttl_ms);
+/* An mc_mdkv_log_fn (ctx: m): appends r; MC_ERR_PERSISTENT_FAIL if it is not in the log. */
+int meta_log_record(void *m, const struct mc_record *r);
 
 #endif

@@ -11,8 +11,10 @@
  * replaces the old object, no DELETE before it); a DELETE when
  * a complete object goes (remove, evict, unmount, takeover); MOUNT and
  * UNMOUNT of segments; QUOTA when a quota is set; PIN when a soft pin is
- * set or cleared.  Unfinished writes (PutStart without PutEnd) are never
- * logged: after a restart they are gone and their space is free.  Read
+ * set or cleared; MDPUT and MDDEL for the metadata KV (mdkv.h, logged from
+ * under its lock through meta_log_record).  Unfinished writes (PutStart
+ * without PutEnd) are never logged: after a restart they are gone and
+ * their space is free.  Read
  * leases are not logged either (they last seconds).
  */
 #include <stdlib.h>
@@ -137,6 +139,11 @@ static int append(struct mc_meta *m, const struct mc_record *r)
 	return rc;
 }
 
+int meta_log_record(void *m, const struct mc_record *r)
+{
+	return append(m, r);
+}
+
 int meta_log_put(struct mc_meta *m, const struct mc_object *o)
 {
 	struct mc_record r;
@@ -187,8 +194,9 @@ void mc_meta_oplog_undo(void *ctx, uint64_t seq, uint16_t type, const void *rec,
 	 * object may vanish from a cache at any time (eviction), so a remove
 	 * answered PERSISTENT_FAIL is a remove done, never an object brought
 	 * back; MOUNT / UNMOUNT follow the node (it remounts whatever the master
-	 * forgets); QUOTA and PIN are an operator's, who sees the failure and
-	 * the degraded /health, and whose retry is idempotent. */
+	 * forgets); QUOTA and PIN are an operator's, and MDPUT / MDDEL a
+	 * transfer engine's, who sees the failure and the degraded /health,
+	 * and whose retry is idempotent. */
 }
 
 /* The record just appended frees blocks.  Before the caller frees them
@@ -278,10 +286,12 @@ void mc_meta_freeze(struct mc_meta *m)
 	pthread_rwlock_rdlock(&m->clients_lock);
 	pthread_mutex_lock(&m->pins.lock);
 	pthread_mutex_lock(&m->groups.lock);
+	mc_mdkv_lock(&m->mdkv);
 }
 
 void mc_meta_thaw(struct mc_meta *m)
 {
+	mc_mdkv_unlock(&m->mdkv);
 	pthread_mutex_unlock(&m->groups.lock);
 	pthread_mutex_unlock(&m->pins.lock);
 	pthread_rwlock_unlock(&m->clients_lock);
@@ -289,6 +299,17 @@ void mc_meta_thaw(struct mc_meta *m)
 	for (uint32_t i = MC_META_SHARDS; i-- > 0;)
 		pthread_rwlock_unlock(&m->shards[i].lock);
 	pthread_rwlock_unlock(&m->segs.lock);
+}
+
+struct emit_ctx {
+	mc_meta_emit_fn fn;
+	void *ctx;
+};
+
+static int emit_index0(void *ctx, const struct mc_record *r)
+{
+	struct emit_ctx *e = ctx;
+	return e->fn(e->ctx, 0, r);
 }
 
 int mc_meta_dump(struct mc_meta *m, mc_meta_emit_fn fn, void *ctx)
@@ -335,5 +356,6 @@ int mc_meta_dump(struct mc_meta *m, mc_meta_emit_fn fn, void *ctx)
 			}
 		}
 	}
-	return 0;
+	struct emit_ctx ec = { fn, ctx };
+	return mc_mdkv_dump(&m->mdkv, emit_index0, &ec);
 }

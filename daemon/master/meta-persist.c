@@ -324,6 +324,13 @@ static int apply_quota(struct mc_meta *m, const struct mc_record_quota *r)
 	return mc_meta_set_quota(m, (struct mc_ref){ r->tenant.p, r->tenant.len }, r->quota_bytes);
 }
 
+/* Never refused for the limits: the leader checked them. */
+static int apply_mdput(struct mc_meta *m, const struct mc_record_mdput *r)
+{
+	return mc_mdkv_put(&m->mdkv, r->key.p, r->key.len, r->value.p, r->value.len,
+			   MC_MDKV_NO_LIMITS, NULL, NULL);
+}
+
 int mc_meta_apply(struct mc_meta *m, uint16_t type, const void *rec, uint32_t len,
 		  uint32_t *ret_skipped)
 {
@@ -353,6 +360,13 @@ int mc_meta_apply(struct mc_meta *m, uint16_t type, const void *rec, uint32_t le
 		break;
 	case MC_REC_PIN:
 		rc = apply_pin(m, &r.pin);
+		break;
+	case MC_REC_MDPUT:
+		rc = apply_mdput(m, &r.mdput);
+		break;
+	case MC_REC_MDDEL:
+		rc = mc_mdkv_del(&m->mdkv, r.mddel.key.p, r.mddel.key.len, NULL, NULL);
+		rc = rc == MC_ERR_OBJECT_NOT_FOUND ? 0 : rc;
 		break;
 	}
 	if (ret_skipped)
@@ -423,6 +437,8 @@ int mc_meta_load(void *loader, uint32_t index, const struct mc_record *r)
 	case MC_REC_OBJECT:
 		rc = apply_object(l->m, &r->object, l, &skipped);
 		return rc < 0 ? rc : skipped ? MC_ERR_SEGMENT_NOT_FOUND : 0;
+	case MC_REC_MDPUT:
+		return apply_mdput(l->m, &r->mdput);
 	}
 	return MC_ERR_INVALID_PARAMS;   /* not a record of a dump */
 }

@@ -430,5 +430,7 @@ int mc_meta_check(struct mc_meta *m)
 		pthread_rwlock_unlock(&m->shards[s].lock);
 	pthread_rwlock_unlock(&m->segs.lock);
 	free(sums), free(charged), free(objs);
+	if (mc_mdkv_check(&m->mdkv) < 0)
+		err = 1;	/* the metadata KV's counters drifted */
 	return err ? MC_ERR_INTERNAL_ERROR : 0;
 }

@@ -57,6 +57,7 @@ int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
 	mc_map_init(&m->client_by_id);
 	mc_pinidx_init(&m->pins);
 	mc_groups_init(&m->groups);
+	mc_mdkv_init(&m->mdkv, m->cfg.mdkv_max_keys, m->cfg.mdkv_max_bytes);
 	if (meta_tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
 		return mc_meta_free(m), MC_ERR_NO_MEMORY;
 	*ret = m;
@@ -106,6 +107,7 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 	free(m->client_ids);
 	mc_pinidx_release(&m->pins);
 	mc_groups_release(&m->groups);
+	mc_mdkv_release(&m->mdkv);
 	pthread_mutex_destroy(&m->tenants_lock);
 	pthread_rwlock_destroy(&m->clients_lock);
 	free(m);

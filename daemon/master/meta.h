@@ -23,12 +23,14 @@
  *                             (time_ms) with a relaxed atomic store only.
  *   4. segment->lock          mutex; one segment's allocator and deferred list
  *   5. registry locks         tenants.lock, clients.lock, pins.lock,
- *                             groups.lock (leaf locks)
+ *                             groups.lock, mdkv.lock (leaf locks; mdkv.lock
+ *                             is held across its changes' oplog appends)
  *
  * Persistence (meta-oplog.c): every mutation of a complete object, of a
- * segment, a quota or a pin appends its oplog record while it holds the
- * lock that orders it (the shard's write lock for objects, segs.lock for
- * unmounts, tenants.lock for quotas); the log's own mutex is a leaf below
+ * segment, a quota, a pin or a metadata KV key appends its oplog record
+ * while it holds the lock that orders it (the shard's write lock for
+ * objects, segs.lock for unmounts, tenants.lock for quotas, mdkv.lock for
+ * the KV); the log's own mutex is a leaf below
  * all of these.  The caller then waits for durability with no lock held
  * (mc_meta_oplog_pending()).  mc_meta_freeze() (meta-oplog.c) takes
  * segs.lock for writing, every shard lock for reading in ascending order,
@@ -52,6 +54,7 @@
 #include <stdint.h>
 
 #include "master/group.h"           /* MC_MAX_GROUP_NAME */
+#include "master/mdkv.h"            /* MC_MDKV_* */
 #include "master/object.h"
 #include "master/record.h"
 #include "master/segment.h"
@@ -86,6 +89,8 @@ struct mc_meta_config {
 					     * TENANT_LIMIT_EXCEEDED */
 	uint64_t tenant_idle_ms;            /* an empty tenant is reclaimed by the tick once it
 					     * was seen empty this long (60 000) */
+	uint64_t mdkv_max_keys;             /* the metadata KV's limits (mdkv.h; 0: none) */
+	uint64_t mdkv_max_bytes;
 };
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
@@ -324,6 +329,18 @@ uint32_t mc_meta_reclaim_tenants(struct mc_meta *m);
  * sum over live objects, counters match.  0 or MC_ERR_INTERNAL_ERROR. */
 int mc_meta_check(struct mc_meta *m);
 
+/* ---- the metadata KV (mdkv.h, meta-mdkv.c) ---------------------------------------- */
+
+/* The HTTP metadata server's store: mc_mdkv_get / _put / _del on m's KV,
+ * with the store's limits, its changes logged (MDPUT / MDDEL) like every
+ * other mutation: the caller waits for mc_meta_oplog_pending()'s seq. */
+int mc_meta_md_get(struct mc_meta *m, const void *key, size_t klen, char **ret, size_t *ret_len);
+int mc_meta_md_put(struct mc_meta *m, const void *key, size_t klen, const void *value,
+		   size_t vlen, unsigned flags);
+int mc_meta_md_del(struct mc_meta *m, const void *key, size_t klen);
+/* Keys and bytes (keys plus values) held. */
+void mc_meta_md_usage(struct mc_meta *m, uint64_t *ret_keys, uint64_t *ret_bytes);
+
 /* ---- persistence: the core's one boundary (meta-oplog.c, meta-persist.c) ---------- */
 
 /*
@@ -364,8 +381,9 @@ typedef int (*mc_meta_emit_fn)(void *ctx, uint32_t index, const struct mc_record
  * for every tenant (slot order, the default tenant first), a MOUNT for
  * every segment (UNMOUNTING ones left out), then an OBJECT for every
  * complete object, shard by shard in ascending order (writes in progress
- * are left out: after a restart their space is free).  Stops at fn's
- * first non-zero return and returns it.  m is frozen by the caller, or
+ * are left out: after a restart their space is free), then an MDPUT for
+ * every key of the metadata KV (index 0).  Stops at fn's first non-zero
+ * return and returns it.  m is frozen by the caller, or
  * nobody else can reach it (a fork()ed child, a test); nothing here locks.
  */
 int mc_meta_dump(struct mc_meta *m, mc_meta_emit_fn fn, void *ctx);
@@ -387,9 +405,10 @@ int mc_meta_load_finish(struct mc_meta_loader *l);
 void mc_meta_load_free(struct mc_meta_loader *l);
 
 /*
- * Applies one oplog record (idempotent: OBJECT replaces, a DELETE of a
- * missing key and an UNMOUNT of an unknown segment do nothing, a MOUNT of
- * a known segment keeps it; segments come back RESTORED).  Replicas on
+ * Applies one oplog record (idempotent: OBJECT and MDPUT replace, a DELETE
+ * or MDDEL of a missing key and an UNMOUNT of an unknown segment do
+ * nothing, a MOUNT of a known segment keeps it; segments come back
+ * RESTORED).  Replicas on
  * unknown segments are dropped and counted in *ret_skipped (may be NULL).
  * MC_ERR_DESERIALIZE_FAIL or MC_ERR_INVALID_PARAMS for a bad record.  A
  * store that logs would log what it applies: with an oplog set,

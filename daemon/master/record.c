@@ -29,14 +29,21 @@
  *     uuid segment
  *   type 5 QUOTA    str16 tenant  u64 quota_bytes (0: unlimited)
  *   type 6 PIN      str16 tenant  str16 key  u64 deadline (CLOCK_REALTIME ms, 0: unpin)
+ *   type 7 MDPUT    a key of the metadata KV (mdkv.h) set to a value
+ *     str16 key       1..MC_RECORD_MAX_MDKEY (4096) bytes, any bytes
+ *     u32 value_len   <= MC_RECORD_MAX_MDVALUE (1 MiB - 8 KiB)
+ *     value_len bytes the value, as stored (any bytes)
+ *   type 8 MDDEL    a key of the metadata KV deleted
+ *     str16 key       1..MC_RECORD_MAX_MDKEY bytes
  *
  * The same, as tables: MC_RECORD_*_FIELDS in record.h, from which the
  * structs, the encoder and the decoder below are expanded; the kinds are
- * str16, segstr (a str16 of at most MC_RECORD_MAX_SEGSTR bytes), u8, u64
- * and uuid.  A payload is exactly its fields: bytes left over are an error.  The
+ * str16, segstr (a str16 of at most MC_RECORD_MAX_SEGSTR bytes), mdkey (a
+ * str16 of 1..MC_RECORD_MAX_MDKEY bytes), mdval (a u32 length and at most
+ * MC_RECORD_MAX_MDVALUE bytes), u8, u64 and uuid.  A payload is exactly its fields: bytes left over are an error.  The
  * oplog frames payloads with its own header (oplog-file.c); a snapshot
  * stores OBJECT payloads in rows (mc_record_row_*: u32 length + payload,
- * back to back) and MOUNT payloads one per row (snapshot-file.c).
+ * back to back), MOUNT and MDPUT payloads one per row (snapshot-file.c).
  *
  * Example, a DELETE of key "k" in the default tenant:
  *   07 00 'd' 'e' 'f' 'a' 'u' 'l' 't'  01 00 'k'
@@ -83,6 +90,34 @@ static struct mc_bytes get_segstr(struct mc_rbuf *r)
 {
 	struct mc_bytes b = get_str16(r);
 	if (b.len > MC_RECORD_MAX_SEGSTR)
+		mc_rbuf_fail(r, MC_ERR_DESERIALIZE_FAIL);
+	return b;
+}
+
+/* A str16 of 1..MC_RECORD_MAX_MDKEY bytes. */
+#define put_mdkey put_str16
+static struct mc_bytes get_mdkey(struct mc_rbuf *r)
+{
+	struct mc_bytes b = get_str16(r);
+	if (b.len == 0 || b.len > MC_RECORD_MAX_MDKEY)
+		mc_rbuf_fail(r, MC_ERR_DESERIALIZE_FAIL);
+	return b;
+}
+
+/* A u32 length and at most MC_RECORD_MAX_MDVALUE bytes. */
+static void put_mdval(struct mc_wbuf *w, struct mc_bytes b)
+{
+	if (b.len > MC_RECORD_MAX_MDVALUE || (b.len && !b.p)) {
+		mc_wbuf_fail(w, MC_ERR_INVALID_PARAMS);
+		return;
+	}
+	mc_wbuf_put_bytes(w, b, MC_RECORD_MAX_MDVALUE);
+}
+
+static struct mc_bytes get_mdval(struct mc_rbuf *r)
+{
+	struct mc_bytes b = { 0 };
+	if (mc_rbuf_get_bytes(r, MC_RECORD_MAX_MDVALUE, &b))
 		mc_rbuf_fail(r, MC_ERR_DESERIALIZE_FAIL);
 	return b;
 }
@@ -145,7 +180,8 @@ static void get_object(struct mc_rbuf *r, struct mc_record_object *v)
 }
 
 /* The other payloads are their table, nothing more. */
-#define PLAIN(X) X(key, KEY) X(mount, MOUNT) X(unmount, UNMOUNT) X(quota, QUOTA) X(pin, PIN)
+#define PLAIN(X) X(key, KEY) X(mount, MOUNT) X(unmount, UNMOUNT) X(quota, QUOTA) X(pin, PIN) \
+	X(mdput, MDPUT) X(mddel, MDDEL)
 #define PLAIN_CODEC(member, FIELDS) \
 	static void put_##member(struct mc_wbuf *w, const struct mc_record_##member *v) \
 	{ \

@@ -31,7 +31,9 @@
 	X(MOUNT,   3, mount,   MOUNT,   "a segment was mounted") \
 	X(UNMOUNT, 4, unmount, UNMOUNT, "a segment and every replica on it are gone") \
 	X(QUOTA,   5, quota,   QUOTA,   "a tenant's quota (also: the tenant exists)") \
-	X(PIN,     6, pin,     PIN,     "a soft pin set (deadline) or cleared (0)")
+	X(PIN,     6, pin,     PIN,     "a soft pin set (deadline) or cleared (0)") \
+	X(MDPUT,   7, mdput,   MDPUT,   "a key of the metadata KV set (mdkv.h)") \
+	X(MDDEL,   8, mddel,   MDDEL,   "a key of the metadata KV deleted")
 
 enum mc_record_type {
 #define MC__REC_ENUM(name, value, member, fields, desc) MC_REC_##name = (value),
@@ -44,6 +46,12 @@ const char *mc_record_type_name(uint16_t type);
 
 /* The longest string of a MOUNT (segment name, host, endpoint, shm path). */
 #define MC_RECORD_MAX_SEGSTR (MC_MAX_SEGMENT_NAME + 256u)
+
+/* The metadata KV's keys (1..MC_RECORD_MAX_MDKEY bytes) and values (at
+ * most MC_RECORD_MAX_MDVALUE bytes): a record of the largest key and value
+ * fits one etcd oplog batch (1 MiB less its header) with room to spare. */
+#define MC_RECORD_MAX_MDKEY   MC_MAX_KEY_LEN
+#define MC_RECORD_MAX_MDVALUE ((1u << 20) - (8u << 10))
 
 /* OBJECT flags. */
 enum {
@@ -97,9 +105,17 @@ enum {
 	X(str16, key) \
 	X(u64,   deadline_ms)     /* CLOCK_REALTIME ms; 0: unpinned */
 
+#define MC_RECORD_MDPUT_FIELDS(X) \
+	X(mdkey, key)             /* 1..MC_RECORD_MAX_MDKEY bytes */ \
+	X(mdval, value)           /* <= MC_RECORD_MAX_MDVALUE bytes */
+#define MC_RECORD_MDDEL_FIELDS(X) \
+	X(mdkey, key)
+
 /* The C type of each kind. */
 #define MC__REC_CTYPE_str16  struct mc_bytes
 #define MC__REC_CTYPE_segstr struct mc_bytes   /* <= MC_RECORD_MAX_SEGSTR bytes */
+#define MC__REC_CTYPE_mdkey  struct mc_bytes   /* a str16 of 1..MC_RECORD_MAX_MDKEY bytes */
+#define MC__REC_CTYPE_mdval  struct mc_bytes   /* a u32 length, <= MC_RECORD_MAX_MDVALUE */
 #define MC__REC_CTYPE_u64    uint64_t
 #define MC__REC_CTYPE_u8     uint8_t
 #define MC__REC_CTYPE_uuid   struct mc_uuid
@@ -134,6 +150,14 @@ struct mc_record_pin {
 	MC_RECORD_PIN_FIELDS(MC__REC_MEMBER)
 };
 
+struct mc_record_mdput {
+	MC_RECORD_MDPUT_FIELDS(MC__REC_MEMBER)
+};
+
+struct mc_record_mddel {
+	MC_RECORD_MDDEL_FIELDS(MC__REC_MEMBER)
+};
+
 struct mc_record {
 	uint16_t type;              /* enum mc_record_type: which member is valid */
 	union {
@@ -143,6 +167,8 @@ struct mc_record {
 		struct mc_record_unmount unmount;
 		struct mc_record_quota quota;
 		struct mc_record_pin pin;
+		struct mc_record_mdput mdput;
+		struct mc_record_mddel mddel;
 	};
 };
 
@@ -155,7 +181,8 @@ int mc_record_encode(struct mc_wbuf *w, const struct mc_record *r);
 /* Decodes a payload of the given type.  MC_ERR_DESERIALIZE_FAIL if it is
  * truncated, has bytes left over, or breaks a rule of the format (an
  * object with no key or size 0, more than MC_MAX_REPLICAS replicas, an
- * overlong segment string); MC_ERR_INVALID_PARAMS for an unknown type. */
+ * overlong segment string, a metadata KV key empty or too long or a value
+ * too long); MC_ERR_INVALID_PARAMS for an unknown type. */
 int mc_record_decode(uint16_t type, const void *p, size_t n, struct mc_record *ret);
 
 /*

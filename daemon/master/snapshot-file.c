@@ -2,18 +2,19 @@
 /*
  * snapshot-file.c - the snapshot file format.  See snapshot-file.h.
  *
- * One sqlite database per snapshot, schema version 1 (MC_SNAPSHOT_SCHEMA):
+ * One sqlite database per snapshot, schema version 2 (MC_SNAPSHOT_SCHEMA):
  *
  *   CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);
- *     schema_version  1; a reader refuses a file with a larger one
+ *     schema_version  2; a reader refuses a file with a larger one
  *     id              the snapshot id (also in the file name)
  *     created_ms      CLOCK_REALTIME ms when the metadata was frozen
  *     oplog_seq       every oplog record <= this is contained in the snapshot
  *     objects         object records in `objects`
  *     segments        rows of `segments`
+ *     mdkv            rows of `mdkv` (version 2)
  *     digest          sum (mod 2^64, stored as a signed integer) of
- *                     XXH3(blob) over the rows of `objects` (recs) and
- *                     `segments` (rec)
+ *                     XXH3(blob) over the rows of `objects` (recs),
+ *                     `segments` (rec) and `mdkv` (rec)
  *     complete        1; written last, in the same transaction
  *     duration_ms     ms from the start of the write to its commit (optional:
  *                     older files lack it, and read as 0)
@@ -24,6 +25,12 @@
  *     -- one row per metadata shard: n OBJECT payloads (record.c), each
  *     -- preceded by its u32 length, little-endian (a record row); rows of
  *     -- a thousand objects keep sqlite's per-row cost out of the way
+ *   CREATE TABLE mdkv(rec BLOB NOT NULL);       -- an MDPUT payload (record.c):
+ *     -- one key of the metadata KV (mdkv.h) and its value
+ *
+ * Version 1 is version 2 without the mdkv table and meta row: such a file
+ * reads as an empty metadata KV (tests/unit/samples/snapshot-v1.db).  A
+ * version-1 reader refuses a version-2 file rather than drop its KV.
  *
  * Objects hold their replica descriptors (segment id, offset) and soft pin
  * and group; PROCESSING objects are not written (on restart their space
@@ -33,8 +40,8 @@
  * SQLITE_CORRUPT while reading; PRAGMA quick_check would cost a second
  * pass over the file), so a file that decodes but lost or changed rows is
  * refused, unlike the release that restored an empty snapshot
- * "successfully".  tests/unit/samples/snapshot-v1.db is a file of this
- * version; test-record reads it.
+ * "successfully".  tests/unit/samples/snapshot-v1.db and snapshot-v2.db
+ * are files of each version; test-record reads them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +66,8 @@ static const char schema_sql[] =
 	"CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
 	"CREATE TABLE tenants(slot INTEGER PRIMARY KEY, name BLOB NOT NULL, quota INTEGER NOT NULL);"
 	"CREATE TABLE segments(rec BLOB NOT NULL);"
-	"CREATE TABLE objects(shard INTEGER NOT NULL, n INTEGER NOT NULL, recs BLOB NOT NULL);";
+	"CREATE TABLE objects(shard INTEGER NOT NULL, n INTEGER NOT NULL, recs BLOB NOT NULL);"
+	"CREATE TABLE mdkv(rec BLOB NOT NULL);";
 
 /* ---- writing -------------------------------------------------------------------------- */
 
@@ -96,11 +104,11 @@ static int fsync_path(const char *path, bool dir)
 /* The writer of one file: an mc_meta_emit_fn. */
 struct writer {
 	sqlite3 *db;
-	sqlite3_stmt *tenant, *segment, *object;
-	struct mc_wbuf rec;             /* a MOUNT payload */
+	sqlite3_stmt *tenant, *segment, *object, *mdkv;
+	struct mc_wbuf rec;             /* a MOUNT or MDPUT payload */
 	struct mc_wbuf row;             /* the objects of one shard (a record row) */
 	uint32_t shard, nrow;           /* the shard of row, its objects */
-	uint64_t digest, nobj, nseg;
+	uint64_t digest, nobj, nseg, nmd;
 };
 
 static int flush_row(struct writer *w)
@@ -118,6 +126,20 @@ static int flush_row(struct writer *w)
 	return r;
 }
 
+/* One record in a row of its own (segments, mdkv). */
+static int write_rec(struct writer *w, sqlite3_stmt *st, const struct mc_record *r)
+{
+	int rc;
+	mc_wbuf_reset(&w->rec);
+	if ((rc = mc_record_encode(&w->rec, r)) < 0)
+		return rc;
+	sqlite3_bind_blob(st, 1, w->rec.p, (int)w->rec.len, SQLITE_STATIC);
+	if ((rc = step_insert(st)) < 0)
+		return rc;
+	w->digest += mc_hash(w->rec.p, w->rec.len);
+	return 0;
+}
+
 static int write_one(void *ctx, uint32_t index, const struct mc_record *r)
 {
 	struct writer *w = ctx;
@@ -131,15 +153,11 @@ static int write_one(void *ctx, uint32_t index, const struct mc_record *r)
 		sqlite3_bind_int64(w->tenant, 3, (sqlite3_int64)r->quota.quota_bytes);
 		return step_insert(w->tenant);
 	case MC_REC_MOUNT:
-		mc_wbuf_reset(&w->rec);
-		if ((rc = mc_record_encode(&w->rec, r)) < 0)
-			return rc;
-		sqlite3_bind_blob(w->segment, 1, w->rec.p, (int)w->rec.len, SQLITE_STATIC);
-		if ((rc = step_insert(w->segment)) < 0)
-			return rc;
-		w->digest += mc_hash(w->rec.p, w->rec.len);
 		w->nseg++;
-		return 0;
+		return write_rec(w, w->segment, r);
+	case MC_REC_MDPUT:
+		w->nmd++;
+		return write_rec(w, w->mdkv, r);
 	case MC_REC_OBJECT:
 		if (index != w->shard && (rc = flush_row(w)) < 0)
 			return rc;
@@ -167,13 +185,15 @@ static int write_tmp(const char *tmp, uint64_t id, uint64_t seq, uint64_t wall, 
 	    sqlite3_exec(db, schema_sql, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "INSERT INTO tenants VALUES(?,?,?)", -1, &w->tenant, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "INSERT INTO segments VALUES(?)", -1, &w->segment, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "INSERT INTO objects VALUES(?,?,?)", -1, &w->object, NULL) != SQLITE_OK)
+	    sqlite3_prepare_v2(db, "INSERT INTO objects VALUES(?,?,?)", -1, &w->object, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "INSERT INTO mdkv VALUES(?)", -1, &w->mdkv, NULL) != SQLITE_OK)
 		return r;
 	if (produce(src, write_one, w) < 0 || flush_row(w) < 0)
 		return r;
 	if (put_meta(db, "schema_version", MC_SNAPSHOT_SCHEMA) < 0 || put_meta(db, "id", id) < 0 ||
 	    put_meta(db, "created_ms", wall) < 0 || put_meta(db, "oplog_seq", seq) < 0 ||
 	    put_meta(db, "objects", w->nobj) < 0 || put_meta(db, "segments", w->nseg) < 0 ||
+	    put_meta(db, "mdkv", w->nmd) < 0 ||
 	    put_meta(db, "digest", w->digest) < 0 || put_meta(db, "complete", 1) < 0 ||
 	    put_meta(db, "duration_ms", mc_now_ms() - t0) < 0 ||
 	    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
@@ -197,6 +217,7 @@ int mc_snapshot_file_write(const char *path, uint64_t id, uint64_t oplog_seq,
 	sqlite3_finalize(w.tenant);
 	sqlite3_finalize(w.segment);
 	sqlite3_finalize(w.object);
+	sqlite3_finalize(w.mdkv);
 	sqlite3_close(w.db);
 	mc_wbuf_free(&w.rec);
 	mc_wbuf_free(&w.row);
@@ -298,7 +319,7 @@ struct reading {
 	sqlite3 *db;
 	mc_meta_emit_fn emit;
 	void *ctx;
-	uint64_t digest, nobj, nseg;
+	uint64_t digest, nobj, nseg, nmd;
 	char *err;
 	size_t errlen;
 };
@@ -338,19 +359,31 @@ static int tenant_row(struct reading *g, sqlite3_stmt *st)
 	return 0;
 }
 
-static int segment_row(struct reading *g, sqlite3_stmt *st)
+/* A row of one record (type) in its column 0; *count counts them. */
+static int rec_row(struct reading *g, sqlite3_stmt *st, uint16_t type, uint64_t *count,
+		   const char *what)
 {
 	const void *p = sqlite3_column_blob(st, 0);
 	size_t n = (size_t)sqlite3_column_bytes(st, 0);
 	struct mc_record rec;
 
 	g->digest += mc_hash(p, n);
-	g->nseg++;
-	if (mc_record_decode(MC_REC_MOUNT, p, n, &rec) < 0 || g->emit(g->ctx, 0, &rec) < 0) {
-		snprintf(g->err, g->errlen, "bad segment row %" PRIu64, g->nseg);
+	(*count)++;
+	if (mc_record_decode(type, p, n, &rec) < 0 || g->emit(g->ctx, 0, &rec) < 0) {
+		snprintf(g->err, g->errlen, "bad %s row %" PRIu64, what, *count);
 		return MC_ERR_PERSISTENT_FAIL;
 	}
 	return 0;
+}
+
+static int segment_row(struct reading *g, sqlite3_stmt *st)
+{
+	return rec_row(g, st, MC_REC_MOUNT, &g->nseg, "segment");
+}
+
+static int mdkv_row(struct reading *g, sqlite3_stmt *st)
+{
+	return rec_row(g, st, MC_REC_MDPUT, &g->nmd, "mdkv");
 }
 
 static int object_row(struct reading *g, sqlite3_stmt *st)
@@ -381,7 +414,7 @@ int mc_snapshot_file_read(const char *path, mc_meta_emit_fn emit, void *ctx,
 {
 	struct reading g = { .emit = emit, .ctx = ctx, .err = err, .errlen = errlen };
 	struct mc_snapshot_info info;
-	uint64_t want_digest = 0, want_seg = 0;
+	uint64_t want_digest = 0, want_seg = 0, want_md = 0, version = 0;
 	int r;
 
 	if ((r = open_ro(path, &g.db, err, errlen)) < 0)
@@ -389,18 +422,22 @@ int mc_snapshot_file_read(const char *path, mc_meta_emit_fn emit, void *ctx,
 	if ((r = read_info(g.db, path, &info, err, errlen)) < 0)
 		goto out;
 	r = MC_ERR_PERSISTENT_FAIL;
-	if (get_meta(g.db, "digest", &want_digest) < 0 || get_meta(g.db, "segments", &want_seg) < 0) {
+	if (get_meta(g.db, "digest", &want_digest) < 0 || get_meta(g.db, "segments", &want_seg) < 0 ||
+	    get_meta(g.db, "schema_version", &version) < 0 ||
+	    (version >= 2 && get_meta(g.db, "mdkv", &want_md) < 0)) {
 		snprintf(err, errlen, "incomplete meta table");
 		goto out;
 	}
 	if ((r = each_row(&g, "SELECT slot, name, quota FROM tenants ORDER BY slot", tenant_row)) < 0 ||
 	    (r = each_row(&g, "SELECT rec FROM segments", segment_row)) < 0 ||
-	    (r = each_row(&g, "SELECT shard, n, recs FROM objects", object_row)) < 0)
+	    (r = each_row(&g, "SELECT shard, n, recs FROM objects", object_row)) < 0 ||
+	    (version >= 2 && (r = each_row(&g, "SELECT rec FROM mdkv", mdkv_row)) < 0))
 		goto out;
 	r = MC_ERR_PERSISTENT_FAIL;
-	if (g.nobj != info.objects || g.nseg != want_seg) {
-		snprintf(err, errlen, "%" PRIu64 " objects and %" PRIu64 " segments where the meta "
-			 "table says %" PRIu64 " and %" PRIu64, g.nobj, g.nseg, info.objects, want_seg);
+	if (g.nobj != info.objects || g.nseg != want_seg || g.nmd != want_md) {
+		snprintf(err, errlen, "%" PRIu64 " objects, %" PRIu64 " segments and %" PRIu64
+			 " metadata keys where the meta table says %" PRIu64 ", %" PRIu64 " and %"
+			 PRIu64, g.nobj, g.nseg, g.nmd, info.objects, want_seg, want_md);
 		goto out;
 	}
 	if (g.digest != want_digest) {

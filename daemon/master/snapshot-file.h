@@ -42,7 +42,8 @@ int mc_snapshot_file_info(const char *path, struct mc_snapshot_info *ret, char *
 /*
  * Reads every row and hands its record to emit, in mc_meta_dump()'s order
  * (tenants as QUOTA with their slot, segments as MOUNT, objects as OBJECT
- * with their shard): emit may be mc_meta_load.  The counts and the digest
+ * with their shard, the metadata KV's keys as MDPUT): emit may be
+ * mc_meta_load.  The counts and the digest
  * are checked after the last row: on any failure (MC_ERR_* with the reason
  * in err) what emit got must be thrown away.
  */

@@ -23,7 +23,7 @@
 #include "common/log.h"
 #include "master/meta.h"
 
-#define MC_SNAPSHOT_SCHEMA 1
+#define MC_SNAPSHOT_SCHEMA 2
 
 struct mc_oplog;
 

@@ -75,6 +75,7 @@ extern "C" {
 	X(TENANT_LIMIT_EXCEEDED,       -1703, 403, "the master's tenant limit (max_tenants) is reached") \
 	X(NO_MEMORY,                   -1800, 503, "out of memory") \
 	X(TOO_LARGE,                   -1801, 413, "request exceeds a size limit") \
+	X(METADATA_KV_FULL,            -1802, 507, "the metadata KV is full (metadata_max_keys, metadata_max_bytes)") \
 	X(GRANT_DENIED,                -1900, 403, "data access not granted (no grant, forged, wrong mode or range)") \
 	X(GRANT_EXPIRED,               -1901, 403, "data access grant expired: ask the master again") \
 	X(AUTH_FAILED,                 -1902, 401, "authentication failed: wrong or missing cluster secret or token")

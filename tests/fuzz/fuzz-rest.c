@@ -19,12 +19,14 @@
  *   - every request gets a complete HTTP response, status 100..599, within
  *     5 s, and the server stays up;
  *   - a body sent as application/json parses, and with a 4xx/5xx status it
- *     is {"error":{"code":"...",...}};
+ *     is {"error":{"code":"...",...}} (but a 200 of GET /metadata: the bytes
+ *     someone PUT, as the original serves them);
  *   - the store passes mc_meta_check after each request;
  *   - (ASan, UBSan, LSan) no memory error, undefined behaviour or leak.
  * After a request that may have changed the store (not GET or HEAD), the
- * segments, quotas, objects and the pin are put back, so that every input
- * meets the same store.
+ * segments, quotas, objects, the pin and a metadata key are put back, so
+ * that every input meets the same store (other metadata keys stay, within
+ * small limits).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -97,6 +99,9 @@ static void populate(void)
 		}
 	}
 	mc_meta_pin(g_meta, ref("default"), ref("k1"), 3600000);
+	static const char seg[] = "{\"name\":\"node-a\",\"protocol\":\"tcp\"}";
+	int rc = mc_meta_md_put(g_meta, "mooncake/ram/node-a", 19, seg, sizeof(seg) - 1, 0);
+	CHECK(rc == 0 || rc == MC_ERR_METADATA_KV_FULL);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -105,6 +110,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	mc_meta_config_defaults(&mc);
 	mc.eviction_high_watermark = 1.0;	/* only POST /evict evicts */
+	mc.mdkv_max_keys = 64;			/* the metadata KV's limits are met */
+	mc.mdkv_max_bytes = 4u << 20;
 	CHECK(mc_meta_new(&mc, &g_meta) == 0);
 	CHECK(mc_master_clients_new(g_meta, 3600000, &g_clients) == 0);
 	CHECK(mc_master_metrics_new(g_meta, g_clients, &g_metrics) == 0);
@@ -169,7 +176,7 @@ static char *exchange(const char *req, size_t n, size_t *ret_len)
 }
 
 /* Checks one response (see the top). */
-static void check_response(const char *r, size_t n, bool head)
+static void check_response(const char *r, size_t n, bool head, bool metadata)
 {
 	unsigned status = 0;
 
@@ -183,7 +190,7 @@ static void check_response(const char *r, size_t n, bool head)
 	for (const char *h = strstr(r, "\r\n"); h && h < end; h = strstr(h + 2, "\r\n"))
 		if (!strncasecmp(h + 2, "Content-Type: application/json", 30))
 			json = true;
-	if (!json || head || (!blen && status == 204))
+	if (!json || head || (!blen && status == 204) || (metadata && status == 200))
 		return;
 	json_error_t e;
 	json_t *j = json_loadb(body, blen, JSON_DECODE_ANY, &e);
@@ -228,7 +235,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	size_t rlen;
 	char *resp = exchange(req, len, &rlen);
-	check_response(resp, rlen, !strcmp(method, "HEAD"));
+	bool metadata = size > 9 && !memcmp(data + 1, "/metadata", 9);
+	check_response(resp, rlen, !strcmp(method, "HEAD"), metadata);
 	free(resp);
 	free(req);
 	CHECK(mc_meta_check(g_meta) == 0);

@@ -60,8 +60,8 @@ teardown() {
 	for g in "status" "segment list" "segment show" "segment drain" "segment unmount" \
 		"client list" "object get" "object stat" "object exist" "object prefix" "object rm" "object ls" \
 		"object pin" "object unpin" "tenant list" "tenant quota" "evict" "snapshot list" \
-		"snapshot create" "trace lease" "trace evict" "trace transfer" "node release" "version" \
-		"help"; do
+		"snapshot create" "metadata get" "metadata put" "metadata rm" "trace lease" \
+		"trace evict" "trace transfer" "node release" "version" "help"; do
 		for h in -h --help; do
 			# shellcheck disable=SC2086
 			run -0 --separate-stderr c $g $h
@@ -71,7 +71,7 @@ teardown() {
 				{ echo "$g $h: ${lines[0]}"; false; }
 		done
 	done
-	for g in segment client object tenant snapshot trace node; do
+	for g in segment client object tenant snapshot metadata trace node; do
 		run -0 c "$g" --help
 		[[ "${lines[0]}" == usage:* ]] || { echo "$g --help: ${lines[0]}"; false; }
 	done
@@ -285,7 +285,7 @@ complete_words() {
 	run -0 bash -c 'source cli/mooncakectl.bash-completion && complete -p mooncakectl'
 	[ "$output" = "complete -F _mooncakectl mooncakectl" ]
 	run -0 complete_words mooncakectl ""
-	[ "$(echo $output)" = "status segment client object tenant evict snapshot trace node version help" ]
+	[ "$(echo $output)" = "status segment client object tenant evict snapshot metadata trace node version help" ]
 	run -0 complete_words mooncakectl s
 	[ "$(echo $output)" = "status segment snapshot" ]
 	run -0 complete_words mooncakectl --master http://h:1 -j seg
@@ -339,7 +339,8 @@ complete_words() {
 	for w in status "segment list" "segment show" "segment drain" "segment unmount" \
 		"client list" "object put" "object get" "object stat" "object exist" "object rm" \
 		"object ls" "object pin" "object unpin" "tenant list" "tenant quota" evict \
-		"snapshot list" "snapshot create" "trace lease" "node release" version --master --rpc --tenant \
+		"snapshot list" "snapshot create" "metadata get" "metadata put" "metadata rm" \
+		"trace lease" "node release" version --master --rpc --tenant \
 		--token-file --timeout --version MOONCAKE_MASTER MOONCAKE_RPC MOONCAKE_TOKEN_FILE \
 		"EXIT STATUS" immutable OBJECT_HAS_LEASE "git names"; do
 		grep -qF -- "$w" <<<"$(sed 's/.\x08//g' <<<"$page")" || { echo "missing: $w"; false; }

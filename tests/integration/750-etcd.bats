@@ -4,7 +4,8 @@
 # recovery from etcd alone, leader election with standbys waiting, kill -9
 # and SIGSTOP of the leader under load (nothing acknowledged lost, nothing
 # removed comes back, the paused leader acknowledges nothing), etcd
-# unreachable (mutations refused, /health 503, back after), compaction.
+# unreachable (mutations refused, /health 503, back after), compaction,
+# the HTTP metadata server's keys on the new leader.
 # Each master has its own RPC port; nodes, mooncakectl and mc-load get the
 # list of all of them (only the leader listens).  With HA_SHARED=1 they
 # share one port instead (a new leader waits for it).
@@ -402,6 +403,43 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 		run -0 put_random "$k" 10K
 		get_compare "$k"
 	done
+}
+
+# md_put / md_get NAME KEY [curl args]: the HTTP metadata server of master NAME.
+md_put() {
+	local n=$1 k=$2
+	shift 2
+	curl -s -o /dev/null -w '%{http_code}' -X PUT "$@" "http://127.0.0.1:${HA_HTTP[$n]}/metadata?key=$k"
+}
+md_get() { curl -s -o "$3" -w '%{http_code}' "http://127.0.0.1:${HA_HTTP[$1]}/metadata?key=$2"; }
+
+@test "oplog=etcd: the HTTP metadata server's keys (up to the largest value) reach the standby that takes over after the leader's kill -9" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	start_ha b
+	printf '{"name":"node-a:17000","protocol":"tcp"}' >"$MC_DIR/seg.json"
+	head -c $((1048576 - 8192)) /dev/urandom >"$MC_DIR/max"	# the largest value: one etcd batch
+	head -c 1000 /dev/urandom >"$MC_DIR/bin"
+	[ "$(md_put a mooncake%2Fram%2Fnode-a --data-binary @"$MC_DIR/seg.json")" = 200 ]
+	[ "$(md_put a big --data-binary @"$MC_DIR/max")" = 200 ]
+	[ "$(md_put a %00bin%ff --data-binary @"$MC_DIR/bin")" = 200 ]
+	[ "$(md_put a mooncake%2Frpc_meta%2Fa --data-binary '{"a":1}')" = 200 ]
+	[ "$(md_put a gone --data-binary x)" = 200 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:${HA_HTTP[a]}/metadata?key=gone")" = 200 ]
+	etcd_keys | grep -q '^/mooncake/t/oplog/'
+	kill -KILL "${HA_PID[a]}"
+	_mc_reap "${HA_PID[a]}"
+	wait_leader b 15
+	[ "$(md_get b mooncake%2Fram%2Fnode-a "$MC_DIR/out")" = 200 ]
+	cmp "$MC_DIR/seg.json" "$MC_DIR/out"
+	[ "$(md_get b big "$MC_DIR/out")" = 200 ]
+	cmp "$MC_DIR/max" "$MC_DIR/out"
+	[ "$(md_get b %00bin%ff "$MC_DIR/out")" = 200 ]
+	cmp "$MC_DIR/bin" "$MC_DIR/out"
+	[ "$(md_get b gone "$MC_DIR/out")" = 404 ]
+	[ "$(md_put b mooncake%2Frpc_meta%2Fa --data-binary '{"a":2}')" = 400 ]	# still taken
+	[ "$(md_put b new --data-binary y)" = 200 ]
 }
 
 # start_etcd3: three members on loopback; sets ETCD (the list) and

@@ -52,6 +52,10 @@ static inline int dump_collect(void *ctx, uint32_t index, const struct mc_record
 		kl = snprintf(key, sizeof(key), "Q %.*s", (int)r->quota.tenant.len,
 			      (const char *)r->quota.tenant.p);
 		break;
+	case MC_REC_MDPUT:
+		kl = snprintf(key, sizeof(key), "K %.*s", (int)r->mdput.key.len,
+			      (const char *)r->mdput.key.p);
+		break;
 	default:
 		fail_msg("record type %u in a dump", r->type);
 	}
