@@ -173,6 +173,7 @@ static int disk_open(struct node *n)
 		 (unsigned long long)st.objects, (unsigned long long)(mc_now_ms() - t0),
 		 (unsigned long long)st.corrupt);
 	mc_node_metrics_set_disk(n->metrics, n->disk);
+	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
 	return 0;
 }
 
@@ -302,6 +303,7 @@ static int node_start(struct node *n)
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
 		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants,
+		.disk = n->disk,
 		.cred = &n->cred, .on_mounted = on_mounted,
 	};
 	if ((r = mc_node_master_start(&lc, &n->link)) < 0) {
