@@ -43,13 +43,23 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 		/* A result for an object gone meanwhile is nothing to act on. */
 		(void)mc_meta_offload_done(m->meta, q->client_id, &it, r->status);
 	}
+	for (uint32_t i = 0; i < q->n_gone; i++) {
+		const uint8_t *b = q->gone[i].p;
+		uint32_t n = q->gone[i].len;
+		if (n < 2 || (uint32_t)b[0] + 2 > n)
+			continue;   /* not a disk key (proto/disk-key.h) */
+		(void)mc_meta_disk_gone(m->meta, q->client_id, (struct mc_ref){ b + 1, b[0] },
+					(struct mc_ref){ b + 1 + b[0], n - 1 - b[0] });
+	}
 	if (!q->disk_capacity)
 		return 0;
 	struct out o = { .a = call->arena };
 	o.v = mc_arena_alloc(call->arena, MC_PROTO_MAX_NODE_CMDS * sizeof(*o.v), 8);
 	if (!o.v)
 		return MC_ERR_NO_MEMORY;
-	mc_meta_offload_pick(m->meta, q->client_id, MC_PROTO_MAX_NODE_CMDS, take, &o);
+	/* A quarter of the disk per poll: a batch never evicts itself. */
+	mc_meta_offload_pick(m->meta, q->client_id, MC_PROTO_MAX_NODE_CMDS, q->disk_capacity / 4,
+			     take, &o);
 	p->n_offloads = o.n;
 	p->offloads = o.v;
 	return 0;

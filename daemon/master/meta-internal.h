@@ -77,6 +77,7 @@ struct mc_meta {
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
 	uint64_t undone_puts;               /* puts taken back: their record was lost */
 	uint64_t offloads_sent, offloads_done, offloads_failed, offloads_kept;   /* meta-offload.c */
+	uint64_t disk_gone;                 /* LOCAL_DISK replicas their node's disk lost */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;

@@ -11,7 +11,9 @@
  *             the master picks the oldest complete objects (the eviction
  *             order: time_ms, exact over the segment's blocks) that are not
  *             hard-pinned and have no copy yet, marks them OFFLOADING and
- *             sends OFFLOAD commands: tenant, key and the memory range.
+ *             sends OFFLOAD commands: tenant, key and the memory range, at
+ *             most a quarter of the node's disk capacity per poll (so that
+ *             one batch does not evict itself from a small disk).
  *   2. done   The node copies the range to its disk tier (node-offload.c)
  *             and answers in its next poll.  If the object is still the one
  *             sent (OFFLOADING, a memory replica at that very place: a
@@ -39,6 +41,15 @@
  * master restart the copies are not known and those objects are dropped by
  * eviction.  LOCAL_DISK replicas are persisted (record type 2, the node's
  * segment id) and restored with the segment.
+ *
+ * Disk capacity is the node's: its disk tier evicts on its own (FIFO for
+ * offset and file, LRU buckets for bucket; disk_size is its watermark) and
+ * reports the keys it evicted, or found missing or corrupt when serving a
+ * read, in its next poll (gone): mc_meta_disk_gone() drops the LOCAL_DISK
+ * replica (the object with it when it was the last) or the ON_DISK mark;
+ * an object whose copy was lost that way is marked DISK_LOST and not copied
+ * again (a disk smaller than what is offloaded would otherwise copy the
+ * same objects over and over).
  *
  * Unmounting a segment (the node left or expired) drops the LOCAL_DISK
  * replicas that name it: a walk over every shard, done only when the
@@ -76,7 +87,8 @@ struct collect {
 static bool wanted(const struct mc_object *o)
 {
 	uint8_t f = __atomic_load_n(&o->flags, __ATOMIC_RELAXED);
-	return !(f & (MC_OBJ_PROCESSING | MC_OBJ_HARD_PIN | MC_OBJ_OFFLOADING | MC_OBJ_ON_DISK));
+	return !(f & (MC_OBJ_PROCESSING | MC_OBJ_HARD_PIN | MC_OBJ_OFFLOADING | MC_OBJ_ON_DISK |
+		      MC_OBJ_DISK_LOST));
 }
 
 /* Keeps the max oldest owners.  Under the segment lock. */
@@ -122,9 +134,10 @@ static int replica_at(const struct mc_object *o, uint32_t slot, uint64_t offset)
 	return -1;
 }
 
-/* Marks k's object OFFLOADING and hands it to fn, if it still qualifies.
- * segs.lock held (read). */
-static bool offer(struct mc_meta *m, const struct cand *k, mc_offload_fn fn, void *ctx)
+/* Marks k's object OFFLOADING and hands it to fn, if it still qualifies and
+ * fits in *budget (bytes, taken from it).  segs.lock held (read). */
+static bool offer(struct mc_meta *m, const struct cand *k, uint64_t *budget, mc_offload_fn fn,
+		  void *ctx)
 {
 	struct meta_key mk;
 	uint8_t dk[MC_PROTO_MAX_DISK_KEY];
@@ -136,13 +149,14 @@ static bool offer(struct mc_meta *m, const struct cand *k, mc_offload_fn fn, voi
 		return false;
 	struct mc_object *o = meta_key_find(&mk, NULL);
 	const struct mc_segment *s = mc_segmgr_get(&m->segs, k->slot);
-	if (o && s && wanted(o) && replica_at(o, k->slot, k->offset) >= 0) {
+	if (o && s && wanted(o) && o->size <= *budget && replica_at(o, k->slot, k->offset) >= 0) {
 		struct mc_offload_item it = {
 			.tenant = { k->tenant, k->tlen }, .key = { k->key, k->klen },
 			.segment = s->id, .offset = k->offset, .size = o->size,
 		};
 		if (fn(ctx, &it) == 0) {
 			mc_object_flags_set(o, MC_OBJ_OFFLOADING);
+			*budget -= o->size;
 			sent = true;
 		}
 	}
@@ -151,7 +165,7 @@ static bool offer(struct mc_meta *m, const struct cand *k, mc_offload_fn fn, voi
 }
 
 uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t max,
-			      mc_offload_fn fn, void *ctx)
+			      uint64_t budget, mc_offload_fn fn, void *ctx)
 {
 	uint32_t sent = 0;
 	if (!max || m->cfg.offload_watermark > 1)
@@ -171,7 +185,7 @@ uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
 		mc_offalloc_foreach_used(s->alloc, collect_fn, &c);
 		pthread_mutex_unlock(&s->lock);
 		for (uint32_t i = 0; i < c.n; i++)
-			sent += offer(m, &v[i], fn, ctx);
+			sent += offer(m, &v[i], &budget, fn, ctx);
 	}
 	pthread_rwlock_unlock(&m->segs.lock);
 	free(v);
@@ -243,6 +257,49 @@ bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason)
 	meta_log_put(m, o);
 	__atomic_add_fetch(&m->offloads_kept, 1, __ATOMIC_RELAXED);
 	return true;
+}
+
+int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		      struct mc_ref key)
+{
+	struct meta_key mk;
+	pthread_rwlock_rdlock(&m->segs.lock);
+	int r = meta_key_lock(m, tenant, key, true, &mk);
+	if (r < 0) {
+		pthread_rwlock_unlock(&m->segs.lock);
+		return r;
+	}
+	uint32_t pos;
+	struct mc_object *o = meta_key_find(&mk, &pos);
+	r = MC_ERR_OBJECT_NOT_FOUND;
+	for (uint32_t i = 0; o && i < o->nrep; i++) {
+		struct mc_segment *s = mc_segmgr_get(&m->segs, o->rep[i].seg);
+		if (!s || !mc_uuid_eq(s->client, client) || !mc_replica_on_segment(o->rep[i].type))
+			continue;
+		if (i == 0 && (o->flags & MC_OBJ_ON_DISK)) {   /* the copy went before the memory */
+			mc_object_flags_clear(o, MC_OBJ_ON_DISK);
+			mc_object_flags_set(o, MC_OBJ_DISK_LOST);
+			r = 0;
+		}
+		if (o->rep[i].type != MC_REPLICA_LOCAL_DISK)
+			continue;
+		__atomic_sub_fetch(&s->ndisk, 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&meta_tenant(m, o->tenant)->charged_bytes, o->size, __ATOMIC_RELAXED);
+		memmove(&o->rep[i], &o->rep[i + 1], (o->nrep - i - 1) * sizeof(o->rep[0]));
+		o->nrep--;
+		r = 0;
+		if (o->nrep) {
+			meta_log_put(m, o);
+		} else {
+			mc_objtab_delete_at(mk.tab, pos);
+			meta_object_destroy(m, o, 0);
+		}
+		__atomic_add_fetch(&m->disk_gone, 1, __ATOMIC_RELAXED);
+		break;
+	}
+	meta_key_unlock(&mk);
+	pthread_rwlock_unlock(&m->segs.lock);
+	return r;
 }
 
 void meta_offload_unmount(struct mc_meta *m, struct mc_segment *s)

@@ -300,6 +300,7 @@ struct mc_meta_stats {
 	uint64_t offloads_done;             /* ... that a node confirmed: the object has a disk copy */
 	uint64_t offloads_failed;           /* ... that failed or came back too late */
 	uint64_t offloads_kept;             /* evictions that kept the object as LOCAL_DISK */
+	uint64_t disk_gone;                 /* LOCAL_DISK replicas dropped: their node's disk lost them */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 
@@ -314,16 +315,22 @@ struct mc_offload_item {
 /* Takes the command (copies what it keeps): 0, or < 0 to leave the object. */
 typedef int (*mc_offload_fn)(void *ctx, const struct mc_offload_item *it);
 /* Picks at most max objects of client's segments to copy to its disk tier
- * (the oldest first, on segments above offload_watermark), marks them and
+ * and budget bytes (the oldest first, on segments above offload_watermark),
+ * marks them and
  * calls fn under their shard lock (fn must not call mc_meta_*).  Returns how
  * many fn took. */
 uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t max,
-			      mc_offload_fn fn, void *ctx);
+			      uint64_t budget, mc_offload_fn fn, void *ctx);
 /* The node's answer for one command (status 0: copied).  0; OBJECT_NOT_FOUND
  * when the object is not the one sent any more; ILLEGAL_CLIENT when the
  * segment is not client's; SEGMENT_NOT_FOUND. */
 int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
 			 int status);
+/* client's disk tier no longer holds the object (evicted, lost): its
+ * LOCAL_DISK replica there goes (the object too, if it was the last), or
+ * its ON_DISK mark.  0, or OBJECT_NOT_FOUND (nothing of client's). */
+int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		      struct mc_ref key);
 
 /* Calls fn for each mounted segment (any status), under segs.lock (read):
  * fn must not call mc_meta_*.  used is the bytes reserved on it. */

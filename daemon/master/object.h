@@ -52,6 +52,7 @@ enum {
 	MC_OBJ_GROUPED      = 1u << 4,   /* member of a group (group registry) */
 	MC_OBJ_OFFLOADING   = 1u << 5,   /* an OFFLOAD command for it is out (meta-offload.c) */
 	MC_OBJ_ON_DISK      = 1u << 6,   /* rep[0]'s node holds a copy on its disk tier */
+	MC_OBJ_DISK_LOST    = 1u << 7,   /* that copy was evicted from the disk: no new one */
 };
 
 struct mc_replica {

@@ -6,7 +6,10 @@
  * being the disk key's (proto/disk-key.h), so a grant reads one object of
  * one size.  The whole object is read from the disk (its CRC is checked by
  * the backend) and the range asked for is answered in the body: an object
- * larger than MC_PROTO_MAX_DISK_CHUNK is read once per chunk.
+ * larger than MC_PROTO_MAX_DISK_CHUNK is read once per chunk.  A key the
+ * disk does not have (any more) or whose record is corrupt goes to the
+ * store's on_evict, like an evicted one: the master hears of it in the next
+ * NODE_POLL and drops the replica.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +48,8 @@ int mc_node_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp
 	r = g.status;
 	if (r == MC_ERR_BUFFER_OVERFLOW || (r == 0 && g.len != q->size))
 		r = MC_ERR_INVALID_REPLICA;
+	if (r == MC_ERR_OBJECT_NOT_FOUND || r == MC_ERR_CHECKSUM_MISMATCH)	/* lost, or dropped now */
+		mc_disk_evicted(gr->disk, q->disk_key.p, q->disk_key.len);	/* the master forgets it */
 	if (r == 0) {
 		memcpy(out, buf + q->offset, q->length);
 		p->data = MC_BYTES(out, q->length);

@@ -31,7 +31,7 @@ struct mc_node_master {
 	uint64_t heartbeats, heartbeat_failures, mounts;
 	bool mounted;
 	struct mc_rpc_conn *conn;	/* the thread's only */
-	struct mc_node_offload *off;	/* NULL: no disk tier */
+	struct mc_node_offload *off;	/* cfg.offload (not ours); NULL: no disk tier */
 	struct mc_arena arena;
 };
 
@@ -207,14 +207,10 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	pthread_cond_init(&m->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	mc_arena_init(&m->arena);
-	if (cfg->disk && mc_node_offload_new(cfg->disk, cfg->segs, &m->off) < 0) {
-		free(m);
-		return MC_ERR_NO_MEMORY;
-	}
+	m->off = cfg->offload;
 	int r = pthread_create(&m->thread, NULL, link_main, m);
 	if (r) {
 		mc_arena_free(&m->arena);
-		mc_node_offload_free(m->off);
 		free(m);
 		return MC_ERR_NO_MEMORY;	/* pthread_create: no resources for a thread */
 	}
@@ -234,6 +230,7 @@ void mc_node_master_get_stats(struct mc_node_master *m, struct mc_node_master_st
 		ret->offload_commands = os.commands;
 		ret->offload_copied = os.copied;
 		ret->offload_failed = os.failed;
+		ret->disk_gone = os.gone;
 	}
 }
 
@@ -266,7 +263,6 @@ void mc_node_master_stop(struct mc_node_master *m, bool unmount)
 	}
 	m->conn = mc_rpc_conn_close(m->conn);
 	mc_arena_free(&m->arena);
-	mc_node_offload_free(m->off);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* node-offload.c - see node-offload.h. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,19 +15,73 @@ struct mc_node_offload {
 	struct mc_msg_offload_result *res;
 	uint32_t nres;
 	uint8_t *blob;
-	uint64_t commands, copied, failed;	/* relaxed atomics (read by the metrics) */
+	/* disk keys lost: queued by any thread, sent by the link thread */
+	pthread_mutex_t gone_lock;	/* leaf */
+	struct mc_bytes *gone;		/* GONE_MAX, each malloc'd */
+	uint32_t ngone;
+	struct mc_bytes *sending;	/* taken from gone for the poll in flight */
+	uint32_t nsending;
+	uint64_t commands, copied, failed, gone_total, gone_dropped;	/* relaxed atomics */
 };
 
-int mc_node_offload_new(struct mc_disk *d, const struct mc_node_segments *segs,
-			struct mc_node_offload **ret)
+#define GONE_MAX 65536u
+
+int mc_node_offload_new(const struct mc_node_segments *segs, struct mc_node_offload **ret)
 {
 	struct mc_node_offload *o = calloc(1, sizeof(*o));
-	if (!o)
+	if (!o || !(o->gone = calloc(GONE_MAX, sizeof(*o->gone))) ||
+	    !(o->sending = calloc(MC_PROTO_MAX_DISK_GONE, sizeof(*o->sending)))) {
+		if (o)
+			free(o->gone);
+		free(o);
 		return MC_ERR_NO_MEMORY;
-	o->disk = d;
+	}
+	pthread_mutex_init(&o->gone_lock, NULL);
 	o->segs = segs;
 	*ret = o;
 	return 0;
+}
+
+void mc_node_offload_attach(struct mc_node_offload *o, struct mc_disk *d)
+{
+	o->disk = d;
+}
+
+void mc_node_offload_gone(void *ctx, const void *key, uint32_t klen)
+{
+	struct mc_node_offload *o = ctx;
+	uint8_t *k = malloc(klen ? klen : 1);
+	pthread_mutex_lock(&o->gone_lock);
+	if (k && o->ngone < GONE_MAX) {
+		memcpy(k, key, klen);
+		o->gone[o->ngone++] = MC_BYTES(k, klen);
+		k = NULL;
+		__atomic_add_fetch(&o->gone_total, 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_add_fetch(&o->gone_dropped, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&o->gone_lock);
+	free(k);
+}
+
+/* Moves queued gone keys into sending (up to one poll's worth). */
+static void take_gone(struct mc_node_offload *o)
+{
+	pthread_mutex_lock(&o->gone_lock);
+	uint32_t n = MC_PROTO_MAX_DISK_GONE - o->nsending;
+	if (n > o->ngone)
+		n = o->ngone;
+	memcpy(o->sending + o->nsending, o->gone + o->ngone - n, n * sizeof(*o->gone));
+	o->ngone -= n;
+	o->nsending += n;
+	pthread_mutex_unlock(&o->gone_lock);
+}
+
+static void sent_gone(struct mc_node_offload *o)
+{
+	for (uint32_t i = 0; i < o->nsending; i++)
+		free((void *)o->sending[i].p);
+	o->nsending = 0;
 }
 
 static void drop_results(struct mc_node_offload *o)
@@ -43,6 +98,12 @@ void mc_node_offload_free(struct mc_node_offload *o)
 	if (!o)
 		return;
 	drop_results(o);
+	sent_gone(o);
+	for (uint32_t i = 0; i < o->ngone; i++)
+		free((void *)o->gone[i].p);
+	free(o->gone);
+	free(o->sending);
+	pthread_mutex_destroy(&o->gone_lock);
 	free(o);
 }
 
@@ -105,9 +166,11 @@ int mc_node_offload_run(struct mc_node_offload *o, struct mc_rpc_conn *conn, str
 	for (unsigned round = 0; round < max_rounds; round++) {
 		struct mc_disk_stats st;
 		mc_disk_stats(o->disk, &st);
+		take_gone(o);
 		struct mc_msg_node_poll_req q = {
 			.client_id = o->segs->client_id, .disk_capacity = st.capacity,
 			.disk_used = st.used, .n_results = o->nres, .results = o->res,
+			.n_gone = o->nsending, .gone = o->sending,
 		};
 		struct mc_msg_node_poll_resp p;
 		int r = mc_rpc_call(conn, MC_OP_NODE_POLL, &q, &p, a, NULL);
@@ -116,6 +179,7 @@ int mc_node_offload_run(struct mc_node_offload *o, struct mc_rpc_conn *conn, str
 			return r;
 		}
 		drop_results(o);
+		sent_gone(o);
 		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads) : 0;
 		mc_arena_reset(a);
 		if (r < 0 || !p.n_offloads)
@@ -129,4 +193,6 @@ void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload
 	ret->commands = __atomic_load_n(&o->commands, __ATOMIC_RELAXED);
 	ret->copied = __atomic_load_n(&o->copied, __ATOMIC_RELAXED);
 	ret->failed = __atomic_load_n(&o->failed, __ATOMIC_RELAXED);
+	ret->gone = __atomic_load_n(&o->gone_total, __ATOMIC_RELAXED);
+	ret->gone_dropped = __atomic_load_n(&o->gone_dropped, __ATOMIC_RELAXED);
 }

@@ -6,8 +6,10 @@
  * to the disk tier in one batch (node-disk.h: one io_uring submission per
  * ring-full), and polls again with the results, until a reply brings no
  * command or max_rounds polls were made; results not sent yet (the link
- * failed) wait for the next run.  Single-threaded: only the link thread
- * calls it.
+ * failed) wait for the next run, and so do the disk keys the tier lost
+ * (evicted, or missing at a read), reported as gone.  Single-threaded:
+ * only the link thread runs it; mc_node_offload_gone() may be called from
+ * any thread (a mutex guards the gone queue, a leaf).
  */
 #ifndef MC_NODE_OFFLOAD_H
 #define MC_NODE_OFFLOAD_H
@@ -19,8 +21,13 @@
 
 struct mc_node_offload;
 
-int mc_node_offload_new(struct mc_disk *d, const struct mc_node_segments *segs,
-			struct mc_node_offload **ret);
+/* Made before the disk tier opens (its on_evict is mc_node_offload_gone),
+ * then given it with mc_node_offload_attach(). */
+int mc_node_offload_new(const struct mc_node_segments *segs, struct mc_node_offload **ret);
+void mc_node_offload_attach(struct mc_node_offload *o, struct mc_disk *d);
+/* The disk tier's on_evict (ctx: o; any thread): key goes in the next poll's
+ * gone list.  At most GONE_MAX keys wait; more are dropped and counted. */
+void mc_node_offload_gone(void *ctx, const void *key, uint32_t klen);
 void mc_node_offload_free(struct mc_node_offload *o);
 
 /* 0, or the failed call's error (the link's business: it reconnects). */
@@ -29,6 +36,7 @@ int mc_node_offload_run(struct mc_node_offload *o, struct mc_rpc_conn *conn, str
 
 struct mc_node_offload_stats {
 	uint64_t commands, copied, failed;
+	uint64_t gone, gone_dropped;	/* disk keys reported lost / not reported (queue full) */
 };
 void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload_stats *ret);
 

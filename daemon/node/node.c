@@ -140,6 +140,7 @@ struct node {
 	struct mc_http_server *http;
 	struct mc_node_master *link;
 	struct mc_disk *disk;			/* NULL: no disk tier */
+	struct mc_node_offload *off;		/* with disk: NODE_POLL's state (node-offload.h) */
 	struct mc_rpc_admit_config admit;	/* the cluster secret, caps */
 	struct mc_rpc_cred cred;		/* the master link's handshake */
 };
@@ -156,9 +157,14 @@ static int disk_open(struct node *n)
 		snprintf(dir, sizeof(dir), "%s", c->disk_dir);
 	else
 		snprintf(dir, sizeof(dir), "%s/disk", c->state_dir);
-	struct mc_disk_config dc = { .dir = dir, .size = c->disk_size };
+	struct mc_disk_config dc = { .dir = dir, .size = c->disk_size,
+				     .on_evict = mc_node_offload_gone };
+	int r = mc_node_offload_new(&n->segs, &n->off);
+	if (r < 0)
+		return r;
+	dc.evict_ctx = n->off;
 	uint64_t t0 = mc_now_ms();
-	int r = mc_disk_open(c->storage_backend, &dc, &n->disk);
+	r = mc_disk_open(c->storage_backend, &dc, &n->disk);
 	if (r < 0) {
 		log_error("cannot open the disk tier (%s backend) in '%s': %s%s", c->storage_backend,
 			  dir, mc_strerror(r),
@@ -174,6 +180,7 @@ static int disk_open(struct node *n)
 		 (unsigned long long)st.corrupt);
 	mc_node_metrics_set_disk(n->metrics, n->disk);
 	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
+	mc_node_offload_attach(n->off, n->disk);
 	return 0;
 }
 
@@ -303,7 +310,7 @@ static int node_start(struct node *n)
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
 		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants,
-		.disk = n->disk,
+		.offload = n->off,
 		.cred = &n->cred, .on_mounted = on_mounted,
 	};
 	if ((r = mc_node_master_start(&lc, &n->link)) < 0) {
@@ -335,6 +342,7 @@ static void node_free(struct node *n, bool unmount)
 	if (n->metrics)
 		mc_node_metrics_set_disk(n->metrics, NULL);
 	mc_disk_close(n->disk);
+	mc_node_offload_free(n->off);
 	mc_daemon_metrics_free(n->metrics);
 	mc_node_grants_release(&n->grants);
 	mc_node_segments_close(&n->segs, false);

@@ -102,3 +102,33 @@ tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'
 	kill_node ld TERM
 	run -4 ctl object get k1 "$MC_DIR/out"
 }
+
+@test "a full disk tier evicts its oldest objects and the master forgets them" {
+	start_master --offload_watermark=0 --lease_ttl_ms=1000
+	# memory for 8 objects of 1 MiB, disk for about 11 (each record is padded
+	# to 4 KiB): the disk holds the newest, some of them evicted from memory
+	start_node ld --segment_size=8M --disk_size=12M
+	for n in $(seq 1 40); do
+		run -0 put_random "d$n" 1M
+		[ $((n % 8)) -ne 0 ] || wait_offloads ld "$n"
+	done
+	sleep 1   # the last gone keys reach the master with the next poll
+	[ "$(metric ld mooncake_node_disk_gone_total)" -ge 20 ]
+	[ "$(metric ld mooncake_node_disk_offloads_total)" -le 45 ]   # no copy made over and over
+	found=0 disk=0
+	for n in $(seq 1 40); do
+		run get_compare "d$n"
+		if [ "$status" -eq 0 ]; then
+			found=$((found + 1))
+			[ "$(tier_of "d$n")" != local_disk ] || disk=$((disk + 1))
+		else
+			[ "$status" -eq 4 ] || { echo "d$n: $output"; false; }
+		fi
+	done
+	echo "# $found of 40 readable, $disk from disk" >&3
+	[ "$disk" -ge 1 ] && [ "$disk" -le 11 ]
+	# the oldest went from the disk too: not found, and not listed
+	run -4 ctl object get d1 "$MC_DIR/out"
+	run -0 curl -sf "http://$(node_http ld)/metrics"
+	[[ "$output" == *'mooncake_node_disk_offload_failures_total 0'* ]]
+}
