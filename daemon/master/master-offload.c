@@ -4,6 +4,7 @@
 
 #include "master/master-offload.h"
 #include "master/master-rpc.h"
+#include "proto/disk-key.h"
 
 struct out {
 	struct mc_arena *a;
@@ -44,12 +45,11 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 		(void)mc_meta_offload_done(m->meta, q->client_id, &it, r->status);
 	}
 	for (uint32_t i = 0; i < q->n_gone; i++) {
-		const uint8_t *b = q->gone[i].p;
-		uint32_t n = q->gone[i].len;
-		if (n < 2 || (uint32_t)b[0] + 2 > n)
-			continue;   /* not a disk key (proto/disk-key.h) */
-		(void)mc_meta_disk_gone(m->meta, q->client_id, (struct mc_ref){ b + 1, b[0] },
-					(struct mc_ref){ b + 1 + b[0], n - 1 - b[0] });
+		struct mc_bytes t, k;
+		if (mc_disk_key_split(q->gone[i].p, q->gone[i].len, &t, &k) < 0)
+			continue;   /* not a disk key */
+		(void)mc_meta_disk_gone(m->meta, q->client_id, (struct mc_ref){ t.p, t.len },
+					(struct mc_ref){ k.p, k.len });
 	}
 	if (!q->disk_capacity)
 		return 0;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "mooncake/common.h"
+#include "mooncake/error.h"
 #include "proto/msg.h"
 #include "util/hash.h"
 
@@ -37,6 +38,20 @@ static inline uint32_t mc_disk_key(const void *tenant, size_t tlen, const void *
 		memcpy(buf + 1, tenant, tlen);
 	memcpy(buf + 1 + tlen, key, klen);
 	return (uint32_t)(1 + tlen + klen);
+}
+
+/* The tenant and key of a disk key that came from outside (NODE_POLL's
+ * gone list): 0, or MC_ERR_DESERIALIZE_FAIL when it is not one (too short,
+ * a tenant length past its end or over MC_MAX_TENANT_LEN, an empty key). */
+static inline int mc_disk_key_split(const uint8_t *dk, size_t len, struct mc_bytes *tenant,
+				    struct mc_bytes *key)
+{
+	if (!dk || len < 2 || len > MC_PROTO_MAX_DISK_KEY || dk[0] > MC_MAX_TENANT_LEN ||
+	    (size_t)dk[0] + 2 > len)
+		return MC_ERR_DESERIALIZE_FAIL;
+	*tenant = MC_BYTES(dk + 1, dk[0]);
+	*key = MC_BYTES(dk + 1 + dk[0], len - 1 - dk[0]);
+	return 0;
 }
 
 static inline uint64_t mc_disk_key_tag(const void *dkey, size_t len)
