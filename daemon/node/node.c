@@ -25,10 +25,14 @@
  *   master link    node-master.c: connect, MOUNT_SEGMENT each segment,
  *                  PING every 1 s, REMOUNT_SEGMENTS on NEED_REMOUNT,
  *                  reconnect with backoff; READY=1 after the first mount.
+ *                  With a disk tier: PING and NODE_POLL every 250 ms, the
+ *                  OFFLOAD commands run on this thread (node-offload.c).
  *
  * Locks: the segment table is immutable while the workers run (no lock on
- * the data plane; the master hands out disjoint ranges).  The only lock is
- * the master link's stop mutex (node-master.c), a leaf.  The rpc server
+ * the data plane; the master hands out disjoint ranges).  The locks are
+ * the master link's stop mutex (node-master.c) and the gone queue's mutex
+ * (node-offload.c, taken by the disk tier's on_evict), both leaves; the
+ * disk tier's own locks are its business (disk.h).  The rpc server
  * holds no lock while a handler runs.
  */
 #include <errno.h>
