@@ -112,28 +112,32 @@ static bool arena_str(struct mc_arena *a, const char *s, struct mc_bytes *ret)
 	return true;
 }
 
-/* Signs the grant of a memory replica into the arena. */
-static bool sign_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_grant *tmpl,
-		      const struct mc_replica_view *v)
+/* Signs tmpl, with mode (0: tmpl's) and the range [offset, offset + length)
+ * of seg, into the arena: *ret. */
+static bool sign_grant(struct mc_arena *a, const struct mc_grant *tmpl, uint8_t mode,
+		       const struct mc_segment *seg, uint64_t offset, uint64_t length,
+		       struct mc_bytes *ret)
 {
 	struct mc_grant_key k;
 	struct mc_grant g = *tmpl;
 	uint8_t *buf = mc_arena_alloc(a, MC_GRANT_MAX_LEN, 1);
 	if (!buf)
 		return false;
-	mc_segment_grant_key((struct mc_segment *)v->seg, &k);
-	g.segment = v->seg->id;
-	g.offset = v->offset;
-	g.length = v->size;
+	mc_segment_grant_key((struct mc_segment *)seg, &k);
+	if (mode)
+		g.mode = mode;
+	g.segment = seg->id;
+	g.offset = offset;
+	g.length = length;
 	int n = mc_grant_sign(&g, &k, buf, MC_GRANT_MAX_LEN);
 	if (n < 0)
 		return false;
-	d->mem.grant = MC_BYTES(buf, n);
+	*ret = MC_BYTES(buf, n);
 	return true;
 }
 
-/* A LOCAL_DISK replica: the node's disk key and a DISK grant bound to it
- * (proto/disk-key.h), signed with the node's segment key. */
+/* A LOCAL_DISK replica: the node's disk key and, for a get, a DISK grant
+ * bound to it (proto/disk-key.h), signed with the node's segment key. */
 static bool fill_local_disk(struct mc_arena *a, struct mc_replica_desc *d,
 			    const struct mc_replica_view *v, const struct mc_grant *tmpl)
 {
@@ -147,25 +151,10 @@ static bool fill_local_disk(struct mc_arena *a, struct mc_replica_desc *d,
 	d->local_disk.object_size = v->size;
 	d->local_disk.segment_id = seg->id;
 	d->local_disk.disk_key = MC_BYTES(dk, n);
-	if (!arena_str(a, mc_segment_endpoint(seg), &d->local_disk.endpoint))
-		return false;
-	if (tmpl->mode != MC_GRANT_READ)
-		return true;
-	struct mc_grant_key k;
-	struct mc_grant g = *tmpl;
-	uint8_t *buf = mc_arena_alloc(a, MC_GRANT_MAX_LEN, 1);
-	if (!buf)
-		return false;
-	mc_segment_grant_key((struct mc_segment *)seg, &k);
-	g.mode = MC_GRANT_DISK;
-	g.segment = seg->id;
-	g.offset = mc_disk_key_tag(dk, n);
-	g.length = v->size;
-	int gl = mc_grant_sign(&g, &k, buf, MC_GRANT_MAX_LEN);
-	if (gl < 0)
-		return false;
-	d->local_disk.grant = MC_BYTES(buf, gl);
-	return true;
+	return arena_str(a, mc_segment_endpoint(seg), &d->local_disk.endpoint) &&
+	       (tmpl->mode != MC_GRANT_READ ||
+		sign_grant(a, tmpl, MC_GRANT_DISK, seg, mc_disk_key_tag(dk, n), v->size,
+			   &d->local_disk.grant));
 }
 
 static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_replica_view *v,
@@ -184,7 +173,8 @@ static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struc
 		d->mem.transport = mc_segment_transport(seg);
 		return arena_str(a, mc_segment_endpoint(seg), &d->mem.endpoint) &&
 		       arena_str(a, mc_segment_shm_path(seg), &d->mem.shm_path) &&
-		       (!grant->mode || sign_desc(a, d, grant, v));
+		       (!grant->mode ||
+			sign_grant(a, grant, 0, seg, v->offset, v->size, &d->mem.grant));
 	}
 	if (v->type == MC_REPLICA_LOCAL_DISK && v->seg)
 		return fill_local_disk(a, d, v, grant);

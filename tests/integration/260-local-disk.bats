@@ -37,24 +37,6 @@ wait_offloads() {
 	return 1
 }
 
-# restart_master [opts]: kill -9 the master and start it again on the same port.
-restart_master() {
-	local port=${MASTER_ADDR##*:}
-	kill -KILL "$MASTER_PID"
-	_mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID"
-	start_master --rpc_port="$port" "$@"
-}
-
-# wait_readable KEY: the node remounts within a few seconds of a master restart.
-wait_readable() {
-	local i
-	for i in $(seq 1 100); do
-		get_compare "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	get_compare "$1"
-}
-
 tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'; }
 
 @test "evicted objects stay on the node's disk and read back byte for byte, across kill -9" {
