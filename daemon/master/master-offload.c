@@ -35,6 +35,8 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 	const struct mc_msg_node_poll_req *q = call->req;
 	struct mc_msg_node_poll_resp *p = resp;
 
+	if (q->fresh)   /* commands sent to the node's earlier run are lost */
+		mc_meta_offload_reset(m->meta, q->client_id);
 	for (uint32_t i = 0; i < q->n_results; i++) {
 		const struct mc_msg_offload_result *r = &q->results[i];
 		struct mc_offload_item it = {

@@ -34,8 +34,9 @@
  * OFFLOADING does not stop eviction: an object evicted (or removed) while
  * its copy is made simply fails step 2's check; its copy stays on the
  * node's disk, unreferenced, until the disk tier evicts it.  A command
- * lost with its node (a restart) leaves OFFLOADING set: that object is not
- * picked again and goes from memory like any other.
+ * lost with its node (a restart) leaves OFFLOADING set until the restarted
+ * node's first poll (fresh): mc_meta_offload_reset() clears it on the
+ * node's segments.
  *
  * ON_DISK is not persisted (OBJECT records carry no such flag): after a
  * master restart the copies are not known and those objects are dropped by
@@ -191,6 +192,68 @@ uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
 	free(v);
 	__atomic_add_fetch(&m->offloads_sent, sent, __ATOMIC_RELAXED);
 	return sent;
+}
+
+struct owned {
+	struct mc_object *o;
+	uint32_t node;
+};
+
+struct owned_list {
+	struct owned *v;
+	uint32_t n, cap;
+};
+
+static int offloading_fn(uint32_t node, uint64_t off, uint64_t size, void *owner, void *ctx)
+{
+	struct owned_list *l = ctx;
+	struct mc_object *o = owner;
+	if (!o || !(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & MC_OBJ_OFFLOADING))
+		return 0;
+	if (l->n == l->cap) {
+		uint32_t nc = l->cap ? 2 * l->cap : 64;
+		struct owned *nv = realloc(l->v, nc * sizeof(*nv));
+		if (!nv)
+			return MC_ERR_NO_MEMORY;
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n++] = (struct owned){ .o = o, .node = node };
+	return 0;
+}
+
+uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client)
+{
+	uint32_t cleared = 0;
+	pthread_rwlock_rdlock(&m->segs.lock);
+	for (uint32_t slot = 0; slot < m->segs.nslots_used; slot++) {
+		struct mc_segment *s = m->segs.slots[slot];
+		struct owned_list l = { 0 };
+		if (!s || !mc_uuid_eq(s->client, client))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		mc_offalloc_foreach_used(s->alloc, offloading_fn, &l);
+		pthread_mutex_unlock(&s->lock);
+		for (uint32_t i = 0; i < l.n; i++) {
+			/* o is only a key until it is found owning its block under
+			 * its shard's lock (as an eviction victim is re-checked) */
+			uint32_t shard = l.v[i].o->hash % MC_META_SHARDS;
+			pthread_rwlock_wrlock(&m->shards[shard].lock);
+			pthread_mutex_lock(&s->lock);
+			bool still = mc_offalloc_node_is_used(s->alloc, l.v[i].node) &&
+				     mc_offalloc_node_owner(s->alloc, l.v[i].node) == l.v[i].o &&
+				     l.v[i].o->hash % MC_META_SHARDS == shard;
+			pthread_mutex_unlock(&s->lock);
+			if (still && (l.v[i].o->flags & MC_OBJ_OFFLOADING)) {
+				mc_object_flags_clear(l.v[i].o, MC_OBJ_OFFLOADING);
+				cleared++;
+			}
+			pthread_rwlock_unlock(&m->shards[shard].lock);
+		}
+		free(l.v);
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
+	return cleared;
 }
 
 int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,

@@ -326,6 +326,9 @@ uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
  * segment is not client's; SEGMENT_NOT_FOUND. */
 int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
 			 int status);
+/* client restarted: the commands sent to it are lost; clears OFFLOADING on
+ * its segments' objects, which may be picked again.  Returns how many. */
+uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client);
 /* client's disk tier no longer holds the object (evicted, lost): its
  * LOCAL_DISK replica there goes (the object too, if it was the last), or
  * its ON_DISK mark.  0, or OBJECT_NOT_FOUND (nothing of client's). */

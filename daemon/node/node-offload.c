@@ -21,6 +21,7 @@ struct mc_node_offload {
 	uint32_t ngone;
 	struct mc_bytes *sending;	/* taken from gone for the poll in flight */
 	uint32_t nsending;
+	bool polled;			/* a poll went through since the start */
 	uint64_t commands, copied, failed, gone_total, gone_dropped;	/* relaxed atomics */
 };
 
@@ -168,7 +169,8 @@ int mc_node_offload_run(struct mc_node_offload *o, struct mc_rpc_conn *conn, str
 		mc_disk_stats(o->disk, &st);
 		take_gone(o);
 		struct mc_msg_node_poll_req q = {
-			.client_id = o->segs->client_id, .disk_capacity = st.capacity,
+			.client_id = o->segs->client_id, .fresh = !o->polled,
+			.disk_capacity = st.capacity,
 			.disk_used = st.used, .n_results = o->nres, .results = o->res,
 			.n_gone = o->nsending, .gone = o->sending,
 		};
@@ -178,6 +180,7 @@ int mc_node_offload_run(struct mc_node_offload *o, struct mc_rpc_conn *conn, str
 			mc_arena_reset(a);
 			return r;
 		}
+		o->polled = true;
 		drop_results(o);
 		sent_gone(o);
 		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads) : 0;

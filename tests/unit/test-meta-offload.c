@@ -148,6 +148,22 @@ static void test_pick_oldest_and_only_once(void **state)
 	assert_int_equal(st.offloads_done, 1);
 }
 
+/* A restarted node lost the commands sent to it: they are picked again. */
+static void test_reset_on_fresh_node(void **state)
+{
+	struct fx *f = *state;
+	struct cmds c;
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
+	fill4(f, "a");
+	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 4);
+	assert_rc(mc_meta_offload_done(f->m, C1, &c.it[0], 0), 0);   /* a0 done */
+	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 0);
+	assert_int_equal(mc_meta_offload_reset(f->m, C2), 0);
+	assert_int_equal(mc_meta_offload_reset(f->m, C1), 3);
+	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 3);   /* a1..a3, not a0 */
+	assert_string_equal(c.key[0], "a1");
+}
+
 static void test_watermark(void **state)
 {
 	struct fx *f = *state;
@@ -309,6 +325,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pick_oldest_and_only_once, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_on_fresh_node, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_watermark, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction_keeps_copied, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_result, setup_off, teardown),
