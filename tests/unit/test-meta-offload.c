@@ -4,7 +4,8 @@
  * (meta-offload.c): which objects are picked for a copy to their node's
  * disk, what a node's answer changes, eviction keeping copied objects as
  * LOCAL_DISK replicas, disk losses, unmounts, and the replicas through a
- * dump and a load (a snapshot, a standby).  Eviction is on (as in
+ * dump and a load (a snapshot, a standby), and all of them at once from
+ * three threads (also run under TSan).  Eviction is on (as in
  * test-meta-evict.c); segments are fake.  Every test ends with
  * mc_meta_check(), which counts LOCAL_DISK replicas per segment.
  */
@@ -14,6 +15,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,6 +324,77 @@ static void test_dump_load(void **state)
 	mc_meta_free(m2);
 }
 
+/* ---- stress: puts (evicting), removes, picks, answers and losses at once ---- */
+
+#define ROUNDS 3000
+
+struct stress {
+	struct mc_meta *m;
+	int id;
+	int *putters;           /* running (atomic) */
+};
+
+static void *putter(void *arg)
+{
+	struct stress *x = arg;
+	char k[32];
+	for (int i = 0; i < ROUNDS; i++) {
+		snprintf(k, sizeof(k), "k%d", (i * 7 + x->id * 13) % 200);
+		int r = put(x->m, C1, DFLT, k, K4, 1);
+		if (r && r != MC_ERR_OBJECT_ALREADY_EXISTS && r != MC_ERR_NO_AVAILABLE_HANDLE)
+			fail_msg("put %s: %d", k, r);
+		if (i % 5 == 0)
+			(void)mc_meta_remove(x->m, DFLT, ref_str(k), true);
+		if (i % 8 == 0)
+			sched_yield();   /* let the offloader answer now and then */
+	}
+	__atomic_sub_fetch(x->putters, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *offloader(void *arg)
+{
+	struct stress *x = arg;
+	struct cmds *c = malloc(sizeof(*c));
+	assert_non_null(c);
+	for (int i = 0; __atomic_load_n(x->putters, __ATOMIC_ACQUIRE); i++) {
+		pick(x->m, C1, 8 * K4, c);
+		for (uint32_t j = 0; j < c->n; j++)   /* one answer in 7 a failure */
+			(void)mc_meta_offload_done(x->m, C1, &c->it[j],
+						   (i + j) % 7 ? 0 : MC_ERR_FILE_WRITE_FAIL);
+		if (c->n && i % 3 == 0)
+			(void)mc_meta_disk_gone(x->m, C1, DFLT, c->it[0].key);
+		if (i % 500 == 0)
+			mc_meta_offload_reset(x->m, C1);
+	}
+	free(c);
+	return NULL;
+}
+
+static void test_stress(void **state)
+{
+	struct fx *f = *state;
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 512 * KiB), 0);   /* 128 of the 200 keys */
+	int putters = 2;
+	struct stress x[3] = { { f->m, 0, &putters }, { f->m, 1, &putters }, { f->m, 2, &putters } };
+	pthread_t t[3];
+	assert_int_equal(pthread_create(&t[0], NULL, putter, &x[0]), 0);
+	assert_int_equal(pthread_create(&t[1], NULL, putter, &x[1]), 0);
+	assert_int_equal(pthread_create(&t[2], NULL, offloader, &x[2]), 0);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	struct mc_meta_stats st;
+	mc_meta_get_stats(f->m, &st);
+	print_message("# %llu evicted, %llu sent, %llu done, %llu kept as LOCAL_DISK, %llu lost\n",
+		      (unsigned long long)st.evicted_objects, (unsigned long long)st.offloads_sent, (unsigned long long)st.offloads_done,
+		      (unsigned long long)st.offloads_kept, (unsigned long long)st.disk_gone);
+	assert_true(st.offloads_kept > 0);
+	assert_rc(mc_meta_check(f->m), 0);
+	assert_rc(mc_meta_unmount_segment(f->m, C1, seg_id(1)), 0);
+	mc_meta_get_stats(f->m, &st);
+	assert_int_equal(st.objects, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +406,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disk_gone, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_unmount_drops, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_dump_load, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_stress, setup_off, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
