@@ -150,7 +150,8 @@ HTTP_HANDLER(http_object_get)
 	json_t *reps = json_array();
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		const struct mc_admin_replica *p = &o->rep[i];
-		bool mem = p->type == MC_REPLICA_MEMORY || p->type == MC_REPLICA_NOF_SSD;
+		/* LOCAL_DISK: the segment of the node whose disk holds it */
+		bool mem = mc_replica_on_segment(p->type);
 		const char *type = mc_replica_type_name(p->type);
 		const char *status = mc_replica_status_name(p->status);
 		json_array_append_new(reps, json_pack("{s:s,s:s,s:o,s:o,s:o,s:I,s:I}",

@@ -23,7 +23,8 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_SOFT_PINNED, V_HARD_PINNED, V_PINS, V_UNPINS, V_LEASES, V_HEARTBEATS, V_NEED_REMOUNT,
        V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
-       V_OPLOG_BATCHES, V_UNDONE_PUTS,
+       V_OPLOG_BATCHES, V_UNDONE_PUTS, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
+       V_OFFLOADS_KEPT, V_DISK_GONE,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
        V_COUNT };
 
@@ -103,6 +104,11 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_OPLOG_RECORDS] = (double)os.appended;
 	v[V_OPLOG_BATCHES] = (double)os.flushes;
 	v[V_UNDONE_PUTS] = (double)ms->undone_puts;
+	v[V_OFFLOADS_SENT] = (double)ms->offloads_sent;
+	v[V_OFFLOADS_DONE] = (double)ms->offloads_done;
+	v[V_OFFLOADS_FAILED] = (double)ms->offloads_failed;
+	v[V_OFFLOADS_KEPT] = (double)ms->offloads_kept;
+	v[V_DISK_GONE] = (double)ms->disk_gone;
 	v[V_RPC_PARKED] = (double)rs.parked;
 	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
 	uint64_t mdk, mdb;
@@ -293,6 +299,17 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				      "local log, a transaction of the etcd one)." },
 		[V_UNDONE_PUTS] = { MC_METRIC_COUNTER, "mooncake_master_puts_undone_total",
 				    "Completed puts taken back because their oplog record was lost." },
+		[V_OFFLOADS_SENT] = { MC_METRIC_COUNTER, "mooncake_master_offloads_sent_total",
+				      "OFFLOAD commands sent to nodes (copies to their disk tier "
+				      "ahead of eviction)." },
+		[V_OFFLOADS_DONE] = { MC_METRIC_COUNTER, "mooncake_master_offloads_done_total",
+				      "OFFLOAD commands a node confirmed." },
+		[V_OFFLOADS_FAILED] = { MC_METRIC_COUNTER, "mooncake_master_offloads_failed_total",
+					"OFFLOAD commands that failed, or whose object changed meanwhile." },
+		[V_OFFLOADS_KEPT] = { MC_METRIC_COUNTER, "mooncake_master_offload_evictions_total",
+				      "Evictions that kept the object as a LOCAL_DISK replica." },
+		[V_DISK_GONE] = { MC_METRIC_COUNTER, "mooncake_master_disk_replicas_lost_total",
+				  "LOCAL_DISK replicas dropped because their node's disk lost them." },
 		[V_RPC_PARKED] = { MC_METRIC_GAUGE, "mooncake_master_rpc_parked_replies",
 				   "Replies parked until their oplog records are durable." },
 		[V_RPC_PARKED_TOTAL] = { MC_METRIC_COUNTER, "mooncake_master_rpc_parked_replies_total",

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "master/master-rpc.h"
+#include "master/master-offload.h"
 #include "master/oplog.h"
+#include "proto/disk-key.h"
 
 #define REQ(T) const struct mc_msg_##T *q = call->req
 #define RESP(T) struct mc_msg_##T *p = resp
@@ -110,24 +112,49 @@ static bool arena_str(struct mc_arena *a, const char *s, struct mc_bytes *ret)
 	return true;
 }
 
-/* Signs the grant of a memory replica into the arena. */
-static bool sign_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_grant *tmpl,
-		      const struct mc_replica_view *v)
+/* Signs tmpl, with mode (0: tmpl's) and the range [offset, offset + length)
+ * of seg, into the arena: *ret. */
+static bool sign_grant(struct mc_arena *a, const struct mc_grant *tmpl, uint8_t mode,
+		       const struct mc_segment *seg, uint64_t offset, uint64_t length,
+		       struct mc_bytes *ret)
 {
 	struct mc_grant_key k;
 	struct mc_grant g = *tmpl;
 	uint8_t *buf = mc_arena_alloc(a, MC_GRANT_MAX_LEN, 1);
 	if (!buf)
 		return false;
-	mc_segment_grant_key((struct mc_segment *)v->seg, &k);
-	g.segment = v->seg->id;
-	g.offset = v->offset;
-	g.length = v->size;
+	mc_segment_grant_key((struct mc_segment *)seg, &k);
+	if (mode)
+		g.mode = mode;
+	g.segment = seg->id;
+	g.offset = offset;
+	g.length = length;
 	int n = mc_grant_sign(&g, &k, buf, MC_GRANT_MAX_LEN);
 	if (n < 0)
 		return false;
-	d->mem.grant = MC_BYTES(buf, n);
+	*ret = MC_BYTES(buf, n);
 	return true;
+}
+
+/* A LOCAL_DISK replica: the node's disk key and, for a get, a DISK grant
+ * bound to it (proto/disk-key.h), signed with the node's segment key. */
+static bool fill_local_disk(struct mc_arena *a, struct mc_replica_desc *d,
+			    const struct mc_replica_view *v, const struct mc_grant *tmpl)
+{
+	const struct mc_segment *seg = v->seg;
+	uint8_t *dk = mc_arena_alloc(a, MC_PROTO_MAX_DISK_KEY, 1);
+	uint32_t n = dk ? mc_disk_key(v->tenant.p, v->tenant.len, v->key.p, v->key.len, dk) : 0;
+	if (!n)
+		return false;
+	d->type = MC_REPLICA_LOCAL_DISK;
+	d->local_disk.client_id = seg->client;
+	d->local_disk.object_size = v->size;
+	d->local_disk.segment_id = seg->id;
+	d->local_disk.disk_key = MC_BYTES(dk, n);
+	return arena_str(a, mc_segment_endpoint(seg), &d->local_disk.endpoint) &&
+	       (tmpl->mode != MC_GRANT_READ ||
+		sign_grant(a, tmpl, MC_GRANT_DISK, seg, mc_disk_key_tag(dk, n), v->size,
+			   &d->local_disk.grant));
 }
 
 static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_replica_view *v,
@@ -146,9 +173,12 @@ static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struc
 		d->mem.transport = mc_segment_transport(seg);
 		return arena_str(a, mc_segment_endpoint(seg), &d->mem.endpoint) &&
 		       arena_str(a, mc_segment_shm_path(seg), &d->mem.shm_path) &&
-		       (!grant->mode || sign_desc(a, d, grant, v));
+		       (!grant->mode ||
+			sign_grant(a, grant, 0, seg, v->offset, v->size, &d->mem.grant));
 	}
-	/* Only memory replicas exist in the metadata service today. */
+	if (v->type == MC_REPLICA_LOCAL_DISK && v->seg)
+		return fill_local_disk(a, d, v, grant);
+	/* DISK and DFS replicas do not exist in the metadata service yet. */
 	d->type = MC_REPLICA_DISK;
 	d->disk.object_size = v->size;
 	return true;
@@ -762,6 +792,7 @@ void mc_master_rpc_defer_count(void *ctx, uint64_t ticket, int delta)
 }
 
 /* The master's handler of each op it serves (proto.def's server column). */
+#define h_node_poll mc_master_rpc_node_poll
 static const mc_rpc_handler_fn master_fn[MC_OP_COUNT] = {
 #define MASTER(op) h_##op
 #define NODE(op) NULL

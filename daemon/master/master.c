@@ -101,6 +101,7 @@ struct master_config {
 	uint64_t put_release_timeout_ms;
 	double eviction_high_watermark;
 	double eviction_low_watermark;
+	double offload_watermark;
 	uint64_t snapshot_interval_s;
 	uint64_t snapshot_retain;
 	char *oplog;
@@ -151,6 +152,10 @@ static const struct mc_option options[] = {
 	O(eviction_low_watermark, MC_OPT_DOUBLE, "0.80",
 	  "ratio background eviction frees down to (below eviction_high_watermark)",
 	  .min = 0, .max = 1),
+	O(offload_watermark, MC_OPT_DOUBLE, "0.50",
+	  "allocated/capacity ratio of a segment of a node with a disk tier above which its "
+	  "oldest objects are copied to that disk (NODE_POLL), so that their eviction keeps "
+	  "them as LOCAL_DISK replicas (1: never)", .min = 0, .max = 1),
 	O(snapshot_interval_s, MC_OPT_U64, "300",
 	  "seconds between snapshots of all metadata into state_dir/snapshots (0: only on demand)",
 	  .unit = "s"),
@@ -398,6 +403,7 @@ static int master_recover(struct master *m)
 	mcfg.write_grant_ttl_ms = c->write_grant_ttl_ms;
 	mcfg.eviction_high_watermark = c->eviction_high_watermark;
 	mcfg.eviction_low_watermark = c->eviction_low_watermark;
+	mcfg.offload_watermark = c->offload_watermark >= 1 ? 2 : c->offload_watermark;
 	mcfg.max_tenants = (uint32_t)c->max_tenants;
 	mcfg.mdkv_max_keys = c->metadata_max_keys;
 	mcfg.mdkv_max_bytes = c->metadata_max_bytes;

@@ -109,11 +109,6 @@ int mc_admin_get_segment(struct mc_meta *m, struct mc_uuid id, struct mc_admin_s
 
 /* ---- one object ------------------------------------------------------------------ */
 
-static bool is_memory(uint8_t type)
-{
-	return type == MC_REPLICA_MEMORY || type == MC_REPLICA_NOF_SSD;
-}
-
 /* Under the object's shard lock (read). */
 static void copy_object(struct mc_meta *m, const struct mc_object *o, uint64_t now,
 			struct mc_admin_object *d)
@@ -170,7 +165,8 @@ static void copy_object(struct mc_meta *m, const struct mc_object *o, uint64_t n
 		a->status = r->status;
 		a->offset = r->offset;
 		a->size = o->size;
-		const struct mc_segment *s = is_memory(r->type) ? mc_segmgr_get(&m->segs, r->seg) : NULL;
+		const struct mc_segment *s = mc_replica_on_segment(r->type) ?
+					     mc_segmgr_get(&m->segs, r->seg) : NULL;
 		if (s) {
 			a->segment = s->id;
 			snprintf(a->segment_name, sizeof(a->segment_name), "%s", s->name ? s->name : "");

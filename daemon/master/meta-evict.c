@@ -19,6 +19,10 @@
  * a second pass, when allow_evict_soft_pinned is set and the first pass
  * found nothing (exact for scanned segments, per sample otherwise).
  *
+ * An object with a copy on its node's disk tier is not dropped: its memory
+ * goes and a LOCAL_DISK replica stays (meta-offload.c); it counts as
+ * evicted (its memory bytes) all the same.
+ *
  * Locks (meta.h): the caller holds segs.lock for reading and no shard lock.
  * A victim is picked under its segment's lock alone: an owner is alive
  * while its block is used, its header (hash, tenant, size) is written before
@@ -156,6 +160,11 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 {
 	uint64_t bytes = o->size * o->nrep;
 	MC_PROBE4(evict, o->hash, o->tenant, bytes, reason);
+	if (meta_offload_keep(m, o, reason)) {   /* on its node's disk now: o stays */
+		__atomic_add_fetch(&m->evicted_objects[reason], 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&m->evicted_bytes[reason], bytes, __ATOMIC_RELAXED);
+		return bytes;
+	}
 	meta_object_unlink(m, sh, o);   /* an upsert in progress takes its place */
 	/* Not held for its writer's grants (meta_object_hold): eviction makes
 	 * room now or not at all (README "Cache policies" says what remains). */

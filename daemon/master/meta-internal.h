@@ -81,6 +81,8 @@ struct mc_meta {
 	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
 	uint64_t undone_puts;               /* puts taken back: their record was lost */
+	uint64_t offloads_sent, offloads_done, offloads_failed, offloads_kept;   /* meta-offload.c */
+	uint64_t disk_gone;                 /* LOCAL_DISK replicas their node's disk lost */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;
@@ -370,6 +372,13 @@ void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t n
  * Called with the mutation's ordering lock held (see meta.h). */
 /* 0, or MC_ERR_PERSISTENT_FAIL: the record is not in the log. */
 int meta_log_put(struct mc_meta *m, const struct mc_object *o);
+
+/* meta-offload.c.  Eviction of o for reason (its shard write-locked, no
+ * segment lock): when o has a disk copy, frees its memory blocks, leaves a
+ * LOCAL_DISK replica and returns true (o stays); false: o must go. */
+bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason);
+/* Drops the LOCAL_DISK replicas naming s (unmounting; no lock held). */
+void meta_offload_unmount(struct mc_meta *m, struct mc_segment *s);
 void meta_log_del(struct mc_meta *m, const struct mc_object *o);
 /* meta_log_put() of an object that replaces another of its key (an
  * upsert's PutEnd): the record frees the old one's blocks, as a DELETE

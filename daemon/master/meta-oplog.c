@@ -94,7 +94,8 @@ void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t n
 	}
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		const struct mc_replica *p = &o->rep[i];
-		const struct mc_segment *s = is_memory(p->type) ? mc_segmgr_get(&m->segs, p->seg) : NULL;
+		const struct mc_segment *s = mc_replica_on_segment(p->type) ?
+					     mc_segmgr_get(&m->segs, p->seg) : NULL;
 		r->rep[i] = (struct mc_record_replica){
 			.segment = s ? s->id : (struct mc_uuid){ 0 }, .offset = p->offset,
 			.size = o->size, .type = (uint8_t)p->type, .status = (uint8_t)p->status,

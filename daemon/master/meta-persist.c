@@ -138,11 +138,6 @@ static int restore_segment(struct mc_meta *m, const struct mc_record_mount *r)
 	return rc == MC_ERR_SEGMENT_ALREADY_EXISTS ? 0 : rc;
 }
 
-static bool is_memory_type(uint8_t t)
-{
-	return t == MC_REPLICA_MEMORY || t == MC_REPLICA_NOF_SSD;
-}
-
 /* Creates (replacing) the object.  bulk NULL: blocks are reserved now,
  * replicas whose segment is unknown or whose range is taken are skipped
  * (counted in *ret_skipped); an object left without replicas is dropped. */
@@ -166,7 +161,7 @@ static int apply_object(struct mc_meta *m, const struct mc_record_object *po,
 static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
 			   struct mc_meta_loader *bulk, struct mc_loc loc, uint32_t *ret_skipped)
 {
-	uint32_t cslot, slots[MC_MAX_REPLICAS], skipped = 0;
+	uint32_t cslot, slots[MC_MAX_REPLICAS], skipped = 0, nbulk = 0;
 	struct mc_ref key = { po->key.p, po->key.len };
 	int r;
 
@@ -174,7 +169,7 @@ static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
 		return r;
 	/* Segment slots first: segs.lock comes before the shard lock. */
 	for (uint32_t i = 0; i < po->nrep; i++)
-		if (!is_memory_type(po->rep[i].type) ||
+		if (!mc_replica_on_segment(po->rep[i].type) ||
 		    find_segment(m, bulk, po->rep[i].segment, &slots[i]) < 0)
 			slots[i] = MC_SEG_NONE;
 	if (bulk && bulk->n + po->nrep > bulk->cap) {
@@ -219,7 +214,16 @@ static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
 			skipped++;
 			continue;
 		}
+		if (po->rep[i].type == MC_REPLICA_LOCAL_DISK) {   /* no block (meta-offload.c) */
+			o->rep[o->nrep++] = (struct mc_replica){
+				.seg = slots[i], .node = MC_OFFALLOC_NONE, .offset = 0,
+				.type = MC_REPLICA_LOCAL_DISK, .status = MC_REPLICA_COMPLETE,
+			};
+			__atomic_add_fetch(&s->ndisk, 1, __ATOMIC_RELAXED);
+			continue;
+		}
 		if (bulk) {
+			nbulk++;
 			bulk->v[bulk->n++] = (struct bulk_ent){ .slot = slots[i], .idx = o->nrep,
 				.offset = po->rep[i].offset, .size = po->size, .o = o };
 		} else {
@@ -252,7 +256,7 @@ static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
 		meta_shard_count(&sh->hard_pinned, 1);
 	if (mc_objtab_insert(tab, loc.hash, o) < 0) {
 		if (bulk)   /* its blocks are not reserved yet */
-			bulk->n -= o->nrep, o->nrep = 0;
+			bulk->n -= nbulk, o->nrep = 0;
 		meta_object_destroy(m, o, 0);
 		pthread_rwlock_unlock(&sh->lock);
 		return MC_ERR_NO_MEMORY;

@@ -296,6 +296,7 @@ int mc_meta_get_all_keys(struct mc_meta *m, struct mc_ref tenant, struct mc_ref 
 struct seg_sum {
 	uint64_t bytes;
 	uint32_t blocks;
+	uint32_t disk;		/* LOCAL_DISK replicas naming it */
 };
 
 struct check_nodes {
@@ -362,6 +363,12 @@ int mc_meta_check(struct mc_meta *m)
 						err = 1;
 						continue;
 					}
+					if (r->type == MC_REPLICA_LOCAL_DISK) {   /* no block */
+						sums[r->seg].disk++;
+						if (r->node != MC_OFFALLOC_NONE)
+							err = 1;
+						continue;
+					}
 					pthread_mutex_lock(&seg->lock);
 					if (!mc_offalloc_node_is_used(seg->alloc, r->node) ||
 					    mc_offalloc_node_owner(seg->alloc, r->node) != o ||
@@ -394,7 +401,8 @@ int mc_meta_check(struct mc_meta *m)
 				err = 1;
 			used_total += mc_segment_used(seg);
 			pthread_mutex_unlock(&seg->lock);
-			if (c.owned != sums[seg->slot].blocks)
+			if (c.owned != sums[seg->slot].blocks ||
+			    __atomic_load_n(&seg->ndisk, __ATOMIC_RELAXED) != sums[seg->slot].disk)
 				err = 1;
 		}
 	}

@@ -160,6 +160,7 @@ int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_
 		pthread_rwlock_unlock(&m->shards[shard].lock);
 	}
 	free(c.v);
+	meta_offload_unmount(m, s);
 	mc_segmgr_remove(&m->segs, slot);
 	return 0;
 }

@@ -27,6 +27,7 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->eviction_high_watermark = 0.90;
 	c->eviction_low_watermark = 0.80;
 	c->evict_on_full = true;
+	c->offload_watermark = 0.5;
 	c->allow_evict_soft_pinned = true;
 	c->reap_shards_per_tick = 16;
 	c->tenant_idle_ms = 60000;
@@ -219,16 +220,11 @@ out:
 
 /* ---- object helpers --------------------------------------------------------------- */
 
-static inline bool is_memory(const struct mc_replica *r)
-{
-	return r->type == MC_REPLICA_MEMORY || r->type == MC_REPLICA_NOF_SSD;
-}
-
 bool meta_replica_readable(struct mc_meta *m, const struct mc_replica *r)
 {
 	if (r->status != MC_REPLICA_COMPLETE)
 		return false;
-	if (!is_memory(r))
+	if (!mc_replica_on_segment(r->type))
 		return true;
 	const struct mc_segment *s = mc_segmgr_get(&m->segs, r->seg);
 	return s && mc_segment_is_readable(s);
@@ -248,9 +244,11 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 		struct mc_replica_view v = {
 			.type = r->type,
 			.status = r->status,
-			.seg = is_memory(r) ? mc_segmgr_get(&m->segs, r->seg) : NULL,
+			.seg = mc_replica_on_segment(r->type) ? mc_segmgr_get(&m->segs, r->seg) : NULL,
 			.offset = r->offset,
 			.size = o->size,
+			.tenant = mc_bytes_str(meta_tenant(m, o->tenant)->name),
+			.key = MC_BYTES(mc_object_key(o), o->key_len),
 		};
 		fn(ctx, index, &v);
 	}
@@ -286,11 +284,14 @@ void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_m
 
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		struct mc_replica *r = &o->rep[i];
-		if (!is_memory(r))
-			continue;
-		struct mc_segment *s = mc_segmgr_get(&m->segs, r->seg);
+		struct mc_segment *s = mc_replica_on_segment(r->type) ? mc_segmgr_get(&m->segs, r->seg) :
+									NULL;
 		if (!s)
 			continue;
+		if (r->type == MC_REPLICA_LOCAL_DISK) {
+			__atomic_sub_fetch(&s->ndisk, 1, __ATOMIC_RELAXED);
+			continue;
+		}
 		if (release_ms > now)
 			mc_segment_defer_block(s, r->node, release_ms);
 		else
@@ -757,6 +758,11 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	}
 	ret->pins_set = __atomic_load_n(&m->pins_set, __ATOMIC_RELAXED);
 	ret->undone_puts = __atomic_load_n(&m->undone_puts, __ATOMIC_RELAXED);
+	ret->offloads_sent = __atomic_load_n(&m->offloads_sent, __ATOMIC_RELAXED);
+	ret->offloads_done = __atomic_load_n(&m->offloads_done, __ATOMIC_RELAXED);
+	ret->offloads_failed = __atomic_load_n(&m->offloads_failed, __ATOMIC_RELAXED);
+	ret->offloads_kept = __atomic_load_n(&m->offloads_kept, __ATOMIC_RELAXED);
+	ret->disk_gone = __atomic_load_n(&m->disk_gone, __ATOMIC_RELAXED);
 	ret->pins_cleared = __atomic_load_n(&m->pins_cleared, __ATOMIC_RELAXED);
 }
 

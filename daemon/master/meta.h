@@ -82,6 +82,10 @@ struct mc_meta_config {
 	double eviction_high_watermark;     /* background eviction above this used ratio (0.90; >= 1: off) */
 	double eviction_low_watermark;      /* ... down to this one (0.80) */
 	bool evict_on_full;                 /* a PutStart that finds no space evicts (true) */
+	double offload_watermark;           /* a segment of a node with a disk tier has its
+					     * oldest objects copied there above this used ratio,
+					     * and their eviction keeps them as LOCAL_DISK
+					     * replicas (0.5; > 1: off; meta-offload.c) */
 	bool allow_evict_soft_pinned;       /* soft-pinned objects may go, after the others (true) */
 	uint32_t reap_shards_per_tick;      /* shards the abandoned-write reaper visits a tick (16) */
 	uint32_t max_tenants;               /* registered tenants at most, default included
@@ -125,9 +129,12 @@ struct mc_put_config {
 struct mc_replica_view {
 	uint8_t type;                       /* enum mc_replica_type */
 	uint8_t status;                     /* enum mc_replica_status */
-	const struct mc_segment *seg;       /* MEMORY/NOF: the segment (id, endpoint, base) */
+	const struct mc_segment *seg;       /* MEMORY/NOF: the segment (id, endpoint, base);
+					     * LOCAL_DISK: the node's segment (its id, client,
+					     * endpoint and grant keys) */
 	uint64_t offset;                    /* within the segment */
 	uint64_t size;                      /* object bytes */
+	struct mc_bytes tenant, key;        /* the object's (LOCAL_DISK: its disk key) */
 };
 
 /* Called once per replica; `index` is the key's position in a batch (0 otherwise). */
@@ -299,8 +306,44 @@ struct mc_meta_stats {
 	uint64_t leases_granted;            /* read leases granted or extended */
 	uint64_t pins_set, pins_cleared;    /* PIN / UNPIN that set / cleared a soft pin */
 	uint64_t undone_puts;               /* completed puts taken back: their oplog record was lost */
+	uint64_t offloads_sent;             /* OFFLOAD commands sent to nodes (meta-offload.c) */
+	uint64_t offloads_done;             /* ... that a node confirmed: the object has a disk copy */
+	uint64_t offloads_failed;           /* ... that failed or came back too late */
+	uint64_t offloads_kept;             /* evictions that kept the object as LOCAL_DISK */
+	uint64_t disk_gone;                 /* LOCAL_DISK replicas dropped: their node's disk lost them */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
+
+/* ---- the disk tier of nodes (meta-offload.c) ---------------------------------- */
+
+/* An object to copy to its node's disk tier (an OFFLOAD command), or the copy done. */
+struct mc_offload_item {
+	struct mc_ref tenant, key;
+	struct mc_uuid segment;             /* the memory replica's segment (the node's) */
+	uint64_t offset, size;
+};
+/* Takes the command (copies what it keeps): 0, or < 0 to leave the object. */
+typedef int (*mc_offload_fn)(void *ctx, const struct mc_offload_item *it);
+/* Picks at most max objects of client's segments to copy to its disk tier
+ * and budget bytes (the oldest first, on segments above offload_watermark),
+ * marks them and
+ * calls fn under their shard lock (fn must not call mc_meta_*).  Returns how
+ * many fn took. */
+uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t max,
+			      uint64_t budget, mc_offload_fn fn, void *ctx);
+/* The node's answer for one command (status 0: copied).  0; OBJECT_NOT_FOUND
+ * when the object is not the one sent any more; ILLEGAL_CLIENT when the
+ * segment is not client's; SEGMENT_NOT_FOUND. */
+int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			 int status);
+/* client restarted: the commands sent to it are lost; clears OFFLOADING on
+ * its segments' objects, which may be picked again.  Returns how many. */
+uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client);
+/* client's disk tier no longer holds the object (evicted, lost): its
+ * LOCAL_DISK replica there goes (the object too, if it was the last), or
+ * its ON_DISK mark.  0, or OBJECT_NOT_FOUND (nothing of client's). */
+int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		      struct mc_ref key);
 
 /* Calls fn for each mounted segment (any status), under segs.lock (read):
  * fn must not call mc_meta_*.  used is the bytes reserved on it. */

@@ -29,8 +29,10 @@
  * A replica is a tagged union: MEMORY and NOF_SSD replicas name a segment
  * slot, an allocator node and the block's offset in the segment (copied
  * here so that readers need no segment lock);
- * DISK, LOCAL_DISK and DFS replicas index an extended descriptor
- * (struct mc_ext_replica) held by the master's ext table.
+ * LOCAL_DISK replicas name the segment slot of the node whose disk tier
+ * holds the object (node MC_OFFALLOC_NONE, offset 0: no block; the node's
+ * disk key is derived from tenant and key, proto/disk-key.h).  DISK and DFS
+ * replicas do not exist in the master yet.
  */
 #ifndef MC_MASTER_OBJECT_H
 #define MC_MASTER_OBJECT_H
@@ -48,6 +50,9 @@ enum {
 	MC_OBJ_SOFT_PIN     = 1u << 2,   /* registered in the soft-pin index */
 	MC_OBJ_PROCESSING   = 1u << 3,   /* between PutStart and PutEnd */
 	MC_OBJ_GROUPED      = 1u << 4,   /* member of a group (group registry) */
+	MC_OBJ_OFFLOADING   = 1u << 5,   /* an OFFLOAD command for it is out (meta-offload.c) */
+	MC_OBJ_ON_DISK      = 1u << 6,   /* rep[0]'s node holds a copy on its disk tier */
+	MC_OBJ_DISK_LOST    = 1u << 7,   /* that copy was evicted from the disk: no new one */
 };
 
 struct mc_replica {
@@ -75,6 +80,19 @@ struct mc_object {
 };
 _Static_assert(offsetof(struct mc_object, rep) == 40, "object header must stay 40 bytes");
 #define MC_OBJECT_HDR offsetof(struct mc_object, rep)
+
+/* A replica holding a block of a memory segment. */
+static inline bool mc_replica_in_memory(uint8_t type)
+{
+	return type == MC_REPLICA_MEMORY || type == MC_REPLICA_NOF_SSD;
+}
+
+/* A replica whose seg names a segment slot (memory ones, and LOCAL_DISK:
+ * the node's segment). */
+static inline bool mc_replica_on_segment(uint8_t type)
+{
+	return mc_replica_in_memory(type) || type == MC_REPLICA_LOCAL_DISK;
+}
 
 static inline uint8_t *mc_object_key(const struct mc_object *o)
 {

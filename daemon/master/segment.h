@@ -94,6 +94,8 @@ struct mc_segment {
 	struct mc_offalloc *alloc;
 	uint64_t used;            /* bytes reserved (mirror of the allocator, atomic loads) */
 	uint64_t deferred_bytes;  /* of used: blocks waiting for a lease to end (atomic loads) */
+	uint64_t ndisk;           /* LOCAL_DISK replicas naming this segment (atomic;
+				   * meta-offload.c) */
 	struct mc_deferred *deferred;
 	uint32_t ndeferred, deferred_cap;   /* ndeferred: atomic stores (peeked at unlocked) */
 	pthread_mutex_t key_lock;  /* guards key (leaf) */

@@ -287,7 +287,10 @@ static int reserve(struct bk *s, uint64_t len)
 		pthread_mutex_unlock(&s->space);
 		uint64_t n = 0;
 		for (uint32_t i = 0; i < b->n; i++)
-			n += entry_remove(s, b->ents[i], false);
+			if (entry_remove(s, b->ents[i], false)) {	/* b's ref keeps the entry */
+				n++;
+				mc_disk_evicted(&s->base, b->ents[i]->key, b->ents[i]->klen);
+			}
 		atomic_fetch_add(&s->evictions, n);
 		atomic_fetch_add(&s->evicted_bytes, b->size);
 		bucket_unref(b);
@@ -769,6 +772,8 @@ static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	if (!s)
 		return MC_ERR_NO_MEMORY;
 	s->base.ops = &mc_disk_bucket_ops;
+	s->base.on_evict = c->on_evict;
+	s->base.evict_ctx = c->evict_ctx;
 	s->dirfd = -1;
 	s->cap = c->size & ~4095ull;
 	s->lru.next = s->lru.prev = &s->lru;
@@ -803,8 +808,10 @@ static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
 		lru_unlink(b);
 		atomic_fetch_add(&b->refs, 1);
 		for (uint32_t i = 0; i < b->n; i++)
-			if (entry_remove(s, b->ents[i], false))
+			if (entry_remove(s, b->ents[i], false)) {
 				atomic_fetch_add(&s->evictions, 1);
+				mc_disk_evicted(&s->base, b->ents[i]->key, b->ents[i]->klen);
+			}
 		bucket_unref(b);
 	}
 	*ret = &s->base;

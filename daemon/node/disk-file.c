@@ -196,6 +196,7 @@ static int reserve(struct fs *s, uint64_t len)
 		if (entry_drop(s, v)) {
 			atomic_fetch_add(&s->evictions, 1);
 			atomic_fetch_add(&s->evicted_bytes, mc_rec_len(v->klen, v->vlen));
+			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
 		entry_unref(v);
 		pthread_mutex_lock(&s->space);
@@ -631,8 +632,10 @@ static int fs_scan(struct fs *s)
 	while (r == 0 && s->used > s->cap && s->fifo.next != &s->fifo) {
 		struct fs_entry *v = container_of(s->fifo.next, struct fs_entry, fifo);
 		atomic_fetch_add(&v->refs, 1);
-		if (entry_drop(s, v))
+		if (entry_drop(s, v)) {
 			atomic_fetch_add(&s->evictions, 1);
+			mc_disk_evicted(&s->base, v->key, v->klen);
+		}
 		entry_unref(v);
 	}
 	return r;
@@ -655,6 +658,8 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	if (!s)
 		return MC_ERR_NO_MEMORY;
 	s->base.ops = &mc_disk_file_ops;
+	s->base.on_evict = c->on_evict;
+	s->base.evict_ctx = c->evict_ctx;
 	s->objfd = s->tmpfd = -1;
 	s->cap = c->size & ~4095ull;
 	s->fifo.next = s->fifo.prev = &s->fifo;

@@ -153,6 +153,7 @@ static int reserve(struct ofs *s, struct ofs_entry *e, uint64_t len)
 		if (entry_drop(s, v)) {
 			atomic_fetch_add(&s->evictions, 1);
 			atomic_fetch_add(&s->evicted_bytes, vbytes);
+			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
 		entry_unref(s, v);
 		pthread_mutex_lock(&s->space);
@@ -448,6 +449,8 @@ static int ofs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	if (!s)
 		return MC_ERR_NO_MEMORY;
 	s->base.ops = &mc_disk_offset_ops;
+	s->base.on_evict = c->on_evict;
+	s->base.evict_ctx = c->evict_ctx;
 	s->fd = s->log_fd = -1;
 	s->cap = c->size & ~4095ull;
 	s->log_compact = c->snapshot_every ? c->snapshot_every : OFS_LOG_COMPACT;

@@ -41,6 +41,12 @@ struct mc_disk_config {
 	uint64_t size;		/* capacity in bytes (> 0) */
 	unsigned queue_depth;	/* io_uring entries per ring; 0: 64 */
 	unsigned snapshot_every;	/* offset: log entries between index snapshots; 0: 65536 */
+	/* Called for each object the store evicts to make room (from the
+	 * thread of the put that needs it, or from open when disk_size
+	 * shrank), not for deletes or replacements; it must not call into the
+	 * store.  NULL: not told. */
+	void (*on_evict)(void *ctx, const void *key, uint32_t klen);
+	void *evict_ctx;
 };
 
 /* One object of a batched put: status is written for every item. */
@@ -120,6 +126,15 @@ const char *mc_disk_name(const struct mc_disk *d);
 /* The part every backend's store starts with. */
 struct mc_disk {
 	const struct mc_disk_ops *ops;
+	void (*on_evict)(void *ctx, const void *key, uint32_t klen);	/* the config's */
+	void *evict_ctx;
 };
+
+/* A backend evicted key: tells the config's on_evict. */
+static inline void mc_disk_evicted(struct mc_disk *d, const void *key, uint32_t klen)
+{
+	if (d->on_evict)
+		d->on_evict(d->evict_ctx, key, klen);
+}
 
 #endif

@@ -98,6 +98,8 @@ static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *res
 	return MC_ERR_NOT_SUPPORTED;
 }
 
+#define h_data_disk_read mc_node_data_disk_read
+
 void mc_node_data_handlers(struct mc_rpc_handlers *h)
 {
 	/* The ops a node serves (proto.def's server column). */

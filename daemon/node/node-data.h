@@ -30,4 +30,7 @@ int mc_node_data_check(struct mc_node_grants *gr, uint8_t mode, struct mc_uuid i
  * that handler when it serves RDMA).  Fills h; the server's ctx must be the struct mc_node_grants * (its segs). */
 void mc_node_data_handlers(struct mc_rpc_handlers *h);
 
+/* DATA_DISK_READ (node-disk-read.c; ctx: the struct mc_node_grants *). */
+int mc_node_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp);
+
 #endif

@@ -37,6 +37,8 @@ struct mc_node_grants {
 	struct mc_node_grant_keys *keys;	/* one per segment, as segs->seg[] */
 	int64_t offset_ms;			/* master clock - node clock */
 	uint64_t refused[MC_GRANT_REFUSAL_COUNT];	/* atomic */
+	struct mc_disk *disk;			/* the disk tier DATA_DISK_READ serves
+						 * (node-disk-read.c); NULL: none */
 };
 
 /* segs must outlive g and not change.  0 or MC_ERR_NO_MEMORY. */

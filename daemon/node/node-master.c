@@ -9,10 +9,13 @@
 #include "rpc/rpc-conn.h"
 #include "common/log.h"
 #include "node/node-master.h"
+#include "node/node-offload.h"
 
 #define RPC_TIMEOUT_MS 2000
 #define UNMOUNT_TIMEOUT_MS 1000
 #define PING_MS 1000
+#define POLL_MS 250		/* PING and NODE_POLL, with a disk tier */
+#define POLL_ROUNDS 16		/* NODE_POLLs per tick at most, while commands come */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
 
@@ -28,6 +31,7 @@ struct mc_node_master {
 	uint64_t heartbeats, heartbeat_failures, mounts;
 	bool mounted;
 	struct mc_rpc_conn *conn;	/* the thread's only */
+	struct mc_node_offload *off;	/* cfg.offload (not ours); NULL: no disk tier */
 	struct mc_arena arena;
 };
 
@@ -157,7 +161,7 @@ static void *link_main(void *arg)
 				continue;
 			}
 		}
-		if (wait_ms(m, PING_MS))
+		if (wait_ms(m, m->off ? POLL_MS : PING_MS))
 			break;
 		struct mc_msg_ping_req q = { .client_id = m->cfg.segs->client_id };
 		struct mc_msg_ping_resp p;
@@ -176,6 +180,9 @@ static void *link_main(void *arg)
 			else
 				log_warning("remount at %s: %s", m->cfg.master, mc_error_name(r));
 		}
+		if (r == 0 && m->off && __atomic_load_n(&m->mounted, __ATOMIC_RELAXED) &&
+		    (r = mc_node_offload_run(m->off, m->conn, &m->arena, POLL_ROUNDS)) < 0)
+			log_warning("NODE_POLL at %s: %s", m->cfg.master, mc_error_name(r));
 		if (!mc_rpc_conn_ok(m->conn)) {
 			set_mounted(m, false);
 			log_warning("lost the master %s (%s): reconnecting", m->cfg.master,
@@ -200,6 +207,7 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	pthread_cond_init(&m->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	mc_arena_init(&m->arena);
+	m->off = cfg->offload;
 	int r = pthread_create(&m->thread, NULL, link_main, m);
 	if (r) {
 		mc_arena_free(&m->arena);
@@ -216,6 +224,14 @@ void mc_node_master_get_stats(struct mc_node_master *m, struct mc_node_master_st
 	ret->heartbeat_failures = __atomic_load_n(&m->heartbeat_failures, __ATOMIC_RELAXED);
 	ret->mounts = __atomic_load_n(&m->mounts, __ATOMIC_RELAXED);
 	ret->mounted = __atomic_load_n(&m->mounted, __ATOMIC_RELAXED);
+	if (m->off) {
+		struct mc_node_offload_stats os;
+		mc_node_offload_get_stats(m->off, &os);
+		ret->offload_commands = os.commands;
+		ret->offload_copied = os.copied;
+		ret->offload_failed = os.failed;
+		ret->disk_gone = os.gone;
+	}
 }
 
 void mc_node_master_stop(struct mc_node_master *m, bool unmount)

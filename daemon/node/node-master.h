@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "node/node-grant.h"
+#include "node/node-offload.h"
 #include "node/node-segment.h"
 #include "rpc/rpc-conn.h"
 
@@ -31,6 +32,8 @@ struct mc_node_master_config {
 	struct mc_node_grants *grants;	/* gets the segments' keys and the master's clock */
 	const struct mc_rpc_cred *cred;	/* the cluster secret and this node's client id
 					   (bound to the link in the handshake); NULL: none */
+	struct mc_node_offload *offload;	/* with a disk tier: NODE_POLL after each
+					   PING (node-offload.h), every 250 ms; NULL: none */
 	void (*on_mounted)(void *ctx);	/* first successful mount (READY=1) */
 	void *ctx;
 };
@@ -41,6 +44,10 @@ struct mc_node_master_stats {
 	uint64_t heartbeat_failures;	/* of which failed (transport or status) */
 	uint64_t mounts;		/* successful mounts and remounts of all segments */
 	bool mounted;			/* the segments are mounted at the master now */
+	uint64_t offload_commands;	/* OFFLOAD commands received (NODE_POLL) */
+	uint64_t offload_copied;	/* ... whose range is on the disk tier now */
+	uint64_t offload_failed;
+	uint64_t disk_gone;		/* disk keys reported lost to the master (queued) */
 };
 /* Any thread, any time between start and stop. */
 void mc_node_master_get_stats(struct mc_node_master *m, struct mc_node_master_stats *ret);

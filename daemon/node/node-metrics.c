@@ -15,7 +15,7 @@
 
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
-       V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
+       V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_OFFLOADS, V_OFFLOADS_FAILED, V_DISK_GONE, V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
        V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
@@ -77,6 +77,9 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_EVICTIONS] = (double)ds.evictions;
 	v[V_DISK_EVICTED_BYTES] = (double)ds.evicted_bytes;
 	v[V_DISK_CORRUPT] = (double)ds.corrupt;
+	v[V_OFFLOADS] = (double)ls.offload_copied;
+	v[V_OFFLOADS_FAILED] = (double)ls.offload_failed;
+	v[V_DISK_GONE] = (double)ls.disk_gone;
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
@@ -126,6 +129,14 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_DISK_EVICTED_BYTES] = { MC_METRIC_COUNTER,
 					   "mooncake_node_disk_evicted_bytes_total",
 					   "Bytes the full disk tier evicted." },
+		[V_OFFLOADS] = { MC_METRIC_COUNTER, "mooncake_node_disk_offloads_total",
+				 "Objects copied from memory to the disk tier at the master's "
+				 "command (NODE_POLL)." },
+		[V_OFFLOADS_FAILED] = { MC_METRIC_COUNTER, "mooncake_node_disk_offload_failures_total",
+					"OFFLOAD commands that failed (range, disk error)." },
+		[V_DISK_GONE] = { MC_METRIC_COUNTER, "mooncake_node_disk_gone_total",
+				  "Disk keys the disk tier lost (evicted, or missing at a read), "
+				  "reported to the master so that it drops their replicas." },
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },

@@ -25,10 +25,14 @@
  *   master link    node-master.c: connect, MOUNT_SEGMENT each segment,
  *                  PING every 1 s, REMOUNT_SEGMENTS on NEED_REMOUNT,
  *                  reconnect with backoff; READY=1 after the first mount.
+ *                  With a disk tier: PING and NODE_POLL every 250 ms, the
+ *                  OFFLOAD commands run on this thread (node-offload.c).
  *
  * Locks: the segment table is immutable while the workers run (no lock on
- * the data plane; the master hands out disjoint ranges).  The only lock is
- * the master link's stop mutex (node-master.c), a leaf.  The rpc server
+ * the data plane; the master hands out disjoint ranges).  The locks are
+ * the master link's stop mutex (node-master.c) and the gone queue's mutex
+ * (node-offload.c, taken by the disk tier's on_evict), both leaves; the
+ * disk tier's own locks are its business (disk.h).  The rpc server
  * holds no lock while a handler runs.
  */
 #include <errno.h>
@@ -140,6 +144,7 @@ struct node {
 	struct mc_http_server *http;
 	struct mc_node_master *link;
 	struct mc_disk *disk;			/* NULL: no disk tier */
+	struct mc_node_offload *off;		/* with disk: NODE_POLL's state (node-offload.h) */
 	struct mc_rpc_admit_config admit;	/* the cluster secret, caps */
 	struct mc_rpc_cred cred;		/* the master link's handshake */
 };
@@ -156,9 +161,14 @@ static int disk_open(struct node *n)
 		snprintf(dir, sizeof(dir), "%s", c->disk_dir);
 	else
 		snprintf(dir, sizeof(dir), "%s/disk", c->state_dir);
-	struct mc_disk_config dc = { .dir = dir, .size = c->disk_size };
+	struct mc_disk_config dc = { .dir = dir, .size = c->disk_size,
+				     .on_evict = mc_node_offload_gone };
+	int r = mc_node_offload_new(&n->segs, &n->off);
+	if (r < 0)
+		return r;
+	dc.evict_ctx = n->off;
 	uint64_t t0 = mc_now_ms();
-	int r = mc_disk_open(c->storage_backend, &dc, &n->disk);
+	r = mc_disk_open(c->storage_backend, &dc, &n->disk);
 	if (r < 0) {
 		log_error("cannot open the disk tier (%s backend) in '%s': %s%s", c->storage_backend,
 			  dir, mc_strerror(r),
@@ -173,6 +183,8 @@ static int disk_open(struct node *n)
 		 (unsigned long long)st.objects, (unsigned long long)(mc_now_ms() - t0),
 		 (unsigned long long)st.corrupt);
 	mc_node_metrics_set_disk(n->metrics, n->disk);
+	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
+	mc_node_offload_attach(n->off, n->disk);
 	return 0;
 }
 
@@ -302,6 +314,7 @@ static int node_start(struct node *n)
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
 		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants,
+		.offload = n->off,
 		.cred = &n->cred, .on_mounted = on_mounted,
 	};
 	if ((r = mc_node_master_start(&lc, &n->link)) < 0) {
@@ -333,6 +346,7 @@ static void node_free(struct node *n, bool unmount)
 	if (n->metrics)
 		mc_node_metrics_set_disk(n->metrics, NULL);
 	mc_disk_close(n->disk);
+	mc_node_offload_free(n->off);
 	mc_daemon_metrics_free(n->metrics);
 	mc_node_grants_release(&n->grants);
 	mc_node_segments_close(&n->segs, false);

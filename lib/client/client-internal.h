@@ -167,6 +167,8 @@ struct mc_target {
 	struct mc_node *node;
 	uint8_t *shm;			/* mapped bytes, or NULL: RDMA or TCP */
 	uint8_t transport;		/* what the node advertises (enum mc_transport) */
+	struct mc_bytes disk_key;	/* LOCAL_DISK: the node's disk key (len 0: a
+					 * memory replica); read with DATA_DISK_READ */
 };
 
 /* The progress callback of one call: reports base + done of total. */

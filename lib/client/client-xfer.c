@@ -3,6 +3,7 @@
  * client-xfer.c - the bytes of one memory replica: memcpy into / out of a
  * mapped shared segment when co-located (shm.c), else one-sided RDMA when
  * both this client and the node have it (client-rdma.c; its own probes),
+ * a LOCAL_DISK replica with DATA_DISK_READ from the node's disk tier,
  * else DATA_WRITE / DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
  * writev from the caller's buffer and received straight into it.  The
  * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
@@ -25,6 +26,20 @@
 
 int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc_target *t)
 {
+	if (d->type == MC_REPLICA_LOCAL_DISK) {
+		struct mc_target x = { .seg = d->local_disk.segment_id,
+				       .size = d->local_disk.object_size,
+				       .endpoint = d->local_disk.endpoint, .grant = d->local_disk.grant,
+				       .transport = MC_TRANSPORT_TCP,
+				       .disk_key = d->local_disk.disk_key };
+		if (!x.disk_key.len)
+			return MC_ERR_INVALID_REPLICA;
+		int r = mc_client_node(c, x.endpoint, &x.node);
+		if (r < 0)
+			return r;
+		*t = x;
+		return 0;
+	}
 	if (d->type != MC_REPLICA_MEMORY && d->type != MC_REPLICA_NOF_SSD)
 		return MC_ERR_NOT_SUPPORTED;
 	struct mc_target x = { .seg = d->mem.segment_id, .offset = d->mem.offset,
@@ -135,6 +150,34 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 	return r;
 }
 
+/* A LOCAL_DISK replica: DATA_DISK_READ in chunks (its bytes come in the body). */
+static int disk_read(struct mc_target *t, void *buf, uint64_t len, XXH3_state_t *st,
+		     const struct mc_progress *pg)
+{
+	struct mc_conn *cn = NULL;
+	int r = 0;
+	for (uint64_t done = 0; done < len && r == 0;) {
+		uint64_t n = len - done < MC_PROTO_MAX_DISK_CHUNK ? len - done : MC_PROTO_MAX_DISK_CHUNK;
+		struct mc_msg_data_disk_read_req q = { .segment_id = t->seg, .disk_key = t->disk_key,
+						       .size = t->size, .offset = done, .length = n,
+						       .grant = t->grant };
+		struct mc_msg_data_disk_read_resp p;
+		r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_DISK_READ, &q, &p, NULL);
+		if (r == MC_ERR_GRANT_EXPIRED)	/* a disk grant lasts the lease */
+			r = MC_ERR_LEASE_EXPIRED;
+		if (r == 0 && p.data.len != n)
+			r = MC_ERR_TRANSFER_FAIL;
+		if (r == 0) {
+			memcpy((char *)buf + done, p.data.p, (size_t)n);
+			XXH3_64bits_update(st, (char *)buf + done, (size_t)n);
+			done += n;
+			mc_progress_report(pg, done);
+		}
+	}
+	mc_pool_put(&t->node->pool, cn);
+	return r;
+}
+
 int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
 		   uint64_t *ret_sum, const struct mc_progress *pg)
 {
@@ -154,7 +197,9 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	t0 = mc_now_ns();
 	tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
 	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint);
-	if (t->shm) {
+	if (t->disk_key.len) {
+		r = disk_read(t, buf, len, st, pg);
+	} else if (t->shm) {
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		shm_populate(t->shm, len, false);
 		for (uint64_t done = 0; done < len;) {

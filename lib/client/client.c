@@ -369,7 +369,9 @@ static void replica_info(const struct mc_replica_desc *d, struct mc_replica_info
 		copy_str(ri->endpoint, sizeof(ri->endpoint), d->disk.file_path);
 		ri->size = d->disk.object_size;
 		break;
-	case MC_REPLICA_LOCAL_DISK:
+	case MC_REPLICA_LOCAL_DISK:	/* the node's disk tier, read through its data plane */
+		ri->transport = MC_TRANSPORT_TCP;
+		mc_uuid_fmt(d->local_disk.segment_id, ri->segment_id);
 		copy_str(ri->endpoint, sizeof(ri->endpoint), d->local_disk.endpoint);
 		ri->size = d->local_disk.object_size;
 		break;

@@ -60,7 +60,9 @@
  *                           (<= 208, util/grant.h: the signed access to
  *                           this range, "" when none was issued)
  *      1 DISK               STR file_path (<= 4096), U64 object_size
- *      2 LOCAL_DISK         UUID client_id, U64 object_size, STR endpoint
+ *      2 LOCAL_DISK         UUID client_id, U64 object_size, STR endpoint,
+ *                           UUID segment_id, BYTES disk_key (<= 4096),
+ *                           BYTES grant (<= 208, a DISK grant)
  *      100 DFS              STR file_path, U64 offset, U64 object_size,
  *                           U64 aligned_size, U32 shard_idx
  *

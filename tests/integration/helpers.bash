@@ -323,3 +323,24 @@ get_compare() {
 	cmp "$f" "$out" || return
 	rm -f "$out"
 }
+
+# restart_master [opts]: kill -9 the master and start it again on the same
+# port (the first start_master of these tests takes a free_port, which no
+# outgoing connection can take meanwhile).
+restart_master() {
+	local port=${MASTER_ADDR##*:}
+	kill -KILL "$MASTER_PID"
+	# (a master inside a long fsync dies when it returns)
+	_mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID"
+	start_master --rpc_port="$port" "$@"
+}
+
+# wait_readable KEY: the node remounts within a few seconds of the restart.
+wait_readable() {
+	local i
+	for i in $(seq 1 100); do
+		get_compare "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	get_compare "$1" || { sed "s|^|# |" "$MC_DIR"/*.log >&2; return 1; }
+}

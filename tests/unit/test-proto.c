@@ -57,6 +57,8 @@ static void pools_init(void)
 
 static uint32_t gen_len(struct gen *g, uint32_t lim)
 {
+	if (lim > POOL_LEN)	/* DATA_DISK_READ's 8 MiB: the pool's size stands for it */
+		lim = POOL_LEN;
 	switch (g->mode) {
 	case GEN_SMALL:
 		return (uint32_t)rnd_below(g, MC_MIN(lim, 12u) + 1);

@@ -954,6 +954,9 @@ static void test_durable_ops(void **state)
 	durable_rpc(&d, MC_OP_REMOVE_BY_REGEX, &rr);
 	struct mc_msg_remove_all_req ra = { .force = true };
 	durable_rpc(&d, MC_OP_REMOVE_ALL, &ra);
+	/* NODE_POLL (the node's commands) logs nothing here: nothing to offload */
+	struct mc_msg_node_poll_req np = { .client_id = uid(7), .disk_capacity = 1u << 20 };
+	durable_rpc(&d, MC_OP_NODE_POLL, &np);
 	struct mc_msg_unmount_segment_req um = { .client_id = uid(7), .segment_id = uid(71) };
 	durable_rpc(&d, MC_OP_UNMOUNT_SEGMENT, &um);
 
