@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "node/disk.h"
-#include "node/node-segment.h"
+#include "segsrv/node-segment.h"
 
 struct mc_node_disk_xfer {
 	const void *key;

@@ -15,9 +15,9 @@
 #include <stddef.h>
 
 #include "common/daemon-metrics.h"
-#include "node/node-master.h"
-#include "node/node-segment.h"
-#include "node/node-transport.h"
+#include "segsrv/node-master.h"
+#include "segsrv/node-segment.h"
+#include "segsrv/node-transport.h"
 
 /* The node's metrics on the daemons' lifecycle: render them with
  * mc_daemon_metrics_render() (GET /metrics), free them with

@@ -16,7 +16,7 @@
  *                  segment, best effort, bounded by the RPC timeouts), the
  *                  data plane, unmaps the segments (the shm files stay),
  *                  exits 0.
- *   rpc worker xN  (option `workers`) daemon/common/rpc-server.c running
+ *   rpc worker xN  (option `workers`) lib/rpc/rpc-server.c running
  *                  node-data.c's handlers: DATA_WRITE receives straight into
  *                  segment memory, DATA_READ sends straight from it.
  *   rdma cm        with RDMA only: node-rdma.c's connection manager
@@ -41,10 +41,10 @@
 #include "mooncake/common.h"
 #include "mooncake/error.h"
 #include "node/disk.h"
-#include "node/node-master.h"
+#include "segsrv/node-master.h"
 #include "node/node-metrics.h"
-#include "node/node-segment.h"
-#include "node/node-transport.h"
+#include "segsrv/node-segment.h"
+#include "segsrv/node-transport.h"
 #include "util/clock.h"
 #include "util/syserr.h"
 
@@ -302,7 +302,7 @@ static int node_start(struct node *n)
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
 		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants,
-		.cred = &n->cred, .on_mounted = on_mounted,
+		.cred = &n->cred, .on_mounted = on_mounted, .log = mc_log_cb,
 	};
 	if ((r = mc_node_master_start(&lc, &n->link)) < 0) {
 		log_error("cannot start the master link: %s", mc_strerror(r));

@@ -21,7 +21,7 @@
 #include <openssl/hmac.h>
 
 #include "mooncake/error.h"
-#include "node/node-grant.h"
+#include "segsrv/node-grant.h"
 #include "util/clock.h"
 #include "util/grant.h"
 

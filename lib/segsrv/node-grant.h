@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "node/node-segment.h"
+#include "segsrv/node-segment.h"
 #include "util/grant.h"
 
 struct mc_node_grant_keys {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "mooncake/error.h"
-#include "node/node-segment.h"
+#include "segsrv/node-segment.h"
 #include "util/syserr.h"
 
 #define ID_FILE "node.id"

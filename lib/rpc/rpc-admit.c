@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "common/rpc-admit.h"
+#include "rpc/rpc-admit.h"
 #include "mooncake/error.h"
 #include "proto/msg-ids.h"
 

@@ -2,13 +2,15 @@
 /* node-master.c - see node-master.h. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "rpc/rpc-conn.h"
-#include "common/log.h"
-#include "node/node-master.h"
+#include "segsrv/node-master.h"
+#include "util/macro.h"
 
 #define RPC_TIMEOUT_MS 2000
 #define UNMOUNT_TIMEOUT_MS 1000
@@ -30,6 +32,19 @@ struct mc_node_master {
 	struct mc_rpc_conn *conn;	/* the thread's only */
 	struct mc_arena arena;
 };
+
+/* One line to the owner's log callback (the library never logs itself). */
+static void MC_PRINTF(3, 4) report(const struct mc_node_master *m, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	if (!m->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	m->cfg.log(m->cfg.log_ctx, level, msg);
+}
 
 static void fill_segment(const struct mc_node_master *m, unsigned i, struct mc_msg_segment *d)
 {
@@ -86,7 +101,7 @@ static int mount_all(struct mc_node_master *m)
 			mc_node_grants_sync(m->cfg.grants, p.mount_segment_resp.master_ms);
 		mc_arena_reset(&m->arena);
 		if (r < 0) {
-			log_warning("mount of segment %s at %s: %s", m->cfg.segs->seg[i].name,
+			report(m, MC_LOG_WARNING, "mount of segment %s at %s: %s", m->cfg.segs->seg[i].name,
 				    m->cfg.master, mc_error_name(r));
 			return r;
 		}
@@ -122,7 +137,7 @@ static void set_mounted(struct mc_node_master *m, bool v)
 
 static void mounted(struct mc_node_master *m, const char *how)
 {
-	log_notice("%s %u segment(s) at %s", how, m->cfg.segs->n, m->cfg.master);
+	report(m, MC_LOG_NOTICE, "%s %u segment(s) at %s", how, m->cfg.segs->n, m->cfg.master);
 	set_mounted(m, true);
 	__atomic_add_fetch(&m->mounts, 1, __ATOMIC_RELAXED);
 	if (!m->mounted_once) {
@@ -147,7 +162,7 @@ static void *link_main(void *arg)
 				mounted(m, "mounted");
 			} else {
 				if (!warned)
-					log_warning("master %s unreachable (%s): retrying",
+					report(m, MC_LOG_WARNING, "master %s unreachable (%s): retrying",
 						    m->cfg.master, mc_error_name(r));
 				warned = true;
 				m->conn = mc_rpc_conn_close(m->conn);
@@ -174,11 +189,11 @@ static void *link_main(void *arg)
 			if (r == 0)
 				mounted(m, "remounted");
 			else
-				log_warning("remount at %s: %s", m->cfg.master, mc_error_name(r));
+				report(m, MC_LOG_WARNING, "remount at %s: %s", m->cfg.master, mc_error_name(r));
 		}
 		if (!mc_rpc_conn_ok(m->conn)) {
 			set_mounted(m, false);
-			log_warning("lost the master %s (%s): reconnecting", m->cfg.master,
+			report(m, MC_LOG_WARNING, "lost the master %s (%s): reconnecting", m->cfg.master,
 				    mc_error_name(r));
 			m->conn = mc_rpc_conn_close(m->conn);
 			warned = true;
@@ -242,7 +257,7 @@ void mc_node_master_stop(struct mc_node_master *m, bool unmount)
 				done++;
 			mc_arena_reset(&m->arena);
 		}
-		log_notice("unmounted %u of %u segment(s) at %s", done, m->cfg.segs->n,
+		report(m, MC_LOG_NOTICE, "unmounted %u of %u segment(s) at %s", done, m->cfg.segs->n,
 			   m->cfg.master);
 	}
 	m->conn = mc_rpc_conn_close(m->conn);

@@ -2,7 +2,7 @@
 /* node-data.c - see node-data.h. */
 #include <string.h>
 
-#include "node/node-data.h"
+#include "segsrv/node-data.h"
 #include "util/probes.h"
 
 _Static_assert(MC_PROTO_MAX_GRANT == MC_GRANT_MAX_LEN, "proto.def's grant limit is util/grant.h's");

@@ -16,9 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "node/node-grant.h"
-#include "node/node-segment.h"
+#include "segsrv/node-grant.h"
+#include "segsrv/node-segment.h"
 #include "rpc/rpc-conn.h"
+#include "util/logfn.h"
 
 struct mc_node_master;
 
@@ -33,6 +34,8 @@ struct mc_node_master_config {
 					   (bound to the link in the handshake); NULL: none */
 	void (*on_mounted)(void *ctx);	/* first successful mount (READY=1) */
 	void *ctx;
+	mc_log_fn log;			/* mounts, losses, unmounts; NULL: none */
+	void *log_ctx;
 };
 
 int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node_master **ret);
