@@ -71,14 +71,10 @@ static char TAG_EV, TAG_LISTEN, TAG_UNIX, TAG_WAKE;
 
 void rpcs_log(struct mc_rpc_server *s, int level, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
-	if (!s->cfg.log)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	mc_vlogf(s->cfg.log, s->cfg.log_ctx, level, fmt, ap);
 	va_end(ap);
-	s->cfg.log(s->cfg.log_ctx, level, buf);
 }
 
 /* Stops watching a listener for ms after accept() ran out of resources. */

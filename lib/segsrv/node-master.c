@@ -2,15 +2,13 @@
 /* node-master.c - see node-master.h. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "rpc/rpc-conn.h"
 #include "segsrv/node-master.h"
-#include "util/macro.h"
+#include "util/clock.h"
 
 #define RPC_TIMEOUT_MS 2000
 #define UNMOUNT_TIMEOUT_MS 1000
@@ -34,17 +32,7 @@ struct mc_node_master {
 };
 
 /* One line to the owner's log callback (the library never logs itself). */
-static void MC_PRINTF(3, 4) report(const struct mc_node_master *m, int level, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	if (!m->cfg.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	m->cfg.log(m->cfg.log_ctx, level, msg);
-}
+#define report(m, level, ...) mc_logf((m)->cfg.log, (m)->cfg.log_ctx, (level), __VA_ARGS__)
 
 static void fill_segment(const struct mc_node_master *m, unsigned i, struct mc_msg_segment *d)
 {
@@ -64,12 +52,7 @@ static void fill_segment(const struct mc_node_master *m, unsigned i, struct mc_m
 /* Sleeps ms or until stopped; true when stopped. */
 static bool wait_ms(struct mc_node_master *m, unsigned ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L)
-		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	struct timespec ts = mc_deadline_ts(ms);
 	pthread_mutex_lock(&m->lock);
 	while (!m->stop && pthread_cond_timedwait(&m->cond, &m->lock, &ts) != ETIMEDOUT)
 		;

@@ -16,6 +16,7 @@
 #include "segsrv/node-segment.h"
 #include "segsrv/node-transport.h"
 #include "segsrv/segsrv.h"
+#include "util/clock.h"
 #include "util/rand.h"
 
 /* Ports tried before giving up (the range may be mostly taken). */
@@ -46,12 +47,7 @@ static void on_mounted(void *ctx)
 
 static bool wait_mounted(struct mc_segsrv *s, int ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L)
-		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	struct timespec ts = mc_deadline_ts((unsigned)ms);
 	pthread_mutex_lock(&s->lock);
 	while (!s->mounted && pthread_cond_timedwait(&s->cond, &s->lock, &ts) != ETIMEDOUT)
 		;

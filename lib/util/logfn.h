@@ -9,6 +9,8 @@
 #ifndef MC_UTIL_LOGFN_H
 #define MC_UTIL_LOGFN_H
 
+#include <stdarg.h>
+
 /* syslog priorities */
 enum mc_log_level { MC_LOG_ERR = 3, MC_LOG_WARNING = 4, MC_LOG_NOTICE = 5, MC_LOG_INFO = 6, MC_LOG_DEBUG = 7 };
 
@@ -17,5 +19,11 @@ enum mc_log_level { MC_LOG_ERR = 3, MC_LOG_WARNING = 4, MC_LOG_NOTICE = 5, MC_LO
  * it with a ctx (struct fields `log` and `log_ctx`); NULL means no reports.
  */
 typedef void (*mc_log_fn)(void *ctx, int level, const char *msg);
+
+/* Formats one line (cut at 512 bytes) and passes it to fn; fn NULL: nothing. */
+void mc_logf(mc_log_fn fn, void *ctx, int level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void mc_vlogf(mc_log_fn fn, void *ctx, int level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 
 #endif
