@@ -14,7 +14,10 @@
  *    forged grant (GRANT_DENIED);
  *  - a contributor in a child process killed with SIGKILL: its segment
  *    and objects are dropped within client_ttl_ms (1 s here) plus the
- *    master's sweep.
+ *    master's sweep;
+ *  - with a cluster secret (a second master): puts and gets work, and the
+ *    contributor's data plane refuses a connection without the handshake
+ *    or with another secret.
  * Skipped, with a message, when the master binary is not built.
  * MC_BUILD (default .output) names the build tree.
  */
@@ -40,7 +43,7 @@
 #include "rpc/rpc-conn.h"
 #include "util/grant.h"
 
-static char tmpdir[256], master_log[512], master_addr[64];
+static char tmpdir[256], master_addr[64];
 static pid_t master_pid;
 static bool have_master;
 
@@ -51,10 +54,45 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static char bin[600];
+
+/* A master in tmpdir/name with the extra option (NULL: none); its address
+ * into addr.  The pid, or -1. */
+static pid_t start_master(const char *name, const char *extra, char *addr, size_t len)
+{
+	char st[300], log[600];
+	snprintf(log, sizeof(log), "%s/%s.log", tmpdir, name);
+	snprintf(st, sizeof(st), "--state_dir=%s/%s", tmpdir, name);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1), dup2(fd, 2);
+		execl(bin, bin, "--rpc_address=127.0.0.1", "--rpc_port=0", "--http_port=0",
+		      "--client_ttl_ms=1000", st, extra, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; pid > 0 && i < 400; i++) {
+		char buf[8192];
+		FILE *f = fopen(log, "r");
+		if (f) {
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[n] = 0;
+			char *p = strstr(buf, "ready: rpc on 127.0.0.1:");
+			if (p) {
+				snprintf(addr, len, "127.0.0.1:%d",
+					 atoi(p + strlen("ready: rpc on 127.0.0.1:")));
+				return pid;
+			}
+		}
+		usleep(25000);
+	}
+	return -1;
+}
+
 static int group_setup(void **state)
 {
 	const char *b = getenv("MC_BUILD");
-	char bin[600];
 	snprintf(bin, sizeof(bin), "%s/bin/mooncake-master", b && *b ? b : ".output");
 	if (access(bin, X_OK) != 0) {
 		fprintf(stderr, "# %s not built: skipping\n", bin);
@@ -63,35 +101,9 @@ static int group_setup(void **state)
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/mc-clientseg-XXXXXX");
 	if (!mkdtemp(tmpdir))
 		return -1;
-	snprintf(master_log, sizeof(master_log), "%s/master.log", tmpdir);
-	char st[300];
-	snprintf(st, sizeof(st), "--state_dir=%s/master", tmpdir);
-	master_pid = fork();
-	if (master_pid == 0) {
-		int fd = open(master_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 1), dup2(fd, 2);
-		execl(bin, bin, "--rpc_address=127.0.0.1", "--rpc_port=0", "--http_port=0",
-		      "--client_ttl_ms=1000", st, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 400; i++) {
-		char buf[8192];
-		FILE *f = fopen(master_log, "r");
-		if (f) {
-			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[n] = 0;
-			char *p = strstr(buf, "ready: rpc on 127.0.0.1:");
-			if (p) {
-				snprintf(master_addr, sizeof(master_addr), "127.0.0.1:%d",
-					 atoi(p + strlen("ready: rpc on 127.0.0.1:")));
-				have_master = true;
-				return 0;
-			}
-		}
-		usleep(25000);
-	}
-	return -1;
+	master_pid = start_master("master", NULL, master_addr, sizeof(master_addr));
+	have_master = master_pid > 0;
+	return have_master ? 0 : -1;
 }
 
 static int group_teardown(void **state)
@@ -386,6 +398,54 @@ static void test_bad_segment_options(void **state)
 	mc_client_free(a);
 }
 
+/* With a cluster secret the contributor's data plane wants the handshake,
+ * as a node's does, and its master link proves the secret to mount. */
+static void test_cluster_secret(void **state)
+{
+	NEED_MASTER();
+	static const char secret[] = "clientseg-unit-test-secret-0123";
+	char path[300], opt[340], addr[64], ep[128];
+	snprintf(path, sizeof(path), "%s/secret", tmpdir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", secret);
+	fclose(f);
+	snprintf(opt, sizeof(opt), "--cluster_secret_file=%s", path);
+	pid_t m = start_master("secret-master", opt, addr, sizeof(addr));
+	assert_true(m > 0);
+
+	struct mc_client_opts o = { .sz = sizeof(o), .master = addr, .cluster_secret_file = path,
+				    .segment_size = 4 << 20, .segment_host = "127.0.0.1" };
+	struct mc_client *a = NULL, *b = NULL;
+	assert_int_equal(mc_client_new(&o, &a), 0);
+	o.segment_size = 0;
+	assert_int_equal(mc_client_new(&o, &b), 0);
+	uint8_t v[10000];
+	void *got = NULL;
+	size_t len = 0;
+	fill(v, sizeof(v), 9);
+	assert_int_equal(mc_put(b, "s1", 2, v, sizeof(v), NULL), 0);
+	assert_int_equal(mc_get(b, "s1", 2, &got, &len), 0);
+	assert_int_equal(len, sizeof(v));
+	assert_memory_equal(got, v, sizeof(v));
+	mc_buf_free(got);
+
+	assert_int_equal(mc_client_segment_endpoint(a, ep, sizeof(ep)), 0);
+	struct mc_rpc_conn *c = NULL;
+	struct mc_rpc_cred good = { .secret = (const uint8_t *)secret,
+				    .secret_len = strlen(secret) },
+			   bad = { .secret = (const uint8_t *)"another-secret-of-some-length",
+				   .secret_len = 29 };
+	assert_true(mc_rpc_conn_open(ep, 3000, &c) < 0);		/* no handshake */
+	assert_true(mc_rpc_conn_open_cred(ep, 3000, &bad, &c) < 0);	/* wrong secret */
+	assert_int_equal(mc_rpc_conn_open_cred(ep, 3000, &good, &c), 0);
+	mc_rpc_conn_close(c);
+	mc_client_free(a);
+	mc_client_free(b);
+	kill(m, SIGTERM);
+	waitpid(m, NULL, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_ungranted_range_refused),
 		cmocka_unit_test(test_killed_contributor_dropped),
 		cmocka_unit_test(test_bad_segment_options),
+		cmocka_unit_test(test_cluster_secret),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
