@@ -146,7 +146,9 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 fail:
 	if (r < 0 && cfg->log && *err)
 		cfg->log(cfg->log_ctx, MC_LOG_ERR, err);
-	mc_segsrv_stop(s, false);
+	/* a mount that lands after wait_ms is undone (else it would wait for
+	 * the master's client_ttl_ms) */
+	mc_segsrv_stop(s, s->link != NULL);
 	return r;
 }
 
