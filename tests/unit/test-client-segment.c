@@ -146,6 +146,22 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 		p[i] = (uint8_t)(i * 131 + seed * 7 + (i >> 11));
 }
 
+/* Puts n bytes (seeded) under key through c and reads them back byte-exact. */
+static void put_and_check(struct mc_client *c, const char *key, size_t n, unsigned seed)
+{
+	uint8_t *v = malloc(n);
+	void *got = NULL;
+	size_t len = 0;
+	assert_non_null(v);
+	fill(v, n, seed);
+	assert_int_equal(mc_put(c, key, strlen(key), v, n, NULL), 0);
+	assert_int_equal(mc_get(c, key, strlen(key), &got, &len), 0);
+	assert_int_equal(len, n);
+	assert_memory_equal(got, v, n);
+	mc_buf_free(got);
+	free(v);
+}
+
 /* The master's answer for key: its first replica, with the grant. */
 static int replica_of(const char *key, struct mc_msg_replica_mem *ret, struct mc_arena *a,
 		      struct mc_rpc_conn **conn)
@@ -343,20 +359,14 @@ static void test_killed_contributor_dropped(void **state)
 	assert_int_equal(ok, 'y');
 
 	struct mc_client *b = pure();
-	uint8_t v[4096];
-	void *got = NULL;
-	size_t len = 0;
-	fill(v, sizeof(v), 5);
-	assert_int_equal(mc_put(b, "d1", 2, v, sizeof(v), NULL), 0);
-	assert_int_equal(mc_get(b, "d1", 2, &got, &len), 0);
-	mc_buf_free(got);
+	uint8_t v[4096] = { 0 };
+	put_and_check(b, "d1", sizeof(v), 5);
 
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	uint64_t t0 = now_ms();
 	int r = 0;
 	while (now_ms() - t0 < 15000) {
-		got = NULL;
 		bool exists = false;
 		r = mc_exist(b, "d1", 2, &exists);
 		if (r == 0 && !exists)
@@ -420,15 +430,7 @@ static void test_cluster_secret(void **state)
 	assert_int_equal(mc_client_new(&o, &a), 0);
 	o.segment_size = 0;
 	assert_int_equal(mc_client_new(&o, &b), 0);
-	uint8_t v[10000];
-	void *got = NULL;
-	size_t len = 0;
-	fill(v, sizeof(v), 9);
-	assert_int_equal(mc_put(b, "s1", 2, v, sizeof(v), NULL), 0);
-	assert_int_equal(mc_get(b, "s1", 2, &got, &len), 0);
-	assert_int_equal(len, sizeof(v));
-	assert_memory_equal(got, v, sizeof(v));
-	mc_buf_free(got);
+	put_and_check(b, "s1", 10000, 9);
 
 	assert_int_equal(mc_client_segment_endpoint(a, ep, sizeof(ep)), 0);
 	struct mc_rpc_conn *c = NULL;
