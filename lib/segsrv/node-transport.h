@@ -31,7 +31,7 @@ struct mc_node_transport_config {
 	unsigned workers;
 	const struct mc_node_segments *segs;	/* immutable while the transport runs */
 	struct mc_node_grants *grants;		/* over segs: checks every access */
-	mc_log_fn log;			/* reports (common/log.h); NULL: none */
+	mc_log_fn log;			/* reports (util/logfn.h); NULL: none */
 	void *log_ctx;
 	const struct mc_op_metrics *metrics;	/* the per-op families (node-metrics.h); NULL: none */
 	struct mc_rpc_admit_config admit;	/* the cluster secret, caps (rpc/rpc-admit.h) */
