@@ -157,18 +157,6 @@ const char *mc_segsrv_endpoint(const struct mc_segsrv *s)
 	return s->endpoint;
 }
 
-uint64_t mc_segsrv_size(const struct mc_segsrv *s)
-{
-	return s->segs.n ? s->segs.seg[0].size : 0;
-}
-
-bool mc_segsrv_mounted(struct mc_segsrv *s)
-{
-	struct mc_node_master_stats st;
-	mc_node_master_get_stats(s->link, &st);
-	return st.mounted;
-}
-
 void mc_segsrv_stop(struct mc_segsrv *s, bool unmount)
 {
 	if (!s)

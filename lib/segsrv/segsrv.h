@@ -70,10 +70,6 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 
 /* "host:port", the endpoint the master hands out for the segment. */
 const char *mc_segsrv_endpoint(const struct mc_segsrv *s);
-/* The segment's size in bytes. */
-uint64_t mc_segsrv_size(const struct mc_segsrv *s);
-/* Whether the segment is mounted at the master now. */
-bool mc_segsrv_mounted(struct mc_segsrv *s);
 
 /* Stops the master link (unmount: tells the master the segment is gone,
  * and with it its objects; best effort, about a second at most), then the
