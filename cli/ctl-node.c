@@ -6,7 +6,7 @@
  * longer counts on them.
  *
  * The node's segments are the "segment <32 hex> <bytes>" lines of its
- * state_dir/node.id (daemon/node/node-segment.h specifies the file); each
+ * state_dir/node.id (daemon/segsrv/node-segment.h specifies the file); each
  * one's file is <shm_dir>/mooncake-<hex>.  The master counts on a segment
  * while GET /api/v1/segments lists it, whatever its status: mounted,
  * draining, or restored from the master's state and waiting for the node

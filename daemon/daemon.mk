@@ -42,7 +42,7 @@ DAEMON_MAIN_OBJS := $(O)/$(MASTER_MAIN:.c=.o) $(O)/$(NODE_MAIN:.c=.o) $(O)/daemo
 $(DAEMON_MAIN_OBJS): BASE_CFLAGS += -DMC_SYSCONFDIR='"$(SYSCONFDIR)"'
 $(DAEMON_MAIN_OBJS): $(O)/.sysconfdir
 
-DAEMON_LIBS := $(DCOMMON_LIB) $(PROTO_LIB) $(UTIL_LIB)
+DAEMON_LIBS := $(DCOMMON_LIB) $(RPC_LIB) $(PROTO_LIB) $(UTIL_LIB)
 DAEMON_SYSLIBS := $(LIBS_CORE) -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl
 # The node's disk tier (daemon/node/disk*.c): io_uring and ISA-L's CRC32C.
 DISK_SYSLIBS := -luring -lisal
@@ -52,9 +52,9 @@ $(O)/bin/mooncake-master: $(O)/$(MASTER_MAIN:.c=.o) $(MASTER_LIB) $(DAEMON_LIBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS)
 
-# The node also uses the blocking RPC client (lib/rpc) for its calls to the
-# master, and libibverbs + librdmacm for node-rdma.o.
-$(O)/bin/mooncake-node: $(O)/$(NODE_MAIN:.c=.o) $(NODE_LIB) $(RPC_LIB) $(DAEMON_LIBS)
+# The node serves its segments with lib/segsrv (shared with the client
+# library), and uses libibverbs + librdmacm for node-rdma.o.
+$(O)/bin/mooncake-node: $(O)/$(NODE_MAIN:.c=.o) $(NODE_LIB) $(SEGSRV_LIB) $(DAEMON_LIBS)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(DAEMON_SYSLIBS) $(DISK_SYSLIBS) $(RDMA_LIBS)

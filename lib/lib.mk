@@ -3,11 +3,15 @@
 #
 #   $(O)/lib/libmcutil.a        lib/util/*.c            (internal, static)
 #   $(O)/lib/libmcproto.a       lib/proto/*.c           (wire protocol: frames, codecs)
-#   $(O)/lib/libmcrpc.a         lib/rpc/*.c             (the blocking RPC connection)
+#   $(O)/lib/libmcrpc.a         lib/rpc/*.c             (the blocking RPC connection; the
+#                                                        epoll RPC server, its admission)
+#   $(O)/lib/libmcsegsrv.a      lib/segsrv/*.c          (serving memory segments: the node's
+#                                                        data plane, grants, master link; the
+#                                                        client's contributed segment)
 #   $(O)/lib/libmctrace.a       lib/trace/*.c           (the BPF loader, with the programs of
 #                                                        bpf/ embedded: mooncake-trace and
 #                                                        mooncakectl trace; links $(BPF_SYSLIBS))
-#   $(O)/lib/libmooncake.so.0   lib/client/*.c, rpc, proto and the few util objects
+#   $(O)/lib/libmooncake.so.0   lib/client/*.c, rpc, segsrv, proto and the few util objects
 #   $(O)/lib/libmooncake.a      they use (CLIENT_UTIL); exports the MC_API functions
 
 UTIL_SRCS  := $(wildcard lib/util/*.c)
@@ -22,6 +26,10 @@ RPC_SRCS   := $(wildcard lib/rpc/*.c)
 RPC_OBJS   := $(RPC_SRCS:%.c=$(O)/%.o)
 RPC_LIB    := $(O)/lib/libmcrpc.a
 
+SEGSRV_SRCS := $(wildcard lib/segsrv/*.c)
+SEGSRV_OBJS := $(SEGSRV_SRCS:%.c=$(O)/%.o)
+SEGSRV_LIB  := $(O)/lib/libmcsegsrv.a
+
 MCTRACE_SRCS := $(wildcard lib/trace/*.c)
 MCTRACE_OBJS := $(MCTRACE_SRCS:%.c=$(O)/%.o)
 MCTRACE_LIB  := $(O)/lib/libmctrace.a
@@ -33,13 +41,14 @@ CLIENT_SO   := $(O)/lib/libmooncake.so.$(SOVERSION)
 # Of lib/util, only what the client calls and the public API (error and
 # type names, version): not the daemons' metrics, allocator or hash map.
 # The shared library is linked with -z defs, so a missing one fails the build.
-CLIENT_UTIL := error sock types version rdma-plan
-CLIENT_ALL_OBJS := $(CLIENT_OBJS) $(RPC_OBJS) $(PROTO_OBJS) \
+CLIENT_UTIL := error sock types version rdma-plan grant metrics rand logfn
+CLIENT_ALL_OBJS := $(CLIENT_OBJS) $(SEGSRV_OBJS) $(RPC_OBJS) $(PROTO_OBJS) \
                    $(CLIENT_UTIL:%=$(O)/lib/util/%.o)
 
 $(UTIL_LIB): $(UTIL_OBJS)
 $(PROTO_LIB): $(PROTO_OBJS)
 $(RPC_LIB): $(RPC_OBJS)
+$(SEGSRV_LIB): $(SEGSRV_OBJS)
 $(MCTRACE_LIB): $(MCTRACE_OBJS)
 $(CLIENT_LIB): $(CLIENT_ALL_OBJS)
 
@@ -61,4 +70,4 @@ $(O)/lib/mooncake.pc: lib/mooncake.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-BINS += $(UTIL_LIB) $(PROTO_LIB) $(RPC_LIB) $(MCTRACE_LIB) $(CLIENT_LIB) $(CLIENT_SO) $(O)/lib/mooncake.pc
+BINS += $(UTIL_LIB) $(PROTO_LIB) $(RPC_LIB) $(SEGSRV_LIB) $(MCTRACE_LIB) $(CLIENT_LIB) $(CLIENT_SO) $(O)/lib/mooncake.pc

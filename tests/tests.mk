@@ -13,7 +13,7 @@ BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(O)/tests/bench/%)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz-*.c)
 FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 
-TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(RPC_LIB) $(PROTO_LIB) $(UTIL_LIB)
+TEST_LINK := $(MASTER_LIB) $(NODE_LIB) $(CLIENT_LIB) $(DCOMMON_LIB) $(SEGSRV_LIB) $(RPC_LIB) $(PROTO_LIB) $(UTIL_LIB)
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TEST_LINK)
 	$(call msg,LD,$@)
@@ -37,15 +37,15 @@ FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/
 $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
 # fuzz-rest and fuzz-snapshot: the master's code (all but its main) and the
 # daemon skeleton's, with the system libraries the master links.
-FUZZ_MASTER_SRCS := $(MASTER_SRCS) $(DCOMMON_SRCS)
+FUZZ_MASTER_SRCS := $(MASTER_SRCS) $(DCOMMON_SRCS) $(RPC_SRCS)
 FUZZ_MASTER_LIBS := -linih -lmicrohttpd -lsqlite3 -ljansson -lcurl
 FUZZ_EXTRA_fuzz-rest := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
 FUZZ_EXTRA_fuzz-snapshot := $(FUZZ_MASTER_SRCS) $(FUZZ_MASTER_LIBS)
-$(O)/fuzz/fuzz-rest $(O)/fuzz/fuzz-snapshot: $(FUZZ_MASTER_SRCS) $(wildcard daemon/master/*.h daemon/common/*.h)
-FUZZ_EXTRA_fuzz-grant := daemon/node/node-grant.c
-$(O)/fuzz/fuzz-grant: $(FUZZ_EXTRA_fuzz-grant) $(wildcard daemon/node/node-grant.h daemon/node/node-segment.h)
-FUZZ_EXTRA_fuzz-handshake := daemon/common/rpc-admit.c daemon/common/tokens.c
-$(O)/fuzz/fuzz-handshake: $(FUZZ_EXTRA_fuzz-handshake) $(wildcard daemon/common/*.h)
+$(O)/fuzz/fuzz-rest $(O)/fuzz/fuzz-snapshot: $(FUZZ_MASTER_SRCS) $(wildcard daemon/master/*.h daemon/common/*.h lib/rpc/*.h)
+FUZZ_EXTRA_fuzz-grant := lib/segsrv/node-grant.c
+$(O)/fuzz/fuzz-grant: $(FUZZ_EXTRA_fuzz-grant) $(wildcard lib/segsrv/node-grant.h lib/segsrv/node-segment.h)
+FUZZ_EXTRA_fuzz-handshake := lib/rpc/rpc-admit.c lib/rpc/tokens.c
+$(O)/fuzz/fuzz-handshake: $(FUZZ_EXTRA_fuzz-handshake) $(wildcard lib/rpc/*.h)
 # The disk tier's decoders: the node's disk*.c, with liburing and ISA-L.
 FUZZ_DISK_SRCS := $(wildcard daemon/node/disk*.c)
 FUZZ_EXTRA_fuzz-disk-offset := $(FUZZ_DISK_SRCS) $(DISK_SYSLIBS)

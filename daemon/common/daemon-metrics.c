@@ -190,15 +190,3 @@ int mc_daemon_metrics_add_ops(struct mc_daemon_metrics *dm, const struct mc_op_f
 	return ret->requests && ret->errors && ret->duration ? 0 : MC_ERR_NO_MEMORY;
 }
 
-void mc_op_metrics_attach(const struct mc_op_metrics *m, struct mc_rpc_server_config *c)
-{
-	if (!m)
-		return;
-	c->op_requests = m->requests;
-	c->op_errors = m->errors;
-	if (m->transfer)
-		c->op_transfer = m->duration;
-	else
-		c->op_duration = m->duration;
-	c->op_series = m->series;
-}

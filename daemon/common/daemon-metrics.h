@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "common/http-server.h"
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 #include "proto/msg.h"
 #include "util/metrics.h"
 
@@ -100,16 +100,8 @@ struct mc_op_families {
 	const char *const *known_codes;
 };
 
-struct mc_op_metrics {
-	struct mc_metric *requests, *errors, *duration;
-	bool transfer;
-	int16_t series[MC_OP_COUNT];	/* MC_OPI_* -> series, < 0: not served */
-};
-
 /* Registers the three families.  0 or -ENOMEM. */
 int mc_daemon_metrics_add_ops(struct mc_daemon_metrics *dm, const struct mc_op_families *f,
 			      struct mc_op_metrics *ret);
-/* Points an RPC server's op_* fields at them (m may be NULL: none). */
-void mc_op_metrics_attach(const struct mc_op_metrics *m, struct mc_rpc_server_config *c);
 
 #endif

@@ -18,20 +18,12 @@
 
 #include <stdint.h>
 
+#include "util/logfn.h"
 #include "util/macro.h"
-
-enum mc_log_level { MC_LOG_ERR = 3, MC_LOG_WARNING = 4, MC_LOG_NOTICE = 5, MC_LOG_INFO = 6, MC_LOG_DEBUG = 7 };
 
 extern int mc_log_max_level;
 
-/*
- * The one callback type through which daemon modules that must not log
- * themselves (the RPC and HTTP servers, the transports, persistence)
- * report: level is an MC_LOG_* level, msg one line without a newline.
- * Modules take it with a ctx (struct fields `log` and `log_ctx`); NULL
- * means no reports.
- */
-typedef void (*mc_log_fn)(void *ctx, int level, const char *msg);
+/* mc_log_fn (util/logfn.h) is the callback type of modules that must not log. */
 /* The daemon's adapter: writes msg at level through mc_log() (ctx unused). */
 void mc_log_cb(void *ctx, int level, const char *msg);
 

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "common/tokens.h"
+#include "rpc/tokens.h"
 
 #include "common/log.h"
 
@@ -35,7 +35,7 @@ struct mc_master_http_config {
 	/* Bearer token for every non-GET call (NULL or "": none needed); copied.
 	 * mc_master_http_load_token() reads it from admin_token_file. */
 	const char *admin_token;
-	/* Tenant tokens (common/tokens.h; tenant_tokens_file), valid while the
+	/* Tenant tokens (rpc/tokens.h; tenant_tokens_file), valid while the
 	 * server runs; NULL: none.  With them every call but GET /health and
 	 * /metrics needs a token, and a tenant's token reaches only its own
 	 * tenant's objects and quota. */

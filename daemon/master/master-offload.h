@@ -10,7 +10,7 @@
 #ifndef MC_MASTER_OFFLOAD_H
 #define MC_MASTER_OFFLOAD_H
 
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 
 /* The NODE_POLL handler (ctx: struct mc_master_rpc *). */
 int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *resp);

@@ -11,7 +11,7 @@
 #ifndef MC_MASTER_RPC_H
 #define MC_MASTER_RPC_H
 
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 #include "master/master-clients.h"
 
 struct mc_oplog;

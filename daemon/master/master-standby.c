@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "common/http-server.h"
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 #include "master/master-http.h"
 #include "master/master-rpc.h"
 #include "master/master-standby.h"

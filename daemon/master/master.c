@@ -10,7 +10,7 @@
  *                  in every thread); on a signal: STOPPING=1, stops the
  *                  HTTP server, the RPC workers, the snapshot and
  *                  housekeeping threads, frees the metadata, exits 0.
- *   rpc worker xN  (option `workers`) daemon/common/rpc-server.c: one epoll
+ *   rpc worker xN  (option `workers`) lib/rpc/rpc-server.c: one epoll
  *                  loop and one SO_REUSEPORT listening socket each; runs the
  *                  handlers of master-rpc.c, which call mc_meta_* and the
  *                  client registry.  No lock of the server is held while a
@@ -75,8 +75,8 @@
 
 #include "common/daemon.h"
 #include "common/daemon-metrics.h"
-#include "common/rpc-server.h"
 #include "master/master-follow.h"
+#include "rpc/rpc-server.h"
 #include "master/master-http.h"
 #include "master/master-metrics.h"
 #include "master/master-repair.h"

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "node/disk.h"
-#include "node/node-data.h"
+#include "node/node-disk.h"
+#include "segsrv/node-data.h"
+#include "segsrv/node-grant.h"
 #include "proto/disk-key.h"
 
 int mc_node_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp)

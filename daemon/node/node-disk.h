@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "node/disk.h"
-#include "node/node-segment.h"
+#include "segsrv/node-segment.h"
 
 struct mc_node_disk_xfer {
 	const void *key;
@@ -40,5 +40,10 @@ int mc_node_disk_offload(struct mc_disk *d, const struct mc_node_segments *segs,
 			 struct mc_node_disk_xfer *x, size_t n);
 int mc_node_disk_load(struct mc_disk *d, const struct mc_node_segments *segs,
 		      struct mc_node_disk_xfer *x, size_t n);
+
+/* DATA_DISK_READ from the disk tier (node-disk-read.c): the handler the
+ * node puts in mc_node_grants.disk_read (ctx: those grants). */
+struct mc_rpc_call;
+int mc_node_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp);
 
 #endif

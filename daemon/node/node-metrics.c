@@ -12,6 +12,7 @@
 
 #include "node/disk.h"
 #include "node/node-metrics.h"
+#include "node/node-offload.h"
 
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
@@ -28,6 +29,7 @@ struct node_metrics {
 	struct mc_node_transport *tr;
 	struct mc_node_master *link;
 	struct mc_disk *disk;
+	struct mc_node_offload *off;
 	struct mc_rpc_stats st;
 	double values[V_COUNT];
 };
@@ -77,9 +79,12 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_EVICTIONS] = (double)ds.evictions;
 	v[V_DISK_EVICTED_BYTES] = (double)ds.evicted_bytes;
 	v[V_DISK_CORRUPT] = (double)ds.corrupt;
-	v[V_OFFLOADS] = (double)ls.offload_copied;
-	v[V_OFFLOADS_FAILED] = (double)ls.offload_failed;
-	v[V_DISK_GONE] = (double)ls.disk_gone;
+	struct mc_node_offload_stats os = { 0 };
+	if (nm->off)
+		mc_node_offload_get_stats(nm->off, &os);
+	v[V_OFFLOADS] = (double)os.copied;
+	v[V_OFFLOADS_FAILED] = (double)os.failed;
+	v[V_DISK_GONE] = (double)os.gone;
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
@@ -219,10 +224,12 @@ void mc_node_metrics_set_link(struct mc_daemon_metrics *dm, struct mc_node_maste
 	mc_daemon_metrics_unlock(dm);
 }
 
-void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk)
+void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk,
+			      struct mc_node_offload *off)
 {
 	struct node_metrics *nm = mc_daemon_metrics_state(dm);
 	mc_daemon_metrics_lock(dm);
 	nm->disk = disk;
+	nm->off = off;
 	mc_daemon_metrics_unlock(dm);
 }

@@ -15,9 +15,9 @@
 #include <stddef.h>
 
 #include "common/daemon-metrics.h"
-#include "node/node-master.h"
-#include "node/node-segment.h"
-#include "node/node-transport.h"
+#include "segsrv/node-master.h"
+#include "segsrv/node-segment.h"
+#include "segsrv/node-transport.h"
 
 /* The node's metrics on the daemons' lifecycle: render them with
  * mc_daemon_metrics_render() (GET /metrics), free them with
@@ -35,8 +35,11 @@ void mc_node_metrics_set_transport(struct mc_daemon_metrics *dm,
 /* The master link whose statistics a scrape reports; NULL before it stops. */
 void mc_node_metrics_set_link(struct mc_daemon_metrics *dm, struct mc_node_master *link);
 
-/* The disk tier whose statistics a scrape reports; NULL: none (zeros). */
+/* The disk tier and its offloads (node-offload.h), whose statistics a
+ * scrape reports; NULL: none (zeros). */
 struct mc_disk;
-void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk);
+struct mc_node_offload;
+void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk,
+			      struct mc_node_offload *off);
 
 #endif

@@ -161,10 +161,12 @@ static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c
 	return 0;
 }
 
-int mc_node_offload_run(struct mc_node_offload *o, struct mc_rpc_conn *conn, struct mc_arena *a,
-			unsigned max_rounds)
+#define POLL_ROUNDS 16		/* NODE_POLLs per link tick at most, while commands come */
+
+int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a)
 {
-	for (unsigned round = 0; round < max_rounds; round++) {
+	struct mc_node_offload *o = ctx;
+	for (unsigned round = 0; round < POLL_ROUNDS; round++) {
 		struct mc_disk_stats st;
 		mc_disk_stats(o->disk, &st);
 		take_gone(o);

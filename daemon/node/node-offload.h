@@ -15,7 +15,7 @@
 #define MC_NODE_OFFLOAD_H
 
 #include "node/disk.h"
-#include "node/node-segment.h"
+#include "segsrv/node-segment.h"
 #include "proto/arena.h"
 #include "rpc/rpc-conn.h"
 
@@ -30,9 +30,10 @@ void mc_node_offload_attach(struct mc_node_offload *o, struct mc_disk *d);
 void mc_node_offload_gone(void *ctx, const void *key, uint32_t klen);
 void mc_node_offload_free(struct mc_node_offload *o);
 
-/* 0, or the failed call's error (the link's business: it reconnects). */
-int mc_node_offload_run(struct mc_node_offload *o, struct mc_rpc_conn *conn, struct mc_arena *a,
-			unsigned max_rounds);
+/* The master link's poll hook (node-master.h; ctx: the offload): NODE_POLLs
+ * while commands come, 16 at most.  0, or the failed call's error (the
+ * link's business: it reconnects). */
+int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a);
 
 struct mc_node_offload_stats {
 	uint64_t commands, copied, failed;

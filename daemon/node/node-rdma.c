@@ -58,8 +58,8 @@
 
 #include "mooncake/error.h"
 
-#include "node/node-data.h"
-#include "node/node-transport.h"
+#include "segsrv/node-data.h"
+#include "segsrv/node-transport.h"
 #include "util/syserr.h"
 
 #define TICKET_LEN MC_PROTO_RDMA_TICKET

@@ -16,7 +16,7 @@
  *                  segment, best effort, bounded by the RPC timeouts), the
  *                  data plane, unmaps the segments (the shm files stay),
  *                  exits 0.
- *   rpc worker xN  (option `workers`) daemon/common/rpc-server.c running
+ *   rpc worker xN  (option `workers`) lib/rpc/rpc-server.c running
  *                  node-data.c's handlers: DATA_WRITE receives straight into
  *                  segment memory, DATA_READ sends straight from it.
  *   rdma cm        with RDMA only: node-rdma.c's connection manager
@@ -45,10 +45,12 @@
 #include "mooncake/common.h"
 #include "mooncake/error.h"
 #include "node/disk.h"
-#include "node/node-master.h"
+#include "node/node-disk.h"
+#include "segsrv/node-master.h"
 #include "node/node-metrics.h"
-#include "node/node-segment.h"
-#include "node/node-transport.h"
+#include "node/node-offload.h"
+#include "segsrv/node-segment.h"
+#include "segsrv/node-transport.h"
 #include "util/clock.h"
 #include "util/syserr.h"
 
@@ -182,8 +184,9 @@ static int disk_open(struct node *n)
 		 (unsigned long long)st.used, (unsigned long long)st.capacity,
 		 (unsigned long long)st.objects, (unsigned long long)(mc_now_ms() - t0),
 		 (unsigned long long)st.corrupt);
-	mc_node_metrics_set_disk(n->metrics, n->disk);
+	mc_node_metrics_set_disk(n->metrics, n->disk, n->off);
 	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
+	n->grants.disk_read = mc_node_data_disk_read;
 	mc_node_offload_attach(n->off, n->disk);
 	return 0;
 }
@@ -314,8 +317,8 @@ static int node_start(struct node *n)
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
 		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants,
-		.offload = n->off,
-		.cred = &n->cred, .on_mounted = on_mounted,
+		.poll = n->off ? mc_node_offload_poll : NULL, .poll_ctx = n->off,
+		.cred = &n->cred, .on_mounted = on_mounted, .log = mc_log_cb,
 	};
 	if ((r = mc_node_master_start(&lc, &n->link)) < 0) {
 		log_error("cannot start the master link: %s", mc_strerror(r));
@@ -344,7 +347,7 @@ static void node_free(struct node *n, bool unmount)
 	if (n->tr)
 		n->tops->stop(n->tr);
 	if (n->metrics)
-		mc_node_metrics_set_disk(n->metrics, NULL);
+		mc_node_metrics_set_disk(n->metrics, NULL, NULL);
 	mc_disk_close(n->disk);
 	mc_node_offload_free(n->off);
 	mc_daemon_metrics_free(n->metrics);

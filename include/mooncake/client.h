@@ -90,7 +90,38 @@ struct mc_client_opts {
 				     0: $MC_RDMA_SLICE_SIZE, else 1 MiB */
 	unsigned rdma_depth;	  /* RDMA work requests in flight per QP, 1..32; 0:
 				     $MC_RDMA_DEPTH, else 4 MiB worth (at least 2) */
+	/* A contributed segment (see "Contributed segment" below). */
+	uint64_t segment_size;	  /* bytes of this process's memory served to the cluster;
+				     0: none (a pure client) */
+	const char *segment_host; /* host name or address other clients reach it at;
+				     NULL or "": this host's name */
+	const char *segment_bind; /* listen address of its data plane; NULL or "": 0.0.0.0 */
+	uint16_t segment_port_min; /* its port: the first free one of min..max from a */
+	uint16_t segment_port_max; /* random start (min == max: that one); both 0:
+				      12300..14300, the original's range */
 };
+
+/*
+ * Contributed segment (segment_size > 0): the original's model, where every
+ * client is also a storage node.  mc_client_new() maps segment_size bytes
+ * of private memory, serves them on a TCP data plane of its own (the code
+ * that serves mooncake-node's segments: lib/segsrv), mounts the segment at
+ * the master under a client id of its own, heartbeats it every second from
+ * a thread, and returns once the master has mounted it (or fails with
+ * RPC_TIMEOUT after timeout_ms).  The master then places objects there as
+ * on any node's segment.  The data plane answers only what the master
+ * granted: every read and write carries a grant signed for that range of
+ * the segment, and connections prove the cluster secret (without one, only
+ * loopback peers are admitted).  The segment has no shared-memory file:
+ * other processes on the host read it over TCP too.
+ * mc_client_free() unmounts it: the master forgets it and every object
+ * with a replica on it (other replicas survive).  A process that dies
+ * without mc_client_free() stops heartbeating: the master drops the
+ * segment and those objects after its client_ttl_ms.
+ * Errors of mc_client_new() besides those below: INVALID_PARAMS (port_min
+ * > port_max, or only port_max), RPC_FAIL (no free port, a bad bind
+ * address), NO_MEMORY (cannot map segment_size bytes).
+ */
 
 /*
  * Descriptor cache (cache_descriptors, or MC_CACHE_DESCRIPTORS=1 in the
@@ -130,8 +161,14 @@ struct mc_client_opts {
  */
 MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **ret);
 
-/* Closes every connection and unmaps the shared segments.  NULL is a no-op. */
+/* Unmounts the contributed segment (if any), closes every connection and
+ * unmaps the shared segments.  NULL is a no-op. */
 MC_API void mc_client_free(struct mc_client *c);
+
+/* The contributed segment's endpoint, "host:port", into buf (len bytes,
+ * NUL-terminated).  0, SEGMENT_NOT_FOUND (no segment_size), BUFFER_OVERFLOW (len
+ * too small; buf untouched). */
+MC_API int mc_client_segment_endpoint(const struct mc_client *c, char *buf, size_t len);
 
 /* ---- put ----------------------------------------------------------------- */
 

@@ -115,6 +115,8 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret);
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
 
+struct mc_segsrv;
+
 struct mc_client {
 	char master[MC_MAX_SEGMENT_NAME + 8];
 	char tenant[MC_MAX_TENANT_LEN + 1];
@@ -133,6 +135,7 @@ struct mc_client {
 	size_t nbufs, bufs_cap;
 	struct mc_dcache *dcache;	/* NULL: descriptors are not cached */
 	struct mc_rdma *rdma;		/* client-rdma.c (options; device once used) */
+	struct mc_segsrv *segsrv;	/* the contributed segment (segsrv.h), or NULL */
 };
 
 static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)

@@ -17,6 +17,7 @@
 #include "client/client-internal.h"
 #include "client/client-rdma.h"
 #include "proto/handshake.h"
+#include "segsrv/segsrv.h"
 #include "util/hash.h"
 #include "util/macro.h"
 
@@ -56,6 +57,31 @@ static int read_key(const char *path, const char *env, size_t min_len, uint8_t *
 	if (!path || !*path)
 		return 0;
 	return mc_hs_key_read(env, path, min_len, ret, ret_len, err, sizeof(err));
+}
+
+/* The contributed segment (client.h), mounted before mc_client_new returns. */
+static int contribute(struct mc_client *c, const struct mc_client_opts *o)
+{
+	struct mc_segsrv_config sc = {
+		.master = c->master, .secret = c->secret, .secret_len = c->secret_len,
+		.size = o->segment_size, .host = o->segment_host, .bind = o->segment_bind,
+		.port_min = o->segment_port_min, .port_max = o->segment_port_max,
+	};
+	return mc_segsrv_start(&sc, c->timeout_ms ? c->timeout_ms : DEFAULT_TIMEOUT_MS,
+			       &c->segsrv);
+}
+
+MC_API int mc_client_segment_endpoint(const struct mc_client *c, char *buf, size_t len)
+{
+	if (!c || !buf)
+		return MC_ERR_INVALID_PARAMS;
+	if (!c->segsrv)
+		return MC_ERR_SEGMENT_NOT_FOUND;
+	const char *ep = mc_segsrv_endpoint(c->segsrv);
+	if (strlen(ep) >= len)
+		return MC_ERR_BUFFER_OVERFLOW;
+	memcpy(buf, ep, strlen(ep) + 1);
+	return 0;
 }
 
 MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **ret)
@@ -134,6 +160,10 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 		return r;
 	}
 	mc_pool_put(&c->mpool, cn);
+	if (o.segment_size && (r = contribute(c, &o)) < 0) {
+		mc_client_free(c);
+		return r;
+	}
 	*ret = c;
 	return 0;
 }
@@ -142,6 +172,7 @@ MC_API void mc_client_free(struct mc_client *c)
 {
 	if (!c)
 		return;
+	mc_segsrv_stop(c->segsrv, true);
 	mc_client_nodes_free(c);
 	mc_rdma_free(c->rdma);
 	mc_dcache_free(c->dcache);

@@ -2,7 +2,7 @@
 /*
  * rpc-conn.h - one blocking connection speaking the binary protocol
  * (lib/proto/frame.h) to a master or a node: the client side of
- * daemon/common/rpc-server.h.  Internal to libmooncake and the node daemon
+ * daemon/rpc/rpc-server.h.  Internal to libmooncake and the node daemon
  * (its link to the master); never logs.
  *
  * A connection is used by one thread at a time (the library keeps one per

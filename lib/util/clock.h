@@ -36,6 +36,19 @@ static inline uint64_t mc_wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* CLOCK_MONOTONIC ms from now, for pthread_cond_timedwait on a condition
+ * variable whose clock is CLOCK_MONOTONIC (pthread_condattr_setclock). */
+static inline struct timespec mc_deadline_ts(unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	return ts;
+}
+
 /*
  * A clock the master reads through, so that tests can drive time by hand.
  * now() == NULL means mc_coarse_ms().

@@ -17,9 +17,14 @@
  *  - local_buffer_size: the staging space of the copying calls, as the
  *    original's local buffer: a copying call that needs more than is free
  *    fails with INVALID_PARAMS (0: they all fail);
- *  - global_segment_size: accepted; this binding does not contribute a
- *    segment of its own yet (a RuntimeWarning says so when it is > 0), so
- *    objects live on the cluster's nodes and stay after close();
+ *  - global_segment_size: bytes of this process's memory contributed to
+ *    the cluster (mc_client_opts.segment_size: served on a data-plane port
+ *    of its own, mounted at the master, unmounted at close(), when the
+ *    objects with a replica on it go); 0: a pure client;
+ *  - local_hostname: the host other clients reach that segment at, with
+ *    ":port" for a fixed port, else the first free port of 12300..14300
+ *    from a random start, as the original; get_hostname() returns
+ *    "host:port" (without a segment: local_hostname as given);
  *  - tenant_id: the tenant ("default": the default one);
  *  - engine, enable_ssd_offload, enable_client_http_server: None / False
  *    only (else NOT_SUPPORTED with a warning).
@@ -270,12 +275,25 @@ static int do_setup(struct pymc_store *s, const struct setup_args *a)
 	}
 	if (strlen(a->local_hostname) == 0 || strlen(a->local_hostname) > MC_MAX_SEGMENT_NAME)
 		return MC_ERR_INVALID_PARAMS;
-	if (gseg > 0)
-		warn("mooncake.store: setup: global_segment_size is accepted but this client "
-		     "contributes no segment yet; objects go to the cluster's nodes");
+	/* "host" or "host:port" (one colon: an IPv6 address has more) */
+	char host[MC_MAX_SEGMENT_NAME + 1];
+	unsigned long port = 0;
+	snprintf(host, sizeof(host), "%s", a->local_hostname);
+	char *colon = strchr(host, ':');
+	if (colon && !strchr(colon + 1, ':')) {
+		char *end;
+		port = strtoul(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || port == 0 || port > 65535) {
+			warn("mooncake.store: setup: local_hostname is \"host\" or \"host:port\"");
+			return MC_ERR_INVALID_PARAMS;
+		}
+		*colon = 0;
+	}
 	struct mc_client_opts o = {
 		.sz = sizeof(o), .master = a->master,
 		.tenant = strcmp(a->tenant, "default") == 0 ? NULL : a->tenant,
+		.segment_size = gseg, .segment_host = host,
+		.segment_port_min = (uint16_t)port, .segment_port_max = (uint16_t)port,
 	};
 	struct mc_client *c = NULL;
 	int r;
@@ -287,7 +305,8 @@ static int do_setup(struct pymc_store *s, const struct setup_args *a)
 		return r;
 	pthread_rwlock_wrlock(&s->lock);	/* nobody holds it: c was NULL */
 	s->c = c;
-	snprintf(s->hostname, sizeof(s->hostname), "%s", a->local_hostname);
+	if (!gseg || mc_client_segment_endpoint(c, s->hostname, sizeof(s->hostname)) < 0)
+		snprintf(s->hostname, sizeof(s->hostname), "%s", a->local_hostname);
 	s->staging_cap = lbuf;
 	pthread_rwlock_unlock(&s->lock);
 	return 0;
@@ -729,7 +748,7 @@ static PyMethodDef store_methods[] = {
 	{ "close", store_close, METH_NOARGS, "close() -> 0" },
 	{ "health_check", store_health_check, METH_NOARGS,
 	  "0 healthy, 1 not set up or closed, 2 master unreachable" },
-	{ "get_hostname", store_get_hostname, METH_NOARGS, "local_hostname as given to setup" },
+	{ "get_hostname", store_get_hostname, METH_NOARGS, "\"host:port\" of the contributed segment (without one: local_hostname as given)" },
 	{ "put", (PyCFunction)(void (*)(void))store_put, KW, "put(key, value, config=None) -> int" },
 	{ "put_parts", (PyCFunction)(void (*)(void))store_put_parts, KW,
 	  "put_parts(key, *parts, config=None) -> int" },

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # tests/bench/auth.sh -- the cost of the cluster secret (the connection
-# handshake, common/rpc-admit.h): two clusters on loopback, one without a
+# handshake, rpc/rpc-admit.h): two clusters on loopback, one without a
 # secret and one with, measured alternately in the same run over TCP (no
 # shared memory): 4 KiB put/get ops/s at 1 and 16 clients, 64 MiB put/get
 # GB/s, and new connections/s.  Both masters run with oplog_sync=false (the

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "node/node-grant.h"
+#include "segsrv/node-grant.h"
 #include "util/clock.h"
 
 #define N 200000

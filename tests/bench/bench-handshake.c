@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-handshake.c - what the cluster secret costs (proto/handshake.h,
- * daemon/common/rpc-admit.c), in process, so that the figures do not drown
+ * lib/rpc/rpc-admit.c), in process, so that the figures do not drown
  * in the noise of a shared machine.  Prints "name value unit" lines, each
  * the median of RUNS rounds, the two variants of a pair interleaved:
  *   handshake_cpu              one whole handshake, both sides, no sockets (us)
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 #include "proto/msg-ids.h"
 #include "rpc/rpc-conn.h"
 #include "util/clock.h"

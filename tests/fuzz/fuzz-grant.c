@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-grant.c - libFuzzer target for the grant decoder and the node's
- * check (util/grant.c, daemon/node/node-grant.c): the grant bytes of a
+ * check (util/grant.c, lib/segsrv/node-grant.c): the grant bytes of a
  * DATA_READ / DATA_WRITE / DATA_STAT come from anyone who reaches a node.
  *
  * Input: a mode byte (bits 0-1: the access's mode), then the grant bytes.
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "mooncake/error.h"
-#include "node/node-grant.h"
+#include "segsrv/node-grant.h"
 #include "util/clock.h"
 
 #define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-handshake.c - libFuzzer target for the connection handshake
- * (proto/handshake.h) and the server's side of it (common/rpc-admit.h).
+ * (proto/handshake.h) and the server's side of it (rpc/rpc-admit.h).
  *
  * Input: a mode byte, then bytes.  Every input goes through the four
  * message decoders at its whole length; then the server's session takes
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/rpc-admit.h"
+#include "rpc/rpc-admit.h"
 #include "proto/msg-ids.h"
 
 #define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)

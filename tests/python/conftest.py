@@ -39,9 +39,10 @@ class Cluster:
         log.seek(0)
         raise RuntimeError(f"{name} did not start:\n{log.read().decode(errors='replace')}")
 
-    def start(self, nodes=2, segment_size="1G", lease_ms=None):
+    def start(self, nodes=2, segment_size="1G", lease_ms=None, master_args=()):
         argv = [os.path.join(BUILD, "bin", "mooncake-master"), "--rpc_address=127.0.0.1",
-                "--rpc_port=0", "--http_port=0", f"--state_dir={self.tmp}/master"]
+                "--rpc_port=0", "--http_port=0", f"--state_dir={self.tmp}/master",
+                *master_args]
         if lease_ms:
             argv.append(f"--lease_ttl_ms={lease_ms}")
         m = self._start("master", argv, r"ready: rpc on 127\.0\.0\.1:(\d+),")

@@ -59,8 +59,9 @@ def test_setup_forms_and_sizes(cluster):
     d = {"local_hostname": "localhost", "metadata_server": "http://127.0.0.1:8080/metadata",
          "global_segment_size": "16MB", "local_buffer_size": "16 MB", "protocol": "tcp",
          "rdma_devices": "", "master_server_addr": cluster.rpc}
-    with pytest.warns(RuntimeWarning):
-        assert s.setup(d) == 0
+    assert s.setup(d) == 0          # contributes 16 MB (test_contribute.py)
+    host, port = s.get_hostname().split(":")
+    assert host == "localhost" and 12300 <= int(port) <= 14300
     assert s.put("dict-form", b"v") == 0 and s.get("dict-form") == b"v"
     assert s.remove("dict-form", force=True) == 0
     assert s.close() == 0

@@ -21,7 +21,7 @@
 #include <openssl/hmac.h>
 
 #include "mooncake/error.h"
-#include "node/node-grant.h"
+#include "segsrv/node-grant.h"
 #include "util/clock.h"
 #include "util/grant.h"
 
@@ -212,7 +212,9 @@ static int stop_installing;
 
 static void *installer(void *arg)
 {
-	for (unsigned i = 0; !__atomic_load_n(&stop_installing, __ATOMIC_RELAXED); i++) {
+	/* keys[0] is current when this starts: keys[1] first, or the node would
+	 * hold keys[0] twice for a moment and a check with keys[1] fail */
+	for (unsigned i = 1; !__atomic_load_n(&stop_installing, __ATOMIC_RELAXED); i++) {
 		mc_node_grants_install(&NG, NSEG.id, &keys[i % 2]);
 		mc_node_grants_sync(&NG, mc_now_ms());
 	}

@@ -20,7 +20,7 @@
 
 #include "rpc/rpc-conn.h"
 #include "common/daemon-metrics.h"
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 #include "master/master-clients.h"
 #include "master/master-metrics.h"
 #include "master/master-rpc.h"

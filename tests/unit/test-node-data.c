@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "rpc/rpc-conn.h"
-#include "node/node-segment.h"
-#include "node/node-transport.h"
+#include "segsrv/node-segment.h"
+#include "segsrv/node-transport.h"
 #include "util/clock.h"
 #include "util/rand.h"
 #include "util/sock.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test-rpc-admit.c - connection admission of the RPC server
- * (daemon/common/rpc-admit.c through rpc-server.c, rpc-conn.c's client
+ * (lib/rpc/rpc-admit.c through rpc-server.c, rpc-conn.c's client
  * side), on 127.0.0.1 port 0 with small handlers that record what they are
  * given: the mutual handshake (right, wrong and missing secrets on either
  * side), binding to the client id and the tenant (an empty tenant becomes
@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 #include "rpc/rpc-conn.h"
 #include "util/sock.h"
 

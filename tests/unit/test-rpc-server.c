@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test-rpc-server.c - the binary RPC server (daemon/common/rpc-server.c) with
+/* test-rpc-server.c - the binary RPC server (lib/rpc/rpc-server.c) with
  * the real master handlers over an in-process mc_meta, on 127.0.0.1 port 0:
  * pipelined requests and echoed ids, every master op family, unknown
  * opcodes, malformed bodies, broken headers and random bytes (error or close,
@@ -23,7 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 #include "master/master-rpc.h"
 #include "master/oplog.h"
 #include "util/sock.h"

@@ -2,7 +2,7 @@
 /* node-data.c - see node-data.h. */
 #include <string.h>
 
-#include "node/node-data.h"
+#include "segsrv/node-data.h"
 #include "util/probes.h"
 
 _Static_assert(MC_PROTO_MAX_GRANT == MC_GRANT_MAX_LEN, "proto.def's grant limit is util/grant.h's");
@@ -98,7 +98,12 @@ static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *res
 	return MC_ERR_NOT_SUPPORTED;
 }
 
-#define h_data_disk_read mc_node_data_disk_read
+/* Served by the node's disk tier when it has one (mc_node_grants.disk_read). */
+static int h_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_grants *gr = ctx;
+	return gr->disk_read ? gr->disk_read(ctx, call, resp) : MC_ERR_NOT_SUPPORTED;
+}
 
 void mc_node_data_handlers(struct mc_rpc_handlers *h)
 {

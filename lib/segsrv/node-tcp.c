@@ -2,8 +2,8 @@
 /* node-tcp.c - the TCP data plane: node-data.c's handlers on rpc-server.c. */
 #include <stdlib.h>
 
-#include "node/node-data.h"
-#include "node/node-transport.h"
+#include "segsrv/node-data.h"
+#include "segsrv/node-transport.h"
 
 struct mc_node_transport {
 	struct mc_rpc_server *srv;

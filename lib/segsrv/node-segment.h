@@ -74,6 +74,16 @@ struct mc_node_segments {
 int mc_node_segments_open(const char *state_dir, const char *name, unsigned n, uint64_t size,
 			  struct mc_node_segments *ret, char *err, size_t errlen);
 
+/*
+ * One segment of size bytes of private anonymous memory named name, with a
+ * new random client id and segment id and no shm file (shm_path ""): the
+ * segment a client process contributes (segsrv.h).  It lives as long as
+ * the mapping, so it vanishes with the process, however it ends.  0 or
+ * MC_ERR_* with a message in err.
+ */
+int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_segments *ret,
+			       char *err, size_t errlen);
+
 /* Unmaps (the files stay).  unlink_files: also remove them (tests). */
 void mc_node_segments_close(struct mc_node_segments *s, bool unlink_files);
 

@@ -7,7 +7,7 @@
 
 #include <openssl/crypto.h>
 
-#include "common/tokens.h"
+#include "rpc/tokens.h"
 #include "mooncake/common.h"
 #include "mooncake/error.h"
 #include "util/syserr.h"

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "common/rpc-admit.h"
+#include "rpc/rpc-admit.h"
 #include "mooncake/error.h"
 #include "proto/msg-ids.h"
 
@@ -84,14 +84,10 @@ static void simple_log(struct mc_rpc_admit *a, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void simple_log(struct mc_rpc_admit *a, int level, const char *fmt, ...)
 {
-	char buf[400];
 	va_list ap;
-	if (!a->log)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	mc_vlogf(a->log, a->log_ctx, level, fmt, ap);
 	va_end(ap);
-	a->log(a->log_ctx, level, buf);
 }
 
 int mc_rpc_admit_new(const struct mc_rpc_admit_config *cfg, mc_log_fn log, void *log_ctx,

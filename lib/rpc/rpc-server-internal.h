@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "common/rpc-server.h"
+#include "rpc/rpc-server.h"
 
 #define DEFAULT_MAX_OUT (4u << 20)
 #define READ_BUDGET     (1u << 20)	/* bytes read per readable event before yielding */

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/rpc-server-internal.h"
+#include "rpc/rpc-server-internal.h"
 
 /* The series of an op (MC_OPI_*), -1 for none. */
 static int op_series(const struct mc_rpc_server *s, unsigned index)

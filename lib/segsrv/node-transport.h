@@ -4,7 +4,7 @@
  *
  * A transport serves reads and writes of segment ranges to remote clients.
  * TCP (node-tcp.c) is the binary protocol of lib/proto served by
- * daemon/common/rpc-server.c: DATA_WRITE lands its attachment straight in
+ * lib/rpc/rpc-server.c: DATA_WRITE lands its attachment straight in
  * segment memory, DATA_READ answers from segment memory, DATA_STAT lists
  * the segments.  RDMA (node-rdma.c) serves the same TCP data plane plus an
  * rdma_cm listener and one memory region per segment, which clients READ
@@ -19,10 +19,9 @@
 #include <stdint.h>
 
 #include "mooncake/types.h"
-#include "node/node-grant.h"
-#include "node/node-segment.h"
-#include "common/daemon-metrics.h"
-#include "common/rpc-server.h"
+#include "segsrv/node-grant.h"
+#include "segsrv/node-segment.h"
+#include "rpc/rpc-server.h"
 
 struct mc_node_transport;
 
@@ -32,10 +31,10 @@ struct mc_node_transport_config {
 	unsigned workers;
 	const struct mc_node_segments *segs;	/* immutable while the transport runs */
 	struct mc_node_grants *grants;		/* over segs: checks every access */
-	mc_log_fn log;			/* reports (common/log.h); NULL: none */
+	mc_log_fn log;			/* reports (util/logfn.h); NULL: none */
 	void *log_ctx;
 	const struct mc_op_metrics *metrics;	/* the per-op families (node-metrics.h); NULL: none */
-	struct mc_rpc_admit_config admit;	/* the cluster secret, caps (common/rpc-admit.h) */
+	struct mc_rpc_admit_config admit;	/* the cluster secret, caps (rpc/rpc-admit.h) */
 	/* RDMA only (the node's options of the same names) */
 	const char *rdma_device;	/* "auto" or a device name */
 	int rdma_gid_index;		/* < 0: bind to address; else that GID's IPv4 */

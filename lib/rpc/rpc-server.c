@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/rpc-server-internal.h"
+#include "rpc/rpc-server-internal.h"
 #include "util/sock.h"
 #include "util/syserr.h"
 
@@ -71,14 +71,10 @@ static char TAG_EV, TAG_LISTEN, TAG_UNIX, TAG_WAKE;
 
 void rpcs_log(struct mc_rpc_server *s, int level, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
-	if (!s->cfg.log)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	mc_vlogf(s->cfg.log, s->cfg.log_ctx, level, fmt, ap);
 	va_end(ap);
-	s->cfg.log(s->cfg.log_ctx, level, buf);
 }
 
 /* Stops watching a listener for ms after accept() ran out of resources. */
@@ -425,4 +421,17 @@ void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats 
 	ret->parked = __atomic_load_n(&s->parked, __ATOMIC_RELAXED);
 	ret->parked_total = __atomic_load_n(&s->parked_total, __ATOMIC_RELAXED);
 	mc_rpc_admit_get_stats(s->admit, &ret->admit);
+}
+
+void mc_op_metrics_attach(const struct mc_op_metrics *m, struct mc_rpc_server_config *c)
+{
+	if (!m)
+		return;
+	c->op_requests = m->requests;
+	c->op_errors = m->errors;
+	if (m->transfer)
+		c->op_transfer = m->duration;
+	else
+		c->op_duration = m->duration;
+	c->op_series = m->series;
 }

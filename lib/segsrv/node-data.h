@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node-data.h - the handlers of the node's data plane (HELLO, DATA_WRITE,
- * DATA_READ, DATA_STAT, DATA_RDMA_INFO) for daemon/common/rpc-server.c, over a set of
+ * DATA_READ, DATA_STAT, DATA_RDMA_INFO) for lib/rpc/rpc-server.c, over a set of
  * segments that does not change while they run (no lock: concurrent
  * transfers to disjoint ranges are independent; ranges are the master's to
  * keep disjoint).
@@ -17,9 +17,9 @@
 #ifndef MC_NODE_DATA_H
 #define MC_NODE_DATA_H
 
-#include "common/rpc-server.h"
-#include "node/node-grant.h"
-#include "node/node-segment.h"
+#include "rpc/rpc-server.h"
+#include "segsrv/node-grant.h"
+#include "segsrv/node-segment.h"
 
 /* The segment of [off, off + len) if grant allows mode on it and the range
  * is inside it (the checks above), else the error. */
@@ -29,8 +29,5 @@ int mc_node_data_check(struct mc_node_grants *gr, uint8_t mode, struct mc_uuid i
 /* DATA_RDMA_INFO answers MC_ERR_NOT_SUPPORTED here (node-rdma.c replaces
  * that handler when it serves RDMA).  Fills h; the server's ctx must be the struct mc_node_grants * (its segs). */
 void mc_node_data_handlers(struct mc_rpc_handlers *h);
-
-/* DATA_DISK_READ (node-disk-read.c; ctx: the struct mc_node_grants *). */
-int mc_node_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp);
 
 #endif

@@ -62,7 +62,7 @@
  *  adopted (on loopback the kernel copies anyway, and it needs error-queue
  *  completion handling).
  *
- * Admission (common/rpc-admit.h: the handshake, binding each connection to
+ * Admission (rpc/rpc-admit.h: the handshake, binding each connection to
  * its client id and tenant, connection caps, idle timeouts, back-off when
  * out of descriptors) comes before any of this: a connection's frames are
  * read only once its handshake is over, and each decoded request is
@@ -77,8 +77,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "common/log.h"
-#include "common/rpc-admit.h"
+#include "util/logfn.h"
+#include "rpc/rpc-admit.h"
 #include "proto/msg.h"
 #include "util/metrics.h"
 
@@ -126,7 +126,7 @@ struct mc_rpc_handlers {
 	mc_rpc_attach_fn attach[MC_OP_COUNT];
 };
 
-/* Reports go through the daemons' one log callback type (common/log.h). */
+/* Reports go through the daemons' one log callback type (util/logfn.h). */
 enum mc_rpc_log_level { MC_RPC_LOG_ERR = MC_LOG_ERR, MC_RPC_LOG_WARNING = MC_LOG_WARNING,
 			MC_RPC_LOG_INFO = MC_LOG_INFO, MC_RPC_LOG_DEBUG = MC_LOG_DEBUG };
 
@@ -217,5 +217,15 @@ struct mc_rpc_stats {
 	struct mc_rpc_admit_stats admit;    /* refusals (rpc-admit.h) */
 };
 void mc_rpc_server_get_stats(const struct mc_rpc_server *s, struct mc_rpc_stats *ret);
+
+/* The per-op metric families of a server (daemon-metrics.h registers them). */
+struct mc_op_metrics {
+	struct mc_metric *requests, *errors, *duration;
+	bool transfer;
+	int16_t series[MC_OP_COUNT];	/* MC_OPI_* -> series, < 0: not served */
+};
+
+/* Points an RPC server's op_* fields at them (m may be NULL: none). */
+void mc_op_metrics_attach(const struct mc_op_metrics *m, struct mc_rpc_server_config *c);
 
 #endif

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "mooncake/error.h"
-#include "node/node-grant.h"
+#include "segsrv/node-grant.h"
 #include "util/clock.h"
 
 int mc_node_grants_init(struct mc_node_grants *g, const struct mc_node_segments *segs)

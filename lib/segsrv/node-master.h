@@ -16,10 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "node/node-grant.h"
-#include "node/node-offload.h"
-#include "node/node-segment.h"
+#include "segsrv/node-grant.h"
+#include "segsrv/node-segment.h"
 #include "rpc/rpc-conn.h"
+#include "util/logfn.h"
 
 struct mc_node_master;
 
@@ -32,10 +32,15 @@ struct mc_node_master_config {
 	struct mc_node_grants *grants;	/* gets the segments' keys and the master's clock */
 	const struct mc_rpc_cred *cred;	/* the cluster secret and this node's client id
 					   (bound to the link in the handshake); NULL: none */
-	struct mc_node_offload *offload;	/* with a disk tier: NODE_POLL after each
-					   PING (node-offload.h), every 250 ms; NULL: none */
+	/* Called after each successful PING while mounted, every 250 ms
+	 * instead of every second (the node's NODE_POLL with a disk tier,
+	 * node-offload.h); its error is the link's (it reconnects).  NULL: none. */
+	int (*poll)(void *poll_ctx, struct mc_rpc_conn *conn, struct mc_arena *a);
+	void *poll_ctx;
 	void (*on_mounted)(void *ctx);	/* first successful mount (READY=1) */
 	void *ctx;
+	mc_log_fn log;			/* mounts, losses, unmounts; NULL: none */
+	void *log_ctx;
 };
 
 int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node_master **ret);
@@ -44,10 +49,6 @@ struct mc_node_master_stats {
 	uint64_t heartbeat_failures;	/* of which failed (transport or status) */
 	uint64_t mounts;		/* successful mounts and remounts of all segments */
 	bool mounted;			/* the segments are mounted at the master now */
-	uint64_t offload_commands;	/* OFFLOAD commands received (NODE_POLL) */
-	uint64_t offload_copied;	/* ... whose range is on the disk tier now */
-	uint64_t offload_failed;
-	uint64_t disk_gone;		/* disk keys reported lost to the master (queued) */
 };
 /* Any thread, any time between start and stop. */
 void mc_node_master_get_stats(struct mc_node_master *m, struct mc_node_master_stats *ret);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/rpc-server-internal.h"
+#include "rpc/rpc-server-internal.h"
 
 static void defer_count(struct worker *w, uint64_t ticket, int delta)
 {

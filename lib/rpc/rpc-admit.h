@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * rpc-admit.h - who may talk to an RPC server (common/rpc-server.h), and
+ * rpc-admit.h - who may talk to an RPC server (rpc/rpc-server.h), and
  * how many at once: the connection admission side of the server.
  *
  *  - Peers.  With a cluster secret, any peer that proves it in the
@@ -36,8 +36,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "common/log.h"
-#include "common/tokens.h"
+#include "util/logfn.h"
+#include "rpc/tokens.h"
 #include "proto/handshake.h"
 #include "proto/msg.h"
 

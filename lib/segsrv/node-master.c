@@ -7,15 +7,13 @@
 #include <time.h>
 
 #include "rpc/rpc-conn.h"
-#include "common/log.h"
-#include "node/node-master.h"
-#include "node/node-offload.h"
+#include "segsrv/node-master.h"
+#include "util/clock.h"
 
 #define RPC_TIMEOUT_MS 2000
 #define UNMOUNT_TIMEOUT_MS 1000
 #define PING_MS 1000
 #define POLL_MS 250		/* PING and NODE_POLL, with a disk tier */
-#define POLL_ROUNDS 16		/* NODE_POLLs per tick at most, while commands come */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
 
@@ -31,9 +29,11 @@ struct mc_node_master {
 	uint64_t heartbeats, heartbeat_failures, mounts;
 	bool mounted;
 	struct mc_rpc_conn *conn;	/* the thread's only */
-	struct mc_node_offload *off;	/* cfg.offload (not ours); NULL: no disk tier */
 	struct mc_arena arena;
 };
+
+/* One line to the owner's log callback (the library never logs itself). */
+#define report(m, level, ...) mc_logf((m)->cfg.log, (m)->cfg.log_ctx, (level), __VA_ARGS__)
 
 static void fill_segment(const struct mc_node_master *m, unsigned i, struct mc_msg_segment *d)
 {
@@ -53,12 +53,7 @@ static void fill_segment(const struct mc_node_master *m, unsigned i, struct mc_m
 /* Sleeps ms or until stopped; true when stopped. */
 static bool wait_ms(struct mc_node_master *m, unsigned ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L)
-		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	struct timespec ts = mc_deadline_ts(ms);
 	pthread_mutex_lock(&m->lock);
 	while (!m->stop && pthread_cond_timedwait(&m->cond, &m->lock, &ts) != ETIMEDOUT)
 		;
@@ -90,7 +85,7 @@ static int mount_all(struct mc_node_master *m)
 			mc_node_grants_sync(m->cfg.grants, p.mount_segment_resp.master_ms);
 		mc_arena_reset(&m->arena);
 		if (r < 0) {
-			log_warning("mount of segment %s at %s: %s", m->cfg.segs->seg[i].name,
+			report(m, MC_LOG_WARNING, "mount of segment %s at %s: %s", m->cfg.segs->seg[i].name,
 				    m->cfg.master, mc_error_name(r));
 			return r;
 		}
@@ -126,7 +121,7 @@ static void set_mounted(struct mc_node_master *m, bool v)
 
 static void mounted(struct mc_node_master *m, const char *how)
 {
-	log_notice("%s %u segment(s) at %s", how, m->cfg.segs->n, m->cfg.master);
+	report(m, MC_LOG_NOTICE, "%s %u segment(s) at %s", how, m->cfg.segs->n, m->cfg.master);
 	set_mounted(m, true);
 	__atomic_add_fetch(&m->mounts, 1, __ATOMIC_RELAXED);
 	if (!m->mounted_once) {
@@ -151,7 +146,7 @@ static void *link_main(void *arg)
 				mounted(m, "mounted");
 			} else {
 				if (!warned)
-					log_warning("master %s unreachable (%s): retrying",
+					report(m, MC_LOG_WARNING, "master %s unreachable (%s): retrying",
 						    m->cfg.master, mc_error_name(r));
 				warned = true;
 				m->conn = mc_rpc_conn_close(m->conn);
@@ -161,7 +156,7 @@ static void *link_main(void *arg)
 				continue;
 			}
 		}
-		if (wait_ms(m, m->off ? POLL_MS : PING_MS))
+		if (wait_ms(m, m->cfg.poll ? POLL_MS : PING_MS))
 			break;
 		struct mc_msg_ping_req q = { .client_id = m->cfg.segs->client_id };
 		struct mc_msg_ping_resp p;
@@ -178,14 +173,14 @@ static void *link_main(void *arg)
 			if (r == 0)
 				mounted(m, "remounted");
 			else
-				log_warning("remount at %s: %s", m->cfg.master, mc_error_name(r));
+				report(m, MC_LOG_WARNING, "remount at %s: %s", m->cfg.master, mc_error_name(r));
 		}
-		if (r == 0 && m->off && __atomic_load_n(&m->mounted, __ATOMIC_RELAXED) &&
-		    (r = mc_node_offload_run(m->off, m->conn, &m->arena, POLL_ROUNDS)) < 0)
-			log_warning("NODE_POLL at %s: %s", m->cfg.master, mc_error_name(r));
+		if (r == 0 && m->cfg.poll && __atomic_load_n(&m->mounted, __ATOMIC_RELAXED) &&
+		    (r = m->cfg.poll(m->cfg.poll_ctx, m->conn, &m->arena)) < 0)
+			report(m, MC_LOG_WARNING, "poll at %s: %s", m->cfg.master, mc_error_name(r));
 		if (!mc_rpc_conn_ok(m->conn)) {
 			set_mounted(m, false);
-			log_warning("lost the master %s (%s): reconnecting", m->cfg.master,
+			report(m, MC_LOG_WARNING, "lost the master %s (%s): reconnecting", m->cfg.master,
 				    mc_error_name(r));
 			m->conn = mc_rpc_conn_close(m->conn);
 			warned = true;
@@ -207,7 +202,6 @@ int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node
 	pthread_cond_init(&m->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	mc_arena_init(&m->arena);
-	m->off = cfg->offload;
 	int r = pthread_create(&m->thread, NULL, link_main, m);
 	if (r) {
 		mc_arena_free(&m->arena);
@@ -224,14 +218,6 @@ void mc_node_master_get_stats(struct mc_node_master *m, struct mc_node_master_st
 	ret->heartbeat_failures = __atomic_load_n(&m->heartbeat_failures, __ATOMIC_RELAXED);
 	ret->mounts = __atomic_load_n(&m->mounts, __ATOMIC_RELAXED);
 	ret->mounted = __atomic_load_n(&m->mounted, __ATOMIC_RELAXED);
-	if (m->off) {
-		struct mc_node_offload_stats os;
-		mc_node_offload_get_stats(m->off, &os);
-		ret->offload_commands = os.commands;
-		ret->offload_copied = os.copied;
-		ret->offload_failed = os.failed;
-		ret->disk_gone = os.gone;
-	}
 }
 
 void mc_node_master_stop(struct mc_node_master *m, bool unmount)
@@ -258,7 +244,7 @@ void mc_node_master_stop(struct mc_node_master *m, bool unmount)
 				done++;
 			mc_arena_reset(&m->arena);
 		}
-		log_notice("unmounted %u of %u segment(s) at %s", done, m->cfg.segs->n,
+		report(m, MC_LOG_NOTICE, "unmounted %u of %u segment(s) at %s", done, m->cfg.segs->n,
 			   m->cfg.master);
 	}
 	m->conn = mc_rpc_conn_close(m->conn);

@@ -23,8 +23,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "node/node-segment.h"
+#include "segsrv/node-segment.h"
 #include "util/grant.h"
+
+struct mc_disk;
+struct mc_rpc_call;
 
 struct mc_node_grant_keys {
 	struct mc_grant_key cur, prev;
@@ -37,8 +40,11 @@ struct mc_node_grants {
 	struct mc_node_grant_keys *keys;	/* one per segment, as segs->seg[] */
 	int64_t offset_ms;			/* master clock - node clock */
 	uint64_t refused[MC_GRANT_REFUSAL_COUNT];	/* atomic */
-	struct mc_disk *disk;			/* the disk tier DATA_DISK_READ serves
-						 * (node-disk-read.c); NULL: none */
+	/* DATA_DISK_READ, served by the node's disk tier (node-disk-read.c,
+	 * ctx: these grants): set before the data plane starts; NULL: the op
+	 * answers NOT_SUPPORTED (a client's contributed segment has no disk). */
+	struct mc_disk *disk;
+	int (*disk_read)(void *ctx, const struct mc_rpc_call *call, void *resp);
 };
 
 /* segs must outlive g and not change.  0 or MC_ERR_NO_MEMORY. */
