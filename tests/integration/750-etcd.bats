@@ -114,15 +114,6 @@ failover() {
 	FAILOVER_MS=$((($(date +%s%N) - FAILOVER_T0) / 1000000))
 }
 
-wait_readable() {
-	local i
-	for i in $(seq 1 100); do
-		get_compare "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	get_compare "$1"
-}
-
 wait_put_ok() {
 	local i
 	for i in $(seq 1 200); do
