@@ -267,6 +267,10 @@ static int node_new(const struct node_config *c, struct node **ret)
 	*ret = n;
 	return 0;
 fail:
+	/* a segment file this start created holds nothing yet: do not leave it */
+	for (unsigned i = 0; i < n->segs.n; i++)
+		if (!n->segs.seg[i].reused)
+			unlink(n->segs.seg[i].shm_path);
 	node_free(n, false);
 	return r;
 }

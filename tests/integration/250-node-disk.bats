@@ -47,9 +47,13 @@ node_http() { sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$MC_DI
 	[[ "$output" == *"storage_backend"* ]]
 }
 
-@test "a disk_size the file system cannot hold is a clear error at start" {
+@test "a disk_size the file system cannot hold is a clear error at start; the segment file it created is gone" {
 	run ! "$NODE" --master="$MASTER_ADDR" --data_port=0 --http_port=0 --segment_size=1M \
 		--state_dir="$BATS_TEST_TMPDIR/big" --disk_size=64T
 	[[ "$output" == *"cannot open the disk tier (offset backend)"* ]]
 	[[ "$output" == *"not enough free space for disk_size"* ]]
+	local f
+	f=$(sed -n 's/.*bytes, \(\/[^ ]*\) (new).*/\1/p' <<<"$output")
+	[ -n "$f" ]
+	[ ! -e "$f" ]
 }
