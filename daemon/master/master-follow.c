@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "master/master-follow.h"
 #include "master/oplog.h"
+#include "util/logfn.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
 #include "util/clock.h"
@@ -34,19 +34,7 @@ struct mc_master_follow {
 	int last_err;
 };
 
-static void flog(const struct mc_master_follow *f, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void flog(const struct mc_master_follow *f, int level, const char *fmt, ...)
-{
-	char msg[768];
-	va_list ap;
-	if (!f->cfg.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	f->cfg.log(NULL, level, msg);
-}
+#define flog(f, level, ...) mc_logf((f)->cfg.log, NULL, (level), __VA_ARGS__)
 
 /* A failure logged once per kind, then every 10 s. */
 static void flog_fail(struct mc_master_follow *f, int r, const char *what, const char *why)

@@ -62,19 +62,15 @@
 #include "mooncake/error.h"
 #include "util/clock.h"
 #include "util/hash.h"
+#include "util/logfn.h"
 #include "util/macro.h"
 
 void oploge_log(const struct elog *l, int level, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
-
-	if (!l->cfg.log)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	mc_vlogf(l->cfg.log, l->cfg.ctx, level, fmt, ap);
 	va_end(ap);
-	l->cfg.log(l->cfg.ctx, level, msg);
 }
 
 size_t oploge_key(const struct elog *l, char *key, const char *name)
