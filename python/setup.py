@@ -36,7 +36,7 @@ elif os.path.isdir(os.path.join(top, "include", "mooncake")):
 ext = Extension(
     "mooncake.store",
     sources=[os.path.join("src", f) for f in
-             ("store.c", "store-query.c", "store-zcopy.c", "config.c", "buffer.c")],
+             ("store.c", "store-get.c", "store-query.c", "store-zcopy.c", "config.c", "buffer.c")],
     include_dirs=include_dirs,
     library_dirs=library_dirs,
     runtime_library_dirs=rpath,

@@ -261,10 +261,25 @@ MC_API int mc_put_from(struct mc_client *c, const void *key, size_t klen, const 
  */
 MC_API int mc_get(struct mc_client *c, const void *key, size_t klen, void **buf, size_t *len);
 
+/*
+ * Memory for a read whose size the caller does not know in advance (a
+ * binding that reads straight into its own object, say): called once the
+ * master has told the object's size (>= 1), on the calling thread, with i
+ * the item's index (0 for a single get); returns size writable bytes, or
+ * NULL (that item fails with NO_MEMORY).  The memory stays the caller's:
+ * the library never frees it, even when the read then fails; a get redone
+ * under a fresh lease (its first read outlived the lease) may call it again
+ * for the same item, and then no longer uses the earlier memory.
+ */
+typedef void *mc_alloc_fn(void *ctx, size_t i, uint64_t size);
+
 struct mc_get_opts {
 	size_t sz;		/* sizeof(struct mc_get_opts) */
 	mc_progress_fn *progress; /* called per chunk read, or NULL */
 	void *progress_ctx;
+	mc_alloc_fn *alloc;	/* mc_get_with: *buf comes from alloc (the caller frees it as
+				   it knows how), or NULL: malloc'd (mc_buf_free) */
+	void *alloc_ctx;
 };
 
 /* mc_get() with options (NULL: the defaults, i.e. mc_get()). */
@@ -403,6 +418,16 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *keys,
 			     const size_t *klens, void *const *bufs, const size_t *caps,
 			     size_t *lens, int *status);
+/*
+ * mc_batch_get_into() for objects of sizes the caller does not know: one
+ * BATCH_GET_REPLICA_LIST per request of keys, then alloc(ctx, i, size) for
+ * each object found and its read into that memory; bufs[i] (may be NULL)
+ * and lens[i] get the memory and the size when status[i] == 0.  As with
+ * mc_get_with, memory alloc returned stays the caller's whatever the status.
+ */
+MC_API int mc_batch_get_alloc(struct mc_client *c, size_t n, const void *const *keys,
+			      const size_t *klens, mc_alloc_fn *alloc, void *ctx, void **bufs,
+			      size_t *lens, int *status);
 /* exists[i] is meaningful when status[i] == 0. */
 MC_API int mc_batch_exist(struct mc_client *c, size_t n, const void *const *keys,
 			  const size_t *klens, bool *exists, int *status);

@@ -68,6 +68,17 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 
 #define GET_OPTS_MIN_SZ (offsetof(struct mc_get_opts, progress_ctx) + sizeof(void *))
 
+/* The memory of a get the caller did not size: o->alloc's (the caller's),
+ * or malloc's (then also *mine: freed here unless handed to the caller). */
+static void *get_alloc(const struct mc_get_opts *o, uint64_t size, void **mine)
+{
+	if (size > SIZE_MAX)
+		return NULL;
+	if (o->alloc)
+		return o->alloc(o->alloc_ctx, 0, size);
+	return *mine = malloc(size ? size : 1);
+}
+
 /* A get from the descriptor cache (client-cache.c): 0, or < 0 when the key
  * is not cached or the read did not succeed (then the master is asked). */
 static int get_cached(struct mc_client *c, const void *key, size_t klen, void *buf, size_t cap,
@@ -79,7 +90,7 @@ static int get_cached(struct mc_client *c, const void *key, size_t klen, void *b
 		return MC_ERR_OBJECT_NOT_FOUND;
 	if (buf && e.size > cap)
 		return MC_ERR_BUFFER_OVERFLOW;
-	if (!buf && (e.size > SIZE_MAX || !(buf = mine = malloc(e.size ? e.size : 1))))
+	if (!buf && !(buf = get_alloc(o, e.size, &mine)))
 		return MC_ERR_NO_MEMORY;
 	struct mc_progress pg = { .fn = o->progress, .ctx = o->progress_ctx, .total = e.size };
 	int r = mc_read_object(c, e.reps, e.nrep, e.size, e.has_checksum, e.checksum,
@@ -91,11 +102,11 @@ static int get_cached(struct mc_client *c, const void *key, size_t klen, void *b
 	}
 	*ret_len = e.size;
 	if (ret_buf)
-		*ret_buf = mine;
+		*ret_buf = buf;
 	return 0;
 }
 
-/* buf NULL: allocate (*ret_buf).  opts may be NULL. */
+/* buf NULL: allocate (*ret_buf; opts->alloc or malloc).  opts may be NULL. */
 static int get(struct mc_client *c, const void *key, size_t klen, void *buf, size_t cap,
 	       void **ret_buf, size_t *ret_len, const struct mc_get_opts *opts)
 {
@@ -112,7 +123,7 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 						 .key = MC_BYTES(key, klen) };
 	struct mc_msg_get_replica_list_resp p;
 	struct mc_conn *cn = NULL;
-	void *mine = NULL;
+	void *mine = NULL, *given = buf;
 	int r;
 	if (get_cached(c, key, klen, buf, cap, ret_buf, ret_len, &o) == 0)
 		return 0;
@@ -126,8 +137,7 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 		if (r == 0) {
 			if (buf && p.size > cap)
 				r = MC_ERR_BUFFER_OVERFLOW;
-			else if (!buf && (p.size > SIZE_MAX ||
-					  !(buf = mine = malloc(p.size ? p.size : 1))))
+			else if (!buf && !(buf = get_alloc(&o, p.size, &mine)))
 				r = MC_ERR_NO_MEMORY;
 		}
 		if (r == 0) {
@@ -138,7 +148,7 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 		}
 		if (r != MC_ERR_LEASE_EXPIRED || attempt == 1)
 			break;
-		if (mine) {   /* the key may hold another object by now: size again */
+		if (!given) {   /* the key may hold another object by now: size again */
 			free(mine);
 			mine = buf = NULL;
 		}
@@ -146,7 +156,7 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 	if (r == 0) {
 		*ret_len = p.size;
 		if (ret_buf)
-			{ *ret_buf = mine; mine = NULL; }
+			{ *ret_buf = buf; mine = NULL; }
 		mc_dcache_put(c->dcache, key, klen, &p, t0);
 	}
 	mc_pool_put(&c->mpool, cn);

@@ -10,6 +10,7 @@
  *   client-put.c    put, put_from
  *   client-get.c    get, get_into
  *   client-batch.c  the batch forms
+ *   client-batch-alloc.c  mc_batch_get_alloc (batch gets into the caller's memory)
  *   client-cache.c  the descriptor cache of hot reads (cache_descriptors)
  */
 #ifndef MC_CLIENT_INTERNAL_H

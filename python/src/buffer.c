@@ -6,6 +6,8 @@
  * their share of the store's staging space (local_buffer_size) until it
  * goes.
  */
+#include <stdlib.h>
+
 #include "pymc.h"
 
 typedef struct {
@@ -19,7 +21,7 @@ PyObject *pymc_buffer_new(struct pymc_store *s, void *data, size_t len)
 {
 	buffer *b = PyObject_New(buffer, &pymc_buffer_type);
 	if (!b) {
-		mc_buf_free(data);
+		free(data);
 		pymc_unstage(s, len);
 		return NULL;
 	}
@@ -33,7 +35,7 @@ PyObject *pymc_buffer_new(struct pymc_store *s, void *data, size_t len)
 static void buffer_dealloc(PyObject *self)
 {
 	buffer *b = (buffer *)self;
-	mc_buf_free(b->data);
+	free(b->data);
 	pymc_unstage(b->store, b->len);
 	Py_DECREF(b->store);
 	PyObject_Free(self);

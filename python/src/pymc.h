@@ -4,7 +4,8 @@
  * files share.
  *
  *   store.c        the module, MooncakeDistributedStore (setup, lifecycle,
- *                  the copying calls)
+ *                  the copying puts)
+ *   store-get.c    the copying reads (into bytes objects and BufferHandles)
  *   store-query.c  queries (is_exist, batch_query_prefix, sizes, replica
  *                  descriptors) and removal
  *   store-zcopy.c  the zero-copy calls (registered buffers, put_from,
@@ -66,7 +67,7 @@ int pymc_config_init_module(PyObject *m);
 
 extern PyTypeObject pymc_buffer_type;	/* BufferHandle */
 struct pymc_store;
-/* A BufferHandle owning data (mc_buf_free'd with it) and the store's staging
+/* A BufferHandle owning data (malloc'd: free'd with it) and the store's staging
  * reservation of len bytes (given back with it). */
 PyObject *pymc_buffer_new(struct pymc_store *s, void *data, size_t len);
 
@@ -135,6 +136,58 @@ bool pymc_registered(struct pymc_store *s, uintptr_t ptr, size_t len);
 		pthread_rwlock_unlock(&(s)->lock);                \
 		Py_END_ALLOW_THREADS                              \
 	} while (0)
+
+/* PYMC_NOGIL with the thread state kept in ts (an lvalue), for a stmt whose
+ * callbacks take the GIL back for a moment (pymc_reads_alloc). */
+#define PYMC_NOGIL_TS(s, c, ts, ...)                              \
+	do {                                                      \
+		(ts) = PyEval_SaveThread();                       \
+		pthread_rwlock_rdlock(&(s)->lock);                \
+		struct mc_client *c = (s)->c;                     \
+		__VA_ARGS__;                                      \
+		pthread_rwlock_unlock(&(s)->lock);                \
+		PyEval_RestoreThread(ts);                         \
+	} while (0)
+
+/* ---- store-get.c ------------------------------------------------------- */
+
+/*
+ * Reads of n objects into memory of ours, made when libmooncake knows each
+ * size (pymc_reads_alloc, an mc_alloc_fn): bytes objects (made with the GIL
+ * taken back for the moment) or malloc'd memory; with stage, each takes
+ * its size of the staging space while rd holds it.  Item i: st[i] (0 or an
+ * error), lens[i], mem[i] (a PyObject * or the malloc'd memory; take it
+ * with pymc_reads_take).  pymc_reads_free (with the GIL) gives back what
+ * was not taken.
+ */
+struct pymc_reads {
+	struct pymc_store *s;
+	PyThreadState *ts;	/* while the GIL is released */
+	bool bytes, stage;
+	size_t n;
+	void **mem;
+	uint64_t *staged;
+	size_t *lens;
+	int *st;
+	void *mem1;		/* the arrays of a single read */
+	uint64_t staged1;
+	size_t len1;
+	int st1;
+};
+/* -1 with an exception (no memory). */
+int pymc_reads_init(struct pymc_reads *rd, struct pymc_store *s, size_t n, bool bytes,
+		    bool stage);
+void *pymc_reads_alloc(void *ctx, size_t i, uint64_t size);
+void *pymc_reads_take(struct pymc_reads *rd, size_t i);
+void pymc_reads_free(struct pymc_reads *rd);
+/* The n = k->n objects in one mc_batch_get_alloc (the GIL released): the
+ * call's result (every st[i] is set). */
+int pymc_reads_batch(struct pymc_reads *rd, const struct pymc_keys *k);
+
+PyObject *pymc_store_get(PyObject *self, PyObject *arg);
+PyObject *pymc_store_get_batch(PyObject *self, PyObject *arg);
+PyObject *pymc_store_get_buffer(PyObject *self, PyObject *arg);
+PyObject *pymc_store_batch_get_buffer(PyObject *self, PyObject *arg);
 
 /* store-zcopy.c: the zero-copy methods, appended to the store's table. */
 extern PyMethodDef pymc_zcopy_methods[];

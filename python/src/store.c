@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.c - the module `mooncake.store` and MooncakeDistributedStore: setup
- * and lifecycle, the copying calls (put, put_parts, put_batch, get,
- * get_batch, get_buffer, batch_get_buffer, the upserts) and the helpers
- * the other files share.  Conventions: pymc.h.
+ * and lifecycle, the copying puts (put, put_parts, put_batch, the upserts)
+ * and the helpers the other files share (the reads: store-get.c).  Conventions: pymc.h.
  *
  * setup() takes the original's seven positional arguments and keywords,
  * or one dict (values converted with str(), as the original):
@@ -592,152 +591,6 @@ static PyObject *store_upsert_batch(PyObject *self, PyObject *args, PyObject *kw
 	return put_batch((struct pymc_store *)self, args, kw, true);
 }
 
-/* ---- gets -------------------------------------------------------------------------- */
-
-/* One object into memory the library allocates, its size staged. */
-static int get_staged(struct pymc_store *s, const char *k, size_t kl, void **buf, size_t *len)
-{
-	int r;
-	if (s->staging_cap == 0)
-		return MC_ERR_INVALID_PARAMS;
-	PYMC_NOGIL(s, c, r = c ? mc_get(c, k, kl, buf, len) : NOT_SET_UP);
-	if (r == 0 && (r = pymc_stage(s, *len)) < 0)
-		mc_buf_free(*buf);
-	return r;
-}
-
-/*
- * get() reads into a buffer of its thread, kept between calls (up to
- * SCRATCH_MAX bytes), then copies into the bytes object: a fresh buffer per
- * call would pay the first touch of every page each time.  A larger
- * object, or the first of a thread, goes through mc_get's own buffer.
- */
-#define SCRATCH_MAX (64u << 20)
-
-struct scratch {
-	void *p;
-	size_t cap;
-};
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_free(void *v)
-{
-	struct scratch *sc = v;
-	free(sc->p);
-	free(sc);
-}
-
-static void scratch_init(void)
-{
-	pthread_key_create(&scratch_key, scratch_free);
-}
-
-static struct scratch *scratch_of_thread(void)
-{
-	pthread_once(&scratch_once, scratch_init);
-	struct scratch *sc = pthread_getspecific(scratch_key);
-	if (!sc && (sc = calloc(1, sizeof(*sc))) && pthread_setspecific(scratch_key, sc) != 0) {
-		free(sc);
-		sc = NULL;
-	}
-	return sc;
-}
-
-static PyObject *get_bytes(struct pymc_store *s, const void *k, size_t kl)
-{
-	struct scratch *sc = scratch_of_thread();
-	void *heap = NULL;
-	size_t len = 0;
-	int r;
-	if (s->staging_cap == 0 || !sc)
-		return PyBytes_FromStringAndSize("", 0);
-	PYMC_NOGIL(s, c, {
-		if (!c) {
-			r = NOT_SET_UP;
-		} else {
-			r = sc->p ? mc_get_into(c, k, kl, sc->p, sc->cap, &len) : MC_ERR_BUFFER_OVERFLOW;
-			if (r == MC_ERR_BUFFER_OVERFLOW)
-				r = mc_get(c, k, kl, &heap, &len);
-		}
-	});
-	if (r < 0 || pymc_stage(s, len) < 0) {
-		mc_buf_free(heap);
-		return PyBytes_FromStringAndSize("", 0);	/* a miss or an error: b"" */
-	}
-	PyObject *o = PyBytes_FromStringAndSize(heap ? heap : sc->p, (Py_ssize_t)len);
-	pymc_unstage(s, len);
-	mc_buf_free(heap);
-	if (heap && len > sc->cap && len <= SCRATCH_MAX) {
-		void *n = malloc(len);
-		if (n) {
-			free(sc->p);
-			sc->p = n;
-			sc->cap = len;
-		}
-	}
-	return o;
-}
-
-static PyObject *store_get(PyObject *self, PyObject *arg)
-{
-	const char *k;
-	size_t kl;
-	if (pymc_key_of(arg, &k, &kl) < 0)
-		return NULL;
-	return get_bytes((struct pymc_store *)self, k, kl);
-}
-
-static PyObject *store_get_buffer(PyObject *self, PyObject *arg)
-{
-	struct pymc_store *s = (struct pymc_store *)self;
-	const char *k;
-	size_t kl, len = 0;
-	void *buf = NULL;
-	if (pymc_key_of(arg, &k, &kl) < 0)
-		return NULL;
-	if (get_staged(s, k, kl, &buf, &len) < 0)
-		Py_RETURN_NONE;
-	return pymc_buffer_new(s, buf, len);
-}
-
-static PyObject *get_many(PyObject *self, PyObject *arg, bool handles)
-{
-	struct pymc_store *s = (struct pymc_store *)self;
-	struct pymc_keys k;
-	if (pymc_keys_of(arg, &k) < 0)
-		return NULL;
-	PyObject *l = PyList_New((Py_ssize_t)k.n);
-	for (size_t i = 0; l && i < k.n; i++) {
-		PyObject *o;
-		void *buf = NULL;
-		size_t len = 0;
-		if (!handles)
-			o = get_bytes(s, k.p[i], k.len[i]);
-		else if (get_staged(s, k.p[i], k.len[i], &buf, &len) < 0)
-			o = Py_NewRef(Py_None);
-		else
-			o = pymc_buffer_new(s, buf, len);
-		if (!o)
-			Py_CLEAR(l);
-		else
-			PyList_SET_ITEM(l, (Py_ssize_t)i, o);
-	}
-	pymc_keys_free(&k);
-	return l;
-}
-
-static PyObject *store_get_batch(PyObject *self, PyObject *arg)
-{
-	return get_many(self, arg, false);
-}
-
-static PyObject *store_batch_get_buffer(PyObject *self, PyObject *arg)
-{
-	return get_many(self, arg, true);
-}
-
 /* ---- the method table, the type, the module ---------------------------------------------- */
 
 #define KW (METH_VARARGS | METH_KEYWORDS)
@@ -760,10 +613,10 @@ static PyMethodDef store_methods[] = {
 	  "upsert_parts(key, *parts, config=None) -> int" },
 	{ "upsert_batch", (PyCFunction)(void (*)(void))store_upsert_batch, KW,
 	  "upsert_batch(keys, values, config=None) -> int" },
-	{ "get", store_get, METH_O, "get(key) -> bytes (b\"\" when missing)" },
-	{ "get_batch", store_get_batch, METH_O, "get_batch(keys) -> list of bytes" },
-	{ "get_buffer", store_get_buffer, METH_O, "get_buffer(key) -> BufferHandle or None" },
-	{ "batch_get_buffer", store_batch_get_buffer, METH_O,
+	{ "get", pymc_store_get, METH_O, "get(key) -> bytes (b\"\" when missing)" },
+	{ "get_batch", pymc_store_get_batch, METH_O, "get_batch(keys) -> list of bytes" },
+	{ "get_buffer", pymc_store_get_buffer, METH_O, "get_buffer(key) -> BufferHandle or None" },
+	{ "batch_get_buffer", pymc_store_batch_get_buffer, METH_O,
 	  "batch_get_buffer(keys) -> list of BufferHandle or None" },
 	{ NULL }
 };
