@@ -13,7 +13,9 @@
  * get_into_ranges writes only inside registered buffers (a range past the
  * end of its buffer, or past the end of its object, is INVALID_PARAMS for
  * that range).  The multi-buffer forms gather (or scatter) through one
- * staging copy per object: an object is one contiguous value here.
+ * staging copy per object: an object is one contiguous value here.  The
+ * reads of several objects (batch_get_into, the multi-buffer form,
+ * get_into_ranges) take one master round trip per batch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +352,43 @@ out:
 	return l;
 }
 
+/* A key list of the items of k marked in want (pointers into k). */
+static int keys_subset(const struct pymc_keys *k, const bool *want, struct pymc_keys *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->p = calloc(k->n ? k->n : 1, sizeof(*ret->p));
+	ret->len = calloc(k->n ? k->n : 1, sizeof(*ret->len));
+	if (!ret->p || !ret->len) {
+		pymc_keys_free(ret);
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (size_t i = 0; i < k->n; i++)
+		if (want[i]) {
+			ret->p[ret->n] = k->p[i];
+			ret->len[ret->n++] = k->len[i];
+		}
+	return 0;
+}
+
+/* The objects of the keys marked in want, read in one batch (memory of ours,
+ * not staged: the caller's buffers are the destination). */
+static int read_subset(struct pymc_store *s, const struct pymc_keys *k, const bool *want,
+		       struct pymc_reads *rd)
+{
+	struct pymc_keys sub;
+	if (keys_subset(k, want, &sub) < 0)
+		return -1;
+	if (pymc_reads_init(rd, s, sub.n, false, false) < 0) {
+		pymc_keys_free(&sub);
+		return -1;
+	}
+	if (sub.n)
+		pymc_reads_batch(rd, &sub);
+	pymc_keys_free(&sub);
+	return 0;
+}
+
 static PyObject *store_batch_get_into_multi_buffers(PyObject *self, PyObject *args,
 						    PyObject *kw)
 {
@@ -359,43 +398,61 @@ static PyObject *store_batch_get_into_multi_buffers(PyObject *self, PyObject *ar
 	PyObject *keys, *aptrs, *asizes, *lp = NULL, *lz = NULL, *l = NULL;
 	int same = 0;
 	struct pymc_keys k;
+	struct pymc_reads rd = { 0 };
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|p", names, &keys, &aptrs, &asizes, &same) ||
 	    pymc_keys_of(keys, &k) < 0)
 		return NULL;
-	size_t n = k.n;
+	size_t n = k.n, got = 0;
 	int64_t *res = calloc(n ? n : 1, sizeof(*res));
+	uint64_t **p = calloc(n ? n : 1, sizeof(*p)), **z = calloc(n ? n : 1, sizeof(*z));
+	size_t *m = calloc(n ? n : 1, sizeof(*m));
+	bool *want = calloc(n ? n : 1, sizeof(*want));
 	if (!(lp = PySequence_List(aptrs)) || !(lz = PySequence_List(asizes)))
 		goto out;
-	if (!res) {
+	if (!res || !p || !z || !m || !want) {
 		PyErr_NoMemory();
 		goto out;
 	}
 	bool shape = (size_t)PyList_GET_SIZE(lp) == n && (size_t)PyList_GET_SIZE(lz) == n;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t *p = NULL, *z = NULL;
-		size_t m = (size_t)-1, cap = 0, len = 0;
-		void *buf = NULL;
-		int r = MC_ERR_INVALID_PARAMS;
-		if (shape && parts_of(PyList_GET_ITEM(lp, i), PyList_GET_ITEM(lz, i), &p, &z, &m) < 0)
+	for (; got < n; got++) {
+		m[got] = (size_t)-1;
+		if (shape && parts_of(PyList_GET_ITEM(lp, got), PyList_GET_ITEM(lz, got), &p[got],
+				      &z[got], &m[got]) < 0)
 			goto out;
-		for (size_t j = 0; m != (size_t)-1 && j < m; j++)
-			cap += z[j];
-		if (m != (size_t)-1) {
-			PYMC_NOGIL(s, c, r = c ? mc_get(c, k.p[i], k.len[i], &buf, &len) : NOT_SET_UP);
-			if (r == 0 && len > cap)
-				r = MC_ERR_BUFFER_OVERFLOW;
-			for (size_t j = 0, off = 0; r == 0 && j < m && off < len; off += z[j], j++)
-				memcpy((void *)(uintptr_t)p[j], (char *)buf + off,
-				       z[j] < len - off ? z[j] : len - off);
-			mc_buf_free(buf);
+		want[got] = m[got] != (size_t)-1;
+	}
+	/* All the objects in one batch, then each scattered over its parts. */
+	if (read_subset(s, &k, want, &rd) < 0)
+		goto out;
+	for (size_t i = 0, q = 0; i < n; i++) {
+		if (!want[i]) {
+			res[i] = MC_ERR_INVALID_PARAMS;
+			continue;
 		}
+		size_t cap = 0, len = rd.lens[q];
+		int r = rd.st[q];
+		const char *buf = rd.mem[q++];
+		for (size_t j = 0; j < m[i]; j++)
+			cap += z[i][j];
+		if (r == 0 && len > cap)
+			r = MC_ERR_BUFFER_OVERFLOW;
+		for (size_t j = 0, off = 0; r == 0 && j < m[i] && off < len; off += z[i][j], j++)
+			memcpy((void *)(uintptr_t)p[i][j], buf + off,
+			       z[i][j] < len - off ? z[i][j] : len - off);
 		res[i] = r < 0 ? r : (int64_t)len;
-		free(p);
-		free(z);
 	}
 	l = pymc_int_list(res, n);
 out:
+	pymc_reads_free(&rd);
+	for (size_t i = 0; i < got; i++) {
+		free(p[i]);
+		free(z[i]);
+	}
 	free(res);
+	free(p);
+	free(z);
+	free(m);
+	free(want);
 	Py_XDECREF(lp);
 	Py_XDECREF(lz);
 	pymc_keys_free(&k);
@@ -404,13 +461,91 @@ out:
 
 /* ---- get_into_ranges ------------------------------------------------------------- */
 
+/* One key of get_into_ranges: its ranges (nd of them), or bad (mismatched lists). */
+struct ranges {
+	uint64_t *d, *sr, *z;
+	size_t nd;
+	bool bad;
+};
+
+/* Buffer i's keys and ranges into k and rg (k->n entries); -1 with an exception. */
+static int ranges_of(PyObject *keys, PyObject *dst, PyObject *src, PyObject *sz,
+		     struct pymc_keys *k, struct ranges **rg)
+{
+	PyObject *di = PySequence_List(dst), *si = PySequence_List(src), *zi = PySequence_List(sz);
+	int ret = -1;
+	*rg = NULL;
+	if (!di || !si || !zi || pymc_keys_of(keys, k) < 0)
+		goto out;
+	bool kshape = (size_t)PyList_GET_SIZE(di) == k->n && (size_t)PyList_GET_SIZE(si) == k->n &&
+		      (size_t)PyList_GET_SIZE(zi) == k->n;
+	if (!(*rg = calloc(k->n ? k->n : 1, sizeof(**rg)))) {
+		PyErr_NoMemory();
+		pymc_keys_free(k);
+		goto out;
+	}
+	ret = 0;
+	for (size_t j = 0; j < k->n; j++) {
+		struct ranges *e = &(*rg)[j];
+		size_t ns = 0, nz = 0;
+		if (kshape && (pymc_u64s_of(PyList_GET_ITEM(di, j), &e->d, &e->nd) < 0 ||
+			       pymc_u64s_of(PyList_GET_ITEM(si, j), &e->sr, &ns) < 0 ||
+			       pymc_u64s_of(PyList_GET_ITEM(zi, j), &e->z, &nz) < 0)) {
+			ret = -1;
+			break;
+		}
+		e->bad = !kshape || e->nd != ns || e->nd != nz;
+	}
+out:
+	Py_XDECREF(di);
+	Py_XDECREF(si);
+	Py_XDECREF(zi);
+	return ret;
+}
+
+static void ranges_free(struct ranges *rg, size_t n)
+{
+	for (size_t j = 0; rg && j < n; j++) {
+		free(rg[j].d);
+		free(rg[j].sr);
+		free(rg[j].z);
+	}
+	free(rg);
+}
+
+/* The result list of one key's ranges from its object (buf, len, r). */
+static PyObject *ranges_result(struct pymc_store *s, uint64_t base, const struct ranges *e,
+			       int r, const char *buf, size_t len)
+{
+	if (e->bad)
+		return pymc_int_list_fill(MC_ERR_INVALID_PARAMS, 1);
+	int64_t *res = calloc(e->nd ? e->nd : 1, sizeof(*res));
+	if (!res)
+		return PyErr_NoMemory();
+	for (size_t q = 0; q < e->nd; q++) {
+		if (r < 0)
+			res[q] = r;
+		else if (e->sr[q] > len || e->z[q] > len - e->sr[q] ||
+			 e->d[q] > UINT64_MAX - base || !pymc_registered(s, base + e->d[q], e->z[q]))
+			res[q] = MC_ERR_INVALID_PARAMS;
+		else {
+			memcpy((void *)(uintptr_t)(base + e->d[q]), buf + e->sr[q], e->z[q]);
+			res[q] = (int64_t)e->z[q];
+		}
+	}
+	PyObject *l = pymc_int_list(res, e->nd);
+	free(res);
+	return l;
+}
+
 /*
  * get_into_ranges(buffer_ptrs, all_keys, all_dst_offsets, all_src_offsets,
  * all_sizes): for buffer i, key j of all_keys[i], range r: the bytes
  * [src, src+size) of the object into buffer i at dst.  Returns
  * result[i][j][r] = size or an error; a key whose three range lists differ
- * in length gets one error (or none when all are empty... as the
- * original: a list of its ranges' results).
+ * in length gets one error (as the original: a list of its ranges'
+ * results).  Every object with a range is read in one batch (one master
+ * round trip per request of keys), then the ranges are copied out of it.
  */
 static PyObject *store_get_into_ranges(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -419,7 +554,7 @@ static PyObject *store_get_into_ranges(PyObject *self, PyObject *args, PyObject 
 				 "all_sizes", NULL };
 	PyObject *ptrs, *akeys, *adst, *asrc, *asz;
 	uint64_t *bp = NULL;
-	size_t nb;
+	size_t nb, got = 0;
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO", names, &ptrs, &akeys, &adst, &asrc,
 					 &asz) ||
 	    pymc_u64s_of(ptrs, &bp, &nb) < 0)
@@ -427,8 +562,16 @@ static PyObject *store_get_into_ranges(PyObject *self, PyObject *args, PyObject 
 	PyObject *lk = PySequence_List(akeys), *ld = PySequence_List(adst),
 		 *ls = PySequence_List(asrc), *lz = PySequence_List(asz);
 	PyObject *out = NULL;
+	struct pymc_keys *k = calloc(nb ? nb : 1, sizeof(*k)), all = { 0 };
+	struct ranges **rg = calloc(nb ? nb : 1, sizeof(*rg));
+	struct pymc_reads rd = { 0 };
+	bool *want = NULL;
 	if (!lk || !ld || !ls || !lz)
 		goto done;
+	if (!k || !rg) {
+		PyErr_NoMemory();
+		goto done;
+	}
 	bool shape = (size_t)PyList_GET_SIZE(lk) == nb && (size_t)PyList_GET_SIZE(ld) == nb &&
 		     (size_t)PyList_GET_SIZE(ls) == nb && (size_t)PyList_GET_SIZE(lz) == nb;
 	if (!shape) {
@@ -441,82 +584,64 @@ static PyObject *store_get_into_ranges(PyObject *self, PyObject *args, PyObject 
 		}
 		goto done;
 	}
+	/* Every key of every buffer, parsed; those with ranges read in one batch. */
+	size_t total = 0;
+	for (; got < nb; got++) {
+		if (ranges_of(PyList_GET_ITEM(lk, got), PyList_GET_ITEM(ld, got),
+			      PyList_GET_ITEM(ls, got), PyList_GET_ITEM(lz, got), &k[got],
+			      &rg[got]) < 0) {
+			ranges_free(rg[got], k[got].n);
+			pymc_keys_free(&k[got]);
+			goto done;
+		}
+		total += k[got].n;
+	}
+	all.p = calloc(total ? total : 1, sizeof(*all.p));
+	all.len = calloc(total ? total : 1, sizeof(*all.len));
+	want = calloc(total ? total : 1, sizeof(*want));
+	if (!all.p || !all.len || !want) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	for (size_t i = 0; i < nb; i++)
+		for (size_t j = 0; j < k[i].n; j++, all.n++) {
+			all.p[all.n] = k[i].p[j];
+			all.len[all.n] = k[i].len[j];
+			want[all.n] = !rg[i][j].bad && rg[i][j].nd > 0;
+		}
+	if (read_subset(s, &all, want, &rd) < 0)
+		goto done;
 	out = PyList_New((Py_ssize_t)nb);
-	for (size_t i = 0; out && i < nb; i++) {
-		struct pymc_keys k;
-		PyObject *di = PySequence_List(PyList_GET_ITEM(ld, i)),
-			 *si = PySequence_List(PyList_GET_ITEM(ls, i)),
-			 *zi = PySequence_List(PyList_GET_ITEM(lz, i));
-		PyObject *per = NULL;
-		if (di && si && zi && pymc_keys_of(PyList_GET_ITEM(lk, i), &k) == 0) {
-			per = PyList_New((Py_ssize_t)k.n);
-			bool kshape = (size_t)PyList_GET_SIZE(di) == k.n &&
-				      (size_t)PyList_GET_SIZE(si) == k.n &&
-				      (size_t)PyList_GET_SIZE(zi) == k.n;
-			for (size_t j = 0; per && j < k.n; j++) {
-				uint64_t *d = NULL, *sr = NULL, *z = NULL;
-				size_t nd = 0, ns = 0, nz = 0;
-				PyObject *rl = NULL;
-				if (kshape &&
-				    (pymc_u64s_of(PyList_GET_ITEM(di, j), &d, &nd) < 0 ||
-				     pymc_u64s_of(PyList_GET_ITEM(si, j), &sr, &ns) < 0 ||
-				     pymc_u64s_of(PyList_GET_ITEM(zi, j), &z, &nz) < 0)) {
-					free(d);
-					free(sr);
-					Py_CLEAR(per);
-					break;
-				}
-				int64_t *res = calloc(nd ? nd : 1, sizeof(*res));
-				if (!kshape || nd != ns || nd != nz) {
-					rl = pymc_int_list_fill(MC_ERR_INVALID_PARAMS, 1);
-				} else if (!res) {
-					PyErr_NoMemory();
-				} else if (nd) {
-					void *buf = NULL;
-					size_t len = 0;
-					int r;
-					PYMC_NOGIL(s, c, r = c ? mc_get(c, k.p[j], k.len[j], &buf, &len) :
-								 NOT_SET_UP);
-					for (size_t q = 0; q < nd; q++) {
-						if (r < 0)
-							res[q] = r;
-						else if (sr[q] > len || z[q] > len - sr[q] ||
-							 d[q] > UINT64_MAX - bp[i] ||
-							 !pymc_registered(s, bp[i] + d[q], z[q]))
-							res[q] = MC_ERR_INVALID_PARAMS;
-						else {
-							memcpy((void *)(uintptr_t)(bp[i] + d[q]),
-							       (char *)buf + sr[q], z[q]);
-							res[q] = (int64_t)z[q];
-						}
-					}
-					mc_buf_free(buf);
-					rl = pymc_int_list(res, nd);
-				} else {
-					rl = PyList_New(0);
-				}
-				free(res);
-				free(d);
-				free(sr);
-				free(z);
-				if (!rl) {
-					Py_CLEAR(per);
-					break;
-				}
+	for (size_t i = 0, a = 0, q = 0; out && i < nb; i++) {
+		PyObject *per = PyList_New((Py_ssize_t)k[i].n);
+		for (size_t j = 0; per && j < k[i].n; j++, a++) {
+			const struct ranges *e = &rg[i][j];
+			PyObject *rl = want[a] ? ranges_result(s, bp[i], e, rd.st[q], rd.mem[q],
+							       rd.lens[q]) :
+				       e->bad ? pymc_int_list_fill(MC_ERR_INVALID_PARAMS, 1) :
+						PyList_New(0);
+			q += want[a];
+			if (!rl)
+				Py_CLEAR(per);
+			else
 				PyList_SET_ITEM(per, (Py_ssize_t)j, rl);
-			}
-			pymc_keys_free(&k);
 		}
-		Py_XDECREF(di);
-		Py_XDECREF(si);
-		Py_XDECREF(zi);
-		if (!per) {
+		if (!per)
 			Py_CLEAR(out);
-			break;
-		}
-		PyList_SET_ITEM(out, (Py_ssize_t)i, per);
+		else
+			PyList_SET_ITEM(out, (Py_ssize_t)i, per);
 	}
 done:
+	pymc_reads_free(&rd);
+	for (size_t i = 0; i < got; i++) {
+		ranges_free(rg[i], k[i].n);
+		pymc_keys_free(&k[i]);
+	}
+	free(k);
+	free(rg);
+	free(all.p);
+	free(all.len);
+	free(want);
 	free(bp);
 	Py_XDECREF(lk);
 	Py_XDECREF(ld);

@@ -22,6 +22,7 @@ class Cluster:
         self.tmp = tmp
         self.procs = []
         self.rpc = None
+        self.http = None
 
     def _start(self, name, argv, pattern, timeout=60.0):
         log = open(os.path.join(self.tmp, name + ".log"), "w+b")
@@ -45,14 +46,23 @@ class Cluster:
                 *master_args]
         if lease_ms:
             argv.append(f"--lease_ttl_ms={lease_ms}")
-        m = self._start("master", argv, r"ready: rpc on 127\.0\.0\.1:(\d+),")
+        m = self._start("master", argv, r"ready: rpc on 127\.0\.0\.1:(\d+), http on [^,]*:(\d+),")
         self.rpc = f"127.0.0.1:{m.group(1)}"
+        self.http = f"127.0.0.1:{m.group(2)}"
         for i in range(nodes):
             self._start(f"node{i}", [
                 os.path.join(BUILD, "bin", "mooncake-node"), f"--master={self.rpc}",
                 "--data_address=127.0.0.1", "--data_port=0", "--http_port=0",
                 f"--segment_size={segment_size}", "--segments=1",
                 f"--state_dir={self.tmp}/node{i}", f"--name=py{i}"], r"mounted")
+
+    def rpc_count(self, op):
+        """The master's count of requests of op answered (its /metrics)."""
+        import urllib.request
+        with urllib.request.urlopen(f"http://{self.http}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        m = re.search(r'^mooncake_master_rpc_requests_total\{op="%s"\} (\d+)' % op, text, re.M)
+        return int(m.group(1)) if m else 0
 
     def stop(self):
         for name, p, log in reversed(self.procs):
