@@ -932,6 +932,102 @@ static void test_threads(void **state)
 	mc_client_free(shm);
 }
 
+/* ---- reads into the caller's memory (mc_get_opts.alloc, mc_batch_get_alloc) ------ */
+
+struct allocs {
+	unsigned calls;
+	size_t idx[8];
+	uint64_t size[8];
+	void *mem[8];
+	bool fail;
+};
+
+static void *alloc_cb(void *ctx, size_t i, uint64_t size)
+{
+	struct allocs *a = ctx;
+	if (a->fail || a->calls == 8)
+		return NULL;
+	a->idx[a->calls] = i;
+	a->size[a->calls] = size;
+	return a->mem[a->calls++] = malloc(size);
+}
+
+static void allocs_free(struct allocs *a)
+{
+	for (unsigned i = 0; i < a->calls; i++)
+		free(a->mem[i]);
+	memset(a, 0, sizeof(*a));
+}
+
+static void test_get_alloc(void **state)
+{
+	NEED_NODE();
+	static const size_t sz[3] = { 1000, 300000, 5 };
+	for (int shm = 0; shm < 2; shm++) {
+		struct mc_client *c = client(NULL, shm);
+		uint8_t *v[3];
+		const void *keys[5];
+		size_t klens[5], lens[5];
+		char names[3][32];
+		for (int i = 0; i < 3; i++) {
+			v[i] = malloc(sz[i]);
+			fill(v[i], sz[i], 41 + (uint64_t)(shm * 3 + i));
+			klens[i] = (size_t)snprintf(names[i], 32, "alloc-%d-%d", shm, i);
+			assert_int_equal(mc_put(c, names[i], klens[i], v[i], sz[i], NULL), 0);
+		}
+		/* a single get: alloc called once with the size, *buf is its memory */
+		struct allocs a = { 0 };
+		struct mc_get_opts o = { .sz = sizeof(o), .alloc = alloc_cb, .alloc_ctx = &a };
+		void *buf = NULL;
+		size_t len = 0;
+		assert_int_equal(mc_get_with(c, names[1], klens[1], &o, &buf, &len), 0);
+		assert_int_equal(a.calls, 1);
+		assert_int_equal(a.size[0], sz[1]);
+		assert_ptr_equal(buf, a.mem[0]);
+		assert_int_equal(len, sz[1]);
+		assert_memory_equal(buf, v[1], sz[1]);
+		allocs_free(&a);
+		/* a miss does not allocate; a refused allocation is NO_MEMORY */
+		assert_int_equal(mc_get_with(c, "alloc-none", 10, &o, &buf, &len),
+				 MC_ERR_OBJECT_NOT_FOUND);
+		assert_int_equal(a.calls, 0);
+		a.fail = true;
+		assert_int_equal(mc_get_with(c, names[0], klens[0], &o, &buf, &len),
+				 MC_ERR_NO_MEMORY);
+		a.fail = false;
+		/* a batch: hits, a miss and an invalid key; alloc per hit, by index */
+		keys[0] = names[0], keys[1] = "alloc-none", keys[2] = names[1], keys[3] = "";
+		keys[4] = names[2];
+		size_t kl[5] = { klens[0], 10, klens[1], 0, klens[2] };
+		void *bufs[5] = { 0 };
+		int st[5];
+		assert_int_equal(mc_batch_get_alloc(c, 5, keys, kl, alloc_cb, &a, bufs, lens, st), 0);
+		assert_int_equal(st[0], 0);
+		assert_int_equal(st[1], MC_ERR_OBJECT_NOT_FOUND);
+		assert_int_equal(st[2], 0);
+		assert_int_equal(st[3], MC_ERR_INVALID_PARAMS);
+		assert_int_equal(st[4], 0);
+		assert_int_equal(a.calls, 3);
+		static const size_t want_idx[3] = { 0, 2, 4 };
+		for (int j = 0; j < 3; j++) {
+			size_t i = want_idx[j];
+			assert_int_equal(a.idx[j], i);
+			assert_int_equal(a.size[j], sz[j]);
+			assert_ptr_equal(bufs[i], a.mem[j]);
+			assert_int_equal(lens[i], sz[j]);
+			assert_memory_equal(bufs[i], v[j], sz[j]);
+		}
+		allocs_free(&a);
+		assert_int_equal(mc_batch_get_alloc(c, 1, keys, kl, NULL, &a, bufs, lens, st),
+				 MC_ERR_INVALID_PARAMS);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(mc_remove(c, names[i], klens[i], true), 0);
+			free(v[i]);
+		}
+		mc_client_free(c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -950,6 +1046,7 @@ int main(void)
 		cmocka_unit_test(test_batch_parallel),
 		cmocka_unit_test(test_descriptor_cache),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_get_alloc),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("client", tests, group_setup, group_teardown);
