@@ -58,6 +58,9 @@ struct mc_node_segment {
 	bool reused;			/* the shm file existed (data kept) */
 	char name[128];			/* "<node name>-<index>" */
 	char shm_path[256];
+	bool client_file;		/* a contributed segment's file (below): fd held open
+					   with a shared flock, the file removed at close */
+	int fd;
 };
 
 struct mc_node_segments {
@@ -76,15 +79,34 @@ int mc_node_segments_open(const char *state_dir, const char *name, unsigned n, u
 
 /*
  * One segment of size bytes of private anonymous memory named name, with a
- * new random client id and segment id and no shm file (shm_path ""): the
- * segment a client process contributes (segsrv.h).  It lives as long as
+ * new random client id and segment id and no shm file (shm_path ""): a
+ * client's contributed segment when shm_dir has no room (below).  It lives as long as
  * the mapping, so it vanishes with the process, however it ends.  0 or
  * MC_ERR_* with a message in err.
  */
 int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_segments *ret,
 			       char *err, size_t errlen);
 
-/* Unmaps (the files stay).  unlink_files: also remove them (tests). */
+/*
+ * The segment a client process contributes (segsrv.h): size bytes named
+ * name, with a new random client id and segment id, in a file
+ * "<shm_dir>/mooncake-clients/mooncake-<segment id hex>" mapped MAP_SHARED,
+ * so that co-located clients map it as they map a node's (client/shm.c:
+ * the same name check, the same mode MC_NODE_SHM_MODE and the same trust
+ * in the file's group).  The file is sparse (not fallocated: a client may
+ * ask for gigabytes and use little; the free space of shm_dir is checked
+ * first).  It is removed at close; the process holds a shared flock on it
+ * meanwhile, so that one killed before (kill -9) leaves a file that the
+ * next contributor's open finds unlocked and removes (the directory is
+ * sticky, as /tmp: only the files of the same user go).  When shm_dir
+ * has no room or cannot take the file, the segment is private anonymous
+ * memory as mc_node_segments_open_anon (then readers use TCP).
+ */
+int mc_node_segments_open_client(const char *name, uint64_t size, struct mc_node_segments *ret,
+				 char *err, size_t errlen);
+
+/* Unmaps (the files stay, but for a client's: client_file).  unlink_files:
+ * also remove them (tests). */
 void mc_node_segments_close(struct mc_node_segments *s, bool unlink_files);
 
 /* The segment with this id, NULL if none. */

@@ -111,8 +111,8 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 		s->secret_len = cfg->secret_len;
 	}
 	/* Named after the endpoint when unnamed: the port is not known yet. */
-	if ((r = mc_node_segments_open_anon(cfg->name ? cfg->name : "", cfg->size, &s->segs, err,
-					    sizeof(err))) < 0)
+	if ((r = mc_node_segments_open_client(cfg->name ? cfg->name : "", cfg->size, &s->segs,
+					      err, sizeof(err))) < 0)
 		goto fail;
 	if ((r = mc_node_grants_init(&s->grants, &s->segs)) < 0)
 		goto fail;

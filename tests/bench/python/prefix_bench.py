@@ -3,9 +3,11 @@
 """prefix_bench MASTER: the longest cached prefix of a 256-key chain, asked
 as engines' connectors ask it today (batch_is_exist over the chain, then the
 first miss found in Python) and in one call (batch_query_prefix), with the
-whole chain cached and with only its first 32 keys cached.  Prints
-"prefix <case> <way> <us> us" and "prefix ratio <case> <x>" (is_exist time
-over query_prefix time)."""
+whole chain cached and with only its first 128, 32, 1 and 0 keys cached
+(the keys at those positions removed in turn).  Also the floor of either: one
+master round trip (is_exist of one key).  Prints "prefix <case> <way> <us>
+us", "prefix ratio <case> <x>" (is_exist time over query_prefix time) and
+"prefix rtt is_exist1 <us> us"."""
 import sys
 import time
 import warnings
@@ -36,7 +38,10 @@ def main():
     assert s.setup("localhost", "P2PHANDSHAKE", 0, 64 << 20, "tcp", "", sys.argv[1]) == 0
     keys = [f"prefix-bench-{i:04d}-" + "h" * 40 for i in range(N)]
     assert s.put_batch(keys, [b"x"] * N) == 0
-    for case, hole in (("full", None), ("first32", 32)):
+    rtt, _ = timed(lambda: s.is_exist(keys[0]))
+    print(f"prefix rtt is_exist1 {rtt:.1f} us")
+    for case, hole in (("full", None), ("first128", 128), ("first32", 32), ("first1", 1),
+                       ("first0", 0)):
         if hole is not None:
             assert s.remove(keys[hole], force=True) == 0
         a, na = timed(lambda: first_miss(s.batch_is_exist(keys)))
