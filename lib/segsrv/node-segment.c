@@ -373,8 +373,14 @@ static int map_client_file(struct mc_node_segment *g)
 	char dir[200], hex[MC_UUID_STR_LEN], tmp[256];
 	struct statvfs vs;
 	snprintf(dir, sizeof(dir), "%s/" CLIENT_DIR, shm_dir);
+	struct stat ds;
 	if (mkdir(dir, 01777) == 0)
 		chmod(dir, 01777);   /* whatever the umask: every user's contributors */
+	/* Only a sticky directory of root's or ours: in any other, someone else
+	 * could swap the file for one of theirs under co-located readers. */
+	if (lstat(dir, &ds) < 0 || !S_ISDIR(ds.st_mode) || !(ds.st_mode & S_ISVTX) ||
+	    (ds.st_uid != 0 && ds.st_uid != geteuid()))
+		return -1;
 	sweep_client_files(dir);
 	if (statvfs(dir, &vs) < 0 || (uint64_t)vs.f_bavail * vs.f_frsize < g->size)
 		return -1;
