@@ -295,37 +295,64 @@ fail:
 	return r;
 }
 
-int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_segments *ret,
-			       char *err, size_t errlen)
+/* One segment of size bytes named name, with new random ids, not mapped. */
+static int one_new(const char *name, uint64_t size, struct mc_node_segments *s, char *err,
+		   size_t errlen)
 {
-	struct mc_node_segments s = { .n = 1 };
-	if (mc_uuid_random(&s.client_id) < 0) {
+	*s = (struct mc_node_segments){ .n = 1 };
+	if (mc_uuid_random(&s->client_id) < 0) {
 		snprintf(err, errlen, "getrandom: %s", strerror(errno));
 		return MC_ERR_INTERNAL_ERROR;
 	}
-	if (!(s.seg = calloc(1, sizeof(*s.seg))))
+	if (!(s->seg = calloc(1, sizeof(*s->seg))))
 		return snprintf(err, errlen, "out of memory"), MC_ERR_NO_MEMORY;
-	struct mc_node_segment *g = &s.seg[0];
+	struct mc_node_segment *g = &s->seg[0];
 	g->size = size;
 	snprintf(g->name, sizeof(g->name), "%.120s", name);
 	if (mc_uuid_random(&g->id) < 0) {
 		snprintf(err, errlen, "getrandom: %s", strerror(errno));
-		free(s.seg);
+		free(s->seg);
 		return MC_ERR_INTERNAL_ERROR;
 	}
+	return 0;
+}
+
+static int map_anon(struct mc_node_segment *g, char *err, size_t errlen)
+{
 	/* Not populated: a client asked for gigabytes (the original's tests ask
 	 * 3200 MB) touches only what objects use; pages fault in on first write. */
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		int e = errno;
-		snprintf(err, errlen, "cannot map %llu bytes: %s", (unsigned long long)size,
+		snprintf(err, errlen, "cannot map %llu bytes: %s", (unsigned long long)g->size,
 			 strerror(e));
-		free(s.seg);
 		return mc_err_from_errno(e);
 	}
 	g->base = p;
-	*ret = s;
 	return 0;
+}
+
+static int map_client_file(struct mc_node_segment *g);
+
+/* One new segment: in a client's shm file when file and it can be, else
+ * private anonymous memory. */
+static int open_one(const char *name, uint64_t size, bool file, struct mc_node_segments *ret,
+		    char *err, size_t errlen)
+{
+	struct mc_node_segments s;
+	int r = one_new(name, size, &s, err, errlen);
+	if (r == 0 && (!file || size > SIZE_MAX || map_client_file(&s.seg[0]) < 0) &&
+	    (r = map_anon(&s.seg[0], err, errlen)) < 0)
+		free(s.seg);
+	if (r == 0)
+		*ret = s;
+	return r;
+}
+
+int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_segments *ret,
+			       char *err, size_t errlen)
+{
+	return open_one(name, size, false, ret, err, errlen);
 }
 
 /* ---- a client's contributed segment ---------------------------------------------- */
@@ -392,8 +419,10 @@ static int map_client_file(struct mc_node_segment *g)
 	    (int)sizeof(g->shm_path))
 		return -1;
 	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		*g->shm_path = 0;
 		return -1;
+	}
 	void *p = MAP_FAILED;
 	if (fchmod(fd, MC_NODE_SHM_MODE) == 0 && ftruncate(fd, (off_t)g->size) == 0 &&
 	    flock(fd, LOCK_SH) == 0 && rename(tmp, g->shm_path) == 0) {
@@ -417,27 +446,7 @@ static int map_client_file(struct mc_node_segment *g)
 int mc_node_segments_open_client(const char *name, uint64_t size, struct mc_node_segments *ret,
 				 char *err, size_t errlen)
 {
-	struct mc_node_segments s = { .n = 1 };
-	if (mc_uuid_random(&s.client_id) < 0) {
-		snprintf(err, errlen, "getrandom: %s", strerror(errno));
-		return MC_ERR_INTERNAL_ERROR;
-	}
-	if (!(s.seg = calloc(1, sizeof(*s.seg))))
-		return snprintf(err, errlen, "out of memory"), MC_ERR_NO_MEMORY;
-	struct mc_node_segment *g = &s.seg[0];
-	g->size = size;
-	snprintf(g->name, sizeof(g->name), "%.120s", name);
-	if (mc_uuid_random(&g->id) < 0) {
-		snprintf(err, errlen, "getrandom: %s", strerror(errno));
-		free(s.seg);
-		return MC_ERR_INTERNAL_ERROR;
-	}
-	if (size > SIZE_MAX || map_client_file(g) < 0) {
-		free(s.seg);
-		return mc_node_segments_open_anon(name, size, ret, err, errlen);
-	}
-	*ret = s;
-	return 0;
+	return open_one(name, size, true, ret, err, errlen);
 }
 
 void mc_node_segments_close(struct mc_node_segments *s, bool unlink_files)

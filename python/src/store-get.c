@@ -152,7 +152,8 @@ static PyObject *bytes_of(struct pymc_reads *rd, size_t i)
 	return o ? o : PyBytes_FromStringAndSize("", 0);
 }
 
-PyObject *pymc_store_get(PyObject *self, PyObject *arg)
+/* get (a bytes object, b"" on a miss) or get_buffer (a BufferHandle or None). */
+static PyObject *get_one(PyObject *self, PyObject *arg, bool bytes)
 {
 	struct pymc_store *s = (struct pymc_store *)self;
 	struct pymc_reads rd;
@@ -160,30 +161,23 @@ PyObject *pymc_store_get(PyObject *self, PyObject *arg)
 	size_t kl;
 	if (pymc_key_of(arg, &k, &kl) < 0)
 		return NULL;
-	if (s->staging_cap == 0)
-		return PyBytes_FromStringAndSize("", 0);
-	pymc_reads_init(&rd, s, 1, true, true);
-	read_one(&rd, k, kl);
-	PyObject *o = bytes_of(&rd, 0);
+	pymc_reads_init(&rd, s, 1, bytes, true);
+	rd.st[0] = MC_ERR_INVALID_PARAMS;   /* local_buffer_size 0: every copying call fails */
+	if (s->staging_cap)
+		read_one(&rd, k, kl);
+	PyObject *o = bytes ? bytes_of(&rd, 0) : handle_of(&rd, 0);
 	pymc_reads_free(&rd);
 	return o;
 }
 
+PyObject *pymc_store_get(PyObject *self, PyObject *arg)
+{
+	return get_one(self, arg, true);
+}
+
 PyObject *pymc_store_get_buffer(PyObject *self, PyObject *arg)
 {
-	struct pymc_store *s = (struct pymc_store *)self;
-	struct pymc_reads rd;
-	const char *k;
-	size_t kl;
-	if (pymc_key_of(arg, &k, &kl) < 0)
-		return NULL;
-	if (s->staging_cap == 0)
-		Py_RETURN_NONE;
-	pymc_reads_init(&rd, s, 1, false, true);
-	read_one(&rd, k, kl);
-	PyObject *o = handle_of(&rd, 0);
-	pymc_reads_free(&rd);
-	return o;
+	return get_one(self, arg, false);
 }
 
 static PyObject *get_many(PyObject *self, PyObject *arg, bool handles)

@@ -7,7 +7,9 @@
 #   (b) 4 MiB put/get: store_kv_bench (zcopy: put_from/get_into, and plain:
 #       put(bytes)/get() -> bytes)  vs  client-bench large (mc_put_from / mc_get_into)
 #   (c) the longest cached prefix of 256 keys: batch_query_prefix  vs
-#       batch_is_exist + the first miss found in Python (prefix_bench.py)
+#       batch_is_exist + the first miss found in Python (prefix_bench.py),
+#       with 256, 128, 32, 1 and 0 keys cached, beside the floor of both
+#       (one master round trip: is_exist of one key)
 # Every figure is the median of RUNS runs (default 3).
 # Prints "python <metric> <value> <unit>" and "python ratio <name> <x>" lines
 # (binding / C: 1.00 is the C client's speed; the goal at 4 MiB is >= 0.85).
