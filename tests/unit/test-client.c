@@ -1020,6 +1020,21 @@ static void test_get_alloc(void **state)
 		allocs_free(&a);
 		assert_int_equal(mc_batch_get_alloc(c, 1, keys, kl, NULL, &a, bufs, lens, st),
 				 MC_ERR_INVALID_PARAMS);
+		/* through the descriptor cache (the second get reads without the master) */
+		struct mc_client_opts co = { .sz = sizeof(co), .master = master_addr,
+					     .timeout_ms = 30000, .disable_shm = !shm,
+					     .cache_descriptors = true };
+		struct mc_client *cc = NULL;
+		assert_int_equal(mc_client_new(&co, &cc), 0);
+		for (int round = 0; round < 2; round++) {
+			assert_int_equal(mc_get_with(cc, names[0], klens[0], &o, &buf, &len), 0);
+			assert_int_equal(a.calls, 1);
+			assert_ptr_equal(buf, a.mem[0]);
+			assert_int_equal(len, sz[0]);
+			assert_memory_equal(buf, v[0], sz[0]);
+			allocs_free(&a);
+		}
+		mc_client_free(cc);
 		for (int i = 0; i < 3; i++) {
 			assert_int_equal(mc_remove(c, names[i], klens[i], true), 0);
 			free(v[i]);
