@@ -112,15 +112,13 @@ struct mc_client_opts {
  * on any node's segment.  The data plane answers only what the master
  * granted: every read and write carries a grant signed for that range of
  * the segment, and connections prove the cluster secret (without one, only
- * loopback peers are admitted).  The segment is a shared-memory file as
- * a node's ("<shm dir>/mooncake-clients/mooncake-<segment id>", mode 0660):
- * other clients on the host that can open it (the same user, or the
- * file's group) map it and copy instead of using TCP, as with a node's
- * segments; others go through the data plane.  The file is removed by
- * mc_client_free(); one left by a process that was killed is removed when
- * the next contributing client of the same user starts.  When /dev/shm has
- * no room for segment_size bytes the segment is private memory instead,
- * read over TCP only.
+ * loopback peers are admitted).  The segment is a memfd of the process
+ * (named mooncake-<segment id>, mode 0660), which the master names to
+ * readers as /proc/<pid>/fd/<fd>: other clients on the host that may open
+ * it (the same user, or CAP_SYS_PTRACE) map it and copy instead of using
+ * TCP, as with a node's segment files; others go through the data plane.
+ * It goes with the process however it ends: nothing is left in /dev/shm.
+ * Without memfd_create the segment is private memory, read over TCP only.
  * mc_client_free() unmounts it: the master forgets it and every object
  * with a replica on it (other replicas survive).  A process that dies
  * without mc_client_free() stops heartbeating: the master drops the

@@ -4,7 +4,9 @@
  * file under /dev/shm; the master names it in every memory replica
  * descriptor (shm_path).  When that file exists on this host, is called
  * mooncake-<segment id> and can be opened, the client maps the whole file
- * MAP_SHARED once and moves bytes with memcpy instead of TCP.  What was
+ * MAP_SHARED once and moves bytes with memcpy instead of TCP.  A client
+ * that contributes a segment serves it from a memfd of that name, named
+ * /proc/<pid>/fd/<fd> (open_memfd).  What was
  * learnt is cached per node endpoint and segment (a file that cannot be
  * mapped is not tried again).
  *
@@ -27,6 +29,31 @@
 
 #include "client/client-internal.h"
 
+/*
+ * A contributing client's segment (lib/segsrv/node-segment.h): a memfd of
+ * that process, "/proc/<pid>/fd/<fd>".  Opened through the magic link, then
+ * checked to be the memfd named want (whatever the pid and fd now hold: on
+ * another host, or after the process went, they name something else).
+ */
+static int open_memfd(const char *p, const char *want)
+{
+	unsigned long pid, fdn;
+	int len = 0;
+	if (sscanf(p, "/proc/%lu/fd/%lu%n", &pid, &fdn, &len) != 2 || p[len])
+		return -1;
+	int fd = open(p, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	char self[64], got[128], exp[128];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	snprintf(exp, sizeof(exp), "/memfd:%s (deleted)", want);
+	ssize_t n = fd < 0 ? -1 : readlink(self, got, sizeof(got) - 1);
+	if (n < 0 || (size_t)n != strlen(exp) || memcmp(got, exp, (size_t)n) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Maps the file at path if it is the segment id's (its name is
  * "mooncake-<id hex>": a descriptor cannot point us at another file). */
 static uint8_t *map_file(struct mc_uuid id, struct mc_bytes path, uint64_t *ret_size)
@@ -38,9 +65,8 @@ static uint8_t *map_file(struct mc_uuid id, struct mc_bytes path, uint64_t *ret_
 	p[path.len] = 0;
 	const char *base = strrchr(p, '/');
 	snprintf(want, sizeof(want), "mooncake-%s", mc_uuid_fmt(id, hex));
-	if (strcmp(base ? base + 1 : p, want) != 0)
-		return NULL;
-	int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = strcmp(base ? base + 1 : p, want) == 0 ? open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW) :
+							    open_memfd(p, want);
 	if (fd < 0)
 		return NULL;
 	struct stat st;

@@ -6,11 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "mooncake/error.h"
@@ -334,7 +331,7 @@ static int map_anon(struct mc_node_segment *g, char *err, size_t errlen)
 
 static int map_client_file(struct mc_node_segment *g);
 
-/* One new segment: in a client's shm file when file and it can be, else
+/* One new segment: in a client's memfd when file and it can be, else
  * private anonymous memory. */
 static int open_one(const char *name, uint64_t size, bool file, struct mc_node_segments *ret,
 		    char *err, size_t errlen)
@@ -357,86 +354,24 @@ int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_s
 
 /* ---- a client's contributed segment ---------------------------------------------- */
 
-#define CLIENT_DIR "mooncake-clients"
-
-/* Whether name is "mooncake-<32 hex>" (a segment file's name). */
-static bool segment_file_name(const char *name)
-{
-	if (strncmp(name, "mooncake-", 9) != 0 || strlen(name) != 9 + 32)
-		return false;
-	for (const char *p = name + 9; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-			return false;
-	return true;
-}
-
-/* Removes the files of dir that no live contributor holds (flock): those
- * of processes that died without closing. */
-static void sweep_client_files(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[PATH_MAX];
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!segment_file_name(e->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			unlink(path);   /* EPERM for another user's (sticky dir): left alone */
-		close(fd);
-	}
-	closedir(d);
-}
-
-/* The shared file of segment g in shm_dir/CLIENT_DIR: 0 or -1 (then nothing
- * is left behind). */
+/* A memfd named "mooncake-<segment id>" (shm.c checks the name), held open
+ * while mapped; its path for co-located readers is /proc/<pid>/fd/<fd>.
+ * 0 or -1 (then nothing is left behind). */
 static int map_client_file(struct mc_node_segment *g)
 {
-	char dir[200], hex[MC_UUID_STR_LEN], tmp[256];
-	struct statvfs vs;
-	snprintf(dir, sizeof(dir), "%s/" CLIENT_DIR, shm_dir);
-	struct stat ds;
-	if (mkdir(dir, 01777) == 0)
-		chmod(dir, 01777);   /* whatever the umask: every user's contributors */
-	/* Only a sticky directory of root's or ours: in any other, someone else
-	 * could swap the file for one of theirs under co-located readers. */
-	if (lstat(dir, &ds) < 0 || !S_ISDIR(ds.st_mode) || !(ds.st_mode & S_ISVTX) ||
-	    (ds.st_uid != 0 && ds.st_uid != geteuid()))
+	char name[16 + MC_UUID_STR_LEN], hex[MC_UUID_STR_LEN];
+	snprintf(name, sizeof(name), "mooncake-%s", mc_uuid_fmt(g->id, hex));
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
 		return -1;
-	sweep_client_files(dir);
-	if (statvfs(dir, &vs) < 0 || (uint64_t)vs.f_bavail * vs.f_frsize < g->size)
-		return -1;
-	mc_uuid_fmt(g->id, hex);
-	/* Made under another name and locked before it gets its own, so that
-	 * no sweep ever sees it unlocked. */
-	snprintf(tmp, sizeof(tmp), "%s/.new-%s", dir, hex);
-	if (snprintf(g->shm_path, sizeof(g->shm_path), "%s/mooncake-%s", dir, hex) >=
-	    (int)sizeof(g->shm_path))
-		return -1;
-	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		*g->shm_path = 0;
-		return -1;
-	}
 	void *p = MAP_FAILED;
-	if (fchmod(fd, MC_NODE_SHM_MODE) == 0 && ftruncate(fd, (off_t)g->size) == 0 &&
-	    flock(fd, LOCK_SH) == 0 && rename(tmp, g->shm_path) == 0) {
+	if (fchmod(fd, MC_NODE_SHM_MODE) == 0 && ftruncate(fd, (off_t)g->size) == 0)
 		p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (p == MAP_FAILED)
-			unlink(g->shm_path);
-	} else {
-		unlink(tmp);
-	}
 	if (p == MAP_FAILED) {
 		close(fd);
-		*g->shm_path = 0;
 		return -1;
 	}
+	snprintf(g->shm_path, sizeof(g->shm_path), "/proc/%ld/fd/%d", (long)getpid(), fd);
 	g->base = p;
 	g->client_file = true;
 	g->fd = fd;
@@ -454,7 +389,7 @@ void mc_node_segments_close(struct mc_node_segments *s, bool unlink_files)
 	for (unsigned i = 0; i < s->n; i++) {
 		if (s->seg[i].base)
 			munmap(s->seg[i].base, s->seg[i].size);
-		if ((unlink_files || s->seg[i].client_file) && *s->seg[i].shm_path)
+		if (unlink_files && !s->seg[i].client_file && *s->seg[i].shm_path)
 			unlink(s->seg[i].shm_path);
 		if (s->seg[i].client_file)
 			close(s->seg[i].fd);

@@ -58,8 +58,8 @@ struct mc_node_segment {
 	bool reused;			/* the shm file existed (data kept) */
 	char name[128];			/* "<node name>-<index>" */
 	char shm_path[256];
-	bool client_file;		/* a contributed segment's file (below): fd held open
-					   with a shared flock, the file removed at close */
+	bool client_file;		/* a contributed segment's memfd (below), held open
+					   in fd while mapped */
 	int fd;
 };
 
@@ -89,24 +89,24 @@ int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_s
 
 /*
  * The segment a client process contributes (segsrv.h): size bytes named
- * name, with a new random client id and segment id, in a file
- * "<shm_dir>/mooncake-clients/mooncake-<segment id hex>" mapped MAP_SHARED,
- * so that co-located clients map it as they map a node's (client/shm.c:
- * the same name check, the same mode MC_NODE_SHM_MODE and the same trust
- * in the file's group).  The file is sparse (not fallocated: a client may
- * ask for gigabytes and use little; the free space of shm_dir is checked
- * first).  It is removed at close; the process holds a shared flock on it
- * meanwhile, so that one killed before (kill -9) leaves a file that the
- * next contributor's open finds unlocked and removes (the directory is
- * sticky, as /tmp: only the files of the same user go).  When shm_dir
- * has no room or cannot take the file, the segment is private anonymous
- * memory as mc_node_segments_open_anon (then readers use TCP).
+ * name, with a new random client id and segment id, in a memfd named
+ * "mooncake-<segment id hex>" mapped MAP_SHARED, so that co-located
+ * clients map it as they map a node's file (client/shm.c), by the path
+ * "/proc/<pid>/fd/<fd>" (shm_path).  Opening that path takes what
+ * /proc/<pid>/fd takes: the contributor's user (or CAP_SYS_PTRACE);
+ * anyone else reads through the data plane, where every access is
+ * granted.  The memfd is sparse (a client may ask for gigabytes and use
+ * little) and outside /dev/shm (its size limit does not apply); it goes
+ * with the process however it ends, as private memory does: nothing is
+ * left behind.  Without memfd_create (or on any failure) the segment is
+ * private anonymous memory as mc_node_segments_open_anon (readers then use
+ * TCP).
  */
 int mc_node_segments_open_client(const char *name, uint64_t size, struct mc_node_segments *ret,
 				 char *err, size_t errlen);
 
-/* Unmaps (the files stay, but for a client's: client_file).  unlink_files:
- * also remove them (tests). */
+/* Unmaps (the files stay; a client's memfd is closed).  unlink_files: also
+ * remove them (tests). */
 void mc_node_segments_close(struct mc_node_segments *s, bool unlink_files);
 
 /* The segment with this id, NULL if none. */

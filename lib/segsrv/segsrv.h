@@ -9,13 +9,12 @@
  * client is also a storage node); mooncake-node composes the same pieces
  * itself, with more segments, shm files, RDMA and metrics.
  *
- * The segment is a shm file as a node's, under shm_dir/mooncake-clients
- * (node-segment.h, mc_node_segments_open_client), so that co-located
- * clients map it; it is removed at stop, and one left by a killed process
- * at the next contributor's start (a flock tells live files from orphans).
- * Without room in shm_dir it is private anonymous memory (read over TCP
- * only).  A process that dies stops heartbeating: the master drops the
- * segment client_ttl_ms after the last heartbeat, and its objects with it.
+ * The segment is a memfd (node-segment.h, mc_node_segments_open_client)
+ * that co-located clients map through /proc/<pid>/fd/<fd>, as they map a
+ * node's shm files; it goes with the process, however it ends (without
+ * memfd_create: private anonymous memory, read over TCP only).  A process
+ * that dies stops heartbeating: the master drops the segment client_ttl_ms
+ * after the last heartbeat, and its objects with it.
  *
  * Security is the node's: the data plane admits connections as
  * rpc-admit.h says (with the cluster secret: a handshake; without: loopback

@@ -17,30 +17,6 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("MC_BUILD") or os.path.join(TOP, ".output")
 
 
-def sweep_client_files(d="/dev/shm/mooncake-clients"):
-    """Removes the contributed-segment files no live process holds (those of
-    contributors the tests killed), as the next contributor's start would."""
-    import fcntl
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return
-    for n in names:
-        if not n.startswith("mooncake-"):
-            continue
-        try:
-            fd = os.open(os.path.join(d, n), os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.unlink(os.path.join(d, n))
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-
 class Cluster:
     def __init__(self, tmp):
         self.tmp = tmp
@@ -111,7 +87,6 @@ class Cluster:
                 except OSError:
                     pass
         self.procs = []
-        sweep_client_files()
 
 
 @pytest.fixture(scope="session")

@@ -169,41 +169,36 @@ def test_replica_num_2_across_contributors(bare):
         s.close()
 
 
-def client_files(pid):
-    """The contributed-segment files a process maps (its /proc/PID/maps)."""
+def segment_maps(pid):
+    """The contributed segments (memfds "mooncake-<id>") a process maps."""
     with open(f"/proc/{pid}/maps") as f:
         return {ln.split(None, 5)[5].strip() for ln in f
-                if len(ln.split(None, 5)) == 6 and "/mooncake-clients/mooncake-" in ln}
+                if len(ln.split(None, 5)) == 6 and "/memfd:mooncake-" in ln}
+
+
+def memfd_paths(pid):
+    """/proc/PID/fd/N of the contributed segments a process holds."""
+    d = f"/proc/{pid}/fd"
+    return [f"{d}/{n}" for n in os.listdir(d)
+            if os.readlink(f"{d}/{n}").startswith("/memfd:mooncake-")]
 
 
 def test_colocated_reader_maps_the_segment(bare):
-    """A contributed segment is a shm file as a node's: a reader on the same
-    host maps it (no TCP), the file goes at close() and, after a kill -9,
-    at the next contributor's start."""
+    """A contributed segment is a memfd that a reader on the same host maps
+    (no TCP), by the path /proc/PID/fd/N the master hands out; it goes with
+    close() and with the process."""
     c = Contributor(bare)
     s = new_store(bare)
     try:
-        (path,) = client_files(c.p.pid)
-        assert path.startswith("/dev/shm/mooncake-clients/mooncake-") and os.path.exists(path)
-        assert oct(os.stat(path).st_mode & 0o7777) == oct(0o660)
+        (fdpath,) = memfd_paths(c.p.pid)
+        (name,) = segment_maps(c.p.pid)
         v = os.urandom(1 << 20)
         assert s.put("colo", v) == 0 and endpoint_of(s, "colo") == c.hostname
         assert s.get("colo") == v
-        assert path in client_files(os.getpid())   # read through the mapping
+        assert name in segment_maps(os.getpid())   # read through the mapping
         assert c.ask("close") == ["closed", "0"]
-        assert not os.path.exists(path)
+        assert memfd_paths(c.p.pid) == []
     finally:
         c.stop()
-    # kill -9: the file stays (nothing ran), unlocked; the next contributor removes it
-    k = Contributor(bare)
-    (kpath,) = client_files(k.p.pid)
-    os.kill(k.p.pid, signal.SIGKILL)
-    k.p.wait()
-    assert os.path.exists(kpath)
-    n = Contributor(bare)
-    try:
-        assert not os.path.exists(kpath)
-        assert len(client_files(n.p.pid)) == 1
-    finally:
-        n.stop()
         s.close()
+    assert not os.path.exists(fdpath)
