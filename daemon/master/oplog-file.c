@@ -418,6 +418,25 @@ static void settle(struct flog *l, int rc, int err, uint64_t synced)
 		l->done_seq = l->out.last_seq;
 }
 
+/*
+ * When the flusher takes the buffer at the latest (under mu): the window
+ * after the first record, or, when records came while the previous batch
+ * was being written, a grace after that batch became durable, so that its
+ * waiters, answered now, can come back with their next records and share
+ * the next fsync (the wait ends as soon as they have: waiter_arrives).
+ * Without it, clients split into groups that take turns, each waiting for
+ * the other's fsync before its own.  The grace is the window, or half the
+ * last batch's write and sync when that is longer: a returning client
+ * costs the waiting ones at most half a sync, one that misses it a whole
+ * one.
+ */
+static uint64_t flush_deadline(const struct flog *l, uint64_t window_ns)
+{
+	if (l->batch_t0_ns >= l->settled_ns || !l->expect)
+		return l->batch_t0_ns + window_ns;
+	return l->settled_ns + MC_MAX(window_ns, MC_MIN(l->write_ns / 2, MAX_GRACE_NS));
+}
+
 void *oplogf_flusher(void *arg)
 {
 	struct flog *l = arg;
@@ -430,7 +449,7 @@ void *oplogf_flusher(void *arg)
 			pthread_cond_wait(&l->work_cv, &l->mu);
 		if (!l->cur.buf.len)
 			break;
-		uint64_t deadline = l->batch_t0_ns + window_ns;
+		uint64_t deadline = flush_deadline(l, window_ns);
 		while (!l->closing && !l->failed && l->cur.buf.len < early &&
 		       (!l->expect || l->cur_waiters < l->expect) && mc_now_ns() < deadline) {
 			struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
@@ -449,7 +468,7 @@ void *oplogf_flusher(void *arg)
 		pthread_mutex_unlock(&l->mu);
 
 		int rc = 0;
-		uint64_t synced = 0;
+		uint64_t synced = 0, t0 = mc_now_ns();
 		if (!failed) {
 			pthread_mutex_lock(&l->io_mu);
 			rc = write_batch(l, l->out.buf.p, l->out.buf.len, &synced);
@@ -460,9 +479,12 @@ void *oplogf_flusher(void *arg)
 			pthread_mutex_unlock(&l->io_mu);
 		}
 
+		uint64_t t1 = mc_now_ns();
 		pthread_mutex_lock(&l->mu);
 		settle(l, rc, err, synced);
 		l->expect = l->base.waiters;
+		l->settled_ns = t1;
+		l->write_ns = t1 - t0;
 		l->out.nrec = 0;
 		if (l->out.buf.cap > KEEP_CAP)
 			mc_wbuf_free(&l->out.buf);

@@ -25,6 +25,7 @@
 #define DEF_SEGMENT	(UINT64_C(64) << 20)
 #define DEF_WINDOW_US	200u
 #define DEF_BUFFER	(UINT64_C(64) << 20)
+#define MAX_GRACE_NS	(UINT64_C(5) * 1000000u)	/* flush_deadline(): at most 5 ms */
 #define MAX_PREALLOC	(UINT64_C(1) << 30)
 #define READ_CHUNK	(1u << 20)
 #define KEEP_CAP	(4u << 20)	/* a batch buffer larger than this is freed after use */
@@ -47,6 +48,7 @@ struct flog {
 	pthread_cond_t space_cv;	/* appenders: the flusher took the buffer */
 	struct batch cur;		/* records the flusher has not taken yet */
 	uint64_t next_seq, durable_seq, batch_t0_ns;
+	uint64_t settled_ns, write_ns;	/* the last batch: settled at, write + sync took */
 	uint64_t appended, bytes, blocked, flushes;
 	uint32_t expect;		/* waiters when the last batch became durable */
 	uint32_t cur_waiters;		/* waiters that came for records in cur */
