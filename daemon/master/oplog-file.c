@@ -60,7 +60,8 @@
  *
  * Writing: appends encode into a buffer under l->mu (they never wait for
  * disk, only for buffer space, see oplog.h).  The flusher thread takes the
- * whole buffer at most flush_interval_us after its first record, at once
+ * whole buffer at most flush_interval_us after its first record (or a grace
+ * after the previous batch settled, flush_deadline()), at once
  * if the buffer is a quarter full, or as soon as as many waiters (threads
  * in wait_durable(), parked waiters) have come for its records as there
  * were when the previous batch became durable (each of them has had its
