@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oplog-file.h - internals shared by the local oplog backend's files:
- * oplog-file.c (format, writing, the ops) and oplog-file-open.c (recovery).
+ * oplog-file.c (format, files, the ops), oplog-file-write.c (appends and
+ * the flusher: group commit) and oplog-file-open.c (recovery).
  * The format is specified at the top of oplog-file.c. */
 #ifndef MC_MASTER_OPLOG_FILE_H
 #define MC_MASTER_OPLOG_FILE_H
@@ -130,7 +131,17 @@ int oplogf_scan(struct reader *r, uint64_t first, uint64_t after, uint64_t limit
 int oplogf_files_push(struct flog *l, uint64_t first);
 void oplogf_prealloc(struct flog *l, int fd);
 int oplogf_create(struct flog *l, uint64_t first);
+int oplogf_pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off);
+
+/* oplog-file-write.c */
 void *oplogf_flusher(void *arg);
+/* A batch failed (under io_mu): cut the active file back to its last durable record. */
+void oplogf_cut_back(struct flog *l);
+int oplogf_append(struct mc_oplog *b, uint16_t type, const void *rec, uint32_t len,
+		  uint64_t *ret_seq);
+void oplogf_waiter_arrives(struct mc_oplog *b, uint64_t seq);
+/* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
+int oplogf_seq_state(struct mc_oplog *b, uint64_t seq);
 void oplogf_free(struct flog *l);
 
 #endif
