@@ -118,6 +118,21 @@ static inline uint64_t oplogf_rec_sum(const uint8_t *hdr, uint64_t payload_hash)
 	return mc_hash_seeded(hdr, 16, payload_hash);
 }
 
+/* Encodes a record (header, then the len bytes of rec, whose XXH3-64 is
+ * payload_hash) at h, REC_HDR_LEN + len bytes; the etcd backend's batches
+ * hold the same records. */
+static inline void oplogf_rec_encode(uint8_t *h, uint16_t type, uint64_t seq, const void *rec,
+				     uint32_t len, uint64_t payload_hash)
+{
+	mc_store_le32(h, len);
+	mc_store_le16(h + 4, type);
+	mc_store_le16(h + 6, 0);
+	mc_store_le64(h + 8, seq);
+	mc_store_le64(h + 16, oplogf_rec_sum(h, payload_hash));
+	if (len)
+		memcpy(h + REC_HDR_LEN, rec, len);
+}
+
 extern const struct mc_oplog_ops oplogf_ops;
 
 void oplogf_name(char *buf, size_t n, uint64_t first);
