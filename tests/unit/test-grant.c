@@ -186,7 +186,7 @@ static void test_covers(void **state)
 	assert_string_equal(mc_grant_mode_name(MC_GRANT_WRITE), "write");
 }
 
-/* Many threads, many keys (more than a thread's cache of keyed contexts):
+/* Many threads, many keys (more than a thread's cache of key pad states):
  * every MAC is the right one. */
 #define THREADS 8
 #define KEYS 20
