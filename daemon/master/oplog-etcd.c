@@ -367,13 +367,7 @@ static int elog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 		return e;
 	}
 	seq = l->next_seq++;
-	mc_store_le32(h, len);
-	mc_store_le16(h + 4, type);
-	mc_store_le16(h + 6, 0);
-	mc_store_le64(h + 8, seq);
-	mc_store_le64(h + 16, oplogf_rec_sum(h, ph));
-	if (len)
-		memcpy(h + REC_HDR_LEN, rec, len);
+	oplogf_rec_encode(h, type, seq, rec, len, ph);
 	l->cur.last_seq = seq;
 	l->cur.nrec++;
 	l->appended++;

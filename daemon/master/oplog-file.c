@@ -60,7 +60,8 @@
  *
  * Writing: appends encode into a buffer under l->mu (they never wait for
  * disk, only for buffer space, see oplog.h).  The flusher thread takes the
- * whole buffer at most flush_interval_us after its first record, at once
+ * whole buffer at most flush_interval_us after its first record (or a grace
+ * after the previous batch settled, flush_deadline()), at once
  * if the buffer is a quarter full, or as soon as as many waiters (threads
  * in wait_durable(), parked waiters) have come for its records as there
  * were when the previous batch became durable (each of them has had its
@@ -155,7 +156,7 @@ int oplogf_sync(struct flog *l, int fd, bool dir)
 	return r ? mc_err_from_errno(errno) : 0;
 }
 
-static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
+int oplogf_pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 {
 	while (n) {
 		ssize_t k = pwrite(fd, p, n, (off_t)off);
@@ -334,7 +335,7 @@ int oplogf_create(struct flog *l, uint64_t first)
 		return mc_err_from_errno(errno);
 	file_hdr_encode(h, first);
 	oplogf_prealloc(l, fd);
-	if ((rc = pwrite_all(fd, h, sizeof(h), 0)) || (rc = oplogf_sync(l, fd, false)) ||
+	if ((rc = oplogf_pwrite_all(fd, h, sizeof(h), 0)) || (rc = oplogf_sync(l, fd, false)) ||
 	    (rc = oplogf_sync(l, l->dirfd, true)) || (rc = oplogf_files_push(l, first))) {
 		close(fd);
 		unlinkat(l->dirfd, name, 0);
@@ -346,220 +347,7 @@ int oplogf_create(struct flog *l, uint64_t first)
 	return 0;
 }
 
-/* Writes one batch (under io_mu), rotating where segment_bytes says.  On
- * failure *synced is the last record made durable before it (a rotation
- * syncs the records of the file it leaves), else unchanged. */
-static int write_batch(struct flog *l, const uint8_t *p, size_t n, uint64_t *synced)
-{
-	uint64_t vsize = l->fsize, vrecs = l->frecs;
-	size_t start = 0, pos = 0;
-	int rc;
-
-	while (pos < n) {
-		uint64_t rsz = REC_HDR_LEN + (uint64_t)mc_load_le32(p + pos);
-
-		if (vrecs && vsize + rsz > l->cfg.segment_bytes) {
-			int old = l->fd;
-
-			if (pos > start &&
-			    ((rc = pwrite_all(old, p + start, pos - start, l->fsize)) ||
-			     (rc = oplogf_sync(l, old, false))))
-				return rc;
-			*synced = mc_load_le64(p + pos + 8) - 1;
-			l->fsize = vsize;	/* what the old file holds, if the create fails */
-			if ((rc = oplogf_create(l, mc_load_le64(p + pos + 8))))
-				return rc;
-			close(old);
-			vsize = l->fsize;
-			vrecs = 0;
-			start = pos;
-		}
-		vsize += rsz;
-		vrecs++;
-		pos += rsz;
-	}
-	if ((rc = pwrite_all(l->fd, p + start, n - start, l->fsize)))
-		return rc;
-	l->fsize = vsize;
-	l->frecs = vrecs;
-	return oplogf_sync(l, l->fd, false);
-}
-
-/* A batch failed (under io_mu): cut the active file back to its last
- * durable record, so that a restart does not replay what was lost. */
-static void cut_back(struct flog *l)
-{
-	l->cut_pending = ftruncate(l->fd, (off_t)l->fsize) != 0 || oplogf_sync(l, l->fd, false) != 0;
-}
-
-/* The batch in l->out was written (rc 0) or lost; settles its records.
- * Called and returns with l->mu held; drops it while undoing. */
-static void settle(struct flog *l, int rc, int err, uint64_t synced)
-{
-	if (rc || l->failed) {
-		if (!l->failed) {
-			l->failed = MC_ERR_PERSISTENT_FAIL;
-			l->fail_errno = err;
-			l->failures++;
-			if (synced > l->durable_seq)
-				l->durable_seq = synced;
-			l->fail_lo = l->durable_seq + 1;
-		}
-		pthread_cond_broadcast(&l->space_cv);	/* blocked appends fail now */
-		pthread_mutex_unlock(&l->mu);
-		uint64_t n = mc_oplog_base_undo(&l->base, l->out.buf.p, l->out.buf.len, l->durable_seq);
-		pthread_mutex_lock(&l->mu);
-		l->lost += n;
-	} else {
-		l->durable_seq = l->out.last_seq;
-		l->flushes++;
-	}
-	if (l->out.nrec && l->out.last_seq > l->done_seq)
-		l->done_seq = l->out.last_seq;
-}
-
-void *oplogf_flusher(void *arg)
-{
-	struct flog *l = arg;
-	uint64_t window_ns = (uint64_t)l->cfg.flush_interval_us * 1000u;
-	size_t early = (size_t)MC_MAX(l->cfg.buffer_bytes / 4, 1);
-
-	pthread_mutex_lock(&l->mu);
-	for (;;) {
-		while (!l->cur.buf.len && !l->closing)
-			pthread_cond_wait(&l->work_cv, &l->mu);
-		if (!l->cur.buf.len)
-			break;
-		uint64_t deadline = l->batch_t0_ns + window_ns;
-		while (!l->closing && !l->failed && l->cur.buf.len < early &&
-		       (!l->expect || l->cur_waiters < l->expect) && mc_now_ns() < deadline) {
-			struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
-					       .tv_nsec = (long)(deadline % 1000000000u) };
-			pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
-		}
-		struct batch t = l->out;
-		l->taken_seq = l->cur.last_seq;
-		l->cur_waiters = 0;
-		l->out = l->cur;
-		l->cur = t;
-		mc_wbuf_truncate(&l->cur.buf, 0);
-		l->cur.nrec = 0;
-		pthread_cond_broadcast(&l->space_cv);
-		int failed = l->failed, err = 0;
-		pthread_mutex_unlock(&l->mu);
-
-		int rc = 0;
-		uint64_t synced = 0;
-		if (!failed) {
-			pthread_mutex_lock(&l->io_mu);
-			rc = write_batch(l, l->out.buf.p, l->out.buf.len, &synced);
-			if (rc) {
-				err = errno;
-				cut_back(l);
-			}
-			pthread_mutex_unlock(&l->io_mu);
-		}
-
-		pthread_mutex_lock(&l->mu);
-		settle(l, rc, err, synced);
-		l->expect = l->base.waiters;
-		l->out.nrec = 0;
-		if (l->out.buf.cap > KEEP_CAP)
-			mc_wbuf_free(&l->out.buf);
-		else
-			mc_wbuf_truncate(&l->out.buf, 0);
-		pthread_cond_broadcast(&l->durable_cv);
-		pthread_cond_broadcast(&l->space_cv);
-		mc_oplog_base_notify(&l->base, false, NULL, NULL);
-	}
-	pthread_mutex_unlock(&l->mu);
-	return NULL;
-}
-
 /* ---- the ops ------------------------------------------------------------------ */
-
-static int flog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint32_t len,
-		       uint64_t *ret_seq)
-{
-	static const uint8_t empty[1];
-	struct flog *l = to_flog(b);
-	uint64_t ph = mc_hash(len ? rec : empty, len), seq;
-	size_t need = REC_HDR_LEN + (size_t)len;
-	bool waited = false;
-
-	pthread_mutex_lock(&l->mu);
-	for (;;) {
-		if (l->failed || l->closing) {
-			pthread_mutex_unlock(&l->mu);
-			return l->failed ? l->failed : MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
-		}
-		if (!l->cur.buf.len || l->cur.buf.len + need <= l->cfg.buffer_bytes)
-			break;
-		if (!waited)
-			l->blocked++;
-		waited = true;
-		pthread_cond_signal(&l->work_cv);
-		pthread_cond_wait(&l->space_cv, &l->mu);
-	}
-	size_t before = l->cur.buf.len;
-	uint8_t *h = mc_wbuf_append(&l->cur.buf, need);
-	if (!h) {
-		int e = mc_wbuf_error(&l->cur.buf);
-		mc_wbuf_truncate(&l->cur.buf, before);   /* the buffer stays usable */
-		pthread_mutex_unlock(&l->mu);
-		return e;
-	}
-	seq = l->next_seq++;
-	mc_store_le32(h, len);
-	mc_store_le16(h + 4, type);
-	mc_store_le16(h + 6, 0);
-	mc_store_le64(h + 8, seq);
-	mc_store_le64(h + 16, oplogf_rec_sum(h, ph));
-	if (len)
-		memcpy(h + REC_HDR_LEN, rec, len);
-	l->cur.last_seq = seq;
-	l->cur.nrec++;
-	l->appended++;
-	l->bytes += len;
-	l->appended_any = true;
-	if (!before) {
-		l->batch_t0_ns = mc_now_ns();
-		pthread_cond_signal(&l->work_cv);
-	} else if (before < l->cfg.buffer_bytes / 4 && l->cur.buf.len >= l->cfg.buffer_bytes / 4) {
-		pthread_cond_signal(&l->work_cv);
-	}
-	pthread_mutex_unlock(&l->mu);
-	if (ret_seq)
-		*ret_seq = seq;
-	return 0;
-}
-
-/* A waiter came for seq (under mu): once as many have come for the records
- * the flusher has not taken yet as there were waiters of the last batch,
- * each of them has had its turn, and waiting longer only adds latency. */
-static void waiter_arrives(struct mc_oplog *b, uint64_t seq)
-{
-	struct flog *l = to_flog(b);
-	if (seq > l->taken_seq && ++l->cur_waiters == l->expect)
-		pthread_cond_signal(&l->work_cv);
-}
-
-/* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
-static int seq_state(struct mc_oplog *b, uint64_t seq)
-{
-	struct flog *l = to_flog(b);
-	if (seq >= l->next_seq)
-		return MC_ERR_INVALID_PARAMS;
-	uint32_t n = MC_MIN(l->nlost_ep, LOST_EPISODES);
-	for (uint32_t i = 0; i < n; i++)
-		if (seq >= l->lost_ep[i].lo && seq <= l->lost_ep[i].hi)
-			return MC_ERR_PERSISTENT_FAIL;
-	if (seq <= l->durable_seq)
-		return 0;
-	if (l->failed && seq >= l->fail_lo && seq <= l->done_seq)
-		return MC_ERR_PERSISTENT_FAIL;
-	return l->cfg.sync ? 1 : 0;
-}
 
 static int flog_failed(struct mc_oplog *b, char *why, size_t n)
 {
@@ -668,7 +456,7 @@ static int flog_resume(struct mc_oplog *b, uint64_t covered)
 		l->lost_ep[l->nlost_ep++ % LOST_EPISODES] = (typeof(l->lost_ep[0])){ l->fail_lo, last };
 	pthread_mutex_unlock(&l->mu);
 	if (!rc && l->cut_pending)
-		cut_back(l);
+		oplogf_cut_back(l);
 	if (!rc && l->cut_pending)
 		rc = MC_ERR_PERSISTENT_FAIL;
 	if (!rc)
@@ -808,13 +596,13 @@ static void flog_close(struct mc_oplog *b)
 const struct mc_oplog_ops oplogf_ops = {
 	.name = "local",
 	.replay = flog_replay,
-	.append = flog_append,
+	.append = oplogf_append,
 	.last_seq = flog_last_seq,
 	.compact = flog_compact,
 	.get_stats = flog_get_stats,
 	.close = flog_close,
-	.seq_state = seq_state,
-	.waiter_arrives = waiter_arrives,
+	.seq_state = oplogf_seq_state,
+	.waiter_arrives = oplogf_waiter_arrives,
 	.failed = flog_failed,
 	.resume = flog_resume,
 };

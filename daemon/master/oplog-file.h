@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oplog-file.h - internals shared by the local oplog backend's files:
- * oplog-file.c (format, writing, the ops) and oplog-file-open.c (recovery).
+ * oplog-file.c (format, files, the ops), oplog-file-write.c (appends and
+ * the flusher: group commit) and oplog-file-open.c (recovery).
  * The format is specified at the top of oplog-file.c. */
 #ifndef MC_MASTER_OPLOG_FILE_H
 #define MC_MASTER_OPLOG_FILE_H
@@ -25,6 +26,7 @@
 #define DEF_SEGMENT	(UINT64_C(64) << 20)
 #define DEF_WINDOW_US	200u
 #define DEF_BUFFER	(UINT64_C(64) << 20)
+#define MAX_GRACE_NS	(UINT64_C(5) * 1000000u)	/* flush_deadline(): at most 5 ms */
 #define MAX_PREALLOC	(UINT64_C(1) << 30)
 #define READ_CHUNK	(1u << 20)
 #define KEEP_CAP	(4u << 20)	/* a batch buffer larger than this is freed after use */
@@ -47,6 +49,7 @@ struct flog {
 	pthread_cond_t space_cv;	/* appenders: the flusher took the buffer */
 	struct batch cur;		/* records the flusher has not taken yet */
 	uint64_t next_seq, durable_seq, batch_t0_ns;
+	uint64_t settled_ns, write_ns;	/* the last batch: settled at, write + sync took */
 	uint64_t appended, bytes, blocked, flushes;
 	uint32_t expect;		/* waiters when the last batch became durable */
 	uint32_t cur_waiters;		/* waiters that came for records in cur */
@@ -115,6 +118,21 @@ static inline uint64_t oplogf_rec_sum(const uint8_t *hdr, uint64_t payload_hash)
 	return mc_hash_seeded(hdr, 16, payload_hash);
 }
 
+/* Encodes a record (header, then the len bytes of rec, whose XXH3-64 is
+ * payload_hash) at h, REC_HDR_LEN + len bytes; the etcd backend's batches
+ * hold the same records. */
+static inline void oplogf_rec_encode(uint8_t *h, uint16_t type, uint64_t seq, const void *rec,
+				     uint32_t len, uint64_t payload_hash)
+{
+	mc_store_le32(h, len);
+	mc_store_le16(h + 4, type);
+	mc_store_le16(h + 6, 0);
+	mc_store_le64(h + 8, seq);
+	mc_store_le64(h + 16, oplogf_rec_sum(h, payload_hash));
+	if (len)
+		memcpy(h + REC_HDR_LEN, rec, len);
+}
+
 extern const struct mc_oplog_ops oplogf_ops;
 
 void oplogf_name(char *buf, size_t n, uint64_t first);
@@ -128,7 +146,17 @@ int oplogf_scan(struct reader *r, uint64_t first, uint64_t after, uint64_t limit
 int oplogf_files_push(struct flog *l, uint64_t first);
 void oplogf_prealloc(struct flog *l, int fd);
 int oplogf_create(struct flog *l, uint64_t first);
+int oplogf_pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off);
+
+/* oplog-file-write.c */
 void *oplogf_flusher(void *arg);
+/* A batch failed (under io_mu): cut the active file back to its last durable record. */
+void oplogf_cut_back(struct flog *l);
+int oplogf_append(struct mc_oplog *b, uint16_t type, const void *rec, uint32_t len,
+		  uint64_t *ret_seq);
+void oplogf_waiter_arrives(struct mc_oplog *b, uint64_t seq);
+/* Where seq stands (under mu): 0 durable, 1 not settled, or an error. */
+int oplogf_seq_state(struct mc_oplog *b, uint64_t seq);
 void oplogf_free(struct flog *l);
 
 #endif

@@ -48,11 +48,13 @@ struct mc_oplog_config {
 	uint64_t segment_bytes;		/* rotate to a new file past this; 0: 64 MiB */
 	uint32_t flush_interval_us;	/* group-commit window of the flusher; 0: 200 us.
 					 * The window counts from the first record of a
-					 * batch, so a busy log (records arriving while the
-					 * previous fsync ran) flushes at once; it also ends
-					 * once as many records wait as there were waiters
-					 * of the previous batch have come for its records
-					 * (every client in flight had its turn). */
+					 * batch; when records came while the previous fsync
+					 * ran, from the end of that fsync instead, and then
+					 * lasts at least half that fsync (at most 5 ms):
+					 * the waiters just answered may come back to share
+					 * the next one.  It ends as soon as as many waiters
+					 * as the previous batch had have come for its
+					 * records (every client in flight had its turn). */
 	bool sync;			/* false: wait_durable returns at once (fsync in the
 					 * background every flush), so mutations are
 					 * acknowledged before they are durable: a crash of

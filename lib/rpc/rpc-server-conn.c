@@ -291,13 +291,16 @@ static void attach_finish(struct worker *w, struct conn *c)
  * Moves request attachment bytes: first what the reader has read ahead, then
  * recv() straight into the destination.  Returns 1 to go on, 0 to wait for
  * the socket (or the budget is spent), -1 when the connection is closing.
+ * *drained: a short recv() emptied the socket.
  */
-static int attach_read(struct worker *w, struct conn *c, size_t *budget)
+static int attach_read(struct worker *w, struct conn *c, size_t *budget, bool *drained)
 {
 	size_t chunk = w->srv->cfg.attach_chunk;
 	size_t k = mc_frame_reader_attach_take(&c->rd, c->in.dst,
 					       c->in.left < SIZE_MAX ? (size_t)c->in.left : SIZE_MAX);
 	if (k == 0) {
+		if (*drained)
+			return 0;
 		size_t want = c->in.left < chunk ? (size_t)c->in.left : chunk;
 		ssize_t got = recv(c->fd, c->in.dst, want, MSG_DONTWAIT);
 		if (got == 0) {		/* EOF inside the frame: drop it */
@@ -316,6 +319,7 @@ static int attach_read(struct worker *w, struct conn *c, size_t *budget)
 			return 0;
 		}
 		k = (size_t)got;
+		*drained = k < want;	/* conn_read */
 		mc_frame_reader_attach_done(&c->rd, k);
 		*budget = *budget > k ? *budget - k : 0;
 	}
@@ -340,11 +344,16 @@ static void conn_read(struct worker *w, struct conn *c)
 {
 	size_t budget = READ_BUDGET, abudget = ATTACH_BUDGET;
 	size_t max_out = w->srv->cfg.max_out_bytes;
+	/* A short recv() emptied the socket: serve what is buffered, then go
+	 * back to epoll (level-triggered: it reports what comes later) rather
+	 * than ask the socket again only to get EAGAIN, one syscall a request
+	 * for a client that waits for each answer. */
+	bool drained = false;
 	c->resume = false;
 	while (!c->closing && budget && out_pending(c) < max_out && !c->att_left &&
 	       c->nparked < MC_RPC_MAX_PARKED) {
 		if (c->in.active) {
-			int r = attach_read(w, c, &abudget);
+			int r = attach_read(w, c, &abudget, &drained);
 			if (r <= 0)
 				break;
 			continue;
@@ -363,6 +372,8 @@ static void conn_read(struct worker *w, struct conn *c)
 			conn_broken(w, c, rc);
 			break;
 		}
+		if (drained)
+			break;
 		void *p;
 		size_t n;
 		rc = mc_frame_reader_window(&c->rd, &p, &n);
@@ -389,6 +400,7 @@ static void conn_read(struct worker *w, struct conn *c)
 		}
 		budget -= (size_t)got;
 		mc_frame_reader_commit(&c->rd, (size_t)got);
+		drained = (size_t)got < n;
 	}
 	/* Stopped for output (backpressure, a response attachment): complete
 	 * frames may sit in the reader with nothing more to come from the

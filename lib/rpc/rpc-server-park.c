@@ -134,12 +134,11 @@ void rpcs_respond_deferred(struct worker *w, struct conn *c, uint16_t op, uint32
 	rpcs_park(w, c, start, ticket, op, id, status);
 }
 
+/* The wake eventfd is edge-triggered (rpc-server.c): every write reports
+ * it again, so it is never read (a syscall saved per wake; its counter
+ * cannot reach 2^64 - 1). */
 void rpcs_worker_wake(struct worker *w)
 {
-	uint64_t v;
-	if (read(w->wfd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: someone else read it; the list is polled anyway */
-	}
 	for (struct conn *c = w->plist, *next; c; c = next) {
 		next = c->pnext;
 		rpcs_conn_event_parked(w, c, c->nparked >= MC_RPC_MAX_PARKED);

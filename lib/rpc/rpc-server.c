@@ -220,9 +220,9 @@ out:
 	return NULL;
 }
 
-static int add_fd(int epfd, int fd, void *tag)
+static int add_fd(int epfd, int fd, void *tag, uint32_t extra)
 {
-	struct epoll_event e = { .events = EPOLLIN, .data.ptr = tag };
+	struct epoll_event e = { .events = EPOLLIN | extra, .data.ptr = tag };
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0 ? mc_err_from_errno(errno) : 0;
 }
 
@@ -242,17 +242,17 @@ static int worker_setup(struct mc_rpc_server *s, struct worker *w, const struct 
 	w->wfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->epfd < 0 || w->evfd < 0 || w->wfd < 0)
 		return setup_failed(s, mc_err_from_errno(errno), "epoll/eventfd");
-	if ((r = add_fd(w->epfd, w->evfd, &TAG_EV)) < 0 ||
-	    (r = add_fd(w->epfd, w->wfd, &TAG_WAKE)) < 0)
+	if ((r = add_fd(w->epfd, w->evfd, &TAG_EV, 0)) < 0 ||
+	    (r = add_fd(w->epfd, w->wfd, &TAG_WAKE, EPOLLET)) < 0)
 		return setup_failed(s, r, "epoll_ctl");
 	if (sa) {
 		w->lfd = mc_sock_listen(sa, salen, true, backlog);
 		if (w->lfd < 0)
 			return setup_failed(s, w->lfd, "listen");
-		if ((r = add_fd(w->epfd, w->lfd, &TAG_LISTEN)) < 0)
+		if ((r = add_fd(w->epfd, w->lfd, &TAG_LISTEN, 0)) < 0)
 			return setup_failed(s, r, "epoll_ctl");
 	}
-	if (w->ufd >= 0 && (r = add_fd(w->epfd, w->ufd, &TAG_UNIX)) < 0)
+	if (w->ufd >= 0 && (r = add_fd(w->epfd, w->ufd, &TAG_UNIX, 0)) < 0)
 		return setup_failed(s, r, "epoll_ctl");
 	return 0;
 }

@@ -10,7 +10,8 @@
 # client's descriptor cache (MC_CACHE_DESCRIPTORS=1) over a hot set of 64 keys
 # per client (MC_BENCH_HOT=64).  Every figure is the median of RUNS runs
 # (default 5).  Prints "durable <metric> <value> <unit>" and
-# "durable ratio <name> <x>" lines.
+# "durable ratio <name> <x>" lines; in durable mode also the records each
+# fsync made durable (group commit: at most the number of clients).
 #   MB=DIR: the daemons to measure (default $O/bin), e.g. an older build.
 set -eu
 O=${O:-.output}
@@ -34,9 +35,9 @@ ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (b > 0) printf "durable 
 
 # cluster SYNC: a master (oplog_sync=SYNC) and a node; sets M and cpids.
 cluster() {
-	local mport dport
-	mport=$(free_port); dport=$(free_port)
-	"$MB/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port=0 \
+	local mport dport hport
+	mport=$(free_port); dport=$(free_port); hport=$(free_port)
+	"$MB/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
 		--state_dir="$tmp/m-$1" --oplog_sync="$1" --lease_ttl_ms=2000 --write_grant_ttl_ms=2000 --log_level=warning \
 		2>"$tmp/master-$1.log" &
 	cpids=($!)
@@ -49,6 +50,12 @@ cluster() {
 	for _ in $(seq 1 100); do grep -q ready "$tmp/node-$1.log" && break; sleep 0.1; done
 	grep -q ready "$tmp/node-$1.log" || { echo "durable: node not ready" >&2; cat "$tmp/node-$1.log" >&2; exit 1; }
 	M=127.0.0.1:$mport
+	H=127.0.0.1:$hport
+}
+# oplog_counts: "records batches" of the master's oplog so far (its /metrics)
+oplog_counts() {
+	curl -sf "http://$H/metrics" | awk '$1 == "mooncake_master_oplog_records_total" {r = $2}
+		$1 == "mooncake_master_oplog_batches_total" {b = $2} END {print r + 0, b + 0}'
 }
 stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
 
@@ -81,10 +88,15 @@ for mode in true false; do
 	rport=$([ "$mode" = true ] && echo "$raw" || echo "$rdef")
 	for c in 1 16 64; do
 		: > "$tmp/out"
+		read -r r0 b0 < <(oplog_counts)
 		for _ in $(seq 1 "$RUNS"); do
 			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
 			sleep 4.2   # the leases, then the write grants, end: the removed objects' space comes back
 		done
+		read -r r1 b1 < <(oplog_counts)
+		# group commit: the records (PutEnd, Remove) one fsync made durable
+		[ "$mode" = true ] && awk -v r=$((r1 - r0)) -v b=$((b1 - b0)) -v c="$c" \
+			'BEGIN { if (b > 0) printf "durable records_per_fsync_c%s %.2f records (at most %s)\n", c, r / b, c }'
 		pick() { awk -v m="$1" '$2 == m {print $3}' "$tmp/out" | median; }
 		put=$(pick "put4k_c$c"); get=$(pick "get4k_c$c")
 		rset=$(rb "$rport" set "$c" 2); rget=$(rb "$rport" get "$c" 2)

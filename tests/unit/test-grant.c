@@ -4,7 +4,7 @@
  * field, the MAC against OpenSSL's one-shot HMAC(), sign/decode round
  * trips, every malformed input refused, the coverage rules (mode, segment,
  * range edges, overflow, expiry), keys from many threads at once (the
- * per-thread keyed contexts), the node's checks racing key installs and
+ * per-thread pad states of the keys), the node's checks racing key installs and
  * clock syncs (node-grant.c; run under TSan by make test-tsan), and its
  * cost (printed).
  */
@@ -77,6 +77,29 @@ static void test_layout(void **state)
 	g.tenant_len = MC_MAX_TENANT_LEN;
 	assert_int_equal(mc_grant_sign(&g, &K, b, sizeof(b)), MC_GRANT_MAX_LEN);
 	assert_int_equal(mc_grant_decode(b, MC_GRANT_MAX_LEN, &d), 0);
+}
+
+/* Every tenant length, 0 .. MC_MAX_TENANT_LEN: the message is then one to
+ * three SHA-256 blocks after the padded key, and the padding of its last
+ * block takes every position; the MAC is HMAC-SHA256 all the same. */
+static void test_mac_lengths(void **state)
+{
+	uint8_t b[MC_GRANT_MAX_LEN], mac[32], tenant[MC_MAX_TENANT_LEN];
+	unsigned ml = 0;
+	for (unsigned i = 0; i < sizeof(tenant); i++)
+		tenant[i] = (uint8_t)('a' + i % 26);
+	for (unsigned t = 0; t <= MC_MAX_TENANT_LEN; t++) {
+		struct mc_grant g = sample();
+		g.tenant = tenant;
+		g.tenant_len = (uint16_t)t;
+		int n = mc_grant_sign(&g, &K, b, sizeof(b));
+		assert_int_equal(n, 80 + (int)t);
+		HMAC(EVP_sha256(), K.key, sizeof(K.key), b, 48 + t, mac, &ml);
+		assert_memory_equal(b + 48 + t, mac, 32);
+		assert_true(mc_grant_mac_ok(b, (size_t)n, &K));
+		b[n - 1] ^= 1;
+		assert_false(mc_grant_mac_ok(b, (size_t)n, &K));
+	}
 }
 
 static void test_sign_errors(void **state)
@@ -163,7 +186,7 @@ static void test_covers(void **state)
 	assert_string_equal(mc_grant_mode_name(MC_GRANT_WRITE), "write");
 }
 
-/* Many threads, many keys (more than a thread's cache of keyed contexts):
+/* Many threads, many keys (more than a thread's cache of key pad states):
  * every MAC is the right one. */
 #define THREADS 8
 #define KEYS 20
@@ -287,6 +310,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_mac_lengths),
 		cmocka_unit_test(test_sign_errors),
 		cmocka_unit_test(test_decode_rejects),
 		cmocka_unit_test(test_covers),
