@@ -11,6 +11,7 @@
  *   client-get.c    get, get_into
  *   client-batch.c  the batch forms
  *   client-cache.c  the descriptor cache of hot reads (cache_descriptors)
+ *   client-crew.c   a few threads running one function (batches, stripes)
  */
 #ifndef MC_CLIENT_INTERNAL_H
 #define MC_CLIENT_INTERNAL_H
@@ -114,6 +115,22 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret);
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
+
+/*
+ * client-crew.c: up to MC_CREW_MAX threads running fn(arg); fn takes its
+ * work from arg (an atomic counter) until none is left, so any number of
+ * threads (and the caller) can share it.  mc_crew_join() waits for them,
+ * or runs fn on the caller when no thread could be started.
+ */
+#define MC_CREW_MAX 16u
+struct mc_crew {
+	pthread_t th[MC_CREW_MAX];
+	unsigned started;
+	void *(*fn)(void *);
+	void *arg;
+};
+void mc_crew_start(struct mc_crew *w, unsigned n, void *(*fn)(void *), void *arg);
+void mc_crew_join(struct mc_crew *w);
 
 struct mc_segsrv;
 
