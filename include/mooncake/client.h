@@ -99,6 +99,13 @@ struct mc_client_opts {
 	uint16_t segment_port_min; /* its port: the first free one of min..max from a */
 	uint16_t segment_port_max; /* random start (min == max: that one); both 0:
 				      12300..14300, the original's range */
+	/* TCP striping: one replica of an object of at least 2 x tcp_stripe_size
+	 * bytes moves over up to tcp_stripes connections to its node at once,
+	 * each carrying one contiguous stripe (its own thread).  Not for a put
+	 * or get with a progress callback (its calls stay in order). */
+	unsigned tcp_stripes;	  /* 1..16 (1: no striping); 0: $MC_TCP_STRIPES, else 2 */
+	uint64_t tcp_stripe_size; /* smallest stripe, >= 64 KiB; 0: $MC_TCP_STRIPE_SIZE,
+				     else 512 KiB */
 };
 
 /*

@@ -141,6 +141,8 @@ struct mc_client {
 	struct mc_uuid id;
 	bool use_shm;
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
+	unsigned tcp_stripes;		/* tcp_stripes, tcp_stripe_size (client.h) */
+	uint64_t tcp_stripe_size;
 	uint8_t *secret, *token;	/* cluster secret, tenant token (NULL: none) */
 	size_t secret_len, token_len;
 	struct mc_rpc_cred cred;	/* both, and id: every connection's handshake */

@@ -7,7 +7,10 @@
  * else DATA_WRITE / DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
  * writev from the caller's buffer and received straight into it.  The
  * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
- * HASH_STEP through shared memory).  Every TCP request carries the
+ * HASH_STEP through shared memory).  Over TCP a large replica is striped:
+ * up to tcp_stripes contiguous stripes of at least tcp_stripe_size bytes
+ * (client.h) move at once, each on its own connection and thread (not when
+ * a progress callback listens: its calls stay in order).  Every TCP request carries the
  * descriptor's grant unchanged: the node refuses what it does not cover.
  */
 #include <sys/mman.h>
@@ -86,6 +89,108 @@ static bool over_rdma(struct mc_client *c, const struct mc_target *t)
 	return mc_rdma_choose(&ch) == MC_TRANSPORT_RDMA;
 }
 
+/*
+ * [off, off + len) of t over one connection, in XFER_CHUNK requests:
+ * DATA_WRITE from buf + off, or DATA_READ into it.  st (or NULL) hashes
+ * each chunk after it moved, pg (or NULL) hears of it.
+ */
+static int tcp_range(struct mc_target *t, bool write, uint8_t *buf, uint64_t off, uint64_t len,
+		     XXH3_state_t *st, const struct mc_progress *pg)
+{
+	struct mc_conn *cn = NULL;
+	int r = 0;
+	for (uint64_t done = 0; done < len && r == 0;) {
+		uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
+		uint8_t *p = buf + off + done;
+		if (write) {
+			struct mc_msg_data_write_req q = { .segment_id = t->seg,
+							   .offset = t->offset + off + done,
+							   .length = n, .grant = t->grant };
+			struct mc_msg_data_write_resp w;
+			struct iovec iov = { p, (size_t)n };
+			struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
+			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_WRITE, &q, &w, &at);
+		} else {
+			struct mc_msg_data_read_req q = { .segment_id = t->seg,
+							  .offset = t->offset + off + done,
+							  .length = n, .grant = t->grant };
+			struct mc_msg_data_read_resp d;
+			struct mc_rpc_attach at = { .recv = p, .recv_cap = n };
+			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_READ, &q, &d, &at);
+			if (r == MC_ERR_GRANT_EXPIRED)	/* a read grant lasts the lease */
+				r = MC_ERR_LEASE_EXPIRED;
+			if (r == 0 && at.recv_len != n)
+				r = MC_ERR_TRANSFER_FAIL;
+		}
+		if (r == 0 && st)
+			XXH3_64bits_update(st, p, (size_t)n);
+		done += n;
+		if (r == 0)
+			mc_progress_report(pg, off + done);
+	}
+	mc_pool_put(&t->node->pool, cn);
+	return r;
+}
+
+/* The stripes of one transfer, taken in turn by the crew and the caller. */
+struct stripes {
+	struct mc_target *t;
+	bool write;
+	uint8_t *buf;
+	uint64_t len, size;	/* the whole, one stripe (the last one less) */
+	unsigned n;
+	unsigned next;		/* atomic: the next stripe to take */
+	int err;		/* atomic: the first stripe's error */
+};
+
+static void *stripes_run(void *arg)
+{
+	struct stripes *s = arg;
+	for (;;) {
+		unsigned k = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+		if (k >= s->n)
+			return NULL;
+		uint64_t off = (uint64_t)k * s->size;
+		uint64_t n = s->len - off < s->size ? s->len - off : s->size;
+		int r = tcp_range(s->t, s->write, s->buf, off, n, NULL, NULL);
+		int none = 0;
+		if (r < 0)
+			__atomic_compare_exchange_n(&s->err, &none, r, false, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * A replica over TCP: striped over up to c->tcp_stripes connections
+ * (client.h) when it is large enough and nobody hears of its progress,
+ * else tcp_range on one.  Striped, the checksum is taken over the whole
+ * buffer by the caller's thread: a write's while the stripes are sent, a
+ * read's once they all arrived.
+ */
+static int tcp_move(struct mc_client *c, struct mc_target *t, bool write, uint8_t *buf,
+		    uint64_t len, XXH3_state_t *st, const struct mc_progress *pg)
+{
+	uint64_t n = len / c->tcp_stripe_size;
+	if (n > c->tcp_stripes)
+		n = c->tcp_stripes;
+	if (n < 2 || (pg && pg->fn))
+		return tcp_range(t, write, buf, 0, len, st, pg);
+	uint64_t size = (len + n - 1) / n;
+	size = (size + 4095) & ~(uint64_t)4095;
+	struct stripes s = { .t = t, .write = write, .buf = buf, .len = len, .size = size,
+			     .n = (unsigned)((len + size - 1) / size) };
+	struct mc_crew crew;
+	mc_crew_start(&crew, s.n - 1, stripes_run, &s);
+	if (write && st)
+		XXH3_64bits_update(st, buf, (size_t)len);
+	stripes_run(&s);
+	mc_crew_join(&crew);
+	int r = __atomic_load_n(&s.err, __ATOMIC_RELAXED);
+	if (r == 0 && !write && st)
+		XXH3_64bits_update(st, buf, (size_t)len);
+	return r;
+}
+
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
 		    uint64_t *ret_sum, const struct mc_progress *pg)
 {
@@ -123,23 +228,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 		}
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 	} else {
-		struct mc_conn *cn = NULL;
-		for (uint64_t done = 0; done < len && r == 0;) {
-			uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
-			struct mc_msg_data_write_req q = { .segment_id = t->seg,
-							   .offset = t->offset + done, .length = n,
-							   .grant = t->grant };
-			struct mc_msg_data_write_resp p;
-			struct iovec iov = { (void *)((const char *)buf + done), (size_t)n };
-			struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
-			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_WRITE, &q, &p, &at);
-			if (r == 0 && st)
-				XXH3_64bits_update(st, (const char *)buf + done, (size_t)n);
-			done += n;
-			if (r == 0)
-				mc_progress_report(pg, done);
-		}
-		mc_pool_put(&t->node->pool, cn);
+		r = tcp_move(c, t, true, (void *)buf, len, st, pg);
 	}
 	if (st) {
 		if (r == 0)
@@ -210,26 +299,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 			mc_progress_report(pg, done);
 		}
 	} else {
-		struct mc_conn *cn = NULL;
-		for (uint64_t done = 0; done < len && r == 0;) {
-			uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
-			struct mc_msg_data_read_req q = { .segment_id = t->seg,
-							  .offset = t->offset + done, .length = n,
-							  .grant = t->grant };
-			struct mc_msg_data_read_resp p;
-			struct mc_rpc_attach at = { .recv = (char *)buf + done, .recv_cap = n };
-			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_READ, &q, &p, &at);
-			if (r == MC_ERR_GRANT_EXPIRED)	/* a read grant lasts the lease */
-				r = MC_ERR_LEASE_EXPIRED;
-			if (r == 0 && at.recv_len != n)
-				r = MC_ERR_TRANSFER_FAIL;
-			if (r == 0)
-				XXH3_64bits_update(st, (char *)buf + done, (size_t)n);
-			done += n;
-			if (r == 0)
-				mc_progress_report(pg, done);
-		}
-		mc_pool_put(&t->node->pool, cn);
+		r = tcp_move(c, t, false, buf, len, st, pg);
 	}
 	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
 done:;
