@@ -226,7 +226,9 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 		     struct mc_bytes *pref_storage, struct mc_put_opts *ret);
 
 /* client-put.c: writes the value to every replica of a PUT_START answer;
- * fn (or NULL) hears of the progress over all of them. */
+ * fn (or NULL) hears of the progress over all of them, replica after
+ * replica.  Without fn, the replicas of a large value are written at once
+ * (one thread each). */
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
 		      const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
 		      void *ctx);
