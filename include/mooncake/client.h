@@ -402,6 +402,14 @@ MC_API void mc_key_list_free(struct mc_key_list *l);
  * (INVALID_PARAMS, RPC_*): then status[] is unspecified.  mc_batch_put
  * applies opts to every item (an existing key: 0, or OBJECT_ALREADY_EXISTS
  * with opts->exclusive) but calls no progress callback.
+ *
+ * Transfers: the objects of mc_batch_put and mc_batch_get_into move on up
+ * to 4 threads at once (to different nodes and replicas in parallel).  A
+ * batch of 8 MiB or more (values, or caps for gets) is cut into chunks of
+ * about a quarter of its bytes (4..32 MiB each) pipelined two at a time:
+ * the master round trips of one chunk (BATCH_PUT_START / PUT_END, or the
+ * lookup) overlap the transfers of the other.  A put costs one PUT_START
+ * and one PUT_END per chunk.
  */
 MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 			const size_t *klens, const void *const *bufs, const size_t *lens,
