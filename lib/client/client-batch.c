@@ -132,6 +132,8 @@ struct stage {
 	uint32_t next;		/* atomic: the next item to take */
 	struct mc_crew crew;
 	uint64_t t0;		/* get: when the lookup was sent */
+	void *ctx;		/* the batch (struct bput or bget) */
+	void (*item)(struct stage *s, uint32_t j);	/* moves item j's bytes */
 	union {
 		struct mc_msg_batch_put_start_resp put;
 		struct mc_msg_batch_get_replica_list_resp get;
@@ -163,16 +165,46 @@ static void stage_free(struct stage *s)
 	free(s->revokes);
 }
 
-/* Starts fn on up to XFER_THREADS threads for a chunk of bytes in todo
- * items, or runs it now on the caller's (a small chunk). */
-static void stage_launch(struct stage *s, void *(*fn)(void *), void *arg, uint64_t bytes,
-			 uint32_t todo)
+/* A thread of a stage: the next item still to move (res 0), until none is left. */
+static void *stage_worker(void *arg)
 {
+	struct stage *s = arg;
+	for (;;) {
+		uint32_t j = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+		if (j >= s->ch.n)
+			return NULL;
+		if (s->res[j] == 0)
+			s->item(s, j);
+	}
+}
+
+/* Moves the items of a chunk of bytes in todo items with item(): on up to
+ * XFER_THREADS threads, or now on the caller's (a small chunk). */
+static void stage_launch(struct stage *s, void (*item)(struct stage *s, uint32_t j),
+			 uint64_t bytes, uint32_t todo)
+{
+	s->item = item;
 	__atomic_store_n(&s->next, 0, __ATOMIC_RELAXED);
 	if (bytes >= PAR_MIN_BYTES && todo > 0)
-		mc_crew_start(&s->crew, todo < XFER_THREADS ? todo : XFER_THREADS, fn, arg);
+		mc_crew_start(&s->crew, todo < XFER_THREADS ? todo : XFER_THREADS, stage_worker, s);
 	else
-		fn(arg);
+		stage_worker(s);
+}
+
+/* A chunk's master request on its own connection; the answer (in p, which
+ * holds *n_items) must have one item per key.  On an error the connection
+ * is given back. */
+static int stage_call(struct mc_client *c, struct stage *s, uint16_t op, const void *q, void *p,
+		      const uint32_t *n_items)
+{
+	int r = mc_pool_call(&c->mpool, &s->cn, op, q, p, NULL);
+	if (r == 0 && *n_items != s->ch.n)
+		r = MC_ERR_DESERIALIZE_FAIL;
+	if (r < 0) {
+		mc_pool_put(&c->mpool, s->cn);
+		s->cn = NULL;
+	}
+	return r;
 }
 
 /* The total data bytes of the items (for the chunk size). */
@@ -182,6 +214,53 @@ static uint64_t total_bytes(size_t n, const size_t *lens)
 	for (size_t i = 0; i < n; i++)
 		t += lens[i];
 	return t;
+}
+
+/* A batch with its chunks' transfers pipelined (see the top): what both
+ * forms share.  next() fills a stage's chunk, start() sends its master
+ * request and starts its transfers, finish() waits for them and ends it. */
+struct pipe {
+	size_t n;
+	const void *const *keys;
+	const size_t *klens;
+	int *status;
+	bool (*valid)(size_t i, void *ctx);	/* or NULL */
+	void *vctx;
+	int (*start)(struct stage *s);
+	void (*finish)(struct stage *s);
+};
+
+static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
+{
+	struct stage st[2];
+	int r0 = stage_alloc(&st[0], pp->n), r1 = stage_alloc(&st[1], pp->n);
+	int r = r0 < 0 ? r0 : r1;
+	uint64_t dcap = pipe_chunk_bytes(total_bytes(pp->n, dlen));
+	for (int k = 0; k < 2; k++) {
+		st[k].ch.dlen = dlen;
+		st[k].ch.dcap = dcap;
+		st[k].ctx = ctx;
+	}
+	size_t pos = 0;
+	unsigned k = 0;
+	bool live = r == 0 &&
+		    chunk_next(&st[0].ch, pp->n, pp->keys, pp->klens, &pos, pp->status, pp->valid,
+			       pp->vctx) &&
+		    (r = pp->start(&st[0])) == 0;
+	while (live) {
+		struct stage *cur = &st[k & 1], *nxt = &st[(k + 1) & 1];
+		/* The next chunk's master request while this one's transfers run ... */
+		bool more = chunk_next(&nxt->ch, pp->n, pp->keys, pp->klens, &pos, pp->status,
+				       pp->valid, pp->vctx) &&
+			    (r = pp->start(nxt)) == 0;
+		/* ... and this one's end while the next one's run. */
+		pp->finish(cur);
+		live = more;
+		k++;
+	}
+	stage_free(&st[0]);
+	stage_free(&st[1]);
+	return r;
 }
 
 /* ---- put ---------------------------------------------------------------------- */
@@ -210,34 +289,21 @@ struct bput {
 	const struct mc_msg_put_config *cfg;
 	bool exclusive, upsert;
 	int *status;
-	struct stage *s;	/* the stage the writer threads work on */
 };
 
-struct bput_run {
-	struct bput *b;
-	struct stage *s;
-};
-
-static void *put_writes(void *arg)
+static void put_item(struct stage *s, uint32_t j)
 {
-	struct bput_run *w = arg;
-	struct stage *s = w->s;
-	const struct mc_msg_batch_put_start_resp *p = &s->p.put;
-	for (;;) {
-		uint32_t j = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
-		if (j >= s->ch.n)
-			return NULL;
-		if (s->res[j] != 0)
-			continue;
-		size_t i = s->ch.idx[j];
-		s->res[j] = mc_write_replicas(w->b->c, p->items[j].replicas, p->items[j].n_replicas,
-					      w->b->bufs[i], w->b->lens[i], &s->sums[j], NULL, NULL);
-	}
+	const struct bput *b = s->ctx;
+	const struct mc_msg_batch_put_item *it = &s->p.put.items[j];
+	size_t i = s->ch.idx[j];
+	s->res[j] = mc_write_replicas(b->c, it->replicas, it->n_replicas, b->bufs[i], b->lens[i],
+				      &s->sums[j], NULL, NULL);
 }
 
 /* BATCH_PUT_START (or UPSERT_START) of s's chunk, then its writes started. */
-static int put_start(struct bput *b, struct stage *s, struct bput_run *run)
+static int put_start(struct stage *s)
 {
+	struct bput *b = s->ctx;
 	struct mc_client *c = b->c;
 	struct chunk *ch = &s->ch;
 	for (uint32_t j = 0; j < ch->n; j++)
@@ -249,15 +315,10 @@ static int put_start(struct bput *b, struct stage *s, struct bput_run *run)
 	for (uint32_t j = 0; b->upsert && c->dcache && j < ch->n; j++)
 		mc_dcache_drop(c->dcache, ch->keys[j].p, ch->keys[j].len);
 	/* BATCH_UPSERT_START's messages are BATCH_PUT_START's, field for field. */
-	int r = mc_pool_call(&c->mpool, &s->cn, b->upsert ? MC_OP_BATCH_UPSERT_START :
-					       MC_OP_BATCH_PUT_START, &q, p, NULL);
-	if (r == 0 && p->n_items != ch->n)
-		r = MC_ERR_DESERIALIZE_FAIL;
-	if (r < 0) {   /* started puts expire (put_discard_timeout_ms) */
-		mc_pool_put(&c->mpool, s->cn);
-		s->cn = NULL;
+	int r = stage_call(c, s, b->upsert ? MC_OP_BATCH_UPSERT_START : MC_OP_BATCH_PUT_START,
+			   &q, p, &p->n_items);
+	if (r < 0)	/* started puts expire (put_discard_timeout_ms) */
 		return r;
-	}
 	uint64_t bytes = 0;
 	uint32_t todo = 0;
 	for (uint32_t j = 0; j < ch->n; j++) {
@@ -274,14 +335,14 @@ static int put_start(struct bput *b, struct stage *s, struct bput_run *run)
 			todo++;
 		}
 	}
-	*run = (struct bput_run){ b, s };
-	stage_launch(s, put_writes, run, bytes, todo);
+	stage_launch(s, put_item, bytes, todo);
 	return 0;
 }
 
 /* Waits for s's writes, then PUT_END what was written and revokes the rest. */
-static void put_finish(struct bput *b, struct stage *s)
+static void put_finish(struct stage *s)
 {
+	struct bput *b = s->ctx;
 	struct mc_client *c = b->c;
 	struct chunk *ch = &s->ch;
 	struct mc_bytes tenant = mc_client_tenant(c);
@@ -331,39 +392,18 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 	struct mc_msg_put_config cfg;
 	struct mc_bytes pref[MC_MAX_PREFERRED_SEGMENTS];
 	struct mc_put_opts o;
-	struct stage st[2];
-	struct bput_run run[2];
 	int r;
 
 	if (!args_ok(c, n, keys, klens, status) || (n && (!bufs || !lens)))
 		return MC_ERR_INVALID_PARAMS;
 	if ((r = mc_put_config_of(opts, &cfg, pref, &o)) < 0)
 		return r;
-	int r0 = stage_alloc(&st[0], n), r1 = stage_alloc(&st[1], n);
 	struct bput b = { .c = c, .bufs = bufs, .lens = lens, .cfg = &cfg,
 			  .exclusive = o.exclusive, .upsert = o.upsert, .status = status };
 	struct put_ctx pc = { bufs, lens, status };
-	uint64_t dcap = pipe_chunk_bytes(total_bytes(n, lens));
-	st[0].ch.dlen = st[1].ch.dlen = lens;
-	st[0].ch.dcap = st[1].ch.dcap = dcap;
-	r = r0 < 0 ? r0 : r1;
-	size_t pos = 0;
-	unsigned k = 0;
-	bool live = r == 0 && chunk_next(&st[0].ch, n, keys, klens, &pos, status, put_valid, &pc) &&
-		    (r = put_start(&b, &st[0], &run[0])) == 0;
-	while (live) {
-		struct stage *cur = &st[k & 1], *nxt = &st[(k + 1) & 1];
-		/* The next chunk's START while this one's writes run ... */
-		bool more = chunk_next(&nxt->ch, n, keys, klens, &pos, status, put_valid, &pc) &&
-			    (r = put_start(&b, nxt, &run[(k + 1) & 1])) == 0;
-		/* ... and this one's END while the next one's run. */
-		put_finish(&b, cur);
-		live = more;
-		k++;
-	}
-	stage_free(&st[0]);
-	stage_free(&st[1]);
-	return r;
+	struct pipe pp = { .n = n, .keys = keys, .klens = klens, .status = status,
+			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish };
+	return pipe_run(&pp, lens, &b);
 }
 
 /* ---- get ---------------------------------------------------------------------- */
@@ -376,50 +416,31 @@ struct bget {
 	int *status;
 };
 
-struct bget_run {
-	struct bget *b;
-	struct stage *s;
-};
-
-static void *get_reads(void *arg)
+static void get_item(struct stage *s, uint32_t j)
 {
-	struct bget_run *w = arg;
-	struct stage *s = w->s;
-	const struct mc_msg_batch_get_replica_list_resp *p = &s->p.get;
-	for (;;) {
-		uint32_t j = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
-		if (j >= s->ch.n)
-			return NULL;
-		if (s->res[j] != 0)
-			continue;
-		size_t i = s->ch.idx[j];
-		const struct mc_msg_batch_replica_item *it = &p->items[j];
-		int r = mc_read_object(w->b->c, it->replicas, it->n_replicas, it->size,
-				       it->has_checksum, it->checksum, s->t0, it->lease_ttl_ms,
-				       w->b->bufs[i], NULL);
-		if (r == 0)
-			w->b->lens[i] = it->size;
-		w->b->status[i] = r;
-	}
+	const struct bget *b = s->ctx;
+	const struct mc_msg_batch_replica_item *it = &s->p.get.items[j];
+	size_t i = s->ch.idx[j];
+	int r = mc_read_object(b->c, it->replicas, it->n_replicas, it->size, it->has_checksum,
+			       it->checksum, s->t0, it->lease_ttl_ms, b->bufs[i], NULL);
+	if (r == 0)
+		b->lens[i] = it->size;
+	b->status[i] = r;
 }
 
 /* BATCH_GET_REPLICA_LIST of s's chunk, then its reads started. */
-static int get_start(struct bget *b, struct stage *s, struct bget_run *run)
+static int get_start(struct stage *s)
 {
+	struct bget *b = s->ctx;
 	struct mc_client *c = b->c;
 	struct chunk *ch = &s->ch;
 	struct mc_msg_batch_get_replica_list_req q = { .tenant = mc_client_tenant(c),
 						       .n_keys = ch->n, .keys = ch->keys };
 	struct mc_msg_batch_get_replica_list_resp *p = &s->p.get;
 	s->t0 = mc_now_ms();
-	int r = mc_pool_call(&c->mpool, &s->cn, MC_OP_BATCH_GET_REPLICA_LIST, &q, p, NULL);
-	if (r == 0 && p->n_items != ch->n)
-		r = MC_ERR_DESERIALIZE_FAIL;
-	if (r < 0) {
-		mc_pool_put(&c->mpool, s->cn);
-		s->cn = NULL;
+	int r = stage_call(c, s, MC_OP_BATCH_GET_REPLICA_LIST, &q, p, &p->n_items);
+	if (r < 0)
 		return r;
-	}
 	uint64_t bytes = 0;
 	uint32_t todo = 0;
 	for (uint32_t j = 0; j < ch->n; j++) {
@@ -436,13 +457,13 @@ static int get_start(struct bget *b, struct stage *s, struct bget_run *run)
 			todo++;
 		}
 	}
-	*run = (struct bget_run){ b, s };
-	stage_launch(s, get_reads, run, bytes, todo);
+	stage_launch(s, get_item, bytes, todo);
 	return 0;
 }
 
-static void get_finish(struct bget *b, struct stage *s)
+static void get_finish(struct stage *s)
 {
+	const struct bget *b = s->ctx;
 	mc_crew_join(&s->crew);
 	mc_pool_put(&b->c->mpool, s->cn);
 	s->cn = NULL;
@@ -452,32 +473,12 @@ MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *k
 			     const size_t *klens, void *const *bufs, const size_t *caps,
 			     size_t *lens, int *status)
 {
-	struct stage st[2];
-	struct bget_run run[2];
-	int r;
 	if (!args_ok(c, n, keys, klens, status) || (n && (!bufs || !caps || !lens)))
 		return MC_ERR_INVALID_PARAMS;
-	int r0 = stage_alloc(&st[0], n), r1 = stage_alloc(&st[1], n);
 	struct bget b = { .c = c, .bufs = bufs, .caps = caps, .lens = lens, .status = status };
-	uint64_t dcap = pipe_chunk_bytes(total_bytes(n, caps));
-	st[0].ch.dlen = st[1].ch.dlen = caps;
-	st[0].ch.dcap = st[1].ch.dcap = dcap;
-	r = r0 < 0 ? r0 : r1;
-	size_t pos = 0;
-	unsigned k = 0;
-	bool live = r == 0 && chunk_next(&st[0].ch, n, keys, klens, &pos, status, NULL, NULL) &&
-		    (r = get_start(&b, &st[0], &run[0])) == 0;
-	while (live) {
-		struct stage *cur = &st[k & 1], *nxt = &st[(k + 1) & 1];
-		bool more = chunk_next(&nxt->ch, n, keys, klens, &pos, status, NULL, NULL) &&
-			    (r = get_start(&b, nxt, &run[(k + 1) & 1])) == 0;
-		get_finish(&b, cur);
-		live = more;
-		k++;
-	}
-	stage_free(&st[0]);
-	stage_free(&st[1]);
-	return r;
+	struct pipe pp = { .n = n, .keys = keys, .klens = klens, .status = status,
+			   .start = get_start, .finish = get_finish };
+	return pipe_run(&pp, caps, &b);
 }
 
 /* ---- exist / remove ------------------------------------------------------------- */

@@ -132,6 +132,14 @@ struct mc_crew {
 void mc_crew_start(struct mc_crew *w, unsigned n, void *(*fn)(void *), void *arg);
 void mc_crew_join(struct mc_crew *w);
 
+/* Keeps r in *err (atomic) if r is the first error of a crew's work. */
+static inline void mc_crew_error(int *err, int r)
+{
+	int none = 0;
+	if (r < 0)
+		__atomic_compare_exchange_n(err, &none, r, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 struct mc_segsrv;
 
 struct mc_client {

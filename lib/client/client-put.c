@@ -84,10 +84,7 @@ static void *rep_writes_run(void *arg)
 		uint32_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
 		if (i >= w->n)
 			return NULL;
-		int r = write_one(w->c, &w->reps[i], w->buf, w->len, NULL, NULL), none = 0;
-		if (r < 0)
-			__atomic_compare_exchange_n(&w->err, &none, r, false, __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED);
+		mc_crew_error(&w->err, write_one(w->c, &w->reps[i], w->buf, w->len, NULL, NULL));
 	}
 }
 

@@ -152,11 +152,7 @@ static void *stripes_run(void *arg)
 			return NULL;
 		uint64_t off = (uint64_t)k * s->size;
 		uint64_t n = s->len - off < s->size ? s->len - off : s->size;
-		int r = tcp_range(s->t, s->write, s->buf, off, n, NULL, NULL);
-		int none = 0;
-		if (r < 0)
-			__atomic_compare_exchange_n(&s->err, &none, r, false, __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED);
+		mc_crew_error(&s->err, tcp_range(s->t, s->write, s->buf, off, n, NULL, NULL));
 	}
 }
 

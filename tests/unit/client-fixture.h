@@ -74,14 +74,23 @@ static bool spawn(struct daemon *d, const char *name, char *const argv[])
 	return d->pid > 0;
 }
 
-static bool start_master(struct daemon *d, const char *name, const char *extra)
+/* A master; extra, extra2 (or NULL): more options. */
+static bool start_master2(struct daemon *d, const char *name, const char *extra,
+			  const char *extra2)
 {
 	char bin[600], state[300], a1[] = "--rpc_address=127.0.0.1", a2[] = "--rpc_port=0",
 	     a3[] = "--http_port=0";
 	snprintf(bin, sizeof(bin), "%s/mooncake-master", bindir);
 	snprintf(state, sizeof(state), "--state_dir=%s/%s", tmpdir, name);
-	char *argv[] = { bin, a1, a2, a3, state, (char *)extra, NULL };
+	char *argv[] = { bin, a1, a2, a3, state, (char *)extra, (char *)extra2, NULL };
+	if (!extra)
+		argv[5] = (char *)extra2, argv[6] = NULL;
 	return spawn(d, name, argv) && wait_log(d, "ready: rpc on 127.0.0.1:", &d->port);
+}
+
+static bool start_master(struct daemon *d, const char *name, const char *extra)
+{
+	return start_master2(d, name, extra, NULL);
 }
 
 /* A node with a 128 MiB segment; extra (or NULL): one more option. */
@@ -137,5 +146,54 @@ static void fill(uint8_t *p, size_t n, uint64_t seed)
 		p[i] = (uint8_t)x;
 	}
 }
+
+/* The program's cluster: a master (its options extra, extra2) and, when
+ * the node binary is built, two nodes; tmpdir from template (XXXXXX).
+ * -1 when the master does not start; without nodes the data tests skip. */
+static struct daemon master, node1, node2;
+static char master_addr[64];
+
+static int fixture_start(const char *template, const char *extra, const char *extra2)
+{
+	const char *b = getenv("MC_BUILD");
+	snprintf(bindir, sizeof(bindir), "%s/bin", b && *b ? b : ".output");
+	snprintf(tmpdir, sizeof(tmpdir), "%s", template);
+	if (!mkdtemp(tmpdir))
+		return -1;
+	if (!start_master2(&master, "master", extra, extra2)) {
+		fprintf(stderr, "# cannot start %s/mooncake-master\n", bindir);
+		return -1;
+	}
+	snprintf(master_addr, sizeof(master_addr), "127.0.0.1:%d", master.port);
+	char nb[600];
+	snprintf(nb, sizeof(nb), "%s/mooncake-node", bindir);
+	if (access(nb, X_OK) == 0) {
+		have_node = start_node(&node1, "node1", master.port) &&
+			    start_node(&node2, "node2", master.port);
+		if (!have_node)
+			fprintf(stderr, "# mooncake-node did not start: see %s\n", tmpdir);
+	} else {
+		fprintf(stderr, "# %s not built: data tests skipped\n", nb);
+	}
+	return 0;
+}
+
+/* MC_KEEP=1 leaves the daemons running and their folder in place. */
+static int fixture_stop(void)
+{
+	if (getenv("MC_KEEP"))
+		return 0;
+	stop(&node1);
+	stop(&node2);
+	stop(&master);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		return 0;
+	return 0;
+}
+
+#define NEED_NODE() do { if (!have_node) { \
+	fprintf(stderr, "# skipped: mooncake-node not available\n"); skip(); } } while (0)
 
 #endif

@@ -32,21 +32,6 @@
 #include "mooncake/client.h"
 #include "client-fixture.h"
 
-static struct daemon master, node1, node2;
-static char master_addr[64];
-
-/* A master whose removed objects' space comes back within about 2 s (the
- * tests write several times the cluster's 256 MiB). */
-static bool start_short_master(struct daemon *d, const char *name)
-{
-	char bin[600], state[300], a1[] = "--rpc_address=127.0.0.1", a2[] = "--rpc_port=0",
-	     a3[] = "--http_port=0", a4[] = "--lease_ttl_ms=1000", a5[] = "--write_grant_ttl_ms=2000";
-	snprintf(bin, sizeof(bin), "%s/mooncake-master", bindir);
-	snprintf(state, sizeof(state), "--state_dir=%s/%s", tmpdir, name);
-	char *argv[] = { bin, a1, a2, a3, a4, a5, state, NULL };
-	return spawn(d, name, argv) && wait_log(d, "ready: rpc on 127.0.0.1:", &d->port);
-}
-
 /* Until the space of what the test before removed is free again (its
  * leases and write grants ended). */
 static void settle(void)
@@ -54,47 +39,18 @@ static void settle(void)
 	usleep(2200 * 1000);
 }
 
+/* Short leases and write grants: the tests write several times the
+ * cluster's 256 MiB, and a removed object's space comes back once both end. */
 static int group_setup(void **state)
 {
-	const char *b = getenv("MC_BUILD");
-	snprintf(bindir, sizeof(bindir), "%s/bin", b && *b ? b : ".output");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-client-xfer.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	char nb[600];
-	snprintf(nb, sizeof(nb), "%s/mooncake-node", bindir);
-	if (access(nb, X_OK) != 0) {
-		fprintf(stderr, "# %s not built: data tests skipped\n", nb);
-		return 0;
-	}
-	if (!start_short_master(&master, "master")) {
-		fprintf(stderr, "# cannot start %s/mooncake-master\n", bindir);
-		return -1;
-	}
-	snprintf(master_addr, sizeof(master_addr), "127.0.0.1:%d", master.port);
-	have_node = start_node(&node1, "node1", master.port) && start_node(&node2, "node2", master.port);
-	if (!have_node)
-		fprintf(stderr, "# mooncake-node did not start: see %s\n", tmpdir);
-	return 0;
+	return fixture_start("/tmp/test-client-xfer.XXXXXX", "--lease_ttl_ms=1000",
+			     "--write_grant_ttl_ms=2000");
 }
 
-/* MC_KEEP=1 leaves the daemons running and their folder in place. */
 static int group_teardown(void **state)
 {
-	if (getenv("MC_KEEP"))
-		return 0;
-	stop(&node1);
-	stop(&node2);
-	stop(&master);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		return 0;
-	return 0;
+	return fixture_stop();
 }
-
-#define NEED_NODE() do { if (!have_node) { \
-	fprintf(stderr, "# skipped: mooncake-node not available\n"); skip(); } } while (0)
 
 static struct mc_client *client_x(const char *addr, bool shm, unsigned stripes, uint64_t ssize,
 				  int timeout_ms)

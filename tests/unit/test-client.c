@@ -40,51 +40,16 @@
 
 #include "client-fixture.h"
 
-static struct daemon master, node1, node2;
-static char master_addr[64];
 
 static int group_setup(void **state)
 {
-	const char *b = getenv("MC_BUILD");
-	snprintf(bindir, sizeof(bindir), "%s/bin", b && *b ? b : ".output");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-client.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	if (!start_master(&master, "master", NULL)) {
-		fprintf(stderr, "# cannot start %s/mooncake-master\n", bindir);
-		return -1;
-	}
-	snprintf(master_addr, sizeof(master_addr), "127.0.0.1:%d", master.port);
-	char nb[600];
-	snprintf(nb, sizeof(nb), "%s/mooncake-node", bindir);
-	if (access(nb, X_OK) == 0) {
-		have_node = start_node(&node1, "node1", master.port) &&
-			    start_node(&node2, "node2", master.port);
-		if (!have_node)
-			fprintf(stderr, "# mooncake-node did not start: see %s\n", tmpdir);
-	} else {
-		fprintf(stderr, "# %s not built: data tests skipped\n", nb);
-	}
-	return 0;
+	return fixture_start("/tmp/test-client.XXXXXX", NULL, NULL);
 }
 
-/* MC_KEEP=1 leaves the daemons running and their folder in place. */
 static int group_teardown(void **state)
 {
-	if (getenv("MC_KEEP"))
-		return 0;
-	stop(&node1);
-	stop(&node2);
-	stop(&master);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		return 0;
-	return 0;
+	return fixture_stop();
 }
-
-#define NEED_NODE() do { if (!have_node) { \
-	fprintf(stderr, "# skipped: mooncake-node not available\n"); skip(); } } while (0)
 
 static struct mc_client *client(const char *addr, bool shm)
 {
