@@ -67,7 +67,9 @@ struct mc_shm_seg {
 	struct mc_uuid id;
 	uint8_t *base;		/* NULL: not usable here (no file, wrong size) */
 	uint64_t size;
+	uint64_t *warm;		/* a bit per MC_SHM_WARM bytes: page tables mapped (atomic) */
 };
+#define MC_SHM_WARM (64u << 10)
 
 /* A node data endpoint: its connections and what we know of its segments. */
 struct mc_node {
@@ -184,8 +186,12 @@ void mc_client_nodes_free(struct mc_client *c);
  * path, from the descriptor), or NULL when that segment cannot be reached
  * through shared memory here. */
 uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id,
-		       struct mc_bytes path, uint64_t off, uint64_t len);
+		       struct mc_bytes path, uint64_t off, uint64_t len, uint64_t **ret_warm);
 void mc_shm_unmap_all(struct mc_node *n);
+struct mc_target;
+/* Before a memcpy of the first len bytes of t->shm: maps their page tables
+ * in one call unless this process did so before (see shm.c). */
+void mc_shm_populate(const struct mc_target *t, uint64_t len, bool write);
 
 /* client-xfer.c: one memory replica of a put or get. */
 struct mc_target {
@@ -196,6 +202,7 @@ struct mc_target {
 	struct mc_bytes grant;		/* the master's grant (util/grant.h), likewise */
 	struct mc_node *node;
 	uint8_t *shm;			/* mapped bytes, or NULL: RDMA or TCP */
+	uint64_t *warm;			/* with shm: its segment's (struct mc_shm_seg) */
 	uint8_t transport;		/* what the node advertises (enum mc_transport) */
 	struct mc_bytes disk_key;	/* LOCAL_DISK: the node's disk key (len 0: a
 					 * memory replica); read with DATA_DISK_READ */

@@ -51,30 +51,9 @@ int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc
 	int r = mc_client_node(c, x.endpoint, &x.node);
 	if (r < 0)
 		return r;
-	x.shm = mc_shm_locate(c, x.node, x.seg, d->mem.shm_path, x.offset, x.size);
+	x.shm = mc_shm_locate(c, x.node, x.seg, d->mem.shm_path, x.offset, x.size, &x.warm);
 	*t = x;
 	return 0;
-}
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22    /* Linux 5.14 */
-#define MADV_POPULATE_WRITE 23
-#endif
-
-/*
- * Maps the page tables of a shared-segment range in one call before a large
- * memcpy.  Faulting a fresh mapping in page by page costs about 10 us per
- * 4 KiB on these VMs (a 1 MiB put ran at 0.28 GB/s); one madvise() does the
- * whole range in the kernel.  Failure (an older kernel) only costs speed.
- */
-static void shm_populate(void *p, uint64_t len, bool write)
-{
-	if (len < 65536)
-		return;
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)p & ~(pg - 1);
-	uintptr_t e = ((uintptr_t)p + len + pg - 1) & ~(pg - 1);
-	(void)madvise((void *)a, e - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
 }
 
 /* Bytes hashed per step while copying: the copy leaves them in L2, so the
@@ -213,7 +192,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
 	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint);
 	if (t->shm) {
-		shm_populate(t->shm, len, true);
+		mc_shm_populate(t, len, true);
 		for (uint64_t done = 0; done < len;) {
 			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
 			memcpy(t->shm + done, (const char *)buf + done, n);
@@ -286,7 +265,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		r = disk_read(t, buf, len, st, pg);
 	} else if (t->shm) {
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		shm_populate(t->shm, len, false);
+		mc_shm_populate(t, len, false);
 		for (uint64_t done = 0; done < len;) {
 			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
 			memcpy((char *)buf + done, t->shm + done, n);
