@@ -6,9 +6,9 @@
  * carry replica descriptors); an invalid key gets INVALID_PARAMS in its
  * status and is left out of the requests.
  *
- * The objects' bytes move on up to XFER_THREADS threads (started for each
- * chunk; a chunk of less than PAR_MIN_BYTES in all stays on the caller's
- * thread), each taking the next object and writing it to its replicas
+ * The objects' bytes move on up to XFER_THREADS of the client's transfer
+ * threads (client-crew.c; a chunk of less than PAR_MIN_BYTES in all stays
+ * on the caller's thread), each taking the next object and writing it to its replicas
  * (mc_write_replicas) or reading it (mc_read_object), so that transfers to
  * different nodes, replicas and objects overlap.
  *
@@ -132,6 +132,7 @@ struct stage {
 	uint32_t next;		/* atomic: the next item to take */
 	struct mc_crew crew;
 	uint64_t t0;		/* get: when the lookup was sent */
+	struct mc_client *c;
 	void *ctx;		/* the batch (struct bput or bget) */
 	void (*item)(struct stage *s, uint32_t j);	/* moves item j's bytes */
 	union {
@@ -186,7 +187,8 @@ static void stage_launch(struct stage *s, void (*item)(struct stage *s, uint32_t
 	s->item = item;
 	__atomic_store_n(&s->next, 0, __ATOMIC_RELAXED);
 	if (bytes >= PAR_MIN_BYTES && todo > 0)
-		mc_crew_start(&s->crew, todo < XFER_THREADS ? todo : XFER_THREADS, stage_worker, s);
+		mc_crew_start(&s->c->workers, &s->crew, todo < XFER_THREADS ? todo : XFER_THREADS,
+			      stage_worker, s);
 	else
 		stage_worker(s);
 }
@@ -220,6 +222,7 @@ static uint64_t total_bytes(size_t n, const size_t *lens)
  * forms share.  next() fills a stage's chunk, start() sends its master
  * request and starts its transfers, finish() waits for them and ends it. */
 struct pipe {
+	struct mc_client *c;
 	size_t n;
 	const void *const *keys;
 	const size_t *klens;
@@ -240,6 +243,7 @@ static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
 		st[k].ch.dlen = dlen;
 		st[k].ch.dcap = dcap;
 		st[k].ctx = ctx;
+		st[k].c = pp->c;
 	}
 	size_t pos = 0;
 	unsigned k = 0;
@@ -401,7 +405,7 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 	struct bput b = { .c = c, .bufs = bufs, .lens = lens, .cfg = &cfg,
 			  .exclusive = o.exclusive, .upsert = o.upsert, .status = status };
 	struct put_ctx pc = { bufs, lens, status };
-	struct pipe pp = { .n = n, .keys = keys, .klens = klens, .status = status,
+	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = status,
 			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish };
 	return pipe_run(&pp, lens, &b);
 }
@@ -476,7 +480,7 @@ MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *k
 	if (!args_ok(c, n, keys, klens, status) || (n && (!bufs || !caps || !lens)))
 		return MC_ERR_INVALID_PARAMS;
 	struct bget b = { .c = c, .bufs = bufs, .caps = caps, .lens = lens, .status = status };
-	struct pipe pp = { .n = n, .keys = keys, .klens = klens, .status = status,
+	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = status,
 			   .start = get_start, .finish = get_finish };
 	return pipe_run(&pp, caps, &b);
 }

@@ -11,7 +11,7 @@
  *   client-get.c    get, get_into
  *   client-batch.c  the batch forms
  *   client-cache.c  the descriptor cache of hot reads (cache_descriptors)
- *   client-crew.c   a few threads running one function (batches, stripes)
+ *   client-crew.c   the transfer threads (batches, replicas, stripes)
  */
 #ifndef MC_CLIENT_INTERNAL_H
 #define MC_CLIENT_INTERNAL_H
@@ -119,20 +119,35 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
 
 /*
- * client-crew.c: up to MC_CREW_MAX threads running fn(arg); fn takes its
- * work from arg (an atomic counter) until none is left, so any number of
- * threads (and the caller) can share it.  mc_crew_join() waits for them,
- * or runs fn on the caller when no thread could be started.
+ * client-crew.c: n runs of fn(arg) on the client's transfer threads
+ * (struct mc_workers, MC_WORKERS of them); fn takes its work from arg (an
+ * atomic counter) until none is left, so any number of runs (and the
+ * caller) can share it.  mc_crew_join() runs fn on the caller for the work
+ * no thread took, then waits for the runs under way (see client-crew.c).
  */
+#define MC_WORKERS 8u
 #define MC_CREW_MAX 16u
-struct mc_crew {
-	pthread_t th[MC_CREW_MAX];
-	unsigned started;
-	void *(*fn)(void *);
-	void *arg;
+struct mc_crew;
+struct mc_workers {
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	struct mc_crew *head;	/* crews with tickets no worker took */
+	pthread_t th[MC_WORKERS];
+	unsigned nthreads;
+	bool stop;
 };
-void mc_crew_start(struct mc_crew *w, unsigned n, void *(*fn)(void *), void *arg);
-void mc_crew_join(struct mc_crew *w);
+struct mc_crew {
+	struct mc_workers *w;
+	void *(*fn)(void *);	/* NULL: joined (or never started) */
+	void *arg;
+	unsigned queued, running;	/* tickets not taken, runs under way (w->mu) */
+	struct mc_crew *next;	/* in w->head's list */
+};
+void mc_workers_init(struct mc_workers *w);
+void mc_workers_destroy(struct mc_workers *w);
+void mc_crew_start(struct mc_workers *w, struct mc_crew *cr, unsigned n, void *(*fn)(void *),
+		   void *arg);
+void mc_crew_join(struct mc_crew *cr);
 
 /* Keeps r in *err (atomic) if r is the first error of a crew's work. */
 static inline void mc_crew_error(int *err, int r)
@@ -165,6 +180,7 @@ struct mc_client {
 	struct mc_dcache *dcache;	/* NULL: descriptors are not cached */
 	struct mc_rdma *rdma;		/* client-rdma.c (options; device once used) */
 	struct mc_segsrv *segsrv;	/* the contributed segment (segsrv.h), or NULL */
+	struct mc_workers workers;	/* client-crew.c */
 };
 
 static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)

@@ -99,7 +99,7 @@ int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, u
 		struct rep_writes w = { .c = c, .reps = reps, .n = n, .buf = buf, .len = len,
 					.next = 1 };
 		struct mc_crew crew;
-		mc_crew_start(&crew, n - 1, rep_writes_run, &w);
+		mc_crew_start(&c->workers, &crew, n - 1, rep_writes_run, &w);
 		int r = write_one(c, &reps[0], buf, len, ret_sum, NULL);
 		mc_crew_join(&crew);
 		int e = __atomic_load_n(&w.err, __ATOMIC_RELAXED);

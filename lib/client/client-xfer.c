@@ -155,7 +155,7 @@ static int tcp_move(struct mc_client *c, struct mc_target *t, bool write, uint8_
 	struct stripes s = { .t = t, .write = write, .buf = buf, .len = len, .size = size,
 			     .n = (unsigned)((len + size - 1) / size) };
 	struct mc_crew crew;
-	mc_crew_start(&crew, s.n - 1, stripes_run, &s);
+	mc_crew_start(&c->workers, &crew, s.n - 1, stripes_run, &s);
 	if (write && st)
 		XXH3_64bits_update(st, buf, (size_t)len);
 	stripes_run(&s);

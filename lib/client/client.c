@@ -111,6 +111,7 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	struct mc_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return MC_ERR_NO_MEMORY;
+	mc_workers_init(&c->workers);
 	snprintf(c->master, sizeof(c->master), "%s", master);
 	snprintf(c->tenant, sizeof(c->tenant), "%s", tenant);
 	c->timeout_ms = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms < 0 ? 0 : o.timeout_ms;
@@ -188,6 +189,7 @@ MC_API void mc_client_free(struct mc_client *c)
 	if (!c)
 		return;
 	mc_segsrv_stop(c->segsrv, true);
+	mc_workers_destroy(&c->workers);
 	mc_client_nodes_free(c);
 	mc_rdma_free(c->rdma);
 	mc_dcache_free(c->dcache);
