@@ -16,10 +16,15 @@
  * object of a batch) cannot deadlock the pool: with every worker busy its
  * caller does the work itself.
  *
+ * After a fork() the child has none of the threads: its first crew or
+ * mc_client_free() sees another pid and forgets them (start anew, join
+ * none).
+ *
  * Lock: workers.mu guards the queue, each crew's queued and running counts
  * and stop; a worker sleeps on work, a joiner on done.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "client/client-internal.h"
 
@@ -54,11 +59,24 @@ void mc_workers_init(struct mc_workers *w)
 	w->head = NULL;
 	w->nthreads = 0;
 	w->stop = false;
+	w->pid = getpid();
+}
+
+/* In a child of fork(): the parent's threads are not here. */
+static void forget_forked(struct mc_workers *w)
+{
+	pid_t me = getpid();
+	if (w->pid != me) {
+		w->pid = me;
+		w->nthreads = 0;
+		w->head = NULL;
+	}
 }
 
 void mc_workers_destroy(struct mc_workers *w)
 {
 	pthread_mutex_lock(&w->mu);
+	forget_forked(w);
 	w->stop = true;
 	pthread_cond_broadcast(&w->work);
 	pthread_mutex_unlock(&w->mu);
@@ -76,6 +94,7 @@ void mc_crew_start(struct mc_workers *w, struct mc_crew *cr, unsigned n, void *(
 	if (n == 0)
 		return;
 	pthread_mutex_lock(&w->mu);
+	forget_forked(w);
 	while (w->nthreads < MC_WORKERS &&
 	       pthread_create(&w->th[w->nthreads], NULL, worker_main, w) == 0)
 		w->nthreads++;

@@ -17,6 +17,7 @@
 #define MC_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -135,6 +136,7 @@ struct mc_workers {
 	pthread_t th[MC_WORKERS];
 	unsigned nthreads;
 	bool stop;
+	pid_t pid;		/* whose threads they are (fork) */
 };
 struct mc_crew {
 	struct mc_workers *w;
