@@ -13,7 +13,8 @@
  * different nodes, replicas and objects overlap.
  *
  * Pipelining: a batch of more than 2 x PIPE_MIN_BYTES is cut into chunks of
- * about a quarter of its bytes (PIPE_MIN_BYTES..PIPE_MAX_BYTES each), and
+ * about a quarter of its bytes (PIPE_MIN_BYTES..PIPE_MAX_BYTES each, and at
+ * least PIPE_MIN_ITEMS items: a get's caps may be far above its sizes), and
  * the master round trips of one chunk overlap the transfers of the others:
  *
  *     caller:   START(k+1)  [join k]  END(k)  START(k+2)  [join k+1]  END(k+1)
@@ -34,6 +35,7 @@
 #include "util/clock.h"
 
 #define BODY_BUDGET (MC_PROTO_MAX_BODY / 4)
+#define PIPE_MIN_ITEMS 4u	/* a chunk cut for its bytes has at least these */
 #define ITEM_OVERHEAD 32u	/* per key on the wire beyond its bytes (length, size, sum) */
 
 struct chunk {
@@ -88,10 +90,12 @@ static bool chunk_next(struct chunk *ch, size_t n, const void *const *keys, cons
 			continue;
 		}
 		if (ch->n && (bytes + klens[i] + ITEM_OVERHEAD > BODY_BUDGET ||
-			      (ch->dlen && data + ch->dlen[i] > ch->dcap)))
+			      (ch->dlen && ch->n >= PIPE_MIN_ITEMS &&
+			       (data >= ch->dcap || ch->dlen[i] > ch->dcap - data))))
 			break;
 		bytes += klens[i] + ITEM_OVERHEAD;
-		data += ch->dlen ? ch->dlen[i] : 0;
+		if (ch->dlen)
+			data = data + ch->dlen[i] >= data ? data + ch->dlen[i] : UINT64_MAX;
 		ch->idx[ch->n] = i;
 		ch->keys[ch->n++] = MC_BYTES(keys[i], klens[i]);
 		(*pos)++;
@@ -214,7 +218,7 @@ static uint64_t total_bytes(size_t n, const size_t *lens)
 {
 	uint64_t t = 0;
 	for (size_t i = 0; i < n; i++)
-		t += lens[i];
+		t = t + lens[i] >= t ? t + lens[i] : UINT64_MAX;   /* caps may be huge */
 	return t;
 }
 
