@@ -17,8 +17,9 @@
  * caller does the work itself.
  *
  * After a fork() the child has none of the threads: its first crew or
- * mc_client_free() sees another pid and forgets them (start anew, join
- * none).
+ * mc_client_free() sees another pid and starts anew (threads, lock and
+ * condition variables; none joined).  A child that shares the parent's
+ * client makes its first transfer call from one thread.
  *
  * Lock: workers.mu guards the queue, each crew's queued and running counts
  * and stop; a worker sleeps on work, a joiner on done.
@@ -62,21 +63,19 @@ void mc_workers_init(struct mc_workers *w)
 	w->pid = getpid();
 }
 
-/* In a child of fork(): the parent's threads are not here. */
+/* In a child of fork(): the parent's threads are not here, and the lock
+ * and condition variables may hold their state (a waiter, a holder):
+ * start anew.  Called before the lock is taken. */
 static void forget_forked(struct mc_workers *w)
 {
-	pid_t me = getpid();
-	if (w->pid != me) {
-		w->pid = me;
-		w->nthreads = 0;
-		w->head = NULL;
-	}
+	if (w->pid != getpid())
+		mc_workers_init(w);
 }
 
 void mc_workers_destroy(struct mc_workers *w)
 {
-	pthread_mutex_lock(&w->mu);
 	forget_forked(w);
+	pthread_mutex_lock(&w->mu);
 	w->stop = true;
 	pthread_cond_broadcast(&w->work);
 	pthread_mutex_unlock(&w->mu);
@@ -93,8 +92,8 @@ void mc_crew_start(struct mc_workers *w, struct mc_crew *cr, unsigned n, void *(
 	*cr = (struct mc_crew){ .w = w, .fn = fn, .arg = arg };
 	if (n == 0)
 		return;
-	pthread_mutex_lock(&w->mu);
 	forget_forked(w);
+	pthread_mutex_lock(&w->mu);
 	while (w->nthreads < MC_WORKERS &&
 	       pthread_create(&w->th[w->nthreads], NULL, worker_main, w) == 0)
 		w->nthreads++;

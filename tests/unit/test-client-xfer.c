@@ -18,6 +18,8 @@
  *   - A stress of 6 threads sharing two clients (TCP striped, shared memory)
  *     with batch puts, gets and removes, bytes checked (also under TSan:
  *     tests.mk TSAN_TESTS).
+ *   - fork(): the child frees the parent's client without waiting for its
+ *     threads, and stripes with a client of its own.
  *
  * MC_BUILD (default .output) names the build tree holding the daemons.
  */
@@ -444,6 +446,47 @@ static void test_stress(void **state)
 	mc_client_free(shm);
 }
 
+/* A child of fork() has none of the client's transfer threads: freeing the
+ * client there does not wait for them, and a striped transfer there runs on
+ * threads of its own.  The parent's client goes on working. */
+static void test_fork(void **state)
+{
+	NEED_NODE();
+#if defined(__SANITIZE_THREAD__)
+	/* TSan stops a child of a threaded process that starts threads. */
+	fprintf(stderr, "# skipped under ThreadSanitizer\n");
+	skip();
+#endif
+	struct mc_client *c = client_x(NULL, false, 4, 64 << 10, 30000);
+	size_t n = (2u << 20) + 1, len = 0;
+	uint8_t *v = malloc(n), *out = malloc(n);
+	assert_non_null(v);
+	assert_non_null(out);
+	fill(v, n, 9);
+	across(c, c, "fork-a", v, n, out);	/* the threads are started */
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(60);
+		struct mc_client *cc = client_x(NULL, false, 4, 64 << 10, 30000);
+		int bad = mc_put(cc, "fork-child", 10, v, n, NULL) != 0 ||
+			  mc_get_into(cc, "fork-child", 10, out, n, &len) != 0 || len != n ||
+			  memcmp(out, v, n) != 0;
+		mc_remove(cc, "fork-child", 10, true);
+		mc_client_free(cc);
+		mc_client_free(c);	/* the parent's threads: not joined here */
+		_exit(bad);
+	}
+	assert_true(pid > 0);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	across(c, c, "fork-b", v, n, out);
+	free(v);
+	free(out);
+	mc_client_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline_shm),
 		cmocka_unit_test(test_node_failure),
 		cmocka_unit_test(test_stress),
+		cmocka_unit_test(test_fork),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
