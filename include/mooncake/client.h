@@ -99,6 +99,13 @@ struct mc_client_opts {
 	uint16_t segment_port_min; /* its port: the first free one of min..max from a */
 	uint16_t segment_port_max; /* random start (min == max: that one); both 0:
 				      12300..14300, the original's range */
+	/* TCP striping: one replica of an object of at least 2 x tcp_stripe_size
+	 * bytes moves over up to tcp_stripes connections to its node at once,
+	 * each carrying one contiguous stripe (its own thread).  Not for a put
+	 * or get with a progress callback (its calls stay in order). */
+	unsigned tcp_stripes;	  /* 1..16 (1: no striping); 0: $MC_TCP_STRIPES, else 2 */
+	uint64_t tcp_stripe_size; /* smallest stripe, >= 64 KiB; 0: $MC_TCP_STRIPE_SIZE,
+				     else 512 KiB */
 };
 
 /*
@@ -415,6 +422,14 @@ MC_API void mc_key_list_free(struct mc_key_list *l);
  * (INVALID_PARAMS, RPC_*): then status[] is unspecified.  mc_batch_put
  * applies opts to every item (an existing key: 0, or OBJECT_ALREADY_EXISTS
  * with opts->exclusive) but calls no progress callback.
+ *
+ * Transfers: the objects of mc_batch_put and mc_batch_get_into move on up
+ * to 4 threads at once (to different nodes and replicas in parallel).  A
+ * batch of 8 MiB or more (values, or caps for gets) is cut into chunks of
+ * about a quarter of its bytes (4..32 MiB each) pipelined two at a time:
+ * the master round trips of one chunk (BATCH_PUT_START / PUT_END, or the
+ * lookup) overlap the transfers of the other.  A put costs one PUT_START
+ * and one PUT_END per chunk.
  */
 MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 			const size_t *klens, const void *const *bufs, const size_t *lens,

@@ -6,11 +6,26 @@
  * carry replica descriptors); an invalid key gets INVALID_PARAMS in its
  * status and is left out of the requests.
  *
- * A batch put writes its objects in parallel: up to WRITERS threads (the
- * caller's and WRITERS - 1 started for the chunk) take the objects in turn,
- * each written to its replicas by mc_write_replicas, so that transfers to
- * different nodes and objects overlap.  A chunk of less than PAR_MIN_BYTES
- * in all stays on the caller's thread (starting threads would cost more).
+ * The objects' bytes move on up to XFER_THREADS of the client's transfer
+ * threads (client-crew.c; a chunk of less than PAR_MIN_BYTES in all stays
+ * on the caller's thread), each taking the next object and writing it to its replicas
+ * (mc_write_replicas) or reading it (mc_read_object), so that transfers to
+ * different nodes, replicas and objects overlap.
+ *
+ * Pipelining: a batch of more than 2 x PIPE_MIN_BYTES is cut into chunks of
+ * about a quarter of its bytes (PIPE_MIN_BYTES..PIPE_MAX_BYTES each, and at
+ * least PIPE_MIN_ITEMS items: a get's caps may be far above its sizes), and
+ * the master round trips of one chunk overlap the transfers of the others:
+ *
+ *     caller:   START(k+1)  [join k]  END(k)  START(k+2)  [join k+1]  END(k+1)
+ *     writers:  -- chunk k ---------->
+ *                          -- chunk k+1 (from START(k+1)'s answer) -->
+ *
+ * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  At most two
+ * chunks are in flight, each with its own master connection, which holds
+ * its answer until the chunk ends.  A master call that fails ends the
+ * batch with its error once the chunk in flight has finished (its items
+ * have their status; those of later chunks are left as they were).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,12 +35,15 @@
 #include "util/clock.h"
 
 #define BODY_BUDGET (MC_PROTO_MAX_BODY / 4)
+#define PIPE_MIN_ITEMS 4u	/* a chunk cut for its bytes has at least these */
 #define ITEM_OVERHEAD 32u	/* per key on the wire beyond its bytes (length, size, sum) */
 
 struct chunk {
 	size_t *idx;		/* caller's index of each key in the chunk */
 	struct mc_bytes *keys;
 	uint32_t n;
+	const size_t *dlen;	/* the items' data bytes, or NULL */
+	uint64_t dcap;		/* with dlen: a chunk's data bytes beyond its first item */
 };
 
 static int chunk_alloc(struct chunk *ch, size_t n)
@@ -34,9 +52,13 @@ static int chunk_alloc(struct chunk *ch, size_t n)
 	ch->idx = malloc((m ? m : 1) * sizeof(*ch->idx));
 	ch->keys = malloc((m ? m : 1) * sizeof(*ch->keys));
 	ch->n = 0;
+	ch->dlen = NULL;
+	ch->dcap = 0;
 	if (!ch->idx || !ch->keys) {
 		free(ch->idx);
 		free(ch->keys);
+		ch->idx = NULL;
+		ch->keys = NULL;
 		return MC_ERR_NO_MEMORY;
 	}
 	return 0;
@@ -54,6 +76,7 @@ static bool chunk_next(struct chunk *ch, size_t n, const void *const *keys, cons
 		       size_t *pos, int *status, bool (*valid)(size_t i, void *ctx), void *ctx)
 {
 	size_t bytes = 0;
+	uint64_t data = 0;
 	ch->n = 0;
 	while (*pos < n && ch->n < MC_MAX_BATCH) {
 		size_t i = *pos;
@@ -66,9 +89,13 @@ static bool chunk_next(struct chunk *ch, size_t n, const void *const *keys, cons
 			(*pos)++;
 			continue;
 		}
-		if (ch->n && bytes + klens[i] + ITEM_OVERHEAD > BODY_BUDGET)
+		if (ch->n && (bytes + klens[i] + ITEM_OVERHEAD > BODY_BUDGET ||
+			      (ch->dlen && ch->n >= PIPE_MIN_ITEMS &&
+			       (data >= ch->dcap || ch->dlen[i] > ch->dcap - data))))
 			break;
 		bytes += klens[i] + ITEM_OVERHEAD;
+		if (ch->dlen)
+			data = data + ch->dlen[i] >= data ? data + ch->dlen[i] : UINT64_MAX;
 		ch->idx[ch->n] = i;
 		ch->keys[ch->n++] = MC_BYTES(keys[i], klens[i]);
 		(*pos)++;
@@ -80,6 +107,168 @@ static bool args_ok(struct mc_client *c, size_t n, const void *const *keys, cons
 		    const int *status)
 {
 	return c && (n == 0 || (keys && klens && status));
+}
+
+#define XFER_THREADS   4
+#define PAR_MIN_BYTES  (256u << 10)
+#define PIPE_MIN_BYTES (4ull << 20)
+#define PIPE_MAX_BYTES (32ull << 20)
+
+/* The data bytes per chunk of a batch of total bytes (see the top). */
+static uint64_t pipe_chunk_bytes(uint64_t total)
+{
+	uint64_t q = total / 4;
+	if (total < 2 * PIPE_MIN_BYTES)
+		return UINT64_MAX;
+	return q < PIPE_MIN_BYTES ? PIPE_MIN_BYTES : q > PIPE_MAX_BYTES ? PIPE_MAX_BYTES : q;
+}
+
+/* One chunk in flight: its master connection (holding the answer), its
+ * per-item results and the threads moving its bytes. */
+struct stage {
+	struct chunk ch;
+	struct mc_conn *cn;
+	int *res;		/* put: 1 nothing to write, else the write's result */
+	uint64_t *sums;
+	uint64_t *sizes;
+	struct mc_msg_put_end_item *ends;
+	struct mc_bytes *revokes;
+	uint32_t next;		/* atomic: the next item to take */
+	struct mc_crew crew;
+	uint64_t t0;		/* get: when the lookup was sent */
+	struct mc_client *c;
+	void *ctx;		/* the batch (struct bput or bget) */
+	void (*item)(struct stage *s, uint32_t j);	/* moves item j's bytes */
+	union {
+		struct mc_msg_batch_put_start_resp put;
+		struct mc_msg_batch_get_replica_list_resp get;
+	} p;
+};
+
+static int stage_alloc(struct stage *s, size_t n)
+{
+	size_t m = n < MC_MAX_BATCH ? n : MC_MAX_BATCH;
+	memset(s, 0, sizeof(*s));
+	int r = chunk_alloc(&s->ch, n);
+	if (r < 0)
+		return r;
+	s->res = malloc((m ? m : 1) * sizeof(*s->res));
+	s->sums = malloc((m ? m : 1) * sizeof(*s->sums));
+	s->sizes = malloc((m ? m : 1) * sizeof(*s->sizes));
+	s->ends = malloc((m ? m : 1) * sizeof(*s->ends));
+	s->revokes = malloc((m ? m : 1) * sizeof(*s->revokes));
+	return s->res && s->sums && s->sizes && s->ends && s->revokes ? 0 : MC_ERR_NO_MEMORY;
+}
+
+static void stage_free(struct stage *s)
+{
+	chunk_free(&s->ch);
+	free(s->res);
+	free(s->sums);
+	free(s->sizes);
+	free(s->ends);
+	free(s->revokes);
+}
+
+/* A thread of a stage: the next item still to move (res 0), until none is left. */
+static void *stage_worker(void *arg)
+{
+	struct stage *s = arg;
+	for (;;) {
+		uint32_t j = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+		if (j >= s->ch.n)
+			return NULL;
+		if (s->res[j] == 0)
+			s->item(s, j);
+	}
+}
+
+/* Moves the items of a chunk of bytes in todo items with item(): on up to
+ * XFER_THREADS threads, or now on the caller's (a small chunk). */
+static void stage_launch(struct stage *s, void (*item)(struct stage *s, uint32_t j),
+			 uint64_t bytes, uint32_t todo)
+{
+	s->item = item;
+	__atomic_store_n(&s->next, 0, __ATOMIC_RELAXED);
+	if (bytes >= PAR_MIN_BYTES && todo > 0)
+		mc_crew_start(&s->c->workers, &s->crew, todo < XFER_THREADS ? todo : XFER_THREADS,
+			      stage_worker, s);
+	else
+		stage_worker(s);
+}
+
+/* A chunk's master request on its own connection; the answer (in p, which
+ * holds *n_items) must have one item per key.  On an error the connection
+ * is given back. */
+static int stage_call(struct mc_client *c, struct stage *s, uint16_t op, const void *q, void *p,
+		      const uint32_t *n_items)
+{
+	int r = mc_pool_call(&c->mpool, &s->cn, op, q, p, NULL);
+	if (r == 0 && *n_items != s->ch.n)
+		r = MC_ERR_DESERIALIZE_FAIL;
+	if (r < 0) {
+		mc_pool_put(&c->mpool, s->cn);
+		s->cn = NULL;
+	}
+	return r;
+}
+
+/* The total data bytes of the items (for the chunk size). */
+static uint64_t total_bytes(size_t n, const size_t *lens)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < n; i++)
+		t = t + lens[i] >= t ? t + lens[i] : UINT64_MAX;   /* caps may be huge */
+	return t;
+}
+
+/* A batch with its chunks' transfers pipelined (see the top): what both
+ * forms share.  next() fills a stage's chunk, start() sends its master
+ * request and starts its transfers, finish() waits for them and ends it. */
+struct pipe {
+	struct mc_client *c;
+	size_t n;
+	const void *const *keys;
+	const size_t *klens;
+	int *status;
+	bool (*valid)(size_t i, void *ctx);	/* or NULL */
+	void *vctx;
+	int (*start)(struct stage *s);
+	void (*finish)(struct stage *s);
+};
+
+static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
+{
+	struct stage st[2];
+	int r0 = stage_alloc(&st[0], pp->n), r1 = stage_alloc(&st[1], pp->n);
+	int r = r0 < 0 ? r0 : r1;
+	uint64_t dcap = pipe_chunk_bytes(total_bytes(pp->n, dlen));
+	for (int k = 0; k < 2; k++) {
+		st[k].ch.dlen = dlen;
+		st[k].ch.dcap = dcap;
+		st[k].ctx = ctx;
+		st[k].c = pp->c;
+	}
+	size_t pos = 0;
+	unsigned k = 0;
+	bool live = r == 0 &&
+		    chunk_next(&st[0].ch, pp->n, pp->keys, pp->klens, &pos, pp->status, pp->valid,
+			       pp->vctx) &&
+		    (r = pp->start(&st[0])) == 0;
+	while (live) {
+		struct stage *cur = &st[k & 1], *nxt = &st[(k + 1) & 1];
+		/* The next chunk's master request while this one's transfers run ... */
+		bool more = chunk_next(&nxt->ch, pp->n, pp->keys, pp->klens, &pos, pp->status,
+				       pp->valid, pp->vctx) &&
+			    (r = pp->start(nxt)) == 0;
+		/* ... and this one's end while the next one's run. */
+		pp->finish(cur);
+		live = more;
+		k++;
+	}
+	stage_free(&st[0]);
+	stage_free(&st[1]);
+	return r;
 }
 
 /* ---- put ---------------------------------------------------------------------- */
@@ -100,141 +289,108 @@ static bool put_valid(size_t i, void *ctx)
 	return true;
 }
 
-#define WRITERS       4
-#define PAR_MIN_BYTES (256u << 10)
-
-/* The writes of one chunk, shared by its writer threads. */
-struct writes {
+/* A batch put: what every chunk shares. */
+struct bput {
 	struct mc_client *c;
-	const struct mc_msg_batch_put_item *items;
 	const void *const *bufs;
 	const size_t *lens;
-	const size_t *idx;
-	uint32_t n;
-	uint32_t next;		/* atomic: the next item to take */
-	int *res;		/* per item: 1 nothing to write, else the write's result */
-	uint64_t *sums;
+	const struct mc_msg_put_config *cfg;
+	bool exclusive, upsert;
+	int *status;
 };
 
-static void *writes_run(void *arg)
+static void put_item(struct stage *s, uint32_t j)
 {
-	struct writes *w = arg;
-	for (;;) {
-		uint32_t j = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
-		if (j >= w->n)
-			return NULL;
-		if (w->res[j] != 0)
-			continue;
-		const struct mc_msg_batch_put_item *it = &w->items[j];
-		size_t i = w->idx[j];
-		w->res[j] = mc_write_replicas(w->c, it->replicas, it->n_replicas, w->bufs[i],
-					      w->lens[i], &w->sums[j], NULL, NULL);
-	}
+	const struct bput *b = s->ctx;
+	const struct mc_msg_batch_put_item *it = &s->p.put.items[j];
+	size_t i = s->ch.idx[j];
+	s->res[j] = mc_write_replicas(b->c, it->replicas, it->n_replicas, b->bufs[i], b->lens[i],
+				      &s->sums[j], NULL, NULL);
 }
 
-/* Runs the writes (res[j] == 0) on up to WRITERS threads. */
-static void writes_all(struct writes *w, uint64_t bytes, uint32_t todo)
+/* BATCH_PUT_START (or UPSERT_START) of s's chunk, then its writes started. */
+static int put_start(struct stage *s)
 {
-	pthread_t th[WRITERS - 1];
-	unsigned started = 0, want = todo < WRITERS ? todo : WRITERS;
-	if (bytes >= PAR_MIN_BYTES)
-		while (started + 1 < want && pthread_create(&th[started], NULL, writes_run, w) == 0)
-			started++;
-	writes_run(w);
-	for (unsigned k = 0; k < started; k++)
-		pthread_join(th[k], NULL);
-}
-
-static int put_chunk(struct mc_client *c, struct chunk *ch, const void *const *bufs,
-		     const size_t *lens, const struct mc_msg_put_config *cfg, bool exclusive,
-		     bool upsert, int *status, uint64_t *sizes, struct mc_msg_put_end_item *ends,
-		     struct mc_bytes *revokes)
-{
-	struct mc_bytes tenant = mc_client_tenant(c);
-	uint32_t nend = 0, nrev = 0;
-	size_t *end_idx = ch->idx;	/* reused in place: see below */
+	struct bput *b = s->ctx;
+	struct mc_client *c = b->c;
+	struct chunk *ch = &s->ch;
 	for (uint32_t j = 0; j < ch->n; j++)
-		sizes[j] = lens[ch->idx[j]];
-	struct mc_msg_batch_put_start_req q = { .client_id = c->id, .tenant = tenant,
+		s->sizes[j] = b->lens[ch->idx[j]];
+	struct mc_msg_batch_put_start_req q = { .client_id = c->id, .tenant = mc_client_tenant(c),
 						.n_keys = ch->n, .keys = ch->keys,
-						.n_sizes = ch->n, .sizes = sizes, .config = *cfg };
-	struct mc_msg_batch_put_start_resp p;
-	struct mc_conn *cn = NULL;
-	for (uint32_t j = 0; upsert && c->dcache && j < ch->n; j++)
+						.n_sizes = ch->n, .sizes = s->sizes, .config = *b->cfg };
+	struct mc_msg_batch_put_start_resp *p = &s->p.put;
+	for (uint32_t j = 0; b->upsert && c->dcache && j < ch->n; j++)
 		mc_dcache_drop(c->dcache, ch->keys[j].p, ch->keys[j].len);
 	/* BATCH_UPSERT_START's messages are BATCH_PUT_START's, field for field. */
-	int r = mc_pool_call(&c->mpool, &cn, upsert ? MC_OP_BATCH_UPSERT_START :
-					    MC_OP_BATCH_PUT_START, &q, &p, NULL);
-	if (r == 0 && p.n_items != ch->n)
-		r = MC_ERR_DESERIALIZE_FAIL;
-	if (r < 0) {
-		mc_pool_put(&c->mpool, cn);
+	int r = stage_call(c, s, b->upsert ? MC_OP_BATCH_UPSERT_START : MC_OP_BATCH_PUT_START,
+			   &q, p, &p->n_items);
+	if (r < 0)	/* started puts expire (put_discard_timeout_ms) */
 		return r;
-	}
-	/* Writes; the response points into cn, which stays ours until the end. */
-	int *res = calloc(ch->n ? ch->n : 1, sizeof(*res));
-	uint64_t *sums = calloc(ch->n ? ch->n : 1, sizeof(*sums));
-	if (!res || !sums) {
-		free(res);
-		free(sums);
-		mc_pool_put(&c->mpool, cn);   /* the puts expire (put_discard_timeout_ms) */
-		return MC_ERR_NO_MEMORY;
-	}
 	uint64_t bytes = 0;
 	uint32_t todo = 0;
 	for (uint32_t j = 0; j < ch->n; j++) {
 		size_t i = ch->idx[j];
-		const struct mc_msg_batch_put_item *it = &p.items[j];
-		if (it->status == MC_ERR_OBJECT_ALREADY_EXISTS && !upsert) {
-			status[i] = exclusive ? it->status : 0;
-			res[j] = 1;
+		const struct mc_msg_batch_put_item *it = &p->items[j];
+		s->res[j] = 1;
+		if (it->status == MC_ERR_OBJECT_ALREADY_EXISTS && !b->upsert) {
+			b->status[i] = b->exclusive ? it->status : 0;
 		} else if (it->status) {
-			status[i] = it->status;
-			res[j] = 1;
+			b->status[i] = it->status;
 		} else {
-			bytes += lens[i];
+			s->res[j] = 0;
+			bytes += b->lens[i];
 			todo++;
 		}
 	}
-	struct writes wr = { .c = c, .items = p.items, .bufs = bufs, .lens = lens,
-			     .idx = ch->idx, .n = ch->n, .res = res, .sums = sums };
-	writes_all(&wr, bytes, todo);
+	stage_launch(s, put_item, bytes, todo);
+	return 0;
+}
+
+/* Waits for s's writes, then PUT_END what was written and revokes the rest. */
+static void put_finish(struct stage *s)
+{
+	struct bput *b = s->ctx;
+	struct mc_client *c = b->c;
+	struct chunk *ch = &s->ch;
+	struct mc_bytes tenant = mc_client_tenant(c);
+	uint32_t nend = 0, nrev = 0;
+	size_t *end_idx = ch->idx;	/* reused in place: see below */
+	mc_crew_join(&s->crew);
 	for (uint32_t j = 0; j < ch->n; j++) {
 		size_t i = ch->idx[j];
-		int w = res[j];
+		int w = s->res[j];
 		if (w == 1)
 			continue;
 		if (w == 0) {
-			ends[nend] = (struct mc_msg_put_end_item){
-				.key = ch->keys[j], .has_checksum = true, .checksum = sums[j] };
+			s->ends[nend] = (struct mc_msg_put_end_item){
+				.key = ch->keys[j], .has_checksum = true, .checksum = s->sums[j] };
 			end_idx[nend++] = i;	/* nend <= j: overwrites consumed entries only */
 		} else {
-			status[i] = w;
-			revokes[nrev++] = ch->keys[j];
+			b->status[i] = w;
+			s->revokes[nrev++] = ch->keys[j];
 		}
 	}
-	free(res);
-	free(sums);
 	if (nend) {
 		struct mc_msg_batch_put_end_req e = { .client_id = c->id, .tenant = tenant,
-						      .n_items = nend, .items = ends };
+						      .n_items = nend, .items = s->ends };
 		struct mc_msg_batch_put_end_resp ep;
-		r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_PUT_END, &e, &ep, NULL);
+		int r = mc_pool_call(&c->mpool, &s->cn, MC_OP_BATCH_PUT_END, &e, &ep, NULL);
 		/* Until PutEnd a get of ours could lease and cache the old values. */
-		for (uint32_t j = 0; upsert && c->dcache && j < nend; j++)
-			mc_dcache_drop(c->dcache, ends[j].key.p, ends[j].key.len);
+		for (uint32_t j = 0; b->upsert && c->dcache && j < nend; j++)
+			mc_dcache_drop(c->dcache, s->ends[j].key.p, s->ends[j].key.len);
 		for (uint32_t j = 0; j < nend; j++)
-			status[end_idx[j]] = r < 0 ? r : j < ep.n_status ? ep.status[j] :
-								     MC_ERR_DESERIALIZE_FAIL;
+			b->status[end_idx[j]] = r < 0 ? r : j < ep.n_status ? ep.status[j] :
+									MC_ERR_DESERIALIZE_FAIL;
 	}
 	if (nrev) {
 		struct mc_msg_batch_put_revoke_req v = { .client_id = c->id, .tenant = tenant,
-							 .n_keys = nrev, .keys = revokes };
+							 .n_keys = nrev, .keys = s->revokes };
 		struct mc_msg_batch_put_revoke_resp vp;
-		mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_PUT_REVOKE, &v, &vp, NULL);
+		mc_pool_call(&c->mpool, &s->cn, MC_OP_BATCH_PUT_REVOKE, &v, &vp, NULL);
 	}
-	mc_pool_put(&c->mpool, cn);
-	return 0;
+	mc_pool_put(&c->mpool, s->cn);
+	s->cn = NULL;
 }
 
 MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
@@ -244,73 +400,93 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 	struct mc_msg_put_config cfg;
 	struct mc_bytes pref[MC_MAX_PREFERRED_SEGMENTS];
 	struct mc_put_opts o;
-	struct chunk ch;
 	int r;
 
 	if (!args_ok(c, n, keys, klens, status) || (n && (!bufs || !lens)))
 		return MC_ERR_INVALID_PARAMS;
 	if ((r = mc_put_config_of(opts, &cfg, pref, &o)) < 0)
 		return r;
-	if ((r = chunk_alloc(&ch, n)) < 0)
-		return r;
-	size_t m = n < MC_MAX_BATCH ? n : MC_MAX_BATCH;
-	uint64_t *sizes = malloc((m ? m : 1) * sizeof(*sizes));
-	struct mc_msg_put_end_item *ends = malloc((m ? m : 1) * sizeof(*ends));
-	struct mc_bytes *revokes = malloc((m ? m : 1) * sizeof(*revokes));
-	if (!sizes || !ends || !revokes)
-		r = MC_ERR_NO_MEMORY;
+	struct bput b = { .c = c, .bufs = bufs, .lens = lens, .cfg = &cfg,
+			  .exclusive = o.exclusive, .upsert = o.upsert, .status = status };
 	struct put_ctx pc = { bufs, lens, status };
-	size_t pos = 0;
-	while (r == 0 && chunk_next(&ch, n, keys, klens, &pos, status, put_valid, &pc))
-		r = put_chunk(c, &ch, bufs, lens, &cfg, o.exclusive, o.upsert, status, sizes, ends,
-			      revokes);
-	free(sizes);
-	free(ends);
-	free(revokes);
-	chunk_free(&ch);
-	return r;
+	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = status,
+			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish };
+	return pipe_run(&pp, lens, &b);
 }
 
 /* ---- get ---------------------------------------------------------------------- */
+
+struct bget {
+	struct mc_client *c;
+	void *const *bufs;
+	const size_t *caps;
+	size_t *lens;
+	int *status;
+};
+
+static void get_item(struct stage *s, uint32_t j)
+{
+	const struct bget *b = s->ctx;
+	const struct mc_msg_batch_replica_item *it = &s->p.get.items[j];
+	size_t i = s->ch.idx[j];
+	int r = mc_read_object(b->c, it->replicas, it->n_replicas, it->size, it->has_checksum,
+			       it->checksum, s->t0, it->lease_ttl_ms, b->bufs[i], NULL);
+	if (r == 0)
+		b->lens[i] = it->size;
+	b->status[i] = r;
+}
+
+/* BATCH_GET_REPLICA_LIST of s's chunk, then its reads started. */
+static int get_start(struct stage *s)
+{
+	struct bget *b = s->ctx;
+	struct mc_client *c = b->c;
+	struct chunk *ch = &s->ch;
+	struct mc_msg_batch_get_replica_list_req q = { .tenant = mc_client_tenant(c),
+						       .n_keys = ch->n, .keys = ch->keys };
+	struct mc_msg_batch_get_replica_list_resp *p = &s->p.get;
+	s->t0 = mc_now_ms();
+	int r = stage_call(c, s, MC_OP_BATCH_GET_REPLICA_LIST, &q, p, &p->n_items);
+	if (r < 0)
+		return r;
+	uint64_t bytes = 0;
+	uint32_t todo = 0;
+	for (uint32_t j = 0; j < ch->n; j++) {
+		size_t i = ch->idx[j];
+		const struct mc_msg_batch_replica_item *it = &p->items[j];
+		int e = it->status;
+		if (e == 0 && (!b->bufs[i] || it->size > b->caps[i]))
+			e = b->bufs[i] ? MC_ERR_BUFFER_OVERFLOW : MC_ERR_INVALID_PARAMS;
+		s->res[j] = e != 0;
+		if (e)
+			b->status[i] = e;
+		else {
+			bytes += it->size;
+			todo++;
+		}
+	}
+	stage_launch(s, get_item, bytes, todo);
+	return 0;
+}
+
+static void get_finish(struct stage *s)
+{
+	const struct bget *b = s->ctx;
+	mc_crew_join(&s->crew);
+	mc_pool_put(&b->c->mpool, s->cn);
+	s->cn = NULL;
+}
 
 MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *keys,
 			     const size_t *klens, void *const *bufs, const size_t *caps,
 			     size_t *lens, int *status)
 {
-	struct chunk ch;
-	int r;
 	if (!args_ok(c, n, keys, klens, status) || (n && (!bufs || !caps || !lens)))
 		return MC_ERR_INVALID_PARAMS;
-	if ((r = chunk_alloc(&ch, n)) < 0)
-		return r;
-	size_t pos = 0;
-	while (r == 0 && chunk_next(&ch, n, keys, klens, &pos, status, NULL, NULL)) {
-		struct mc_msg_batch_get_replica_list_req q = { .tenant = mc_client_tenant(c),
-							       .n_keys = ch.n, .keys = ch.keys };
-		struct mc_msg_batch_get_replica_list_resp p;
-		struct mc_conn *cn = NULL;
-		uint64_t t0 = mc_now_ms();
-		r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_GET_REPLICA_LIST, &q, &p, NULL);
-		if (r == 0 && p.n_items != ch.n)
-			r = MC_ERR_DESERIALIZE_FAIL;
-		for (uint32_t j = 0; r == 0 && j < ch.n; j++) {
-			size_t i = ch.idx[j];
-			const struct mc_msg_batch_replica_item *it = &p.items[j];
-			int s = it->status;
-			if (s == 0 && (!bufs[i] || it->size > caps[i]))
-				s = bufs[i] ? MC_ERR_BUFFER_OVERFLOW : MC_ERR_INVALID_PARAMS;
-			if (s == 0)
-				s = mc_read_object(c, it->replicas, it->n_replicas, it->size,
-						   it->has_checksum, it->checksum, t0,
-						   it->lease_ttl_ms, bufs[i], NULL);
-			if (s == 0)
-				lens[i] = it->size;
-			status[i] = s;
-		}
-		mc_pool_put(&c->mpool, cn);
-	}
-	chunk_free(&ch);
-	return r;
+	struct bget b = { .c = c, .bufs = bufs, .caps = caps, .lens = lens, .status = status };
+	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = status,
+			   .start = get_start, .finish = get_finish };
+	return pipe_run(&pp, caps, &b);
 }
 
 /* ---- exist / remove ------------------------------------------------------------- */

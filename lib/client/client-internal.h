@@ -12,11 +12,13 @@
  *   client-batch.c  the batch forms
  *   client-batch-alloc.c  mc_batch_get_alloc (batch gets into the caller's memory)
  *   client-cache.c  the descriptor cache of hot reads (cache_descriptors)
+ *   client-crew.c   the transfer threads (batches, replicas, stripes)
  */
 #ifndef MC_CLIENT_INTERNAL_H
 #define MC_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -67,7 +69,9 @@ struct mc_shm_seg {
 	struct mc_uuid id;
 	uint8_t *base;		/* NULL: not usable here (no file, wrong size) */
 	uint64_t size;
+	uint64_t *warm;		/* a bit per MC_SHM_WARM bytes: page tables mapped (atomic) */
 };
+#define MC_SHM_WARM (64u << 10)
 
 /* A node data endpoint: its connections and what we know of its segments. */
 struct mc_node {
@@ -116,6 +120,46 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret);
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
 
+/*
+ * client-crew.c: n runs of fn(arg) on the client's transfer threads
+ * (struct mc_workers, MC_WORKERS of them); fn takes its work from arg (an
+ * atomic counter) until none is left, so any number of runs (and the
+ * caller) can share it.  mc_crew_join() runs fn on the caller for the work
+ * no thread took, then waits for the runs under way (see client-crew.c).
+ */
+#define MC_WORKERS 8u
+#define MC_CREW_MAX 16u
+struct mc_crew;
+struct mc_workers {
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	struct mc_crew *head;	/* crews with tickets no worker took */
+	pthread_t th[MC_WORKERS];
+	unsigned nthreads;
+	bool stop;
+	pid_t pid;		/* whose threads they are (fork) */
+};
+struct mc_crew {
+	struct mc_workers *w;
+	void *(*fn)(void *);	/* NULL: joined (or never started) */
+	void *arg;
+	unsigned queued, running;	/* tickets not taken, runs under way (w->mu) */
+	struct mc_crew *next;	/* in w->head's list */
+};
+void mc_workers_init(struct mc_workers *w);
+void mc_workers_destroy(struct mc_workers *w);
+void mc_crew_start(struct mc_workers *w, struct mc_crew *cr, unsigned n, void *(*fn)(void *),
+		   void *arg);
+void mc_crew_join(struct mc_crew *cr);
+
+/* Keeps r in *err (atomic) if r is the first error of a crew's work. */
+static inline void mc_crew_error(int *err, int r)
+{
+	int none = 0;
+	if (r < 0)
+		__atomic_compare_exchange_n(err, &none, r, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 struct mc_segsrv;
 
 struct mc_client {
@@ -125,6 +169,8 @@ struct mc_client {
 	struct mc_uuid id;
 	bool use_shm;
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
+	unsigned tcp_stripes;		/* tcp_stripes, tcp_stripe_size (client.h) */
+	uint64_t tcp_stripe_size;
 	uint8_t *secret, *token;	/* cluster secret, tenant token (NULL: none) */
 	size_t secret_len, token_len;
 	struct mc_rpc_cred cred;	/* both, and id: every connection's handshake */
@@ -137,6 +183,7 @@ struct mc_client {
 	struct mc_dcache *dcache;	/* NULL: descriptors are not cached */
 	struct mc_rdma *rdma;		/* client-rdma.c (options; device once used) */
 	struct mc_segsrv *segsrv;	/* the contributed segment (segsrv.h), or NULL */
+	struct mc_workers workers;	/* client-crew.c */
 };
 
 static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)
@@ -158,8 +205,12 @@ void mc_client_nodes_free(struct mc_client *c);
  * path, from the descriptor), or NULL when that segment cannot be reached
  * through shared memory here. */
 uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id,
-		       struct mc_bytes path, uint64_t off, uint64_t len);
+		       struct mc_bytes path, uint64_t off, uint64_t len, uint64_t **ret_warm);
 void mc_shm_unmap_all(struct mc_node *n);
+struct mc_target;
+/* Before a memcpy of the first len bytes of t->shm: maps their page tables
+ * in one call unless this process did so before (see shm.c). */
+void mc_shm_populate(const struct mc_target *t, uint64_t len, bool write);
 
 /* client-xfer.c: one memory replica of a put or get. */
 struct mc_target {
@@ -170,6 +221,7 @@ struct mc_target {
 	struct mc_bytes grant;		/* the master's grant (util/grant.h), likewise */
 	struct mc_node *node;
 	uint8_t *shm;			/* mapped bytes, or NULL: RDMA or TCP */
+	uint64_t *warm;			/* with shm: its segment's (struct mc_shm_seg) */
 	uint8_t transport;		/* what the node advertises (enum mc_transport) */
 	struct mc_bytes disk_key;	/* LOCAL_DISK: the node's disk key (len 0: a
 					 * memory replica); read with DATA_DISK_READ */
@@ -208,7 +260,9 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 		     struct mc_bytes *pref_storage, struct mc_put_opts *ret);
 
 /* client-put.c: writes the value to every replica of a PUT_START answer;
- * fn (or NULL) hears of the progress over all of them. */
+ * fn (or NULL) hears of the progress over all of them, replica after
+ * replica.  Without fn, the replicas of a large value are written at once
+ * (one thread each). */
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
 		      const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
 		      void *ctx);

@@ -3,7 +3,8 @@
  * client-put.c - mc_put / mc_put_from: PUT_START (the master places the
  * replicas), the bytes written to every replica, then PUT_END with the
  * value's checksum; any failed write revokes the put (PUT_REVOKE) and its
- * error is returned.  OBJECT_ALREADY_EXISTS counts as success (objects are
+ * error is returned.  The replicas of a value of PAR_REPLICA_MIN bytes or
+ * more are written at once, each on its own thread (mc_write_replicas).  OBJECT_ALREADY_EXISTS counts as success (objects are
  * immutable; as in the original) unless the caller asked for an exclusive
  * put.  An upsert is the same with UPSERT_START.
  */
@@ -49,21 +50,66 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 	return 0;
 }
 
+/* Replicas written on their own threads from this size on (no progress
+ * callback: its calls stay in order, replica after replica). */
+#define PAR_REPLICA_MIN (256u << 10)
+
+/* The replicas after the first, taken in turn by a crew. */
+struct rep_writes {
+	struct mc_client *c;
+	const struct mc_replica_desc *reps;
+	uint32_t n;
+	const void *buf;
+	size_t len;
+	uint32_t next;		/* atomic: the next replica to take */
+	int err;		/* atomic: the first error */
+};
+
+static int write_one(struct mc_client *c, const struct mc_replica_desc *d, const void *buf,
+		     size_t len, uint64_t *ret_sum, const struct mc_progress *pg)
+{
+	struct mc_target t;
+	int r = mc_target_of(c, d, &t);
+	if (r == 0 && t.size != len)
+		r = MC_ERR_INVALID_REPLICA;
+	if (r == 0)
+		r = mc_target_write(c, &t, buf, len, ret_sum, pg);
+	return r;
+}
+
+static void *rep_writes_run(void *arg)
+{
+	struct rep_writes *w = arg;
+	for (;;) {
+		uint32_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+		if (i >= w->n)
+			return NULL;
+		mc_crew_error(&w->err, write_one(w->c, &w->reps[i], w->buf, w->len, NULL, NULL));
+	}
+}
+
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
 		      const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
 		      void *ctx)
 {
 	if (n == 0)
 		return MC_ERR_NO_AVAILABLE_HANDLE;
+	if (n > 1 && !fn && len >= PAR_REPLICA_MIN) {
+		/* The first replica here (and the checksum), the others at once. */
+		struct rep_writes w = { .c = c, .reps = reps, .n = n, .buf = buf, .len = len,
+					.next = 1 };
+		struct mc_crew crew;
+		mc_crew_start(&c->workers, &crew, n - 1, rep_writes_run, &w);
+		int r = write_one(c, &reps[0], buf, len, ret_sum, NULL);
+		mc_crew_join(&crew);
+		int e = __atomic_load_n(&w.err, __ATOMIC_RELAXED);
+		return r < 0 ? r : e;
+	}
 	struct mc_progress pg = { .fn = fn, .ctx = ctx, .total = (uint64_t)len * n };
 	for (uint32_t i = 0; i < n; i++) {
-		struct mc_target t;
-		int r = mc_target_of(c, &reps[i], &t);
-		if (r == 0 && t.size != len)
-			r = MC_ERR_INVALID_REPLICA;
 		pg.base = (uint64_t)len * i;
-		if (r == 0)   /* the first write also computes the checksum */
-			r = mc_target_write(c, &t, buf, len, i == 0 ? ret_sum : NULL, &pg);
+		/* the first write also computes the checksum */
+		int r = write_one(c, &reps[i], buf, len, i == 0 ? ret_sum : NULL, &pg);
 		if (r < 0)
 			return r;
 	}

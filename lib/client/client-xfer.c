@@ -7,7 +7,10 @@
  * else DATA_WRITE / DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
  * writev from the caller's buffer and received straight into it.  The
  * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
- * HASH_STEP through shared memory).  Every TCP request carries the
+ * HASH_STEP through shared memory).  Over TCP a large replica is striped:
+ * up to tcp_stripes contiguous stripes of at least tcp_stripe_size bytes
+ * (client.h) move at once, each on its own connection and thread (not when
+ * a progress callback listens: its calls stay in order).  Every TCP request carries the
  * descriptor's grant unchanged: the node refuses what it does not cover.
  */
 #include <sys/mman.h>
@@ -48,30 +51,9 @@ int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc
 	int r = mc_client_node(c, x.endpoint, &x.node);
 	if (r < 0)
 		return r;
-	x.shm = mc_shm_locate(c, x.node, x.seg, d->mem.shm_path, x.offset, x.size);
+	x.shm = mc_shm_locate(c, x.node, x.seg, d->mem.shm_path, x.offset, x.size, &x.warm);
 	*t = x;
 	return 0;
-}
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22    /* Linux 5.14 */
-#define MADV_POPULATE_WRITE 23
-#endif
-
-/*
- * Maps the page tables of a shared-segment range in one call before a large
- * memcpy.  Faulting a fresh mapping in page by page costs about 10 us per
- * 4 KiB on these VMs (a 1 MiB put ran at 0.28 GB/s); one madvise() does the
- * whole range in the kernel.  Failure (an older kernel) only costs speed.
- */
-static void shm_populate(void *p, uint64_t len, bool write)
-{
-	if (len < 65536)
-		return;
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)p & ~(pg - 1);
-	uintptr_t e = ((uintptr_t)p + len + pg - 1) & ~(pg - 1);
-	(void)madvise((void *)a, e - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
 }
 
 /* Bytes hashed per step while copying: the copy leaves them in L2, so the
@@ -84,6 +66,104 @@ static bool over_rdma(struct mc_client *c, const struct mc_target *t)
 	struct mc_rdma_choice ch = { .shm = t->shm != NULL, .client_rdma = mc_rdma_enabled(c->rdma),
 				     .peer_transport = t->transport };
 	return mc_rdma_choose(&ch) == MC_TRANSPORT_RDMA;
+}
+
+/*
+ * [off, off + len) of t over one connection, in XFER_CHUNK requests:
+ * DATA_WRITE from buf + off, or DATA_READ into it.  st (or NULL) hashes
+ * each chunk after it moved, pg (or NULL) hears of it.
+ */
+static int tcp_range(struct mc_target *t, bool write, uint8_t *buf, uint64_t off, uint64_t len,
+		     XXH3_state_t *st, const struct mc_progress *pg)
+{
+	struct mc_conn *cn = NULL;
+	int r = 0;
+	for (uint64_t done = 0; done < len && r == 0;) {
+		uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
+		uint8_t *p = buf + off + done;
+		if (write) {
+			struct mc_msg_data_write_req q = { .segment_id = t->seg,
+							   .offset = t->offset + off + done,
+							   .length = n, .grant = t->grant };
+			struct mc_msg_data_write_resp w;
+			struct iovec iov = { p, (size_t)n };
+			struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
+			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_WRITE, &q, &w, &at);
+		} else {
+			struct mc_msg_data_read_req q = { .segment_id = t->seg,
+							  .offset = t->offset + off + done,
+							  .length = n, .grant = t->grant };
+			struct mc_msg_data_read_resp d;
+			struct mc_rpc_attach at = { .recv = p, .recv_cap = n };
+			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_READ, &q, &d, &at);
+			if (r == MC_ERR_GRANT_EXPIRED)	/* a read grant lasts the lease */
+				r = MC_ERR_LEASE_EXPIRED;
+			if (r == 0 && at.recv_len != n)
+				r = MC_ERR_TRANSFER_FAIL;
+		}
+		if (r == 0 && st)
+			XXH3_64bits_update(st, p, (size_t)n);
+		done += n;
+		if (r == 0)
+			mc_progress_report(pg, off + done);
+	}
+	mc_pool_put(&t->node->pool, cn);
+	return r;
+}
+
+/* The stripes of one transfer, taken in turn by the crew and the caller. */
+struct stripes {
+	struct mc_target *t;
+	bool write;
+	uint8_t *buf;
+	uint64_t len, size;	/* the whole, one stripe (the last one less) */
+	unsigned n;
+	unsigned next;		/* atomic: the next stripe to take */
+	int err;		/* atomic: the first stripe's error */
+};
+
+static void *stripes_run(void *arg)
+{
+	struct stripes *s = arg;
+	for (;;) {
+		unsigned k = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+		if (k >= s->n)
+			return NULL;
+		uint64_t off = (uint64_t)k * s->size;
+		uint64_t n = s->len - off < s->size ? s->len - off : s->size;
+		mc_crew_error(&s->err, tcp_range(s->t, s->write, s->buf, off, n, NULL, NULL));
+	}
+}
+
+/*
+ * A replica over TCP: striped over up to c->tcp_stripes connections
+ * (client.h) when it is large enough and nobody hears of its progress,
+ * else tcp_range on one.  Striped, the checksum is taken over the whole
+ * buffer by the caller's thread: a write's while the stripes are sent, a
+ * read's once they all arrived.
+ */
+static int tcp_move(struct mc_client *c, struct mc_target *t, bool write, uint8_t *buf,
+		    uint64_t len, XXH3_state_t *st, const struct mc_progress *pg)
+{
+	uint64_t n = len / c->tcp_stripe_size;
+	if (n > c->tcp_stripes)
+		n = c->tcp_stripes;
+	if (n < 2 || (pg && pg->fn))
+		return tcp_range(t, write, buf, 0, len, st, pg);
+	uint64_t size = (len + n - 1) / n;
+	size = (size + 4095) & ~(uint64_t)4095;
+	struct stripes s = { .t = t, .write = write, .buf = buf, .len = len, .size = size,
+			     .n = (unsigned)((len + size - 1) / size) };
+	struct mc_crew crew;
+	mc_crew_start(&c->workers, &crew, s.n - 1, stripes_run, &s);
+	if (write && st)
+		XXH3_64bits_update(st, buf, (size_t)len);
+	stripes_run(&s);
+	mc_crew_join(&crew);
+	int r = __atomic_load_n(&s.err, __ATOMIC_RELAXED);
+	if (r == 0 && !write && st)
+		XXH3_64bits_update(st, buf, (size_t)len);
+	return r;
 }
 
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
@@ -112,7 +192,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
 	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint);
 	if (t->shm) {
-		shm_populate(t->shm, len, true);
+		mc_shm_populate(t, len, true);
 		for (uint64_t done = 0; done < len;) {
 			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
 			memcpy(t->shm + done, (const char *)buf + done, n);
@@ -123,23 +203,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 		}
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 	} else {
-		struct mc_conn *cn = NULL;
-		for (uint64_t done = 0; done < len && r == 0;) {
-			uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
-			struct mc_msg_data_write_req q = { .segment_id = t->seg,
-							   .offset = t->offset + done, .length = n,
-							   .grant = t->grant };
-			struct mc_msg_data_write_resp p;
-			struct iovec iov = { (void *)((const char *)buf + done), (size_t)n };
-			struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
-			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_WRITE, &q, &p, &at);
-			if (r == 0 && st)
-				XXH3_64bits_update(st, (const char *)buf + done, (size_t)n);
-			done += n;
-			if (r == 0)
-				mc_progress_report(pg, done);
-		}
-		mc_pool_put(&t->node->pool, cn);
+		r = tcp_move(c, t, true, (void *)buf, len, st, pg);
 	}
 	if (st) {
 		if (r == 0)
@@ -201,7 +265,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		r = disk_read(t, buf, len, st, pg);
 	} else if (t->shm) {
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		shm_populate(t->shm, len, false);
+		mc_shm_populate(t, len, false);
 		for (uint64_t done = 0; done < len;) {
 			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
 			memcpy((char *)buf + done, t->shm + done, n);
@@ -210,26 +274,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 			mc_progress_report(pg, done);
 		}
 	} else {
-		struct mc_conn *cn = NULL;
-		for (uint64_t done = 0; done < len && r == 0;) {
-			uint64_t n = len - done < XFER_CHUNK ? len - done : XFER_CHUNK;
-			struct mc_msg_data_read_req q = { .segment_id = t->seg,
-							  .offset = t->offset + done, .length = n,
-							  .grant = t->grant };
-			struct mc_msg_data_read_resp p;
-			struct mc_rpc_attach at = { .recv = (char *)buf + done, .recv_cap = n };
-			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_READ, &q, &p, &at);
-			if (r == MC_ERR_GRANT_EXPIRED)	/* a read grant lasts the lease */
-				r = MC_ERR_LEASE_EXPIRED;
-			if (r == 0 && at.recv_len != n)
-				r = MC_ERR_TRANSFER_FAIL;
-			if (r == 0)
-				XXH3_64bits_update(st, (char *)buf + done, (size_t)n);
-			done += n;
-			if (r == 0)
-				mc_progress_report(pg, done);
-		}
-		mc_pool_put(&t->node->pool, cn);
+		r = tcp_move(c, t, false, buf, len, st, pg);
 	}
 	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
 done:;

@@ -23,6 +23,9 @@
 
 #define DEFAULT_MASTER "127.0.0.1:50051"
 #define DEFAULT_TIMEOUT_MS 10000
+#define DEFAULT_TCP_STRIPES 2u			/* client.h: tcp_stripes */
+#define DEFAULT_TCP_STRIPE_SIZE (512u << 10)
+#define MIN_TCP_STRIPE_SIZE (64u << 10)
 #define DEFAULT_LIST_LIMIT 1000u
 
 /* The first published version of each options struct ends at this field. */
@@ -108,6 +111,7 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	struct mc_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return MC_ERR_NO_MEMORY;
+	mc_workers_init(&c->workers);
 	snprintf(c->master, sizeof(c->master), "%s", master);
 	snprintf(c->tenant, sizeof(c->tenant), "%s", tenant);
 	c->timeout_ms = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms < 0 ? 0 : o.timeout_ms;
@@ -136,6 +140,18 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	const char *ds = getenv("MC_DISABLE_SHM");
 	c->use_shm = !o.disable_shm && !(ds && *ds && strcmp(ds, "0") != 0);
 	c->test_read_delay_ms = env_u64("MC_TEST_READ_DELAY_MS");
+	c->tcp_stripes = o.tcp_stripes ? o.tcp_stripes : (unsigned)env_u64("MC_TCP_STRIPES");
+	c->tcp_stripe_size = o.tcp_stripe_size ? o.tcp_stripe_size : env_u64("MC_TCP_STRIPE_SIZE");
+	if (!c->tcp_stripes)
+		c->tcp_stripes = DEFAULT_TCP_STRIPES;
+	if (!c->tcp_stripe_size)
+		c->tcp_stripe_size = DEFAULT_TCP_STRIPE_SIZE;
+	if (c->tcp_stripes > MC_CREW_MAX || c->tcp_stripe_size < MIN_TCP_STRIPE_SIZE) {
+		mc_hs_key_free(c->secret, c->secret_len);
+		mc_hs_key_free(c->token, c->token_len);
+		free(c);
+		return MC_ERR_INVALID_PARAMS;
+	}
 	const char *dc = getenv("MC_CACHE_DESCRIPTORS");
 	bool cache = o.cache_descriptors || (dc && *dc && strcmp(dc, "0") != 0);
 	if (cache && mc_dcache_new(&c->dcache) < 0) {
@@ -173,6 +189,7 @@ MC_API void mc_client_free(struct mc_client *c)
 	if (!c)
 		return;
 	mc_segsrv_stop(c->segsrv, true);
+	mc_workers_destroy(&c->workers);
 	mc_client_nodes_free(c);
 	mc_rdma_free(c->rdma);
 	mc_dcache_free(c->dcache);

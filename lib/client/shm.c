@@ -18,6 +18,14 @@
  * group can open them, and membership in that group is the trust a
  * co-located client needs.  Any other process goes through the node over
  * TCP, where every access is granted.
+ *
+ * Page tables: faulting a fresh mapping in page by page costs about 10 us
+ * per 4 KiB on these VMs (a 1 MiB put ran at 0.28 GB/s), so a large copy
+ * first maps its range with one madvise(MADV_POPULATE_*).  A bitmap per
+ * segment (warm, one bit per MC_SHM_WARM bytes) remembers the ranges this
+ * process populated, so that a block copied again (the steady state of a
+ * KV cache) costs no system call.  A stale bit (pages reclaimed since) only
+ * costs the faults.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,6 +89,35 @@ static uint8_t *map_file(struct mc_uuid id, struct mc_bytes path, uint64_t *ret_
 	return m;
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22    /* Linux 5.14 */
+#define MADV_POPULATE_WRITE 23
+#endif
+
+void mc_shm_populate(const struct mc_target *t, uint64_t len, bool write)
+{
+	if (len < 65536)
+		return;
+	/* [first, last): the units the range covers whole (its edges were
+	 * populated with it the first time it was copied) */
+	uint64_t first = (t->offset + MC_SHM_WARM - 1) / MC_SHM_WARM;
+	uint64_t last = (t->offset + len) / MC_SHM_WARM;
+	bool cold = !t->warm || first >= last;
+	for (uint64_t u = first; !cold && u < last; u++)
+		cold = !(__atomic_load_n(&t->warm[u / 64], __ATOMIC_RELAXED) >> (u % 64) & 1);
+	if (!cold)
+		return;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)t->shm & ~(pg - 1);
+	uintptr_t e = ((uintptr_t)t->shm + len + pg - 1) & ~(pg - 1);
+	/* Failure (an older kernel) only costs speed. */
+	if (madvise((void *)a, e - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) != 0 ||
+	    !t->warm)
+		return;
+	for (uint64_t u = first; u < last; u++)
+		__atomic_fetch_or(&t->warm[u / 64], 1ull << (u % 64), __ATOMIC_RELAXED);
+}
+
 static struct mc_shm_seg *find(struct mc_node *n, struct mc_uuid id)
 {
 	for (unsigned i = 0; i < n->nsegs; i++)
@@ -90,7 +127,7 @@ static struct mc_shm_seg *find(struct mc_node *n, struct mc_uuid id)
 }
 
 uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id,
-		       struct mc_bytes path, uint64_t off, uint64_t len)
+		       struct mc_bytes path, uint64_t off, uint64_t len, uint64_t **ret_warm)
 {
 	if (!c->use_shm)
 		return NULL;
@@ -103,11 +140,15 @@ uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id
 			s = &ns[n->nsegs++];
 			*s = (struct mc_shm_seg){ .id = id };
 			s->base = map_file(id, path, &s->size);
+			if (s->base)   /* NULL: populated every time */
+				s->warm = calloc(s->size / MC_SHM_WARM / 64 + 1, sizeof(uint64_t));
 		}
 	}
 	uint8_t *p = NULL;
-	if (s && s->base && off <= s->size && len <= s->size - off)
+	if (s && s->base && off <= s->size && len <= s->size - off) {
 		p = s->base + off;
+		*ret_warm = s->warm;
+	}
 	pthread_mutex_unlock(&n->shm_mu);
 	return p;
 }
@@ -115,8 +156,10 @@ uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id
 void mc_shm_unmap_all(struct mc_node *n)
 {
 	for (unsigned i = 0; i < n->nsegs; i++)
-		if (n->segs[i].base)
+		if (n->segs[i].base) {
 			munmap(n->segs[i].base, (size_t)n->segs[i].size);
+			free(n->segs[i].warm);
+		}
 	free(n->segs);
 	n->segs = NULL;
 	n->nsegs = 0;

@@ -11,6 +11,10 @@
 #   (e) KV-cache-shaped batches: 16 and 64 blocks of 256 KiB and 2 MiB, one
 #       batch put per round by one process, read back by another, over TCP
 #       and shared memory  vs  the 1 MiB loopback stream and memcpy of (b, c)
+#       (the issue's goals), and also vs the 64 MiB ones: a batch of 16 MiB
+#       or more moves through DRAM, where memcpy_1MiB stays in cache
+#   (f) TCP striping (client.h tcp_stripes, default 2): 1 MiB and 64 MiB
+#       put/get with MC_TCP_STRIPES=1  vs  the default of (b)
 # Every figure is the median of RUNS runs (default 3).  Prints
 # "cluster <metric> <value> <unit>" and "cluster ratio <name> <x>" lines.
 set -eu
@@ -104,6 +108,7 @@ for sz in 1 64; do
 	n=$(( sz == 1 ? 256 : 8 ))
 	MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
 	tput=$(pick "put_${sz}MiB"); tget=$(pick "get_${sz}MiB")
+	eval "tput_$sz=\$tput tget_$sz=\$tget"
 	runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
 	sput=$(pick "put_${sz}MiB"); sget=$(pick "get_${sz}MiB")
 	stream=$(echo "$base" | awk -v m="loopback_stream_${sz}MiB" '$2 == m {print $3}')
@@ -158,5 +163,22 @@ for shape in 16,262144 64,262144 16,2097152 64,2097152; do
 		echo "cluster ${path}_kvget_${b}x${kib}KiB $kget GB/s"
 		ratio "${path}_kvput_${b}x${kib}KiB_vs_$vs" "$kput" "$base1"
 		ratio "${path}_kvget_${b}x${kib}KiB_vs_$vs" "$kget" "$base1"
+		base64=$(echo "$base" | awk -v m="$([ "$path" = tcp ] && echo loopback_stream_64MiB || echo memcpy_64MiB)" '$2 == m {print $3}')
+		if [ $((b * kib)) -ge 16384 ]; then
+			ratio "${path}_kvput_${b}x${kib}KiB_vs_${vs}_64MiB" "$kput" "$base64"
+			ratio "${path}_kvget_${b}x${kib}KiB_vs_${vs}_64MiB" "$kget" "$base64"
+		fi
 	done
+done
+
+# (f) striping: the same large objects over one connection per transfer.
+for sz in 1 64; do
+	n=$(( sz == 1 ? 256 : 8 ))
+	MC_DISABLE_SHM=1 MC_TCP_STRIPES=1 runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
+	uput=$(pick "put_${sz}MiB"); uget=$(pick "get_${sz}MiB")
+	echo "cluster tcp_put_${sz}MiB_unstriped $uput GB/s"
+	echo "cluster tcp_get_${sz}MiB_unstriped $uget GB/s"
+	eval "sput=\$tput_$sz sget=\$tget_$sz"
+	ratio "tcp_put_${sz}MiB_striped_vs_unstriped" "$sput" "$uput"
+	ratio "tcp_get_${sz}MiB_striped_vs_unstriped" "$sget" "$uget"
 done

@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test-client-xfer.c - the client's data plane against real daemons
+ * (client-fixture.h: a master and two nodes with 128 MiB segments):
+ *
+ *   - TCP striping (tcp_stripes, tcp_stripe_size): odd sizes around the
+ *     stripe and 16 MiB chunk boundaries, written striped and read whole and
+ *     the other way round, byte for byte (the checksum of a striped write
+ *     verified by every read); the options' limits.
+ *   - Pipelined batches (client-batch.c): 48 objects of mixed sizes (so the
+ *     writer and reader threads finish out of order, over several chunks in
+ *     flight), with an invalid key, a NULL buffer, an existing key, a
+ *     missing key and a short buffer among them: per-key statuses, bytes
+ *     exact, over TCP and shared memory.
+ *   - A failing node: a second cluster whose node B is stopped (SIGSTOP),
+ *     then killed, in the middle of batches: the keys on B get errors, the
+ *     others succeed, and no call waits much beyond the client's timeout.
+ *   - A stress of 6 threads sharing two clients (TCP striped, shared memory)
+ *     with batch puts, gets and removes, bytes checked (also under TSan:
+ *     tests.mk TSAN_TESTS).
+ *   - fork(): the child frees the parent's client without waiting for its
+ *     threads, and stripes with a client of its own.
+ *
+ * MC_BUILD (default .output) names the build tree holding the daemons.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+
+#include "mooncake/client.h"
+#include "client-fixture.h"
+
+/* Until the space of what the test before removed is free again (its
+ * leases and write grants ended). */
+static void settle(void)
+{
+	usleep(2200 * 1000);
+}
+
+/* Short leases and write grants: the tests write several times the
+ * cluster's 256 MiB, and a removed object's space comes back once both end. */
+static int group_setup(void **state)
+{
+	return fixture_start("/tmp/test-client-xfer.XXXXXX", "--lease_ttl_ms=1000",
+			     "--write_grant_ttl_ms=2000");
+}
+
+static int group_teardown(void **state)
+{
+	return fixture_stop();
+}
+
+static struct mc_client *client_x(const char *addr, bool shm, unsigned stripes, uint64_t ssize,
+				  int timeout_ms)
+{
+	struct mc_client_opts o = { .sz = sizeof(o), .master = addr ? addr : master_addr,
+				    .timeout_ms = timeout_ms, .disable_shm = !shm,
+				    .tcp_stripes = stripes, .tcp_stripe_size = ssize };
+	struct mc_client *c = NULL;
+	assert_int_equal(mc_client_new(&o, &c), 0);
+	return c;
+}
+
+/* ---- striping ----------------------------------------------------------------- */
+
+static void test_stripe_opts(void **state)
+{
+	NEED_NODE();
+	struct mc_client_opts o = { .sz = sizeof(o), .master = master_addr, .tcp_stripes = 17 };
+	struct mc_client *c = NULL;
+	assert_int_equal(mc_client_new(&o, &c), MC_ERR_INVALID_PARAMS);
+	assert_null(c);
+	o = (struct mc_client_opts){ .sz = sizeof(o), .master = master_addr,
+				     .tcp_stripe_size = 4096 };
+	assert_int_equal(mc_client_new(&o, &c), MC_ERR_INVALID_PARAMS);
+	/* An options struct of before the fields: the defaults. */
+	o = (struct mc_client_opts){ .sz = offsetof(struct mc_client_opts, tcp_stripes),
+				     .master = master_addr };
+	assert_int_equal(mc_client_new(&o, &c), 0);
+	mc_client_free(c);
+}
+
+/* Puts v (n bytes) with w and reads it back with r, byte for byte. */
+static void across(struct mc_client *w, struct mc_client *r, const char *key, const uint8_t *v,
+		   size_t n, uint8_t *out)
+{
+	size_t len = 0;
+	assert_int_equal(mc_put(w, key, strlen(key), v, n, NULL), 0);
+	memset(out, 0x5a, n);
+	assert_int_equal(mc_get_into(r, key, strlen(key), out, n, &len), 0);
+	assert_int_equal(len, n);
+	assert_memory_equal(out, v, n);
+	assert_int_equal(mc_remove(w, key, strlen(key), true), 0);
+}
+
+static void test_striping(void **state)
+{
+	NEED_NODE();
+	/* 4 stripes of >= 64 KiB; 2 stripes (40 MiB: two 16 MiB chunks and a
+	 * rest in each); none. */
+	struct mc_client *s4 = client_x(NULL, false, 4, 64 << 10, 30000),
+			 *s2 = client_x(NULL, false, 2, 64 << 10, 30000),
+			 *s1 = client_x(NULL, false, 1, 0, 30000);
+	const size_t sizes[] = { 1, (128u << 10) - 1, 128u << 10, 300001, (1u << 20) + 7,
+				 (5u << 20) + 4097, (40u << 20) + 3 };
+	size_t max = (40u << 20) + 3;
+	uint8_t *v = malloc(max), *out = malloc(max);
+	assert_non_null(v);
+	assert_non_null(out);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		char key[64];
+		fill(v, n, 100 + i);
+		snprintf(key, sizeof(key), "stripe-%zu", n);
+		across(s4, s1, key, v, n, out);	/* striped write, whole read */
+		across(s1, s4, key, v, n, out);	/* whole write, striped read */
+		across(s2, s2, key, v, n, out);
+		across(s4, s2, key, v, n, out);
+	}
+	/* Two replicas, each striped. */
+	struct mc_put_opts po = { .sz = sizeof(po), .replicas = 2 };
+	size_t n = (3u << 20) + 11, len = 0;
+	fill(v, n, 77);
+	assert_int_equal(mc_put(s4, "stripe-r2", 9, v, n, &po), 0);
+	assert_int_equal(mc_get_into(s1, "stripe-r2", 9, out, n, &len), 0);
+	assert_memory_equal(out, v, n);
+	assert_int_equal(mc_remove(s4, "stripe-r2", 9, true), 0);
+	free(v);
+	free(out);
+	mc_client_free(s4);
+	mc_client_free(s2);
+	mc_client_free(s1);
+}
+
+/* ---- pipelined batches ---------------------------------------------------------- */
+
+enum { PN = 48 };
+
+static size_t pipe_size(int i)
+{
+	static const size_t pat[] = { (1u << 20) + 4099, 3000, (2u << 20) - 1, 700u << 10, 1,
+				      (1u << 20) + 333, 257u << 10 };
+	return pat[i % 7];
+}
+
+static void pipeline(bool shm)
+{
+	settle();
+	struct mc_client *c = client_x(NULL, shm, 4, 64 << 10, 30000);
+	char names[PN][32];
+	const void *keys[PN], *vals[PN];
+	void *outs[PN];
+	size_t klens[PN], lens[PN], caps[PN], off = 0;
+	int st[PN];
+	size_t total = 0;
+	for (int i = 0; i < PN; i++)
+		total += pipe_size(i);
+	uint8_t *data = malloc(total), *out = malloc(total);
+	assert_non_null(data);
+	assert_non_null(out);
+	fill(data, total, 31 + shm);
+	for (int i = 0; i < PN; i++) {
+		klens[i] = (size_t)snprintf(names[i], 32, "pipe-%d-%02d", shm, i);
+		keys[i] = names[i];
+		vals[i] = data + off;
+		outs[i] = out + off;
+		lens[i] = caps[i] = pipe_size(i);
+		off += lens[i];
+	}
+	klens[5] = 0;		/* an invalid key */
+	vals[9] = NULL;		/* no value: not put, so missing below */
+	uint8_t old[16] = "the older value";
+	assert_int_equal(mc_put(c, names[13], klens[13], old, sizeof(old), NULL), 0);
+	assert_int_equal(mc_batch_put(c, PN, keys, klens, vals, lens, NULL, st), 0);
+	for (int i = 0; i < PN; i++)
+		assert_int_equal(st[i], i == 5 || i == 9 ? MC_ERR_INVALID_PARAMS : 0);
+
+	caps[20] = lens[20] - 1;	/* too short */
+	memset(out, 0x5a, total);
+	assert_int_equal(mc_batch_get_into(c, PN, keys, klens, outs, caps, lens, st), 0);
+	for (int i = 0; i < PN; i++) {
+		size_t want = pipe_size(i);
+		if (i == 5)
+			assert_int_equal(st[i], MC_ERR_INVALID_PARAMS);
+		else if (i == 9)
+			assert_int_equal(st[i], MC_ERR_OBJECT_NOT_FOUND);
+		else if (i == 20)
+			assert_int_equal(st[i], MC_ERR_BUFFER_OVERFLOW);
+		else if (i == 13) {   /* objects are immutable: the older value */
+			assert_int_equal(st[i], 0);
+			assert_int_equal(lens[i], sizeof(old));
+			assert_memory_equal(outs[i], old, sizeof(old));
+		} else {
+			assert_int_equal(st[i], 0);
+			assert_int_equal(lens[i], want);
+			assert_memory_equal(outs[i], vals[i], want);
+		}
+	}
+	klens[5] = 3;
+	assert_int_equal(mc_batch_remove(c, PN, keys, klens, true, st), 0);
+	free(data);
+	free(out);
+	mc_client_free(c);
+}
+
+static void test_pipeline_tcp(void **state)
+{
+	NEED_NODE();
+	pipeline(false);
+}
+
+static void test_pipeline_shm(void **state)
+{
+	NEED_NODE();
+	pipeline(true);
+}
+
+/* ---- a failing node ------------------------------------------------------------- */
+
+enum { FN = 24, FSZ = (1 << 20) + 5 };
+
+struct fail_batch {
+	char names[FN][32];
+	const void *keys[FN], *vals[FN];
+	void *outs[FN];
+	size_t klens[FN], lens[FN], caps[FN];
+	int st[FN];
+	uint8_t *data, *out;
+};
+
+static void fail_batch_init(struct fail_batch *b, const char *prefix)
+{
+	b->data = malloc((size_t)FN * FSZ);
+	b->out = malloc((size_t)FN * FSZ);
+	assert_non_null(b->data);
+	assert_non_null(b->out);
+	fill(b->data, (size_t)FN * FSZ, 5);
+	for (int i = 0; i < FN; i++) {
+		b->klens[i] = (size_t)snprintf(b->names[i], 32, "%s-%02d", prefix, i);
+		b->keys[i] = b->names[i];
+		b->vals[i] = b->data + (size_t)i * FSZ;
+		b->outs[i] = b->out + (size_t)i * FSZ;
+		b->lens[i] = b->caps[i] = FSZ;
+	}
+}
+
+/* Whether key's replica is on the node listening at port. */
+static bool on_node(struct mc_client *c, const char *key, int port)
+{
+	struct mc_object_stat os = { .sz = sizeof(os) };
+	char ep[32];
+	if (mc_stat(c, key, strlen(key), &os) != 0 || os.n_replicas == 0)
+		return false;
+	snprintf(ep, sizeof(ep), "127.0.0.1:%d", port);
+	return strcmp(os.replicas[0].endpoint, ep) == 0;
+}
+
+struct killer {
+	pid_t pid;
+	int sig;
+	unsigned delay_ms;
+};
+
+static void *kill_later(void *arg)
+{
+	struct killer *k = arg;
+	usleep(k->delay_ms * 1000u);
+	kill(k->pid, k->sig);
+	return NULL;
+}
+
+static void test_node_failure(void **state)
+{
+	NEED_NODE();
+	struct daemon m2 = { 0 }, na = { 0 }, nb = { 0 };
+	char addr[64];
+	assert_true(start_master(&m2, "m2", NULL));
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", m2.port);
+	assert_true(start_node(&na, "na", m2.port));
+	assert_true(start_node(&nb, "nb", m2.port));
+	/* TCP, striped, a 1 s timeout. */
+	struct mc_client *c = client_x(addr, false, 2, 64 << 10, 1000);
+	struct fail_batch b;
+	fail_batch_init(&b, "fail");
+	assert_int_equal(mc_batch_put(c, FN, b.keys, b.klens, b.vals, b.lens, NULL, b.st), 0);
+	bool on_b[FN];
+	int nb_keys = 0;
+	for (int i = 0; i < FN; i++) {
+		assert_int_equal(b.st[i], 0);
+		on_b[i] = on_node(c, b.names[i], nb.port);
+		nb_keys += on_b[i];
+	}
+	if (nb_keys == 0 || nb_keys == FN) {
+		fprintf(stderr, "# placement put %d of %d keys on node B: not split\n", nb_keys, FN);
+	}
+
+	/* B stops answering (SIGSTOP) 30 ms into a batch get: B's keys fail,
+	 * the others read whole, and the call ends. */
+	struct killer k = { nb.pid, SIGSTOP, 30 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, kill_later, &k), 0);
+	uint64_t t0 = now_ms();
+	memset(b.out, 0, (size_t)FN * FSZ);
+	assert_int_equal(mc_batch_get_into(c, FN, b.keys, b.klens, b.outs, b.caps, b.lens, b.st), 0);
+	uint64_t took = now_ms() - t0;
+	pthread_join(th, NULL);
+	int ok = 0;
+	for (int i = 0; i < FN; i++) {
+		if (!on_b[i]) {   /* A's keys always read */
+			assert_int_equal(b.st[i], 0);
+		}
+		if (b.st[i] == 0) {
+			ok++;
+			assert_int_equal(b.lens[i], FSZ);
+			assert_memory_equal(b.outs[i], b.vals[i], FSZ);
+		} else {
+			assert_true(on_b[i]);
+			assert_true(b.st[i] < 0);
+		}
+	}
+	assert_true(ok >= FN - nb_keys);
+	/* Each of B's keys waits at most about one timeout (1 s) per chunk of
+	 * its transfer; up to 4 at once. */
+	assert_true(took < 20000);
+
+	/* A batch put while B is stopped: what lands on B fails, the rest is
+	 * put, nothing hangs. */
+	struct fail_batch b2;
+	fail_batch_init(&b2, "fail2");
+	t0 = now_ms();
+	assert_int_equal(mc_batch_put(c, FN, b2.keys, b2.klens, b2.vals, b2.lens, NULL, b2.st), 0);
+	assert_true(now_ms() - t0 < 20000);
+	for (int i = 0; i < FN; i++)
+		if (b2.st[i] == 0) {
+			size_t len = 0;
+			assert_int_equal(mc_get_into(c, b2.names[i], b2.klens[i], b2.outs[i], FSZ,
+						     &len), 0);
+			assert_memory_equal(b2.outs[i], b2.vals[i], FSZ);
+		}
+
+	/* B killed outright (connections refused or reset): B's keys fail at
+	 * once, A's read. */
+	kill(nb.pid, SIGKILL);
+	kill(nb.pid, SIGCONT);
+	t0 = now_ms();
+	assert_int_equal(mc_batch_get_into(c, FN, b.keys, b.klens, b.outs, b.caps, b.lens, b.st), 0);
+	assert_true(now_ms() - t0 < 20000);
+	for (int i = 0; i < FN; i++)
+		if (!on_b[i])
+			assert_int_equal(b.st[i], 0);
+		else
+			assert_true(b.st[i] < 0);
+
+	mc_client_free(c);
+	free(b.data);
+	free(b.out);
+	free(b2.data);
+	free(b2.out);
+	stop(&nb);
+	stop(&na);
+	stop(&m2);
+}
+
+/* ---- threads -------------------------------------------------------------------- */
+
+enum { SN = 6, SSZ = (300 << 10) + 17, SROUNDS = 4, STHREADS = 6 };
+
+struct stress {
+	struct mc_client *c;
+	int id;
+	int fails;
+};
+
+static void *stress_run(void *arg)
+{
+	struct stress *s = arg;
+	char names[SN][48];
+	const void *keys[SN], *vals[SN];
+	void *outs[SN];
+	size_t klens[SN], lens[SN], caps[SN];
+	int st[SN];
+	uint8_t *data = malloc((size_t)SN * SSZ), *out = malloc((size_t)SN * SSZ);
+	if (!data || !out) {
+		s->fails++;
+		goto end;
+	}
+	for (int r = 0; r < SROUNDS; r++) {
+		fill(data, (size_t)SN * SSZ, (uint64_t)(s->id * 100 + r));
+		for (int i = 0; i < SN; i++) {
+			klens[i] = (size_t)snprintf(names[i], 48, "stress-%d-%d-%d", s->id, r, i);
+			keys[i] = names[i];
+			vals[i] = data + (size_t)i * SSZ;
+			outs[i] = out + (size_t)i * SSZ;
+			lens[i] = caps[i] = SSZ;
+		}
+		if (mc_batch_put(s->c, SN, keys, klens, vals, lens, NULL, st) != 0) {
+			s->fails++;
+			continue;
+		}
+		for (int i = 0; i < SN; i++)
+			if (st[i] != 0) {
+				fprintf(stderr, "# stress %d: put %s: %s\n", s->id, names[i],
+					mc_error_name(st[i]));
+				s->fails++;
+			}
+		memset(out, 0, (size_t)SN * SSZ);
+		if (mc_batch_get_into(s->c, SN, keys, klens, outs, caps, lens, st) != 0) {
+			s->fails++;
+			continue;
+		}
+		for (int i = 0; i < SN; i++)
+			if (st[i] != 0 || lens[i] != SSZ || memcmp(outs[i], vals[i], SSZ) != 0) {
+				fprintf(stderr, "# stress %d: get %s: %s\n", s->id, names[i],
+					mc_error_name(st[i]));
+				s->fails++;
+			}
+		mc_batch_remove(s->c, SN, keys, klens, true, st);
+	}
+end:
+	free(data);
+	free(out);
+	return NULL;
+}
+
+static void test_stress(void **state)
+{
+	NEED_NODE();
+	settle();
+	struct mc_client *tcp = client_x(NULL, false, 3, 64 << 10, 30000),
+			 *shm = client_x(NULL, true, 0, 0, 30000);
+	pthread_t th[STHREADS];
+	struct stress s[STHREADS];
+	for (int i = 0; i < STHREADS; i++) {
+		s[i] = (struct stress){ .c = i % 2 ? shm : tcp, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, stress_run, &s[i]), 0);
+	}
+	for (int i = 0; i < STHREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(s[i].fails, 0);
+	}
+	mc_client_free(tcp);
+	mc_client_free(shm);
+}
+
+/* A child of fork() has none of the client's transfer threads: freeing the
+ * client there does not wait for them, and a striped transfer there runs on
+ * threads of its own.  The parent's client goes on working. */
+static void test_fork(void **state)
+{
+	NEED_NODE();
+#if defined(__SANITIZE_THREAD__)
+	/* TSan stops a child of a threaded process that starts threads. */
+	fprintf(stderr, "# skipped under ThreadSanitizer\n");
+	skip();
+#endif
+	struct mc_client *c = client_x(NULL, false, 4, 64 << 10, 30000);
+	size_t n = (2u << 20) + 1, len = 0;
+	uint8_t *v = malloc(n), *out = malloc(n);
+	assert_non_null(v);
+	assert_non_null(out);
+	fill(v, n, 9);
+	across(c, c, "fork-a", v, n, out);	/* the threads are started */
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(60);
+		struct mc_client *cc = client_x(NULL, false, 4, 64 << 10, 30000);
+		int bad = mc_put(cc, "fork-child", 10, v, n, NULL) != 0 ||
+			  mc_get_into(cc, "fork-child", 10, out, n, &len) != 0 || len != n ||
+			  memcmp(out, v, n) != 0;
+		mc_remove(cc, "fork-child", 10, true);
+		mc_client_free(cc);
+		mc_client_free(c);	/* the parent's threads: not joined here */
+		_exit(bad);
+	}
+	assert_true(pid > 0);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	across(c, c, "fork-b", v, n, out);
+	free(v);
+	free(out);
+	mc_client_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stripe_opts),
+		cmocka_unit_test(test_striping),
+		cmocka_unit_test(test_pipeline_tcp),
+		cmocka_unit_test(test_pipeline_shm),
+		cmocka_unit_test(test_node_failure),
+		cmocka_unit_test(test_stress),
+		cmocka_unit_test(test_fork),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
