@@ -4,7 +4,7 @@
  * sizes the caller does not know (the Python binding's get_batch and
  * batch_get_buffer, and its range and multi-buffer reads).  The keys go in
  * requests of at most MC_MAX_BATCH keys and one body budget each (as
- * client-batch.c cuts them); per request one BATCH_GET_REPLICA_LIST, then
+ * client-batch.c cuts them, MC_BATCH_BODY_BUDGET); per request one BATCH_GET_REPLICA_LIST, then
  * for each object found the caller's alloc and one replica read
  * (mc_read_object: co-located first, the next replica on a failure, the
  * checksum and the lease checked), on the calling thread.
@@ -14,8 +14,6 @@
 #include "client/client-internal.h"
 #include "util/clock.h"
 
-#define BODY_BUDGET   (MC_PROTO_MAX_BODY / 4)	/* as client-batch.c */
-#define ITEM_OVERHEAD 32u
 
 /* The keys of the next request from *pos on into kb/idx; 0 when none is left.
  * Invalid keys get INVALID_PARAMS and are left out. */
@@ -31,9 +29,9 @@ static uint32_t next_request(size_t n, const void *const *keys, const size_t *kl
 			(*pos)++;
 			continue;
 		}
-		if (m && bytes + klens[i] + ITEM_OVERHEAD > BODY_BUDGET)
+		if (m && bytes + klens[i] + MC_BATCH_ITEM_OVERHEAD > MC_BATCH_BODY_BUDGET)
 			break;
-		bytes += klens[i] + ITEM_OVERHEAD;
+		bytes += klens[i] + MC_BATCH_ITEM_OVERHEAD;
 		idx[m] = i;
 		kb[m++] = MC_BYTES(keys[i], klens[i]);
 		(*pos)++;

@@ -2,7 +2,7 @@
 /*
  * client-batch.c - the batch forms.  The caller's items are cut into
  * requests of at most MC_MAX_BATCH keys whose bodies stay well within
- * MC_PROTO_MAX_BODY (BODY_BUDGET, leaving room for the responses, which
+ * MC_PROTO_MAX_BODY (MC_BATCH_BODY_BUDGET, leaving room for the responses, which
  * carry replica descriptors); an invalid key gets INVALID_PARAMS in its
  * status and is left out of the requests.
  *
@@ -34,9 +34,7 @@
 #include "client/client-internal.h"
 #include "util/clock.h"
 
-#define BODY_BUDGET (MC_PROTO_MAX_BODY / 4)
 #define PIPE_MIN_ITEMS 4u	/* a chunk cut for its bytes has at least these */
-#define ITEM_OVERHEAD 32u	/* per key on the wire beyond its bytes (length, size, sum) */
 
 struct chunk {
 	size_t *idx;		/* caller's index of each key in the chunk */
@@ -89,11 +87,11 @@ static bool chunk_next(struct chunk *ch, size_t n, const void *const *keys, cons
 			(*pos)++;
 			continue;
 		}
-		if (ch->n && (bytes + klens[i] + ITEM_OVERHEAD > BODY_BUDGET ||
+		if (ch->n && (bytes + klens[i] + MC_BATCH_ITEM_OVERHEAD > MC_BATCH_BODY_BUDGET ||
 			      (ch->dlen && ch->n >= PIPE_MIN_ITEMS &&
 			       (data >= ch->dcap || ch->dlen[i] > ch->dcap - data))))
 			break;
-		bytes += klens[i] + ITEM_OVERHEAD;
+		bytes += klens[i] + MC_BATCH_ITEM_OVERHEAD;
 		if (ch->dlen)
 			data = data + ch->dlen[i] >= data ? data + ch->dlen[i] : UINT64_MAX;
 		ch->idx[ch->n] = i;
@@ -560,8 +558,8 @@ MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *cons
 		size_t m = 0, bytes = 0;
 		while (done + m < n && m < MC_MAX_BATCH &&
 		       mc_check_key(keys[done + m], klens[done + m]) == 0 &&
-		       (m == 0 || bytes + klens[done + m] + ITEM_OVERHEAD <= BODY_BUDGET)) {
-			bytes += klens[done + m] + ITEM_OVERHEAD;
+		       (m == 0 || bytes + klens[done + m] + MC_BATCH_ITEM_OVERHEAD <= MC_BATCH_BODY_BUDGET)) {
+			bytes += klens[done + m] + MC_BATCH_ITEM_OVERHEAD;
 			m++;
 		}
 		if (m == 0)

@@ -120,6 +120,12 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret);
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
 
+/* A batch request's keys: at most MC_MAX_BATCH, and keys plus
+ * MC_BATCH_ITEM_OVERHEAD each within MC_BATCH_BODY_BUDGET, leaving room in
+ * MC_PROTO_MAX_BODY for the responses (client-batch.c, client-batch-alloc.c). */
+#define MC_BATCH_BODY_BUDGET   (MC_PROTO_MAX_BODY / 4)
+#define MC_BATCH_ITEM_OVERHEAD 32u	/* per key on the wire beyond its bytes (length, size, sum) */
+
 /*
  * client-crew.c: n runs of fn(arg) on the client's transfer threads
  * (struct mc_workers, MC_WORKERS of them); fn takes its work from arg (an

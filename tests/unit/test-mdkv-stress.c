@@ -87,7 +87,7 @@ static void *work(void *arg)
 		} else {
 			allow("del", mc_meta_md_del(M, key, (size_t)kl), 2, 0, MC_ERR_OBJECT_NOT_FOUND);
 		}
-		w->ops++;
+		__atomic_add_fetch(&w->ops, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -114,7 +114,7 @@ static void *snapshotter(void *arg)
 			failure("a dump of %llu keys (max_keys %d)", (unsigned long long)n, MAXKEYS);
 		if (mc_meta_check(M))
 			failure("mc_meta_check failed under load");
-		++*dumps;
+		__atomic_add_fetch(dumps, 1, __ATOMIC_RELAXED);
 		sleep_us(2000);
 	}
 	return NULL;
@@ -176,7 +176,17 @@ static void test_mdkv_stress(void **state)
 		assert_int_equal(pthread_create(&w[i].th, NULL, work, &w[i]), 0);
 	}
 	assert_int_equal(pthread_create(&snap, NULL, snapshotter, &dumps), 0);
+	/* RUN_MS, and on until the load has been real (a loaded machine may
+	 * starve some threads), at most 30 s. */
 	sleep_us(RUN_MS * 1000L);
+	for (int t = 0; t < 600; t++) {
+		uint64_t n = 0;
+		for (int i = 0; i < NWORKERS; i++)
+			n += __atomic_load_n(&w[i].ops, __ATOMIC_RELAXED);
+		if (n > 1000 && __atomic_load_n(&dumps, __ATOMIC_RELAXED) > 10)
+			break;
+		sleep_us(50000);
+	}
 	stress_stop();
 	for (int i = 0; i < NWORKERS; i++) {
 		pthread_join(w[i].th, NULL);
