@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# A node's report of its disk tier (NODE_POLL's have / drop lists and the
+# master's epoch): a master restarted without its oplog learns the node's
+# LOCAL_DISK objects again; a node killed mid-load comes back with every
+# acknowledged object that reached its disk readable; copies of removed
+# objects are deleted, never resurrected; ON_DISK (a memory object with a
+# copy) survives a master restart with its oplog.
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+setup() {
+	mc_init
+	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
+}
+
+teardown() {
+	stop_all
+}
+
+node_http() { sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$MC_DIR/node-$1.log" | tail -n1; }
+metric() { curl -sf "http://$(node_http "$1")/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
+master_metric() { curl -sf "http://$MASTER_HTTP/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
+tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'; }
+
+# wait_metric NODE NAME N: until the node's counter reaches N (30 s at most).
+wait_metric() {
+	local i v
+	for i in $(seq 1 300); do
+		v=$(metric "$1" "$2")
+		[ "${v:-0}" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	echo "# $2: ${v:-none}, wanted $3" >&2
+	return 1
+}
+
+@test "a master restarted without its oplog learns the node's disk objects again" {
+	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	start_master --rpc_port="$(free_port)" "${opts[@]}"
+	start_node ld --segment_size=16M --disk_size=128M
+	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
+	wait_metric ld mooncake_node_disk_offloads_total 6
+	for n in $(seq 1 20); do run -0 put_random "f$n" 1M; done
+	[ "$(tier_of k1)" = local_disk ]
+	ondisk=()
+	for n in $(seq 1 6); do [ "$(tier_of "k$n")" != local_disk ] || ondisk+=("k$n"); done
+	echo "# ${#ondisk[@]} of 6 on disk before the restart" >&3
+	restart_master "${opts[@]}"
+	# the node re-registers, remounts, polls, and reports its disk
+	wait_readable k1
+	for k in "${ondisk[@]}"; do
+		run -0 get_compare "$k"
+		[ "$(tier_of "$k")" = local_disk ]
+	done
+	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -ge "${#ondisk[@]}" ]
+	[ "$(metric ld mooncake_node_disk_reported_total)" -ge "${#ondisk[@]}" ]
+	# the objects the master learnt are its own now: a remove is final, and
+	# the copy goes from the disk at the node's next restart
+	run -0 ctl object rm --force k1
+	kill_node ld
+	start_node ld --segment_size=16M --disk_size=128M
+	wait_metric ld mooncake_node_disk_stale_dropped_total 1
+	run -4 ctl object get k1 "$MC_DIR/out"
+	for k in "${ondisk[@]:1}"; do run -0 get_compare "$k"; done
+}
+
+@test "kill -9 of the node mid-load: every acknowledged object on its disk reads back" {
+	start_master --offload_watermark=0 --lease_ttl_ms=1000
+	start_node ld --segment_size=16M --disk_size=256M
+	: >"$MC_DIR/acked"
+	(
+		for n in $(seq 1 40); do
+			put_random "m$n" 1M >/dev/null 2>&1 && echo "m$n" >>"$MC_DIR/acked"
+		done
+	) 3>&- &
+	local loader=$!
+	wait_metric ld mooncake_node_disk_offloads_total 12
+	# killed while puts and copies go on; back well within client_ttl_ms
+	kill_node ld
+	start_node ld --segment_size=16M --disk_size=256M
+	wait "$loader" || true
+	local acked disk=0 mem=0 gone=0
+	acked=$(wc -l <"$MC_DIR/acked")
+	while read -r k; do
+		run get_compare "$k"
+		if [ "$status" -eq 0 ]; then
+			if [ "$(tier_of "$k")" = local_disk ]; then disk=$((disk + 1)); else mem=$((mem + 1)); fi
+		else   # evicted from memory before its copy was confirmed
+			[ "$status" -eq 4 ] || { echo "$k: $output"; false; }
+			gone=$((gone + 1))
+		fi
+	done <"$MC_DIR/acked"
+	echo "# $acked acknowledged: $disk from disk, $mem from memory, $gone evicted" >&3
+	[ "$acked" -ge 20 ] && [ "$disk" -ge 12 ]
+	# the restarted node checked its disk with the master (the same epoch:
+	# nothing adopted, only unconfirmed copies named stale)
+	[ "$(metric ld mooncake_node_disk_reported_total)" -ge 12 ]
+	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -eq 0 ]
+}
+
+@test "a memory object's disk copy (ON_DISK) survives a master restart with its oplog" {
+	local opts=(--snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	start_master --rpc_port="$(free_port)" "${opts[@]}"
+	start_node ld --segment_size=16M --disk_size=128M
+	for n in $(seq 1 4); do run -0 put_random "c$n" 1M; done
+	wait_metric ld mooncake_node_disk_offloads_total 4
+	[ "$(tier_of c1)" = memory ]
+	restart_master "${opts[@]}"
+	wait_readable c1
+	# fill the segment: the copies are known, so eviction keeps them
+	for n in $(seq 1 20); do run -0 put_random "g$n" 1M; done
+	[ "$(tier_of c1)" = local_disk ]
+	for n in $(seq 1 4); do run -0 get_compare "c$n"; done
+	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -eq 0 ]
+}
