@@ -115,3 +115,13 @@ wait_metric() {
 	for n in $(seq 1 4); do run -0 get_compare "c$n"; done
 	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -eq 0 ]
 }
+
+@test "a LOCAL_DISK object larger than a DATA_DISK_READ chunk reads back in chunks" {
+	start_master --offload_watermark=0 --lease_ttl_ms=1000
+	start_node ld --segment_size=32M --disk_size=128M
+	run -0 put_random big 20M
+	wait_metric ld mooncake_node_disk_offloads_total 1
+	for n in 1 2; do run -0 put_random "s$n" 8M; done
+	[ "$(tier_of big)" = local_disk ]
+	run -0 get_compare big
+}
