@@ -19,29 +19,12 @@ teardown() {
 	stop_all
 }
 
-node_http() { sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$MC_DIR/node-$1.log" | tail -n1; }
-metric() { curl -sf "http://$(node_http "$1")/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
-master_metric() { curl -sf "http://$MASTER_HTTP/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
-tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'; }
-
-# wait_metric NODE NAME N: until the node's counter reaches N (30 s at most).
-wait_metric() {
-	local i v
-	for i in $(seq 1 300); do
-		v=$(metric "$1" "$2")
-		[ "${v:-0}" -ge "$3" ] && return 0
-		sleep 0.1
-	done
-	echo "# $2: ${v:-none}, wanted $3" >&2
-	return 1
-}
-
 @test "a master restarted without its oplog learns the node's disk objects again" {
 	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
-	wait_metric ld mooncake_node_disk_offloads_total 6
+	wait_node_metric ld mooncake_node_disk_offloads_total 6
 	for n in $(seq 1 20); do run -0 put_random "f$n" 1M; done
 	[ "$(tier_of k1)" = local_disk ]
 	ondisk=()
@@ -55,13 +38,13 @@ wait_metric() {
 		[ "$(tier_of "$k")" = local_disk ]
 	done
 	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -ge "${#ondisk[@]}" ]
-	[ "$(metric ld mooncake_node_disk_reported_total)" -ge "${#ondisk[@]}" ]
+	[ "$(node_metric ld mooncake_node_disk_reported_total)" -ge "${#ondisk[@]}" ]
 	# the objects the master learnt are its own now: a remove is final, and
 	# the copy goes from the disk at the node's next restart
 	run -0 ctl object rm --force k1
 	kill_node ld
 	start_node ld --segment_size=16M --disk_size=128M
-	wait_metric ld mooncake_node_disk_stale_dropped_total 1
+	wait_node_metric ld mooncake_node_disk_stale_dropped_total 1
 	run -4 ctl object get k1 "$MC_DIR/out"
 	for k in "${ondisk[@]:1}"; do run -0 get_compare "$k"; done
 }
@@ -76,7 +59,7 @@ wait_metric() {
 		done
 	) 3>&- &
 	local loader=$!
-	wait_metric ld mooncake_node_disk_offloads_total 12
+	wait_node_metric ld mooncake_node_disk_offloads_total 12
 	# killed while puts and copies go on; back well within client_ttl_ms
 	kill_node ld
 	start_node ld --segment_size=16M --disk_size=256M
@@ -96,7 +79,7 @@ wait_metric() {
 	[ "$acked" -ge 20 ] && [ "$disk" -ge 12 ]
 	# the restarted node checked its disk with the master (the same epoch:
 	# nothing adopted, only unconfirmed copies named stale)
-	[ "$(metric ld mooncake_node_disk_reported_total)" -ge 12 ]
+	[ "$(node_metric ld mooncake_node_disk_reported_total)" -ge 12 ]
 	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -eq 0 ]
 }
 
@@ -105,7 +88,7 @@ wait_metric() {
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 4); do run -0 put_random "c$n" 1M; done
-	wait_metric ld mooncake_node_disk_offloads_total 4
+	wait_node_metric ld mooncake_node_disk_offloads_total 4
 	[ "$(tier_of c1)" = memory ]
 	restart_master "${opts[@]}"
 	wait_readable c1
@@ -120,7 +103,7 @@ wait_metric() {
 	start_master --offload_watermark=0 --lease_ttl_ms=1000
 	start_node ld --segment_size=32M --disk_size=128M
 	run -0 put_random big 20M
-	wait_metric ld mooncake_node_disk_offloads_total 1
+	wait_node_metric ld mooncake_node_disk_offloads_total 1
 	for n in 1 2; do run -0 put_random "s$n" 8M; done
 	[ "$(tier_of big)" = local_disk ]
 	run -0 get_compare big

@@ -115,6 +115,15 @@ static void fill4(struct fx *f, const char *prefix)
 	}
 }
 
+/* Picks what budget allows (want of them) and confirms every copy. */
+static void copy_all(struct fx *f, uint64_t budget, uint32_t want)
+{
+	struct cmds c;
+	assert_int_equal(pick(f->m, C1, budget, &c), want);
+	for (uint32_t i = 0; i < c.n; i++)
+		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+}
+
 static void test_pick_oldest_and_only_once(void **state)
 {
 	struct fx *f = *state;
@@ -186,13 +195,10 @@ static void test_watermark(void **state)
 static void test_eviction_keeps_copied(void **state)
 {
 	struct fx *f = *state;
-	struct cmds c;
 	struct rep_sink rs;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	fill4(f, "a");
-	assert_int_equal(pick(f->m, C1, 2 * K4, &c), 2);   /* a0, a1 */
-	for (uint32_t i = 0; i < c.n; i++)
-		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+	copy_all(f, 2 * K4, 2);   /* a0, a1 */
 	fill4(f, "b");   /* evicts a0..a3 */
 	assert_int_equal(type_of(f->m, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(1)));
@@ -240,9 +246,7 @@ static void test_disk_gone(void **state)
 	struct rep_sink rs;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	fill4(f, "a");
-	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 4);
-	for (uint32_t i = 0; i < c.n; i++)
-		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+	copy_all(f, UINT64_MAX, 4);
 	put_at(f, "b0");   /* evicts a0 to the disk */
 	assert_int_equal(type_of(f->m, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_rc(mc_meta_disk_gone(f->m, C2, DFLT, ref_str("a0")), MC_ERR_OBJECT_NOT_FOUND);
@@ -264,7 +268,6 @@ static void test_disk_gone(void **state)
 static void test_unmount_drops(void **state)
 {
 	struct fx *f = *state;
-	struct cmds c;
 	struct rep_sink rs;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	assert_rc(mount_seg(f->m, C2, 2, "n2", 16 * KiB), 0);
@@ -273,9 +276,7 @@ static void test_unmount_drops(void **state)
 		snprintf(k, sizeof(k), "a%d", i);
 		put_at(f, k);
 	}
-	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 4);
-	for (uint32_t i = 0; i < c.n; i++)
-		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+	copy_all(f, UINT64_MAX, 4);
 	assert_rc(mc_meta_evict(f->m, 0.0, NULL), 0);   /* all memory goes */
 	uint32_t disk = 0;
 	for (int i = 0; i < 8; i++) {
@@ -296,6 +297,24 @@ static int load_into(void *ctx, uint32_t index, const struct mc_record *r)
 	return mc_meta_load(ctx, index, r);
 }
 
+/* A new store loaded from m's dump (a snapshot, a standby). */
+static struct mc_meta *reload(struct fx *f)
+{
+	struct mc_meta *m2 = new_meta_off(&f->clk, 0.0);
+	struct mc_meta_loader *l;
+	assert_rc(mc_meta_load_begin(m2, &l), 0);
+	assert_rc(mc_meta_dump(f->m, load_into, l), 0);
+	assert_rc(mc_meta_load_finish(l), 0);
+	return m2;
+}
+
+/* The node remounts its segment in m2. */
+static void remount(struct mc_meta *m2)
+{
+	int r = mount_seg(m2, C1, 1, "n1", 16 * KiB);
+	assert_true(r == 0 || r == MC_ERR_SEGMENT_ALREADY_EXISTS);
+}
+
 /* LOCAL_DISK replicas through a dump and a load: the same records. */
 static void test_dump_load(void **state)
 {
@@ -308,16 +327,11 @@ static void test_dump_load(void **state)
 	for (uint32_t i = 0; i < 2; i++)
 		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
 	fill4(f, "b");
-	struct mc_meta *m2 = new_meta_off(&f->clk, 0.0);
-	struct mc_meta_loader *l;
-	assert_rc(mc_meta_load_begin(m2, &l), 0);
-	assert_rc(mc_meta_dump(f->m, load_into, l), 0);
-	assert_rc(mc_meta_load_finish(l), 0);
+	struct mc_meta *m2 = reload(f);
 	dump_compare(f->m, m2);
 	/* RESTORED until the node remounts it */
 	assert_int_equal(type_of(m2, "a0", &rs), 0xff);
-	int r = mount_seg(m2, C1, 1, "n1", 16 * KiB);
-	assert_true(r == 0 || r == MC_ERR_SEGMENT_ALREADY_EXISTS);
+	remount(m2);
 	assert_int_equal(type_of(m2, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(1)));
 	assert_rc(mc_meta_check(m2), 0);
@@ -329,20 +343,12 @@ static void test_dump_load(void **state)
 static void test_on_disk_persisted(void **state)
 {
 	struct fx *f = *state;
-	struct cmds c;
 	struct rep_sink rs;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	fill4(f, "a");
-	assert_int_equal(pick(f->m, C1, 2 * K4, &c), 2);   /* a0, a1 */
-	for (uint32_t i = 0; i < c.n; i++)
-		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
-	struct mc_meta *m2 = new_meta_off(&f->clk, 0.0);
-	struct mc_meta_loader *l;
-	assert_rc(mc_meta_load_begin(m2, &l), 0);
-	assert_rc(mc_meta_dump(f->m, load_into, l), 0);
-	assert_rc(mc_meta_load_finish(l), 0);
-	int r = mount_seg(m2, C1, 1, "n1", 16 * KiB);
-	assert_true(r == 0 || r == MC_ERR_SEGMENT_ALREADY_EXISTS);
+	copy_all(f, 2 * K4, 2);   /* a0, a1 */
+	struct mc_meta *m2 = reload(f);
+	remount(m2);
 	test_clock_advance(&f->clk, LEASE + 1);
 	for (int i = 0; i < 4; i++) {   /* evicts a0..a3 in m2 */
 		char k[8];
