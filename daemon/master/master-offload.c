@@ -37,7 +37,7 @@ static int report(struct mc_master_rpc *m, const struct mc_msg_node_poll_req *q,
 	uint64_t epoch;
 	int r = mc_meta_disk_epoch(m->meta, &epoch);
 	if (r < 0)
-		return r;
+		return 0;   /* epoch 0: the report waits (the KV or the log failed) */
 	if (!q->n_have) {
 		p->epoch = epoch;
 		return 0;

@@ -23,7 +23,8 @@
  * The epoch (NODE_POLL, proto.def): a random non-zero u64 kept in the
  * metadata KV under EPOCH_KEY, made by the first poll that asks for it, so
  * it is logged, snapshotted and followed by a standby like any KV key, and
- * a master that restarts without its oplog makes a new one.
+ * a master that restarts without its oplog makes a new one (its snapshot,
+ * if any, may lack objects put since: mc_meta_disk_epoch_renew() at start).
  *
  * Locks: segs.lock (read) -> shard (write), as in meta-offload.c.
  */
@@ -156,6 +157,22 @@ static int epoch_read(struct mc_meta *m, uint64_t *ret)
 	return r;
 }
 
+static int epoch_make(struct mc_meta *m, unsigned flags)
+{
+	char v[17];
+	uint64_t n = 0;
+	while (!n && getrandom(&n, sizeof(n), 0) != (ssize_t)sizeof(n))
+		;
+	snprintf(v, sizeof(v), "%016llx", (unsigned long long)n);
+	return mc_meta_md_put(m, EPOCH_KEY, sizeof(EPOCH_KEY) - 1, v, 16, flags | MC_MDKV_NO_LIMITS);
+}
+
+int mc_meta_disk_epoch_renew(struct mc_meta *m)
+{
+	__atomic_store_n(&m->disk_epoch, 0, __ATOMIC_RELEASE);
+	return epoch_make(m, 0);
+}
+
 int mc_meta_disk_epoch(struct mc_meta *m, uint64_t *ret)
 {
 	uint64_t e = __atomic_load_n(&m->disk_epoch, __ATOMIC_ACQUIRE);
@@ -165,13 +182,7 @@ int mc_meta_disk_epoch(struct mc_meta *m, uint64_t *ret)
 	}
 	int r = epoch_read(m, &e);
 	if (r == MC_ERR_OBJECT_NOT_FOUND) {
-		char v[17];
-		uint64_t n = 0;
-		while (!n && getrandom(&n, sizeof(n), 0) != (ssize_t)sizeof(n))
-			;
-		snprintf(v, sizeof(v), "%016llx", (unsigned long long)n);
-		r = mc_meta_md_put(m, EPOCH_KEY, sizeof(EPOCH_KEY) - 1, v, 16,
-				   MC_MDKV_CREATE_ONLY | MC_MDKV_NO_LIMITS);
+		r = epoch_make(m, MC_MDKV_CREATE_ONLY);
 		if (r == 0 || r == MC_ERR_OBJECT_ALREADY_EXISTS)   /* another poll made it */
 			r = epoch_read(m, &e);
 	}

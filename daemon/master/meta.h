@@ -357,6 +357,9 @@ int mc_meta_disk_report(struct mc_meta *m, struct mc_uuid client, struct mc_ref 
 /* The master's epoch for disk reports (NODE_POLL): made and logged (the
  * metadata KV) on the first call.  0, or the KV's or the log's error. */
 int mc_meta_disk_epoch(struct mc_meta *m, uint64_t *ret);
+/* A new epoch (a master starting without an oplog: what it restored from a
+ * snapshot may lack objects that nodes have on disk). */
+int mc_meta_disk_epoch_renew(struct mc_meta *m);
 
 /* Calls fn for each mounted segment (any status), under segs.lock (read):
  * fn must not call mc_meta_*.  used is the bytes reserved on it. */
