@@ -353,6 +353,7 @@ static void node_free(struct node *n, bool unmount)
 	if (n->metrics)
 		mc_node_metrics_set_disk(n->metrics, NULL, NULL);
 	mc_disk_close(n->disk);
+	mc_node_data_disk_read_cleanup();
 	mc_node_offload_free(n->off);
 	mc_daemon_metrics_free(n->metrics);
 	mc_node_grants_release(&n->grants);

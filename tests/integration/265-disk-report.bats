@@ -121,15 +121,23 @@ teardown() {
 	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -ge 3 ]
 }
 
-@test "a LOCAL_DISK object larger than a DATA_DISK_READ chunk reads back in chunks" {
-	# each chunk reads the whole object from disk (node-disk-read.c): a
-	# longer lease than elsewhere, for a loaded machine
-	start_master --offload_watermark=0 --lease_ttl_ms=5000
-	start_node ld --segment_size=32M --disk_size=128M
+@test "LOCAL_DISK objects larger than a DATA_DISK_READ chunk read back in chunks, in parallel" {
+	# chunked reads share the node's one-object cache (node-disk-read.c):
+	# readers of two objects at once take turns in it, or read the disk;
+	# a longer lease than elsewhere, for a loaded machine
+	start_master --offload_watermark=0 --lease_ttl_ms=8000
+	start_node ld --segment_size=40M --disk_size=128M
 	run -0 put_random big 20M
-	wait_node_metric ld mooncake_node_disk_offloads_total 1
-	sleep 5   # its put's lease runs out: it may be evicted
-	for n in 1 2; do run -0 put_random "s$n" 8M; done
-	[ "$(tier_of big)" = local_disk ]
+	run -0 put_random big2 12M
+	wait_node_metric ld mooncake_node_disk_offloads_total 2
+	sleep 8   # their puts' leases run out: they may be evicted
+	for n in 1 2 3 4; do run -0 put_random "s$n" 8M; done
+	[ "$(tier_of big)" = local_disk ] && [ "$(tier_of big2)" = local_disk ]
+	local pids=() p
+	for n in 1 2 3; do
+		get_compare big & pids+=($!)
+		get_compare big2 & pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
 	run -0 get_compare big
 }
