@@ -186,7 +186,7 @@ static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent
 static void drop_stale(struct mc_node_offload *o, const struct mc_bytes *k, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (mc_disk_del(o->disk, k[i].p, k[i].len) == 0)
+		if (k[i].len && mc_disk_del(o->disk, k[i].p, k[i].len) == 0)
 			__atomic_add_fetch(&o->dropped, 1, __ATOMIC_RELAXED);
 }
 
