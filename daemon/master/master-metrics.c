@@ -24,7 +24,7 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
        V_OPLOG_BATCHES, V_UNDONE_PUTS, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
-       V_OFFLOADS_KEPT, V_DISK_GONE,
+       V_OFFLOADS_KEPT, V_DISK_GONE, V_DISK_ADOPTED, V_DISK_STALE,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
        V_COUNT };
 
@@ -109,6 +109,8 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_OFFLOADS_FAILED] = (double)ms->offloads_failed;
 	v[V_OFFLOADS_KEPT] = (double)ms->offloads_kept;
 	v[V_DISK_GONE] = (double)ms->disk_gone;
+	v[V_DISK_ADOPTED] = (double)ms->disk_adopted;
+	v[V_DISK_STALE] = (double)ms->disk_stale;
 	v[V_RPC_PARKED] = (double)rs.parked;
 	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
 	uint64_t mdk, mdb;
@@ -310,6 +312,10 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				      "Evictions that kept the object as a LOCAL_DISK replica." },
 		[V_DISK_GONE] = { MC_METRIC_COUNTER, "mooncake_master_disk_replicas_lost_total",
 				  "LOCAL_DISK replicas dropped because their node's disk lost them." },
+		[V_DISK_ADOPTED] = { MC_METRIC_COUNTER, "mooncake_master_disk_replicas_adopted_total",
+				     "Objects the master learnt again from a node's report of its disk." },
+		[V_DISK_STALE] = { MC_METRIC_COUNTER, "mooncake_master_disk_copies_stale_total",
+				   "Reported disk copies no object refers to, which the node deletes." },
 		[V_RPC_PARKED] = { MC_METRIC_GAUGE, "mooncake_master_rpc_parked_replies",
 				   "Replies parked until their oplog records are durable." },
 		[V_RPC_PARKED_TOTAL] = { MC_METRIC_COUNTER, "mooncake_master_rpc_parked_replies_total",

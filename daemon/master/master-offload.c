@@ -29,6 +29,41 @@ static int take(void *ctx, const struct mc_offload_item *it)
 	return 0;
 }
 
+/* The have list: stale copies go to p->drop; p->epoch stays 0 when the
+ * report cannot be taken yet (the node has no readable segment). */
+static int report(struct mc_master_rpc *m, const struct mc_msg_node_poll_req *q,
+		  struct mc_msg_node_poll_resp *p, struct mc_arena *a)
+{
+	uint64_t epoch;
+	int r = mc_meta_disk_epoch(m->meta, &epoch);
+	if (r < 0)
+		return 0;   /* epoch 0: the report waits (the KV or the log failed) */
+	if (!q->n_have) {
+		p->epoch = epoch;
+		return 0;
+	}
+	struct mc_bytes *drop = mc_arena_alloc(a, q->n_have * sizeof(*drop), 8);
+	if (!drop)
+		return MC_ERR_NO_MEMORY;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < q->n_have; i++) {
+		struct mc_bytes t, k;
+		if (mc_disk_key_split(q->have[i].key.p, q->have[i].key.len, &t, &k) < 0)
+			continue;   /* not a disk key */
+		r = mc_meta_disk_report(m->meta, q->client_id, (struct mc_ref){ t.p, t.len },
+					(struct mc_ref){ k.p, k.len }, q->have[i].size,
+					q->epoch != epoch);
+		if (r == MC_ERR_SEGMENT_NOT_FOUND)
+			return 0;   /* epoch 0: not taken; the node sends it again */
+		if (r == 1)
+			drop[n++] = q->have[i].key;
+	}
+	p->epoch = epoch;
+	p->n_drop = n;
+	p->drop = drop;
+	return 0;
+}
+
 int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_master_rpc *m = ctx;
@@ -55,6 +90,9 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 	}
 	if (!q->disk_capacity)
 		return 0;
+	int r = report(m, q, p, call->arena);
+	if (r < 0)
+		return r;
 	struct out o = { .a = call->arena };
 	o.v = mc_arena_alloc(call->arena, MC_PROTO_MAX_NODE_CMDS * sizeof(*o.v), 8);
 	if (!o.v)

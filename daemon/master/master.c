@@ -454,6 +454,12 @@ static int master_recover(struct master *m)
 		   (unsigned long long)mst.objects, mst.segments);
 	mc_meta_set_oplog(m->meta, m->oplog);
 	mc_oplog_set_undo(m->oplog, mc_meta_oplog_undo, m->meta);
+	/* Without an oplog the snapshot may lack what came after it: nodes
+	 * report their disks again (meta-disk-report.c). */
+	if (!strcmp(c->oplog, "off") && (r = mc_meta_disk_epoch_renew(m->meta)) < 0) {
+		log_error("cannot make a new disk epoch: %s", mc_strerror(r));
+		return r;
+	}
 	return 0;
 }
 

@@ -83,6 +83,8 @@ struct mc_meta {
 	uint64_t undone_puts;               /* puts taken back: their record was lost */
 	uint64_t offloads_sent, offloads_done, offloads_failed, offloads_kept;   /* meta-offload.c */
 	uint64_t disk_gone;                 /* LOCAL_DISK replicas their node's disk lost */
+	uint64_t disk_adopted, disk_stale;  /* reported disk copies (meta-disk-report.c) */
+	uint64_t disk_epoch;                /* mc_meta_disk_epoch()'s, once known (atomic) */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;

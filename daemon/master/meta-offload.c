@@ -38,10 +38,9 @@
  * node's first poll (fresh): mc_meta_offload_reset() clears it on the
  * node's segments.
  *
- * ON_DISK is not persisted (OBJECT records carry no such flag): after a
- * master restart the copies are not known and those objects are dropped by
- * eviction.  LOCAL_DISK replicas are persisted (record type 2, the node's
- * segment id) and restored with the segment.
+ * ON_DISK is persisted (the OBJECT record's on-disk flag, logged when a
+ * copy is confirmed or lost), and so are LOCAL_DISK replicas (replica type
+ * 2, the node's segment id), restored with the segment.
  *
  * Disk capacity is the node's: its disk tier evicts on its own (FIFO for
  * offset and file, LRU buckets for bucket; disk_size is its watermark) and
@@ -287,6 +286,7 @@ int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct 
 			o->rep[0] = o->rep[i];
 			o->rep[i] = t;
 			mc_object_flags_set(o, MC_OBJ_ON_DISK);
+			meta_log_put(m, o);   /* ON_DISK is persisted (record.c) */
 		}
 	}
 	meta_key_unlock(&mk);
@@ -342,6 +342,7 @@ int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		if (i == 0 && (o->flags & MC_OBJ_ON_DISK)) {   /* the copy went before the memory */
 			mc_object_flags_clear(o, MC_OBJ_ON_DISK);
 			mc_object_flags_set(o, MC_OBJ_DISK_LOST);
+			meta_log_put(m, o);
 			r = 0;
 		}
 		if (o->rep[i].type != MC_REPLICA_LOCAL_DISK)

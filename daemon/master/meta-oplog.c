@@ -67,7 +67,8 @@ void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t n
 	r->size = o->size;
 	r->checksum = o->checksum;
 	r->flags = (o->flags & MC_OBJ_HAS_CHECKSUM ? MC_RECORD_HAS_CHECKSUM : 0) |
-		   (o->flags & MC_OBJ_HARD_PIN ? MC_RECORD_HARD_PIN : 0);
+		   (o->flags & MC_OBJ_HARD_PIN ? MC_RECORD_HARD_PIN : 0) |
+		   (o->flags & MC_OBJ_ON_DISK ? MC_RECORD_ON_DISK : 0);
 	r->data_type = o->data_type;
 	r->nrep = o->nrep;
 	if (o->client < m->nclients)

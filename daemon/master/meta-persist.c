@@ -248,6 +248,10 @@ static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
 		*ret_skipped = skipped;
 		return tab ? 0 : MC_ERR_NO_MEMORY;
 	}
+	/* The disk copy is rep[0]'s node's: kept only with that replica. */
+	if ((po->flags & MC_RECORD_ON_DISK) && mc_replica_in_memory(o->rep[0].type) &&
+	    slots[0] != MC_SEG_NONE && o->rep[0].seg == slots[0])
+		o->flags |= MC_OBJ_ON_DISK;
 	struct mc_tenant *t = meta_tenant(m, loc.tenant);
 	__atomic_add_fetch(&t->charged_bytes, o->size * o->nrep, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&t->objects, 1, __ATOMIC_RELAXED);

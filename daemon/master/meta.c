@@ -763,6 +763,8 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	ret->offloads_failed = __atomic_load_n(&m->offloads_failed, __ATOMIC_RELAXED);
 	ret->offloads_kept = __atomic_load_n(&m->offloads_kept, __ATOMIC_RELAXED);
 	ret->disk_gone = __atomic_load_n(&m->disk_gone, __ATOMIC_RELAXED);
+	ret->disk_adopted = __atomic_load_n(&m->disk_adopted, __ATOMIC_RELAXED);
+	ret->disk_stale = __atomic_load_n(&m->disk_stale, __ATOMIC_RELAXED);
 	ret->pins_cleared = __atomic_load_n(&m->pins_cleared, __ATOMIC_RELAXED);
 }
 

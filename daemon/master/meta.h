@@ -311,6 +311,8 @@ struct mc_meta_stats {
 	uint64_t offloads_failed;           /* ... that failed or came back too late */
 	uint64_t offloads_kept;             /* evictions that kept the object as LOCAL_DISK */
 	uint64_t disk_gone;                 /* LOCAL_DISK replicas dropped: their node's disk lost them */
+	uint64_t disk_adopted;              /* objects created from a node's report of its disk */
+	uint64_t disk_stale;                /* reported disk copies that the node was told to drop */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 
@@ -344,6 +346,20 @@ uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client);
  * its ON_DISK mark.  0, or OBJECT_NOT_FOUND (nothing of client's). */
 int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		      struct mc_ref key);
+/* client's disk tier holds a copy of the object, size bytes (its report
+ * after it or the master restarted; meta-disk-report.c).  0: the copy is
+ * the object's, or adopt_unknown made it a new object with that one
+ * LOCAL_DISK replica; 1: stale, the node should delete it;
+ * SEGMENT_NOT_FOUND: client has no readable segment yet (report again
+ * later); INVALID_PARAMS, NO_MEMORY. */
+int mc_meta_disk_report(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+			struct mc_ref key, uint64_t size, bool adopt_unknown);
+/* The master's epoch for disk reports (NODE_POLL): made and logged (the
+ * metadata KV) on the first call.  0, or the KV's or the log's error. */
+int mc_meta_disk_epoch(struct mc_meta *m, uint64_t *ret);
+/* A new epoch (a master starting without an oplog: what it restored from a
+ * snapshot may lack objects that nodes have on disk). */
+int mc_meta_disk_epoch_renew(struct mc_meta *m);
 
 /* Calls fn for each mounted segment (any status), under segs.lock (read):
  * fn must not call mc_meta_*.  used is the bytes reserved on it. */

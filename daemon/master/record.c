@@ -11,7 +11,9 @@
  *   type 1 OBJECT   a complete object, replacing any object of that key
  *     str16 tenant  str16 key           key: 1..MC_MAX_KEY_LEN bytes
  *     u64 size (> 0)  u64 checksum
- *     u8 flags        bit 0 has checksum, bit 1 hard pin
+ *     u8 flags        bit 0 has checksum, bit 1 hard pin, bit 2 on disk (the
+ *                   node of rep[0], a memory replica, holds a copy on its
+ *                   disk tier: meta-offload.c; older builds ignore it)
  *     u8 data_type  u8 nrep (<= MC_MAX_REPLICAS)  u8 reserved (written 0,
  *                   kept as read)
  *     uuid writer (client)

@@ -57,6 +57,7 @@ const char *mc_record_type_name(uint16_t type);
 enum {
 	MC_RECORD_HAS_CHECKSUM = 1u << 0,
 	MC_RECORD_HARD_PIN     = 1u << 1,
+	MC_RECORD_ON_DISK      = 1u << 2,   /* rep[0]'s node has a copy on its disk tier */
 };
 
 /*

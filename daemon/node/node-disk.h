@@ -45,5 +45,7 @@ int mc_node_disk_load(struct mc_disk *d, const struct mc_node_segments *segs,
  * node puts in mc_node_grants.disk_read (ctx: those grants). */
 struct mc_rpc_call;
 int mc_node_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp);
+/* Frees the object its chunked reads keep (at the node's exit). */
+void mc_node_data_disk_read_cleanup(void);
 
 #endif

@@ -1,8 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* node-offload.c - see node-offload.h. */
+/*
+ * node-offload.c - see node-offload.h.
+ *
+ * The disk report (NODE_POLL, proto.def): the epoch of the master that the
+ * disk tier was last reported to is kept in <disk dir>/master-epoch:
+ *
+ *	off  size  field
+ *	  0    16  the epoch, 16 lowercase hex digits (non-zero)
+ *	 16     1  '\n'
+ *
+ * written to master-epoch.tmp, fsynced and renamed over it once a report
+ * is complete.  A missing or malformed file is epoch 0 (report everything).
+ * A report is a list of the tier's keys and sizes taken when a reply names
+ * another epoch (mc_disk_foreach), sent MC_PROTO_MAX_DISK_GONE at a time;
+ * a reply with epoch 0 (not taken) makes the node send the same part again;
+ * a reply naming yet another epoch starts it over.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "node/node-disk.h"
 #include "node/node-offload.h"
@@ -22,6 +42,14 @@ struct mc_node_offload {
 	struct mc_bytes *sending;	/* taken from gone for the poll in flight */
 	uint32_t nsending;
 	bool polled;			/* a poll went through since the start */
+	/* the disk report (link thread only) */
+	char epoch_path[4096];		/* "": not kept */
+	uint64_t epoch;			/* the master's the disk was last reported to */
+	uint64_t report_to;		/* the report in progress is for this epoch */
+	struct mc_msg_disk_have *have;	/* its keys (each malloc'd) and sizes */
+	uint32_t nhave, hpos;		/* all; sent and taken */
+	bool checked;			/* a report was made since the start */
+	uint64_t reported, dropped;	/* relaxed atomics */
 	uint64_t commands, copied, failed, gone_total, gone_dropped;	/* relaxed atomics */
 };
 
@@ -43,9 +71,123 @@ int mc_node_offload_new(const struct mc_node_segments *segs, struct mc_node_offl
 	return 0;
 }
 
-void mc_node_offload_attach(struct mc_node_offload *o, struct mc_disk *d)
+static uint64_t epoch_load(const char *path)
+{
+	char b[18];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, b, sizeof(b));
+	close(fd);
+	char *end;
+	uint64_t e = n == 17 && b[16] == '\n' ? strtoull(b, &end, 16) : 0;
+	return e && end == b + 16 ? e : 0;
+}
+
+static void epoch_store(const char *path, uint64_t e)
+{
+	char tmp[4200], b[18];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(b, sizeof(b), "%016" PRIx64 "\n", e);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;   /* the next start reports again: no harm */
+	bool ok = write(fd, b, 17) == 17 && fsync(fd) == 0;
+	close(fd);
+	if (!ok || rename(tmp, path) < 0)
+		(void)unlink(tmp);
+}
+
+void mc_node_offload_attach(struct mc_node_offload *o, struct mc_disk *d, const char *dir)
 {
 	o->disk = d;
+	if (dir && snprintf(o->epoch_path, sizeof(o->epoch_path), "%s/master-epoch", dir) <
+		   (int)sizeof(o->epoch_path))
+		o->epoch = epoch_load(o->epoch_path);
+	else
+		o->epoch_path[0] = 0;
+}
+
+static void report_free(struct mc_node_offload *o)
+{
+	for (uint32_t i = 0; i < o->nhave; i++)
+		free((void *)o->have[i].key.p);
+	free(o->have);
+	o->have = NULL;
+	o->nhave = o->hpos = 0;
+}
+
+struct listing {
+	struct mc_msg_disk_have *v;
+	uint32_t n, cap;
+};
+
+static int list_fn(const void *key, uint32_t klen, uint64_t len, void *ctx)
+{
+	struct listing *l = ctx;
+	if (l->n == l->cap) {
+		uint32_t nc = l->cap ? 2 * l->cap : 1024;
+		struct mc_msg_disk_have *nv = realloc(l->v, nc * sizeof(*nv));
+		if (!nv)
+			return MC_ERR_NO_MEMORY;
+		l->v = nv;
+		l->cap = nc;
+	}
+	uint8_t *k = malloc(klen ? klen : 1);
+	if (!k)
+		return MC_ERR_NO_MEMORY;
+	memcpy(k, key, klen);
+	l->v[l->n++] = (struct mc_msg_disk_have){ .key = MC_BYTES(k, klen), .size = len };
+	return 0;
+}
+
+/* The report to epoch is complete. */
+static void report_done(struct mc_node_offload *o, uint64_t epoch)
+{
+	report_free(o);
+	if (epoch == o->epoch)
+		return;
+	o->epoch = epoch;
+	if (*o->epoch_path)
+		epoch_store(o->epoch_path, epoch);
+}
+
+/* Takes a reply's epoch: starts a report for it, moves one on, or ends it. */
+static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent)
+{
+	if (!epoch)
+		return;   /* not taken: the same part goes again */
+	if (o->have && epoch == o->report_to) {
+		o->hpos += sent;
+		__atomic_add_fetch(&o->reported, sent, __ATOMIC_RELAXED);
+		if (o->hpos == o->nhave)
+			report_done(o, epoch);
+		return;
+	}
+	if (epoch == o->epoch && !o->have && o->checked)
+		return;
+	o->checked = true;   /* once per start even to the same epoch: stale copies go */
+	report_free(o);   /* a new master state: (again) from the start */
+	struct listing l = { 0 };
+	if (mc_disk_foreach(o->disk, list_fn, &l) < 0) {
+		o->have = l.v;
+		o->nhave = l.n;
+		report_free(o);   /* tried again at the next reply */
+		return;
+	}
+	o->have = l.v;
+	o->nhave = l.n;
+	o->report_to = epoch;
+	if (!l.n)   /* nothing to report */
+		report_done(o, epoch);
+}
+
+/* The stale copies the master named. */
+static void drop_stale(struct mc_node_offload *o, const struct mc_bytes *k, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (k[i].len && mc_disk_del(o->disk, k[i].p, k[i].len) == 0)
+			__atomic_add_fetch(&o->dropped, 1, __ATOMIC_RELAXED);
 }
 
 void mc_node_offload_gone(void *ctx, const void *key, uint32_t klen)
@@ -100,6 +242,7 @@ void mc_node_offload_free(struct mc_node_offload *o)
 		return;
 	drop_results(o);
 	sent_gone(o);
+	report_free(o);
 	for (uint32_t i = 0; i < o->ngone; i++)
 		free((void *)o->gone[i].p);
 	free(o->gone);
@@ -170,11 +313,15 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 		struct mc_disk_stats st;
 		mc_disk_stats(o->disk, &st);
 		take_gone(o);
+		uint32_t nh = o->nhave - o->hpos;
+		if (nh > MC_PROTO_MAX_DISK_GONE)
+			nh = MC_PROTO_MAX_DISK_GONE;
 		struct mc_msg_node_poll_req q = {
 			.client_id = o->segs->client_id, .fresh = !o->polled,
 			.disk_capacity = st.capacity,
 			.disk_used = st.used, .n_results = o->nres, .results = o->res,
 			.n_gone = o->nsending, .gone = o->sending,
+			.epoch = o->epoch, .n_have = nh, .have = nh ? o->have + o->hpos : NULL,
 		};
 		struct mc_msg_node_poll_resp p;
 		int r = mc_rpc_call(conn, MC_OP_NODE_POLL, &q, &p, a, NULL);
@@ -185,9 +332,11 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 		o->polled = true;
 		drop_results(o);
 		sent_gone(o);
+		drop_stale(o, p.drop, p.n_drop);   /* before new copies of those keys */
+		report_step(o, p.epoch, nh);
 		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads) : 0;
 		mc_arena_reset(a);
-		if (r < 0 || !p.n_offloads)
+		if (r < 0 || (!p.n_offloads && !(o->have && p.epoch)))
 			return r;
 	}
 	return 0;
@@ -200,4 +349,6 @@ void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload
 	ret->failed = __atomic_load_n(&o->failed, __ATOMIC_RELAXED);
 	ret->gone = __atomic_load_n(&o->gone_total, __ATOMIC_RELAXED);
 	ret->gone_dropped = __atomic_load_n(&o->gone_dropped, __ATOMIC_RELAXED);
+	ret->reported = __atomic_load_n(&o->reported, __ATOMIC_RELAXED);
+	ret->stale_dropped = __atomic_load_n(&o->dropped, __ATOMIC_RELAXED);
 }

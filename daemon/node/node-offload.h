@@ -7,7 +7,10 @@
  * ring-full), and polls again with the results, until a reply brings no
  * command or max_rounds polls were made; results not sent yet (the link
  * failed) wait for the next run, and so do the disk keys the tier lost
- * (evicted, or missing at a read), reported as gone.  Single-threaded:
+ * (evicted, or missing at a read), reported as gone.  After the node or
+ * the master restarted (the master's epoch changed) it reports what the
+ * disk tier holds, and deletes the copies the master names stale
+ * (proto.def, NODE_POLL).  Single-threaded:
  * only the link thread runs it; mc_node_offload_gone() may be called from
  * any thread (a mutex guards the gone queue, a leaf).
  */
@@ -24,7 +27,9 @@ struct mc_node_offload;
 /* Made before the disk tier opens (its on_evict is mc_node_offload_gone),
  * then given it with mc_node_offload_attach(). */
 int mc_node_offload_new(const struct mc_node_segments *segs, struct mc_node_offload **ret);
-void mc_node_offload_attach(struct mc_node_offload *o, struct mc_disk *d);
+/* dir: the disk tier's directory, where the epoch of its last report is
+ * kept (master-epoch, node-offload.c; NULL: not kept, report at each start). */
+void mc_node_offload_attach(struct mc_node_offload *o, struct mc_disk *d, const char *dir);
 /* The disk tier's on_evict (ctx: o; any thread): key goes in the next poll's
  * gone list.  At most GONE_MAX keys wait; more are dropped and counted. */
 void mc_node_offload_gone(void *ctx, const void *key, uint32_t klen);
@@ -38,6 +43,8 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 struct mc_node_offload_stats {
 	uint64_t commands, copied, failed;
 	uint64_t gone, gone_dropped;	/* disk keys reported lost / not reported (queue full) */
+	uint64_t reported;		/* disk keys reported held (after a restart) */
+	uint64_t stale_dropped;		/* ... that the master named stale, deleted */
 };
 void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload_stats *ret);
 

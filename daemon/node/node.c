@@ -187,7 +187,7 @@ static int disk_open(struct node *n)
 	mc_node_metrics_set_disk(n->metrics, n->disk, n->off);
 	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
 	n->grants.disk_read = mc_node_data_disk_read;
-	mc_node_offload_attach(n->off, n->disk);
+	mc_node_offload_attach(n->off, n->disk, dir);
 	return 0;
 }
 
@@ -353,6 +353,7 @@ static void node_free(struct node *n, bool unmount)
 	if (n->metrics)
 		mc_node_metrics_set_disk(n->metrics, NULL, NULL);
 	mc_disk_close(n->disk);
+	mc_node_data_disk_read_cleanup();
 	mc_node_offload_free(n->off);
 	mc_daemon_metrics_free(n->metrics);
 	mc_node_grants_release(&n->grants);

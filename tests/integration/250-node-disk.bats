@@ -18,8 +18,6 @@ teardown() {
 	stop_all
 }
 
-node_http() { sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$MC_DIR/node-$1.log" | tail -n1; }
-
 @test "every backend opens, reports its capacity and restarts on its files" {
 	for b in offset file bucket; do
 		start_node "d$b" --storage_backend="$b" --disk_size=64M

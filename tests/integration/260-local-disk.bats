@@ -20,30 +20,11 @@ teardown() {
 	stop_all
 }
 
-node_http() { sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$MC_DIR/node-$1.log" | tail -n1; }
-
-# metric NODE NAME: the value of a node metric.
-metric() { curl -sf "http://$(node_http "$1")/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
-
-# wait_offloads NODE N: until the node copied N objects to its disk (30 s at most).
-wait_offloads() {
-	local i v
-	for i in $(seq 1 300); do
-		v=$(metric "$1" mooncake_node_disk_offloads_total)
-		[ "${v:-0}" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	echo "# offloads: ${v:-none}, wanted $2" >&2
-	return 1
-}
-
-tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'; }
-
 @test "evicted objects stay on the node's disk and read back byte for byte, across kill -9" {
 	start_master --offload_watermark=0 --lease_ttl_ms=1000
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 8); do run -0 put_random "old$n" 1M; done
-	wait_offloads ld 8
+	wait_node_metric ld mooncake_node_disk_offloads_total 8
 	# 16 more MiB: the old objects are the oldest, their memory goes
 	for n in $(seq 1 16); do run -0 put_random "new$n" 1M; done
 	disk=0
@@ -74,7 +55,7 @@ tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'
 		--lease_ttl_ms=1000
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
-	wait_offloads ld 6
+	wait_node_metric ld mooncake_node_disk_offloads_total 6
 	for n in $(seq 1 20); do run -0 put_random "f$n" 1M; done
 	[ "$(tier_of k1)" = local_disk ]
 	restart_master --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000
@@ -92,11 +73,11 @@ tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'
 	start_node ld --segment_size=8M --disk_size=12M
 	for n in $(seq 1 40); do
 		run -0 put_random "d$n" 1M
-		[ $((n % 8)) -ne 0 ] || wait_offloads ld "$n"
+		[ $((n % 8)) -ne 0 ] || wait_node_metric ld mooncake_node_disk_offloads_total "$n"
 	done
 	sleep 1   # the last gone keys reach the master with the next poll
-	[ "$(metric ld mooncake_node_disk_gone_total)" -ge 20 ]
-	[ "$(metric ld mooncake_node_disk_offloads_total)" -le 45 ]   # no copy made over and over
+	[ "$(node_metric ld mooncake_node_disk_gone_total)" -ge 20 ]
+	[ "$(node_metric ld mooncake_node_disk_offloads_total)" -le 45 ]   # no copy made over and over
 	found=0 disk=0
 	for n in $(seq 1 40); do
 		run get_compare "d$n"

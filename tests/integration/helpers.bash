@@ -344,3 +344,25 @@ wait_readable() {
 	done
 	get_compare "$1" || { sed "s|^|# |" "$MC_DIR"/*.log >&2; return 1; }
 }
+
+# ---- nodes with a disk tier (250-node-disk, 260-local-disk, 265-disk-report) ----
+
+# node_http NAME: the node's HTTP address, from its log.
+node_http() { sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$MC_DIR/node-$1.log" | tail -n1; }
+# node_metric NAME METRIC / master_metric METRIC: a metric's value.
+node_metric() { curl -sf "http://$(node_http "$1")/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
+master_metric() { curl -sf "http://$MASTER_HTTP/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
+# tier_of KEY: its replicas' types ("memory", "local_disk", ...), comma-separated.
+tier_of() { ctl --json object stat "$1" | jq -r '[.replicas[].type] | join(",")'; }
+
+# wait_node_metric NAME METRIC N: until the node's counter reaches N (30 s at most).
+wait_node_metric() {
+	local i v
+	for i in $(seq 1 300); do
+		v=$(node_metric "$1" "$2")
+		[ "${v:-0}" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	echo "# $2: ${v:-none}, wanted $3" >&2
+	return 1
+}

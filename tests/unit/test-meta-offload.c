@@ -115,6 +115,15 @@ static void fill4(struct fx *f, const char *prefix)
 	}
 }
 
+/* Picks what budget allows (want of them) and confirms every copy. */
+static void copy_all(struct fx *f, uint64_t budget, uint32_t want)
+{
+	struct cmds c;
+	assert_int_equal(pick(f->m, C1, budget, &c), want);
+	for (uint32_t i = 0; i < c.n; i++)
+		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+}
+
 static void test_pick_oldest_and_only_once(void **state)
 {
 	struct fx *f = *state;
@@ -186,13 +195,10 @@ static void test_watermark(void **state)
 static void test_eviction_keeps_copied(void **state)
 {
 	struct fx *f = *state;
-	struct cmds c;
 	struct rep_sink rs;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	fill4(f, "a");
-	assert_int_equal(pick(f->m, C1, 2 * K4, &c), 2);   /* a0, a1 */
-	for (uint32_t i = 0; i < c.n; i++)
-		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+	copy_all(f, 2 * K4, 2);   /* a0, a1 */
 	fill4(f, "b");   /* evicts a0..a3 */
 	assert_int_equal(type_of(f->m, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(1)));
@@ -240,9 +246,7 @@ static void test_disk_gone(void **state)
 	struct rep_sink rs;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	fill4(f, "a");
-	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 4);
-	for (uint32_t i = 0; i < c.n; i++)
-		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+	copy_all(f, UINT64_MAX, 4);
 	put_at(f, "b0");   /* evicts a0 to the disk */
 	assert_int_equal(type_of(f->m, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_rc(mc_meta_disk_gone(f->m, C2, DFLT, ref_str("a0")), MC_ERR_OBJECT_NOT_FOUND);
@@ -264,7 +268,6 @@ static void test_disk_gone(void **state)
 static void test_unmount_drops(void **state)
 {
 	struct fx *f = *state;
-	struct cmds c;
 	struct rep_sink rs;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	assert_rc(mount_seg(f->m, C2, 2, "n2", 16 * KiB), 0);
@@ -273,9 +276,7 @@ static void test_unmount_drops(void **state)
 		snprintf(k, sizeof(k), "a%d", i);
 		put_at(f, k);
 	}
-	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 4);
-	for (uint32_t i = 0; i < c.n; i++)
-		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
+	copy_all(f, UINT64_MAX, 4);
 	assert_rc(mc_meta_evict(f->m, 0.0, NULL), 0);   /* all memory goes */
 	uint32_t disk = 0;
 	for (int i = 0; i < 8; i++) {
@@ -296,6 +297,24 @@ static int load_into(void *ctx, uint32_t index, const struct mc_record *r)
 	return mc_meta_load(ctx, index, r);
 }
 
+/* A new store loaded from m's dump (a snapshot, a standby). */
+static struct mc_meta *reload(struct fx *f)
+{
+	struct mc_meta *m2 = new_meta_off(&f->clk, 0.0);
+	struct mc_meta_loader *l;
+	assert_rc(mc_meta_load_begin(m2, &l), 0);
+	assert_rc(mc_meta_dump(f->m, load_into, l), 0);
+	assert_rc(mc_meta_load_finish(l), 0);
+	return m2;
+}
+
+/* The node remounts its segment in m2. */
+static void remount(struct mc_meta *m2)
+{
+	int r = mount_seg(m2, C1, 1, "n1", 16 * KiB);
+	assert_true(r == 0 || r == MC_ERR_SEGMENT_ALREADY_EXISTS);
+}
+
 /* LOCAL_DISK replicas through a dump and a load: the same records. */
 static void test_dump_load(void **state)
 {
@@ -308,20 +327,89 @@ static void test_dump_load(void **state)
 	for (uint32_t i = 0; i < 2; i++)
 		assert_rc(mc_meta_offload_done(f->m, C1, &c.it[i], 0), 0);
 	fill4(f, "b");
-	struct mc_meta *m2 = new_meta_off(&f->clk, 0.0);
-	struct mc_meta_loader *l;
-	assert_rc(mc_meta_load_begin(m2, &l), 0);
-	assert_rc(mc_meta_dump(f->m, load_into, l), 0);
-	assert_rc(mc_meta_load_finish(l), 0);
+	struct mc_meta *m2 = reload(f);
 	dump_compare(f->m, m2);
 	/* RESTORED until the node remounts it */
 	assert_int_equal(type_of(m2, "a0", &rs), 0xff);
-	int r = mount_seg(m2, C1, 1, "n1", 16 * KiB);
-	assert_true(r == 0 || r == MC_ERR_SEGMENT_ALREADY_EXISTS);
+	remount(m2);
 	assert_int_equal(type_of(m2, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(1)));
 	assert_rc(mc_meta_check(m2), 0);
 	mc_meta_free(m2);
+}
+
+/* ON_DISK goes through a dump and a load: the copy is still known, and
+ * eviction keeps the object as LOCAL_DISK. */
+static void test_on_disk_persisted(void **state)
+{
+	struct fx *f = *state;
+	struct rep_sink rs;
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
+	fill4(f, "a");
+	copy_all(f, 2 * K4, 2);   /* a0, a1 */
+	struct mc_meta *m2 = reload(f);
+	remount(m2);
+	test_clock_advance(&f->clk, LEASE + 1);
+	for (int i = 0; i < 4; i++) {   /* evicts a0..a3 in m2 */
+		char k[8];
+		snprintf(k, sizeof(k), "b%d", i);
+		assert_rc(put(m2, C1, DFLT, k, K4, 1), 0);
+		test_clock_advance(&f->clk, 1);
+	}
+	assert_int_equal(type_of(m2, "a0", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_int_equal(type_of(m2, "a1", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_int_equal(type_of(m2, "a2", &rs), 0xff);
+	assert_rc(mc_meta_check(m2), 0);
+	mc_meta_free(m2);
+}
+
+/* A node's report of its disk: known copies, adopted ones (the master lost
+ * its state), stale ones (removed, replaced, never confirmed). */
+static void test_disk_report(void **state)
+{
+	struct fx *f = *state;
+	struct cmds c;
+	struct rep_sink rs;
+	struct mc_meta_stats st;
+	/* no segment of C1 yet: not taken */
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str("z"), K4, true),
+		  MC_ERR_SEGMENT_NOT_FOUND);
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
+	put_at(f, "a0");
+	put_at(f, "a1");
+	assert_rc(mount_seg(f->m, C2, 2, "n2", 16 * KiB), 0);
+	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 2);
+	const char *mine = c.key[0];   /* copied; the other one's copy never confirmed */
+	assert_rc(mc_meta_offload_done(f->m, C1, &c.it[0], 0), 0);
+	assert_rc(mc_meta_offload_reset(f->m, C1), 1);
+	/* known: ON_DISK with rep[0] on C1; the other node has no copy of it */
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str(mine), K4, true), 0);
+	assert_rc(mc_meta_disk_report(f->m, C2, DFLT, ref_str(mine), K4, true), 1);
+	/* an object that exists without this copy: stale, even when adopting */
+	const char *other = strcmp(mine, "a0") ? "a0" : "a1";
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str(other), K4, true), 1);
+	/* unknown: adopted only when asked, in a new tenant too */
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str("old"), K4, false), 1);
+	assert_rc(mc_meta_disk_report(f->m, C1, ref_str("tn"), ref_str("old"), K4, false), 1);
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str("old"), 3 * K4, true), 0);
+	assert_int_equal(type_of(f->m, "old", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(1)));
+	assert_int_equal(rs.r[0].size, 3 * K4);
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str("old"), 3 * K4, false), 0);
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str("old"), 0, true),
+		  MC_ERR_INVALID_PARAMS);
+	mc_meta_get_stats(f->m, &st);
+	assert_int_equal(st.disk_adopted, 1);
+	assert_int_equal(st.disk_stale, 4);
+	assert_rc(mc_meta_check(f->m), 0);
+	/* the adopted object is like any LOCAL_DISK one: gone with its copy */
+	assert_rc(mc_meta_disk_gone(f->m, C1, DFLT, ref_str("old")), 0);
+	assert_int_equal(type_of(f->m, "old", &rs), 0xff);
+	/* the epoch: made once, then the same */
+	uint64_t e1, e2;
+	assert_rc(mc_meta_disk_epoch(f->m, &e1), 0);
+	assert_rc(mc_meta_disk_epoch(f->m, &e2), 0);
+	assert_true(e1 != 0 && e1 == e2);
 }
 
 /* ---- stress: puts (evicting), removes, picks, answers and losses at once ---- */
@@ -332,12 +420,15 @@ struct stress {
 	struct mc_meta *m;
 	int id;
 	int *putters;           /* running (atomic) */
+	int *started;           /* the offloader runs (atomic): the putters wait for it */
 };
 
 static void *putter(void *arg)
 {
 	struct stress *x = arg;
 	char k[32];
+	while (!__atomic_load_n(x->started, __ATOMIC_ACQUIRE))
+		sched_yield();
 	for (int i = 0; i < ROUNDS; i++) {
 		snprintf(k, sizeof(k), "k%d", (i * 7 + x->id * 13) % 200);
 		int r = put(x->m, C1, DFLT, k, K4, 1);
@@ -357,6 +448,7 @@ static void *offloader(void *arg)
 	struct stress *x = arg;
 	struct cmds *c = malloc(sizeof(*c));
 	assert_non_null(c);
+	__atomic_store_n(x->started, 1, __ATOMIC_RELEASE);
 	for (int i = 0; __atomic_load_n(x->putters, __ATOMIC_ACQUIRE); i++) {
 		pick(x->m, C1, 8 * K4, c);
 		for (uint32_t j = 0; j < c->n; j++)   /* one answer in 7 a failure */
@@ -366,6 +458,11 @@ static void *offloader(void *arg)
 			(void)mc_meta_disk_gone(x->m, C1, DFLT, c->it[0].key);
 		if (i % 500 == 0)
 			mc_meta_offload_reset(x->m, C1);
+		if (i % 4 == 0) {   /* a node's report, adopting keys removed meanwhile */
+			char k[32];
+			snprintf(k, sizeof(k), "k%d", i % 200);
+			(void)mc_meta_disk_report(x->m, C1, DFLT, ref_str(k), K4, i % 8 == 0);
+		}
 	}
 	free(c);
 	return NULL;
@@ -375,8 +472,9 @@ static void test_stress(void **state)
 {
 	struct fx *f = *state;
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 512 * KiB), 0);   /* 128 of the 200 keys */
-	int putters = 2;
-	struct stress x[3] = { { f->m, 0, &putters }, { f->m, 1, &putters }, { f->m, 2, &putters } };
+	int putters = 2, started = 0;
+	struct stress x[3] = { { f->m, 0, &putters, &started }, { f->m, 1, &putters, &started },
+			       { f->m, 2, &putters, &started } };
 	pthread_t t[3];
 	assert_int_equal(pthread_create(&t[0], NULL, putter, &x[0]), 0);
 	assert_int_equal(pthread_create(&t[1], NULL, putter, &x[1]), 0);
@@ -406,6 +504,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disk_gone, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_unmount_drops, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_dump_load, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_on_disk_persisted, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_disk_report, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_stress, setup_off, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
