@@ -45,7 +45,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
+#include <sys/random.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -95,7 +97,9 @@ struct mc_rdma {
 struct rdma_region {
 	struct mc_uuid seg;
 	uint64_t addr, size;
-	uint32_t rkey;
+	bool scoped;			/* per-grant windows: not cached */
+	unsigned nkeys;			/* scoped: rkeys of QPs 0..nkeys-1 */
+	uint32_t rkey[MC_RDMA_MAX_QPS];	/* per QP (unscoped: all the segment's) */
 };
 
 struct mc_rdma_peer {
@@ -107,6 +111,7 @@ struct mc_rdma_peer {
 	struct ibv_cq *cq;
 	uint16_t port;
 	uint8_t ticket[MC_PROTO_RDMA_TICKET];
+	uint8_t session[MC_PROTO_RDMA_SESSION];	/* new with every set of QPs */
 	struct rdma_region reg[MAX_REGIONS];
 	unsigned nreg;
 	void *stage;
@@ -254,9 +259,19 @@ out:
 	return mr;
 }
 
+/* A new session name: the node tells a client's sets of QPs apart by it. */
+static void new_session(struct mc_rdma_peer *p)
+{
+	if (getrandom(p->session, sizeof(p->session), 0) != (ssize_t)sizeof(p->session)) {
+		uint64_t x = mc_now_ns() ^ (uintptr_t)p;	/* not a secret, only unique */
+		memcpy(p->session, &x, sizeof(x));
+	}
+}
+
 /* Tears the QPs down (kept: the mutex, retry_at_ms, port and ticket). */
 static void peer_reset(struct mc_rdma_peer *p)
 {
+	new_session(p);
 	for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++) {
 		if (!p->id[i])
 			continue;
@@ -296,6 +311,7 @@ static int peer_of(struct mc_node *n, struct mc_rdma_peer **ret)
 		if (!np)
 			return MC_ERR_NO_MEMORY;
 		pthread_mutex_init(&np->mu, NULL);
+		new_session(np);
 		if (__atomic_compare_exchange_n(&n->rdma, &p, np, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			p = np;
@@ -315,10 +331,12 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 	struct mc_conn *cn = NULL;
 	struct mc_msg_data_rdma_info_req q = { .mode = write ? MC_GRANT_WRITE : MC_GRANT_READ,
 					       .segment_id = t->seg, .offset = t->offset,
-					       .length = len, .grant = t->grant };
+					       .length = len, .grant = t->grant,
+					       .session = { p->session, MC_PROTO_RDMA_SESSION } };
 	struct mc_msg_data_rdma_info_resp a;
 	int r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_RDMA_INFO, &q, &a, NULL);
-	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0))
+	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0 || a.rkeys.len % 4 ||
+		       a.rkeys.len / 4 > MC_RDMA_MAX_QPS || (!a.scoped && a.rkeys.len)))
 		r = MC_ERR_DESERIALIZE_FAIL;
 	if (r == 0) {
 		if (p->connected && (a.port != p->port ||
@@ -327,7 +345,13 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 		p->port = a.port;
 		memcpy(p->ticket, a.ticket.p, MC_PROTO_RDMA_TICKET);
 		*ret = (struct rdma_region){ .seg = t->seg, .addr = a.addr, .size = a.size,
-					     .rkey = a.rkey };
+					     .scoped = a.scoped, .nkeys = a.rkeys.len / 4 };
+		for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++)
+			ret->rkey[i] = !a.scoped ? a.rkey :
+				       i < ret->nkeys ? (uint32_t)a.rkeys.p[4 * i] |
+							(uint32_t)a.rkeys.p[4 * i + 1] << 8 |
+							(uint32_t)a.rkeys.p[4 * i + 2] << 16 |
+							(uint32_t)a.rkeys.p[4 * i + 3] << 24 : 0;
 	}
 	mc_pool_put(&t->node->pool, cn);
 	return r;
@@ -431,8 +455,13 @@ static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *
 		uint8_t depth = 16;
 		if (ibv_query_device(id->verbs, &da) == 0 && da.max_qp_init_rd_atom < depth)
 			depth = (uint8_t)da.max_qp_init_rd_atom;
+		/* ticket, session, QP index (node-rdma.c) */
+		uint8_t pd[MC_PROTO_RDMA_TICKET + MC_PROTO_RDMA_SESSION + 1];
+		memcpy(pd, p->ticket, MC_PROTO_RDMA_TICKET);
+		memcpy(pd + MC_PROTO_RDMA_TICKET, p->session, MC_PROTO_RDMA_SESSION);
+		pd[sizeof(pd) - 1] = (uint8_t)i;
 		struct rdma_conn_param cp = {
-			.private_data = p->ticket, .private_data_len = MC_PROTO_RDMA_TICKET,
+			.private_data = pd, .private_data_len = sizeof(pd),
 			.initiator_depth = depth, .responder_resources = 0,
 			.retry_count = 7, .rnr_retry_count = 7,
 		};
@@ -463,7 +492,7 @@ static void trace_fail(const char *what, int status)
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr.  0 or MC_ERR_TRANSFER_FAIL. */
 static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer *p, bool write,
-		     char *lbuf, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t len)
+		     char *lbuf, uint32_t lkey, uint64_t raddr, const uint32_t *rkey, uint64_t len)
 {
 	size_t n = mc_rdma_plan(len, r->slice, p->nqps, p->next_qp, NULL, 0);
 	struct mc_rdma_slice *sl = calloc(n, sizeof(*sl));
@@ -490,7 +519,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 			.wr_id = i, .sg_list = &sge[i], .num_sge = 1,
 			.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
 			.send_flags = IBV_SEND_SIGNALED,
-			.wr.rdma = { .remote_addr = raddr + sl[i].off, .rkey = rkey },
+			.wr.rdma = { .remote_addr = raddr + sl[i].off, .rkey = rkey[sl[i].qp] },
 		};
 	}
 	/* per QP: the next slice to post (index into sl, stepping by nqps) */
@@ -572,12 +601,106 @@ static const struct rdma_region *find_region(const struct mc_rdma_peer *p, struc
 	return NULL;
 }
 
+/*
+ * The keys for transfer t (DATA_RDMA_INFO), connecting first where needed:
+ * a node with per-grant windows answers keys only for a session whose QPs
+ * are connected, so a new session asks, connects, and asks again.  0, or
+ * MC_ERR_NOT_SUPPORTED (TCP then).  Under p->mu.
+ */
+static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
+		    bool write, struct mc_rdma_peer *p, struct rdma_region *reg)
+{
+	int rc = ask_region(c, t, len, write, p, reg);
+	if (rc == MC_ERR_TRANSFER_FAIL) {
+		/* the node restarted (new ticket) or lost our QPs: a new session */
+		peer_reset(p);
+		rc = ask_region(c, t, len, write, p, reg);
+	}
+	if (rc == 0 && !p->connected && (rc = peer_connect(c, r, t->node, p)) < 0)
+		peer_reset(p);
+	else if (rc == 0 && reg->scoped && reg->nkeys == 0)
+		rc = ask_region(c, t, len, write, p, reg);	/* connected now */
+	if (rc == 0 && reg->scoped && reg->nkeys != p->nqps) {
+		peer_reset(p);
+		rc = MC_ERR_TRANSFER_FAIL;
+	}
+	if (rc < 0) {
+		if (rc != MC_ERR_GRANT_DENIED && rc != MC_ERR_GRANT_EXPIRED)
+			p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
+		return MC_ERR_NOT_SUPPORTED;	/* TCP, which says why if it fails too */
+	}
+	return 0;
+}
+
+/*
+ * MC_TEST_RDMA_SCOPE=S (a test hook, like MC_TEST_RDMA_TRACE): after a
+ * transfer [lo, lo + len), try the same operation (4 KiB) with the same keys
+ * just outside the granted range on QP 0, then, with S > 0 and 2 QPs or
+ * more, the last round's [raddr, raddr + n) inside the range on QP 1 every second for up to S seconds until
+ * refused; the outcomes on stderr ("libmooncake rdma scope: ...").  A
+ * WRITE outside the range that is not refused overwrites 4 KiB of the
+ * segment: for tests only.  The QPs are torn down after it.
+ */
+static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer *p, bool write,
+			char *lbuf, uint32_t lkey, uint64_t lo, uint64_t len, uint64_t raddr,
+			uint64_t n, const struct rdma_region *g)
+{
+	const char *e = getenv("MC_TEST_RDMA_SCOPE");
+	if (!e || !*e)
+		return;
+	long wait_s = strtol(e, NULL, 10);
+	if (n > 4096)
+		n = 4096;
+	/* outside: the 4 KiB after the range, or before it at the segment's end;
+	 * inside: the last round's first bytes (a WRITE rewrites what it wrote) */
+	struct { const char *what; unsigned qp; uint64_t at; } probe[2] = {
+		{ "outside the grant", 0, lo + len + 4096 <= g->addr + g->size ? lo + len :
+					  lo - 4096 },
+		{ "inside the grant", 1, raddr },
+	};
+	for (int k = 0; k < 2; k++) {
+		if (k == 1 && (wait_s <= 0 || p->nqps < 2))
+			break;
+		uint64_t t0 = mc_now_ms();
+		for (;;) {
+			struct ibv_sge sge = { .addr = (uintptr_t)lbuf, .length = (uint32_t)n,
+					       .lkey = lkey };
+			struct ibv_send_wr wr = {
+				.sg_list = &sge, .num_sge = 1,
+				.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { .remote_addr = probe[k].at, .rkey = g->rkey[probe[k].qp] },
+			}, *bad;
+			struct ibv_wc wc;
+			int got = 0;
+			uint64_t until = mc_now_ms() + (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
+			if (ibv_post_send(p->id[probe[k].qp]->qp, &wr, &bad) == 0)
+				while ((got = ibv_poll_cq(p->cq, 1, &wc)) == 0 && mc_now_ms() < until)
+					sched_yield();
+			const char *st = got == 1 ? ibv_wc_status_str(wc.status) : "no completion";
+			bool ok = got == 1 && wc.status == IBV_WC_SUCCESS;
+			uint64_t el = (mc_now_ms() - t0) / 1000;
+			if (k == 0 || !ok || el >= (uint64_t)wait_s) {
+				fprintf(stderr, "libmooncake rdma scope: %s %s (%s, %llu B at +%lld): %s "
+					"after %llu s\n", write ? "WRITE" : "READ", probe[k].what,
+					g->scoped ? "window" : "segment key", (unsigned long long)n,
+					(long long)(probe[k].at - lo), ok ? "allowed" : st,
+					(unsigned long long)el);
+				break;
+			}
+			struct timespec ts = { 1, 0 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	peer_reset(p);
+}
+
 int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
 		     bool write, XXH3_state_t *st, const struct mc_progress *pg)
 {
 	struct mc_rdma *r = c->rdma;
 	struct mc_rdma_peer *p;
-	struct rdma_region reg;
+	struct rdma_region keep;
 	int rc;
 	if (!mc_rdma_enabled(r) || len == 0)
 		return MC_ERR_NOT_SUPPORTED;
@@ -601,58 +724,57 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		rc = MC_ERR_NOT_SUPPORTED;
 		goto out;
 	}
+	/* whole-segment keys are cached per segment; windows are per grant */
 	const struct rdma_region *g = find_region(p, t->seg);
-	if (!g) {
-		rc = ask_region(c, t, len, write, p, &reg);
-		if (rc == MC_ERR_TRANSFER_FAIL)
-			peer_reset(p);		/* new ticket: connect again */
-		else if (rc < 0) {
-			if (rc != MC_ERR_GRANT_DENIED && rc != MC_ERR_GRANT_EXPIRED)
-				p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
-			rc = MC_ERR_NOT_SUPPORTED;	/* TCP, which says why if it fails too */
+	if (g) {
+		keep = *g;
+	} else {
+		if ((rc = get_keys(c, r, t, len, write, p, &keep)) < 0)
 			goto out;
+		if (!keep.scoped) {
+			if (p->nreg == MAX_REGIONS)
+				p->nreg = 0;
+			p->reg[p->nreg++] = keep;
 		}
-		if (!p->connected && (rc = peer_connect(c, r, t->node, p)) < 0) {
-			peer_reset(p);
-			p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
-			rc = MC_ERR_NOT_SUPPORTED;
-			goto out;
-		}
-		if (p->nreg == MAX_REGIONS)
-			p->nreg = 0;
-		p->reg[p->nreg++] = reg;
-		g = &p->reg[p->nreg - 1];
 	}
 	uint64_t raddr;
-	if ((rc = mc_rdma_remote_addr(g->addr, g->size, t->offset, len, &raddr)) < 0)
+	if ((rc = mc_rdma_remote_addr(keep.addr, keep.size, t->offset, len, &raddr)) < 0)
 		goto out;
 	struct ibv_mr *mr = buffer_mr(c, r, buf, len);
 	uint64_t t0 = mc_now_ns();
+	char *lbuf = NULL;
+	uint64_t off = 0, n = 0;
 	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
 		  MC_TRANSPORT_RDMA, len, t->node->endpoint);
-	for (uint64_t off = 0; off < len && rc == 0;) {
-		uint64_t n = mr ? len : (len - off < STAGE_BYTES ? len - off : STAGE_BYTES);
+	while (off < len && rc == 0) {
+		n = mr ? len : (len - off < STAGE_BYTES ? len - off : STAGE_BYTES);
 		char *src = (char *)buf + off;
-		char *lbuf = mr ? src : p->stage;
+		lbuf = mr ? src : p->stage;
 		if (write) {
 			if (!mr)
 				memcpy(lbuf, src, n);
 			if (st)
 				XXH3_64bits_update(st, src, n);
 		}
-		struct rdma_region keep = *g;
 		for (int a = 1;; a++) {
 			rc = run_round(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey,
 				       raddr + off, keep.rkey, n);
 			if (rc != MC_ERR_TRANSFER_FAIL || a == ROUND_ATTEMPTS)
 				break;
-			/* new QPs (the region and its key stay the node's) */
+			/* new QPs; windows were bound on the old ones: new keys too
+			 * (as long as the grant lasts) */
 			peer_reset(p);
-			if (peer_connect(c, r, t->node, p) < 0)
+			if (keep.scoped) {
+				struct rdma_region nk;
+				if (get_keys(c, r, t, len, write, p, &nk) < 0)
+					break;
+				keep = nk;
+			} else if (peer_connect(c, r, t->node, p) < 0) {
 				break;
-			p->reg[0] = keep;
-			p->nreg = 1;
-			g = &p->reg[0];
+			} else {
+				p->reg[0] = keep;
+				p->nreg = 1;
+			}
 			if (!mr) {	/* a new staging buffer */
 				lbuf = p->stage;
 				if (write)
@@ -674,6 +796,9 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		  MC_TRANSPORT_RDMA, len, t->node->endpoint, rc, t0);
 	if (rc < 0)
 		peer_reset(p);		/* error completion / timeout: rebuild next time */
+	else
+		scope_probe(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey, raddr, len,
+			    raddr + off - n, n, &keep);
 out:
 	pthread_mutex_unlock(&p->mu);
 	return rc;
