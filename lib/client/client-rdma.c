@@ -2,19 +2,22 @@
 /*
  * client-rdma.c - see client-rdma.h.
  *
- * Per node (struct mc_rdma_peer, hung on struct mc_node): rdma_qps
+ * Per node (struct mc_rdma_peer, hung on struct mc_node): up to
+ * MC_RDMA_LANES lanes (default 4), each its own set of rdma_qps
  * connections made with librdmacm in synchronous mode (no event channel:
- * rdma_resolve_addr / _route / rdma_connect block, bounded by the
- * client's timeout), one CQ for all of them, the node's regions learnt with
- * DATA_RDMA_INFO (one per segment, cached until the QPs are torn down) and
- * a staging buffer registered once (STAGE_BYTES).  A transfer holds the
- * peer's mutex: the QPs of one node carry one transfer at a time, its
- * slices spread over all of them.
+ * rdma_resolve_addr / _route / rdma_connect block, bounded by the client's
+ * timeout), one CQ for them, a session name (the node binds memory windows
+ * per session: node-rdma.c), the node's keys learnt with DATA_RDMA_INFO
+ * (whole-segment keys cached per segment until the QPs are torn down;
+ * per-grant windows asked for every transfer) and a staging buffer
+ * registered once (STAGE_BYTES).  A transfer holds one lane's mutex (a
+ * free lane if any): a node carries up to that many transfers of one
+ * client at once, each spread over its lane's QPs.
  *
  * Local memory: a buffer inside one given to mc_register_buffer() is
  * registered whole (one MR, made at its first RDMA transfer, kept until
  * mc_unregister_buffer) and the NIC reads / writes it in place; any other
- * buffer goes through the peer's staging buffer, STAGE_BYTES at a time
+ * buffer goes through the lane's staging buffer, STAGE_BYTES at a time
  * (memcpy in before a WRITE, out after a READ).
  *
  * Posting: a round (the whole transfer with a registered buffer, else one
@@ -34,7 +37,7 @@
  * caller uses TCP; a node whose setup failed is tried over RDMA again only
  * after PEER_RETRY_MS.
  *
- * Locks: peer->mu (one transfer per node), then r->mu (the device, the
+ * Locks: a lane's mu (one transfer per lane), then r->mu (the device, the
  * PD, the buffer MRs; a leaf).  Neither is held across a call to the
  * master.
  */
@@ -62,6 +65,7 @@
 #define QP_DEPTH 32u
 #define PEER_RETRY_MS 10000u
 #define MAX_REGIONS 64u
+#define MAX_LANES 8u
 /* Bytes in flight per QP (at least 2 WRs): a soft-RoCE link in a VM drops
  * packets of larger bursts, and every drop costs a retry of the 7 allowed. */
 #define QP_WINDOW (4u << 20)
@@ -85,6 +89,7 @@ struct mc_rdma {
 	unsigned nqps;
 	uint64_t slice;
 	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
+	unsigned lanes;			/* sets of QPs per node, 1..MAX_LANES */
 	pthread_mutex_t mu;		/* leaf */
 	bool disabled;			/* "none", or no device found (atomic) */
 	bool looked;			/* the device list was read */
@@ -102,7 +107,8 @@ struct rdma_region {
 	uint32_t rkey[MC_RDMA_MAX_QPS];	/* per QP (unscoped: all the segment's) */
 };
 
-struct mc_rdma_peer {
+/* One set of QPs to a node, which carries one transfer at a time. */
+struct rdma_lane {
 	pthread_mutex_t mu;
 	bool connected;
 	uint64_t retry_at_ms;		/* setup failed: TCP until then */
@@ -179,6 +185,10 @@ int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret)
 	    v > QP_DEPTH)
 		goto bad;
 	r->depth = (unsigned)v;
+	/* not a struct mc_client_opts field (its layout is the ABI): env only */
+	if (parse_u64(env_or(NULL, "MC_RDMA_LANES", "4"), &v) < 0 || v < 1 || v > MAX_LANES)
+		goto bad;
+	r->lanes = (unsigned)v;
 	pthread_mutex_init(&r->mu, NULL);
 	*ret = r;
 	return 0;
@@ -260,7 +270,7 @@ out:
 }
 
 /* A new session name: the node tells a client's sets of QPs apart by it. */
-static void new_session(struct mc_rdma_peer *p)
+static void new_session(struct rdma_lane *p)
 {
 	if (getrandom(p->session, sizeof(p->session), 0) != (ssize_t)sizeof(p->session)) {
 		uint64_t x = mc_now_ns() ^ (uintptr_t)p;	/* not a secret, only unique */
@@ -269,7 +279,7 @@ static void new_session(struct mc_rdma_peer *p)
 }
 
 /* Tears the QPs down (kept: the mutex, retry_at_ms, port and ticket). */
-static void peer_reset(struct mc_rdma_peer *p)
+static void peer_reset(struct rdma_lane *p)
 {
 	new_session(p);
 	for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++) {
@@ -294,39 +304,62 @@ static void peer_reset(struct mc_rdma_peer *p)
 	p->nreg = 0;
 }
 
-void mc_rdma_peer_free(struct mc_rdma_peer *p)
+/* Per node: up to MAX_LANES lanes (rdma_lanes of them used), so that that
+ * many transfers to one node are in flight at once. */
+struct mc_rdma_peer {
+	struct rdma_lane lane[MAX_LANES];
+	unsigned rotor;			/* atomic: where the next pick starts */
+};
+
+static void peer_free_lanes(struct mc_rdma_peer *np)
 {
-	if (!p)
-		return;
-	peer_reset(p);
-	pthread_mutex_destroy(&p->mu);
-	free(p);
+	for (unsigned i = 0; i < MAX_LANES; i++) {
+		peer_reset(&np->lane[i]);
+		pthread_mutex_destroy(&np->lane[i].mu);
+	}
+	free(np);
 }
 
-static int peer_of(struct mc_node *n, struct mc_rdma_peer **ret)
+void mc_rdma_peer_free(struct mc_rdma_peer *p)
+{
+	if (p)
+		peer_free_lanes(p);
+}
+
+/* A lane of node n, locked: a free one if any, else wait for one. */
+static int lane_of(struct mc_rdma *r, struct mc_node *n, struct rdma_lane **ret)
 {
 	struct mc_rdma_peer *p = __atomic_load_n(&n->rdma, __ATOMIC_ACQUIRE);
 	if (!p) {
 		struct mc_rdma_peer *np = calloc(1, sizeof(*np));
 		if (!np)
 			return MC_ERR_NO_MEMORY;
-		pthread_mutex_init(&np->mu, NULL);
-		new_session(np);
+		for (unsigned i = 0; i < MAX_LANES; i++) {
+			pthread_mutex_init(&np->lane[i].mu, NULL);
+			new_session(&np->lane[i]);
+		}
 		if (__atomic_compare_exchange_n(&n->rdma, &p, np, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			p = np;
-		else {
-			pthread_mutex_destroy(&np->mu);
-			free(np);
+		else
+			peer_free_lanes(np);
+	}
+	unsigned s = __atomic_fetch_add(&p->rotor, 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < r->lanes; i++) {
+		struct rdma_lane *l = &p->lane[(s + i) % r->lanes];
+		if (pthread_mutex_trylock(&l->mu) == 0) {
+			*ret = l;
+			return 0;
 		}
 	}
-	*ret = p;
+	*ret = &p->lane[s % r->lanes];
+	pthread_mutex_lock(&(*ret)->mu);
 	return 0;
 }
 
 /* DATA_RDMA_INFO over the node's TCP pool: the region of t's segment. */
 static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bool write,
-		      struct mc_rdma_peer *p, struct rdma_region *ret)
+		      struct rdma_lane *p, struct rdma_region *ret)
 {
 	struct mc_conn *cn = NULL;
 	struct mc_msg_data_rdma_info_req q = { .mode = write ? MC_GRANT_WRITE : MC_GRANT_READ,
@@ -404,7 +437,7 @@ static int adopt_device(struct mc_rdma *r, struct ibv_context *ctx)
 
 /* rdma_qps connections to the node's listener (host of its endpoint). */
 static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
-			struct mc_rdma_peer *p)
+			struct rdma_lane *p)
 {
 	char host[MC_MAX_SEGMENT_NAME + 1];
 	struct sockaddr_storage dst, src;
@@ -491,7 +524,7 @@ static void trace_fail(const char *what, int status)
 
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr.  0 or MC_ERR_TRANSFER_FAIL. */
-static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer *p, bool write,
+static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
 		     char *lbuf, uint32_t lkey, uint64_t raddr, const uint32_t *rkey, uint64_t len)
 {
 	size_t n = mc_rdma_plan(len, r->slice, p->nqps, p->next_qp, NULL, 0);
@@ -593,7 +626,7 @@ out:
 	return ret;
 }
 
-static const struct rdma_region *find_region(const struct mc_rdma_peer *p, struct mc_uuid seg)
+static const struct rdma_region *find_region(const struct rdma_lane *p, struct mc_uuid seg)
 {
 	for (unsigned i = 0; i < p->nreg; i++)
 		if (mc_uuid_eq(p->reg[i].seg, seg))
@@ -608,7 +641,7 @@ static const struct rdma_region *find_region(const struct mc_rdma_peer *p, struc
  * MC_ERR_NOT_SUPPORTED (TCP then).  Under p->mu.
  */
 static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
-		    bool write, struct mc_rdma_peer *p, struct rdma_region *reg)
+		    bool write, struct rdma_lane *p, struct rdma_region *reg)
 {
 	int rc = ask_region(c, t, len, write, p, reg);
 	if (rc == MC_ERR_TRANSFER_FAIL) {
@@ -641,7 +674,7 @@ static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t,
  * WRITE outside the range that is not refused overwrites 4 KiB of the
  * segment: for tests only.  The QPs are torn down after it.
  */
-static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer *p, bool write,
+static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
 			char *lbuf, uint32_t lkey, uint64_t lo, uint64_t len, uint64_t raddr,
 			uint64_t n, const struct rdma_region *g)
 {
@@ -699,7 +732,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		     bool write, XXH3_state_t *st, const struct mc_progress *pg)
 {
 	struct mc_rdma *r = c->rdma;
-	struct mc_rdma_peer *p;
+	struct rdma_lane *p;
 	struct rdma_region keep;
 	int rc;
 	if (!mc_rdma_enabled(r) || len == 0)
@@ -717,9 +750,8 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	pthread_mutex_unlock(&r->mu);
 	if (!mc_rdma_enabled(r))
 		return MC_ERR_NOT_SUPPORTED;
-	if ((rc = peer_of(t->node, &p)) < 0)
+	if ((rc = lane_of(r, t->node, &p)) < 0)
 		return rc;
-	pthread_mutex_lock(&p->mu);
 	if (!p->connected && mc_now_ms() < p->retry_at_ms) {
 		rc = MC_ERR_NOT_SUPPORTED;
 		goto out;
