@@ -33,7 +33,14 @@
  * MW_BIND), and every DATA_RDMA_INFO binds one window per QP of the
  * client's session (IBV_WR_BIND_MW posted on the node's end of that QP):
  * over the granted range only, REMOTE_READ for a READ grant, REMOTE_WRITE
- * for a WRITE grant.  A type 2 window is usable only through the QP it was
+ * for a WRITE grant.  Each window is bound over a memory region of its own
+ * that covers the granted range and nothing else (LOCAL_WRITE | MW_BIND,
+ * registered per grant and QP): soft-RoCE checks a window's accesses
+ * against the bounds of its memory region, not of the window (rxe_resp.c
+ * check_rkey, Linux 6.1 and since; found by the VM test: a WRITE just
+ * past a window over the segment's region went through), so the region
+ * is what enforces the range there; on devices that check the window's
+ * bounds the two coincide.  A type 2 window is usable only through the QP it was
  * bound on, so its rkey is worth nothing to another connection.  The window
  * is deallocated (invalidated) when the grant expires (the cm thread sweeps
  * every SWEEP_MS) or when its connection goes.  What remains exposed: a
@@ -97,10 +104,12 @@ struct rdma_conn {
 	uint8_t idx;			/* the QP's index in its session */
 };
 
-/* A memory window bound for a grant on one connection's QP. */
+/* A memory window bound for a grant on one connection's QP, over a memory
+ * region of the granted range alone (see "Keys" above). */
 struct rdma_window {
 	struct rdma_window *next;
 	struct rdma_cm_id *id;		/* its connection */
+	struct ibv_mr *mr;		/* [base, base + len) of the grant */
 	struct ibv_mw *mw;
 	uint64_t deadline_ms;		/* the grant's expiry, node clock */
 };
@@ -174,7 +183,8 @@ static void window_free(struct mc_node_transport *t, struct rdma_window **pp)
 {
 	struct rdma_window *w = *pp;
 	*pp = w->next;
-	ibv_dealloc_mw(w->mw);
+	ibv_dealloc_mw(w->mw);	/* first: a region with a window bound stays */
+	ibv_dereg_mr(w->mr);
 	free(w);
 	__atomic_sub_fetch(&t->nwindows, 1, __ATOMIC_RELAXED);
 }
@@ -197,7 +207,7 @@ static void windows_sweep(struct mc_node_transport *t, struct rdma_cm_id *id, ui
  * MC_ERR_TRANSFER_FAIL when a bind fails (its QP is going: the client
  * connects again), MC_ERR_NO_MEMORY past MAX_WINDOWS.
  */
-static int bind_windows(struct mc_node_transport *t, struct ibv_mr *mr, const uint8_t *session,
+static int bind_windows(struct mc_node_transport *t, const uint8_t *session,
 			void *base, uint64_t len, unsigned acc, uint64_t deadline,
 			uint8_t *keys, unsigned *n)
 {
@@ -217,6 +227,8 @@ static int bind_windows(struct mc_node_transport *t, struct ibv_mr *mr, const ui
 	struct rdma_window *nw[MC_RDMA_MAX_QPS] = { 0 };
 	for (unsigned i = 0; i < cnt; i++) {
 		if (!(nw[i] = calloc(1, sizeof(*nw[i]))) ||
+		    !(nw[i]->mr = ibv_reg_mr(t->pd, base, len, IBV_ACCESS_LOCAL_WRITE |
+					     IBV_ACCESS_MW_BIND)) ||
 		    !(nw[i]->mw = ibv_alloc_mw(t->pd, IBV_MW_TYPE_2))) {
 			ret = MC_ERR_NO_MEMORY;
 			goto out;
@@ -227,7 +239,7 @@ static int bind_windows(struct mc_node_transport *t, struct ibv_mr *mr, const ui
 		struct ibv_send_wr wr = {
 			.wr_id = i, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
 			.bind_mw = { .mw = nw[i]->mw, .rkey = rkey,
-				     .bind_info = { .mr = mr, .addr = (uintptr_t)base,
+				     .bind_info = { .mr = nw[i]->mr, .addr = (uintptr_t)base,
 						    .length = len, .mw_access_flags = acc } },
 		}, *bad;
 		if (ibv_post_send(by_idx[i]->id->qp, &wr, &bad) != 0) {
@@ -268,6 +280,8 @@ out:;
 		} else if (done >= posted) {
 			if (nw[i]->mw)
 				ibv_dealloc_mw(nw[i]->mw);
+			if (nw[i]->mr)
+				ibv_dereg_mr(nw[i]->mr);
 			free(nw[i]);
 		}
 	}
@@ -301,7 +315,7 @@ static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *res
 		if (q->session.len != SESSION_LEN || q->length == 0 || !deadline)
 			return MC_ERR_INVALID_PARAMS;
 		pthread_mutex_lock(&t->mu);
-		r = bind_windows(t, t->mr[i], q->session.p, g->base + q->offset, q->length,
+		r = bind_windows(t, q->session.p, g->base + q->offset, q->length,
 				 q->mode == MC_GRANT_WRITE ? IBV_ACCESS_REMOTE_WRITE :
 							     IBV_ACCESS_REMOTE_READ,
 				 deadline, keys, &n);
