@@ -43,7 +43,9 @@
  * bounds the two coincide.  A type 2 window is usable only through the QP it was
  * bound on, so its rkey is worth nothing to another connection.  The window
  * is deallocated (invalidated) when the grant expires (the cm thread sweeps
- * every SWEEP_MS) or when its connection goes.  What remains exposed: a
+ * every SWEEP_MS), when the same session asks for its next keys (a client
+ * session runs one transfer at a time: client-rdma.c's lanes; so at most
+ * one window per connected QP lives), or when its connection goes.  What remains exposed: a
  * client may use a window until the grant's expiry, as it may use the
  * grant itself over TCP (a block freed before its grants end is not reused
  * before they do: the master's rule, meta.h).
@@ -222,6 +224,10 @@ static int bind_windows(struct mc_node_transport *t, const uint8_t *session,
 	for (unsigned i = 0; i < cnt; i++)
 		if (!by_idx[i])
 			return MC_ERR_TRANSFER_FAIL;	/* indexes 0..cnt-1, or connect again */
+	/* a session runs one transfer at a time (a client lane): its earlier
+	 * windows are done with, and go now rather than at their expiry */
+	for (unsigned i = 0; i < cnt; i++)
+		windows_sweep(t, by_idx[i]->id, 0);
 	if (t->nwindows + cnt > MAX_WINDOWS)
 		return MC_ERR_NO_MEMORY;
 	struct rdma_window *nw[MC_RDMA_MAX_QPS] = { 0 };
