@@ -203,13 +203,14 @@ static void windows_sweep(struct mc_node_transport *t, struct rdma_cm_id *id, ui
 }
 
 /*
- * Binds one type 2 window per QP of the session over [base, base + len)
+ * Binds one type 2 window per QP of the session (the first want; 0: all)
+ * over [base, base + len)
  * with access acc, until deadline; their rkeys into keys (QP index order),
  * their count into *n (0: the session has no QP yet).  Under mu.
  * MC_ERR_TRANSFER_FAIL when a bind fails (its QP is going: the client
  * connects again), MC_ERR_NO_MEMORY past MAX_WINDOWS.
  */
-static int bind_windows(struct mc_node_transport *t, const uint8_t *session,
+static int bind_windows(struct mc_node_transport *t, const uint8_t *session, unsigned want,
 			void *base, uint64_t len, unsigned acc, uint64_t deadline,
 			uint8_t *keys, unsigned *n)
 {
@@ -228,6 +229,8 @@ static int bind_windows(struct mc_node_transport *t, const uint8_t *session,
 	 * windows are done with, and go now rather than at their expiry */
 	for (unsigned i = 0; i < cnt; i++)
 		windows_sweep(t, by_idx[i]->id, 0);
+	if (cnt && want && want < cnt)
+		cnt = want;	/* the transfer uses QPs 0..want-1 */
 	if (t->nwindows + cnt > MAX_WINDOWS)
 		return MC_ERR_NO_MEMORY;
 	struct rdma_window *nw[MC_RDMA_MAX_QPS] = { 0 };
@@ -321,7 +324,7 @@ static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *res
 		if (q->session.len != SESSION_LEN || q->length == 0 || !deadline)
 			return MC_ERR_INVALID_PARAMS;
 		pthread_mutex_lock(&t->mu);
-		r = bind_windows(t, q->session.p, g->base + q->offset, q->length,
+		r = bind_windows(t, q->session.p, q->qps, g->base + q->offset, q->length,
 				 q->mode == MC_GRANT_WRITE ? IBV_ACCESS_REMOTE_WRITE :
 							     IBV_ACCESS_REMOTE_READ,
 				 deadline, keys, &n);

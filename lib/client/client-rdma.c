@@ -359,13 +359,14 @@ static int lane_of(struct mc_rdma *r, struct mc_node *n, struct rdma_lane **ret)
 
 /* DATA_RDMA_INFO over the node's TCP pool: the region of t's segment. */
 static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bool write,
-		      struct rdma_lane *p, struct rdma_region *ret)
+		      unsigned qps, struct rdma_lane *p, struct rdma_region *ret)
 {
 	struct mc_conn *cn = NULL;
 	struct mc_msg_data_rdma_info_req q = { .mode = write ? MC_GRANT_WRITE : MC_GRANT_READ,
 					       .segment_id = t->seg, .offset = t->offset,
 					       .length = len, .grant = t->grant,
-					       .session = { p->session, MC_PROTO_RDMA_SESSION } };
+					       .session = { p->session, MC_PROTO_RDMA_SESSION },
+					       .qps = (uint8_t)qps };
 	struct mc_msg_data_rdma_info_resp a;
 	int r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_RDMA_INFO, &q, &a, NULL);
 	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0 || a.rkeys.len % 4 ||
@@ -525,9 +526,12 @@ static void trace_fail(const char *what, int status)
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr.  0 or MC_ERR_TRANSFER_FAIL. */
 static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
-		     char *lbuf, uint32_t lkey, uint64_t raddr, const uint32_t *rkey, uint64_t len)
+		     char *lbuf, uint32_t lkey, uint64_t raddr, const uint32_t *rkey, bool scoped,
+		     uint64_t len)
 {
-	size_t n = mc_rdma_plan(len, r->slice, p->nqps, p->next_qp, NULL, 0);
+	/* windows are bound on the first QPs only (qps_used): start at QP 0 */
+	unsigned first = scoped ? 0 : p->next_qp;
+	size_t n = mc_rdma_plan(len, r->slice, p->nqps, first, NULL, 0);
 	struct mc_rdma_slice *sl = calloc(n, sizeof(*sl));
 	struct ibv_send_wr *wr = calloc(n, sizeof(*wr));
 	struct ibv_sge *sge = calloc(n, sizeof(*sge));
@@ -536,7 +540,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
-	mc_rdma_plan(len, r->slice, p->nqps, p->next_qp, sl, n);
+	mc_rdma_plan(len, r->slice, p->nqps, first, sl, n);
 	unsigned window = (unsigned)(QP_WINDOW / r->slice);
 	if (window < 2)
 		window = 2;
@@ -640,20 +644,29 @@ static const struct rdma_region *find_region(const struct rdma_lane *p, struct m
  * are connected, so a new session asks, connects, and asks again.  0, or
  * MC_ERR_NOT_SUPPORTED (TCP then).  Under p->mu.
  */
+/* The QPs a transfer of len bytes uses: its first round's slices (every
+ * round starts at QP 0 with windows; later rounds are no larger). */
+static unsigned qps_used(const struct mc_rdma *r, uint64_t len)
+{
+	size_t n = mc_rdma_plan(len < STAGE_BYTES ? len : STAGE_BYTES, r->slice, r->nqps, 0, NULL, 0);
+	return n < r->nqps ? (unsigned)n : r->nqps;
+}
+
 static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
 		    bool write, struct rdma_lane *p, struct rdma_region *reg)
 {
-	int rc = ask_region(c, t, len, write, p, reg);
+	unsigned want = qps_used(r, len);
+	int rc = ask_region(c, t, len, write, want, p, reg);
 	if (rc == MC_ERR_TRANSFER_FAIL) {
 		/* the node restarted (new ticket) or lost our QPs: a new session */
 		peer_reset(p);
-		rc = ask_region(c, t, len, write, p, reg);
+		rc = ask_region(c, t, len, write, want, p, reg);
 	}
 	if (rc == 0 && !p->connected && (rc = peer_connect(c, r, t->node, p)) < 0)
 		peer_reset(p);
 	else if (rc == 0 && reg->scoped && reg->nkeys == 0)
-		rc = ask_region(c, t, len, write, p, reg);	/* connected now */
-	if (rc == 0 && reg->scoped && reg->nkeys != p->nqps) {
+		rc = ask_region(c, t, len, write, want, p, reg);	/* connected now */
+	if (rc == 0 && reg->scoped && reg->nkeys != want) {
 		peer_reset(p);
 		rc = MC_ERR_TRANSFER_FAIL;
 	}
@@ -790,7 +803,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		}
 		for (int a = 1;; a++) {
 			rc = run_round(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey,
-				       raddr + off, keep.rkey, n);
+				       raddr + off, keep.rkey, keep.scoped, n);
 			if (rc != MC_ERR_TRANSFER_FAIL || a == ROUND_ATTEMPTS)
 				break;
 			/* new QPs; windows were bound on the old ones: new keys too
