@@ -18,7 +18,7 @@ enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBE
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
        V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_OFFLOADS, V_OFFLOADS_FAILED, V_DISK_GONE,
        V_DISK_REPORTED, V_DISK_STALE, V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
-       V_COUNT };
+       V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE, V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
 struct node_metrics {
@@ -91,6 +91,9 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
+	v[V_RDMA_SCOPED] = rs.scoped;
+	v[V_RDMA_WINDOWS] = (double)rs.windows;
+	v[V_RDMA_WINDOWS_LIVE] = (double)rs.windows_live;
 }
 
 static double grant_refusals(void *ctx, unsigned idx)
@@ -160,6 +163,15 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_RDMA_INFOS] = { MC_METRIC_COUNTER, "mooncake_node_rdma_keys_total",
 				   "DATA_RDMA_INFO requests answered: memory keys handed to granted "
 				   "clients." },
+		[V_RDMA_SCOPED] = { MC_METRIC_GAUGE, "mooncake_node_rdma_scoped_keys",
+				    "1: RDMA keys are memory windows bound per grant (its range, "
+				    "mode and lifetime); 0: whole-segment keys (no memory windows "
+				    "on the device, or a TCP-only node)." },
+		[V_RDMA_WINDOWS] = { MC_METRIC_COUNTER, "mooncake_node_rdma_windows_total",
+				     "Memory windows bound for granted clients (one per grant and "
+				     "QP)." },
+		[V_RDMA_WINDOWS_LIVE] = { MC_METRIC_GAUGE, "mooncake_node_rdma_windows",
+					  "Memory windows bound now (not yet expired)." },
 	};
 	static const char *const known[] = { "INVALID_PARAMS", "INVALID_READ", "INVALID_WRITE",
 					     "SEGMENT_NOT_FOUND", NULL };

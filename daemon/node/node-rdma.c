@@ -12,37 +12,62 @@
  *     that is a specific address, else the first device; a name picks that
  *     device.  rdma_gid_index >= 0 binds the listener to the IPv4 address of
  *     that GID of port 1 (RoCE GIDs are IPv4-mapped), else to data_address.
- *   - one protection domain, one memory region per segment (LOCAL_WRITE,
- *     REMOTE_READ, REMOTE_WRITE: the whole segment), a CQ shared by every
- *     QP that nobody polls (no work is ever posted on the node's side);
+ *   - one protection domain, one memory region per segment, one CQ shared
+ *     by every QP (only memory-window binds are ever posted on the node's
+ *     side, one batch at a time under mu);
  *   - a 16-byte random ticket, and the listener on rdma_port (0: any).
+ *
+ * Connection requests: private data = ticket (16 bytes), session (16, the
+ * client's random name for its set of QPs to this node), QP index (1 byte,
+ * < MC_RDMA_MAX_QPS).  One not starting with the ticket, arriving on
+ * another device, or malformed is rejected.
  *
  * DATA_RDMA_INFO (proto.def), served over the authenticated TCP data
  * plane: the request carries a READ or WRITE grant of a range; the node
  * checks it exactly as DATA_READ / DATA_WRITE do (node-data.h) and only
- * then answers the listener's port, the ticket, and the segment's region
- * (address, size, rkey).  A connection request whose private data does not
- * start with the ticket, or that arrives on another device, is rejected.
+ * then answers the listener's port, the ticket, and keys:
  *
- * What stays exposed (access control, precisely): the rkey is the
- * segment's.  A client that held one valid grant on a segment, and so got
- * the ticket and that segment's rkey, can READ and WRITE the whole segment
- * over its connected QPs for as long as they stay connected and the node
- * runs (the rkey only changes when the node restarts); it is not limited
- * to the granted range, nor to the grant's lifetime.  Peers that never held
- * a grant cannot connect (no ticket) and RC QPs take packets only from
- * their connected peer.  Narrower keys (type 2 memory windows bound per
- * grant) are not done.
+ * Keys (access control).  Where the device has type 2 memory windows
+ * (ibv_query_device: max_mw > 0 and MEM_WINDOW_TYPE_2A/2B; rxe has them),
+ * the segments' memory regions carry no remote access at all (LOCAL_WRITE |
+ * MW_BIND), and every DATA_RDMA_INFO binds one window per QP of the
+ * client's session (IBV_WR_BIND_MW posted on the node's end of that QP):
+ * over the granted range only, REMOTE_READ for a READ grant, REMOTE_WRITE
+ * for a WRITE grant.  Each window is bound over a memory region of its own
+ * that covers the granted range and nothing else (LOCAL_WRITE | MW_BIND,
+ * registered per grant and QP): soft-RoCE checks a window's accesses
+ * against the bounds of its memory region, not of the window (rxe_resp.c
+ * check_rkey, Linux 6.1 and since; found by the VM test: a WRITE just
+ * past a window over the segment's region went through), so the region
+ * is what enforces the range there; on devices that check the window's
+ * bounds the two coincide.  A type 2 window is usable only through the QP it was
+ * bound on, so its rkey is worth nothing to another connection.  The window
+ * is deallocated (invalidated) when the grant expires (the cm thread sweeps
+ * every SWEEP_MS), when the same session asks for its next keys (a client
+ * session runs one transfer at a time: client-rdma.c's lanes; so at most
+ * one window per connected QP lives), or when its connection goes.  What remains exposed: a
+ * client may use a window until the grant's expiry, as it may use the
+ * grant itself over TCP (a block freed before its grants end is not reused
+ * before they do: the master's rule, meta.h).
  *
- * Threads: the TCP workers (rpc-server.c), which run DATA_RDMA_INFO
- * (read-only state: the regions and the ticket are set before the server
- * starts); one connection-manager thread (rdma_cm events: accept, reject,
- * tear down on disconnect), which alone touches the connection list.  No
- * lock: stop() joins the thread before freeing anything.
+ * Where the device has no memory windows, the memory regions allow
+ * REMOTE_READ | REMOTE_WRITE and DATA_RDMA_INFO answers the whole segment's
+ * rkey (scoped 0): a client that held one valid grant on a segment can then
+ * READ and WRITE the whole segment over its connected QPs for as long as
+ * they stay connected and the node runs.  The start logs which of the two
+ * it is, and the gauge mooncake_node_rdma_scoped_keys says it.  Peers that
+ * never held a grant cannot connect (no ticket) in either case.
+ *
+ * Threads: the TCP workers (rpc-server.c), which run DATA_RDMA_INFO; one
+ * connection-manager thread (rdma_cm events: accept, reject, tear down on
+ * disconnect; the window sweep).  mu guards the connection list, the window
+ * list and the CQ (binds and their completions); both take it, and hold
+ * nothing else with it.  stop() joins the thread before freeing anything.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,13 +85,35 @@
 
 #include "segsrv/node-data.h"
 #include "segsrv/node-transport.h"
+#include "proto/arena.h"
+#include "util/clock.h"
+#include "util/rdma-plan.h"
 #include "util/syserr.h"
 
 #define TICKET_LEN MC_PROTO_RDMA_TICKET
+#define SESSION_LEN MC_PROTO_RDMA_SESSION
+/* Windows bound at once (all clients); past it DATA_RDMA_INFO answers BUSY
+ * and the client uses TCP. */
+#define MAX_WINDOWS 8192u
+/* The window sweep's period, and how long a bind may take to complete. */
+#define SWEEP_MS 100
+#define BIND_TIMEOUT_MS 5000u
 
 struct rdma_conn {
 	struct rdma_conn *next;
 	struct rdma_cm_id *id;
+	uint8_t session[SESSION_LEN];
+	uint8_t idx;			/* the QP's index in its session */
+};
+
+/* A memory window bound for a grant on one connection's QP, over a memory
+ * region of the granted range alone (see "Keys" above). */
+struct rdma_window {
+	struct rdma_window *next;
+	struct rdma_cm_id *id;		/* its connection */
+	struct ibv_mr *mr;		/* [base, base + len) of the grant */
+	struct ibv_mw *mw;
+	uint64_t deadline_ms;		/* the grant's expiry, node clock */
 };
 
 struct mc_node_transport {
@@ -81,6 +128,7 @@ struct mc_node_transport {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr **mr;		/* one per segment, as segs->seg[] */
+	bool scoped;			/* memory windows per grant */
 	uint8_t max_rd_atom;
 	uint16_t port;
 	uint8_t ticket[TICKET_LEN];
@@ -88,8 +136,12 @@ struct mc_node_transport {
 	int wake[2];			/* stop() writes wake[1] */
 	pthread_t thread;
 	bool thread_started;
-	struct rdma_conn *conns;	/* the thread's */
-	uint64_t accepted, rejected, infos;	/* atomics */
+	pthread_mutex_t mu;		/* conns, windows, cq */
+	bool mu_init;
+	struct rdma_conn *conns;
+	struct rdma_window *windows;
+	unsigned nwindows;
+	uint64_t accepted, rejected, infos, bound;	/* atomics */
 };
 
 /* The one RDMA transport of the process: DATA_RDMA_INFO's state (the TCP
@@ -128,6 +180,127 @@ static int rdma_probe(char *why, size_t len)
 	return 1;
 }
 
+/* Deallocates w (which invalidates its rkey) and unlinks it; under mu. */
+static void window_free(struct mc_node_transport *t, struct rdma_window **pp)
+{
+	struct rdma_window *w = *pp;
+	*pp = w->next;
+	ibv_dealloc_mw(w->mw);	/* first: a region with a window bound stays */
+	ibv_dereg_mr(w->mr);
+	free(w);
+	__atomic_sub_fetch(&t->nwindows, 1, __ATOMIC_RELAXED);
+}
+
+/* The windows whose grant expired (all of id's when id is not NULL, all
+ * when now is 0 and id NULL) go; under mu. */
+static void windows_sweep(struct mc_node_transport *t, struct rdma_cm_id *id, uint64_t now)
+{
+	for (struct rdma_window **pp = &t->windows; *pp;)
+		if (id ? (*pp)->id == id : (!now || (*pp)->deadline_ms <= now))
+			window_free(t, pp);
+		else
+			pp = &(*pp)->next;
+}
+
+/*
+ * Binds one type 2 window per QP of the session (the first want; 0: all)
+ * over [base, base + len)
+ * with access acc, until deadline; their rkeys into keys (QP index order),
+ * their count into *n (0: the session has no QP yet).  Under mu.
+ * MC_ERR_TRANSFER_FAIL when a bind fails (its QP is going: the client
+ * connects again), MC_ERR_NO_MEMORY past MAX_WINDOWS.
+ */
+static int bind_windows(struct mc_node_transport *t, const uint8_t *session, unsigned want,
+			void *base, uint64_t len, unsigned acc, uint64_t deadline,
+			uint8_t *keys, unsigned *n)
+{
+	struct rdma_conn *by_idx[MC_RDMA_MAX_QPS] = { 0 };
+	unsigned cnt = 0, posted = 0, done = 0;
+	int ret = 0;
+	for (struct rdma_conn *c = t->conns; c; c = c->next)
+		if (!memcmp(c->session, session, SESSION_LEN) && !by_idx[c->idx]) {
+			by_idx[c->idx] = c;
+			cnt++;
+		}
+	for (unsigned i = 0; i < cnt; i++)
+		if (!by_idx[i])
+			return MC_ERR_TRANSFER_FAIL;	/* indexes 0..cnt-1, or connect again */
+	/* a session runs one transfer at a time (a client lane): its earlier
+	 * windows are done with, and go now rather than at their expiry */
+	for (unsigned i = 0; i < cnt; i++)
+		windows_sweep(t, by_idx[i]->id, 0);
+	if (cnt && want && want < cnt)
+		cnt = want;	/* the transfer uses QPs 0..want-1 */
+	if (t->nwindows + cnt > MAX_WINDOWS)
+		return MC_ERR_NO_MEMORY;
+	struct rdma_window *nw[MC_RDMA_MAX_QPS] = { 0 };
+	for (unsigned i = 0; i < cnt; i++) {
+		if (!(nw[i] = calloc(1, sizeof(*nw[i]))) ||
+		    !(nw[i]->mr = ibv_reg_mr(t->pd, base, len, IBV_ACCESS_LOCAL_WRITE |
+					     IBV_ACCESS_MW_BIND)) ||
+		    !(nw[i]->mw = ibv_alloc_mw(t->pd, IBV_MW_TYPE_2))) {
+			ret = MC_ERR_NO_MEMORY;
+			goto out;
+		}
+		nw[i]->id = by_idx[i]->id;
+		nw[i]->deadline_ms = deadline;
+		uint32_t rkey = ibv_inc_rkey(nw[i]->mw->rkey);
+		struct ibv_send_wr wr = {
+			.wr_id = i, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+			.bind_mw = { .mw = nw[i]->mw, .rkey = rkey,
+				     .bind_info = { .mr = nw[i]->mr, .addr = (uintptr_t)base,
+						    .length = len, .mw_access_flags = acc } },
+		}, *bad;
+		if (ibv_post_send(by_idx[i]->id->qp, &wr, &bad) != 0) {
+			ret = MC_ERR_TRANSFER_FAIL;
+			goto out;
+		}
+		posted++;
+		keys[4 * i] = (uint8_t)rkey;
+		keys[4 * i + 1] = (uint8_t)(rkey >> 8);
+		keys[4 * i + 2] = (uint8_t)(rkey >> 16);
+		keys[4 * i + 3] = (uint8_t)(rkey >> 24);
+	}
+out:;
+	/* every posted bind completes (or flushes) before the windows are
+	 * kept or freed: the CQ is ours alone under mu */
+	uint64_t until = mc_now_ms() + BIND_TIMEOUT_MS;
+	while (done < posted) {
+		struct ibv_wc wc[MC_RDMA_MAX_QPS];
+		int k = ibv_poll_cq(t->cq, MC_RDMA_MAX_QPS, wc);
+		if (k < 0 || (k == 0 && mc_now_ms() > until)) {
+			ret = MC_ERR_TRANSFER_FAIL;
+			break;	/* a stuck bind: its window stays allocated (leaked) */
+		}
+		for (int j = 0; j < k; j++)
+			if (wc[j].status != IBV_WC_SUCCESS)
+				ret = MC_ERR_TRANSFER_FAIL;
+		done += (unsigned)k;
+		if (k == 0)
+			sched_yield();
+	}
+	for (unsigned i = 0; i < cnt; i++) {
+		if (!nw[i])
+			continue;
+		if (ret == 0) {
+			nw[i]->next = t->windows;
+			t->windows = nw[i];
+			__atomic_add_fetch(&t->nwindows, 1, __ATOMIC_RELAXED);
+		} else if (done >= posted) {
+			if (nw[i]->mw)
+				ibv_dealloc_mw(nw[i]->mw);
+			if (nw[i]->mr)
+				ibv_dereg_mr(nw[i]->mr);
+			free(nw[i]);
+		}
+	}
+	if (ret == 0) {
+		*n = cnt;
+		__atomic_add_fetch(&t->bound, cnt, __ATOMIC_RELAXED);
+	}
+	return ret;
+}
+
 static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_node_transport *t = the_rdma;
@@ -142,15 +315,32 @@ static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *res
 	if (r < 0)
 		return r;
 	size_t i = (size_t)(g - t->segs->seg);
+	unsigned n = 0;
+	if (t->scoped) {
+		uint8_t *keys = call->arena ? mc_arena_alloc(call->arena, 4 * MC_RDMA_MAX_QPS, 4) : NULL;
+		uint64_t deadline = mc_node_grants_deadline(ctx, q->grant.p, q->grant.len);
+		if (!keys)
+			return MC_ERR_NO_MEMORY;
+		if (q->session.len != SESSION_LEN || q->length == 0 || !deadline)
+			return MC_ERR_INVALID_PARAMS;
+		pthread_mutex_lock(&t->mu);
+		r = bind_windows(t, q->session.p, q->qps, g->base + q->offset, q->length,
+				 q->mode == MC_GRANT_WRITE ? IBV_ACCESS_REMOTE_WRITE :
+							     IBV_ACCESS_REMOTE_READ,
+				 deadline, keys, &n);
+		pthread_mutex_unlock(&t->mu);
+		if (r < 0)
+			return r;
+		p->rkeys = (struct mc_bytes){ keys, 4 * n };
+	}
 	__atomic_add_fetch(&t->infos, 1, __ATOMIC_RELAXED);
-	*p = (struct mc_msg_data_rdma_info_resp){
-		.port = t->port,
-		.ticket = { t->ticket, TICKET_LEN },
-		.addr = (uint64_t)(uintptr_t)g->base,
-		.size = g->size,
-		.rkey = t->mr[i]->rkey,
-		.device = mc_bytes_str(t->device),
-	};
+	p->port = t->port;
+	p->ticket = (struct mc_bytes){ t->ticket, TICKET_LEN };
+	p->addr = (uint64_t)(uintptr_t)g->base;
+	p->size = g->size;
+	p->rkey = t->scoped ? 0 : t->mr[i]->rkey;
+	p->scoped = t->scoped;
+	p->device = mc_bytes_str(t->device);
 	return 0;
 }
 
@@ -225,8 +415,10 @@ static int bind_listener(struct mc_node_transport *t, const struct mc_node_trans
 	return 0;
 }
 
+/* Under mu. */
 static void conn_drop(struct mc_node_transport *t, struct rdma_cm_id *id)
 {
+	windows_sweep(t, id, 0);
 	for (struct rdma_conn **pp = &t->conns; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == id) {
 			struct rdma_conn *c = *pp;
@@ -245,9 +437,12 @@ static void on_connect_request(struct mc_node_transport *t, struct rdma_cm_event
 	const struct rdma_conn_param *cp = &ev->param.conn;
 	const char *why = NULL;
 	struct rdma_conn *c = NULL;
-	if (cp->private_data_len < TICKET_LEN ||
-	    CRYPTO_memcmp(cp->private_data, t->ticket, TICKET_LEN) != 0)
+	const uint8_t *pd = cp->private_data;
+	if (cp->private_data_len < TICKET_LEN + SESSION_LEN + 1 ||
+	    CRYPTO_memcmp(pd, t->ticket, TICKET_LEN) != 0)
 		why = "no valid ticket";
+	else if (pd[TICKET_LEN + SESSION_LEN] >= MC_RDMA_MAX_QPS)
+		why = "bad QP index";
 	else if (id->verbs != t->ctx)
 		why = "on another device";
 	else if (!(c = calloc(1, sizeof(*c))))
@@ -255,13 +450,22 @@ static void on_connect_request(struct mc_node_transport *t, struct rdma_cm_event
 	if (!why) {
 		struct ibv_qp_init_attr qa = {
 			.send_cq = t->cq, .recv_cq = t->cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1,
 				 .max_recv_sge = 1 },
 		};
 		if (rdma_create_qp(id, t->pd, &qa) != 0)
 			why = "cannot create a QP";
 	}
 	if (!why) {
+		/* listed before the accept: the client may ask for windows as
+		 * soon as its side is connected */
+		memcpy(c->session, pd + TICKET_LEN, SESSION_LEN);
+		c->idx = pd[TICKET_LEN + SESSION_LEN];
+		c->id = id;
+		pthread_mutex_lock(&t->mu);
+		c->next = t->conns;
+		t->conns = c;
+		pthread_mutex_unlock(&t->mu);
 		/* the request's values are from our side already: its
 		 * responder_resources is the client's initiator depth */
 		struct rdma_conn_param ap = {
@@ -270,8 +474,16 @@ static void on_connect_request(struct mc_node_transport *t, struct rdma_cm_event
 			.initiator_depth = 0,
 			.rnr_retry_count = 7,
 		};
-		if (rdma_accept(id, &ap) != 0)
+		if (rdma_accept(id, &ap) != 0) {
 			why = "rdma_accept failed";
+			pthread_mutex_lock(&t->mu);
+			for (struct rdma_conn **pp = &t->conns; *pp; pp = &(*pp)->next)
+				if (*pp == c) {
+					*pp = c->next;
+					break;
+				}
+			pthread_mutex_unlock(&t->mu);
+		}
 	}
 	if (why) {
 		free(c);
@@ -283,9 +495,6 @@ static void on_connect_request(struct mc_node_transport *t, struct rdma_cm_event
 		rdma_destroy_id(id);
 		return;
 	}
-	c->id = id;
-	c->next = t->conns;
-	t->conns = c;
 	__atomic_add_fetch(&t->accepted, 1, __ATOMIC_RELAXED);
 }
 
@@ -295,13 +504,18 @@ static void *cm_thread(void *arg)
 	for (;;) {
 		struct pollfd p[2] = { { .fd = t->ch->fd, .events = POLLIN },
 				       { .fd = t->wake[0], .events = POLLIN } };
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		int pr = poll(p, 2, t->scoped ? SWEEP_MS : -1);
+		if (pr < 0 && errno != EINTR)
 			break;
+		if (pr > 0 && p[1].revents)
+			break;
+		if (t->scoped) {
+			pthread_mutex_lock(&t->mu);
+			windows_sweep(t, NULL, mc_now_ms());
+			pthread_mutex_unlock(&t->mu);
 		}
-		if (p[1].revents)
-			break;
+		if (pr <= 0)
+			continue;
 		struct rdma_cm_event *ev;
 		if (rdma_get_cm_event(t->ch, &ev) != 0)
 			continue;	/* EAGAIN: the channel is non-blocking */
@@ -319,10 +533,12 @@ static void *cm_thread(void *arg)
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 			if (id != t->listen) {
 				bool known = false;
+				pthread_mutex_lock(&t->mu);
 				for (struct rdma_conn *c = t->conns; c && !known; c = c->next)
 					known = c->id == id;
 				if (known)
 					conn_drop(t, id);
+				pthread_mutex_unlock(&t->mu);
 			}
 			break;
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -352,6 +568,8 @@ static int rdma_start(const struct mc_node_transport_config *cfg, struct mc_node
 	t->log = cfg->log;
 	t->log_ctx = cfg->log_ctx;
 	t->wake[0] = t->wake[1] = -1;
+	pthread_mutex_init(&t->mu, NULL);
+	t->mu_init = true;
 	if (!(t->mr = calloc(cfg->segs->n ? cfg->segs->n : 1, sizeof(*t->mr)))) {
 		free(t);
 		return MC_ERR_NO_MEMORY;
@@ -391,10 +609,17 @@ static int rdma_start(const struct mc_node_transport_config *cfg, struct mc_node
 		goto fail;
 	}
 	t->max_rd_atom = (uint8_t)(da.max_qp_rd_atom > 255 ? 255 : da.max_qp_rd_atom);
+	/* MC_TEST_RDMA_NO_WINDOWS=1: behave as on a device without them */
+	const char *nowin = getenv("MC_TEST_RDMA_NO_WINDOWS");
+	t->scoped = da.max_mw > 0 &&
+		    (da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+					    IBV_DEVICE_MEM_WINDOW_TYPE_2B)) &&
+		    !(nowin && *nowin && strcmp(nowin, "0"));
 	for (unsigned i = 0; i < cfg->segs->n; i++) {
 		const struct mc_node_segment *g = &cfg->segs->seg[i];
 		t->mr[i] = ibv_reg_mr(t->pd, g->base, g->size, IBV_ACCESS_LOCAL_WRITE |
-				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+				      (t->scoped ? IBV_ACCESS_MW_BIND :
+				       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE));
 		if (!t->mr[i]) {
 			snprintf(err, sizeof(err), "cannot register segment %s (%llu bytes) on %s: %s "
 				 "(memlock limit?)", g->name, (unsigned long long)g->size, t->device,
@@ -434,6 +659,13 @@ static int rdma_start(const struct mc_node_transport_config *cfg, struct mc_node
 	t->thread_started = true;
 	say(t, MC_LOG_NOTICE, "rdma: device %s, rdma_cm port %u, %u segment(s) registered",
 	    t->device, (unsigned)t->port, cfg->segs->n);
+	if (t->scoped)
+		say(t, MC_LOG_NOTICE, "rdma: keys are memory windows bound per grant (max_mw %d)",
+		    da.max_mw);
+	else
+		say(t, MC_LOG_WARNING, "rdma: device %s has no type 2 memory windows: keys cover "
+		    "whole segments (a client with one grant can reach its whole segment)",
+		    t->device);
 	*ret = t;
 	return 0;
 fail:
@@ -465,6 +697,7 @@ static void rdma_stop(struct mc_node_transport *t)
 		rdma_disconnect(id);
 		conn_drop(t, id);
 	}
+	windows_sweep(t, NULL, 0);
 	for (unsigned i = 0; t->mr && i < t->segs->n; i++)
 		if (t->mr[i])
 			ibv_dereg_mr(t->mr[i]);
@@ -481,6 +714,8 @@ static void rdma_stop(struct mc_node_transport *t)
 		close(t->wake[0]);
 	if (t->wake[1] >= 0)
 		close(t->wake[1]);
+	if (t->mu_init)
+		pthread_mutex_destroy(&t->mu);
 	free(t);
 }
 
@@ -495,6 +730,9 @@ static void rdma_get_rdma_stats(const struct mc_node_transport *t, struct mc_nod
 		.accepted = __atomic_load_n(&t->accepted, __ATOMIC_RELAXED),
 		.rejected = __atomic_load_n(&t->rejected, __ATOMIC_RELAXED),
 		.infos = __atomic_load_n(&t->infos, __ATOMIC_RELAXED),
+		.scoped = t->scoped,
+		.windows = __atomic_load_n(&t->bound, __ATOMIC_RELAXED),
+		.windows_live = __atomic_load_n(&t->nwindows, __ATOMIC_RELAXED),
 	};
 }
 

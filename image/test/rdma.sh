@@ -47,5 +47,5 @@ start=$(date +%s)
 	--vm "name=vm1,role=master,run=$stage,append=mooncake.secret=$secret" \
 	--vm "name=vm2,role=node,run=$stage,expect=MOONCAKE-RDMA-OK,append=mooncake.secret=$secret"
 echo "test-rdma: passed in $(( $(date +%s) - start )) s"
-[ "$bench" = 1 ] && [ -e "$out/vm2/bench.txt" ] && cp "$out/vm2/bench.txt" "$out/bench.txt" && echo "test-rdma: benchmark in $out/bench.txt"
+[ "$bench" = 1 ] && [ -e "$out/vm2/out/bench.txt" ] && cp "$out/vm2/out/bench.txt" "$out/bench.txt" && echo "test-rdma: benchmark in $out/bench.txt"
 exit 0

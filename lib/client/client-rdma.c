@@ -2,19 +2,22 @@
 /*
  * client-rdma.c - see client-rdma.h.
  *
- * Per node (struct mc_rdma_peer, hung on struct mc_node): rdma_qps
+ * Per node (struct mc_rdma_peer, hung on struct mc_node): up to
+ * MC_RDMA_LANES lanes (default 4), each its own set of rdma_qps
  * connections made with librdmacm in synchronous mode (no event channel:
- * rdma_resolve_addr / _route / rdma_connect block, bounded by the
- * client's timeout), one CQ for all of them, the node's regions learnt with
- * DATA_RDMA_INFO (one per segment, cached until the QPs are torn down) and
- * a staging buffer registered once (STAGE_BYTES).  A transfer holds the
- * peer's mutex: the QPs of one node carry one transfer at a time, its
- * slices spread over all of them.
+ * rdma_resolve_addr / _route / rdma_connect block, bounded by the client's
+ * timeout), one CQ for them, a session name (the node binds memory windows
+ * per session: node-rdma.c), the node's keys learnt with DATA_RDMA_INFO
+ * (whole-segment keys cached per segment until the QPs are torn down;
+ * per-grant windows asked for every transfer) and a staging buffer
+ * registered once (STAGE_BYTES).  A transfer holds one lane's mutex (a
+ * free lane if any): a node carries up to that many transfers of one
+ * client at once, each spread over its lane's QPs.
  *
  * Local memory: a buffer inside one given to mc_register_buffer() is
  * registered whole (one MR, made at its first RDMA transfer, kept until
  * mc_unregister_buffer) and the NIC reads / writes it in place; any other
- * buffer goes through the peer's staging buffer, STAGE_BYTES at a time
+ * buffer goes through the lane's staging buffer, STAGE_BYTES at a time
  * (memcpy in before a WRITE, out after a READ).
  *
  * Posting: a round (the whole transfer with a registered buffer, else one
@@ -34,7 +37,7 @@
  * caller uses TCP; a node whose setup failed is tried over RDMA again only
  * after PEER_RETRY_MS.
  *
- * Locks: peer->mu (one transfer per node), then r->mu (the device, the
+ * Locks: a lane's mu (one transfer per lane), then r->mu (the device, the
  * PD, the buffer MRs; a leaf).  Neither is held across a call to the
  * master.
  */
@@ -45,7 +48,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
+#include <sys/random.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -60,6 +65,7 @@
 #define QP_DEPTH 32u
 #define PEER_RETRY_MS 10000u
 #define MAX_REGIONS 64u
+#define MAX_LANES 8u
 /* Bytes in flight per QP (at least 2 WRs): a soft-RoCE link in a VM drops
  * packets of larger bursts, and every drop costs a retry of the 7 allowed. */
 #define QP_WINDOW (4u << 20)
@@ -83,6 +89,7 @@ struct mc_rdma {
 	unsigned nqps;
 	uint64_t slice;
 	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
+	unsigned lanes;			/* sets of QPs per node, 1..MAX_LANES */
 	pthread_mutex_t mu;		/* leaf */
 	bool disabled;			/* "none", or no device found (atomic) */
 	bool looked;			/* the device list was read */
@@ -95,10 +102,13 @@ struct mc_rdma {
 struct rdma_region {
 	struct mc_uuid seg;
 	uint64_t addr, size;
-	uint32_t rkey;
+	bool scoped;			/* per-grant windows: not cached */
+	unsigned nkeys;			/* scoped: rkeys of QPs 0..nkeys-1 */
+	uint32_t rkey[MC_RDMA_MAX_QPS];	/* per QP (unscoped: all the segment's) */
 };
 
-struct mc_rdma_peer {
+/* One set of QPs to a node, which carries one transfer at a time. */
+struct rdma_lane {
 	pthread_mutex_t mu;
 	bool connected;
 	uint64_t retry_at_ms;		/* setup failed: TCP until then */
@@ -107,6 +117,7 @@ struct mc_rdma_peer {
 	struct ibv_cq *cq;
 	uint16_t port;
 	uint8_t ticket[MC_PROTO_RDMA_TICKET];
+	uint8_t session[MC_PROTO_RDMA_SESSION];	/* new with every set of QPs */
 	struct rdma_region reg[MAX_REGIONS];
 	unsigned nreg;
 	void *stage;
@@ -174,6 +185,10 @@ int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret)
 	    v > QP_DEPTH)
 		goto bad;
 	r->depth = (unsigned)v;
+	/* not a struct mc_client_opts field (its layout is the ABI): env only */
+	if (parse_u64(env_or(NULL, "MC_RDMA_LANES", "4"), &v) < 0 || v < 1 || v > MAX_LANES)
+		goto bad;
+	r->lanes = (unsigned)v;
 	pthread_mutex_init(&r->mu, NULL);
 	*ret = r;
 	return 0;
@@ -254,9 +269,19 @@ out:
 	return mr;
 }
 
-/* Tears the QPs down (kept: the mutex, retry_at_ms, port and ticket). */
-static void peer_reset(struct mc_rdma_peer *p)
+/* A new session name: the node tells a client's sets of QPs apart by it. */
+static void new_session(struct rdma_lane *p)
 {
+	if (getrandom(p->session, sizeof(p->session), 0) != (ssize_t)sizeof(p->session)) {
+		uint64_t x = mc_now_ns() ^ (uintptr_t)p;	/* not a secret, only unique */
+		memcpy(p->session, &x, sizeof(x));
+	}
+}
+
+/* Tears the QPs down (kept: the mutex, retry_at_ms, port and ticket). */
+static void peer_reset(struct rdma_lane *p)
+{
+	new_session(p);
 	for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++) {
 		if (!p->id[i])
 			continue;
@@ -279,46 +304,73 @@ static void peer_reset(struct mc_rdma_peer *p)
 	p->nreg = 0;
 }
 
-void mc_rdma_peer_free(struct mc_rdma_peer *p)
+/* Per node: up to MAX_LANES lanes (rdma_lanes of them used), so that that
+ * many transfers to one node are in flight at once. */
+struct mc_rdma_peer {
+	struct rdma_lane lane[MAX_LANES];
+	unsigned rotor;			/* atomic: where the next pick starts */
+};
+
+static void peer_free_lanes(struct mc_rdma_peer *np)
 {
-	if (!p)
-		return;
-	peer_reset(p);
-	pthread_mutex_destroy(&p->mu);
-	free(p);
+	for (unsigned i = 0; i < MAX_LANES; i++) {
+		peer_reset(&np->lane[i]);
+		pthread_mutex_destroy(&np->lane[i].mu);
+	}
+	free(np);
 }
 
-static int peer_of(struct mc_node *n, struct mc_rdma_peer **ret)
+void mc_rdma_peer_free(struct mc_rdma_peer *p)
+{
+	if (p)
+		peer_free_lanes(p);
+}
+
+/* A lane of node n, locked: a free one if any, else wait for one. */
+static int lane_of(struct mc_rdma *r, struct mc_node *n, struct rdma_lane **ret)
 {
 	struct mc_rdma_peer *p = __atomic_load_n(&n->rdma, __ATOMIC_ACQUIRE);
 	if (!p) {
 		struct mc_rdma_peer *np = calloc(1, sizeof(*np));
 		if (!np)
 			return MC_ERR_NO_MEMORY;
-		pthread_mutex_init(&np->mu, NULL);
+		for (unsigned i = 0; i < MAX_LANES; i++) {
+			pthread_mutex_init(&np->lane[i].mu, NULL);
+			new_session(&np->lane[i]);
+		}
 		if (__atomic_compare_exchange_n(&n->rdma, &p, np, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			p = np;
-		else {
-			pthread_mutex_destroy(&np->mu);
-			free(np);
+		else
+			peer_free_lanes(np);
+	}
+	unsigned s = __atomic_fetch_add(&p->rotor, 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < r->lanes; i++) {
+		struct rdma_lane *l = &p->lane[(s + i) % r->lanes];
+		if (pthread_mutex_trylock(&l->mu) == 0) {
+			*ret = l;
+			return 0;
 		}
 	}
-	*ret = p;
+	*ret = &p->lane[s % r->lanes];
+	pthread_mutex_lock(&(*ret)->mu);
 	return 0;
 }
 
 /* DATA_RDMA_INFO over the node's TCP pool: the region of t's segment. */
 static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bool write,
-		      struct mc_rdma_peer *p, struct rdma_region *ret)
+		      unsigned qps, struct rdma_lane *p, struct rdma_region *ret)
 {
 	struct mc_conn *cn = NULL;
 	struct mc_msg_data_rdma_info_req q = { .mode = write ? MC_GRANT_WRITE : MC_GRANT_READ,
 					       .segment_id = t->seg, .offset = t->offset,
-					       .length = len, .grant = t->grant };
+					       .length = len, .grant = t->grant,
+					       .session = { p->session, MC_PROTO_RDMA_SESSION },
+					       .qps = (uint8_t)qps };
 	struct mc_msg_data_rdma_info_resp a;
 	int r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_RDMA_INFO, &q, &a, NULL);
-	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0))
+	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0 || a.rkeys.len % 4 ||
+		       a.rkeys.len / 4 > MC_RDMA_MAX_QPS || (!a.scoped && a.rkeys.len)))
 		r = MC_ERR_DESERIALIZE_FAIL;
 	if (r == 0) {
 		if (p->connected && (a.port != p->port ||
@@ -327,7 +379,13 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 		p->port = a.port;
 		memcpy(p->ticket, a.ticket.p, MC_PROTO_RDMA_TICKET);
 		*ret = (struct rdma_region){ .seg = t->seg, .addr = a.addr, .size = a.size,
-					     .rkey = a.rkey };
+					     .scoped = a.scoped, .nkeys = a.rkeys.len / 4 };
+		for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++)
+			ret->rkey[i] = !a.scoped ? a.rkey :
+				       i < ret->nkeys ? (uint32_t)a.rkeys.p[4 * i] |
+							(uint32_t)a.rkeys.p[4 * i + 1] << 8 |
+							(uint32_t)a.rkeys.p[4 * i + 2] << 16 |
+							(uint32_t)a.rkeys.p[4 * i + 3] << 24 : 0;
 	}
 	mc_pool_put(&t->node->pool, cn);
 	return r;
@@ -380,7 +438,7 @@ static int adopt_device(struct mc_rdma *r, struct ibv_context *ctx)
 
 /* rdma_qps connections to the node's listener (host of its endpoint). */
 static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
-			struct mc_rdma_peer *p)
+			struct rdma_lane *p)
 {
 	char host[MC_MAX_SEGMENT_NAME + 1];
 	struct sockaddr_storage dst, src;
@@ -431,8 +489,13 @@ static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *
 		uint8_t depth = 16;
 		if (ibv_query_device(id->verbs, &da) == 0 && da.max_qp_init_rd_atom < depth)
 			depth = (uint8_t)da.max_qp_init_rd_atom;
+		/* ticket, session, QP index (node-rdma.c) */
+		uint8_t pd[MC_PROTO_RDMA_TICKET + MC_PROTO_RDMA_SESSION + 1];
+		memcpy(pd, p->ticket, MC_PROTO_RDMA_TICKET);
+		memcpy(pd + MC_PROTO_RDMA_TICKET, p->session, MC_PROTO_RDMA_SESSION);
+		pd[sizeof(pd) - 1] = (uint8_t)i;
 		struct rdma_conn_param cp = {
-			.private_data = p->ticket, .private_data_len = MC_PROTO_RDMA_TICKET,
+			.private_data = pd, .private_data_len = sizeof(pd),
 			.initiator_depth = depth, .responder_resources = 0,
 			.retry_count = 7, .rnr_retry_count = 7,
 		};
@@ -462,10 +525,13 @@ static void trace_fail(const char *what, int status)
 
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr.  0 or MC_ERR_TRANSFER_FAIL. */
-static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer *p, bool write,
-		     char *lbuf, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t len)
+static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
+		     char *lbuf, uint32_t lkey, uint64_t raddr, const uint32_t *rkey, bool scoped,
+		     uint64_t len)
 {
-	size_t n = mc_rdma_plan(len, r->slice, p->nqps, p->next_qp, NULL, 0);
+	/* windows are bound on the first QPs only (qps_used): start at QP 0 */
+	unsigned first = scoped ? 0 : p->next_qp;
+	size_t n = mc_rdma_plan(len, r->slice, p->nqps, first, NULL, 0);
 	struct mc_rdma_slice *sl = calloc(n, sizeof(*sl));
 	struct ibv_send_wr *wr = calloc(n, sizeof(*wr));
 	struct ibv_sge *sge = calloc(n, sizeof(*sge));
@@ -474,7 +540,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
-	mc_rdma_plan(len, r->slice, p->nqps, p->next_qp, sl, n);
+	mc_rdma_plan(len, r->slice, p->nqps, first, sl, n);
 	unsigned window = (unsigned)(QP_WINDOW / r->slice);
 	if (window < 2)
 		window = 2;
@@ -490,7 +556,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct mc_rdma_peer
 			.wr_id = i, .sg_list = &sge[i], .num_sge = 1,
 			.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
 			.send_flags = IBV_SEND_SIGNALED,
-			.wr.rdma = { .remote_addr = raddr + sl[i].off, .rkey = rkey },
+			.wr.rdma = { .remote_addr = raddr + sl[i].off, .rkey = rkey[sl[i].qp] },
 		};
 	}
 	/* per QP: the next slice to post (index into sl, stepping by nqps) */
@@ -564,7 +630,7 @@ out:
 	return ret;
 }
 
-static const struct rdma_region *find_region(const struct mc_rdma_peer *p, struct mc_uuid seg)
+static const struct rdma_region *find_region(const struct rdma_lane *p, struct mc_uuid seg)
 {
 	for (unsigned i = 0; i < p->nreg; i++)
 		if (mc_uuid_eq(p->reg[i].seg, seg))
@@ -572,12 +638,115 @@ static const struct rdma_region *find_region(const struct mc_rdma_peer *p, struc
 	return NULL;
 }
 
+/*
+ * The keys for transfer t (DATA_RDMA_INFO), connecting first where needed:
+ * a node with per-grant windows answers keys only for a session whose QPs
+ * are connected, so a new session asks, connects, and asks again.  0, or
+ * MC_ERR_NOT_SUPPORTED (TCP then).  Under p->mu.
+ */
+/* The QPs a transfer of len bytes uses: its first round's slices (every
+ * round starts at QP 0 with windows; later rounds are no larger). */
+static unsigned qps_used(const struct mc_rdma *r, uint64_t len)
+{
+	size_t n = mc_rdma_plan(len < STAGE_BYTES ? len : STAGE_BYTES, r->slice, r->nqps, 0, NULL, 0);
+	return n < r->nqps ? (unsigned)n : r->nqps;
+}
+
+static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
+		    bool write, struct rdma_lane *p, struct rdma_region *reg)
+{
+	unsigned want = qps_used(r, len);
+	int rc = ask_region(c, t, len, write, want, p, reg);
+	if (rc == MC_ERR_TRANSFER_FAIL) {
+		/* the node restarted (new ticket) or lost our QPs: a new session */
+		peer_reset(p);
+		rc = ask_region(c, t, len, write, want, p, reg);
+	}
+	if (rc == 0 && !p->connected && (rc = peer_connect(c, r, t->node, p)) < 0)
+		peer_reset(p);
+	else if (rc == 0 && reg->scoped && reg->nkeys == 0)
+		rc = ask_region(c, t, len, write, want, p, reg);	/* connected now */
+	if (rc == 0 && reg->scoped && reg->nkeys != want) {
+		peer_reset(p);
+		rc = MC_ERR_TRANSFER_FAIL;
+	}
+	if (rc < 0) {
+		if (rc != MC_ERR_GRANT_DENIED && rc != MC_ERR_GRANT_EXPIRED)
+			p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
+		return MC_ERR_NOT_SUPPORTED;	/* TCP, which says why if it fails too */
+	}
+	return 0;
+}
+
+/*
+ * MC_TEST_RDMA_SCOPE=S (a test hook, like MC_TEST_RDMA_TRACE): after a
+ * transfer [lo, lo + len), try the same operation (4 KiB) with the same keys
+ * just outside the granted range on QP 0, then, with S > 0 and 2 QPs or
+ * more, the last round's [raddr, raddr + n) inside the range on QP 1 every second for up to S seconds until
+ * refused; the outcomes on stderr ("libmooncake rdma scope: ...").  A
+ * WRITE outside the range that is not refused overwrites 4 KiB of the
+ * segment: for tests only.  The QPs are torn down after it.
+ */
+static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
+			char *lbuf, uint32_t lkey, uint64_t lo, uint64_t len, uint64_t raddr,
+			uint64_t n, const struct rdma_region *g)
+{
+	const char *e = getenv("MC_TEST_RDMA_SCOPE");
+	if (!e || !*e)
+		return;
+	long wait_s = strtol(e, NULL, 10);
+	if (n > 4096)
+		n = 4096;
+	/* outside: the 4 KiB after the range, or before it at the segment's end;
+	 * inside: the last round's first bytes (a WRITE rewrites what it wrote) */
+	struct { const char *what; unsigned qp; uint64_t at; } probe[2] = {
+		{ "outside the grant", 0, lo + len + 4096 <= g->addr + g->size ? lo + len :
+					  lo - 4096 },
+		{ "inside the grant", 1, raddr },
+	};
+	for (int k = 0; k < 2; k++) {
+		if (k == 1 && (wait_s <= 0 || p->nqps < 2))
+			break;
+		uint64_t t0 = mc_now_ms();
+		for (;;) {
+			struct ibv_sge sge = { .addr = (uintptr_t)lbuf, .length = (uint32_t)n,
+					       .lkey = lkey };
+			struct ibv_send_wr wr = {
+				.sg_list = &sge, .num_sge = 1,
+				.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { .remote_addr = probe[k].at, .rkey = g->rkey[probe[k].qp] },
+			}, *bad;
+			struct ibv_wc wc;
+			int got = 0;
+			uint64_t until = mc_now_ms() + (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
+			if (ibv_post_send(p->id[probe[k].qp]->qp, &wr, &bad) == 0)
+				while ((got = ibv_poll_cq(p->cq, 1, &wc)) == 0 && mc_now_ms() < until)
+					sched_yield();
+			const char *st = got == 1 ? ibv_wc_status_str(wc.status) : "no completion";
+			bool ok = got == 1 && wc.status == IBV_WC_SUCCESS;
+			uint64_t el = (mc_now_ms() - t0) / 1000;
+			if (k == 0 || !ok || el >= (uint64_t)wait_s) {
+				fprintf(stderr, "libmooncake rdma scope: %s %s (%s, %llu B at +%lld): %s "
+					"after %llu s\n", write ? "WRITE" : "READ", probe[k].what,
+					g->scoped ? "window" : "segment key", (unsigned long long)n,
+					(long long)(probe[k].at - lo), ok ? "allowed" : st,
+					(unsigned long long)el);
+				break;
+			}
+			struct timespec ts = { 1, 0 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	peer_reset(p);
+}
+
 int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
 		     bool write, XXH3_state_t *st, const struct mc_progress *pg)
 {
 	struct mc_rdma *r = c->rdma;
-	struct mc_rdma_peer *p;
-	struct rdma_region reg;
+	struct rdma_lane *p;
+	struct rdma_region keep;
 	int rc;
 	if (!mc_rdma_enabled(r) || len == 0)
 		return MC_ERR_NOT_SUPPORTED;
@@ -594,65 +763,63 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	pthread_mutex_unlock(&r->mu);
 	if (!mc_rdma_enabled(r))
 		return MC_ERR_NOT_SUPPORTED;
-	if ((rc = peer_of(t->node, &p)) < 0)
+	if ((rc = lane_of(r, t->node, &p)) < 0)
 		return rc;
-	pthread_mutex_lock(&p->mu);
 	if (!p->connected && mc_now_ms() < p->retry_at_ms) {
 		rc = MC_ERR_NOT_SUPPORTED;
 		goto out;
 	}
+	/* whole-segment keys are cached per segment; windows are per grant */
 	const struct rdma_region *g = find_region(p, t->seg);
-	if (!g) {
-		rc = ask_region(c, t, len, write, p, &reg);
-		if (rc == MC_ERR_TRANSFER_FAIL)
-			peer_reset(p);		/* new ticket: connect again */
-		else if (rc < 0) {
-			if (rc != MC_ERR_GRANT_DENIED && rc != MC_ERR_GRANT_EXPIRED)
-				p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
-			rc = MC_ERR_NOT_SUPPORTED;	/* TCP, which says why if it fails too */
+	if (g) {
+		keep = *g;
+	} else {
+		if ((rc = get_keys(c, r, t, len, write, p, &keep)) < 0)
 			goto out;
+		if (!keep.scoped) {
+			if (p->nreg == MAX_REGIONS)
+				p->nreg = 0;
+			p->reg[p->nreg++] = keep;
 		}
-		if (!p->connected && (rc = peer_connect(c, r, t->node, p)) < 0) {
-			peer_reset(p);
-			p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
-			rc = MC_ERR_NOT_SUPPORTED;
-			goto out;
-		}
-		if (p->nreg == MAX_REGIONS)
-			p->nreg = 0;
-		p->reg[p->nreg++] = reg;
-		g = &p->reg[p->nreg - 1];
 	}
 	uint64_t raddr;
-	if ((rc = mc_rdma_remote_addr(g->addr, g->size, t->offset, len, &raddr)) < 0)
+	if ((rc = mc_rdma_remote_addr(keep.addr, keep.size, t->offset, len, &raddr)) < 0)
 		goto out;
 	struct ibv_mr *mr = buffer_mr(c, r, buf, len);
 	uint64_t t0 = mc_now_ns();
+	char *lbuf = NULL;
+	uint64_t off = 0, n = 0;
 	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
 		  MC_TRANSPORT_RDMA, len, t->node->endpoint);
-	for (uint64_t off = 0; off < len && rc == 0;) {
-		uint64_t n = mr ? len : (len - off < STAGE_BYTES ? len - off : STAGE_BYTES);
+	while (off < len && rc == 0) {
+		n = mr ? len : (len - off < STAGE_BYTES ? len - off : STAGE_BYTES);
 		char *src = (char *)buf + off;
-		char *lbuf = mr ? src : p->stage;
+		lbuf = mr ? src : p->stage;
 		if (write) {
 			if (!mr)
 				memcpy(lbuf, src, n);
 			if (st)
 				XXH3_64bits_update(st, src, n);
 		}
-		struct rdma_region keep = *g;
 		for (int a = 1;; a++) {
 			rc = run_round(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey,
-				       raddr + off, keep.rkey, n);
+				       raddr + off, keep.rkey, keep.scoped, n);
 			if (rc != MC_ERR_TRANSFER_FAIL || a == ROUND_ATTEMPTS)
 				break;
-			/* new QPs (the region and its key stay the node's) */
+			/* new QPs; windows were bound on the old ones: new keys too
+			 * (as long as the grant lasts) */
 			peer_reset(p);
-			if (peer_connect(c, r, t->node, p) < 0)
+			if (keep.scoped) {
+				struct rdma_region nk;
+				if (get_keys(c, r, t, len, write, p, &nk) < 0)
+					break;
+				keep = nk;
+			} else if (peer_connect(c, r, t->node, p) < 0) {
 				break;
-			p->reg[0] = keep;
-			p->nreg = 1;
-			g = &p->reg[0];
+			} else {
+				p->reg[0] = keep;
+				p->nreg = 1;
+			}
 			if (!mr) {	/* a new staging buffer */
 				lbuf = p->stage;
 				if (write)
@@ -674,6 +841,9 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		  MC_TRANSPORT_RDMA, len, t->node->endpoint, rc, t0);
 	if (rc < 0)
 		peer_reset(p);		/* error completion / timeout: rebuild next time */
+	else
+		scope_probe(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey, raddr, len,
+			    raddr + off - n, n, &keep);
 out:
 	pthread_mutex_unlock(&p->mu);
 	return rc;

@@ -102,6 +102,18 @@ int mc_node_grants_check(struct mc_node_grants *g, uint8_t mode, struct mc_uuid 
 	return why < 0 ? 0 : refuse(g, (unsigned)why);
 }
 
+uint64_t mc_node_grants_deadline(struct mc_node_grants *g, const uint8_t *grant, uint32_t len)
+{
+	struct mc_grant gr;
+	if (mc_grant_decode(grant, len, &gr) < 0)
+		return 0;
+	pthread_rwlock_rdlock(&g->lock);
+	int64_t off = g->offset_ms;
+	pthread_rwlock_unlock(&g->lock);
+	int64_t d = (int64_t)gr.expiry_ms - off;
+	return d > 0 ? (uint64_t)d : 1;
+}
+
 uint64_t mc_node_grants_refused(const struct mc_node_grants *g, unsigned reason)
 {
 	return reason < MC_GRANT_REFUSAL_COUNT ?

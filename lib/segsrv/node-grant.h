@@ -66,6 +66,10 @@ void mc_node_grants_sync(struct mc_node_grants *g, uint64_t master_ms);
 int mc_node_grants_check(struct mc_node_grants *g, uint8_t mode, struct mc_uuid segment,
 			 uint64_t offset, uint64_t length, const uint8_t *grant, uint32_t len);
 
+/* When grant[0..len) expires, on the node's clock (mc_now_ms(), the
+ * offset above applied); 0 when it does not decode.  Call after
+ * mc_node_grants_check() accepted it. */
+uint64_t mc_node_grants_deadline(struct mc_node_grants *g, const uint8_t *grant, uint32_t len);
 /* Refusals so far, by reason (enum mc_grant_refusal). */
 uint64_t mc_node_grants_refused(const struct mc_node_grants *g, unsigned reason);
 

@@ -46,6 +46,9 @@ struct mc_node_rdma_stats {
 	uint64_t accepted;	/* connections (QPs) accepted */
 	uint64_t rejected;	/* connection requests rejected (no ticket, ...) */
 	uint64_t infos;		/* DATA_RDMA_INFO answered (keys handed out) */
+	bool scoped;		/* keys are memory windows per grant */
+	uint64_t windows;	/* memory windows bound so far */
+	uint64_t windows_live;	/* bound and not yet invalidated */
 };
 
 struct mc_node_transport_ops {

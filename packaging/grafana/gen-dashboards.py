@@ -305,6 +305,21 @@ def nodes():
            "{{instance}}")], w=8)
     b.ts("Uptime", [("max by (instance) (mooncake_node_uptime_seconds%s)" % I, "{{instance}}")],
          "s", w=8)
+    b.row("RDMA (transport rdma; the bytes are in Traces by transport)")
+    b.ts("RDMA connections and keys",
+         [("sum by (instance) (%s)" % rate("mooncake_node_rdma_connections_total"),
+           "{{instance}} QPs accepted"),
+          ("sum by (instance) (%s)" % rate("mooncake_node_rdma_keys_total"),
+           "{{instance}} keys handed out"),
+          ("sum by (instance) (%s)" % rate("mooncake_node_rdma_rejected_total"),
+           "{{instance}} rejected")], "ops", w=8)
+    b.ts("RDMA memory windows",
+         [("sum by (instance) (%s)" % rate("mooncake_node_rdma_windows_total"),
+           "{{instance}} bound"),
+          ("max by (instance) (mooncake_node_rdma_windows%s)" % I, "{{instance}} live")],
+         w=8)
+    b.ts("RDMA keys scoped per grant (1) or whole segment (0)",
+         [("max by (instance) (mooncake_node_rdma_scoped_keys%s)" % I, "{{instance}}")], w=8)
     return b
 
 

@@ -10,9 +10,12 @@
  *  - metadata_server: "P2PHANDSHAKE" or an http(s):// URL, accepted and
  *    unused (the master holds all metadata here); anything else is
  *    INVALID_PARAMS with a RuntimeWarning saying why;
- *  - protocol: "tcp" (the data plane here; co-located segments are read
- *    through shared memory); "rdma" is NOT_SUPPORTED (this client has no
- *    RDMA transport), with a warning;
+ *  - protocol: "tcp" (TCP only: rdma_device "none"; co-located segments
+ *    are read through shared memory) or "rdma" (RDMA to the nodes that
+ *    serve it, TCP to the others and without a device: rdma_device is the
+ *    first name of rdma_devices, a comma-separated list, or "auto" when it
+ *    is empty; the other RDMA options come from MC_RDMA_* in the
+ *    environment, lib/client/client-rdma.h);
  *  - local_buffer_size: the staging space of the copying calls, as the
  *    original's local buffer: a copying call that needs more than is free
  *    fails with INVALID_PARAMS (0: they all fail);
@@ -241,7 +244,7 @@ static void store_dealloc(PyObject *self)
 /* ---- setup ----------------------------------------------------------------------- */
 
 struct setup_args {
-	const char *local_hostname, *metadata_server, *protocol, *master, *tenant;
+	const char *local_hostname, *metadata_server, *protocol, *rdma_devices, *master, *tenant;
 	PyObject *gseg, *lbuf;
 	bool engine, ssd, http;
 };
@@ -260,12 +263,20 @@ static int do_setup(struct pymc_store *s, const struct setup_args *a)
 		     "http(s):// URL (the master holds all metadata here)");
 		return MC_ERR_INVALID_PARAMS;
 	}
-	if (strcmp(a->protocol, "tcp") != 0) {
-		warn(strcmp(a->protocol, "rdma") == 0 ?
-		     "mooncake.store: setup: protocol \"rdma\" is not supported by this client "
-		     "(use \"tcp\")" : "mooncake.store: setup: protocol is \"tcp\" or \"rdma\"");
-		return strcmp(a->protocol, "rdma") == 0 ? MC_ERR_NOT_SUPPORTED :
-							  MC_ERR_INVALID_PARAMS;
+	char dev[64] = "none";
+	if (strcmp(a->protocol, "rdma") == 0) {
+		const char *d = a->rdma_devices ? a->rdma_devices : "";
+		size_t dl = strcspn(d, ",");
+		if (dl >= sizeof(dev)) {
+			warn("mooncake.store: setup: an RDMA device name is at most 63 characters");
+			return MC_ERR_INVALID_PARAMS;
+		}
+		snprintf(dev, sizeof(dev), "%.*s", (int)dl, d);
+		if (!*dev)
+			strcpy(dev, "auto");
+	} else if (strcmp(a->protocol, "tcp") != 0) {
+		warn("mooncake.store: setup: protocol is \"tcp\" or \"rdma\"");
+		return MC_ERR_INVALID_PARAMS;
 	}
 	if (a->engine || a->ssd || a->http) {
 		warn("mooncake.store: setup: engine, enable_ssd_offload and "
@@ -293,6 +304,7 @@ static int do_setup(struct pymc_store *s, const struct setup_args *a)
 		.tenant = strcmp(a->tenant, "default") == 0 ? NULL : a->tenant,
 		.segment_size = gseg, .segment_host = host,
 		.segment_port_min = (uint16_t)port, .segment_port_max = (uint16_t)port,
+		.rdma_device = dev,
 	};
 	struct mc_client *c = NULL;
 	int r;
@@ -346,6 +358,7 @@ static PyObject *setup_dict(struct pymc_store *s, PyObject *d)
 	gs = dict_str(d, "global_segment_size", "16MB", &keep);
 	lb = dict_str(d, "local_buffer_size", "16MB", &keep);
 	a.protocol = dict_str(d, "protocol", "tcp", &keep);
+	a.rdma_devices = dict_str(d, "rdma_devices", "", &keep);
 	a.master = dict_str(d, "master_server_addr", "127.0.0.1:50051", &keep);
 	a.tenant = dict_str(d, "tenant_id", "default", &keep);
 	a.ssd = truthy(dict_str(d, "enable_ssd_offload", "false", &keep));
@@ -384,12 +397,12 @@ static PyObject *store_setup(PyObject *self, PyObject *args, PyObject *kw)
 				 "ssd_offload_path", "tenant_id", "enable_client_http_server",
 				 "client_http_port", NULL };
 	struct setup_args a = { .tenant = "default" };
-	const char *rdma, *ssd_path = "";
+	const char *ssd_path = "";
 	PyObject *engine = Py_None;
 	int ssd = 0, http = 0, http_port = 9300;
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "ssOOsss|Opsspi", names, &a.local_hostname,
 					 &a.metadata_server, &a.gseg, &a.lbuf, &a.protocol,
-					 &rdma, &a.master, &engine, &ssd, &ssd_path, &a.tenant,
+					 &a.rdma_devices, &a.master, &engine, &ssd, &ssd_path, &a.tenant,
 					 &http, &http_port))
 		return NULL;
 	a.engine = engine != Py_None;

@@ -201,8 +201,8 @@ static int run_large(size_t size, int count)
 		mc_remove(C, key, strlen(key), true);
 	}
 	double gb = (double)size * count / 1e9;
-	printf("client-bench put_%zuMiB %.2f GB/s\n", size >> 20, gb / ((double)(t1 - t0) / 1e9));
-	printf("client-bench get_%zuMiB %.2f GB/s\n", size >> 20, gb / ((double)(t2 - t1) / 1e9));
+	printf("client-bench put_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t1 - t0) / 1e9));
+	printf("client-bench get_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t2 - t1) / 1e9));
 	mc_unregister_buffer(C, buf);
 	mc_unregister_buffer(C, out);
 	free(buf);

@@ -70,8 +70,13 @@ def test_setup_forms_and_sizes(cluster):
         assert s.setup(dict(d, global_segment_size="50%")) != 0
     with pytest.warns(RuntimeWarning):
         assert s.setup(dict(d, metadata_server="etcd://x:2379")) == INVALID_PARAMS
+    # rdma: RDMA where a node serves it, else TCP (no device here)
+    assert s.setup(dict(d, protocol="rdma", rdma_devices="")) == 0
+    assert s.put("rdma-form", b"w") == 0 and s.get("rdma-form") == b"w"
+    assert s.remove("rdma-form", force=True) == 0
+    assert s.close() == 0
     with pytest.warns(RuntimeWarning):
-        assert s.setup(dict(d, protocol="rdma")) != 0
+        assert s.setup(dict(d, protocol="udp")) == INVALID_PARAMS
     with pytest.raises(TypeError):
         s.setup("localhost", "P2PHANDSHAKE")          # the seven are required
     with pytest.raises(TypeError):

@@ -284,6 +284,29 @@ static void test_node_checks_race_installs(void **state)
 	mc_node_grants_release(&NG);
 }
 
+/* The node-clock expiry of a grant (node-rdma.c invalidates its memory
+ * windows then): the master's expiry less the clock offset. */
+static void test_node_deadline(void **state)
+{
+	uint8_t b[MC_GRANT_MAX_LEN];
+	struct mc_grant_key k;
+	struct mc_node_grants ng;
+	assert_int_equal(mc_grant_key_new(&k), 0);
+	assert_int_equal(mc_node_grants_init(&ng, &NSEGS), 0);
+	mc_node_grants_install(&ng, NSEG.id, &k);
+	uint64_t now = mc_now_ms();
+	mc_node_grants_sync(&ng, now + 1000000);	/* the master's clock is 1000 s ahead */
+	struct mc_grant g = { .mode = MC_GRANT_READ, .segment = NSEG.id, .offset = 0, .length = 64,
+			      .expiry_ms = now + 1000000 + 5000 };
+	int n = mc_grant_sign(&g, &k, b, sizeof(b));
+	assert_true(n > 0);
+	assert_int_equal(mc_node_grants_check(&ng, MC_GRANT_READ, NSEG.id, 0, 64, b, (uint32_t)n), 0);
+	uint64_t d = mc_node_grants_deadline(&ng, b, (uint32_t)n);
+	assert_true(d >= now + 5000 - 50 && d <= now + 5000 + 50);
+	assert_int_equal(mc_node_grants_deadline(&ng, b, 10), 0);	/* does not decode */
+	mc_node_grants_release(&ng);
+}
+
 /* The cost of a sign and of a check (printed, not asserted). */
 static void test_cost(void **state)
 {
@@ -316,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_covers),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_node_checks_race_installs),
+		cmocka_unit_test(test_node_deadline),
 		cmocka_unit_test(test_cost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

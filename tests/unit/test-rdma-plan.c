@@ -149,12 +149,14 @@ static void test_info_layout(void **state)
 	mc_wbuf_init(&w, 1 << 16);
 	mc_arena_init(&a);
 	static const uint8_t tk[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	static const uint8_t keys[8] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88 };
 	struct mc_msg_data_rdma_info_resp p = {
 		.port = 0x1234, .ticket = { tk, 16 }, .addr = 0x7f0000001000ull, .size = 1 << 20,
-		.rkey = 0xabcdef01, .device = mc_bytes_str("rxe0"),
+		.rkey = 0xabcdef01, .scoped = 1, .rkeys = { keys, 8 }, .device = mc_bytes_str("rxe0"),
 	}, d;
 	assert_int_equal(mc_msg_data_rdma_info_resp_encode(&w, &p), 0);
-	assert_int_equal(w.len, 2 + 4 + 16 + 8 + 8 + 4 + 4 + 4);
+	/* port, ticket, addr, size, rkey, scoped, rkeys, device */
+	assert_int_equal(w.len, 2 + 4 + 16 + 8 + 8 + 4 + 1 + 4 + 8 + 4 + 4);
 	assert_int_equal(w.p[0], 0x34);	/* little-endian */
 	assert_int_equal(w.p[1], 0x12);
 	assert_int_equal(w.p[2], 16);	/* the ticket's length */
@@ -165,7 +167,18 @@ static void test_info_layout(void **state)
 	assert_int_equal(d.addr, 0x7f0000001000ull);
 	assert_int_equal(d.size, 1 << 20);
 	assert_int_equal(d.rkey, 0xabcdef01);
+	assert_int_equal(d.scoped, 1);
+	assert_int_equal(d.rkeys.len, 8);
+	assert_memory_equal(d.rkeys.p, keys, 8);
+	assert_int_equal(w.p[2 + 4 + 16 + 8 + 8 + 4], 1);	/* scoped */
 	assert_true(mc_bytes_eq(d.device, mc_bytes_str("rxe0")));
+	/* more window keys than QPs are refused */
+	static uint8_t many[4 * MC_PROTO_RDMA_MAX_KEYS + 4];
+	p.rkeys = (struct mc_bytes){ many, sizeof(many) };
+	mc_wbuf_reset(&w);
+	assert_true(mc_msg_data_rdma_info_resp_encode(&w, &p) < 0 ||
+		    (mc_rbuf_init(&r, w.p, w.len), mc_msg_data_rdma_info_resp_decode(&r, &a, &d) < 0));
+	p.rkeys = (struct mc_bytes){ keys, 8 };
 	/* a ticket over its limit is refused */
 	static uint8_t big[17];
 	p.ticket = (struct mc_bytes){ big, 17 };
