@@ -25,10 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_log() {
-	for _ in $(seq 1 100); do grep -q mounted "$1" && return 0; sleep 0.1; done
-	echo "auth: daemon not ready, see $1" >&2; cat "$1" >&2; exit 1
-}
+. tests/bench/bench-lib.sh
 head -c 32 /dev/urandom | base64 >"$tmp/cluster.secret"
 
 # cluster NAME [--cluster_secret_file=F]: a master and a node; sets M_NAME.
@@ -46,7 +43,7 @@ cluster() {
 		--http_port=0 --segment_size=1G --state_dir="$tmp/$name/n" "$@" \
 		2>"$tmp/$name/node.log" &
 	pids+=($!)
-	wait_log "$tmp/$name/node.log"
+	wait_log auth "$tmp/$name/node.log" mounted
 	eval "M_$name=127.0.0.1:$mport"
 }
 cluster plain

@@ -34,10 +34,7 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-wait_log() {
-	for _ in $(seq 1 100); do grep -q ready "$1" && return 0; sleep 0.1; done
-	echo "cluster: daemon not ready, see $1" >&2; cat "$1" >&2; exit 1
-}
+. tests/bench/bench-lib.sh
 
 # Segment files on a tmpfs with huge pages when we may mount one (see the
 # node's shm_dir option: with 4 KiB pages first touches dominate here).
@@ -59,7 +56,7 @@ sleep 0.2
 "$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" --http_port=0 \
 	--segment_size=2G --segments=1 --shm_dir="$shm" --state_dir="$tmp/n" 2>"$tmp/node.log" &
 pids+=($!)
-wait_log "$tmp/node.log"
+wait_log cluster "$tmp/node.log" ready
 M=127.0.0.1:$mport
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }

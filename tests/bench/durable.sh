@@ -19,6 +19,7 @@ RUNS=${RUNS:-5}
 MB=${MB:-$O/bin}
 SECS=${SECS:-2}
 cd "$(dirname "$0")/../.."
+. tests/bench/bench-lib.sh
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -47,8 +48,7 @@ cluster() {
 		2>"$tmp/node-$1.log" &
 	cpids+=($!)
 	pids+=("${cpids[@]}")
-	for _ in $(seq 1 100); do grep -q ready "$tmp/node-$1.log" && break; sleep 0.1; done
-	grep -q ready "$tmp/node-$1.log" || { echo "durable: node not ready" >&2; cat "$tmp/node-$1.log" >&2; exit 1; }
+	wait_log durable "$tmp/node-$1.log" ready
 	M=127.0.0.1:$mport
 	H=127.0.0.1:$hport
 }

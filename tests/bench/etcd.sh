@@ -19,6 +19,7 @@ O=${O:-.output}
 RUNS=${RUNS:-3}
 SECS=${SECS:-2}
 cd "$(dirname "$0")/../.."
+. tests/bench/bench-lib.sh
 command -v etcd >/dev/null || { echo "etcd: etcd-server not installed, skipped"; exit 0; }
 tmp=$(mktemp -d)
 pids=()
@@ -57,8 +58,7 @@ cluster() {
 		2>"$tmp/node-$1.log" &
 	cpids+=($!)
 	pids+=("${cpids[@]}")
-	for _ in $(seq 1 100); do grep -q mounted "$tmp/node-$1.log" && break; sleep 0.1; done
-	grep -q mounted "$tmp/node-$1.log" || { echo "etcd: node not ready" >&2; cat "$tmp"/*-"$1".log >&2; exit 1; }
+	wait_log etcd "$tmp/node-$1.log" mounted
 	M=127.0.0.1:$mport
 	H=127.0.0.1:$hport
 }

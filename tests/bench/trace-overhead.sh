@@ -31,27 +31,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_log() {
-	for _ in $(seq 1 100); do grep -q "$2" "$1" && return 0; sleep 0.1; done
-	echo "trace: not ready, see $1" >&2; cat "$1" >&2; exit 1
-}
+. tests/bench/bench-lib.sh
 
 "$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port=0 --http_port=0 --state_dir="$tmp/m" \
 	--lease_ttl_ms=1000 --write_grant_ttl_ms=1000 2>"$tmp/master.log" &
 pids+=($!)
-wait_log "$tmp/master.log" ready
+wait_log trace "$tmp/master.log" ready
 M=$(sed -n 's/.*ready: rpc on \([^ ,]*\),.*/\1/p' "$tmp/master.log")
 "$O/bin/mooncake-node" --master="$M" --data_address=127.0.0.1 --data_port=0 --http_port=0 \
 	--segment_size=512M --state_dir="$tmp/n" 2>"$tmp/node.log" &
 pids+=($!)
-wait_log "$tmp/node.log" mounted
+wait_log trace "$tmp/node.log" mounted
 
 attach() {
 	"$O/bin/mooncake-trace" --http_port=0 --pin_path="$pin" --scan_under="$tmp/" \
 		--attach="$O/bin/mooncake-master,$O/bin/mooncake-node,$O/tests/bench/client-bench" \
 		--log_level=notice 2>"$tmp/trace.log" &
 	tpid=$!
-	wait_log "$tmp/trace.log" ready
+	wait_log trace "$tmp/trace.log" ready
 }
 detach() {
 	kill "$tpid"
