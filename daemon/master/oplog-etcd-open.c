@@ -358,8 +358,9 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 		goto fail;
 	}
 	oploge_log(l, LOG_NOTICE, "leader of cluster %s (etcd %s, lease %" PRIx64 ", TTL %u s, "
-		   "leader key revision %" PRId64 ")", cfg->cluster_id, mc_etcd_endpoint(l->eo),
-		   (uint64_t)l->lease, l->cfg.lease_ttl_s, l->leader_rev);
+		   "leader key revision %" PRId64 ", from unix ms %" PRIu64 ")", cfg->cluster_id,
+		   mc_etcd_endpoint(l->eo), (uint64_t)l->lease, l->cfg.lease_ttl_s, l->leader_rev,
+		   mc_wall_ms());
 	if ((r = pthread_create(&l->keeper, NULL, oploge_keeper, l))) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
@@ -409,6 +410,7 @@ void *oploge_keeper(void *arg)
 	struct elog *l = arg;
 	uint64_t period_ms = MC_MAX(l->cfg.lease_ttl_s * 1000u / 3, 300u), next_log = 0;
 	l->deadline_ns = mc_now_ns() + (uint64_t)l->cfg.lease_ttl_s * 1000000000u / 2;
+	__atomic_store_n(&l->base.lead_until_ns, l->deadline_ns, __ATOMIC_RELAXED);
 	bool ok = true;
 
 	pthread_mutex_lock(&l->mu);
@@ -428,6 +430,10 @@ void *oploge_keeper(void *arg)
 		if (r == 0 && ttl > 0) {
 			__atomic_store_n(&l->deadline_ns, t + (uint64_t)ttl * 1000000000u,
 					 __ATOMIC_RELAXED);
+			/* (unless deposed meanwhile: it stays 1) */
+			if (!l->deposed)
+				__atomic_store_n(&l->base.lead_until_ns, l->deadline_ns,
+						 __ATOMIC_RELAXED);
 			if (!ok)
 				oploge_log(l, LOG_NOTICE, "oplog: lease renewed again (%s)%s",
 					   mc_etcd_endpoint(l->ek), l->overdue ? ": still the leader" : "");
@@ -450,9 +456,16 @@ void *oploge_keeper(void *arg)
 			}
 			snprintf(l->why, sizeof(l->why), "lease renewal overdue: %s",
 				 mc_etcd_error(l->ek));
+			/* The history a fault test checks against the next leader's
+			 * "from unix ms": our lease may lapse from D, and no batch
+			 * of ours commits after it (the fence). */
+			uint64_t late_ms = (mc_now_ns() - __atomic_load_n(&l->deadline_ns,
+					    __ATOMIC_RELAXED)) / 1000000u;
 			oploge_log(l, LOG_ERR, "oplog: no lease renewal for a whole TTL (%s): mutations "
-				   "are refused until etcd says whether we still lead (retrying)",
-				   mc_etcd_error(l->ek));
+				   "are refused until etcd says whether we still lead (retrying); "
+				   "the lease may lapse from unix ms %" PRIu64 ", the last batch "
+				   "committed at unix ms %" PRIu64, mc_etcd_error(l->ek),
+				   mc_wall_ms() - late_ms, l->commit_ms);
 			next_log = mc_now_ms() + 10000;
 		} else if (mc_now_ms() >= next_log) {
 			oploge_log(l, LOG_WARNING, "oplog: cannot renew the lease: %s (retrying)",

@@ -142,6 +142,7 @@ void oploge_depose(struct elog *l, const char *why)
 {
 	bool first = !l->deposed;
 	l->deposed = true;
+	__atomic_store_n(&l->base.lead_until_ns, 1, __ATOMIC_RELAXED);
 	if (first)
 		snprintf(l->why, sizeof(l->why), "%s", why);
 	pthread_cond_broadcast(&l->space_cv);
@@ -309,6 +310,7 @@ void *oploge_flusher(void *arg)
 			l->lost += n;
 		} else {
 			l->durable_seq = l->out.last_seq;
+			l->commit_ms = mc_wall_ms();
 			l->txns++;
 			if (l->unreachable)
 				oploge_log(l, LOG_NOTICE, "oplog: etcd answers again (%s); records up "

@@ -239,6 +239,13 @@ typedef void (*mc_oplog_undo_fn)(void *ctx, uint64_t seq, uint16_t type, const v
 				 uint32_t len);
 void mc_oplog_set_undo(struct mc_oplog *l, mc_oplog_undo_fn fn, void *ctx);
 int mc_oplog_failed(struct mc_oplog *l, char *why, size_t n);
+/* Whether this master may act as the leader: false while the log cannot
+ * tell (etcd: from the moment the lease could lapse without a renewal,
+ * when another master may lead, until a renewal gets through) and once it
+ * is deposed; true without a log and with a local one.  An atomic load
+ * and a clock read: callers ask on every operation, and answer
+ * MC_ERR_NOT_LEADER (nothing done) when false. */
+bool mc_oplog_leads(struct mc_oplog *l);
 int mc_oplog_resume(struct mc_oplog *l, uint64_t covered);
 
 /* Whether other processes write the log too (etcd): a gap between a
