@@ -457,6 +457,12 @@ static int master_recover(struct master *m)
 	return 0;
 }
 
+/* The housekeeping's question (mc_master_clients_set_leads). */
+static bool oplog_leads(void *oplog)
+{
+	return mc_oplog_leads(oplog);
+}
+
 static int master_new(const struct master_config *c, struct master **ret)
 {
 	char err[512];
@@ -518,6 +524,7 @@ static int master_new(const struct master_config *c, struct master **ret)
 		goto fail;
 	}
 	mc_master_clients_set_log(m->clients, mc_log_cb);
+	mc_master_clients_set_leads(m->clients, oplog_leads, m->oplog);
 	mc_master_metrics_set_tenant_series(m->metrics, (uint32_t)c->metrics_tenants);
 	m->rpc = (struct mc_master_rpc){ .meta = m->meta, .clients = m->clients, .oplog = m->oplog };
 	*ret = m;

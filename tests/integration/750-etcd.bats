@@ -186,7 +186,10 @@ teardown() {
 		sleep 0.1
 	done
 	run ctl object get k1 "$MC_DIR/k1.out"
-	[[ "$output" == *NOT_LEADER* ]]
+	echo "$output"
+	[ "$status" -ne 0 ]
+	run -0 "$RPC" "127.0.0.1:${HA_RPC[a]}" hello
+	[[ "$output" == *'leader=?'* ]]
 	health a | jq -e '.role == "leader" and (.reason | contains("etcd"))'
 	start_etcd
 	wait_put_ok a
