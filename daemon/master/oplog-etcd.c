@@ -11,10 +11,14 @@
  *                               addresses, text).  Its create_revision
  *                               identifies one term of leadership.
  *   P "standby/<lease, 16 hex>" a waiting master, attached to its lease;
- *                               value: its leader_value.  (The leader
- *                               compacts anyway: a standby behind
- *                               `compacted` bootstraps again from the
- *                               leader's newest snapshot.)
+ *                               value: its leader_value, then, once its
+ *                               store holds records, " applied=N" (decimal:
+ *                               it has applied every record <= N; updated
+ *                               as it follows).  The leader compacts no
+ *                               further than the slowest standby within
+ *                               standby_lag records; one further behind
+ *                               (or without a store) bootstraps again from
+ *                               the leader's newest snapshot.
  *   P "compacted"               decimal text: every record <= it was
  *                               removed (covered by a snapshot); absent: 0
  *   P "oplog/NNNNNNNNNNNNNNNNNNNN"  one batch; NNN = its first seq, 20

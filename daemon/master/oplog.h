@@ -125,6 +125,14 @@ struct mc_oplog_etcd_config {
 	/* While it waits: etcd answers and `text` (the leader key's value)
 	 * leads (ok), or etcd does not answer (text: why).  May be NULL. */
 	void (*waiting)(void *ctx, bool ok, const char *text);
+	/* While it waits: the position this standby's store has applied
+	 * (UINT64_MAX: none yet), published in its standby key.  May be NULL. */
+	uint64_t (*applied)(void *ctx);
+	/* Compaction (leader) goes no further than the slowest standby that
+	 * published a position at most this many records behind the snapshot;
+	 * those further behind are left behind (they bootstrap again from a
+	 * snapshot).  0: no standby holds compaction back. */
+	uint64_t standby_lag;
 	void *ctx;
 };
 int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog **ret,
