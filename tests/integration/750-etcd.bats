@@ -15,12 +15,7 @@ load helpers
 load etcd
 
 setup() {
-	mc_init
-	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
-	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
-		skip "etcd not installed (Debian etcd-server, etcd-client; packaging/deps.sh test)"
-	command -v curl >/dev/null && command -v jq >/dev/null || skip "curl and jq are needed"
-	head -c 1000 /dev/urandom >"$MC_DIR/probe"
+	etcd_setup
 }
 
 teardown() {

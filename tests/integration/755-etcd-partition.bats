@@ -34,11 +34,7 @@ load etcd
 EIP=10.231.78.3
 
 setup() {
-	mc_init
-	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
-	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
-		skip "etcd not installed (Debian etcd-server, etcd-client; packaging/deps.sh test)"
-	command -v curl >/dev/null && command -v jq >/dev/null || skip "curl and jq are needed"
+	etcd_setup
 	mc_may_use_root || skip "needs root (network namespaces); MC_TEST_NO_ROOT is set or not root"
 	command -v ip >/dev/null || skip "needs iproute2 (ip)"
 	P=mcp$$
@@ -58,7 +54,6 @@ setup() {
 	head -c 32 /dev/urandom | base64 >"$MC_DIR/secret"
 	export MOONCAKE_CLUSTER_SECRET_FILE=$MC_DIR/secret
 	SECRET=--cluster_secret_file=$MC_DIR/secret
-	head -c 1000 /dev/urandom >"$MC_DIR/probe"
 }
 
 # attach NAME NET: namespace $P-NAME (made here unless it exists) whose
@@ -82,16 +77,7 @@ attach() {
 teardown() {
 	local rc=0
 	stop_all || rc=$?
-	if [ -f "$MC_DIR/netns" ]; then
-		local ns pid
-		while read -r ns; do
-			for pid in $(ip netns pids "$ns" 2>/dev/null); do
-				kill -KILL "$pid" 2>/dev/null || true
-			done
-			ip link del "$ns" 2>/dev/null || true	# the root end of its pair
-			ip netns del "$ns" 2>/dev/null || true
-		done <"$MC_DIR/netns"
-	fi
+	mc_netns_del "$MC_DIR/netns"	# (and the root ends of their pairs)
 	return "$rc"
 }
 

@@ -13,6 +13,17 @@
 #   failover OLD NEW       kill -9 of OLD, NEW serves; $FAILOVER_MS
 #   wait_put_ok TAG        a put through $MASTER_ADDR succeeds (20 s)
 #   etcd_keys              the keys under /mooncake/t/
+#   etcd_setup             a test's setup: mc_init, skips without the
+#                          binaries, $MC_DIR/probe (1000 random bytes)
+
+etcd_setup() {
+	mc_init
+	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
+	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
+		skip "etcd not installed (Debian etcd-server, etcd-client; packaging/deps.sh test)"
+	command -v curl >/dev/null && command -v jq >/dev/null || skip "curl and jq are needed"
+	head -c 1000 /dev/urandom >"$MC_DIR/probe"
+}
 
 # start_etcd: one member on loopback ports (free_port), data in $MC_DIR/etcd;
 # sets $ETCD (its client URL).  Again after a kill: the same ports and data.
