@@ -31,6 +31,8 @@ struct mc_master_clients {
 	bool restored_swept;		/* the RESTORED segments were swept (once) */
 	uint32_t restored_dropped;	/* segments that sweep unmounted */
 	mc_log_fn log;
+	bool (*leads)(void *);		/* mc_master_clients_set_leads() */
+	void *leads_ctx;
 
 	pthread_t thread;
 	bool running;
@@ -306,6 +308,26 @@ void mc_master_clients_set_log(struct mc_master_clients *c, mc_log_fn log)
 	c->log = log;
 }
 
+void mc_master_clients_set_leads(struct mc_master_clients *c, bool (*leads)(void *), void *ctx)
+{
+	c->leads = leads;
+	c->leads_ctx = ctx;
+}
+
+/* A pass while the master is not sure it leads: every client (and the
+ * restored segments' grace) counts from now, so that clients refused
+ * meanwhile get a whole ttl_ms once it leads again. */
+static void pause_ttl(struct mc_master_clients *c)
+{
+	uint64_t now = now_ms(c);
+	pthread_mutex_lock(&c->lock);
+	for (uint32_t i = 0; i < c->n; i++)
+		c->v[i].last_seen_ms = now;
+	if (!c->restored_swept)
+		c->born_ms = now;
+	pthread_mutex_unlock(&c->lock);
+}
+
 void mc_master_clients_mount_begin(struct mc_master_clients *c)
 {
 	pthread_mutex_lock(&c->expire_lock);
@@ -332,7 +354,11 @@ static void *housekeeping_main(void *arg)
 		bool evict = c->evict;
 		c->evict = false;
 		pthread_mutex_unlock(&c->stop_lock);
-		if (r == ETIMEDOUT) {
+		if (r == ETIMEDOUT && c->leads && !c->leads(c->leads_ctx)) {
+			pause_ttl(c);	/* nothing expires, nothing times out */
+			clock_gettime(CLOCK_MONOTONIC, &next);
+			next.tv_sec += 1;
+		} else if (r == ETIMEDOUT) {
 			mc_master_clients_sweep(c);
 			mc_meta_tick(c->meta);
 			clock_gettime(CLOCK_MONOTONIC, &next);

@@ -78,6 +78,12 @@ int mc_master_clients_list(struct mc_master_clients *c, struct mc_client_info **
 			   uint32_t *ret_n, uint64_t *ret_now_ms);
 void mc_master_clients_list_free(struct mc_client_info *v, uint32_t n);
 
+/* leads(ctx) false (oplog = etcd, the master not sure it still leads:
+ * its clients are refused NOT_LEADER): housekeeping passes expire no client
+ * and time nothing out, and the silence counts from the first pass after
+ * it leads again.  Before mc_master_clients_start(). */
+void mc_master_clients_set_leads(struct mc_master_clients *c, bool (*leads)(void *), void *ctx);
+
 /* One housekeeping pass (the thread calls it; tests may too): drops the
  * clients silent for ttl_ms, unmounting their segments.  Returns how many. */
 uint32_t mc_master_clients_sweep(struct mc_master_clients *c);

@@ -810,6 +810,8 @@ static int h_durable(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_master_rpc *m = ctx;
 	bool failed;
+	if (!mc_oplog_leads(m->oplog))
+		return MC_ERR_NOT_LEADER;
 	/* A failed log takes no mutation: it would live in memory only. */
 	if (m->oplog && mc_oplog_failed(m->oplog, NULL, 0))
 		return MC_ERR_PERSISTENT_FAIL;
@@ -827,10 +829,33 @@ static int h_durable(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return mc_oplog_wait_durable(m->oplog, seq) < 0 ? MC_ERR_PERSISTENT_FAIL : r;
 }
 
+/* A master that cannot tell whether it still leads (oplog = etcd, its
+ * lease's renewal overdue: mc_oplog_leads) serves nobody: HELLO names no
+ * leader ("?", so callers go on down their list of masters) and every
+ * other op answers NOT_LEADER before doing anything (callers may send it
+ * to another master).  Its open connections move on that way. */
+static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	int r = mc_rpc_hello(ctx, call, resp);
+	if (r == 0 && !mc_oplog_leads(m->oplog))
+		((struct mc_msg_hello_resp *)resp)->leader = mc_bytes_str("?");
+	return r;
+}
+
+static int h_leading(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	if (!mc_oplog_leads(m->oplog))
+		return MC_ERR_NOT_LEADER;
+	return master_fn[call->info->index](ctx, call, resp);
+}
+
 void mc_master_rpc_handlers(struct mc_rpc_handlers *h)
 {
 	memset(h, 0, sizeof(*h));
 	for (unsigned i = 0; i < MC_OP_COUNT; i++)
-		h->fn[i] = master_fn[i] && (mc_op_info_at(i)->flags & MC_OPF_DURABLE) ?
-			   h_durable : master_fn[i];
+		h->fn[i] = !master_fn[i] ? NULL :
+			   mc_op_info_at(i)->flags & MC_OPF_DURABLE ? h_durable : h_leading;
+	h->fn[MC_OPI_HELLO] = h_hello;
 }

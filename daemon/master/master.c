@@ -109,6 +109,7 @@ struct master_config {
 	char *etcd_endpoints;
 	char *cluster_id;
 	uint64_t etcd_lease_ttl_s;
+	uint64_t etcd_standby_lag;
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
@@ -176,6 +177,11 @@ static const struct mc_option options[] = {
 	  "with oplog = etcd: the leader's lease; a standby takes over this long after the "
 	  "leader stops renewing it (etcd grants at least about 2 s)", .min = 1, .max = 300,
 	  .unit = "s"),
+	O(etcd_standby_lag, MC_OPT_U64, "100000",
+	  "with oplog = etcd: the leader compacts the log no further than the slowest standby "
+	  "(each publishes what it has applied) within this many records of the snapshot; one "
+	  "further behind is left behind and bootstraps again from a snapshot; 0: compact at once",
+	  .unit = "records"),
 	O(oplog_sync, MC_OPT_BOOL, "true",
 	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once and "
 	  "fsync in the background (faster; a machine crash may lose the last acknowledged changes, "
@@ -255,6 +261,7 @@ struct master {
 	struct mc_master_http *http;
 	struct mc_daemon *daemon;
 	struct mc_master_standby *standby;	/* the admin port while waiting to lead */
+	struct mc_master_follow *follow;	/* its follower (open_etcd's thread only) */
 	bool deposed;			/* atomic: the etcd oplog lost the leadership */
 	char snap_dir[4096];
 };
@@ -302,6 +309,18 @@ static void on_store(void *ctx, struct mc_meta *meta)
 	if (r < 0)
 		log_error("standby: cannot serve http on %s:%llu: %s", m->cfg->http_address,
 			  (unsigned long long)m->cfg->http_port, mc_strerror(r));
+}
+
+/* What the standby's store has applied, published in its standby key (the
+ * leader compacts no further than the slowest standby). */
+static uint64_t follow_applied(void *ctx)
+{
+	struct master *m = ctx;
+	struct mc_master_follow_stats st;
+	if (!m->follow)
+		return UINT64_MAX;
+	mc_master_follow_get_stats(m->follow, &st);
+	return st.ready ? st.applied_seq : UINT64_MAX;
 }
 
 /* A standby (oplog = etcd): its admin port (/health, then its store's
@@ -353,8 +372,10 @@ static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 		.endpoints = c->etcd_endpoints, .cluster_id = c->cluster_id,
 		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
 		.sync = c->oplog_sync, .log = mc_log_cb, .cancelled = stop_pending,
-		.deposed = on_deposed, .waiting = on_waiting, .ctx = m,
+		.deposed = on_deposed, .waiting = on_waiting, .applied = follow_applied,
+		.standby_lag = c->etcd_standby_lag, .ctx = m,
 	};
+	m->follow = f;
 	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,
 		 (unsigned long long)c->rpc_port, c->http_address, (unsigned long long)c->http_port);
 	r = mc_oplog_open_etcd(&ecfg, &m->oplog, err, sizeof(err));
@@ -366,6 +387,7 @@ static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 	struct mc_meta *meta = NULL;
 	if (f)
 		mc_master_follow_get_stats(f, &fst);
+	m->follow = NULL;
 	mc_master_follow_stop(f, &meta, &seq);	/* no on_store after it */
 	mc_master_standby_stop(m->standby);
 	m->standby = NULL;
@@ -463,6 +485,12 @@ static int master_recover(struct master *m)
 	return 0;
 }
 
+/* The housekeeping's question (mc_master_clients_set_leads). */
+static bool oplog_leads(void *oplog)
+{
+	return mc_oplog_leads(oplog);
+}
+
 static int master_new(const struct master_config *c, struct master **ret)
 {
 	char err[512];
@@ -524,6 +552,7 @@ static int master_new(const struct master_config *c, struct master **ret)
 		goto fail;
 	}
 	mc_master_clients_set_log(m->clients, mc_log_cb);
+	mc_master_clients_set_leads(m->clients, oplog_leads, m->oplog);
 	mc_master_metrics_set_tenant_series(m->metrics, (uint32_t)c->metrics_tenants);
 	m->rpc = (struct mc_master_rpc){ .meta = m->meta, .clients = m->clients, .oplog = m->oplog };
 	*ret = m;

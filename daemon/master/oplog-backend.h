@@ -42,6 +42,8 @@ struct mc_oplog {
 	bool notifying;			/* the flusher calls notify without mu (set_notify) */
 	mc_oplog_undo_fn undo;
 	void *undo_ctx;
+	uint64_t lead_until_ns;		/* mc_oplog_leads() only before it (monotonic
+					 * clock; 0: always); atomic, the backend's */
 };
 
 /* At open, before any other thread sees l. */

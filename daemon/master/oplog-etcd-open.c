@@ -144,18 +144,23 @@ static int campaign_once(struct elog *l, char *holder, size_t hn)
 	return 1;
 }
 
-/* Registers (or refreshes) P standby/<lease> under our lease. */
-static void standby_put(struct elog *l)
+/* Registers (or refreshes) P standby/<lease> under our lease, with the
+ * position our store has applied (UINT64_MAX: none): 0 or an etcd error. */
+static int standby_put(struct elog *l, uint64_t applied)
 {
-	char k[ETCD_KEY_MAX], name[40];
+	char k[ETCD_KEY_MAX], name[40], v[700];
 	snprintf(name, sizeof(name), "standby/%016" PRIx64, (uint64_t)l->lease);
 	size_t kn = oploge_key(l, k, name);
+	int vn = applied == UINT64_MAX ? snprintf(v, sizeof(v), "%s", l->leader_value) :
+		 snprintf(v, sizeof(v), "%s applied=%" PRIu64, l->leader_value, applied);
 	json_t *req = json_pack("{s:o, s:o, s:I}", "key", mc_etcd_b64(k, kn), "value",
-				mc_etcd_b64(l->leader_value, strlen(l->leader_value)),
+				mc_etcd_b64(v, (size_t)MC_MIN(MC_MAX(vn, 0), (int)sizeof(v) - 1)),
 				"lease", (json_int_t)l->lease), *ans = NULL;
-	if (req && mc_etcd_call(l->eo, "/v3/kv/put", req, &ans) == 0)
+	int r = req ? mc_etcd_call(l->eo, "/v3/kv/put", req, &ans) : MC_ERR_NO_MEMORY;
+	if (r == 0)
 		json_decref(ans);
 	json_decref(req);
+	return r;
 }
 
 static void standby_del(struct elog *l)
@@ -174,6 +179,7 @@ static int campaign(struct elog *l)
 {
 	char holder[256] = "", last_holder[256] = "", err[512] = "";
 	uint64_t period = MC_MAX(l->cfg.lease_ttl_s * 1000u / 4, 250u), next_log = 0;
+	uint64_t published = 0;
 	bool registered = false;
 
 	for (;;) {
@@ -201,9 +207,10 @@ static int campaign(struct elog *l)
 			return 0;
 		}
 		if (r == 1) {
-			if (!registered) {
-				standby_put(l);
+			uint64_t applied = l->cfg.applied ? l->cfg.applied(l->cfg.ctx) : UINT64_MAX;
+			if ((!registered || applied != published) && standby_put(l, applied) == 0) {
 				registered = true;
+				published = applied;
 			}
 			if (strcmp(holder, last_holder)) {
 				if (l->cfg.waiting)
@@ -358,8 +365,9 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 		goto fail;
 	}
 	oploge_log(l, LOG_NOTICE, "leader of cluster %s (etcd %s, lease %" PRIx64 ", TTL %u s, "
-		   "leader key revision %" PRId64 ")", cfg->cluster_id, mc_etcd_endpoint(l->eo),
-		   (uint64_t)l->lease, l->cfg.lease_ttl_s, l->leader_rev);
+		   "leader key revision %" PRId64 ", from unix ms %" PRIu64 ")", cfg->cluster_id,
+		   mc_etcd_endpoint(l->eo), (uint64_t)l->lease, l->cfg.lease_ttl_s, l->leader_rev,
+		   mc_wall_ms());
 	if ((r = pthread_create(&l->keeper, NULL, oploge_keeper, l))) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
@@ -409,6 +417,7 @@ void *oploge_keeper(void *arg)
 	struct elog *l = arg;
 	uint64_t period_ms = MC_MAX(l->cfg.lease_ttl_s * 1000u / 3, 300u), next_log = 0;
 	l->deadline_ns = mc_now_ns() + (uint64_t)l->cfg.lease_ttl_s * 1000000000u / 2;
+	__atomic_store_n(&l->base.lead_until_ns, l->deadline_ns, __ATOMIC_RELAXED);
 	bool ok = true;
 
 	pthread_mutex_lock(&l->mu);
@@ -428,6 +437,10 @@ void *oploge_keeper(void *arg)
 		if (r == 0 && ttl > 0) {
 			__atomic_store_n(&l->deadline_ns, t + (uint64_t)ttl * 1000000000u,
 					 __ATOMIC_RELAXED);
+			/* (unless deposed meanwhile: it stays 1) */
+			if (!l->deposed)
+				__atomic_store_n(&l->base.lead_until_ns, l->deadline_ns,
+						 __ATOMIC_RELAXED);
 			if (!ok)
 				oploge_log(l, LOG_NOTICE, "oplog: lease renewed again (%s)%s",
 					   mc_etcd_endpoint(l->ek), l->overdue ? ": still the leader" : "");
@@ -450,9 +463,16 @@ void *oploge_keeper(void *arg)
 			}
 			snprintf(l->why, sizeof(l->why), "lease renewal overdue: %s",
 				 mc_etcd_error(l->ek));
+			/* The history a fault test checks against the next leader's
+			 * "from unix ms": our lease may lapse from D, and no batch
+			 * of ours commits after it (the fence). */
+			uint64_t late_ms = (mc_now_ns() - __atomic_load_n(&l->deadline_ns,
+					    __ATOMIC_RELAXED)) / 1000000u;
 			oploge_log(l, LOG_ERR, "oplog: no lease renewal for a whole TTL (%s): mutations "
-				   "are refused until etcd says whether we still lead (retrying)",
-				   mc_etcd_error(l->ek));
+				   "are refused until etcd says whether we still lead (retrying); "
+				   "the lease may lapse from unix ms %" PRIu64 ", the last batch "
+				   "committed at unix ms %" PRIu64, mc_etcd_error(l->ek),
+				   mc_wall_ms() - late_ms, l->commit_ms);
 			next_log = mc_now_ms() + 10000;
 		} else if (mc_now_ms() >= next_log) {
 			oploge_log(l, LOG_WARNING, "oplog: cannot renew the lease: %s (retrying)",
@@ -571,6 +591,53 @@ int oploge_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void *ctx)
 	return r;
 }
 
+/* The standbys' published positions ("... applied=N" in P standby/...),
+ * under io_mu: seq lowered to the slowest within cfg.standby_lag records
+ * of it.  Those further behind (and those that published none: no store
+ * yet) are left behind, and bootstrap again.  Without an answer: seq. */
+static uint64_t standby_bound(struct elog *l, uint64_t seq)
+{
+	char k[ETCD_KEY_MAX];
+	size_t kn = oploge_key(l, k, "standby/");
+	json_t *ans = NULL;
+	uint64_t bound = seq;
+	unsigned behind = 0;
+
+	if (!l->cfg.standby_lag)
+		return seq;
+	json_t *end = mc_etcd_prefix_end(k, kn);
+	int r = end ? oploge_range(l->eo, k, kn, end, 0, false, &ans) : MC_ERR_NO_MEMORY;
+	json_decref(end);
+	if (r)
+		return seq;
+	json_t *kvs = json_object_get(ans, "kvs"), *kv;
+	size_t i;
+	json_array_foreach(kvs, i, kv) {
+		uint8_t *v = NULL;
+		size_t vn = 0;
+		char text[700];
+		if (mc_etcd_unb64(json_object_get(kv, "value"), &v, &vn))
+			continue;
+		snprintf(text, sizeof(text), "%.*s", (int)MC_MIN(vn, sizeof(text) - 1), (char *)v);
+		free(v);
+		const char *a = strstr(text, " applied=");
+		uint64_t n;
+		if (!a || sscanf(a, " applied=%" SCNu64, &n) != 1 || n >= seq)
+			continue;
+		if (n >= l->compacted && seq - n <= l->cfg.standby_lag)
+			bound = MC_MIN(bound, n);
+		else
+			behind++;
+	}
+	json_decref(ans);
+	if (bound < seq || behind)
+		oploge_log(l, LOG_INFO, "oplog: compaction up to %" PRIu64 " (of %" PRIu64 "): "
+			   "the slowest standby within %" PRIu64 " records has applied that far; "
+			   "%u standby(s) further behind left behind (they bootstrap again)",
+			   bound, seq, l->cfg.standby_lag, behind);
+	return bound;
+}
+
 static int compact_to(struct elog *l, uint64_t seq)
 {
 	char lk[ETCD_KEY_MAX], ck[ETCD_KEY_MAX], from[ETCD_KEY_MAX], to[ETCD_KEY_MAX], num[24];
@@ -631,7 +698,11 @@ out:
 
 int oploge_compact(struct mc_oplog *b, uint64_t seq)
 {
-	return compact_to(to_elog(b), seq);
+	struct elog *l = to_elog(b);
+	pthread_mutex_lock(&l->io_mu);
+	seq = standby_bound(l, seq);
+	pthread_mutex_unlock(&l->io_mu);
+	return compact_to(l, seq);
 }
 
 int oploge_resume(struct mc_oplog *b, uint64_t covered)

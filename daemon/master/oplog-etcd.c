@@ -11,10 +11,14 @@
  *                               addresses, text).  Its create_revision
  *                               identifies one term of leadership.
  *   P "standby/<lease, 16 hex>" a waiting master, attached to its lease;
- *                               value: its leader_value.  (The leader
- *                               compacts anyway: a standby behind
- *                               `compacted` bootstraps again from the
- *                               leader's newest snapshot.)
+ *                               value: its leader_value, then, once its
+ *                               store holds records, " applied=N" (decimal:
+ *                               it has applied every record <= N; updated
+ *                               as it follows).  The leader compacts no
+ *                               further than the slowest standby within
+ *                               standby_lag records; one further behind
+ *                               (or without a store) bootstraps again from
+ *                               the leader's newest snapshot.
  *   P "compacted"               decimal text: every record <= it was
  *                               removed (covered by a snapshot); absent: 0
  *   P "oplog/NNNNNNNNNNNNNNNNNNNN"  one batch; NNN = its first seq, 20
@@ -142,6 +146,7 @@ void oploge_depose(struct elog *l, const char *why)
 {
 	bool first = !l->deposed;
 	l->deposed = true;
+	__atomic_store_n(&l->base.lead_until_ns, 1, __ATOMIC_RELAXED);
 	if (first)
 		snprintf(l->why, sizeof(l->why), "%s", why);
 	pthread_cond_broadcast(&l->space_cv);
@@ -309,6 +314,7 @@ void *oploge_flusher(void *arg)
 			l->lost += n;
 		} else {
 			l->durable_seq = l->out.last_seq;
+			l->commit_ms = mc_wall_ms();
 			l->txns++;
 			if (l->unreachable)
 				oploge_log(l, LOG_NOTICE, "oplog: etcd answers again (%s); records up "

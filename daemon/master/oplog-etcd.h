@@ -41,6 +41,7 @@ struct elog {
 	bool deposed;			/* the lease is gone: never writes again */
 	bool told;			/* cfg.deposed was called */
 	uint64_t unreachable_ms;	/* when the episode began (wall) */
+	uint64_t commit_ms;		/* when the last batch's commit was answered (wall) */
 	char why[256];			/* the last etcd error, or why deposed */
 	pthread_t flusher, keeper;
 	bool flusher_on, keeper_on;

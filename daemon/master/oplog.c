@@ -10,6 +10,7 @@
 #include "master/oplog-file.h"	/* the record header */
 #include "mooncake/error.h"
 #include "proto/wire.h"
+#include "util/clock.h"
 
 void mc_oplog_base_init(struct mc_oplog *l, const struct mc_oplog_ops *ops, pthread_mutex_t *mu,
 			pthread_cond_t *durable_cv)
@@ -168,6 +169,14 @@ int mc_oplog_failed(struct mc_oplog *l, char *why, size_t n)
 	if (why && n)
 		*why = 0;
 	return l ? l->ops->failed(l, why, n) : 0;
+}
+
+bool mc_oplog_leads(struct mc_oplog *l)
+{
+	if (!l)
+		return true;
+	uint64_t until = __atomic_load_n(&l->lead_until_ns, __ATOMIC_RELAXED);
+	return !until || mc_now_ns() < until;
 }
 
 int mc_oplog_resume(struct mc_oplog *l, uint64_t covered)

@@ -127,6 +127,14 @@ struct mc_oplog_etcd_config {
 	/* While it waits: etcd answers and `text` (the leader key's value)
 	 * leads (ok), or etcd does not answer (text: why).  May be NULL. */
 	void (*waiting)(void *ctx, bool ok, const char *text);
+	/* While it waits: the position this standby's store has applied
+	 * (UINT64_MAX: none yet), published in its standby key.  May be NULL. */
+	uint64_t (*applied)(void *ctx);
+	/* Compaction (leader) goes no further than the slowest standby that
+	 * published a position at most this many records behind the snapshot;
+	 * those further behind are left behind (they bootstrap again from a
+	 * snapshot).  0: no standby holds compaction back. */
+	uint64_t standby_lag;
 	void *ctx;
 };
 int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog **ret,
@@ -241,6 +249,13 @@ typedef void (*mc_oplog_undo_fn)(void *ctx, uint64_t seq, uint16_t type, const v
 				 uint32_t len);
 void mc_oplog_set_undo(struct mc_oplog *l, mc_oplog_undo_fn fn, void *ctx);
 int mc_oplog_failed(struct mc_oplog *l, char *why, size_t n);
+/* Whether this master may act as the leader: false while the log cannot
+ * tell (etcd: from the moment the lease could lapse without a renewal,
+ * when another master may lead, until a renewal gets through) and once it
+ * is deposed; true without a log and with a local one.  An atomic load
+ * and a clock read: callers ask on every operation, and answer
+ * MC_ERR_NOT_LEADER (nothing done) when false. */
+bool mc_oplog_leads(struct mc_oplog *l);
 int mc_oplog_resume(struct mc_oplog *l, uint64_t covered);
 
 /* Whether other processes write the log too (etcd): a gap between a

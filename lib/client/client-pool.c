@@ -121,6 +121,14 @@ int mc_pool_call(struct mc_pool *p, struct mc_conn **cnp, uint16_t op, const voi
 		struct mc_conn *cn = *cnp;
 		mc_arena_reset(&cn->arena);
 		r = mc_rpc_call(cn->rpc, op, req, resp, &cn->arena, at);
+		if (r == MC_ERR_NOT_LEADER && attempt == 0) {
+			/* The master refused before doing anything (it does not
+			 * lead, or cannot tell any more): once more through the
+			 * list, which goes past masters that do not lead. */
+			conn_free(cn);
+			*cnp = NULL;
+			continue;
+		}
 		if (r == 0 || mc_rpc_conn_ok(cn->rpc) || !cn->reused || attempt > 0 ||
 		    !repeatable(op) || r == MC_ERR_RPC_TIMEOUT)
 			return r;

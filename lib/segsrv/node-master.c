@@ -178,7 +178,9 @@ static void *link_main(void *arg)
 		if (r == 0 && m->cfg.poll && __atomic_load_n(&m->mounted, __ATOMIC_RELAXED) &&
 		    (r = m->cfg.poll(m->cfg.poll_ctx, m->conn, &m->arena)) < 0)
 			report(m, MC_LOG_WARNING, "poll at %s: %s", m->cfg.master, mc_error_name(r));
-		if (!mc_rpc_conn_ok(m->conn)) {
+		if (!mc_rpc_conn_ok(m->conn) || r == MC_ERR_NOT_LEADER) {
+			/* NOT_LEADER: the master is not sure it leads (oplog =
+			 * etcd, cut off from it): remount where the list leads */
 			set_mounted(m, false);
 			report(m, MC_LOG_WARNING, "lost the master %s (%s): reconnecting", m->cfg.master,
 				    mc_error_name(r));

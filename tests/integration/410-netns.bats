@@ -73,16 +73,7 @@ attach() {
 teardown() {
 	local rc=0
 	stop_all || rc=$?
-	if [ -f "$MC_DIR/netns" ]; then
-		local ns pid
-		while read -r ns; do
-			# anything still running in it (it should all be gone)
-			for pid in $(ip netns pids "$ns" 2>/dev/null); do
-				kill -KILL "$pid" 2>/dev/null || true
-			done
-			ip netns del "$ns" 2>/dev/null || true
-		done < <(tac "$MC_DIR/netns")
-	fi
+	mc_netns_del "$MC_DIR/netns"	# (anything still running in them: killed)
 	return $rc
 }
 

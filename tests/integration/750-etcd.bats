@@ -12,118 +12,15 @@
 bats_require_minimum_version 1.5.0
 
 load helpers
+load etcd
 
 setup() {
-	mc_init
-	[ -x "$NODE" ] && [ -x "$CTL" ] || skip "mooncake-node / mooncakectl not built"
-	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
-		skip "etcd not installed (Debian etcd-server, etcd-client; packaging/deps.sh test)"
-	command -v curl >/dev/null && command -v jq >/dev/null || skip "curl and jq are needed"
-	head -c 1000 /dev/urandom >"$MC_DIR/probe"
+	etcd_setup
 }
 
 teardown() {
 	stop_all
 }
-
-# start_etcd: one member on loopback ports (free_port), data in $MC_DIR/etcd;
-# sets $ETCD (its client URL).  Again after a kill: the same ports and data.
-start_etcd() {
-	if [ -z "${ETCD_PORTS:-}" ]; then
-		ETCD_PORTS="$(free_port) $(free_port)"
-	fi
-	local cp=${ETCD_PORTS% *} pp=${ETCD_PORTS#* }
-	ETCD=http://127.0.0.1:$cp
-	_mc_new_log "$MC_DIR/etcd.log"
-	etcd --name m0 --data-dir "$MC_DIR/etcd" --listen-client-urls "$ETCD" \
-		--advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$pp" \
-		--initial-advertise-peer-urls "http://127.0.0.1:$pp" \
-		--initial-cluster "m0=http://127.0.0.1:$pp" --log-level warn \
-		</dev/null >"$MC_DIR/etcd.log" 2>&1 3>&- &
-	ETCD_PID=$!
-	echo "$ETCD_PID etcd" >>"$MC_DIR/pids"
-	local i
-	for i in $(seq 1 100); do
-		curl -sf "$ETCD/health" 2>/dev/null | grep -q true && return 0
-		sleep 0.1
-	done
-	echo "# etcd did not start:" >&2
-	sed 's/^/# /' "$MC_DIR/etcd.log" >&2
-	return 1
-}
-
-# ha_ports: the RPC ports of masters a, b and c, and $MASTER_ADDR, the
-# list of them (or the one shared port with HA_SHARED=1).
-declare -gA HA_PID HA_HTTP HA_RPC
-ha_ports() {
-	local n shared
-	shared=$(free_port)
-	MASTER_ADDR=
-	for n in a b c; do
-		HA_RPC[$n]=$([ -n "${HA_SHARED:-}" ] && echo "$shared" || free_port)
-		HA_HTTP[$n]=$(free_port)
-		MASTER_ADDR+=${MASTER_ADDR:+,}127.0.0.1:${HA_RPC[$n]}
-	done
-	[ -n "${HA_SHARED:-}" ] && MASTER_ADDR=127.0.0.1:$shared
-	MOONCAKE_RPC=$MASTER_ADDR
-	export MASTER_ADDR MOONCAKE_RPC
-}
-
-# start_ha NAME [opts]: master NAME (a, b or c) with oplog = etcd, its
-# ports and state_dir; does not wait (a standby waits to lead).
-# HA_PID[NAME] is its pid.
-start_ha() {
-	local n=$1 log=$MC_DIR/master-$1.log
-	shift
-	[ -n "${HA_RPC[$n]:-}" ] || ha_ports
-	_mc_new_log "$log"
-	"$MASTER" --oplog=etcd --etcd_endpoints="$ETCD" --cluster_id=t --etcd_lease_ttl_s=2 \
-		--rpc_address=127.0.0.1 --rpc_port="${HA_RPC[$n]}" --http_address=127.0.0.1 \
-		--http_port="${HA_HTTP[$n]}" --state_dir="$MC_DIR/master-$n" --snapshot_interval_s=0 \
-		"$@" </dev/null 2>"$log" 3>&- &
-	HA_PID[$n]=$!
-	echo "${HA_PID[$n]} master-$n" >>"$MC_DIR/pids"
-}
-
-# wait_leader NAME [SECONDS]: NAME logs "ready" (it leads and serves).
-wait_leader() {
-	local i
-	for i in $(seq 1 $((${2:-10} * 20))); do
-		grep -q 'ready: rpc on' "$MC_DIR/master-$1.log" && return 0
-		kill -0 "${HA_PID[$1]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "# master $1 does not lead:" >&2
-	local f
-	for f in "$MC_DIR"/master-*.log; do
-		echo "# $f:" >&2
-		tail -n 15 "$f" | sed 's/^/# /' >&2
-	done
-	return 1
-}
-
-health() { curl -s "http://127.0.0.1:${HA_HTTP[$1]}/health"; }
-
-# failover OLD NEW: kill -9 of leader OLD, waits for NEW to serve; sets
-# FAILOVER_T0 (ns, the kill) and FAILOVER_MS (to NEW serving).
-failover() {
-	FAILOVER_T0=$(date +%s%N)
-	kill -KILL "${HA_PID[$1]}"
-	_mc_reap "${HA_PID[$1]}"
-	wait_leader "$2" 15
-	FAILOVER_MS=$((($(date +%s%N) - FAILOVER_T0) / 1000000))
-}
-
-wait_put_ok() {
-	local i
-	for i in $(seq 1 200); do
-		ctl object put "probe-$1-$i" "$MC_DIR/probe" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	ctl object put "probe-$1-last" "$MC_DIR/probe"
-}
-
-etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t/ --keys-only | grep -v '^$'; }
 
 @test "oplog=etcd: --help lists the etcd options; a bad endpoint is refused at start" {
 	run "$MASTER" --help
@@ -278,7 +175,17 @@ etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t
 	curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${HA_HTTP[a]}/health" | grep -qx 503
 	health a | jq -e '.role == "leader" and (.reason | contains("etcd"))'
 	grep -q 'oplog: ' "$MC_DIR/master-a.log"
-	run -0 ctl object get k1 "$MC_DIR/k1.out"	# reads are served
+	# once its lease can lapse, it serves nobody: another master may lead
+	for i in $(seq 1 50); do
+		grep -q 'no lease renewal for a whole TTL' "$MC_DIR/master-a.log" && break
+		sleep 0.1
+	done
+	run ctl object get k1 "$MC_DIR/k1.out"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	run -0 "$RPC" "127.0.0.1:${HA_RPC[a]}" hello
+	[[ "$output" == *'leader=?'* ]]
+	health a | jq -e '.role == "leader" and (.reason | contains("etcd"))'
 	start_etcd
 	wait_put_ok a
 	[ "$(health a | jq -r .status)" = ok ]

@@ -293,6 +293,21 @@ free_port() {
 	return 1
 }
 
+# mc_netns_del FILE: deletes the network namespaces named in FILE (one a
+# line), newest first, after killing anything still running in them, and
+# a root-namespace link of the same name if there is one (a veth pair's end).
+mc_netns_del() {
+	[ -f "$1" ] || return 0
+	local ns pid
+	while read -r ns; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null || true
+		done
+		ip link del "$ns" 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done < <(tac "$1")
+}
+
 mc_may_use_root() {
 	[ "$(id -u)" -eq 0 ] && [ -z "${MC_TEST_NO_ROOT:-}" ]
 }

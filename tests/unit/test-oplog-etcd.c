@@ -7,7 +7,8 @@
  * the fence (the leader key taken away: nothing more is acknowledged, the
  * log is deposed and says so); a second opener waits as a standby until
  * the first closes, then continues the sequence; a standby's reader
- * (mc_oplog_tail_*) polling while 8 threads append. */
+ * (mc_oplog_tail_*) polling while 8 threads append; compaction waits for
+ * the slowest standby's published position, within standby_lag. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -426,6 +427,89 @@ static void test_tail(void **state)
 	free(w);
 }
 
+/* Compaction and the standbys' positions: a standby that published
+ * "applied=N" holds the leader's compaction at N while it is within
+ * standby_lag records; further behind, it is left behind. */
+static uint64_t standby_pos;
+static uint64_t published_pos(void *ctx)
+{
+	(void)ctx;
+	return __atomic_load_n(&standby_pos, __ATOMIC_ACQUIRE);
+}
+
+static void *lagging_standby_main(void *arg)
+{
+	struct opener *o = arg;
+	struct mc_oplog_etcd_config c = {
+		.endpoints = o->f->url, .cluster_id = o->f->cluster, .lease_ttl_s = 2,
+		.leader_value = "standby", .sync = true, .cancelled = cancelled,
+		.applied = published_pos,
+	};
+	char err[256];
+	int r = mc_oplog_open_etcd(&c, &o->l, err, sizeof(err));
+	assert_int_equal(r, MC_ERR_ETCD_CTX_CANCELLED);
+	__atomic_store_n(&o->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* What etcd's log is compacted up to, as a new reader finds it. */
+static uint64_t compacted_now(struct fixture *f)
+{
+	struct mc_oplog_tail *t;
+	uint64_t last;
+	assert_int_equal(mc_oplog_tail_new(f->url, f->cluster, 1000, &t), 0);
+	mc_oplog_tail_poll(t, 0, count_rec, &(struct check){ 0 }, &last);
+	uint64_t c = mc_oplog_tail_compacted(t);
+	mc_oplog_tail_free(t);
+	return c;
+}
+
+static void append_n(struct mc_oplog *l, int n)
+{
+	uint64_t seq = 0;
+	for (int i = 0; i < n; i++)
+		assert_int_equal(mc_oplog_append(l, 0, "c", 1, &seq), 0);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), 0);
+}
+
+static void test_compact_standby(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	struct mc_oplog_etcd_config c = {
+		.endpoints = f->url, .cluster_id = f->cluster, .lease_ttl_s = 2,
+		.leader_value = "unit", .sync = true, .standby_lag = 1000,
+	};
+	struct mc_oplog *l = NULL;
+	char err[256];
+	assert_int_equal(mc_oplog_open_etcd(&c, &l, err, sizeof(err)), 0);
+	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
+	append_n(l, 100);
+	__atomic_store_n(&standby_pos, 40, __ATOMIC_RELEASE);
+	__atomic_store_n(&stop_flag, false, __ATOMIC_RELEASE);
+	struct opener o = { .f = f };
+	pthread_t t;
+	pthread_create(&t, NULL, lagging_standby_main, &o);
+	usleep(1200000);	/* it publishes its position (every 500 ms) */
+	/* held at the standby's position */
+	mc_oplog_compact(l, 100);
+	assert_int_equal(compacted_now(f), 40);
+	/* it moves on: so does compaction */
+	__atomic_store_n(&standby_pos, 90, __ATOMIC_RELEASE);
+	usleep(1200000);
+	mc_oplog_compact(l, 100);
+	assert_int_equal(compacted_now(f), 90);
+	/* more than standby_lag records behind: left behind */
+	append_n(l, 1500);
+	assert_true(mc_oplog_compact(l, 1600) >= 1);
+	assert_int_equal(compacted_now(f), 1600);
+	__atomic_store_n(&stop_flag, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	assert_true(o.done);
+	__atomic_store_n(&stop_flag, false, __ATOMIC_RELEASE);
+	mc_oplog_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +517,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_standby_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compact_standby, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
