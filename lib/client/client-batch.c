@@ -36,15 +36,7 @@
 
 #define PIPE_MIN_ITEMS 4u	/* a chunk cut for its bytes has at least these */
 
-struct chunk {
-	size_t *idx;		/* caller's index of each key in the chunk */
-	struct mc_bytes *keys;
-	uint32_t n;
-	const size_t *dlen;	/* the items' data bytes, or NULL */
-	uint64_t dcap;		/* with dlen: a chunk's data bytes beyond its first item */
-};
-
-static int chunk_alloc(struct chunk *ch, size_t n)
+int mc_chunk_alloc(struct mc_chunk *ch, size_t n)
 {
 	size_t m = n < MC_MAX_BATCH ? n : MC_MAX_BATCH;
 	ch->idx = malloc((m ? m : 1) * sizeof(*ch->idx));
@@ -62,7 +54,7 @@ static int chunk_alloc(struct chunk *ch, size_t n)
 	return 0;
 }
 
-static void chunk_free(struct chunk *ch)
+void mc_chunk_free(struct mc_chunk *ch)
 {
 	free(ch->idx);
 	free(ch->keys);
@@ -70,8 +62,8 @@ static void chunk_free(struct chunk *ch)
 
 /* The next chunk from *pos on; false when every item was taken.  valid(i)
  * may reject further items (their status is set by it). */
-static bool chunk_next(struct chunk *ch, size_t n, const void *const *keys, const size_t *klens,
-		       size_t *pos, int *status, bool (*valid)(size_t i, void *ctx), void *ctx)
+bool mc_chunk_next(struct mc_chunk *ch, size_t n, const void *const *keys, const size_t *klens,
+		   size_t *pos, int *status, bool (*valid)(size_t i, void *ctx), void *ctx)
 {
 	size_t bytes = 0;
 	uint64_t data = 0;
@@ -124,7 +116,7 @@ static uint64_t pipe_chunk_bytes(uint64_t total)
 /* One chunk in flight: its master connection (holding the answer), its
  * per-item results and the threads moving its bytes. */
 struct stage {
-	struct chunk ch;
+	struct mc_chunk ch;
 	struct mc_conn *cn;
 	int *res;		/* put: 1 nothing to write, else the write's result */
 	uint64_t *sums;
@@ -147,7 +139,7 @@ static int stage_alloc(struct stage *s, size_t n)
 {
 	size_t m = n < MC_MAX_BATCH ? n : MC_MAX_BATCH;
 	memset(s, 0, sizeof(*s));
-	int r = chunk_alloc(&s->ch, n);
+	int r = mc_chunk_alloc(&s->ch, n);
 	if (r < 0)
 		return r;
 	s->res = malloc((m ? m : 1) * sizeof(*s->res));
@@ -160,7 +152,7 @@ static int stage_alloc(struct stage *s, size_t n)
 
 static void stage_free(struct stage *s)
 {
-	chunk_free(&s->ch);
+	mc_chunk_free(&s->ch);
 	free(s->res);
 	free(s->sums);
 	free(s->sizes);
@@ -250,13 +242,13 @@ static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
 	size_t pos = 0;
 	unsigned k = 0;
 	bool live = r == 0 &&
-		    chunk_next(&st[0].ch, pp->n, pp->keys, pp->klens, &pos, pp->status, pp->valid,
+		    mc_chunk_next(&st[0].ch, pp->n, pp->keys, pp->klens, &pos, pp->status, pp->valid,
 			       pp->vctx) &&
 		    (r = pp->start(&st[0])) == 0;
 	while (live) {
 		struct stage *cur = &st[k & 1], *nxt = &st[(k + 1) & 1];
 		/* The next chunk's master request while this one's transfers run ... */
-		bool more = chunk_next(&nxt->ch, pp->n, pp->keys, pp->klens, &pos, pp->status,
+		bool more = mc_chunk_next(&nxt->ch, pp->n, pp->keys, pp->klens, &pos, pp->status,
 				       pp->valid, pp->vctx) &&
 			    (r = pp->start(nxt)) == 0;
 		/* ... and this one's end while the next one's run. */
@@ -311,7 +303,7 @@ static int put_start(struct stage *s)
 {
 	struct bput *b = s->ctx;
 	struct mc_client *c = b->c;
-	struct chunk *ch = &s->ch;
+	struct mc_chunk *ch = &s->ch;
 	for (uint32_t j = 0; j < ch->n; j++)
 		s->sizes[j] = b->lens[ch->idx[j]];
 	struct mc_msg_batch_put_start_req q = { .client_id = c->id, .tenant = mc_client_tenant(c),
@@ -350,7 +342,7 @@ static void put_finish(struct stage *s)
 {
 	struct bput *b = s->ctx;
 	struct mc_client *c = b->c;
-	struct chunk *ch = &s->ch;
+	struct mc_chunk *ch = &s->ch;
 	struct mc_bytes tenant = mc_client_tenant(c);
 	uint32_t nend = 0, nrev = 0;
 	size_t *end_idx = ch->idx;	/* reused in place: see below */
@@ -439,7 +431,7 @@ static int get_start(struct stage *s)
 {
 	struct bget *b = s->ctx;
 	struct mc_client *c = b->c;
-	struct chunk *ch = &s->ch;
+	struct mc_chunk *ch = &s->ch;
 	struct mc_msg_batch_get_replica_list_req q = { .tenant = mc_client_tenant(c),
 						       .n_keys = ch->n, .keys = ch->keys };
 	struct mc_msg_batch_get_replica_list_resp *p = &s->p.get;
@@ -492,14 +484,14 @@ MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *k
 MC_API int mc_batch_exist(struct mc_client *c, size_t n, const void *const *keys,
 			  const size_t *klens, bool *exists, int *status)
 {
-	struct chunk ch;
+	struct mc_chunk ch;
 	int r;
 	if (!args_ok(c, n, keys, klens, status) || (n && !exists))
 		return MC_ERR_INVALID_PARAMS;
-	if ((r = chunk_alloc(&ch, n)) < 0)
+	if ((r = mc_chunk_alloc(&ch, n)) < 0)
 		return r;
 	size_t pos = 0;
-	while (r == 0 && chunk_next(&ch, n, keys, klens, &pos, status, NULL, NULL)) {
+	while (r == 0 && mc_chunk_next(&ch, n, keys, klens, &pos, status, NULL, NULL)) {
 		struct mc_msg_batch_exist_req q = { .tenant = mc_client_tenant(c), .n_keys = ch.n,
 						    .keys = ch.keys };
 		struct mc_msg_batch_exist_resp p;
@@ -514,21 +506,21 @@ MC_API int mc_batch_exist(struct mc_client *c, size_t n, const void *const *keys
 		}
 		mc_pool_put(&c->mpool, cn);
 	}
-	chunk_free(&ch);
+	mc_chunk_free(&ch);
 	return r;
 }
 
 MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *keys,
 			   const size_t *klens, bool force, int *status)
 {
-	struct chunk ch;
+	struct mc_chunk ch;
 	int r;
 	if (!args_ok(c, n, keys, klens, status))
 		return MC_ERR_INVALID_PARAMS;
-	if ((r = chunk_alloc(&ch, n)) < 0)
+	if ((r = mc_chunk_alloc(&ch, n)) < 0)
 		return r;
 	size_t pos = 0;
-	while (r == 0 && chunk_next(&ch, n, keys, klens, &pos, status, NULL, NULL)) {
+	while (r == 0 && mc_chunk_next(&ch, n, keys, klens, &pos, status, NULL, NULL)) {
 		struct mc_msg_batch_remove_req q = { .tenant = mc_client_tenant(c), .n_keys = ch.n,
 						     .keys = ch.keys, .force = force };
 		struct mc_msg_batch_remove_resp p;
@@ -540,7 +532,7 @@ MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *key
 			status[ch.idx[j]] = p.status[j];
 		mc_pool_put(&c->mpool, cn);
 	}
-	chunk_free(&ch);
+	mc_chunk_free(&ch);
 	return r;
 }
 

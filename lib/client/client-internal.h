@@ -126,6 +126,22 @@ void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
 #define MC_BATCH_BODY_BUDGET   (MC_PROTO_MAX_BODY / 4)
 #define MC_BATCH_ITEM_OVERHEAD 32u	/* per key on the wire beyond its bytes (length, size, sum) */
 
+/* One request's keys, cut from a batch (client-batch.c): mc_chunk_next()
+ * takes the next keys from *pos on (an invalid key gets INVALID_PARAMS in
+ * its status and is left out; valid(i), if set, may reject others) and
+ * returns false when none is left. */
+struct mc_chunk {
+	size_t *idx;		/* caller's index of each key in the chunk */
+	struct mc_bytes *keys;
+	uint32_t n;
+	const size_t *dlen;	/* the items' data bytes, or NULL */
+	uint64_t dcap;		/* with dlen: a chunk's data bytes beyond its first item */
+};
+int mc_chunk_alloc(struct mc_chunk *ch, size_t n);
+void mc_chunk_free(struct mc_chunk *ch);
+bool mc_chunk_next(struct mc_chunk *ch, size_t n, const void *const *keys, const size_t *klens,
+		   size_t *pos, int *status, bool (*valid)(size_t i, void *ctx), void *ctx);
+
 /*
  * client-crew.c: n runs of fn(arg) on the client's transfer threads
  * (struct mc_workers, MC_WORKERS of them); fn takes its work from arg (an
