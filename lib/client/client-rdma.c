@@ -2,14 +2,17 @@
 /*
  * client-rdma.c - see client-rdma.h.
  *
- * Per node (struct mc_rdma_peer, hung on struct mc_node): up to
- * MC_RDMA_LANES lanes (default 4), each its own set of rdma_qps
+ * Per node (struct mc_rdma_peer, hung on struct mc_node): rdma_lanes
+ * lanes (default 4), each its own set of rdma_qps
  * connections made with librdmacm in synchronous mode (no event channel:
  * rdma_resolve_addr / _route / rdma_connect block, bounded by the client's
  * timeout), one CQ for them, a session name (the node binds memory windows
  * per session: node-rdma.c), the node's keys learnt with DATA_RDMA_INFO
  * (whole-segment keys cached per segment until the QPs are torn down;
- * per-grant windows asked for every transfer) and a staging buffer
+ * per-grant windows cached per range and mode while the node keeps them:
+ * util/rdma-keys.h, so a get of an object whose lease runs, or of a cached
+ * descriptor, needs no request; a transfer that fails with cached keys
+ * tears the QPs down, which drops the cache, and asks again) and a staging buffer
  * registered once (STAGE_BYTES).  A transfer holds one lane's mutex (a
  * free lane if any): a node carries up to that many transfers of one
  * client at once, each spread over its lane's QPs.
@@ -59,6 +62,7 @@
 #include "util/clock.h"
 #include "util/grant.h"
 #include "util/probes.h"
+#include "util/rdma-keys.h"
 #include "util/rdma-plan.h"
 
 #define STAGE_BYTES (8u << 20)
@@ -102,9 +106,11 @@ struct mc_rdma {
 struct rdma_region {
 	struct mc_uuid seg;
 	uint64_t addr, size;
-	bool scoped;			/* per-grant windows: not cached */
+	bool scoped;			/* per-grant windows: the lane's key cache */
 	unsigned nkeys;			/* scoped: rkeys of QPs 0..nkeys-1 */
 	uint32_t rkey[MC_RDMA_MAX_QPS];	/* per QP (unscoped: all the segment's) */
+	uint64_t sent_ms;		/* scoped: when it was asked for */
+	uint32_t ttl_ms;		/* scoped: how long the node keeps the windows */
 };
 
 /* One set of QPs to a node, which carries one transfer at a time. */
@@ -118,8 +124,9 @@ struct rdma_lane {
 	uint16_t port;
 	uint8_t ticket[MC_PROTO_RDMA_TICKET];
 	uint8_t session[MC_PROTO_RDMA_SESSION];	/* new with every set of QPs */
-	struct rdma_region reg[MAX_REGIONS];
+	struct rdma_region reg[MAX_REGIONS];	/* whole-segment keys */
 	unsigned nreg;
+	struct mc_rdma_keys keys;	/* window keys (util/rdma-keys.h) */
 	void *stage;
 	struct ibv_mr *stage_mr;
 	unsigned next_qp;		/* the first QP of the next transfer */
@@ -185,8 +192,9 @@ int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret)
 	    v > QP_DEPTH)
 		goto bad;
 	r->depth = (unsigned)v;
-	/* not a struct mc_client_opts field (its layout is the ABI): env only */
-	if (parse_u64(env_or(NULL, "MC_RDMA_LANES", "4"), &v) < 0 || v < 1 || v > MAX_LANES)
+	snprintf(num, sizeof(num), "%u", o->rdma_lanes);
+	if (parse_u64(env_or(o->rdma_lanes ? num : NULL, "MC_RDMA_LANES", "4"), &v) < 0 || v < 1 ||
+	    v > MAX_LANES)
 		goto bad;
 	r->lanes = (unsigned)v;
 	pthread_mutex_init(&r->mu, NULL);
@@ -302,6 +310,7 @@ static void peer_reset(struct rdma_lane *p)
 	p->cq = NULL;
 	p->connected = false;
 	p->nreg = 0;
+	mc_rdma_keys_reset(&p->keys);
 }
 
 /* Per node: up to MAX_LANES lanes (rdma_lanes of them used), so that that
@@ -368,6 +377,7 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 					       .session = { p->session, MC_PROTO_RDMA_SESSION },
 					       .qps = (uint8_t)qps };
 	struct mc_msg_data_rdma_info_resp a;
+	uint64_t sent = mc_now_ms();
 	int r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_RDMA_INFO, &q, &a, NULL);
 	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0 || a.rkeys.len % 4 ||
 		       a.rkeys.len / 4 > MC_RDMA_MAX_QPS || (!a.scoped && a.rkeys.len)))
@@ -379,7 +389,8 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 		p->port = a.port;
 		memcpy(p->ticket, a.ticket.p, MC_PROTO_RDMA_TICKET);
 		*ret = (struct rdma_region){ .seg = t->seg, .addr = a.addr, .size = a.size,
-					     .scoped = a.scoped, .nkeys = a.rkeys.len / 4 };
+					     .scoped = a.scoped, .nkeys = a.rkeys.len / 4,
+					     .sent_ms = sent, .ttl_ms = a.ttl_ms };
 		for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++)
 			ret->rkey[i] = !a.scoped ? a.rkey :
 				       i < ret->nkeys ? (uint32_t)a.rkeys.p[4 * i] |
@@ -670,6 +681,14 @@ static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t,
 		peer_reset(p);
 		rc = MC_ERR_TRANSFER_FAIL;
 	}
+	if (rc == 0 && reg->scoped) {
+		/* the windows live on: later transfers inside the range use them */
+		struct mc_rdma_key k = { .seg = t->seg, .off = t->offset, .len = len,
+					 .write = write, .addr = reg->addr, .size = reg->size,
+					 .nkeys = reg->nkeys };
+		memcpy(k.rkey, reg->rkey, sizeof(k.rkey));
+		mc_rdma_keys_add(&p->keys, &k, reg->sent_ms, reg->ttl_ms);
+	}
 	if (rc < 0) {
 		if (rc != MC_ERR_GRANT_DENIED && rc != MC_ERR_GRANT_EXPIRED)
 			p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
@@ -769,10 +788,17 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		rc = MC_ERR_NOT_SUPPORTED;
 		goto out;
 	}
-	/* whole-segment keys are cached per segment; windows are per grant */
+	/* whole-segment keys are cached per segment; windows per range and
+	 * mode while they live (util/rdma-keys.h) */
 	const struct rdma_region *g = find_region(p, t->seg);
+	const struct mc_rdma_key *k = p->connected ? mc_rdma_keys_find(&p->keys, t->seg, t->offset,
+								   len, write, mc_now_ms()) : NULL;
 	if (g) {
 		keep = *g;
+	} else if (k) {
+		keep = (struct rdma_region){ .seg = k->seg, .addr = k->addr, .size = k->size,
+					     .scoped = true, .nkeys = k->nkeys };
+		memcpy(keep.rkey, k->rkey, sizeof(keep.rkey));
 	} else {
 		if ((rc = get_keys(c, r, t, len, write, p, &keep)) < 0)
 			goto out;

@@ -24,7 +24,7 @@
  *                                       socket network drops bursts over its
  *                                       socket buffer) wants small slices and
  *                                       depth 1
- *   (environment only) MC_RDMA_LANES    sets of QPs per node, 1..8; 4: that many
+ *   rdma_lanes      MC_RDMA_LANES       sets of QPs per node, 1..8; 4: that many
  *                                       transfers of one client to one node in
  *                                       flight at once
  */
