@@ -32,7 +32,7 @@
 
 const char *const mctrace_probe_names[] = {
 	"all", "lease__grant", "evict", "put__start", "put__end", "put__revoke", "transfer__start",
-	"transfer__done", NULL,
+	"transfer__done", "transfer__batch", NULL,
 };
 
 struct file_id {

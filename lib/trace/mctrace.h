@@ -36,10 +36,12 @@
 
 #define MCTRACE_DEFAULT_PIN_PATH "/sys/fs/bpf/mooncake"
 /* Every probe but transfer__start: each attached probe costs a trap per
- * pass (about 2 us on small VMs), and transfer__done carries the client's
- * start time.  Without transfer__start there are no "started" counts and
- * no node-side write durations. */
-#define MCTRACE_DEFAULT_PROBES "lease__grant,evict,put__start,put__end,put__revoke,transfer__done"
+ * pass (about 2 us on small VMs), and transfer__done carries its start
+ * time.  Without transfer__start there are no node-side "started" counts
+ * and no node-side write durations (libmooncake's transfer__batch has
+ * both). */
+#define MCTRACE_DEFAULT_PROBES \
+	"lease__grant,evict,put__start,put__end,put__revoke,transfer__done,transfer__batch"
 /* What struct mctrace_opts.probes may list: "all", then every probe
  * (lib/util/probes.h); NULL-terminated. */
 extern const char *const mctrace_probe_names[];

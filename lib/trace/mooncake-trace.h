@@ -91,6 +91,19 @@ struct mc_xfer_stats {
 	struct mc_hist dur_us;
 };
 
+/* transfer__batch (lib/util/xfertrace.h): up to MC_XFER_BATCH of these,
+ * read from the traced process by the program. */
+#define MC_XFER_BATCH 32
+
+struct mc_xfer_rec {
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 end_ns;
+	__u64 bytes;
+	__s32 status;		/* 0 or MC_ERR_* */
+	__u8 side, op, transport, pad;
+	char peer[MC_PEER_LEN];	/* NUL-terminated, "" when unknown */
+};
+
 struct mc_tcp_key {
 	__u32 saddr;		/* IPv4, network order (0 for IPv6) */
 	__u32 daddr;

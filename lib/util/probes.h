@@ -45,10 +45,18 @@
  *       NULL on the node side; status 0 or a negative MC_ERR_*; start_ns:
  *       CLOCK_MONOTONIC ns at transfer__start, or 0 when the probe site does
  *       not know it (the node: the tracer pairs start and done by thread).
+ *   transfer__batch (libmooncake)      u32 count, const struct mc_xfer_rec *recs
+ *       count (1..MC_XFER_BATCH) finished transfers of the client side,
+ *       instead of a transfer__start and a transfer__done for each: the
+ *       records' layout is in trace/mooncake-trace.h.  It has a USDT
+ *       semaphore: libmooncake records nothing until a tracer attaches,
+ *       then hands each thread's transfers over in groups, at most
+ *       MC_XFER_FLUSH_MS after the first (util/xfertrace.h).
  *
  * Which files carry which probes: the master binary (lease, evict, put),
- * the node binary (transfer, side 1), libmooncake.so.0 and every program
- * linking libmooncake.a, e.g. mooncakectl (transfer, side 0).
+ * the node binary (transfer__start and __done, side 1), libmooncake.so.0
+ * and every program linking libmooncake.a, e.g. mooncakectl
+ * (transfer__batch, side 0).
  *
  * The BPF programs include this file too (through bpf/mooncake-trace.h),
  * for the argument values only.
@@ -100,6 +108,7 @@ static inline const char *mc_evict_reason_name(unsigned reason)
 #endif
 
 #define MC_PROBE(name) DTRACE_PROBE(mooncake, name)
+#define MC_PROBE2(name, a, b) DTRACE_PROBE2(mooncake, name, a, b)
 #define MC_PROBE3(name, a, b, c) DTRACE_PROBE3(mooncake, name, a, b, c)
 #define MC_PROBE4(name, a, b, c, d) DTRACE_PROBE4(mooncake, name, a, b, c, d)
 #define MC_PROBE5(name, a, b, c, d, e) DTRACE_PROBE5(mooncake, name, a, b, c, d, e)
