@@ -112,7 +112,7 @@ int BPF_USDT(transfer_batch, __u32 n, const struct mc_xfer_rec *recs)
 {
 	struct mc_xfer_rec r;
 	struct mc_event ev;
-	for (__u32 i = 0; i < MC_XFER_BATCH && i < n; i++) {
+	for (__u32 i = 0; i < MC_TRACE_BATCH && i < n; i++) {
 		if (bpf_probe_read_user(&r, sizeof(r), &recs[i]))
 			break;
 		r.peer[MC_PEER_LEN - 1] = 0;

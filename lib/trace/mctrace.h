@@ -41,7 +41,7 @@
  * and no node-side write durations (libmooncake's transfer__batch has
  * both). */
 #define MCTRACE_DEFAULT_PROBES \
-	"lease__grant,evict,put__start,put__end,put__revoke,transfer__done,transfer__batch"
+	"lease__batch,evict,put__batch,transfer__done,transfer__batch"
 /* What struct mctrace_opts.probes may list: "all", then every probe
  * (lib/util/probes.h); NULL-terminated. */
 extern const char *const mctrace_probe_names[];

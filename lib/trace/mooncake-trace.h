@@ -91,10 +91,11 @@ struct mc_xfer_stats {
 	struct mc_hist dur_us;
 };
 
-/* transfer__batch (lib/util/xfertrace.h): up to MC_XFER_BATCH of these,
- * read from the traced process by the program. */
-#define MC_XFER_BATCH 32
+/* The *__batch probes (lib/util/tracebuf.h) pass up to MC_TRACE_BATCH
+ * records, read from the traced process by the programs. */
+#define MC_TRACE_BATCH 32
 
+/* transfer__batch (lib/util/xfertrace.h). */
 struct mc_xfer_rec {
 	__u64 start_ns;		/* CLOCK_MONOTONIC */
 	__u64 end_ns;
@@ -102,6 +103,27 @@ struct mc_xfer_rec {
 	__s32 status;		/* 0 or MC_ERR_* */
 	__u8 side, op, transport, pad;
 	char peer[MC_PEER_LEN];	/* NUL-terminated, "" when unknown */
+};
+
+/* lease__batch: a read lease granted or extended (util/probes.h). */
+struct mc_lease_rec {
+	__u32 obj_hash;
+	__u32 tenant;
+	__u64 ttl_ms;
+	__u64 prev_ms;
+	__u64 now_ms;
+};
+
+/* put__batch: up to MC_TRACE_BATCH of PutStart / PutEnd / PutRevoke. */
+struct mc_put_rec {
+	__u32 kind;		/* MC_PUT_REC_* */
+	__u32 obj_hash;
+	__u32 tenant;
+	__u32 replicas;		/* start */
+	__s32 status;		/* start: 0 or MC_ERR_* */
+	__u32 pad;
+	__u64 size;
+	__u64 dur_ms;		/* end: PutEnd - PutStart */
 };
 
 struct mc_tcp_key {
