@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* transfer.bpf.c - the bytes of replicas moving, seen by libmooncake
- * (side client: transfer__batch, each record timed from its start to its
- * end; transfer__start/__done of older libraries, duration from the
- * probe's start_ns) and by the node (side
- * node: duration from transfer__start on the same thread, when there was
- * one): counts, bytes, errors and a log2 duration histogram per (side, op,
- * transport); an event for each failed transfer and each one that took
- * slow_transfer_us or longer. */
+ * (side client, each transfer timed from its start to its end) and by the
+ * node (side node, untimed: a node read is answered before its bytes are
+ * sent), from the transfer__batch probe: counts, bytes, errors and a log2
+ * duration histogram per (side, op, transport); an event for each failed
+ * transfer and each one that took slow_transfer_us or longer. */
 #include "common.bpf.h"
 
 const volatile __u64 slow_transfer_us = 10000;
@@ -19,13 +17,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } transfer_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-} transfer_starts SEC(".maps");
-
 static __always_inline struct mc_xfer_stats *stats(__u32 side, __u32 op, __u32 transport)
 {
 	struct mc_xfer_key k = { .side = side, .op = op, .transport = transport };
@@ -35,20 +26,6 @@ static __always_inline struct mc_xfer_stats *stats(__u32 side, __u32 op, __u32 t
 	static const struct mc_xfer_stats zero;
 	bpf_map_update_elem(&transfer_stats, &k, &zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&transfer_stats, &k);
-}
-
-SEC("usdt")
-int BPF_USDT(transfer_start, __u32 side, __u32 op, __u32 transport, __u64 bytes, const char *peer)
-{
-	struct mc_xfer_stats *s = stats(side, op, transport);
-	if (s)
-		__sync_fetch_and_add(&s->started, 1);
-	if (side == MC_SIDE_NODE) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		__u64 now = bpf_ktime_get_ns();
-		bpf_map_update_elem(&transfer_starts, &tid, &now, BPF_ANY);
-	}
-	return 0;
 }
 
 /* One finished transfer: the counters and the histogram.  Returns true,
@@ -83,30 +60,8 @@ static __always_inline bool account(__u32 side, __u32 op, __u32 transport, __u64
 	return true;
 }
 
-SEC("usdt")
-int BPF_USDT(transfer_done, __u32 side, __u32 op, __u32 transport, __u64 bytes, const char *peer,
-	     __s32 status, __u64 start_ns)
-{
-	__u64 now = bpf_ktime_get_ns();
-	if (!start_ns && side == MC_SIDE_NODE && op == 1) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		__u64 *t = bpf_map_lookup_elem(&transfer_starts, &tid);
-		if (t) {
-			start_ns = *t;
-			bpf_map_delete_elem(&transfer_starts, &tid);
-		}
-	}
-	struct mc_event ev;
-	if (account(side, op, transport, bytes, status, start_ns, now, &ev)) {
-		if (peer)
-			bpf_probe_read_user_str(ev.peer, sizeof(ev.peer), peer);
-		mc_emit(&ev);
-	}
-	return 0;
-}
-
-/* libmooncake's transfers in groups (util/xfertrace.h): each counts as
- * started and done, timed from its own start and end. */
+/* Transfers in groups (util/xfertrace.h): each counts as started and
+ * done, timed from its own start to its end when it has a start. */
 SEC("usdt")
 int BPF_USDT(transfer_batch, __u32 n, const struct mc_xfer_rec *recs)
 {

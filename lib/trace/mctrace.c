@@ -31,8 +31,7 @@
 #include "mctrace/transfer.skel.h"
 
 const char *const mctrace_probe_names[] = {
-	"all", "lease__batch", "evict", "put__batch", "transfer__start", "transfer__done",
-	"transfer__batch", NULL,
+	"all", "lease__batch", "evict", "put__batch", "transfer__batch", NULL,
 };
 
 struct file_id {

@@ -15,7 +15,6 @@
  *   evict_tenants  HASH u32 tenant slot -> struct mc_evict_stats
  *   put_stats      ARRAY[1]  -> struct mc_put_stats
  *   transfer_stats HASH struct mc_xfer_key -> struct mc_xfer_stats
- *   transfer_starts LRU_HASH u32 tid -> u64 ns   (node side: start times)
  *   tcp_retrans    HASH struct mc_tcp_key -> u64 retransmitted segments
  *   recent_events  ARRAY[MC_RECENT] -> struct mc_event, written round robin;
  *                  recent_events_pos ARRAY[1] -> u64 events written so far

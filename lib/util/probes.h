@@ -32,20 +32,15 @@
  *       mc_evict_reason (below): 0 watermark (the background tick), 1 put (a
  *       PutStart needed room), 2 quota (the tenant's own objects made room
  *       under its quota), 3 admin (an evict request).
- *   transfer__batch (libmooncake)      u32 count, const struct mc_xfer_rec *recs
- *       count finished transfers of the client side, each {start_ns,
- *       end_ns, bytes, status, side, op, transport, peer}: the bytes of
- *       one replica moved (or failed).  side MC_SIDE_*: 0 client
- *       (libmooncake), 1 node; op MC_XFER_*: 1 write (put), 2 read (get);
- *       transport enum mc_transport: 0 tcp, 1 rdma, 2 shm (co-located
- *       memcpy); status 0 or a negative MC_ERR_*; times CLOCK_MONOTONIC ns
- *       (start 0: unknown); peer: the node endpoint "host:port".
- *   transfer__start (node)             u32 side, u32 op, u32 transport, u64 bytes,
- *                                      const char *peer
- *   transfer__done (node)              u32 side, u32 op, u32 transport, u64 bytes,
- *                                      const char *peer, s32 status, u64 start_ns
- *       the same for the node side (peer NULL, start_ns 0: the tracer pairs
- *       start and done by thread), one probe each.
+ *   transfer__batch (libmooncake, node) u32 count, const struct mc_xfer_rec *recs
+ *       count finished transfers, each {start_ns, end_ns, bytes, status,
+ *       side, op, transport, peer}: the bytes of one replica moved (or
+ *       failed).  side MC_SIDE_*: 0 client (libmooncake), 1 node (the
+ *       node, and a client's contributed segment); op MC_XFER_*: 1 write
+ *       (put), 2 read (get); transport enum mc_transport: 0 tcp, 1 rdma,
+ *       2 shm (co-located memcpy); status 0 or a negative MC_ERR_*; times
+ *       CLOCK_MONOTONIC ns (start 0: not timed, the node's); peer: the node
+ *       endpoint "host:port" on the client side, "" on the node side.
  *
  * The *__batch probes have USDT semaphores: nothing is recorded until a
  * tracer attaches; then each thread's records go over in groups of at most
@@ -54,10 +49,8 @@
  * of the records are in trace/mooncake-trace.h.
  *
  * Which files carry which probes: the master binary (lease__batch, evict,
- * put__batch), the node binary (transfer__start and __done, side 1),
- * libmooncake.so.0 and every program linking libmooncake.a, e.g.
- * mooncakectl (transfer__batch for its own transfers, transfer__start and
- * __done for the segment it may contribute, side 1).
+ * put__batch), the node binary, libmooncake.so.0 and every program linking
+ * libmooncake.a, e.g. mooncakectl (transfer__batch).
  *
  * The BPF programs include this file too (through bpf/mooncake-trace.h),
  * for the argument values only.

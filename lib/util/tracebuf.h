@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #define MC_TRACEBUF_CAP 32
-#define MC_TRACEBUF_FLUSH_MS 5
+#define MC_TRACEBUF_FLUSH_MS 20
 
 struct mc_tracebuf {
 	size_t rec_size;
