@@ -32,6 +32,7 @@
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/probes.h"
+#include "util/xfertrace.h"
 
 /* One item taken into the chain. */
 struct bitem {
@@ -206,8 +207,6 @@ static void lane_items(struct mc_client *c, struct mc_node *n, struct rdma_lane 
 				.wr.rdma = { .remote_addr = y->raddr + off, .rkey = y->rkey[sl[j].qp] },
 			};
 		}
-		MC_PROBE5(transfer__start, MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
-			  MC_TRANSPORT_RDMA, y->it->len, n->endpoint);
 	}
 	uint64_t t0 = mc_now_ns();
 	int rc = run_chains(c, r, p, wr, sl, ns);
@@ -219,8 +218,8 @@ static void lane_items(struct mc_client *c, struct mc_node *n, struct rdma_lane 
 			memcpy(y->it->buf, y->lbuf, y->it->len);
 		if (rc == 0)
 			y->it->rc = 0;
-		MC_PROBE7(transfer__done, MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
-			  MC_TRANSPORT_RDMA, y->it->len, n->endpoint, rc, t0);
+		mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
+				 MC_TRANSPORT_RDMA, y->it->len, n->endpoint, rc, t0);
 	}
 out:
 	pthread_mutex_unlock(&p->mu);
