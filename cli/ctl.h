@@ -38,6 +38,8 @@ struct ctl {
 	const char *secret_file; /* the cluster secret for the RPC handshake, or NULL */
 	const char *tenant;
 	long timeout_ms;	/* per request (REST) / per I/O (RPC) */
+	const char *rdma_device; /* libmooncake's rdma_device, or NULL: its default */
+	unsigned rdma_qps, rdma_lanes;	/* likewise, 0: its default */
 	bool json;
 	const char *cmd;	/* the command running, for messages ("object put") */
 	const struct ctl_verb *verb; /* its table entry, for --help */

@@ -3,7 +3,8 @@
  * mooncakectl - administer a Mooncake Store cluster and move objects.
  *
  *   mooncakectl [--master URL] [--rpc HOST:PORT] [--tenant T] [--token-file F]
- *               [--timeout MS] [-o table|json | -j] GROUP VERB ...
+ *               [--timeout MS] [--rdma-device D] [--rdma-qps N] [--rdma-lanes N]
+ *               [-o table|json | -j] GROUP VERB ...
  *
  * The command line is parsed with getopt_long: the global options may come
  * anywhere (before the group, between group and verb, among the verb's
@@ -64,6 +65,12 @@ static void usage(FILE *f)
 		"  --secret-file F    cluster secret for the RPC handshake\n"
 		"                     (env MOONCAKE_CLUSTER_SECRET_FILE)\n"
 		"  --timeout MS       per request (default 10000)\n"
+		"  --rdma-device D    auto, a device name, or none: TCP only (env MC_RDMA_DEVICE,\n"
+		"                     default auto)\n"
+		"  --rdma-qps N       RDMA connections (QPs) per node and transfer, 1..16\n"
+		"                     (env MC_RDMA_QPS, default 2)\n"
+		"  --rdma-lanes N     RDMA transfers to one node in flight at once, 1..8, each\n"
+		"                     on its own QPs (env MC_RDMA_LANES, default 4)\n"
 		"  -o table|json, -j  output format (JSON: the server's reply)\n"
 		"  -h, --help         this text; after a command, that command's usage\n"
 		"  --version          the versions of mooncakectl and libmooncake\n"
@@ -113,7 +120,9 @@ int ctl_connect(struct ctl *ctl, struct mc_client **ret)
 		struct mc_client_opts o = { .sz = sizeof(o), .master = ctl->rpc,
 					    .tenant = ctl->tenant, .timeout_ms = (int)ctl->timeout_ms,
 					    .cluster_secret_file = ctl->secret_file ? ctl->secret_file : "",
-					    .token_file = ctl->token_file ? ctl->token_file : "" };
+					    .token_file = ctl->token_file ? ctl->token_file : "",
+					    .rdma_device = ctl->rdma_device, .rdma_qps = ctl->rdma_qps,
+					    .rdma_lanes = ctl->rdma_lanes };
 		int r = mc_client_new(&o, &ctl->client);
 		if (r < 0) {
 			char subject[300];
@@ -195,6 +204,9 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_SECRET_FILE,
 	OPT_TIMEOUT,
+	OPT_RDMA_DEVICE,
+	OPT_RDMA_QPS,
+	OPT_RDMA_LANES,
 	OPT_VERSION,
 	OPT_VERB = 0x200,	/* + the index of a verb's option */
 	OPT_HELP_SEEN = -2,	/* parse(): -h or --help */
@@ -210,6 +222,9 @@ static const struct option global_opts[] = {
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "rdma-device", required_argument, NULL, OPT_RDMA_DEVICE },
+	{ "rdma-qps", required_argument, NULL, OPT_RDMA_QPS },
+	{ "rdma-lanes", required_argument, NULL, OPT_RDMA_LANES },
 	{ "output", required_argument, NULL, 'o' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
@@ -239,6 +254,21 @@ static int apply_global(struct ctl *ctl, int c, const char *v)
 		if (ctl_parse_u64(v, 3600000, &tmo) < 0 || tmo == 0)
 			return ctl_usage("bad value '%s' for --timeout (1..3600000 ms)", v);
 		ctl->timeout_ms = (long)tmo;
+		break;
+	case OPT_RDMA_DEVICE:
+		if (!*v)
+			return ctl_usage("--rdma-device needs auto, a device name or none");
+		ctl->rdma_device = v;
+		break;
+	case OPT_RDMA_QPS:
+		if (ctl_parse_u64(v, 16, &tmo) < 0 || tmo == 0)
+			return ctl_usage("bad value '%s' for --rdma-qps (1..16)", v);
+		ctl->rdma_qps = (unsigned)tmo;
+		break;
+	case OPT_RDMA_LANES:
+		if (ctl_parse_u64(v, 8, &tmo) < 0 || tmo == 0)
+			return ctl_usage("bad value '%s' for --rdma-lanes (1..8)", v);
+		ctl->rdma_lanes = (unsigned)tmo;
 		break;
 	case 'j': ctl->json = true; break;
 	case 'o':
@@ -348,7 +378,8 @@ static int parse(struct ctl *ctl, const char *cmd, int argc, char **argv, struct
 
 static const char global_hint[] =
 	"Global options, accepted anywhere: --master URL, --rpc HOST:PORT, --tenant T,\n"
-	"--token-file F, --secret-file F, --timeout MS, -o table|json, -j (see mooncakectl --help).\n";
+	"--token-file F, --secret-file F, --timeout MS, --rdma-device D, --rdma-qps N,\n"
+	"--rdma-lanes N, -o table|json, -j (see mooncakectl --help).\n";
 
 /* "usage: mooncakectl [OPTIONS] object put KEY ...", its help, the global options. */
 static void verb_usage(FILE *f, const char *cmd, const struct ctl_verb *v)

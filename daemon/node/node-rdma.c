@@ -43,9 +43,11 @@
  * bounds the two coincide.  A type 2 window is usable only through the QP it was
  * bound on, so its rkey is worth nothing to another connection.  The window
  * is deallocated (invalidated) when the grant expires (the cm thread sweeps
- * every SWEEP_MS), when the same session asks for its next keys (a client
- * session runs one transfer at a time: client-rdma.c's lanes; so at most
- * one window per connected QP lives), or when its connection goes.  What remains exposed: a
+ * every SWEEP_MS), when its QP has MC_RDMA_KEYS_PER_QP newer ones (the
+ * oldest goes to bind one more), or when its connection goes.  The answer
+ * says how long the windows live (ttl_ms): the client uses them again for
+ * later transfers inside the range with no new request while they do
+ * (util/rdma-keys.h follows these rules).  What remains exposed: a
  * client may use a window until the grant's expiry, as it may use the
  * grant itself over TCP (a block freed before its grants end is not reused
  * before they do: the master's rule, meta.h).
@@ -87,14 +89,17 @@
 #include "segsrv/node-transport.h"
 #include "proto/arena.h"
 #include "util/clock.h"
+#include "util/rdma-keys.h"
 #include "util/rdma-plan.h"
 #include "util/syserr.h"
 
 #define TICKET_LEN MC_PROTO_RDMA_TICKET
 #define SESSION_LEN MC_PROTO_RDMA_SESSION
-/* Windows bound at once (all clients); past it DATA_RDMA_INFO answers BUSY
- * and the client uses TCP. */
-#define MAX_WINDOWS 8192u
+/* Windows bound at once (all clients); past it DATA_RDMA_INFO answers
+ * NO_MEMORY and the client uses TCP.  Per QP: MC_RDMA_KEYS_PER_QP (its
+ * oldest goes to bind one more; util/rdma-keys.h, which the client's cache
+ * follows). */
+#define MAX_WINDOWS 32768u
 /* The window sweep's period, and how long a bind may take to complete. */
 #define SWEEP_MS 100
 #define BIND_TIMEOUT_MS 5000u
@@ -104,6 +109,7 @@ struct rdma_conn {
 	struct rdma_cm_id *id;
 	uint8_t session[SESSION_LEN];
 	uint8_t idx;			/* the QP's index in its session */
+	unsigned nwin;			/* its windows (<= MC_RDMA_KEYS_PER_QP) */
 };
 
 /* A memory window bound for a grant on one connection's QP, over a memory
@@ -111,6 +117,7 @@ struct rdma_conn {
 struct rdma_window {
 	struct rdma_window *next;
 	struct rdma_cm_id *id;		/* its connection */
+	struct rdma_conn *conn;		/* likewise */
 	struct ibv_mr *mr;		/* [base, base + len) of the grant */
 	struct ibv_mw *mw;
 	uint64_t deadline_ms;		/* the grant's expiry, node clock */
@@ -187,6 +194,7 @@ static void window_free(struct mc_node_transport *t, struct rdma_window **pp)
 	*pp = w->next;
 	ibv_dealloc_mw(w->mw);	/* first: a region with a window bound stays */
 	ibv_dereg_mr(w->mr);
+	w->conn->nwin--;
 	free(w);
 	__atomic_sub_fetch(&t->nwindows, 1, __ATOMIC_RELAXED);
 }
@@ -200,6 +208,17 @@ static void windows_sweep(struct mc_node_transport *t, struct rdma_cm_id *id, ui
 			window_free(t, pp);
 		else
 			pp = &(*pp)->next;
+}
+
+/* The oldest window of c (the list is newest first); under mu. */
+static void window_drop_oldest(struct mc_node_transport *t, struct rdma_conn *c)
+{
+	struct rdma_window **old = NULL;
+	for (struct rdma_window **pp = &t->windows; *pp; pp = &(*pp)->next)
+		if ((*pp)->conn == c)
+			old = pp;
+	if (old)
+		window_free(t, old);
 }
 
 /*
@@ -225,12 +244,13 @@ static int bind_windows(struct mc_node_transport *t, const uint8_t *session, uns
 	for (unsigned i = 0; i < cnt; i++)
 		if (!by_idx[i])
 			return MC_ERR_TRANSFER_FAIL;	/* indexes 0..cnt-1, or connect again */
-	/* a session runs one transfer at a time (a client lane): its earlier
-	 * windows are done with, and go now rather than at their expiry */
-	for (unsigned i = 0; i < cnt; i++)
-		windows_sweep(t, by_idx[i]->id, 0);
 	if (cnt && want && want < cnt)
 		cnt = want;	/* the transfer uses QPs 0..want-1 */
+	/* the client keeps using a window while its grant lasts (its key
+	 * cache): a QP keeps its MC_RDMA_KEYS_PER_QP newest, the oldest goes */
+	for (unsigned i = 0; i < cnt; i++)
+		if (by_idx[i]->nwin >= MC_RDMA_KEYS_PER_QP)
+			window_drop_oldest(t, by_idx[i]);
 	if (t->nwindows + cnt > MAX_WINDOWS)
 		return MC_ERR_NO_MEMORY;
 	struct rdma_window *nw[MC_RDMA_MAX_QPS] = { 0 };
@@ -243,6 +263,7 @@ static int bind_windows(struct mc_node_transport *t, const uint8_t *session, uns
 			goto out;
 		}
 		nw[i]->id = by_idx[i]->id;
+		nw[i]->conn = by_idx[i];
 		nw[i]->deadline_ms = deadline;
 		uint32_t rkey = ibv_inc_rkey(nw[i]->mw->rkey);
 		struct ibv_send_wr wr = {
@@ -285,6 +306,7 @@ out:;
 		if (ret == 0) {
 			nw[i]->next = t->windows;
 			t->windows = nw[i];
+			nw[i]->conn->nwin++;
 			__atomic_add_fetch(&t->nwindows, 1, __ATOMIC_RELAXED);
 		} else if (done >= posted) {
 			if (nw[i]->mw)
@@ -332,6 +354,9 @@ static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *res
 		if (r < 0)
 			return r;
 		p->rkeys = (struct mc_bytes){ keys, 4 * n };
+		uint64_t now = mc_now_ms();
+		p->ttl_ms = deadline <= now ? 0 : deadline - now > UINT32_MAX ? UINT32_MAX :
+			    (uint32_t)(deadline - now);
 	}
 	__atomic_add_fetch(&t->infos, 1, __ATOMIC_RELAXED);
 	p->port = t->port;

@@ -39,13 +39,15 @@ if [ "$bench" = 1 ]; then
 	cb=$(dirname "$bin")/tests/bench/client-bench
 	[ -x "$cb" ] || { echo "test-rdma: $cb is missing: make test-build"; exit 1; }
 	cp "$cb" "$stage/bin/"
-	touch "$stage/bench"
+	cp "$here/rdma/bench" "$stage/bench"
 fi
 secret=$(head -c 32 /dev/urandom | base64 | tr -d '\n')
 start=$(date +%s)
+echo "test-rdma: host load at the start: $(uptime)"
 "$here/../vm.sh" --image "$image" --out "$out" --timeout "${IMAGE_TEST_TIMEOUT:-2400}" --mem 1536 \
 	--vm "name=vm1,role=master,run=$stage,append=mooncake.secret=$secret" \
 	--vm "name=vm2,role=node,run=$stage,expect=MOONCAKE-RDMA-OK,append=mooncake.secret=$secret"
 echo "test-rdma: passed in $(( $(date +%s) - start )) s"
-[ "$bench" = 1 ] && [ -e "$out/vm2/out/bench.txt" ] && cp "$out/vm2/out/bench.txt" "$out/bench.txt" && echo "test-rdma: benchmark in $out/bench.txt"
+[ "$bench" = 1 ] && [ -e "$out/vm2/out/bench.txt" ] && cp "$out/vm2/out/bench.txt" "$out/bench.txt" &&
+	{ echo "host load at the end: $(uptime)" >>"$out/bench.txt"; echo "test-rdma: benchmark in $out/bench.txt"; }
 exit 0

@@ -21,7 +21,9 @@
  *     writers:  -- chunk k ---------->
  *                          -- chunk k+1 (from START(k+1)'s answer) -->
  *
- * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  At most two
+ * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  A get chunk's
+ * small objects whose RDMA keys the client holds are read first, in one
+ * chain of work requests per node (mc_rdma_batch_get, client-rdma-batch.c).  At most two
  * chunks are in flight, each with its own master connection, which holds
  * its answer until the chunk ends.  A master call that fails ends the
  * batch with its error once the chunk in flight has finished (its items
@@ -32,6 +34,7 @@
 #include <string.h>
 
 #include "client/client-internal.h"
+#include "client/client-rdma.h"
 #include "util/clock.h"
 
 #define PIPE_MIN_ITEMS 4u	/* a chunk cut for its bytes has at least these */
@@ -455,6 +458,13 @@ static int get_start(struct stage *s)
 			todo++;
 		}
 	}
+	/* small objects whose RDMA keys are held: one chain of work requests
+	 * per node (client-rdma-batch.c); the rest below */
+	bytes -= mc_rdma_batch_get(c, p->items, ch->n, ch->idx, b->bufs, b->lens, b->status,
+				   s->res, s->t0);
+	todo = 0;
+	for (uint32_t j = 0; j < ch->n; j++)
+		todo += s->res[j] == 0;
 	stage_launch(s, get_item, bytes, todo);
 	return 0;
 }

@@ -2,14 +2,17 @@
 /*
  * client-rdma.c - see client-rdma.h.
  *
- * Per node (struct mc_rdma_peer, hung on struct mc_node): up to
- * MC_RDMA_LANES lanes (default 4), each its own set of rdma_qps
+ * Per node (struct mc_rdma_peer, hung on struct mc_node): rdma_lanes
+ * lanes (default 4), each its own set of rdma_qps
  * connections made with librdmacm in synchronous mode (no event channel:
  * rdma_resolve_addr / _route / rdma_connect block, bounded by the client's
  * timeout), one CQ for them, a session name (the node binds memory windows
  * per session: node-rdma.c), the node's keys learnt with DATA_RDMA_INFO
  * (whole-segment keys cached per segment until the QPs are torn down;
- * per-grant windows asked for every transfer) and a staging buffer
+ * per-grant windows cached per range and mode while the node keeps them:
+ * util/rdma-keys.h, so a get of an object whose lease runs, or of a cached
+ * descriptor, needs no request; a transfer that fails with cached keys
+ * tears the QPs down, which drops the cache, and asks again) and a staging buffer
  * registered once (STAGE_BYTES).  A transfer holds one lane's mutex (a
  * free lane if any): a node carries up to that many transfers of one
  * client at once, each spread over its lane's QPs.
@@ -56,20 +59,15 @@
 
 #include "client/client-internal.h"
 #include "client/client-rdma.h"
+#include "client/client-rdma-internal.h"
 #include "util/clock.h"
 #include "util/grant.h"
 #include "util/probes.h"
+#include "util/rdma-keys.h"
 #include "util/xfertrace.h"
 #include "util/rdma-plan.h"
 
-#define STAGE_BYTES (8u << 20)
-#define QP_DEPTH 32u
 #define PEER_RETRY_MS 10000u
-#define MAX_REGIONS 64u
-#define MAX_LANES 8u
-/* Bytes in flight per QP (at least 2 WRs): a soft-RoCE link in a VM drops
- * packets of larger bursts, and every drop costs a retry of the 7 allowed. */
-#define QP_WINDOW (4u << 20)
 /* The QPs' ACK timeout: 4.096 us x 2^18, about 1 s (a loaded soft-RoCE
  * host under TCG is slow to answer; each expiry costs a retry). */
 #define ACK_TIMEOUT 18
@@ -77,54 +75,6 @@
  * round (idempotent: the same bytes to the same granted range) runs again
  * on new ones, up to this many times in all. */
 #define ROUND_ATTEMPTS 4
-
-struct rdma_bufmr {
-	uintptr_t start;
-	size_t len;
-	struct ibv_mr *mr;
-};
-
-struct mc_rdma {
-	char device[64];		/* "auto", a name, or "none" */
-	int gid_index;
-	unsigned nqps;
-	uint64_t slice;
-	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
-	unsigned lanes;			/* sets of QPs per node, 1..MAX_LANES */
-	pthread_mutex_t mu;		/* leaf */
-	bool disabled;			/* "none", or no device found (atomic) */
-	bool looked;			/* the device list was read */
-	struct ibv_context *ctx;	/* the device of the first connection */
-	struct ibv_pd *pd;
-	struct rdma_bufmr *mrs;
-	size_t nmrs, cap;
-};
-
-struct rdma_region {
-	struct mc_uuid seg;
-	uint64_t addr, size;
-	bool scoped;			/* per-grant windows: not cached */
-	unsigned nkeys;			/* scoped: rkeys of QPs 0..nkeys-1 */
-	uint32_t rkey[MC_RDMA_MAX_QPS];	/* per QP (unscoped: all the segment's) */
-};
-
-/* One set of QPs to a node, which carries one transfer at a time. */
-struct rdma_lane {
-	pthread_mutex_t mu;
-	bool connected;
-	uint64_t retry_at_ms;		/* setup failed: TCP until then */
-	unsigned nqps;
-	struct rdma_cm_id *id[MC_RDMA_MAX_QPS];
-	struct ibv_cq *cq;
-	uint16_t port;
-	uint8_t ticket[MC_PROTO_RDMA_TICKET];
-	uint8_t session[MC_PROTO_RDMA_SESSION];	/* new with every set of QPs */
-	struct rdma_region reg[MAX_REGIONS];
-	unsigned nreg;
-	void *stage;
-	struct ibv_mr *stage_mr;
-	unsigned next_qp;		/* the first QP of the next transfer */
-};
 
 static const char *env_or(const char *v, const char *name, const char *def)
 {
@@ -186,8 +136,9 @@ int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret)
 	    v > QP_DEPTH)
 		goto bad;
 	r->depth = (unsigned)v;
-	/* not a struct mc_client_opts field (its layout is the ABI): env only */
-	if (parse_u64(env_or(NULL, "MC_RDMA_LANES", "4"), &v) < 0 || v < 1 || v > MAX_LANES)
+	snprintf(num, sizeof(num), "%u", o->rdma_lanes);
+	if (parse_u64(env_or(o->rdma_lanes ? num : NULL, "MC_RDMA_LANES", "4"), &v) < 0 || v < 1 ||
+	    v > MAX_LANES)
 		goto bad;
 	r->lanes = (unsigned)v;
 	pthread_mutex_init(&r->mu, NULL);
@@ -232,7 +183,7 @@ void mc_rdma_forget_buffer(struct mc_rdma *r, const void *start)
 
 /* The MR of the registered buffer around [p, p + len), made on first use;
  * NULL: not registered (or the registration failed: staging then). */
-static struct ibv_mr *buffer_mr(struct mc_client *c, struct mc_rdma *r, const void *p, size_t len)
+struct ibv_mr *mc_rdma_buffer_mr(struct mc_client *c, struct mc_rdma *r, const void *p, size_t len)
 {
 	uintptr_t s = (uintptr_t)p, start = 0;
 	size_t blen = 0;
@@ -280,7 +231,7 @@ static void new_session(struct rdma_lane *p)
 }
 
 /* Tears the QPs down (kept: the mutex, retry_at_ms, port and ticket). */
-static void peer_reset(struct rdma_lane *p)
+void mc_rdma_lane_reset(struct rdma_lane *p)
 {
 	new_session(p);
 	for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++) {
@@ -303,19 +254,14 @@ static void peer_reset(struct rdma_lane *p)
 	p->cq = NULL;
 	p->connected = false;
 	p->nreg = 0;
+	mc_rdma_keys_reset(&p->keys);
 }
 
-/* Per node: up to MAX_LANES lanes (rdma_lanes of them used), so that that
- * many transfers to one node are in flight at once. */
-struct mc_rdma_peer {
-	struct rdma_lane lane[MAX_LANES];
-	unsigned rotor;			/* atomic: where the next pick starts */
-};
 
 static void peer_free_lanes(struct mc_rdma_peer *np)
 {
 	for (unsigned i = 0; i < MAX_LANES; i++) {
-		peer_reset(&np->lane[i]);
+		mc_rdma_lane_reset(&np->lane[i]);
 		pthread_mutex_destroy(&np->lane[i].mu);
 	}
 	free(np);
@@ -328,7 +274,7 @@ void mc_rdma_peer_free(struct mc_rdma_peer *p)
 }
 
 /* A lane of node n, locked: a free one if any, else wait for one. */
-static int lane_of(struct mc_rdma *r, struct mc_node *n, struct rdma_lane **ret)
+static int mc_rdma_lane_of(struct mc_rdma *r, struct mc_node *n, struct rdma_lane **ret)
 {
 	struct mc_rdma_peer *p = __atomic_load_n(&n->rdma, __ATOMIC_ACQUIRE);
 	if (!p) {
@@ -369,6 +315,7 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 					       .session = { p->session, MC_PROTO_RDMA_SESSION },
 					       .qps = (uint8_t)qps };
 	struct mc_msg_data_rdma_info_resp a;
+	uint64_t sent = mc_now_ms();
 	int r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_RDMA_INFO, &q, &a, NULL);
 	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0 || a.rkeys.len % 4 ||
 		       a.rkeys.len / 4 > MC_RDMA_MAX_QPS || (!a.scoped && a.rkeys.len)))
@@ -380,7 +327,8 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 		p->port = a.port;
 		memcpy(p->ticket, a.ticket.p, MC_PROTO_RDMA_TICKET);
 		*ret = (struct rdma_region){ .seg = t->seg, .addr = a.addr, .size = a.size,
-					     .scoped = a.scoped, .nkeys = a.rkeys.len / 4 };
+					     .scoped = a.scoped, .nkeys = a.rkeys.len / 4,
+					     .sent_ms = sent, .ttl_ms = a.ttl_ms };
 		for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++)
 			ret->rkey[i] = !a.scoped ? a.rkey :
 				       i < ret->nkeys ? (uint32_t)a.rkeys.p[4 * i] |
@@ -512,7 +460,7 @@ static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *
 
 /* MC_TEST_RDMA_TRACE=1 (a test hook, like MC_TEST_READ_DELAY_MS): why a
  * round failed, on stderr.  Off otherwise: the library does not log. */
-static void trace_fail(const char *what, int status)
+void mc_rdma_trace_fail(const char *what, int status)
 {
 	static int on = -1;
 	if (on < 0) {
@@ -522,6 +470,16 @@ static void trace_fail(const char *what, int status)
 	if (on)
 		fprintf(stderr, "libmooncake rdma: %s%s%s\n", what, status >= 0 ? ": " : "",
 			status >= 0 ? ibv_wc_status_str((enum ibv_wc_status)status) : "");
+}
+
+unsigned mc_rdma_window(const struct mc_rdma *r)
+{
+	unsigned window = (unsigned)(QP_WINDOW / r->slice);
+	if (window < 2)
+		window = 2;
+	if (window > QP_DEPTH)
+		window = QP_DEPTH;
+	return r->depth ? r->depth : window;
 }
 
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
@@ -542,13 +500,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		goto out;
 	}
 	mc_rdma_plan(len, r->slice, p->nqps, first, sl, n);
-	unsigned window = (unsigned)(QP_WINDOW / r->slice);
-	if (window < 2)
-		window = 2;
-	if (window > QP_DEPTH)
-		window = QP_DEPTH;
-	if (r->depth)
-		window = r->depth;
+	unsigned window = mc_rdma_window(r);
 	p->next_qp = (p->next_qp + 1) % p->nqps;
 	for (size_t i = 0; i < n; i++) {
 		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)(lbuf + sl[i].off), .length = sl[i].len,
@@ -590,7 +542,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 			}
 			struct ibv_send_wr *bad = NULL;
 			if (head && ibv_post_send(p->id[q]->qp, head, &bad) != 0) {
-				trace_fail("ibv_post_send failed", -1);
+				mc_rdma_trace_fail("ibv_post_send failed", -1);
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
 			}
@@ -605,7 +557,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		}
 		if (k == 0) {
 			if (mc_now_ms() > deadline) {
-				trace_fail("no completion within the timeout", -1);
+				mc_rdma_trace_fail("no completion within the timeout", -1);
 				ret = MC_ERR_TRANSFER_FAIL;	/* timeout */
 				goto out;
 			}
@@ -614,7 +566,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		}
 		for (int i = 0; i < k; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= n) {
-				trace_fail(write ? "RDMA WRITE completion" : "RDMA READ completion",
+				mc_rdma_trace_fail(write ? "RDMA WRITE completion" : "RDMA READ completion",
 					   (int)wc[i].status);
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
@@ -631,7 +583,7 @@ out:
 	return ret;
 }
 
-static const struct rdma_region *find_region(const struct rdma_lane *p, struct mc_uuid seg)
+const struct rdma_region *mc_rdma_find_region(const struct rdma_lane *p, struct mc_uuid seg)
 {
 	for (unsigned i = 0; i < p->nreg; i++)
 		if (mc_uuid_eq(p->reg[i].seg, seg))
@@ -660,16 +612,24 @@ static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t,
 	int rc = ask_region(c, t, len, write, want, p, reg);
 	if (rc == MC_ERR_TRANSFER_FAIL) {
 		/* the node restarted (new ticket) or lost our QPs: a new session */
-		peer_reset(p);
+		mc_rdma_lane_reset(p);
 		rc = ask_region(c, t, len, write, want, p, reg);
 	}
 	if (rc == 0 && !p->connected && (rc = peer_connect(c, r, t->node, p)) < 0)
-		peer_reset(p);
+		mc_rdma_lane_reset(p);
 	else if (rc == 0 && reg->scoped && reg->nkeys == 0)
 		rc = ask_region(c, t, len, write, want, p, reg);	/* connected now */
 	if (rc == 0 && reg->scoped && reg->nkeys != want) {
-		peer_reset(p);
+		mc_rdma_lane_reset(p);
 		rc = MC_ERR_TRANSFER_FAIL;
+	}
+	if (rc == 0 && reg->scoped) {
+		/* the windows live on: later transfers inside the range use them */
+		struct mc_rdma_key k = { .seg = t->seg, .off = t->offset, .len = len,
+					 .write = write, .addr = reg->addr, .size = reg->size,
+					 .nkeys = reg->nkeys };
+		memcpy(k.rkey, reg->rkey, sizeof(k.rkey));
+		mc_rdma_keys_add(&p->keys, &k, reg->sent_ms, reg->ttl_ms);
 	}
 	if (rc < 0) {
 		if (rc != MC_ERR_GRANT_DENIED && rc != MC_ERR_GRANT_EXPIRED)
@@ -739,7 +699,7 @@ static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct rdma_lane
 			nanosleep(&ts, NULL);
 		}
 	}
-	peer_reset(p);
+	mc_rdma_lane_reset(p);
 }
 
 int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
@@ -764,16 +724,23 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	pthread_mutex_unlock(&r->mu);
 	if (!mc_rdma_enabled(r))
 		return MC_ERR_NOT_SUPPORTED;
-	if ((rc = lane_of(r, t->node, &p)) < 0)
+	if ((rc = mc_rdma_lane_of(r, t->node, &p)) < 0)
 		return rc;
 	if (!p->connected && mc_now_ms() < p->retry_at_ms) {
 		rc = MC_ERR_NOT_SUPPORTED;
 		goto out;
 	}
-	/* whole-segment keys are cached per segment; windows are per grant */
-	const struct rdma_region *g = find_region(p, t->seg);
+	/* whole-segment keys are cached per segment; windows per range and
+	 * mode while they live (util/rdma-keys.h) */
+	const struct rdma_region *g = mc_rdma_find_region(p, t->seg);
+	const struct mc_rdma_key *k = p->connected ? mc_rdma_keys_find(&p->keys, t->seg, t->offset,
+								   len, write, mc_now_ms()) : NULL;
 	if (g) {
 		keep = *g;
+	} else if (k) {
+		keep = (struct rdma_region){ .seg = k->seg, .addr = k->addr, .size = k->size,
+					     .scoped = true, .nkeys = k->nkeys };
+		memcpy(keep.rkey, k->rkey, sizeof(keep.rkey));
 	} else {
 		if ((rc = get_keys(c, r, t, len, write, p, &keep)) < 0)
 			goto out;
@@ -786,7 +753,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	uint64_t raddr;
 	if ((rc = mc_rdma_remote_addr(keep.addr, keep.size, t->offset, len, &raddr)) < 0)
 		goto out;
-	struct ibv_mr *mr = buffer_mr(c, r, buf, len);
+	struct ibv_mr *mr = mc_rdma_buffer_mr(c, r, buf, len);
 	uint64_t t0 = mc_now_ns();
 	char *lbuf = NULL;
 	uint64_t off = 0, n = 0;
@@ -807,7 +774,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 				break;
 			/* new QPs; windows were bound on the old ones: new keys too
 			 * (as long as the grant lasts) */
-			peer_reset(p);
+			mc_rdma_lane_reset(p);
 			if (keep.scoped) {
 				struct rdma_region nk;
 				if (get_keys(c, r, t, len, write, p, &nk) < 0)
@@ -839,7 +806,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ, MC_TRANSPORT_RDMA,
 			 len, t->node->endpoint, rc, t0);
 	if (rc < 0)
-		peer_reset(p);		/* error completion / timeout: rebuild next time */
+		mc_rdma_lane_reset(p);		/* error completion / timeout: rebuild next time */
 	else
 		scope_probe(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey, raddr, len,
 			    raddr + off - n, n, &keep);

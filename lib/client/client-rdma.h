@@ -24,7 +24,7 @@
  *                                       socket network drops bursts over its
  *                                       socket buffer) wants small slices and
  *                                       depth 1
- *   (environment only) MC_RDMA_LANES    sets of QPs per node, 1..8; 4: that many
+ *   rdma_lanes      MC_RDMA_LANES       sets of QPs per node, 1..8; 4: that many
  *                                       transfers of one client to one node in
  *                                       flight at once
  */
@@ -70,5 +70,42 @@ bool mc_rdma_enabled(const struct mc_rdma *r);
  */
 int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
 		     bool write, XXH3_state_t *st, const struct mc_progress *pg);
+
+/* Items of a batch moved in one chain of work requests (below): at most
+ * this many bytes each. */
+#define MC_RDMA_BATCH_MAX (256u << 10)
+
+struct mc_rdma_item {
+	struct mc_target *t;		/* the replica */
+	void *buf;
+	uint64_t len;
+	int rc;				/* out: 0 moved; MC_ERR_NOT_SUPPORTED not */
+};
+
+/*
+ * Moves those of the n items whose keys this client already holds (a
+ * memory window of a lease that still runs, or a node's whole-segment
+ * key; no request to the node) and that are at most MC_RDMA_BATCH_MAX
+ * bytes: per node, over one lane, as one chain of work requests per QP
+ * (one doorbell, the last signalled).  WRITE when write, else READ.  Each
+ * item's rc: 0 when it moved, MC_ERR_NOT_SUPPORTED when it did not (not
+ * taken, or its node's chain failed: that node's QPs were torn down): the
+ * caller moves those the usual way.  No checksum is computed here.
+ * (client-rdma-batch.c)
+ */
+void mc_rdma_transfer_items(struct mc_client *c, struct mc_rdma_item *it, size_t n, bool write);
+
+struct mc_msg_batch_replica_item;
+/*
+ * The reads of a batch get's chunk that mc_rdma_transfer_items can do
+ * (items j with res[j] == 0 of n, whose first replica is a node's memory
+ * over RDMA, of at most MC_RDMA_BATCH_MAX bytes, with keys held): on
+ * success (and a matching checksum, within the lease from query_ms) the
+ * item's lens[idx[j]] and status[idx[j]] (0) are set and res[j] = 1; the
+ * others are left to the usual read.  Returns the bytes read.
+ */
+uint64_t mc_rdma_batch_get(struct mc_client *c, const struct mc_msg_batch_replica_item *items,
+			   uint32_t n, const size_t *idx, void *const *bufs, size_t *lens,
+			   int *status, int *res, uint64_t query_ms);
 
 #endif

@@ -28,10 +28,18 @@ teardown() {
 	for g in status segment client object tenant evict snapshot trace version; do
 		[[ "$output" == *"  $g"* ]] || { echo "missing $g"; false; }
 	done
-	for o in --master --rpc --tenant --token-file --timeout "-o table|json"; do
+	for o in --master --rpc --tenant --token-file --timeout --rdma-device --rdma-qps \
+		--rdma-lanes "-o table|json"; do
 		[[ "$output" == *"$o"* ]] || { echo "missing $o"; false; }
 	done
 	[[ "$output" == *"Exit status: 0 ok, 1 failed operation, 2 usage error, 3 object exists (put),"* ]]
+	# the RDMA options' ranges (libmooncake's): usage errors before any connection
+	run -2 --separate-stderr "$CTL" --rdma-lanes 9 object get k f
+	[[ "$stderr" == *"bad value '9' for --rdma-lanes (1..8)"* ]]
+	run -2 --separate-stderr "$CTL" --rdma-qps 0 object get k f
+	[[ "$stderr" == *"bad value '0' for --rdma-qps (1..16)"* ]]
+	run -2 --separate-stderr "$CTL" --rdma-device "" object get k f
+	[[ "$stderr" == *"--rdma-device needs"* ]]
 	run -0 "$CTL" help
 	[[ "$output" == *"segment list | show SEGMENT | drain SEGMENT [--grace MS] | unmount SEGMENT"* ]]
 	run -2 --separate-stderr "$CTL"
@@ -305,7 +313,7 @@ complete_words() {
 	run -0 complete_words mooncakectl snapshot ""
 	[ "$(echo $output)" = "list create" ]
 	run -0 complete_words mooncakectl object put k f --
-	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group --overwrite --master --rpc --tenant --token-file --secret-file --timeout --output --json --help --version" ]
+	[ "$(echo $output)" = "--replicas --pin-ttl --hard-pin --group --overwrite --master --rpc --tenant --token-file --secret-file --timeout --rdma-device --rdma-qps --rdma-lanes --output --json --help --version" ]
 	# Global options anywhere: after the verb, between group and verb.
 	run -0 complete_words mooncakectl object ls -o json --p
 	[ "$output" = --prefix ]

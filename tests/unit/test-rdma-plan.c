@@ -153,10 +153,13 @@ static void test_info_layout(void **state)
 	struct mc_msg_data_rdma_info_resp p = {
 		.port = 0x1234, .ticket = { tk, 16 }, .addr = 0x7f0000001000ull, .size = 1 << 20,
 		.rkey = 0xabcdef01, .scoped = 1, .rkeys = { keys, 8 }, .device = mc_bytes_str("rxe0"),
+		.ttl_ms = 0x01020304,
 	}, d;
 	assert_int_equal(mc_msg_data_rdma_info_resp_encode(&w, &p), 0);
-	/* port, ticket, addr, size, rkey, scoped, rkeys, device */
-	assert_int_equal(w.len, 2 + 4 + 16 + 8 + 8 + 4 + 1 + 4 + 8 + 4 + 4);
+	/* port, ticket, addr, size, rkey, scoped, rkeys, device, ttl_ms */
+	assert_int_equal(w.len, 2 + 4 + 16 + 8 + 8 + 4 + 1 + 4 + 8 + 4 + 4 + 4);
+	assert_int_equal(w.p[w.len - 4], 0x04);	/* ttl_ms, little-endian */
+	assert_int_equal(w.p[w.len - 1], 0x01);
 	assert_int_equal(w.p[0], 0x34);	/* little-endian */
 	assert_int_equal(w.p[1], 0x12);
 	assert_int_equal(w.p[2], 16);	/* the ticket's length */
@@ -172,6 +175,7 @@ static void test_info_layout(void **state)
 	assert_memory_equal(d.rkeys.p, keys, 8);
 	assert_int_equal(w.p[2 + 4 + 16 + 8 + 8 + 4], 1);	/* scoped */
 	assert_true(mc_bytes_eq(d.device, mc_bytes_str("rxe0")));
+	assert_int_equal(d.ttl_ms, 0x01020304);
 	/* more window keys than QPs are refused */
 	static uint8_t many[4 * MC_PROTO_RDMA_MAX_KEYS + 4];
 	p.rkeys = (struct mc_bytes){ many, sizeof(many) };

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * client-rdma-internal.h - what client-rdma.c (one transfer) and
+ * client-rdma-batch.c (many small ones in one chain of work requests)
+ * share: the client's RDMA state, a node's lanes, and the helpers that
+ * work on them.  Locks: see client-rdma.c.
+ */
+#ifndef MC_CLIENT_RDMA_INTERNAL_H
+#define MC_CLIENT_RDMA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "proto/msg.h"
+#include "util/rdma-keys.h"
+#include "util/rdma-plan.h"
+#include "util/uuid.h"
+
+struct mc_client;
+struct mc_node;
+
+#define STAGE_BYTES (8u << 20)
+#define QP_DEPTH 32u
+#define MAX_REGIONS 64u
+#define MAX_LANES 8u
+/* Bytes in flight per QP (at least 2 WRs): a soft-RoCE link in a VM drops
+ * packets of larger bursts, and every drop costs a retry of the 7 allowed. */
+#define QP_WINDOW (4u << 20)
+
+struct rdma_bufmr {
+	uintptr_t start;
+	size_t len;
+	struct ibv_mr *mr;
+};
+
+struct mc_rdma {
+	char device[64];		/* "auto", a name, or "none" */
+	int gid_index;
+	unsigned nqps;
+	uint64_t slice;
+	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
+	unsigned lanes;			/* sets of QPs per node, 1..MAX_LANES */
+	pthread_mutex_t mu;		/* leaf */
+	bool disabled;			/* "none", or no device found (atomic) */
+	bool looked;			/* the device list was read */
+	struct ibv_context *ctx;	/* the device of the first connection */
+	struct ibv_pd *pd;
+	struct rdma_bufmr *mrs;
+	size_t nmrs, cap;
+};
+
+struct rdma_region {
+	struct mc_uuid seg;
+	uint64_t addr, size;
+	bool scoped;			/* per-grant windows: the lane's key cache */
+	unsigned nkeys;			/* scoped: rkeys of QPs 0..nkeys-1 */
+	uint32_t rkey[MC_RDMA_MAX_QPS];	/* per QP (unscoped: all the segment's) */
+	uint64_t sent_ms;		/* scoped: when it was asked for */
+	uint32_t ttl_ms;		/* scoped: how long the node keeps the windows */
+};
+
+/* One set of QPs to a node, which carries one transfer at a time. */
+struct rdma_lane {
+	pthread_mutex_t mu;
+	bool connected;
+	uint64_t retry_at_ms;		/* setup failed: TCP until then */
+	unsigned nqps;
+	struct rdma_cm_id *id[MC_RDMA_MAX_QPS];
+	struct ibv_cq *cq;
+	uint16_t port;
+	uint8_t ticket[MC_PROTO_RDMA_TICKET];
+	uint8_t session[MC_PROTO_RDMA_SESSION];	/* new with every set of QPs */
+	struct rdma_region reg[MAX_REGIONS];	/* whole-segment keys */
+	unsigned nreg;
+	struct mc_rdma_keys keys;	/* window keys (util/rdma-keys.h) */
+	void *stage;
+	struct ibv_mr *stage_mr;
+	unsigned next_qp;		/* the first QP of the next transfer */
+};
+
+/* Per node: up to MAX_LANES lanes (rdma_lanes of them used), so that that
+ * many transfers to one node are in flight at once. */
+struct mc_rdma_peer {
+	struct rdma_lane lane[MAX_LANES];
+	unsigned rotor;			/* atomic: where the next pick starts */
+};
+
+/* The MR of the registered buffer around [p, p + len), made on first use;
+ * NULL: not registered (or the registration failed: staging then). */
+struct ibv_mr *mc_rdma_buffer_mr(struct mc_client *c, struct mc_rdma *r, const void *p,
+				 size_t len);
+/* Tears the lane's QPs down (a new session: its keys go too). */
+void mc_rdma_lane_reset(struct rdma_lane *p);
+/* The lane's whole-segment keys of seg, or NULL. */
+const struct rdma_region *mc_rdma_find_region(const struct rdma_lane *p, struct mc_uuid seg);
+/* Work requests in flight per QP. */
+unsigned mc_rdma_window(const struct mc_rdma *r);
+/* MC_TEST_RDMA_TRACE=1: why a transfer failed, on stderr (status: an
+ * ibv_wc_status, or -1). */
+void mc_rdma_trace_fail(const char *what, int status);
+
+#endif
