@@ -73,7 +73,8 @@ struct mc_client_opts {
 	const uint8_t *client_id; /* 16 bytes identifying this client (writer of its puts),
 				     or NULL: a random one */
 	bool disable_shm;	  /* never use the co-located shared-memory path */
-	bool cache_descriptors;	  /* hot reads in one round trip (see "Descriptor cache") */
+	bool cache_descriptors;	  /* true: the descriptor cache on whatever the environment
+				     (it is on by default: see descriptor_cache) */
 	const char *cluster_secret_file; /* the cluster secret (the daemons' cluster_secret_file);
 				     NULL: $MOONCAKE_CLUSTER_SECRET_FILE if set, else none */
 	const char *token_file;	  /* a tenant's (or an admin's) token, proven to the master
@@ -106,6 +107,12 @@ struct mc_client_opts {
 	unsigned tcp_stripes;	  /* 1..16 (1: no striping); 0: $MC_TCP_STRIPES, else 2 */
 	uint64_t tcp_stripe_size; /* smallest stripe, >= 64 KiB; 0: $MC_TCP_STRIPE_SIZE,
 				     else 512 KiB */
+	/* The descriptor cache: hot reads in one round trip (see "Descriptor cache"). */
+	int descriptor_cache;	  /* > 0: on; < 0: off; 0: off when $MC_CACHE_DESCRIPTORS is
+				     "0", else on (cache_descriptors true: on) */
+	unsigned descriptor_cache_entries; /* keys cached at most, 1..262144 (memory: about
+				     2.7 KiB each, taken as slots are used); 0:
+				     $MC_CACHE_ENTRIES, else 4096 */
 };
 
 /*

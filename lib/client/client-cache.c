@@ -1,38 +1,72 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * client-cache.c - the descriptor cache of hot reads (mc_client_opts
- * cache_descriptors; what a reader observes is in mooncake/client.h).
+ * client-cache.c - the descriptor cache of hot reads (on by default; what a
+ * reader observes is in mooncake/client.h "Descriptor cache").
  *
  * A GET_REPLICA_LIST answer carries the object's replicas and a read lease:
  * until the lease ends, the master neither evicts the object nor reuses its
- * bytes (a forced remove keeps them until then).  The cache keeps a copy
- * of the answer, by key, until CACHE_MARGIN before the lease ends (as the
- * client measured it from when it sent the lookup), so that a get of a hot
- * key reads straight from the node (or the shared segment) without asking
- * the master.  Past that, the entry is dead and the next get asks again
- * (which renews the lease and the entry).
+ * bytes (a forced remove and an upsert keep them until then: meta.c
+ * meta_object_hold, meta-upsert.c; the evictor skips leased objects:
+ * meta-evict.c).  The cache keeps a copy of the answer, by key, until a
+ * margin before the lease ends (as the client measured it from when it sent
+ * the lookup), so that a get of a hot key reads straight from the node (or
+ * the shared segment) without asking the master.  Past that, the entry is
+ * dead and the next get asks again (which renews the lease and the entry).
+ * BATCH_QUERY_PREFIX leases its hit prefix without descriptors: those keys
+ * get presence entries (MC_DC_PRESENT), which answer prefix queries only.
  *
- * Layout: CACHE_SLOTS entries, direct-mapped by the key's hash, each under
- * one of CACHE_LOCKS mutexes (entries are copied in and out whole under
- * it; a slot holds one key, a newer one replaces it).  Keys longer than
- * CACHE_MAX_KEY, objects of more than CACHE_MAX_REPS replicas and objects
- * with other than memory replicas are not cached.
+ * Renewal: a get that hits an entry in the second half of its lease queues
+ * the key (once per lease) for the renewal thread, started at the first
+ * such hit.  The thread sends the queued keys (at most RENEW_MAX) in one
+ * BATCH_GET_REPLICA_LIST, puts the fresh answers in place and drops the
+ * keys that are gone, then waits RENEW_INTERVAL_MS before the next call:
+ * at most RENEW_MAX keys per interval, none of it on the read path.  A key
+ * that finds the queue full is queued by a later hit (or simply expires).
+ * A child of fork() has no renewal thread (its entries just expire).
+ *
+ * Layout: `nslots` entries (the option descriptor_cache_entries), direct
+ * mapped by the key's hash, each under one of CACHE_LOCKS mutexes (entries
+ * are copied in and out whole under it; a slot holds one key, a newer one
+ * replaces it), and a generation per slot, bumped by every drop: the answer
+ * of a lookup sent before a drop of its slot is not put (so a remove or
+ * upsert through this client is never undone by a lookup or renewal that
+ * was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
+ * CACHE_MAX_REPS replicas and objects with other than memory replicas are
+ * not cached.  Lock order: a slot lock, or the queue lock, never both.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client-internal.h"
 #include "util/clock.h"
 #include "util/hash.h"
 
-#define CACHE_SLOTS   4096u	/* calloc'ed: only the slots used take memory */
-#define CACHE_LOCKS   64u
-#define CACHE_MAX_KEY 128u
+#define CACHE_LOCKS       64u
+#define RENEW_MAX         256u	/* keys per renewal call, and queued at most */
+#define RENEW_INTERVAL_MS 20u	/* between two renewal calls */
+
+struct renew_key {
+	uint32_t klen;
+	uint8_t key[CACHE_MAX_KEY];
+};
 
 struct mc_dcache {
+	struct mc_client *c;
+	uint32_t nslots;
+	pid_t pid;				/* the process that made it (renewal) */
 	pthread_mutex_t mu[CACHE_LOCKS];
-	struct mc_dcache_entry e[CACHE_SLOTS];
+	struct mc_dcache_entry *e;		/* nslots, calloc'ed: used slots take memory */
+	uint64_t *gen;				/* nslots: drops of the slot */
+	/* renewal */
+	pthread_mutex_t rmu;
+	pthread_cond_t rcv;
+	pthread_t thr;
+	bool started, stop;
+	uint32_t nq;
+	struct renew_key q[RENEW_MAX];		/* queued by hits (rmu) */
+	struct renew_key work[RENEW_MAX];	/* the thread's current call */
 };
 
 /* Lease left when an entry stops serving: a read that starts then still
@@ -43,13 +77,26 @@ static uint64_t margin_ms(uint64_t lease_ms)
 	return m < 200 ? (lease_ms < 400 ? lease_ms / 2 : 200) : m;
 }
 
-int mc_dcache_new(struct mc_dcache **ret)
+int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret)
 {
 	struct mc_dcache *d = calloc(1, sizeof(*d));
 	if (!d)
 		return MC_ERR_NO_MEMORY;
+	d->nslots = entries ? entries : MC_DCACHE_DEFAULT_ENTRIES;
+	d->e = calloc(d->nslots, sizeof(*d->e));
+	d->gen = calloc(d->nslots, sizeof(*d->gen));
+	if (!d->e || !d->gen) {
+		free(d->e);
+		free(d->gen);
+		free(d);
+		return MC_ERR_NO_MEMORY;
+	}
+	d->c = c;
+	d->pid = getpid();
 	for (unsigned i = 0; i < CACHE_LOCKS; i++)
 		pthread_mutex_init(&d->mu[i], NULL);
+	pthread_mutex_init(&d->rmu, NULL);
+	pthread_cond_init(&d->rcv, NULL);
 	*ret = d;
 	return 0;
 }
@@ -58,16 +105,39 @@ void mc_dcache_free(struct mc_dcache *d)
 {
 	if (!d)
 		return;
+	if (d->started && d->pid == getpid()) {
+		pthread_mutex_lock(&d->rmu);
+		d->stop = true;
+		pthread_cond_broadcast(&d->rcv);
+		pthread_mutex_unlock(&d->rmu);
+		pthread_join(d->thr, NULL);
+	}
 	for (unsigned i = 0; i < CACHE_LOCKS; i++)
 		pthread_mutex_destroy(&d->mu[i]);
+	pthread_mutex_destroy(&d->rmu);
+	pthread_cond_destroy(&d->rcv);
+	free(d->e);
+	free(d->gen);
 	free(d);
 }
 
-static uint32_t slot_of(const void *key, size_t klen, uint64_t *ret_hash)
+static uint32_t slot_of(const struct mc_dcache *d, const void *key, size_t klen,
+			uint64_t *ret_hash)
 {
 	uint64_t h = mc_hash(key, klen);
 	*ret_hash = h;
-	return (uint32_t)(h % CACHE_SLOTS);
+	return (uint32_t)(h % d->nslots);
+}
+
+static pthread_mutex_t *lock_of(struct mc_dcache *d, uint32_t s)
+{
+	return &d->mu[s % CACHE_LOCKS];
+}
+
+static bool same_key(const struct mc_dcache_entry *e, uint64_t h, const void *key, size_t klen)
+{
+	return e->kind != MC_DC_EMPTY && e->hash == h && e->klen == klen &&
+	       !memcmp(e->key, key, klen);
 }
 
 /* Points the copied descriptors' strings and grants at the entry's own
@@ -82,17 +152,42 @@ static void fix_pointers(struct mc_dcache_entry *e)
 	}
 }
 
+uint64_t mc_dcache_gen(struct mc_dcache *d, const void *key, size_t klen)
+{
+	uint64_t h;
+	if (!d || klen > CACHE_MAX_KEY)
+		return 0;
+	uint32_t s = slot_of(d, key, klen, &h);
+	return __atomic_load_n(&d->gen[s], __ATOMIC_ACQUIRE);
+}
+
+/* Stores x in its slot unless the slot was dropped since gen, or (keep_live)
+ * it holds a live entry of the same key. */
+static void store(struct mc_dcache *d, struct mc_dcache_entry *x, const void *key, size_t klen,
+		  uint64_t gen, bool keep_live)
+{
+	uint32_t s = slot_of(d, key, klen, &x->hash);
+	x->klen = (uint32_t)klen;
+	memcpy(x->key, key, klen);
+	pthread_mutex_t *mu = lock_of(d, s);
+	pthread_mutex_lock(mu);
+	struct mc_dcache_entry *e = &d->e[s];
+	if (d->gen[s] == gen &&
+	    !(keep_live && same_key(e, x->hash, key, klen) && mc_now_ms() < e->until_ms))
+		*e = *x;
+	pthread_mutex_unlock(mu);
+}
+
 void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
-		   const struct mc_msg_get_replica_list_resp *p, uint64_t query_ms)
+		   const struct mc_dcache_obj *o, uint64_t query_ms, uint64_t gen)
 {
 	struct mc_dcache_entry x;
-	uint64_t h;
-	if (!d || klen > CACHE_MAX_KEY || p->n_replicas == 0 || p->n_replicas > CACHE_MAX_REPS ||
-	    p->lease_ttl_ms <= margin_ms(p->lease_ttl_ms))
+	if (!d || klen > CACHE_MAX_KEY || o->nrep == 0 || o->nrep > CACHE_MAX_REPS ||
+	    o->lease_ms <= margin_ms(o->lease_ms))
 		return;
-	memset(&x, 0, sizeof(x));
-	for (uint32_t i = 0; i < p->n_replicas; i++) {
-		const struct mc_replica_desc *r = (const struct mc_replica_desc *)&p->replicas[i];
+	memset(&x, 0, offsetof(struct mc_dcache_entry, ep));
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		const struct mc_replica_desc *r = &o->reps[i];
 		if ((r->type != MC_REPLICA_MEMORY && r->type != MC_REPLICA_NOF_SSD) ||
 		    r->mem.endpoint.len > MC_MAX_SEGMENT_NAME ||
 		    r->mem.shm_path.len > MC_PROTO_MAX_SHM_PATH ||
@@ -106,43 +201,97 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 		if (r->mem.grant.len)
 			memcpy(x.grant[i], r->mem.grant.p, r->mem.grant.len);
 	}
-	uint32_t s = slot_of(key, klen, &h);
-	x.hash = h;
-	x.klen = (uint32_t)klen;
-	memcpy(x.key, key, klen);
-	x.nrep = p->n_replicas;
-	x.size = p->size;
-	x.has_checksum = p->has_checksum;
-	x.checksum = p->checksum;
+	x.kind = MC_DC_DESC;
+	x.nrep = o->nrep;
+	x.size = o->size;
+	x.has_checksum = o->has_checksum;
+	x.checksum = o->checksum;
 	x.query_ms = query_ms;
-	x.lease_ms = p->lease_ttl_ms;
-	x.until_ms = query_ms + p->lease_ttl_ms - margin_ms(p->lease_ttl_ms);
-	pthread_mutex_t *mu = &d->mu[s % CACHE_LOCKS];
-	pthread_mutex_lock(mu);
-	d->e[s] = x;
-	pthread_mutex_unlock(mu);
+	x.lease_ms = o->lease_ms;
+	x.until_ms = query_ms + o->lease_ms - margin_ms(o->lease_ms);
+	store(d, &x, key, klen, gen, false);
+}
+
+void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
+			   uint64_t lease_ms, uint64_t query_ms, uint64_t gen)
+{
+	struct mc_dcache_entry x;
+	if (!d || klen > CACHE_MAX_KEY || lease_ms <= margin_ms(lease_ms))
+		return;
+	memset(&x, 0, offsetof(struct mc_dcache_entry, reps));
+	x.kind = MC_DC_PRESENT;
+	x.query_ms = query_ms;
+	x.lease_ms = lease_ms;
+	x.until_ms = query_ms + lease_ms - margin_ms(lease_ms);
+	store(d, &x, key, klen, gen, true);
+}
+
+static void *renew_main(void *arg);
+
+/* Queues key for the renewal thread (started now if it is not yet);
+ * false when the queue is full or there is no thread to be had. */
+static bool renew_queue(struct mc_dcache *d, const void *key, size_t klen)
+{
+	bool ok = false;
+	if (d->pid != getpid())
+		return false;   /* a child of fork(): no renewal */
+	pthread_mutex_lock(&d->rmu);
+	if (!d->started && !d->stop)
+		d->started = pthread_create(&d->thr, NULL, renew_main, d) == 0;
+	if (d->started && d->nq < RENEW_MAX) {
+		struct renew_key *k = &d->q[d->nq++];
+		k->klen = (uint32_t)klen;
+		memcpy(k->key, key, klen);
+		pthread_cond_signal(&d->rcv);
+		ok = true;
+	}
+	pthread_mutex_unlock(&d->rmu);
+	return ok;
 }
 
 bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret)
 {
 	uint64_t h;
-	bool hit = false;
+	bool hit = false, renew = false;
 	if (!d || klen > CACHE_MAX_KEY)
 		return false;
-	uint32_t s = slot_of(key, klen, &h);
-	pthread_mutex_t *mu = &d->mu[s % CACHE_LOCKS];
+	uint32_t s = slot_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, s);
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
-	const struct mc_dcache_entry *e = &d->e[s];
-	if (e->nrep && e->hash == h && e->klen == klen && !memcmp(e->key, key, klen) &&
-	    now < e->until_ms) {
+	struct mc_dcache_entry *e = &d->e[s];
+	if (e->kind == MC_DC_DESC && same_key(e, h, key, klen) && now < e->until_ms) {
 		*ret = *e;
 		hit = true;
+		if (!e->renew_queued && now >= e->query_ms + e->lease_ms / 2)
+			renew = e->renew_queued = true;
 	}
 	pthread_mutex_unlock(mu);
-	if (hit)
-		fix_pointers(ret);
+	if (!hit)
+		return false;
+	fix_pointers(ret);
+	if (renew && !renew_queue(d, key, klen)) {
+		pthread_mutex_lock(mu);   /* not queued: a later hit tries again */
+		if (same_key(e, h, key, klen) && e->query_ms == ret->query_ms)
+			e->renew_queued = false;
+		pthread_mutex_unlock(mu);
+	}
+	return true;
+}
+
+bool mc_dcache_present(struct mc_dcache *d, const void *key, size_t klen)
+{
+	uint64_t h;
+	bool hit;
+	if (!d || klen > CACHE_MAX_KEY)
+		return false;
+	uint32_t s = slot_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, s);
+	uint64_t now = mc_now_ms();
+	pthread_mutex_lock(mu);
+	hit = same_key(&d->e[s], h, key, klen) && now < d->e[s].until_ms;
+	pthread_mutex_unlock(mu);
 	return hit;
 }
 
@@ -151,11 +300,91 @@ void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen)
 	uint64_t h;
 	if (!d || klen > CACHE_MAX_KEY)
 		return;
-	uint32_t s = slot_of(key, klen, &h);
-	pthread_mutex_t *mu = &d->mu[s % CACHE_LOCKS];
+	uint32_t s = slot_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, s);
 	pthread_mutex_lock(mu);
-	struct mc_dcache_entry *e = &d->e[s];
-	if (e->hash == h && e->klen == klen && !memcmp(e->key, key, klen))
-		e->nrep = 0;
+	__atomic_add_fetch(&d->gen[s], 1, __ATOMIC_RELEASE);
+	if (same_key(&d->e[s], h, key, klen))
+		d->e[s].kind = MC_DC_EMPTY;
 	pthread_mutex_unlock(mu);
+}
+
+void mc_dcache_clear(struct mc_dcache *d)
+{
+	if (!d)
+		return;
+	for (uint32_t l = 0; l < CACHE_LOCKS; l++) {
+		pthread_mutex_lock(&d->mu[l]);
+		for (uint32_t s = l; s < d->nslots; s += CACHE_LOCKS) {
+			__atomic_add_fetch(&d->gen[s], 1, __ATOMIC_RELEASE);
+			if (d->e[s].kind != MC_DC_EMPTY)
+				d->e[s].kind = MC_DC_EMPTY;
+		}
+		pthread_mutex_unlock(&d->mu[l]);
+	}
+}
+
+/* ---- renewal ------------------------------------------------------------------------ */
+
+/* One BATCH_GET_REPLICA_LIST for the n keys of d->work: fresh entries for
+ * the keys still there, the others dropped.  On a failed call the entries
+ * stay as they are and expire. */
+static void renew(struct mc_dcache *d, uint32_t n)
+{
+	struct mc_client *c = d->c;
+	struct mc_bytes keys[RENEW_MAX];
+	uint64_t gens[RENEW_MAX];
+	for (uint32_t j = 0; j < n; j++) {
+		keys[j] = MC_BYTES(d->work[j].key, d->work[j].klen);
+		gens[j] = mc_dcache_gen(d, d->work[j].key, d->work[j].klen);
+	}
+	struct mc_msg_batch_get_replica_list_req q = { .tenant = mc_client_tenant(c),
+						       .n_keys = n, .keys = keys };
+	struct mc_msg_batch_get_replica_list_resp p;
+	struct mc_conn *cn = NULL;
+	uint64_t t0 = mc_now_ms();
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_GET_REPLICA_LIST, &q, &p, NULL);
+	for (uint32_t j = 0; r == 0 && p.n_items == n && j < n; j++) {
+		const struct mc_msg_batch_replica_item *it = &p.items[j];
+		if (it->status == 0) {
+			struct mc_dcache_obj o = { .reps = it->replicas, .nrep = it->n_replicas,
+						   .size = it->size, .checksum = it->checksum,
+						   .lease_ms = it->lease_ttl_ms,
+						   .has_checksum = it->has_checksum };
+			mc_dcache_put(d, keys[j].p, keys[j].len, &o, t0, gens[j]);
+		} else if (it->status == MC_ERR_OBJECT_NOT_FOUND ||
+			   it->status == MC_ERR_REPLICA_IS_NOT_READY) {
+			mc_dcache_drop(d, keys[j].p, keys[j].len);
+		}
+	}
+	mc_pool_put(&c->mpool, cn);
+}
+
+static void *renew_main(void *arg)
+{
+	struct mc_dcache *d = arg;
+	pthread_mutex_lock(&d->rmu);
+	while (!d->stop) {
+		if (d->nq == 0) {
+			pthread_cond_wait(&d->rcv, &d->rmu);
+			continue;
+		}
+		uint32_t n = d->nq;
+		memcpy(d->work, d->q, n * sizeof(d->q[0]));
+		d->nq = 0;
+		pthread_mutex_unlock(&d->rmu);
+		renew(d, n);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += RENEW_INTERVAL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&d->rmu);
+		while (!d->stop && pthread_cond_timedwait(&d->rcv, &d->rmu, &ts) == 0)
+			;   /* the interval, whatever is queued meanwhile */
+	}
+	pthread_mutex_unlock(&d->rmu);
+	return NULL;
 }
