@@ -190,3 +190,14 @@ MC_API int mc_get_into(struct mc_client *c, const void *key, size_t klen, void *
 		return MC_ERR_INVALID_PARAMS;
 	return get(c, key, klen, buf, cap, NULL, len, NULL);
 }
+
+MC_API int mc_cached_size(struct mc_client *c, const void *key, size_t klen, uint64_t *size)
+{
+	uint64_t sz;
+	if (!c || !size || mc_check_key(key, klen) < 0)
+		return MC_ERR_INVALID_PARAMS;
+	if (!mc_dcache_size(c->dcache, key, klen, &sz))
+		return MC_ERR_OBJECT_NOT_FOUND;
+	*size = sz;
+	return 0;
+}

@@ -142,6 +142,8 @@ void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
  * *ret); a hit late in the lease queues the key for renewal. */
 bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret);
+/* The size of key's object while its entry serves reads (no renewal). */
+bool mc_dcache_size(struct mc_dcache *d, const void *key, size_t klen, uint64_t *ret);
 /* Whether key is leased to us (any live entry) now. */
 bool mc_dcache_present(struct mc_dcache *d, const void *key, size_t klen);
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
