@@ -181,7 +181,7 @@ struct mc_client_opts {
  * the key's hash: a newer key replaces an older one in its slot).  Keys of
  * more than 128 bytes and objects of more than 4 replicas or with replicas
  * other than memory ones (disk, DFS) are not cached.  A child of fork()
- * keeps its parent's entries until they end, without renewal.  With the
+ * keeps its parent's entries (and renews from a thread of its own).  With the
  * cache off every get asks the master (the behaviour of earlier versions).
  */
 

@@ -22,7 +22,10 @@
  * keys that are gone, then waits RENEW_INTERVAL_MS before the next call:
  * at most RENEW_MAX keys per interval, none of it on the read path.  A key
  * that finds the queue full is queued by a later hit (or simply expires).
- * A child of fork() has no renewal thread (its entries just expire).
+ * A child of fork() starts with fresh locks and no renewal thread (one is
+ * started at its first renewal): a pthread_atfork() child handler counts
+ * forks, and each call compares the count with the cache's own (no
+ * getpid() system call per get).
  *
  * Layout: `nslots` entries (the option descriptor_cache_entries), direct
  * mapped by the key's hash, each under one of CACHE_LOCKS mutexes (entries
@@ -37,7 +40,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "client/client-internal.h"
 #include "util/clock.h"
@@ -55,7 +57,7 @@ struct renew_key {
 struct mc_dcache {
 	struct mc_client *c;
 	uint32_t nslots;
-	pid_t pid;				/* the process that made it (renewal) */
+	unsigned long forks;			/* fork_count when the locks were made */
 	pthread_mutex_t mu[CACHE_LOCKS];
 	struct mc_dcache_entry *e;		/* nslots, calloc'ed: used slots take memory */
 	uint64_t *gen;				/* nslots: drops of the slot */
@@ -77,6 +79,38 @@ static uint64_t margin_ms(uint64_t lease_ms)
 	return m < 200 ? (lease_ms < 400 ? lease_ms / 2 : 200) : m;
 }
 
+static unsigned long fork_count;	/* forks this process has come out of */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+	__atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED);
+}
+
+static void fork_register(void)
+{
+	pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+static void locks_init(struct mc_dcache *d)
+{
+	for (unsigned i = 0; i < CACHE_LOCKS; i++)
+		pthread_mutex_init(&d->mu[i], NULL);
+	pthread_mutex_init(&d->rmu, NULL);
+	pthread_cond_init(&d->rcv, NULL);
+	d->started = d->stop = false;
+	d->nq = 0;
+	d->forks = __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
+}
+
+/* In a child of fork(): the parent's renewal thread is not here, and the
+ * locks may hold the state of parent threads that are not either. */
+static void forget_forked(struct mc_dcache *d)
+{
+	if (__builtin_expect(d->forks != __atomic_load_n(&fork_count, __ATOMIC_RELAXED), 0))
+		locks_init(d);
+}
+
 int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret)
 {
 	struct mc_dcache *d = calloc(1, sizeof(*d));
@@ -92,11 +126,8 @@ int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret)
 		return MC_ERR_NO_MEMORY;
 	}
 	d->c = c;
-	d->pid = getpid();
-	for (unsigned i = 0; i < CACHE_LOCKS; i++)
-		pthread_mutex_init(&d->mu[i], NULL);
-	pthread_mutex_init(&d->rmu, NULL);
-	pthread_cond_init(&d->rcv, NULL);
+	pthread_once(&fork_once, fork_register);
+	locks_init(d);
 	*ret = d;
 	return 0;
 }
@@ -105,7 +136,8 @@ void mc_dcache_free(struct mc_dcache *d)
 {
 	if (!d)
 		return;
-	if (d->started && d->pid == getpid()) {
+	forget_forked(d);
+	if (d->started) {
 		pthread_mutex_lock(&d->rmu);
 		d->stop = true;
 		pthread_cond_broadcast(&d->rcv);
@@ -131,6 +163,7 @@ static uint32_t slot_of(const struct mc_dcache *d, const void *key, size_t klen,
 
 static pthread_mutex_t *lock_of(struct mc_dcache *d, uint32_t s)
 {
+	forget_forked(d);
 	return &d->mu[s % CACHE_LOCKS];
 }
 
@@ -233,8 +266,6 @@ static void *renew_main(void *arg);
 static bool renew_queue(struct mc_dcache *d, const void *key, size_t klen)
 {
 	bool ok = false;
-	if (d->pid != getpid())
-		return false;   /* a child of fork(): no renewal */
 	pthread_mutex_lock(&d->rmu);
 	if (!d->started && !d->stop)
 		d->started = pthread_create(&d->thr, NULL, renew_main, d) == 0;
@@ -331,6 +362,7 @@ void mc_dcache_clear(struct mc_dcache *d)
 {
 	if (!d)
 		return;
+	forget_forked(d);
 	for (uint32_t l = 0; l < CACHE_LOCKS; l++) {
 		pthread_mutex_lock(&d->mu[l]);
 		for (uint32_t s = l; s < d->nslots; s += CACHE_LOCKS) {

@@ -17,6 +17,8 @@
  *   - a node killed under a cached entry: the read goes on from the other
  *     replica, a key only on that node fails with an error (never stale
  *     bytes), and its entry is gone;
+ *   - fork() while a thread reads a hot key: the children find it in the
+ *     parent's cache and free the parent's client, no lock left held;
  *   - a stress of 6 threads on one client (and a second client removing and
  *     upserting) reading, removing and upserting the same keys, every
  *     returned value checked (also under TSan: tests.mk TSAN_TESTS).
@@ -362,6 +364,73 @@ static void test_node_killed(void **state)
 	stop(&m);
 }
 
+/* ---- fork --------------------------------------------------------------------------- */
+
+struct hammer {
+	struct mc_client *c;
+	const uint8_t *v;
+	volatile bool stop;
+	int bad;
+};
+
+static void *hammer_main(void *arg)
+{
+	struct hammer *h = arg;
+	uint8_t out[4096];
+	size_t len;
+	while (!h->stop)
+		h->bad += get_v(h->c, "fork-hot", out, sizeof(out), &len) != 0 ||
+			  memcmp(out, h->v, sizeof(out)) != 0;
+	return NULL;
+}
+
+/* Children forked while a thread of the parent reads a hot key (its slot
+ * lock taken and released all the time, the renewal thread running): each
+ * child finds the key in the parent's cache (no request: the parent's
+ * connections are not the child's to use) and frees the client, without
+ * waiting for a lock or a thread that the fork left behind. */
+static void test_fork(void **state)
+{
+	NEED_NODE();
+	struct mc_client *c = client_c(NULL, false, true);
+	uint8_t v[4096];
+	fill(v, sizeof(v), 41);
+	put_v(c, "fork-hot", v, sizeof(v), false);
+	struct hammer h = { .c = c, .v = v };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, hammer_main, &h), 0);
+	usleep(LEASE_MS * 700);   /* into the renewal window: the renewal thread runs */
+	for (int i = 0; i < 5; i++) {
+		pid_t p = fork();
+		if (p == 0) {   /* no I/O here: the parent's connections are the parent's */
+			alarm(20);   /* a lock left held by a parent thread: killed, not hung */
+			const void *k[1] = { "fork-hot" };
+			size_t kl[1] = { 8 }, n = 0;
+			uint64_t sz = 0;
+			int bad = 0;
+			for (int j = 0; j < 20; j++) {
+				int r = mc_cached_size(c, "fork-hot", 8, &sz);
+				bad += r != 0 && r != MC_ERR_OBJECT_NOT_FOUND;
+				bad += r == 0 && (sz != sizeof(v) ||
+						  mc_batch_query_prefix(c, 1, k, kl, &n) != 0 || n != 1);
+			}
+			mc_client_free(c);
+			_exit(bad ? 1 : 0);
+		}
+		assert_true(p > 0);
+		int st = 0;
+		assert_int_equal(waitpid(p, &st, 0), p);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+		usleep(50000);
+	}
+	h.stop = true;
+	pthread_join(th, NULL);
+	assert_int_equal(h.bad, 0);
+	assert_int_equal(mc_remove(c, "fork-hot", 8, true), 0);
+	mc_client_free(c);
+}
+
 /* ---- stress ----------------------------------------------------------------------- */
 
 enum { S_KEYS = 8, S_VALS = 4, S_SZ = 2048, S_OPS = 600 };
@@ -456,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_renewal),
 		cmocka_unit_test(test_query_prefix),
 		cmocka_unit_test(test_stress),
+		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_node_killed),
 	};
 	signal(SIGPIPE, SIG_IGN);
