@@ -311,7 +311,9 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 	return true;
 }
 
-bool mc_dcache_size(struct mc_dcache *d, const void *key, size_t klen, uint64_t *ret)
+/* Whether key has a live entry (of descriptors only, with desc), and its
+ * object's size then (ret may be NULL): no copy, no renewal. */
+static bool peek(struct mc_dcache *d, const void *key, size_t klen, bool desc, uint64_t *ret)
 {
 	uint64_t h;
 	bool hit;
@@ -322,26 +324,21 @@ bool mc_dcache_size(struct mc_dcache *d, const void *key, size_t klen, uint64_t 
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
 	const struct mc_dcache_entry *e = &d->e[s];
-	hit = e->kind == MC_DC_DESC && same_key(e, h, key, klen) && now < e->until_ms;
-	if (hit)
+	hit = (!desc || e->kind == MC_DC_DESC) && same_key(e, h, key, klen) && now < e->until_ms;
+	if (hit && ret)
 		*ret = e->size;
 	pthread_mutex_unlock(mu);
 	return hit;
 }
 
+bool mc_dcache_size(struct mc_dcache *d, const void *key, size_t klen, uint64_t *ret)
+{
+	return peek(d, key, klen, true, ret);
+}
+
 bool mc_dcache_present(struct mc_dcache *d, const void *key, size_t klen)
 {
-	uint64_t h;
-	bool hit;
-	if (!d || klen > CACHE_MAX_KEY)
-		return false;
-	uint32_t s = slot_of(d, key, klen, &h);
-	pthread_mutex_t *mu = lock_of(d, s);
-	uint64_t now = mc_now_ms();
-	pthread_mutex_lock(mu);
-	hit = same_key(&d->e[s], h, key, klen) && now < d->e[s].until_ms;
-	pthread_mutex_unlock(mu);
-	return hit;
+	return peek(d, key, klen, false, NULL);
 }
 
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen)
