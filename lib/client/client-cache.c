@@ -27,13 +27,17 @@
  * forks, and each call compares the count with the cache's own (no
  * getpid() system call per get).
  *
- * Layout: `nslots` entries (the option descriptor_cache_entries), direct
- * mapped by the key's hash, each under one of CACHE_LOCKS mutexes (entries
- * are copied in and out whole under it; a slot holds one key, a newer one
- * replaces it), and a generation per slot, bumped by every drop: the answer
- * of a lookup sent before a drop of its slot is not put (so a remove or
- * upsert through this client is never undone by a lookup or renewal that
- * was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
+ * Layout: `nbuckets` buckets of `ways` entries (CACHE_WAYS, or fewer when
+ * descriptor_cache_entries is smaller; at most that many entries in all),
+ * a key in the bucket of its hash, in any of its ways: a new key takes an
+ * empty or ended way, else the one whose lease ends first (a chain of keys
+ * of a prefix query does not lose its keys to each other as it would in a
+ * direct-mapped table).  Each bucket is under one of CACHE_LOCKS mutexes
+ * (entries are copied in and out whole under it; `tags` holds the hashes
+ * of its live ways, one cache line to scan) and has a generation, bumped
+ * by every drop in it: the answer of a lookup sent before a drop in its
+ * bucket is not put (so a remove or upsert through this client is never
+ * undone by a lookup or renewal that was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
  * CACHE_MAX_REPS replicas and objects with other than memory replicas are
  * not cached.  Lock order: a slot lock, or the queue lock, never both.
  */
@@ -46,6 +50,7 @@
 #include "util/hash.h"
 
 #define CACHE_LOCKS       64u
+#define CACHE_WAYS        8u	/* entries per bucket */
 #define RENEW_MAX         256u	/* keys per renewal call, and queued at most */
 #define RENEW_INTERVAL_MS 20u	/* between two renewal calls */
 
@@ -56,11 +61,12 @@ struct renew_key {
 
 struct mc_dcache {
 	struct mc_client *c;
-	uint32_t nslots;
+	uint32_t nbuckets, ways;
 	unsigned long forks;			/* fork_count when the locks were made */
 	pthread_mutex_t mu[CACHE_LOCKS];
-	struct mc_dcache_entry *e;		/* nslots, calloc'ed: used slots take memory */
-	uint64_t *gen;				/* nslots: drops of the slot */
+	struct mc_dcache_entry *e;		/* nbuckets x ways, calloc'ed: used ones take memory */
+	uint64_t *tags;				/* nbuckets x ways: the hash of a live way, else 0 */
+	uint64_t *gen;				/* nbuckets: drops in the bucket */
 	/* renewal */
 	pthread_mutex_t rmu;
 	pthread_cond_t rcv;
@@ -116,11 +122,17 @@ int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret)
 	struct mc_dcache *d = calloc(1, sizeof(*d));
 	if (!d)
 		return MC_ERR_NO_MEMORY;
-	d->nslots = entries ? entries : MC_DCACHE_DEFAULT_ENTRIES;
-	d->e = calloc(d->nslots, sizeof(*d->e));
-	d->gen = calloc(d->nslots, sizeof(*d->gen));
-	if (!d->e || !d->gen) {
+	if (!entries)
+		entries = MC_DCACHE_DEFAULT_ENTRIES;
+	d->ways = entries < CACHE_WAYS ? entries : CACHE_WAYS;
+	d->nbuckets = entries / d->ways;
+	size_t n = (size_t)d->nbuckets * d->ways;
+	d->e = calloc(n, sizeof(*d->e));
+	d->tags = calloc(n, sizeof(*d->tags));
+	d->gen = calloc(d->nbuckets, sizeof(*d->gen));
+	if (!d->e || !d->tags || !d->gen) {
 		free(d->e);
+		free(d->tags);
 		free(d->gen);
 		free(d);
 		return MC_ERR_NO_MEMORY;
@@ -149,28 +161,64 @@ void mc_dcache_free(struct mc_dcache *d)
 	pthread_mutex_destroy(&d->rmu);
 	pthread_cond_destroy(&d->rcv);
 	free(d->e);
+	free(d->tags);
 	free(d->gen);
 	free(d);
 }
 
-static uint32_t slot_of(const struct mc_dcache *d, const void *key, size_t klen,
-			uint64_t *ret_hash)
+/* The bucket of key; its hash (never 0: 0 tags an empty way) in *ret_hash. */
+static uint32_t bucket_of(const struct mc_dcache *d, const void *key, size_t klen,
+			  uint64_t *ret_hash)
 {
 	uint64_t h = mc_hash(key, klen);
-	*ret_hash = h;
-	return (uint32_t)(h % d->nslots);
+	*ret_hash = h ? h : 1;
+	return (uint32_t)(h % d->nbuckets);
 }
 
-static pthread_mutex_t *lock_of(struct mc_dcache *d, uint32_t s)
+static pthread_mutex_t *lock_of(struct mc_dcache *d, uint32_t b)
 {
 	forget_forked(d);
-	return &d->mu[s % CACHE_LOCKS];
+	return &d->mu[b % CACHE_LOCKS];
 }
 
 static bool same_key(const struct mc_dcache_entry *e, uint64_t h, const void *key, size_t klen)
 {
 	return e->kind != MC_DC_EMPTY && e->hash == h && e->klen == klen &&
 	       !memcmp(e->key, key, klen);
+}
+
+/* Key's entry in bucket b, or NULL.  b's lock held. */
+static struct mc_dcache_entry *find(struct mc_dcache *d, uint32_t b, uint64_t h,
+				    const void *key, size_t klen)
+{
+	size_t base = (size_t)b * d->ways;
+	for (uint32_t w = 0; w < d->ways; w++)
+		if (d->tags[base + w] == h && same_key(&d->e[base + w], h, key, klen))
+			return &d->e[base + w];
+	return NULL;
+}
+
+/* Empties entry e (its tag too).  Its bucket's lock held. */
+static void forget(struct mc_dcache *d, struct mc_dcache_entry *e)
+{
+	e->kind = MC_DC_EMPTY;
+	d->tags[e - d->e] = 0;
+}
+
+/* Where a new key goes in bucket b: an empty or ended way, else the way
+ * whose entry ends first.  b's lock held. */
+static struct mc_dcache_entry *victim(struct mc_dcache *d, uint32_t b, uint64_t now)
+{
+	size_t base = (size_t)b * d->ways;
+	struct mc_dcache_entry *v = &d->e[base];
+	for (uint32_t w = 0; w < d->ways; w++) {
+		struct mc_dcache_entry *e = &d->e[base + w];
+		if (!d->tags[base + w] || e->kind == MC_DC_EMPTY || now >= e->until_ms)
+			return e;
+		if (e->until_ms < v->until_ms)
+			v = e;
+	}
+	return v;
 }
 
 /* Points the copied descriptors' strings and grants at the entry's own
@@ -190,24 +238,29 @@ uint64_t mc_dcache_gen(struct mc_dcache *d, const void *key, size_t klen)
 	uint64_t h;
 	if (!d || klen > CACHE_MAX_KEY)
 		return 0;
-	uint32_t s = slot_of(d, key, klen, &h);
-	return __atomic_load_n(&d->gen[s], __ATOMIC_ACQUIRE);
+	uint32_t b = bucket_of(d, key, klen, &h);
+	return __atomic_load_n(&d->gen[b], __ATOMIC_ACQUIRE);
 }
 
-/* Stores x in its slot unless the slot was dropped since gen, or (keep_live)
- * it holds a live entry of the same key. */
-static void store(struct mc_dcache *d, struct mc_dcache_entry *x, const void *key, size_t klen,
-		  uint64_t gen, bool keep_live)
+/* Stores the first len bytes of x as key's entry (in place of its old one,
+ * else in a victim's way) unless its bucket had a drop since gen, or
+ * (keep_live) key has a live entry. */
+static void store(struct mc_dcache *d, struct mc_dcache_entry *x, size_t len, const void *key,
+		  size_t klen, uint64_t gen, bool keep_live)
 {
-	uint32_t s = slot_of(d, key, klen, &x->hash);
+	uint32_t b = bucket_of(d, key, klen, &x->hash);
 	x->klen = (uint32_t)klen;
 	memcpy(x->key, key, klen);
-	pthread_mutex_t *mu = lock_of(d, s);
+	pthread_mutex_t *mu = lock_of(d, b);
+	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
-	struct mc_dcache_entry *e = &d->e[s];
-	if (d->gen[s] == gen &&
-	    !(keep_live && same_key(e, x->hash, key, klen) && mc_now_ms() < e->until_ms))
-		*e = *x;
+	struct mc_dcache_entry *e = find(d, b, x->hash, key, klen);
+	if (d->gen[b] == gen && !(keep_live && e && now < e->until_ms)) {
+		if (!e)
+			e = victim(d, b, now);
+		memcpy(e, x, len);
+		d->tags[e - d->e] = x->hash;
+	}
 	pthread_mutex_unlock(mu);
 }
 
@@ -242,7 +295,7 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 	x.query_ms = query_ms;
 	x.lease_ms = o->lease_ms;
 	x.until_ms = query_ms + o->lease_ms - margin_ms(o->lease_ms);
-	store(d, &x, key, klen, gen, false);
+	store(d, &x, sizeof(x), key, klen, gen, false);
 }
 
 void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
@@ -256,7 +309,7 @@ void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
 	x.query_ms = query_ms;
 	x.lease_ms = lease_ms;
 	x.until_ms = query_ms + lease_ms - margin_ms(lease_ms);
-	store(d, &x, key, klen, gen, true);
+	store(d, &x, offsetof(struct mc_dcache_entry, reps), key, klen, gen, true);
 }
 
 static void *renew_main(void *arg);
@@ -287,12 +340,12 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 	bool hit = false, renew = false;
 	if (!d || klen > CACHE_MAX_KEY)
 		return false;
-	uint32_t s = slot_of(d, key, klen, &h);
-	pthread_mutex_t *mu = lock_of(d, s);
+	uint32_t b = bucket_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, b);
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
-	struct mc_dcache_entry *e = &d->e[s];
-	if (e->kind == MC_DC_DESC && same_key(e, h, key, klen) && now < e->until_ms) {
+	struct mc_dcache_entry *e = find(d, b, h, key, klen);
+	if (e && e->kind == MC_DC_DESC && now < e->until_ms) {
 		*ret = *e;
 		hit = true;
 		if (!e->renew_queued && now >= e->query_ms + e->lease_ms / 2)
@@ -304,7 +357,8 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 	fix_pointers(ret);
 	if (renew && !renew_queue(d, key, klen)) {
 		pthread_mutex_lock(mu);   /* not queued: a later hit tries again */
-		if (same_key(e, h, key, klen) && e->query_ms == ret->query_ms)
+		e = find(d, b, h, key, klen);
+		if (e && e->query_ms == ret->query_ms)
 			e->renew_queued = false;
 		pthread_mutex_unlock(mu);
 	}
@@ -319,12 +373,12 @@ static bool peek(struct mc_dcache *d, const void *key, size_t klen, bool desc, u
 	bool hit;
 	if (!d || klen > CACHE_MAX_KEY)
 		return false;
-	uint32_t s = slot_of(d, key, klen, &h);
-	pthread_mutex_t *mu = lock_of(d, s);
+	uint32_t b = bucket_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, b);
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
-	const struct mc_dcache_entry *e = &d->e[s];
-	hit = (!desc || e->kind == MC_DC_DESC) && same_key(e, h, key, klen) && now < e->until_ms;
+	const struct mc_dcache_entry *e = find(d, b, h, key, klen);
+	hit = e && (!desc || e->kind == MC_DC_DESC) && now < e->until_ms;
 	if (hit && ret)
 		*ret = e->size;
 	pthread_mutex_unlock(mu);
@@ -346,12 +400,13 @@ void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen)
 	uint64_t h;
 	if (!d || klen > CACHE_MAX_KEY)
 		return;
-	uint32_t s = slot_of(d, key, klen, &h);
-	pthread_mutex_t *mu = lock_of(d, s);
+	uint32_t b = bucket_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, b);
 	pthread_mutex_lock(mu);
-	__atomic_add_fetch(&d->gen[s], 1, __ATOMIC_RELEASE);
-	if (same_key(&d->e[s], h, key, klen))
-		d->e[s].kind = MC_DC_EMPTY;
+	__atomic_add_fetch(&d->gen[b], 1, __ATOMIC_RELEASE);
+	struct mc_dcache_entry *e = find(d, b, h, key, klen);
+	if (e)
+		forget(d, e);
 	pthread_mutex_unlock(mu);
 }
 
@@ -362,10 +417,11 @@ void mc_dcache_clear(struct mc_dcache *d)
 	forget_forked(d);
 	for (uint32_t l = 0; l < CACHE_LOCKS; l++) {
 		pthread_mutex_lock(&d->mu[l]);
-		for (uint32_t s = l; s < d->nslots; s += CACHE_LOCKS) {
-			__atomic_add_fetch(&d->gen[s], 1, __ATOMIC_RELEASE);
-			if (d->e[s].kind != MC_DC_EMPTY)
-				d->e[s].kind = MC_DC_EMPTY;
+		for (uint32_t b = l; b < d->nbuckets; b += CACHE_LOCKS) {
+			__atomic_add_fetch(&d->gen[b], 1, __ATOMIC_RELEASE);
+			for (size_t i = (size_t)b * d->ways; i < (size_t)(b + 1) * d->ways; i++)
+				if (d->tags[i])
+					forget(d, &d->e[i]);
 		}
 		pthread_mutex_unlock(&d->mu[l]);
 	}
