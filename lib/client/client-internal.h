@@ -11,7 +11,7 @@
  *   client-get.c    get, get_into
  *   client-batch.c  the batch forms
  *   client-batch-alloc.c  mc_batch_get_alloc (batch gets into the caller's memory)
- *   client-cache.c  the descriptor cache of hot reads (cache_descriptors)
+ *   client-cache.c  the descriptor cache of hot reads and its renewal thread
  *   client-crew.c   the transfer threads (batches, replicas, stripes)
  */
 #ifndef MC_CLIENT_INTERNAL_H
