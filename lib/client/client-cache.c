@@ -33,8 +33,9 @@
  * empty or ended way, else the one whose lease ends first (a chain of keys
  * of a prefix query does not lose its keys to each other as it would in a
  * direct-mapped table).  Each bucket is under one of CACHE_LOCKS mutexes
- * (entries are copied in and out whole under it; `tags` holds the hashes
- * of its live ways, one cache line to scan) and has a generation, bumped
+ * (entries are copied in and out whole under it; `tags` and `ends` hold
+ * the hashes and until_ms of its ways, the lines a lookup or a victim
+ * search scans instead of the 2.7 KiB entries) and has a generation, bumped
  * by every drop in it: the answer of a lookup sent before a drop in its
  * bucket is not put (so a remove or upsert through this client is never
  * undone by a lookup or renewal that was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
@@ -66,6 +67,7 @@ struct mc_dcache {
 	pthread_mutex_t mu[CACHE_LOCKS];
 	struct mc_dcache_entry *e;		/* nbuckets x ways, calloc'ed: used ones take memory */
 	uint64_t *tags;				/* nbuckets x ways: the hash of a live way, else 0 */
+	uint64_t *ends;				/* nbuckets x ways: its entry's until_ms */
 	uint64_t *gen;				/* nbuckets: drops in the bucket */
 	/* renewal */
 	pthread_mutex_t rmu;
@@ -129,10 +131,12 @@ int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret)
 	size_t n = (size_t)d->nbuckets * d->ways;
 	d->e = calloc(n, sizeof(*d->e));
 	d->tags = calloc(n, sizeof(*d->tags));
+	d->ends = calloc(n, sizeof(*d->ends));
 	d->gen = calloc(d->nbuckets, sizeof(*d->gen));
-	if (!d->e || !d->tags || !d->gen) {
+	if (!d->e || !d->tags || !d->ends || !d->gen) {
 		free(d->e);
 		free(d->tags);
+		free(d->ends);
 		free(d->gen);
 		free(d);
 		return MC_ERR_NO_MEMORY;
@@ -162,6 +166,7 @@ void mc_dcache_free(struct mc_dcache *d)
 	pthread_cond_destroy(&d->rcv);
 	free(d->e);
 	free(d->tags);
+	free(d->ends);
 	free(d->gen);
 	free(d);
 }
@@ -209,16 +214,14 @@ static void forget(struct mc_dcache *d, struct mc_dcache_entry *e)
  * whose entry ends first.  b's lock held. */
 static struct mc_dcache_entry *victim(struct mc_dcache *d, uint32_t b, uint64_t now)
 {
-	size_t base = (size_t)b * d->ways;
-	struct mc_dcache_entry *v = &d->e[base];
-	for (uint32_t w = 0; w < d->ways; w++) {
-		struct mc_dcache_entry *e = &d->e[base + w];
-		if (!d->tags[base + w] || e->kind == MC_DC_EMPTY || now >= e->until_ms)
-			return e;
-		if (e->until_ms < v->until_ms)
-			v = e;
+	size_t base = (size_t)b * d->ways, v = base;
+	for (size_t i = base; i < base + d->ways; i++) {
+		if (!d->tags[i] || now >= d->ends[i])
+			return &d->e[i];
+		if (d->ends[i] < d->ends[v])
+			v = i;
 	}
-	return v;
+	return &d->e[v];
 }
 
 /* Points the copied descriptors' strings and grants at the entry's own
@@ -260,6 +263,7 @@ static void store(struct mc_dcache *d, struct mc_dcache_entry *x, size_t len, co
 			e = victim(d, b, now);
 		memcpy(e, x, len);
 		d->tags[e - d->e] = x->hash;
+		d->ends[e - d->e] = x->until_ms;
 	}
 	pthread_mutex_unlock(mu);
 }
