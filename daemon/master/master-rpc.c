@@ -555,8 +555,10 @@ static int h_batch_query_prefix(void *ctx, const struct mc_rpc_call *call, void 
 		return MC_ERR_NO_MEMORY;
 	uint32_t count;
 	int r = mc_meta_query_prefix(m->meta, ref(q->tenant), keys, q->n_keys, &count);
-	if (r == 0)
+	if (r == 0) {
 		p->count = count;
+		p->lease_ttl_ms = mc_meta_get_config(m->meta)->lease_ttl_ms;
+	}
 	return r;
 }
 

@@ -73,7 +73,8 @@ struct mc_client_opts {
 	const uint8_t *client_id; /* 16 bytes identifying this client (writer of its puts),
 				     or NULL: a random one */
 	bool disable_shm;	  /* never use the co-located shared-memory path */
-	bool cache_descriptors;	  /* hot reads in one round trip (see "Descriptor cache") */
+	bool cache_descriptors;	  /* true: the descriptor cache on whatever the environment
+				     (it is on by default: see descriptor_cache) */
 	const char *cluster_secret_file; /* the cluster secret (the daemons' cluster_secret_file);
 				     NULL: $MOONCAKE_CLUSTER_SECRET_FILE if set, else none */
 	const char *token_file;	  /* a tenant's (or an admin's) token, proven to the master
@@ -109,6 +110,12 @@ struct mc_client_opts {
 	unsigned rdma_lanes;	  /* RDMA: sets of rdma_qps QPs per node, 1..8, that is how
 				     many transfers of this client to one node are in
 				     flight at once; 0: $MC_RDMA_LANES, else 4 */
+	/* The descriptor cache: hot reads in one round trip (see "Descriptor cache"). */
+	int descriptor_cache;	  /* > 0: on; < 0: off; 0: off when $MC_CACHE_DESCRIPTORS is
+				     "0", else on (cache_descriptors true: on) */
+	unsigned descriptor_cache_entries; /* keys cached at most, 1..262144 (memory: about
+				     2.7 KiB each, taken as slots are used); 0:
+				     $MC_CACHE_ENTRIES, else 4096 */
 };
 
 /*
@@ -139,28 +146,46 @@ struct mc_client_opts {
  */
 
 /*
- * Descriptor cache (cache_descriptors, or MC_CACHE_DESCRIPTORS=1 in the
- * environment).  A get keeps the master's answer for its key (where the
- * replicas are, size, checksum) for as long as the read lease that answer
- * granted holds, less a margin (a quarter of the lease, at least 200 ms),
- * and reads the next gets of that key straight from the node or the shared
- * segment, without asking the master.  The lease guarantees the bytes stay
+ * Descriptor cache (on by default; descriptor_cache = -1, or
+ * MC_CACHE_DESCRIPTORS=0 in the environment, turns it off).  A get keeps
+ * the master's answer for its key (where the replicas are, size, checksum)
+ * for as long as the read lease that answer granted holds, less a margin (a
+ * quarter of the lease, at least 200 ms), and reads the next gets of that
+ * key straight from the node or the shared segment, without asking the
+ * master: a hot get is one round trip.  The lease guarantees the bytes stay
  * in place: while it holds, the master neither evicts the object nor
- * reuses its space, and a forced remove keeps the bytes until it ends.
- * So a reader observes exactly this:
+ * reuses its space, and a forced remove or an upsert by anyone keeps the
+ * old bytes until it ends.  So a reader observes exactly this:
  *  - a get within the lease returns the bytes of the object the master
  *    answered for, verified against its checksum, even if another client
- *    has removed the object (force) or removed it and put a new object
- *    under the same key since: at most one lease (lease_ttl_ms of the
- *    master, 5 s by default) after such a change, gets see it;
- *  - a remove through this client forgets its entry at once (its own gets
- *    then ask the master);
- *  - a get past the margin, or whose cached read fails in any way, asks
- *    the master again (a fresh lease, a fresh entry): never an error that
- *    an uncached get would not give.
- * Entries are not renewed in the background: a hot key costs one master
- * round trip per lease, not one per get.  Without the option every get
- * asks the master (the behaviour of earlier versions).
+ *    has removed the object (force), replaced it (upsert), or removed it
+ *    and put a new object under the same key since: a change by another
+ *    client is seen at most one lease (lease_ttl_ms of the master, 10 s by
+ *    default) after it, or as soon as the cached read fails;
+ *  - a change through this client (mc_remove, mc_batch_remove,
+ *    mc_remove_by_regex, mc_remove_all, any put or upsert of the key,
+ *    single or batch) forgets its entry at once: its own later gets ask the
+ *    master (a lookup or renewal that was in flight does not bring it back);
+ *  - a get past the margin, or whose cached read fails in any way (a node
+ *    that does not answer, a checksum mismatch, a short object), drops the
+ *    entry and asks the master again (a fresh lease, a fresh entry): never
+ *    an error that an uncached get would not give;
+ *  - mc_batch_query_prefix counts a key as present while this client holds
+ *    a lease on it (from a get, or from an earlier prefix query, which
+ *    leases its hit prefix): the same rule as a get.
+ * Renewal: a key read again in the second half of its lease is renewed in
+ * the background: one thread per client (started at the first renewal)
+ * sends the keys due, at most 256 per call and one call per 20 ms, in one
+ * BATCH_GET_REPLICA_LIST, and replaces their entries with the answers (a
+ * key gone at the master is dropped).  A key read steadily thus never asks
+ * the master on its read path; the reads themselves never wait for a
+ * renewal.  Bounds: descriptor_cache_entries keys (default 4096), each
+ * slot about 2.7 KiB of memory, taken as slots are used (direct mapped by
+ * the key's hash: a newer key replaces an older one in its slot).  Keys of
+ * more than 128 bytes and objects of more than 4 replicas or with replicas
+ * other than memory ones (disk, DFS) are not cached.  A child of fork()
+ * keeps its parent's entries (and renews from a thread of its own).  With the
+ * cache off every get asks the master (the behaviour of earlier versions).
  */
 
 /*
@@ -324,6 +349,16 @@ MC_API int mc_register_buffer(struct mc_client *c, void *ptr, size_t len);
 /* Forgets the buffer registered at ptr; INVALID_PARAMS if there is none. */
 MC_API int mc_unregister_buffer(struct mc_client *c, void *ptr);
 
+/*
+ * The size of key's object as this client's descriptor cache holds it: no
+ * request, no wait on the network (a caller that must make the memory of
+ * a get under a lock, such as the Python binding under its GIL, sizes it
+ * first, then calls mc_get_into).  OBJECT_NOT_FOUND when the cache holds
+ * no live entry for key (or is off); INVALID_PARAMS.  The object may
+ * change before the get: mc_get_into then answers for the new one.
+ */
+MC_API int mc_cached_size(struct mc_client *c, const void *key, size_t klen, uint64_t *size);
+
 /* ---- metadata ------------------------------------------------------------ */
 
 /* *exists = whether a complete object exists under key (grants a read lease). */
@@ -340,8 +375,9 @@ MC_API int mc_remove(struct mc_client *c, const void *key, size_t klen, bool for
  * regex (mc_remove_by_regex), or every object of the tenant (mc_remove_all);
  * leased objects only with force, objects being written never.  *removed
  * (may be NULL) gets the count.  INVALID_PARAMS: an empty or bad regex.
- * Descriptor caches of other clients (and this one's) keep serving removed
- * keys until their lease margin, as after any remove by another client.
+ * This client's descriptor cache forgets every entry; those of other
+ * clients keep serving removed keys within their leases, as after any
+ * remove by another client ("Descriptor cache").
  */
 MC_API int mc_remove_by_regex(struct mc_client *c, const char *regex, bool force,
 			      uint64_t *removed);
@@ -460,9 +496,15 @@ MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *key
 /*
  * The longest cached prefix of a chain of keys (block keys chained by hash,
  * as inference engines ask before prefill): *count = the number of leading
- * keys that exist, in one request per MC_MAX_BATCH keys.  The master walks
- * the keys in order and stops at the first miss; only the hit prefix gets
- * a read lease.  An invalid key ends the prefix.  n == 0: *count = 0.
+ * keys that exist.  The leading keys this client holds a read lease on (the
+ * descriptor cache: from gets and earlier prefix queries) count without
+ * asking; from the first other key the master is asked, in one request per
+ * MC_MAX_BATCH keys: it walks the keys in order and stops at the first
+ * miss, and only the hit prefix gets a read lease (which this client then
+ * remembers).  So a key leased to this client counts as present until its
+ * lease ends, even if another client removed it meanwhile, as for a get;
+ * with the cache off every key is asked.  An invalid key ends the prefix.
+ * n == 0: *count = 0; no request when every key is leased.
  */
 MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *const *keys,
 				 const size_t *klens, size_t *count);

@@ -313,7 +313,7 @@ static int put_start(struct stage *s)
 						.n_keys = ch->n, .keys = ch->keys,
 						.n_sizes = ch->n, .sizes = s->sizes, .config = *b->cfg };
 	struct mc_msg_batch_put_start_resp *p = &s->p.put;
-	for (uint32_t j = 0; b->upsert && c->dcache && j < ch->n; j++)
+	for (uint32_t j = 0; c->dcache && j < ch->n; j++)   /* as mc_put: client-put.c */
 		mc_dcache_drop(c->dcache, ch->keys[j].p, ch->keys[j].len);
 	/* BATCH_UPSERT_START's messages are BATCH_PUT_START's, field for field. */
 	int r = stage_call(c, s, b->upsert ? MC_OP_BATCH_UPSERT_START : MC_OP_BATCH_PUT_START,
@@ -370,7 +370,7 @@ static void put_finish(struct stage *s)
 		struct mc_msg_batch_put_end_resp ep;
 		int r = mc_pool_call(&c->mpool, &s->cn, MC_OP_BATCH_PUT_END, &e, &ep, NULL);
 		/* Until PutEnd a get of ours could lease and cache the old values. */
-		for (uint32_t j = 0; b->upsert && c->dcache && j < nend; j++)
+		for (uint32_t j = 0; c->dcache && j < nend; j++)
 			mc_dcache_drop(c->dcache, s->ends[j].key.p, s->ends[j].key.len);
 		for (uint32_t j = 0; j < nend; j++)
 			b->status[end_idx[j]] = r < 0 ? r : j < ep.n_status ? ep.status[j] :
@@ -535,6 +535,8 @@ MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *key
 						     .keys = ch.keys, .force = force };
 		struct mc_msg_batch_remove_resp p;
 		struct mc_conn *cn = NULL;
+		for (uint32_t j = 0; c->dcache && j < ch.n; j++)   /* as mc_remove */
+			mc_dcache_drop(c->dcache, ch.keys[j].p, ch.keys[j].len);
 		r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_REMOVE, &q, &p, NULL);
 		if (r == 0 && p.n_status != ch.n)
 			r = MC_ERR_DESERIALIZE_FAIL;
@@ -554,6 +556,11 @@ MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *cons
 	size_t done = 0;
 	if (!c || !count || (n && (!keys || !klens)))
 		return MC_ERR_INVALID_PARAMS;
+	/* The leading keys leased to us (the descriptor cache) are present
+	 * without asking; the master is asked from the first other one. */
+	while (done < n && mc_check_key(keys[done], klens[done]) == 0 &&
+	       mc_dcache_present(c->dcache, keys[done], klens[done]))
+		done++;
 	/* Request by request (MC_MAX_BATCH keys, one body each): the next one
 	 * only while every key so far was a hit. */
 	while (done < n) {
@@ -567,19 +574,30 @@ MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *cons
 		if (m == 0)
 			break;   /* an invalid key ends the prefix */
 		struct mc_bytes *kb = malloc(m * sizeof(*kb));
-		if (!kb)
+		uint64_t *gen = c->dcache ? malloc(m * sizeof(*gen)) : NULL;
+		if (!kb || (c->dcache && !gen)) {
+			free(kb);
 			return MC_ERR_NO_MEMORY;
-		for (size_t j = 0; j < m; j++)
+		}
+		for (size_t j = 0; j < m; j++) {
 			kb[j] = MC_BYTES(keys[done + j], klens[done + j]);
+			if (gen)
+				gen[j] = mc_dcache_gen(c->dcache, kb[j].p, kb[j].len);
+		}
 		struct mc_msg_batch_query_prefix_req q = { .tenant = mc_client_tenant(c),
 							   .n_keys = (uint32_t)m, .keys = kb };
 		struct mc_msg_batch_query_prefix_resp p;
 		struct mc_conn *cn = NULL;
+		uint64_t t0 = mc_now_ms();
 		int r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_QUERY_PREFIX, &q, &p, NULL);
 		mc_pool_put(&c->mpool, cn);
-		free(kb);
 		if (r == 0 && p.count > m)
 			r = MC_ERR_DESERIALIZE_FAIL;
+		for (uint32_t j = 0; r == 0 && gen && j < p.count; j++)   /* leased to us now */
+			mc_dcache_put_present(c->dcache, kb[j].p, kb[j].len, p.lease_ttl_ms, t0,
+					      gen[j]);
+		free(kb);
+		free(gen);
 		if (r < 0)
 			return r;
 		done += p.count;

@@ -1,22 +1,46 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * client-cache.c - the descriptor cache of hot reads (mc_client_opts
- * cache_descriptors; what a reader observes is in mooncake/client.h).
+ * client-cache.c - the descriptor cache of hot reads (on by default; what a
+ * reader observes is in mooncake/client.h "Descriptor cache").
  *
  * A GET_REPLICA_LIST answer carries the object's replicas and a read lease:
  * until the lease ends, the master neither evicts the object nor reuses its
- * bytes (a forced remove keeps them until then).  The cache keeps a copy
- * of the answer, by key, until CACHE_MARGIN before the lease ends (as the
- * client measured it from when it sent the lookup), so that a get of a hot
- * key reads straight from the node (or the shared segment) without asking
- * the master.  Past that, the entry is dead and the next get asks again
- * (which renews the lease and the entry).
+ * bytes (a forced remove and an upsert keep them until then: meta.c
+ * meta_object_hold, meta-upsert.c; the evictor skips leased objects:
+ * meta-evict.c).  The cache keeps a copy of the answer, by key, until a
+ * margin before the lease ends (as the client measured it from when it sent
+ * the lookup), so that a get of a hot key reads straight from the node (or
+ * the shared segment) without asking the master.  Past that, the entry is
+ * dead and the next get asks again (which renews the lease and the entry).
+ * BATCH_QUERY_PREFIX leases its hit prefix without descriptors: those keys
+ * get presence entries (MC_DC_PRESENT), which answer prefix queries only.
  *
- * Layout: CACHE_SLOTS entries, direct-mapped by the key's hash, each under
- * one of CACHE_LOCKS mutexes (entries are copied in and out whole under
- * it; a slot holds one key, a newer one replaces it).  Keys longer than
- * CACHE_MAX_KEY, objects of more than CACHE_MAX_REPS replicas and objects
- * with other than memory replicas are not cached.
+ * Renewal: a get that hits an entry in the second half of its lease queues
+ * the key (once per lease) for the renewal thread, started at the first
+ * such hit.  The thread sends the queued keys (at most RENEW_MAX) in one
+ * BATCH_GET_REPLICA_LIST, puts the fresh answers in place and drops the
+ * keys that are gone, then waits RENEW_INTERVAL_MS before the next call:
+ * at most RENEW_MAX keys per interval, none of it on the read path.  A key
+ * that finds the queue full is queued by a later hit (or simply expires).
+ * A child of fork() starts with fresh locks and no renewal thread (one is
+ * started at its first renewal): a pthread_atfork() child handler counts
+ * forks, and each call compares the count with the cache's own (no
+ * getpid() system call per get).
+ *
+ * Layout: `nbuckets` buckets of `ways` entries (CACHE_WAYS, or fewer when
+ * descriptor_cache_entries is smaller; at most that many entries in all),
+ * a key in the bucket of its hash, in any of its ways: a new key takes an
+ * empty or ended way, else the one whose lease ends first (a chain of keys
+ * of a prefix query does not lose its keys to each other as it would in a
+ * direct-mapped table).  Each bucket is under one of CACHE_LOCKS mutexes
+ * (entries are copied in and out whole under it; `tags` and `ends` hold
+ * the hashes and until_ms of its ways, the lines a lookup or a victim
+ * search scans instead of the 2.7 KiB entries) and has a generation, bumped
+ * by every drop in it: the answer of a lookup sent before a drop in its
+ * bucket is not put (so a remove or upsert through this client is never
+ * undone by a lookup or renewal that was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
+ * CACHE_MAX_REPS replicas and objects with other than memory replicas are
+ * not cached.  Lock order: a slot lock, or the queue lock, never both.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,13 +50,33 @@
 #include "util/clock.h"
 #include "util/hash.h"
 
-#define CACHE_SLOTS   4096u	/* calloc'ed: only the slots used take memory */
-#define CACHE_LOCKS   64u
-#define CACHE_MAX_KEY 128u
+#define CACHE_LOCKS       64u
+#define CACHE_WAYS        8u	/* entries per bucket */
+#define RENEW_MAX         256u	/* keys per renewal call, and queued at most */
+#define RENEW_INTERVAL_MS 20u	/* between two renewal calls */
+
+struct renew_key {
+	uint32_t klen;
+	uint8_t key[CACHE_MAX_KEY];
+};
 
 struct mc_dcache {
+	struct mc_client *c;
+	uint32_t nbuckets, ways;
+	unsigned long forks;			/* fork_count when the locks were made */
 	pthread_mutex_t mu[CACHE_LOCKS];
-	struct mc_dcache_entry e[CACHE_SLOTS];
+	struct mc_dcache_entry *e;		/* nbuckets x ways, calloc'ed: used ones take memory */
+	uint64_t *tags;				/* nbuckets x ways: the hash of a live way, else 0 */
+	uint64_t *ends;				/* nbuckets x ways: its entry's until_ms */
+	uint64_t *gen;				/* nbuckets: drops in the bucket */
+	/* renewal */
+	pthread_mutex_t rmu;
+	pthread_cond_t rcv;
+	pthread_t thr;
+	bool started, stop;
+	uint32_t nq;
+	struct renew_key q[RENEW_MAX];		/* queued by hits (rmu) */
+	struct renew_key work[RENEW_MAX];	/* the thread's current call */
 };
 
 /* Lease left when an entry stops serving: a read that starts then still
@@ -43,13 +87,63 @@ static uint64_t margin_ms(uint64_t lease_ms)
 	return m < 200 ? (lease_ms < 400 ? lease_ms / 2 : 200) : m;
 }
 
-int mc_dcache_new(struct mc_dcache **ret)
+static unsigned long fork_count;	/* forks this process has come out of */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+	__atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED);
+}
+
+static void fork_register(void)
+{
+	pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+static void locks_init(struct mc_dcache *d)
+{
+	for (unsigned i = 0; i < CACHE_LOCKS; i++)
+		pthread_mutex_init(&d->mu[i], NULL);
+	pthread_mutex_init(&d->rmu, NULL);
+	pthread_cond_init(&d->rcv, NULL);
+	d->started = d->stop = false;
+	d->nq = 0;
+	d->forks = __atomic_load_n(&fork_count, __ATOMIC_RELAXED);
+}
+
+/* In a child of fork(): the parent's renewal thread is not here, and the
+ * locks may hold the state of parent threads that are not either. */
+static void forget_forked(struct mc_dcache *d)
+{
+	if (__builtin_expect(d->forks != __atomic_load_n(&fork_count, __ATOMIC_RELAXED), 0))
+		locks_init(d);
+}
+
+int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret)
 {
 	struct mc_dcache *d = calloc(1, sizeof(*d));
 	if (!d)
 		return MC_ERR_NO_MEMORY;
-	for (unsigned i = 0; i < CACHE_LOCKS; i++)
-		pthread_mutex_init(&d->mu[i], NULL);
+	if (!entries)
+		entries = MC_DCACHE_DEFAULT_ENTRIES;
+	d->ways = entries < CACHE_WAYS ? entries : CACHE_WAYS;
+	d->nbuckets = entries / d->ways;
+	size_t n = (size_t)d->nbuckets * d->ways;
+	d->e = calloc(n, sizeof(*d->e));
+	d->tags = calloc(n, sizeof(*d->tags));
+	d->ends = calloc(n, sizeof(*d->ends));
+	d->gen = calloc(d->nbuckets, sizeof(*d->gen));
+	if (!d->e || !d->tags || !d->ends || !d->gen) {
+		free(d->e);
+		free(d->tags);
+		free(d->ends);
+		free(d->gen);
+		free(d);
+		return MC_ERR_NO_MEMORY;
+	}
+	d->c = c;
+	pthread_once(&fork_once, fork_register);
+	locks_init(d);
 	*ret = d;
 	return 0;
 }
@@ -58,16 +152,76 @@ void mc_dcache_free(struct mc_dcache *d)
 {
 	if (!d)
 		return;
+	forget_forked(d);
+	if (d->started) {
+		pthread_mutex_lock(&d->rmu);
+		d->stop = true;
+		pthread_cond_broadcast(&d->rcv);
+		pthread_mutex_unlock(&d->rmu);
+		pthread_join(d->thr, NULL);
+	}
 	for (unsigned i = 0; i < CACHE_LOCKS; i++)
 		pthread_mutex_destroy(&d->mu[i]);
+	pthread_mutex_destroy(&d->rmu);
+	pthread_cond_destroy(&d->rcv);
+	free(d->e);
+	free(d->tags);
+	free(d->ends);
+	free(d->gen);
 	free(d);
 }
 
-static uint32_t slot_of(const void *key, size_t klen, uint64_t *ret_hash)
+/* The bucket of key; its hash (never 0: 0 tags an empty way) in *ret_hash. */
+static uint32_t bucket_of(const struct mc_dcache *d, const void *key, size_t klen,
+			  uint64_t *ret_hash)
 {
 	uint64_t h = mc_hash(key, klen);
-	*ret_hash = h;
-	return (uint32_t)(h % CACHE_SLOTS);
+	*ret_hash = h ? h : 1;
+	return (uint32_t)(h % d->nbuckets);
+}
+
+static pthread_mutex_t *lock_of(struct mc_dcache *d, uint32_t b)
+{
+	forget_forked(d);
+	return &d->mu[b % CACHE_LOCKS];
+}
+
+static bool same_key(const struct mc_dcache_entry *e, uint64_t h, const void *key, size_t klen)
+{
+	return e->kind != MC_DC_EMPTY && e->hash == h && e->klen == klen &&
+	       !memcmp(e->key, key, klen);
+}
+
+/* Key's entry in bucket b, or NULL.  b's lock held. */
+static struct mc_dcache_entry *find(struct mc_dcache *d, uint32_t b, uint64_t h,
+				    const void *key, size_t klen)
+{
+	size_t base = (size_t)b * d->ways;
+	for (uint32_t w = 0; w < d->ways; w++)
+		if (d->tags[base + w] == h && same_key(&d->e[base + w], h, key, klen))
+			return &d->e[base + w];
+	return NULL;
+}
+
+/* Empties entry e (its tag too).  Its bucket's lock held. */
+static void forget(struct mc_dcache *d, struct mc_dcache_entry *e)
+{
+	e->kind = MC_DC_EMPTY;
+	d->tags[e - d->e] = 0;
+}
+
+/* Where a new key goes in bucket b: an empty or ended way, else the way
+ * whose entry ends first.  b's lock held. */
+static struct mc_dcache_entry *victim(struct mc_dcache *d, uint32_t b, uint64_t now)
+{
+	size_t base = (size_t)b * d->ways, v = base;
+	for (size_t i = base; i < base + d->ways; i++) {
+		if (!d->tags[i] || now >= d->ends[i])
+			return &d->e[i];
+		if (d->ends[i] < d->ends[v])
+			v = i;
+	}
+	return &d->e[v];
 }
 
 /* Points the copied descriptors' strings and grants at the entry's own
@@ -82,17 +236,48 @@ static void fix_pointers(struct mc_dcache_entry *e)
 	}
 }
 
+uint64_t mc_dcache_gen(struct mc_dcache *d, const void *key, size_t klen)
+{
+	uint64_t h;
+	if (!d || klen > CACHE_MAX_KEY)
+		return 0;
+	uint32_t b = bucket_of(d, key, klen, &h);
+	return __atomic_load_n(&d->gen[b], __ATOMIC_ACQUIRE);
+}
+
+/* Stores the first len bytes of x as key's entry (in place of its old one,
+ * else in a victim's way) unless its bucket had a drop since gen, or
+ * (keep_live) key has a live entry. */
+static void store(struct mc_dcache *d, struct mc_dcache_entry *x, size_t len, const void *key,
+		  size_t klen, uint64_t gen, bool keep_live)
+{
+	uint32_t b = bucket_of(d, key, klen, &x->hash);
+	x->klen = (uint32_t)klen;
+	memcpy(x->key, key, klen);
+	pthread_mutex_t *mu = lock_of(d, b);
+	uint64_t now = mc_now_ms();
+	pthread_mutex_lock(mu);
+	struct mc_dcache_entry *e = find(d, b, x->hash, key, klen);
+	if (d->gen[b] == gen && !(keep_live && e && now < e->until_ms)) {
+		if (!e)
+			e = victim(d, b, now);
+		memcpy(e, x, len);
+		d->tags[e - d->e] = x->hash;
+		d->ends[e - d->e] = x->until_ms;
+	}
+	pthread_mutex_unlock(mu);
+}
+
 void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
-		   const struct mc_msg_get_replica_list_resp *p, uint64_t query_ms)
+		   const struct mc_dcache_obj *o, uint64_t query_ms, uint64_t gen)
 {
 	struct mc_dcache_entry x;
-	uint64_t h;
-	if (!d || klen > CACHE_MAX_KEY || p->n_replicas == 0 || p->n_replicas > CACHE_MAX_REPS ||
-	    p->lease_ttl_ms <= margin_ms(p->lease_ttl_ms))
+	if (!d || klen > CACHE_MAX_KEY || o->nrep == 0 || o->nrep > CACHE_MAX_REPS ||
+	    o->lease_ms <= margin_ms(o->lease_ms))
 		return;
-	memset(&x, 0, sizeof(x));
-	for (uint32_t i = 0; i < p->n_replicas; i++) {
-		const struct mc_replica_desc *r = (const struct mc_replica_desc *)&p->replicas[i];
+	memset(&x, 0, offsetof(struct mc_dcache_entry, ep));
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		const struct mc_replica_desc *r = &o->reps[i];
 		if ((r->type != MC_REPLICA_MEMORY && r->type != MC_REPLICA_NOF_SSD) ||
 		    r->mem.endpoint.len > MC_MAX_SEGMENT_NAME ||
 		    r->mem.shm_path.len > MC_PROTO_MAX_SHM_PATH ||
@@ -106,44 +291,112 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 		if (r->mem.grant.len)
 			memcpy(x.grant[i], r->mem.grant.p, r->mem.grant.len);
 	}
-	uint32_t s = slot_of(key, klen, &h);
-	x.hash = h;
-	x.klen = (uint32_t)klen;
-	memcpy(x.key, key, klen);
-	x.nrep = p->n_replicas;
-	x.size = p->size;
-	x.has_checksum = p->has_checksum;
-	x.checksum = p->checksum;
+	x.kind = MC_DC_DESC;
+	x.nrep = o->nrep;
+	x.size = o->size;
+	x.has_checksum = o->has_checksum;
+	x.checksum = o->checksum;
 	x.query_ms = query_ms;
-	x.lease_ms = p->lease_ttl_ms;
-	x.until_ms = query_ms + p->lease_ttl_ms - margin_ms(p->lease_ttl_ms);
-	pthread_mutex_t *mu = &d->mu[s % CACHE_LOCKS];
-	pthread_mutex_lock(mu);
-	d->e[s] = x;
-	pthread_mutex_unlock(mu);
+	x.lease_ms = o->lease_ms;
+	x.until_ms = query_ms + o->lease_ms - margin_ms(o->lease_ms);
+	store(d, &x, sizeof(x), key, klen, gen, false);
+}
+
+void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
+			   uint64_t lease_ms, uint64_t query_ms, uint64_t gen)
+{
+	struct mc_dcache_entry x;
+	if (!d || klen > CACHE_MAX_KEY || lease_ms <= margin_ms(lease_ms))
+		return;
+	memset(&x, 0, offsetof(struct mc_dcache_entry, reps));
+	x.kind = MC_DC_PRESENT;
+	x.query_ms = query_ms;
+	x.lease_ms = lease_ms;
+	x.until_ms = query_ms + lease_ms - margin_ms(lease_ms);
+	store(d, &x, offsetof(struct mc_dcache_entry, reps), key, klen, gen, true);
+}
+
+static void *renew_main(void *arg);
+
+/* Queues key for the renewal thread (started now if it is not yet);
+ * false when the queue is full or there is no thread to be had. */
+static bool renew_queue(struct mc_dcache *d, const void *key, size_t klen)
+{
+	bool ok = false;
+	pthread_mutex_lock(&d->rmu);
+	if (!d->started && !d->stop)
+		d->started = pthread_create(&d->thr, NULL, renew_main, d) == 0;
+	if (d->started && d->nq < RENEW_MAX) {
+		struct renew_key *k = &d->q[d->nq++];
+		k->klen = (uint32_t)klen;
+		memcpy(k->key, key, klen);
+		pthread_cond_signal(&d->rcv);
+		ok = true;
+	}
+	pthread_mutex_unlock(&d->rmu);
+	return ok;
 }
 
 bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret)
 {
 	uint64_t h;
-	bool hit = false;
+	bool hit = false, renew = false;
 	if (!d || klen > CACHE_MAX_KEY)
 		return false;
-	uint32_t s = slot_of(key, klen, &h);
-	pthread_mutex_t *mu = &d->mu[s % CACHE_LOCKS];
+	uint32_t b = bucket_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, b);
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
-	const struct mc_dcache_entry *e = &d->e[s];
-	if (e->nrep && e->hash == h && e->klen == klen && !memcmp(e->key, key, klen) &&
-	    now < e->until_ms) {
+	struct mc_dcache_entry *e = find(d, b, h, key, klen);
+	if (e && e->kind == MC_DC_DESC && now < e->until_ms) {
 		*ret = *e;
 		hit = true;
+		if (!e->renew_queued && now >= e->query_ms + e->lease_ms / 2)
+			renew = e->renew_queued = true;
 	}
 	pthread_mutex_unlock(mu);
-	if (hit)
-		fix_pointers(ret);
+	if (!hit)
+		return false;
+	fix_pointers(ret);
+	if (renew && !renew_queue(d, key, klen)) {
+		pthread_mutex_lock(mu);   /* not queued: a later hit tries again */
+		e = find(d, b, h, key, klen);
+		if (e && e->query_ms == ret->query_ms)
+			e->renew_queued = false;
+		pthread_mutex_unlock(mu);
+	}
+	return true;
+}
+
+/* Whether key has a live entry (of descriptors only, with desc), and its
+ * object's size then (ret may be NULL): no copy, no renewal. */
+static bool peek(struct mc_dcache *d, const void *key, size_t klen, bool desc, uint64_t *ret)
+{
+	uint64_t h;
+	bool hit;
+	if (!d || klen > CACHE_MAX_KEY)
+		return false;
+	uint32_t b = bucket_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, b);
+	uint64_t now = mc_now_ms();
+	pthread_mutex_lock(mu);
+	const struct mc_dcache_entry *e = find(d, b, h, key, klen);
+	hit = e && (!desc || e->kind == MC_DC_DESC) && now < e->until_ms;
+	if (hit && ret)
+		*ret = e->size;
+	pthread_mutex_unlock(mu);
 	return hit;
+}
+
+bool mc_dcache_size(struct mc_dcache *d, const void *key, size_t klen, uint64_t *ret)
+{
+	return peek(d, key, klen, true, ret);
+}
+
+bool mc_dcache_present(struct mc_dcache *d, const void *key, size_t klen)
+{
+	return peek(d, key, klen, false, NULL);
 }
 
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen)
@@ -151,11 +404,94 @@ void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen)
 	uint64_t h;
 	if (!d || klen > CACHE_MAX_KEY)
 		return;
-	uint32_t s = slot_of(key, klen, &h);
-	pthread_mutex_t *mu = &d->mu[s % CACHE_LOCKS];
+	uint32_t b = bucket_of(d, key, klen, &h);
+	pthread_mutex_t *mu = lock_of(d, b);
 	pthread_mutex_lock(mu);
-	struct mc_dcache_entry *e = &d->e[s];
-	if (e->hash == h && e->klen == klen && !memcmp(e->key, key, klen))
-		e->nrep = 0;
+	__atomic_add_fetch(&d->gen[b], 1, __ATOMIC_RELEASE);
+	struct mc_dcache_entry *e = find(d, b, h, key, klen);
+	if (e)
+		forget(d, e);
 	pthread_mutex_unlock(mu);
+}
+
+void mc_dcache_clear(struct mc_dcache *d)
+{
+	if (!d)
+		return;
+	forget_forked(d);
+	for (uint32_t l = 0; l < CACHE_LOCKS; l++) {
+		pthread_mutex_lock(&d->mu[l]);
+		for (uint32_t b = l; b < d->nbuckets; b += CACHE_LOCKS) {
+			__atomic_add_fetch(&d->gen[b], 1, __ATOMIC_RELEASE);
+			for (size_t i = (size_t)b * d->ways; i < (size_t)(b + 1) * d->ways; i++)
+				if (d->tags[i])
+					forget(d, &d->e[i]);
+		}
+		pthread_mutex_unlock(&d->mu[l]);
+	}
+}
+
+/* ---- renewal ------------------------------------------------------------------------ */
+
+/* One BATCH_GET_REPLICA_LIST for the n keys of d->work: fresh entries for
+ * the keys still there, the others dropped.  On a failed call the entries
+ * stay as they are and expire. */
+static void renew(struct mc_dcache *d, uint32_t n)
+{
+	struct mc_client *c = d->c;
+	struct mc_bytes keys[RENEW_MAX];
+	uint64_t gens[RENEW_MAX];
+	for (uint32_t j = 0; j < n; j++) {
+		keys[j] = MC_BYTES(d->work[j].key, d->work[j].klen);
+		gens[j] = mc_dcache_gen(d, d->work[j].key, d->work[j].klen);
+	}
+	struct mc_msg_batch_get_replica_list_req q = { .tenant = mc_client_tenant(c),
+						       .n_keys = n, .keys = keys };
+	struct mc_msg_batch_get_replica_list_resp p;
+	struct mc_conn *cn = NULL;
+	uint64_t t0 = mc_now_ms();
+	int r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_GET_REPLICA_LIST, &q, &p, NULL);
+	for (uint32_t j = 0; r == 0 && p.n_items == n && j < n; j++) {
+		const struct mc_msg_batch_replica_item *it = &p.items[j];
+		if (it->status == 0) {
+			struct mc_dcache_obj o = { .reps = it->replicas, .nrep = it->n_replicas,
+						   .size = it->size, .checksum = it->checksum,
+						   .lease_ms = it->lease_ttl_ms,
+						   .has_checksum = it->has_checksum };
+			mc_dcache_put(d, keys[j].p, keys[j].len, &o, t0, gens[j]);
+		} else if (it->status == MC_ERR_OBJECT_NOT_FOUND ||
+			   it->status == MC_ERR_REPLICA_IS_NOT_READY) {
+			mc_dcache_drop(d, keys[j].p, keys[j].len);
+		}
+	}
+	mc_pool_put(&c->mpool, cn);
+}
+
+static void *renew_main(void *arg)
+{
+	struct mc_dcache *d = arg;
+	pthread_mutex_lock(&d->rmu);
+	while (!d->stop) {
+		if (d->nq == 0) {
+			pthread_cond_wait(&d->rcv, &d->rmu);
+			continue;
+		}
+		uint32_t n = d->nq;
+		memcpy(d->work, d->q, n * sizeof(d->q[0]));
+		d->nq = 0;
+		pthread_mutex_unlock(&d->rmu);
+		renew(d, n);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += RENEW_INTERVAL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&d->rmu);
+		while (!d->stop && pthread_cond_timedwait(&d->rcv, &d->rmu, &ts) == 0)
+			;   /* the interval, whatever is queued meanwhile */
+	}
+	pthread_mutex_unlock(&d->rmu);
+	return NULL;
 }

@@ -127,6 +127,7 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 	int r;
 	if (get_cached(c, key, klen, buf, cap, ret_buf, ret_len, &o) == 0)
 		return 0;
+	uint64_t gen = mc_dcache_gen(c->dcache, key, klen);
 	/* A read that outlived its lease (typically a failover: the first node
 	 * did not answer in time) is redone once under a fresh lease; the node
 	 * that failed is then tried last. */
@@ -157,7 +158,10 @@ static int get(struct mc_client *c, const void *key, size_t klen, void *buf, siz
 		*ret_len = p.size;
 		if (ret_buf)
 			{ *ret_buf = buf; mine = NULL; }
-		mc_dcache_put(c->dcache, key, klen, &p, t0);
+		struct mc_dcache_obj d = { .reps = p.replicas, .nrep = p.n_replicas,
+					   .size = p.size, .checksum = p.checksum,
+					   .lease_ms = p.lease_ttl_ms, .has_checksum = p.has_checksum };
+		mc_dcache_put(c->dcache, key, klen, &d, t0, gen);
 	}
 	mc_pool_put(&c->mpool, cn);
 	free(mine);
@@ -185,4 +189,15 @@ MC_API int mc_get_into(struct mc_client *c, const void *key, size_t klen, void *
 	if (!buf)
 		return MC_ERR_INVALID_PARAMS;
 	return get(c, key, klen, buf, cap, NULL, len, NULL);
+}
+
+MC_API int mc_cached_size(struct mc_client *c, const void *key, size_t klen, uint64_t *size)
+{
+	uint64_t sz;
+	if (!c || !size || mc_check_key(key, klen) < 0)
+		return MC_ERR_INVALID_PARAMS;
+	if (!mc_dcache_size(c->dcache, key, klen, &sz))
+		return MC_ERR_OBJECT_NOT_FOUND;
+	*size = sz;
+	return 0;
 }

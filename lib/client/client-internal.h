@@ -11,7 +11,7 @@
  *   client-get.c    get, get_into
  *   client-batch.c  the batch forms
  *   client-batch-alloc.c  mc_batch_get_alloc (batch gets into the caller's memory)
- *   client-cache.c  the descriptor cache of hot reads (cache_descriptors)
+ *   client-cache.c  the descriptor cache of hot reads and its renewal thread
  *   client-crew.c   the transfer threads (batches, replicas, stripes)
  */
 #ifndef MC_CLIENT_INTERNAL_H
@@ -95,12 +95,18 @@ struct mc_regbuf {
 
 /* client-cache.c: a GET_REPLICA_LIST answer kept while its lease holds. */
 #define CACHE_MAX_REPS 4u
+#define CACHE_MAX_KEY 128u
+#define MC_DCACHE_DEFAULT_ENTRIES 4096u
+#define MC_DCACHE_MAX_ENTRIES (1u << 18)
+enum { MC_DC_EMPTY, MC_DC_DESC, MC_DC_PRESENT };
 struct mc_dcache_entry {
 	uint64_t hash;
-	uint32_t klen, nrep;		/* nrep 0: empty slot */
-	uint8_t key[128];
-	uint64_t size, checksum;
+	uint32_t klen, nrep;
+	uint8_t kind;			/* MC_DC_*: empty, descriptors, or leased presence only */
+	bool renew_queued;		/* a hit asked for a renewal of this lease */
 	bool has_checksum;
+	uint8_t key[CACHE_MAX_KEY];
+	uint64_t size, checksum;
 	uint64_t query_ms, lease_ms;	/* when the lookup was sent, the lease it got */
 	uint64_t until_ms;		/* serves reads until then (a margin before the lease ends) */
 	struct mc_replica_desc reps[CACHE_MAX_REPS];
@@ -109,16 +115,40 @@ struct mc_dcache_entry {
 	char shm[CACHE_MAX_REPS][MC_PROTO_MAX_SHM_PATH + 1];
 	uint8_t grant[CACHE_MAX_REPS][MC_PROTO_MAX_GRANT];
 };
+/* What a lookup answered for one object (GET_REPLICA_LIST or an item of
+ * BATCH_GET_REPLICA_LIST). */
+struct mc_dcache_obj {
+	const struct mc_replica_desc *reps;
+	uint32_t nrep;
+	uint64_t size, checksum, lease_ms;
+	bool has_checksum;
+};
 struct mc_dcache;
-int mc_dcache_new(struct mc_dcache **ret);
+/* entries: slots (0: MC_DCACHE_DEFAULT_ENTRIES); c: whose master renews. */
+int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret);
 void mc_dcache_free(struct mc_dcache *d);
-/* Keeps a copy of p (memory replicas only, short keys only); d NULL: no-op. */
+/* The generation of key's entry: read before a lookup, passed to the put
+ * of its answer, which is dropped if the key was dropped meanwhile. */
+uint64_t mc_dcache_gen(struct mc_dcache *d, const void *key, size_t klen);
+/* Keeps a copy of o (memory replicas only, short keys only), looked up at
+ * query_ms; d NULL: no-op. */
 void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
-		   const struct mc_msg_get_replica_list_resp *p, uint64_t query_ms);
-/* A copy of key's entry while it serves reads (its descriptors point into *ret). */
+		   const struct mc_dcache_obj *o, uint64_t query_ms, uint64_t gen);
+/* Marks key present (a lease of lease_ms from query_ms without its
+ * descriptors: BATCH_QUERY_PREFIX) unless it has a live entry already. */
+void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
+			   uint64_t lease_ms, uint64_t query_ms, uint64_t gen);
+/* A copy of key's entry while it serves reads (its descriptors point into
+ * *ret); a hit late in the lease queues the key for renewal. */
 bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 		   struct mc_dcache_entry *ret);
+/* The size of key's object while its entry serves reads (no renewal). */
+bool mc_dcache_size(struct mc_dcache *d, const void *key, size_t klen, uint64_t *ret);
+/* Whether key is leased to us (any live entry) now. */
+bool mc_dcache_present(struct mc_dcache *d, const void *key, size_t klen);
 void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen);
+/* Drops every entry (d NULL: no-op). */
+void mc_dcache_clear(struct mc_dcache *d);
 
 /* A batch request's keys: at most MC_MAX_BATCH, and keys plus
  * MC_BATCH_ITEM_OVERHEAD each within MC_BATCH_BODY_BUDGET, leaving room in

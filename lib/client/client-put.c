@@ -134,8 +134,9 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 					  .size = len, .config = cfg };
 	struct mc_msg_put_start_resp p;
 	struct mc_conn *cn = NULL;
-	if (o.upsert && c->dcache)   /* our own gets must not read the old value */
-		mc_dcache_drop(c->dcache, key, klen);   /* (again after PutEnd: see below) */
+	/* Our own gets must not read an old value (a leased one another client
+	 * removed, or the one an upsert replaces): again after PutEnd, below. */
+	mc_dcache_drop(c->dcache, key, klen);
 	/* UPSERT_START's messages are PUT_START's, field for field. */
 	r = mc_pool_call(&c->mpool, &cn, o.upsert ? MC_OP_UPSERT_START : MC_OP_PUT_START, &q, &p,
 			 NULL);
@@ -156,8 +157,7 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 			r = mc_pool_call(&c->mpool, &cn, MC_OP_PUT_END, &e, &ep, NULL);
 			/* Until PutEnd a get of ours leases and caches the old
 			 * value; from now on it must read the new one. */
-			if (o.upsert && c->dcache)
-				mc_dcache_drop(c->dcache, key, klen);
+			mc_dcache_drop(c->dcache, key, klen);
 		} else {
 			struct mc_msg_put_revoke_req v = { .client_id = c->id, .tenant = tenant,
 							   .key = k };

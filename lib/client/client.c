@@ -146,17 +146,23 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 		c->tcp_stripes = DEFAULT_TCP_STRIPES;
 	if (!c->tcp_stripe_size)
 		c->tcp_stripe_size = DEFAULT_TCP_STRIPE_SIZE;
-	if (c->tcp_stripes > MC_CREW_MAX || c->tcp_stripe_size < MIN_TCP_STRIPE_SIZE) {
+	const char *dc = getenv("MC_CACHE_DESCRIPTORS");
+	bool cache = o.descriptor_cache > 0 || (o.descriptor_cache == 0 &&
+		     (o.cache_descriptors || !(dc && strcmp(dc, "0") == 0)));
+	uint64_t entries = o.descriptor_cache_entries ? o.descriptor_cache_entries
+						      : env_u64("MC_CACHE_ENTRIES");
+	if (c->tcp_stripes > MC_CREW_MAX || c->tcp_stripe_size < MIN_TCP_STRIPE_SIZE ||
+	    entries > MC_DCACHE_MAX_ENTRIES) {
 		mc_hs_key_free(c->secret, c->secret_len);
 		mc_hs_key_free(c->token, c->token_len);
 		free(c);
 		return MC_ERR_INVALID_PARAMS;
 	}
-	const char *dc = getenv("MC_CACHE_DESCRIPTORS");
-	bool cache = o.cache_descriptors || (dc && *dc && strcmp(dc, "0") != 0);
-	if (cache && mc_dcache_new(&c->dcache) < 0) {
+	if (cache && (r = mc_dcache_new(c, (unsigned)entries, &c->dcache)) < 0) {
+		mc_hs_key_free(c->secret, c->secret_len);
+		mc_hs_key_free(c->token, c->token_len);
 		free(c);
-		return MC_ERR_NO_MEMORY;
+		return r;
 	}
 	if ((r = mc_rdma_new(&o, &c->rdma)) < 0) {
 		mc_dcache_free(c->dcache);
@@ -346,6 +352,7 @@ MC_API int mc_remove_by_regex(struct mc_client *c, const char *regex, bool force
 						.regex = mc_bytes_str(regex), .force = force };
 	struct mc_msg_remove_by_regex_resp p;
 	struct mc_conn *cn = NULL;
+	mc_dcache_clear(c->dcache);   /* our own gets see our removes */
 	int r = mc_pool_call(&c->mpool, &cn, MC_OP_REMOVE_BY_REGEX, &q, &p, NULL);
 	if (r == 0 && removed)
 		*removed = p.removed;
@@ -360,6 +367,7 @@ MC_API int mc_remove_all(struct mc_client *c, bool force, uint64_t *removed)
 	struct mc_msg_remove_all_req q = { .tenant = mc_client_tenant(c), .force = force };
 	struct mc_msg_remove_all_resp p;
 	struct mc_conn *cn = NULL;
+	mc_dcache_clear(c->dcache);   /* our own gets see our removes */
 	int r = mc_pool_call(&c->mpool, &cn, MC_OP_REMOVE_ALL, &q, &p, NULL);
 	if (r == 0 && removed)
 		*removed = p.removed;

@@ -9,7 +9,9 @@
  * for the memory once the master has said the object's size (the same
  * request that locates it: no extra round trip), the bytes object is made
  * then, with the GIL taken back for that moment only, and the transfer
- * fills it with the GIL released.  No staging copy.  get_batch does the
+ * fills it with the GIL released.  No staging copy.  A get of a key the
+ * client's descriptor cache holds knows the size before any request: its
+ * bytes object is made first and the GIL is released once (read_hot).  get_batch does the
  * same for a whole batch in one master round trip per request of keys
  * (mc_batch_get_alloc).  BufferHandles own malloc'd memory read the same
  * way.  local_buffer_size still bounds these calls: each object takes its
@@ -135,6 +137,57 @@ static int read_one(struct pymc_reads *rd, const char *k, size_t kl)
 	return rd->st[0] = r;
 }
 
+/*
+ * get of a key the descriptor cache holds: its size is known without a
+ * request (mc_cached_size), so the bytes object is made before the GIL is
+ * released, and the read goes into it without taking the GIL back (once
+ * per get, not twice).  1: not tried (no live entry, the store busy being
+ * set up or closed, an empty value, an object grown since: read_one does
+ * it); 0: rd's item 0 has the result.
+ */
+static int read_hot(struct pymc_reads *rd, const char *k, size_t kl)
+{
+	struct pymc_store *s = rd->s;
+	uint64_t size;
+	size_t len = 0;
+	int r;
+	if (pthread_rwlock_tryrdlock(&s->lock) != 0)
+		return 1;
+	struct mc_client *c = s->c;
+	if (!c || mc_cached_size(c, k, kl, &size) < 0 || size == 0 ||
+	    size > (uint64_t)PY_SSIZE_T_MAX || pymc_stage(s, size) < 0) {
+		pthread_rwlock_unlock(&s->lock);
+		return 1;
+	}
+	PyObject *o = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+	if (!o) {
+		PyErr_Clear();
+		pthread_rwlock_unlock(&s->lock);
+		pymc_unstage(s, size);
+		return 1;
+	}
+	char *buf = PyBytes_AS_STRING(o);
+	Py_BEGIN_ALLOW_THREADS
+	r = mc_get_into(c, k, kl, buf, (size_t)size, &len);
+	Py_END_ALLOW_THREADS
+	pthread_rwlock_unlock(&s->lock);
+	pymc_unstage(s, size);
+	if (r == 0 && len < size && _PyBytes_Resize(&o, (Py_ssize_t)len) < 0) {
+		PyErr_Clear();   /* o is gone */
+		r = MC_ERR_NO_MEMORY;
+	}
+	if (r == MC_ERR_BUFFER_OVERFLOW) {   /* replaced by a larger object */
+		Py_DECREF(o);
+		return 1;
+	}
+	if (r < 0)
+		Py_XDECREF(o);
+	else
+		rd->mem[0] = o, rd->lens[0] = len;
+	rd->st[0] = r;
+	return 0;
+}
+
 /* The BufferHandle of item i (memory and staging handed over), or None. */
 static PyObject *handle_of(struct pymc_reads *rd, size_t i)
 {
@@ -163,7 +216,7 @@ static PyObject *get_one(PyObject *self, PyObject *arg, bool bytes)
 		return NULL;
 	pymc_reads_init(&rd, s, 1, bytes, true);
 	rd.st[0] = MC_ERR_INVALID_PARAMS;   /* local_buffer_size 0: every copying call fails */
-	if (s->staging_cap)
+	if (s->staging_cap && (!bytes || read_hot(&rd, k, kl) != 0))
 		read_one(&rd, k, kl);
 	PyObject *o = bytes ? bytes_of(&rd, 0) : handle_of(&rd, 0);
 	pymc_reads_free(&rd);

@@ -217,8 +217,9 @@ PyMethodDef pymc_query_methods[] = {
 	{ "is_exist", store_is_exist, METH_O, "is_exist(key) -> 1, 0 or an error code" },
 	{ "batch_is_exist", store_batch_is_exist, METH_O, "batch_is_exist(keys) -> list" },
 	{ "batch_query_prefix", store_batch_query_prefix, METH_O,
-	  "batch_query_prefix(keys) -> how many leading keys exist (one request; only they "
-	  "are leased)" },
+	  "batch_query_prefix(keys) -> how many leading keys exist (the leading keys this "
+	  "client holds read leases on count without a request, as a get reads them; one "
+	  "request from the first other key; only the hits are leased)" },
 	{ "get_size", store_get_size, METH_O, "get_size(key) -> size or an error code" },
 	{ "get_replica_desc", store_get_replica_desc, METH_O,
 	  "get_replica_desc(key) -> list of ReplicaDescriptor" },

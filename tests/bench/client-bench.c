@@ -20,9 +20,12 @@
  *                                             the later (hot: a lease still running) ones'
  *
  * MC_DISABLE_SHM=1 in the environment forces the TCP data path; without it a
- * client on the node's host uses the shared segment.  MC_BENCH_HOT=N makes
- * each thread's gets cycle over its first N keys only (a hot set, for the
- * descriptor cache: MC_CACHE_DESCRIPTORS=1).  Output:
+ * client on the node's host uses the shared segment.  The client has the
+ * descriptor cache (the default; MC_CACHE_DESCRIPTORS=0 turns it off).
+ * MC_BENCH_HOT=N makes each thread's gets cycle over its first N keys only
+ * (a hot set).  MC_BENCH_UNCACHED=1 adds to `small` a third phase: the same
+ * gets again through a second client without the cache (get4k_uncached_*
+ * figures).  Output:
  * "client-bench <metric> <value> <unit>" lines.
  */
 #include <inttypes.h>
@@ -37,6 +40,7 @@
 #include "util/clock.h"
 
 static struct mc_client *C;
+static struct mc_client *C_OFF;	/* MC_BENCH_UNCACHED=1: a client without the descriptor cache */
 static int SECONDS;
 static uint64_t HOT;	/* MC_BENCH_HOT=N: each thread's gets cycle over its first N keys */
 
@@ -46,10 +50,10 @@ static uint64_t HOT;	/* MC_BENCH_HOT=N: each thread's gets cycle over its first 
 struct worker {
 	pthread_t th;
 	int id;
-	uint64_t puts, gets, errors;
-	double put_s, get_s;
-	uint32_t *lat_put, *lat_get;	/* ns, up to MAXLAT each */
-	uint32_t nlat_put, nlat_get;
+	uint64_t puts, gets, ugets, errors;
+	double put_s, get_s, uget_s;
+	uint32_t *lat_put, *lat_get, *lat_uget;	/* ns, up to MAXLAT each */
+	uint32_t nlat_put, nlat_get, nlat_uget;
 };
 
 static void lat_add(uint32_t *v, uint32_t *n, uint64_t ns)
@@ -64,23 +68,25 @@ static int u32cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Prints p50/p99/p999 of every thread's samples of one phase, in us. */
-static void lat_print(struct worker *w, int conc, bool put)
+/* Prints p50/p99/p999 of every thread's samples of one phase (0 put, 1 get,
+ * 2 uncached get), in us. */
+static void lat_print(struct worker *w, int conc, int phase)
 {
 	size_t n = 0, k = 0;
 	for (int i = 0; i < conc; i++)
-		n += put ? w[i].nlat_put : w[i].nlat_get;
+		n += phase == 0 ? w[i].nlat_put : phase == 1 ? w[i].nlat_get : w[i].nlat_uget;
 	uint32_t *all = malloc((n ? n : 1) * sizeof(*all));
 	if (!all)
 		return;
 	for (int i = 0; i < conc; i++) {
-		uint32_t m = put ? w[i].nlat_put : w[i].nlat_get;
-		memcpy(all + k, put ? w[i].lat_put : w[i].lat_get, m * sizeof(*all));
+		uint32_t m = phase == 0 ? w[i].nlat_put : phase == 1 ? w[i].nlat_get : w[i].nlat_uget;
+		memcpy(all + k, phase == 0 ? w[i].lat_put : phase == 1 ? w[i].lat_get : w[i].lat_uget,
+		       m * sizeof(*all));
 		k += m;
 	}
 	qsort(all, n, sizeof(*all), u32cmp);
 	if (n) {
-		const char *op = put ? "put4k" : "get4k";
+		const char *op = phase == 0 ? "put4k" : phase == 1 ? "get4k" : "get4k_uncached";
 		printf("client-bench %s_c%d_p50 %.1f us\n", op, conc, all[n / 2] / 1e3);
 		printf("client-bench %s_c%d_p99 %.1f us\n", op, conc, all[n * 99 / 100] / 1e3);
 		printf("client-bench %s_c%d_p999 %.1f us\n", op, conc, all[n * 999 / 1000] / 1e3);
@@ -120,9 +126,21 @@ static void *small_main(void *arg)
 		lat_add(w->lat_get, &w->nlat_get, u - t);
 		t = u;
 	}
-	uint64_t t2 = mc_now_ns();
+	uint64_t t2 = mc_now_ns(), t3 = t2;
+	end = t2 + (uint64_t)SECONDS * 500000000u;
+	for (uint64_t i = 0, t = t2; C_OFF && t < end; i = (i + 1) % span) {
+		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
+		if (mc_get_into(C_OFF, key, strlen(key), out, sizeof(out), &len) == 0)
+			w->ugets++;
+		else
+			w->errors++;
+		uint64_t u = mc_now_ns();
+		lat_add(w->lat_uget, &w->nlat_uget, u - t);
+		t = t3 = u;
+	}
 	w->put_s = (double)(t1 - t0) / 1e9;
 	w->get_s = (double)(t2 - t1) / 1e9;
+	w->uget_s = (double)(t3 - t2) / 1e9;
 	/* Leave the cache as we found it. */
 	for (uint64_t i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
@@ -134,29 +152,34 @@ static void *small_main(void *arg)
 static int run_small(int conc)
 {
 	struct worker *w = calloc((size_t)conc, sizeof(*w));
-	double puts = 0, gets = 0;
+	double puts = 0, gets = 0, ugets = 0;
 	uint64_t errors = 0;
 	for (int i = 0; i < conc; i++) {
 		w[i].id = i;
 		w[i].lat_put = malloc(MAXLAT * sizeof(uint32_t));
 		w[i].lat_get = malloc(MAXLAT * sizeof(uint32_t));
+		w[i].lat_uget = C_OFF ? malloc(MAXLAT * sizeof(uint32_t)) : NULL;
 		pthread_create(&w[i].th, NULL, small_main, &w[i]);
 	}
 	for (int i = 0; i < conc; i++) {
 		pthread_join(w[i].th, NULL);
 		puts += (double)w[i].puts / w[i].put_s;
 		gets += (double)w[i].gets / w[i].get_s;
+		ugets += w[i].uget_s > 0 ? (double)w[i].ugets / w[i].uget_s : 0;
 		errors += w[i].errors;
 	}
 	printf("client-bench put4k_c%d %.0f ops/s\n", conc, puts);
 	printf("client-bench get4k_c%d %.0f ops/s\n", conc, gets);
+	if (C_OFF)
+		printf("client-bench get4k_uncached_c%d %.0f ops/s\n", conc, ugets);
 	if (errors)
 		printf("client-bench errors_c%d %" PRIu64 " ops\n", conc, errors);
-	lat_print(w, conc, true);
-	lat_print(w, conc, false);
+	for (int ph = 0; ph < (C_OFF ? 3 : 2); ph++)
+		lat_print(w, conc, ph);
 	for (int i = 0; i < conc; i++) {
 		free(w[i].lat_put);
 		free(w[i].lat_get);
+		free(w[i].lat_uget);
 	}
 	free(w);
 	return errors ? 1 : 0;
@@ -341,6 +364,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "client-bench: cannot reach '%s': %s\n", argv[1], mc_error_name(r));
 		return 1;
 	}
+	const char *unc = getenv("MC_BENCH_UNCACHED");
+	if (strcmp(argv[2], "small") == 0 && unc && *unc == '1') {
+		struct mc_client_opts oo = o;
+		oo.descriptor_cache = -1;
+		if ((r = mc_client_new(&oo, &C_OFF)) < 0) {
+			fprintf(stderr, "client-bench: cannot reach '%s': %s\n", argv[1],
+				mc_error_name(r));
+			mc_client_free(C);
+			return 1;
+		}
+	}
 	if (strcmp(argv[2], "small") == 0) {
 		SECONDS = atoi(argv[4]);
 		r = run_small(atoi(argv[3]));
@@ -359,6 +393,7 @@ int main(int argc, char **argv)
 	} else {
 		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]));
 	}
+	mc_client_free(C_OFF);
 	mc_client_free(C);
 	return r;
 }

@@ -3,6 +3,8 @@
 # tests/bench/cluster.sh -- end-to-end figures of a real cluster on loopback,
 # each set beside its baseline measured in the same run:
 #   (a) 4 KiB put/get ops/s at 1, 16, 64 clients  vs  redis-benchmark SET/GET -d 4096
+#       (gets with the descriptor cache, the default, and again without it:
+#       *_uncached_get4k)
 #   (b) 1 MiB and 64 MiB put/get GB/s over TCP    vs  a raw loopback TCP stream
 #   (c) co-located (shared memory) GB/s           vs  memcpy
 #   (d) the share of granted data ranges in (a) and (b) over TCP: one grant
@@ -78,24 +80,28 @@ redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemon
 pids+=($!)
 for _ in $(seq 1 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 for c in 1 16 64; do
-	MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" small "$c" 2
-	put=$(pick "put4k_c$c"); get=$(pick "get4k_c$c")
-	runs "$O/tests/bench/client-bench" "$M" small "$c" 2
-	sput=$(pick "put4k_c$c"); sget=$(pick "get4k_c$c")
+	MC_BENCH_UNCACHED=1 MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" small "$c" 2
+	put=$(pick "put4k_c$c"); get=$(pick "get4k_c$c"); uget=$(pick "get4k_uncached_c$c")
+	MC_BENCH_UNCACHED=1 runs "$O/tests/bench/client-bench" "$M" small "$c" 2
+	sput=$(pick "put4k_c$c"); sget=$(pick "get4k_c$c"); suget=$(pick "get4k_uncached_c$c")
 	rset=$(for _ in $(seq 1 "$RUNS"); do redis-benchmark -p "$rport" -q --csv -t set -d 4096 \
 		-c "$c" -n $((20000 + c * 1000)) -r 100000 | awk -F'"' '/SET/ {print $4}'; done | median)
 	rget=$(for _ in $(seq 1 "$RUNS"); do redis-benchmark -p "$rport" -q --csv -t get -d 4096 \
 		-c "$c" -n $((20000 + c * 1000)) -r 100000 | awk -F'"' '/GET/ {print $4}'; done | median)
 	echo "cluster tcp_put4k_c$c $put ops/s"
 	echo "cluster tcp_get4k_c$c $get ops/s"
+	echo "cluster tcp_uncached_get4k_c$c $uget ops/s"
 	echo "cluster shm_put4k_c$c $sput ops/s"
 	echo "cluster shm_get4k_c$c $sget ops/s"
+	echo "cluster shm_uncached_get4k_c$c $suget ops/s"
 	echo "cluster redis_set4k_c$c $rset ops/s"
 	echo "cluster redis_get4k_c$c $rget ops/s"
 	ratio "tcp_put4k_c${c}_vs_redis_set" "$put" "$rset"
 	ratio "tcp_get4k_c${c}_vs_redis_get" "$get" "$rget"
 	ratio "shm_put4k_c${c}_vs_redis_set" "$sput" "$rset"
 	ratio "shm_get4k_c${c}_vs_redis_get" "$sget" "$rget"
+	ratio "tcp_uncached_get4k_c${c}_vs_redis_get" "$uget" "$rget"
+	ratio "shm_uncached_get4k_c${c}_vs_redis_get" "$suget" "$rget"
 done
 
 # (b) large objects over TCP against a raw loopback stream; (c) shared memory against memcpy.

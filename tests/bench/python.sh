@@ -9,7 +9,9 @@
 #   (c) the longest cached prefix of 256 keys: batch_query_prefix  vs
 #       batch_is_exist + the first miss found in Python (prefix_bench.py),
 #       with 256, 128, 32, 1 and 0 keys cached, beside the floor of both
-#       (one master round trip: is_exist of one key)
+#       (one master round trip: is_exist of one key); batch_query_prefix
+#       cold (the first query of fresh keys) and warm (the same chain asked
+#       again: the keys leased to the client answer from its cache)
 # Every figure is the median of RUNS runs (default 3).
 # Prints "python <metric> <value> <unit>" and "python ratio <name> <x>" lines
 # (binding / C: 1.00 is the C client's speed; the goal at 4 MiB is >= 0.85).
