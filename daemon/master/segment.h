@@ -209,6 +209,9 @@ struct mc_place_req {
 	const struct mc_bytes_ref *preferred;   /* segment names, may be NULL */
 	uint32_t npreferred;
 	uint8_t strategy;               /* enum mc_place_strategy */
+	bool no_wait;                   /* a segment whose lock is taken is passed over and
+					 * never waited for (the caller makes room elsewhere
+					 * and tries again); else it is, when nothing else fits */
 	void *owner;
 };
 int mc_segmgr_place(struct mc_segmgr *m, const struct mc_place_req *req,
