@@ -9,9 +9,15 @@
  *
  *   - A segment with at most EXACT_LIMIT blocks is scanned whole: the
  *     oldest evictable object goes first, exactly.
- *   - A larger one is sampled (SAMPLES random node slots), and the oldest
- *     evictable object among the samples goes (the approximate LRU Redis
- *     uses).  Each step costs O(SAMPLES), whatever the number of objects.
+ *   - A larger one is sampled, and the oldest evictable object among the
+ *     samples goes (the approximate LRU Redis uses).  The first step of a
+ *     run samples SAMPLES random node slots; the run keeps the POOL oldest
+ *     candidates it has seen, and each later step adds POOL_SAMPLES more
+ *     samples to them (Redis's eviction pool): a victim costs about 8
+ *     random reads of objects instead of 32, under the segment's lock,
+ *     which a put placing a block there needs too.  A candidate is taken
+ *     only if it still owns its block and may still go.  Each step costs
+ *     O(SAMPLES), whatever the number of objects.
  *
  * "Oldest" is the object's time_ms: the end of its last read lease, or its
  * PutEnd time if never read.  Never evicted: PROCESSING objects, objects
@@ -22,6 +28,17 @@
  * An object with a copy on its node's disk tier is not dropped: its memory
  * goes and a LOCAL_DISK replica stays (meta-offload.c); it counts as
  * evicted (its memory bytes) all the same.
+ *
+ * The watermark and admin evictions (meta_evict_to) work on every segment
+ * above the target in turn, EVICT_GROUP victims at a time, fullest first,
+ * so that every segment gets room early; between two rounds they let go of
+ * segs.lock, so a mount or unmount waiting for it (and, the lock preferring
+ * writers, every put queued behind that writer) waits for one group at
+ * most, never for a whole run of thousands of victims.  No other lock is
+ * held from one victim to the next.  A put finds room without waiting for
+ * the evictor: placement passes over a segment whose lock is taken, and a
+ * put that may evict makes room on another segment rather than wait
+ * (segment.c, mc_place_req.no_wait).
  *
  * Locks (meta.h): the caller holds segs.lock for reading and no shard lock.
  * A victim is picked under its segment's lock alone: an owner is alive

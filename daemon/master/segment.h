@@ -22,7 +22,10 @@
  *
  * Locking: segmgr->lock (rwlock, writer-preferring) guards the indexes and
  * segment status changes; placement and mount/unmount take it.  Each
- * segment's mutex guards its allocator and deferred-release list.  Lock
+ * segment's mutex (adaptive: held briefly, spun on before sleeping) guards
+ * its allocator and deferred-release list; placement passes over a
+ * segment whose mutex is taken and comes back to it only when no other
+ * segment takes the block (never with mc_place_req.no_wait).  Lock
  * order (see meta.h): stripe -> segmgr->lock -> shard -> segment->lock.
  * Each segment's key_lock guards its grant key (a leaf, held for a copy).
  */

@@ -17,7 +17,8 @@
  * hard-pinned): PutStart+PutEnd p50/p99 with every put evicting vs an empty
  * cache; the same with the master's background eviction (watermarks 0.90 /
  * 0.80, an evictor thread woken by the puts: mc_meta_set_evict_wake), the
- * default; and GetReplicaList / BatchExist(1024) p99 in one thread while
+ * default, whose p99 is also given apart for the puts that overlapped an
+ * evictor run and for the others (where the tail comes from); and GetReplicaList / BatchExist(1024) p99 in one thread while
  * another keeps evicting (mask bit 16 skips this part).
  *   usage: bench-meta [objects] [runs] [ms] [mask: 1 put, 2 get, 4 batch, 8 alloc, 16 no eviction part]
  */
