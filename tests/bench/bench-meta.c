@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "master/meta-internal.h"   /* the W_ALLOC workload drives the store's segment manager */
@@ -325,9 +326,14 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 		ev_put(m, i, 'k', false);
 	struct mc_meta_stats st0, st1;
 	mc_meta_get_stats(m, &st0);
+	/* The put thread's voluntary context switches: each is a sleep (a lock
+	 * it waited for); a count, so load on the machine does not blur it. */
+	struct rusage ru0, ru1;
+	getrusage(RUSAGE_THREAD, &ru0);
 	bool *during = calloc(EV_OPS, sizeof(*during));
 	uint64_t *split[2] = { malloc(EV_OPS * sizeof(uint64_t)), malloc(EV_OPS * sizeof(uint64_t)) };
 	uint64_t f = ev_measure_puts(m, 'B', lat, &ev.running, during);
+	getrusage(RUSAGE_THREAD, &ru1);
 	mc_meta_get_stats(m, &st1);
 	uint64_t nsplit[2] = { 0, 0 };
 	for (uint64_t i = 0; during && split[0] && split[1] && i < EV_OPS; i++)
@@ -345,6 +351,8 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	       st1.evicted_objects - st0.evicted_objects,
 	       st1.evicted_objects_by[MC_EVICT_WATERMARK] - st0.evicted_objects_by[MC_EVICT_WATERMARK],
 	       st1.evicted_objects_by[MC_EVICT_PUT] - st0.evicted_objects_by[MC_EVICT_PUT], f, ev.runs);
+	printf("bench-meta putstart_bg_put_thread_sleeps %ld count (of %d puts)\n",
+	       ru1.ru_nvcsw - ru0.ru_nvcsw, EV_OPS);
 	/* Where the tail is: the puts that overlapped an evictor run, the others. */
 	for (int k = 0; k < 2; k++)
 		if (nsplit[k])
