@@ -13,11 +13,12 @@
  *     samples goes (the approximate LRU Redis uses).  The first step of a
  *     run samples SAMPLES random node slots; the run keeps the POOL oldest
  *     candidates it has seen, and each later step adds POOL_SAMPLES more
- *     samples to them (Redis's eviction pool): a victim costs about 8
- *     random reads of objects instead of 32, under the segment's lock,
- *     which a put placing a block there needs too.  A candidate is taken
- *     only if it still owns its block and may still go.  Each step costs
- *     O(SAMPLES), whatever the number of objects.
+ *     samples to them (Redis's eviction pool of 16, which its default of
+ *     5 samples feeds): a victim costs about 5 random reads of objects
+ *     instead of 32, under the segment's lock, which a put placing a
+ *     block there needs too, and the evictor keeps up with the puts.  A
+ *     candidate is taken only if it still owns its block and may still
+ *     go.  Each step costs O(SAMPLES), whatever the number of objects.
  *
  * "Oldest" is the object's time_ms: the end of its last read lease, or its
  * PutEnd time if never read.  Never evicted: PROCESSING objects, objects
@@ -60,7 +61,7 @@
 
 #define EXACT_LIMIT  128u
 #define SAMPLES      32u
-#define POOL_SAMPLES 8u
+#define POOL_SAMPLES 4u
 #define EVICT_GROUP  32u   /* meta_evict_to(): victims between two releases of segs.lock */
 
 struct victim {
