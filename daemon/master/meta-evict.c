@@ -122,6 +122,7 @@ struct pick {
 	uint64_t now;
 	int pass, tenant;
 	const struct skip *skip;
+	uint32_t cap;                       /* pool size: POOL, or 1 for a few victims */
 	uint32_t npool;
 	struct victim pool[POOL];
 };
@@ -138,9 +139,9 @@ static void consider(struct pick *p, uint32_t node, void *owner)
 			return;   /* sampled again */
 	while (i > 0 && p->pool[i - 1].time > t)
 		i--;
-	if (i == POOL)
+	if (i == p->cap)
 		return;       /* younger than every candidate of a full pool */
-	uint32_t n = MC_MIN(p->npool, POOL - 1);
+	uint32_t n = MC_MIN(p->npool, p->cap - 1);
 	memmove(&p->pool[i + 1], &p->pool[i], (n - i) * sizeof(p->pool[0]));
 	p->npool = n + 1;
 	p->pool[i] = (struct victim){ .o = o, .node = node, .shard = o->hash % MC_META_SHARDS,
@@ -328,12 +329,18 @@ struct evict_run {
 	struct pick p;
 };
 
+/* pool: keep POOL candidates from step to step (a long run), else only the
+ * best of each step's samples (a put making room for itself). */
 static void evict_run_init(struct evict_run *r, struct mc_meta *m, uint64_t want,
-			   bool want_charged, uint64_t fit, uint32_t max, int tenant, unsigned reason)
+			   bool want_charged, uint64_t fit, uint32_t max, int tenant, unsigned reason,
+			   bool pool)
 {
-	*r = (struct evict_run){ .want = want, .fit = fit, .want_charged = want_charged,
-				 .max = max, .reason = reason };
-	r->p = (struct pick){ .m = m, .now = meta_now(m), .tenant = tenant, .skip = &r->skip };
+	r->want = want, r->fit = fit, r->want_charged = want_charged;
+	r->max = max, r->in_pass = 0, r->reason = reason;
+	r->done = false, r->freed = r->counted = 0;
+	r->skip.n = 0;
+	r->p.m = m, r->p.now = meta_now(m), r->p.pass = 0, r->p.tenant = tenant;
+	r->p.skip = &r->skip, r->p.cap = pool ? POOL : 1, r->p.npool = 0;
 }
 
 /* Up to `steps` more victims on s; true once the run is over (its goal met,
@@ -378,7 +385,7 @@ static uint64_t evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t 
 			      unsigned reason)
 {
 	struct evict_run r;
-	evict_run_init(&r, m, want, want_charged, fit, max, tenant, reason);
+	evict_run_init(&r, m, want, want_charged, fit, max, tenant, reason, false);
 	while (!evict_run_steps(&r, s, UINT32_MAX))
 		;
 	return r.freed;
@@ -536,7 +543,7 @@ int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_e
 		/* Live bytes: evicting cannot hasten the blocks kept for a lease. */
 		uint64_t used = mc_segment_live(v[i].s), goal = (uint64_t)(target * (double)v[i].s->size);
 		evict_run_init(&runs[i], m, used > goal ? used - goal : 0, false, 0, UINT32_MAX, -1,
-			       reason);
+			       reason, true);
 		runs[i].done = used <= goal;
 		left += !runs[i].done;
 	}
