@@ -19,7 +19,9 @@
  *                  client_ttl_ms (unmounting their segments), then
  *                  mc_meta_tick() (deferred block releases); in between,
  *                  woken by a PutStart that filled a segment past the high
- *                  watermark, the watermark eviction (mc_meta_evict_background).
+ *                  watermark, the watermark eviction (mc_meta_evict_background;
+ *                  groups of 32 victims per segment, segs.lock let go between
+ *                  them: meta-evict.c).
  *   snapshot       snapshot.c, every snapshot_interval_s: freezes the
  *                  metadata (segs.lock write, every shard lock read, the
  *                  registry locks), fork()s a child that writes the sqlite

@@ -238,6 +238,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 			struct put_start_args a = {
 				.client = cslot, .loc = it->loc, .key = keys[it->idx],
 				.size = sizes[it->idx], .cfg = cfg, .index = it->idx, .fn = fn, .ctx = ctx,
+				.no_wait = m->cfg.evict_on_full,   /* as mc_meta_put_start() */
 			};
 			int st = a.size ? do_put_start(m, &a, now) : MC_ERR_INVALID_PARAMS;
 			for (int att = 0; att < 2 && (st == MC_ERR_NO_AVAILABLE_HANDLE ||
@@ -247,6 +248,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 				pthread_rwlock_wrlock(&sh->lock);
 				if (!freed)
 					break;
+				a.no_wait = att == 0;
 				st = do_put_start(m, &a, meta_now(m));
 			}
 			meta_trace_put(MC_PUT_REC_START, (uint32_t)a.loc.hash, a.loc.tenant, a.size,

@@ -9,9 +9,16 @@
  *
  *   - A segment with at most EXACT_LIMIT blocks is scanned whole: the
  *     oldest evictable object goes first, exactly.
- *   - A larger one is sampled (SAMPLES random node slots), and the oldest
- *     evictable object among the samples goes (the approximate LRU Redis
- *     uses).  Each step costs O(SAMPLES), whatever the number of objects.
+ *   - A larger one is sampled, and the oldest evictable object among the
+ *     samples goes (the approximate LRU Redis uses).  The first step of a
+ *     run samples SAMPLES random node slots; the run keeps the POOL oldest
+ *     candidates it has seen, and each later step adds POOL_SAMPLES more
+ *     samples to them (Redis's eviction pool of 16, which its default of
+ *     5 samples feeds): a victim costs about 5 random reads of objects
+ *     instead of 32, under the segment's lock, which a put placing a
+ *     block there needs too, and the evictor keeps up with the puts.  A
+ *     candidate is taken only if it still owns its block and may still
+ *     go.  Each step costs O(SAMPLES), whatever the number of objects.
  *
  * "Oldest" is the object's time_ms: the end of its last read lease, or its
  * PutEnd time if never read.  Never evicted: PROCESSING objects, objects
@@ -22,6 +29,17 @@
  * An object with a copy on its node's disk tier is not dropped: its memory
  * goes and a LOCAL_DISK replica stays (meta-offload.c); it counts as
  * evicted (its memory bytes) all the same.
+ *
+ * The watermark and admin evictions (meta_evict_to) work on every segment
+ * above the target in turn, EVICT_GROUP victims at a time, fullest first,
+ * so that every segment gets room early; between two rounds they let go of
+ * segs.lock, so a mount or unmount waiting for it (and, the lock preferring
+ * writers, every put queued behind that writer) waits for one group at
+ * most, never for a whole run of thousands of victims.  No other lock is
+ * held from one victim to the next.  A put finds room without waiting for
+ * the evictor: placement passes over a segment whose lock is taken, and a
+ * put that may evict makes room on another segment rather than wait
+ * (segment.c, mc_place_req.no_wait).
  *
  * Locks (meta.h): the caller holds segs.lock for reading and no shard lock.
  * A victim is picked under its segment's lock alone: an owner is alive
@@ -41,8 +59,10 @@
 #include "util/probes.h"
 #include "util/rand.h"
 
-#define EXACT_LIMIT 128u
-#define SAMPLES     32u
+#define EXACT_LIMIT  128u
+#define SAMPLES      32u
+#define POOL_SAMPLES 4u
+#define EVICT_GROUP  32u   /* meta_evict_to(): victims between two releases of segs.lock */
 
 struct victim {
 	struct mc_object *o;
@@ -93,13 +113,18 @@ static bool skipped(const struct skip *k, const void *o)
 	return false;
 }
 
+/* The candidates of one eviction run on one segment, oldest first: a
+ * sampled step adds its samples, and the oldest one still evictable goes. */
+#define POOL 16u
+
 struct pick {
 	struct mc_meta *m;
 	uint64_t now;
 	int pass, tenant;
 	const struct skip *skip;
-	bool found;
-	struct victim best;
+	uint32_t cap;                       /* pool size: POOL, or 1 for a few victims */
+	uint32_t npool;
+	struct victim pool[POOL];
 };
 
 static void consider(struct pick *p, uint32_t node, void *owner)
@@ -108,13 +133,21 @@ static void consider(struct pick *p, uint32_t node, void *owner)
 	if (!o || skipped(p->skip, o) || !may_evict(p->m, o, p->now, p->pass, p->tenant))
 		return;
 	uint64_t t = mc_object_load_time(o);
-	if (!p->found || t < p->best.time) {
-		p->found = true;
-		p->best = (struct victim){ .o = o, .node = node, .shard = o->hash % MC_META_SHARDS,
-					   .time = t,
-					   .grouped = __atomic_load_n(&o->flags, __ATOMIC_RELAXED) &
-						      MC_OBJ_GROUPED };
-	}
+	uint32_t i = p->npool;
+	for (uint32_t k = 0; k < p->npool; k++)
+		if (p->pool[k].o == o && p->pool[k].node == node)
+			return;   /* sampled again */
+	while (i > 0 && p->pool[i - 1].time > t)
+		i--;
+	if (i == p->cap)
+		return;       /* younger than every candidate of a full pool */
+	uint32_t n = MC_MIN(p->npool, p->cap - 1);
+	memmove(&p->pool[i + 1], &p->pool[i], (n - i) * sizeof(p->pool[0]));
+	p->npool = n + 1;
+	p->pool[i] = (struct victim){ .o = o, .node = node, .shard = o->hash % MC_META_SHARDS,
+				      .time = t,
+				      .grouped = __atomic_load_n(&o->flags, __ATOMIC_RELAXED) &
+						 MC_OBJ_GROUPED };
 }
 
 static int consider_fn(uint32_t node, uint64_t off, uint64_t size, void *owner, void *ctx)
@@ -123,30 +156,52 @@ static int consider_fn(uint32_t node, uint64_t off, uint64_t size, void *owner, 
 	return 0;
 }
 
-/* The oldest evictable object with a block on s.  Under s->lock. */
-static bool pick_victim(struct mc_meta *m, struct mc_segment *s, uint64_t now, int pass,
-			int tenant, const struct skip *skip, struct victim *ret)
+/* Takes the oldest candidate that still owns its block and may go (under
+ * s->lock: the owner of a used block is alive, so its fields may be read). */
+static bool pool_take(struct pick *p, struct mc_segment *s, struct victim *ret)
 {
-	struct pick p = { .m = m, .now = now, .pass = pass, .tenant = tenant, .skip = skip };
+	while (p->npool) {
+		struct victim v = p->pool[0];
+		memmove(&p->pool[0], &p->pool[1], --p->npool * sizeof(p->pool[0]));
+		if (mc_offalloc_node_is_used(s->alloc, v.node) &&
+		    mc_offalloc_node_owner(s->alloc, v.node) == v.o && !skipped(p->skip, v.o) &&
+		    may_evict(p->m, v.o, p->now, p->pass, p->tenant)) {
+			*ret = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The oldest evictable object with a block on s (exact), or the oldest of
+ * the pool once SAMPLES random slots (the run's first step) or POOL_SAMPLES
+ * more (a later step) were added to it.  Takes s->lock. */
+static bool pick_victim(struct pick *p, struct mc_segment *s, struct victim *ret)
+{
 	struct mc_offalloc_stats st;
+	bool found;
 
 	pthread_mutex_lock(&s->lock);
 	mc_offalloc_get_stats(s->alloc, &st);
-	if (st.used_nodes <= EXACT_LIMIT || tenant >= 0) {
-		mc_offalloc_foreach_used(s->alloc, consider_fn, &p);
+	if (st.used_nodes <= EXACT_LIMIT || p->tenant >= 0) {
+		p->npool = 0;
+		mc_offalloc_foreach_used(s->alloc, consider_fn, p);
+		found = pool_take(p, s, ret);
 	} else {
-		for (uint32_t i = 0; i < SAMPLES; i++) {
+		uint32_t n = p->npool ? POOL_SAMPLES : SAMPLES;
+		for (uint32_t i = 0; i < n; i++) {
 			uint32_t node = (uint32_t)(mc_rand() % st.node_capacity);
 			if (mc_offalloc_node_is_used(s->alloc, node))
-				consider(&p, node, mc_offalloc_node_owner(s->alloc, node));
+				consider(p, node, mc_offalloc_node_owner(s->alloc, node));
 		}
-		if (!p.found)   /* sparse slots or an unlucky draw: look at them all */
-			mc_offalloc_foreach_used(s->alloc, consider_fn, &p);
+		found = pool_take(p, s, ret);
+		if (!found) {   /* sparse slots or an unlucky draw: look at them all */
+			mc_offalloc_foreach_used(s->alloc, consider_fn, p);
+			found = pool_take(p, s, ret);
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (p.found)
-		*ret = p.best;
-	return p.found;
+	return found;
 }
 
 static int u32_cmp(const void *a, const void *b)
@@ -254,39 +309,86 @@ static uint64_t evict_victim(struct mc_meta *m, struct mc_segment *s, const stru
 }
 
 /*
- * Evicts on segment s until `want` bytes were freed -- counted on s itself
- * (want_charged false), or as the victims' size x replicas, what their
- * tenant was charged (want_charged true) -- or, for want == 0, until a block
- * of `fit` bytes fits.  At most `max` victims, counted under `reason`
- * (enum mc_evict_reason).  Returns the bytes freed (size x replicas).
- * segs.lock held for reading.
+ * An eviction on one segment, which may stop after some victims and go on
+ * later (meta_evict_to() lets go of segs.lock in between): evicts until
+ * `want` bytes were freed -- counted on the segment itself (want_charged
+ * false), or as the victims' size x replicas, what their tenant was charged
+ * (want_charged true) -- or, for want == 0, until a block of `fit` bytes
+ * fits.  At most `max` victims per pass (unpinned, then soft-pinned),
+ * counted under `reason` (enum mc_evict_reason).
  */
+struct evict_run {
+	uint64_t want, fit;
+	bool want_charged;
+	uint32_t max, in_pass;
+	unsigned reason;
+	bool done;
+	uint64_t freed;                     /* size x replicas */
+	uint64_t counted;
+	struct skip skip;
+	struct pick p;
+};
+
+/* pool: keep POOL candidates from step to step (a long run), else only the
+ * best of each step's samples (a put making room for itself). */
+static void evict_run_init(struct evict_run *r, struct mc_meta *m, uint64_t want,
+			   bool want_charged, uint64_t fit, uint32_t max, int tenant, unsigned reason,
+			   bool pool)
+{
+	r->want = want, r->fit = fit, r->want_charged = want_charged;
+	r->max = max, r->in_pass = 0, r->reason = reason;
+	r->done = false, r->freed = r->counted = 0;
+	r->skip.n = 0;
+	r->p.m = m, r->p.now = meta_now(m), r->p.pass = 0, r->p.tenant = tenant;
+	r->p.skip = &r->skip, r->p.cap = pool ? POOL : 1, r->p.npool = 0;
+}
+
+/* Up to `steps` more victims on s; true once the run is over (its goal met,
+ * or nothing left to evict).  segs.lock held for reading. */
+static bool evict_run_steps(struct evict_run *r, struct mc_segment *s, uint32_t steps)
+{
+	struct pick *p = &r->p;
+	for (uint32_t n = 0; !r->done && n < steps; n++) {
+		/* largest_free reads one scalar the allocator publishes
+		 * atomically: no segment lock needed, nothing traversed. */
+		if (r->want ? r->counted >= r->want : mc_offalloc_largest_free(s->alloc) >= r->fit) {
+			r->done = true;
+			break;
+		}
+		struct victim v;
+		bool next = r->in_pass == r->max || !pick_victim(p, s, &v);
+		if (!next) {
+			r->in_pass++;
+			uint64_t here, f = evict_victim(p->m, s, &v, p->now, p->pass, p->tenant,
+							r->reason, &here);
+			if (!f) {
+				if (r->skip.n == MAX_SKIP)
+					next = true;
+				else
+					r->skip.o[r->skip.n++] = v.o;
+			}
+			r->freed += f;
+			r->counted += r->want_charged ? f : here;
+		}
+		if (next) {   /* this pass is over: the soft-pinned ones next, or done */
+			r->done = p->pass == 1;
+			p->pass = 1;
+			p->npool = 0;
+			r->in_pass = 0;
+		}
+	}
+	return r->done;
+}
+
 static uint64_t evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want,
 			      bool want_charged, uint64_t fit, uint32_t max, int tenant,
 			      unsigned reason)
 {
-	uint64_t freed = 0, counted = 0, now = meta_now(m);
-	struct skip skip = { .n = 0 };
-	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t i = 0; i < max; i++) {
-			/* largest_free reads one scalar the allocator publishes
-			 * atomically: no segment lock needed, nothing traversed. */
-			if (want ? counted >= want : mc_offalloc_largest_free(s->alloc) >= fit)
-				return freed;
-			struct victim v;
-			if (!pick_victim(m, s, now, pass, tenant, &skip, &v))
-				break;
-			uint64_t here, f = evict_victim(m, s, &v, now, pass, tenant, reason, &here);
-			if (!f) {
-				if (skip.n == MAX_SKIP)
-					break;
-				skip.o[skip.n++] = v.o;
-			}
-			freed += f;
-			counted += want_charged ? f : here;
-		}
-	}
-	return freed;
+	struct evict_run r;
+	evict_run_init(&r, m, want, want_charged, fit, max, tenant, reason, false);
+	while (!evict_run_steps(&r, s, UINT32_MAX))
+		;
+	return r.freed;
 }
 
 uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t want, uint64_t fit,
@@ -297,6 +399,7 @@ uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t wa
 
 struct seg_used {
 	struct mc_segment *s;
+	struct mc_uuid id;
 	double ratio;
 };
 
@@ -319,7 +422,7 @@ static uint32_t segments_by_fill(struct mc_meta *m, struct seg_used **ret)
 			struct mc_segment *s = m->segs.slots[sn->segs[i]];
 			if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) == MC_SEG_UNMOUNTING)
 				continue;
-			v[n++] = (struct seg_used){ .s = s,
+			v[n++] = (struct seg_used){ .s = s, .id = s->id,
 						    .ratio = (double)mc_segment_used(s) / (double)s->size };
 		}
 	}
@@ -414,6 +517,17 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 	return freed;
 }
 
+/* Segment id again, after segs.lock was let go (it may be gone, or unmounting
+ * now).  segs.lock held for reading. */
+static struct mc_segment *segment_again(struct mc_meta *m, struct mc_uuid id)
+{
+	uint64_t slot;
+	if (mc_map_get(&m->segs.by_id, &id, sizeof(id), &slot) < 0)
+		return NULL;
+	struct mc_segment *s = m->segs.slots[slot];
+	return s && __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_UNMOUNTING ? s : NULL;
+}
+
 int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_evict_result *ret)
 {
 	uint64_t objs0 = __atomic_load_n(&m->evicted_objects[reason], __ATOMIC_RELAXED);
@@ -423,13 +537,44 @@ int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_e
 		return MC_ERR_INVALID_PARAMS;
 	pthread_rwlock_rdlock(&m->segs.lock);
 	struct seg_used *v;
-	uint32_t n = segments_by_fill(m, &v);
-	for (uint32_t i = 0; i < n; i++) {
+	uint32_t n = segments_by_fill(m, &v), left = 0;
+	struct evict_run *runs = n ? malloc(n * sizeof(*runs)) : NULL;
+	for (uint32_t i = 0; runs && i < n; i++) {
 		/* Live bytes: evicting cannot hasten the blocks kept for a lease. */
 		uint64_t used = mc_segment_live(v[i].s), goal = (uint64_t)(target * (double)v[i].s->size);
-		if (used > goal)
-			meta_evict_segment(m, v[i].s, used - goal, 0, UINT32_MAX, -1, reason);
+		evict_run_init(&runs[i], m, used > goal ? used - goal : 0, false, 0, UINT32_MAX, -1,
+			       reason, true);
+		runs[i].done = used <= goal;
+		left += !runs[i].done;
 	}
+	/* EVICT_GROUP victims on each segment in turn (fullest first), so that
+	 * every segment gets room early rather than the last one last; after
+	 * each group segs.lock goes for a moment: a mount or unmount waiting for
+	 * it (and the puts queued behind that writer) waits for one group, never
+	 * for a whole run.  No other lock is held from one victim to the next. */
+	for (bool first = true; left; first = false) {
+		if (!first) {
+			pthread_rwlock_unlock(&m->segs.lock);
+			pthread_rwlock_rdlock(&m->segs.lock);
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			if (runs[i].done)
+				continue;
+			/* segs.lock was let go: the segment may be gone (or unmounting) */
+			struct mc_segment *s = first ? v[i].s : segment_again(m, v[i].id);
+			uint64_t used = s ? mc_segment_live(s) : 0;
+			uint64_t goal = s ? (uint64_t)(target * (double)s->size) : 0;
+			/* Bytes freed here meanwhile by the groups of other segments
+			 * (replicas of their victims) count: aim at what is left. */
+			runs[i].want = runs[i].counted + (used > goal ? used - goal : 0);
+			runs[i].p.now = meta_now(m);
+			if (!s || used <= goal || evict_run_steps(&runs[i], s, EVICT_GROUP)) {
+				runs[i].done = true;
+				left--;
+			}
+		}
+	}
+	free(runs);
 	free(v);
 	pthread_rwlock_unlock(&m->segs.lock);
 	if (ret) {

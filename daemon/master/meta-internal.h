@@ -316,6 +316,9 @@ struct put_start_args {
 	uint32_t index;
 	mc_replica_fn fn;
 	void *ctx;
+	bool no_wait;                       /* placement passes over busy segments without
+					     * waiting (mc_place_req): the caller evicts
+					     * elsewhere and tries again if it finds no space */
 };
 /* A write in progress at pos of tab (the key's table or its pending one)
  * met by a new PutStart of its key: taken over once stale (its start +

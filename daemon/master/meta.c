@@ -404,7 +404,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	memcpy(mc_object_key(o), a->key.p, a->key.len);
 	struct mc_place_req req = {
 		.size = a->size, .nrep = want, .preferred = a->cfg->preferred,
-		.npreferred = a->cfg->npreferred, .strategy = m->cfg.place_strategy, .owner = o,
+		.npreferred = a->cfg->npreferred, .strategy = m->cfg.place_strategy,
+		.no_wait = a->no_wait, .owner = o,
 	};
 	r = mc_segmgr_place_locked(&m->segs, &req, placed);
 	if (r < 0) {
@@ -465,6 +466,9 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	pthread_rwlock_rdlock(&m->segs.lock);
 	for (int attempt = 0;; attempt++) {
 		pthread_rwlock_wrlock(&sh->lock);
+		/* Never queued behind the evictor on a segment while the put may
+		 * evict elsewhere and try again; the last attempt waits. */
+		a.no_wait = m->cfg.evict_on_full && attempt < 2;
 		r = do_put_start(m, &a, meta_now(m));
 		pthread_rwlock_unlock(&sh->lock);
 		if (attempt == 2 || !meta_reclaim_for(m, r, &a))

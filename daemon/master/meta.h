@@ -40,6 +40,15 @@
  * Evicting a group takes the write locks of all its members' shards at
  * once, in ascending shard order (meta-evict.c).
  *
+ * Eviction holds a victim's shard and segment locks for that victim only.
+ * The watermark and admin evictions (mc_meta_evict_background,
+ * mc_meta_evict) hold segs.lock (read) for one group of 32 victims per
+ * segment at most, then let it go: a writer of segs.lock, and the puts
+ * queued behind it, never wait for a whole run.  Placement takes a
+ * segment's lock with a trylock first and goes to another segment when it
+ * is taken; a PutStart that may evict does so elsewhere rather than wait
+ * for it (only its last attempt waits).
+ *
  * A batch call takes the stripes of all its keys in ascending order, then
  * each touched shard once, in ascending shard order.
  *

@@ -240,7 +240,14 @@ static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
 		r = MC_ERR_NO_MEMORY;
 		goto out;
 	}
-	pthread_mutex_init(&s->lock, NULL);
+	/* Adaptive: its holders (placement, release, the evictor's pick and
+	 * check of one victim) keep it for a few hundred ns, so a thread that
+	 * finds it taken spins briefly rather than sleeping in the kernel. */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&s->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_mutex_init(&s->key_lock, NULL);
 	s->id = spec->id;
 	s->client = client;
@@ -373,8 +380,11 @@ uint64_t mc_segmgr_used(struct mc_segmgr *m, bool live)
 
 /* ---- blocks ---------------------------------------------------------------- */
 
+/* One block of size on s.  busy non-NULL: rather than wait for s->lock
+ * (another thread, the evictor say, is working on s), *busy = true and
+ * NO_AVAILABLE_HANDLE. */
 static int segment_alloc(struct mc_segmgr *m, struct mc_segment *s, uint64_t size, void *owner,
-			 struct mc_placed *ret)
+			 bool *busy, struct mc_placed *ret)
 {
 	uint32_t node;
 	uint64_t off;
@@ -382,7 +392,10 @@ static int segment_alloc(struct mc_segmgr *m, struct mc_segment *s, uint64_t siz
 	if (__atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
 	    s->size - mc_segment_used(s) < size)
 		return MC_ERR_NO_AVAILABLE_HANDLE;
-	pthread_mutex_lock(&s->lock);
+	if (!busy)
+		pthread_mutex_lock(&s->lock);
+	else if (pthread_mutex_trylock(&s->lock) != 0)
+		return *busy = true, MC_ERR_NO_AVAILABLE_HANDLE;
 	int r = mc_offalloc_alloc(s->alloc, size, owner, &node, &off);
 	if (r == 0) {
 		uint64_t got = mc_offalloc_node_size(s->alloc, node);
@@ -472,6 +485,8 @@ struct place_state {
 	struct mc_placed *out;
 	uint32_t n;
 	bool distinct_hosts;		/* this pass also keeps known hosts apart */
+	bool skip_busy;			/* this pass passes segments whose lock is taken */
+	bool busy;			/* ... and passed one */
 	uint32_t used_names[MC_MAX_REPLICAS];
 	const struct mc_segment *used[MC_MAX_REPLICAS];
 };
@@ -497,8 +512,9 @@ static bool node_used(const struct place_state *st, const struct mc_segment *s)
 	return false;
 }
 
-/* One replica on some segment of name idx (random start among its segments). */
-static bool try_name(struct mc_segmgr *m, struct place_state *st, uint32_t idx)
+/* One replica on some segment of name idx (random start among its segments);
+ * wait: for a segment's lock, even in a pass that skips busy segments. */
+static bool try_name(struct mc_segmgr *m, struct place_state *st, uint32_t idx, bool wait)
 {
 	struct mc_segname *sn = &m->names[idx];
 	if (name_used(st, idx) || !sn->nsegs)
@@ -508,7 +524,8 @@ static bool try_name(struct mc_segmgr *m, struct place_state *st, uint32_t idx)
 		struct mc_segment *s = m->slots[sn->segs[(start + i) % sn->nsegs]];
 		if (node_used(st, s))
 			continue;
-		if (segment_alloc(m, s, st->req->size, st->req->owner, &st->out[st->n]) == 0) {
+		bool *busy = st->skip_busy && !wait ? &st->busy : NULL;
+		if (segment_alloc(m, s, st->req->size, st->req->owner, busy, &st->out[st->n]) == 0) {
 			st->used[st->n] = s;
 			st->used_names[st->n++] = idx;
 			return true;
@@ -542,14 +559,15 @@ static int ranked_cmp(const void *a, const void *b)
 	return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
 
-/* Preferred names first, then (strategy) a ranked sample, then every name. */
+/* Preferred names first, then (strategy) a ranked sample, then every name.
+ * Only the preferred ones are waited for in a pass that skips busy segments. */
 static void place_pass(struct mc_segmgr *m, struct place_state *st, uint32_t want)
 {
 	const struct mc_place_req *req = st->req;
 	for (uint32_t i = 0; i < req->npreferred && st->n < want; i++) {
 		uint64_t idx;
 		if (mc_map_get(&m->by_name, req->preferred[i].p, req->preferred[i].len, &idx) == 0)
-			try_name(m, st, (uint32_t)idx);
+			try_name(m, st, (uint32_t)idx, true);
 	}
 	if (st->n < want && m->nnames) {
 		uint32_t start = (uint32_t)(mc_rand() % m->nnames);
@@ -562,11 +580,11 @@ static void place_pass(struct mc_segmgr *m, struct place_state *st, uint32_t wan
 			}
 			qsort(rk, k, sizeof(rk[0]), ranked_cmp);
 			for (uint32_t i = 0; i < k && st->n < want; i++)
-				try_name(m, st, rk[i].idx);
+				try_name(m, st, rk[i].idx, false);
 		}
 		/* Random walk over every name: finds space whenever some exists. */
 		for (uint32_t i = 0; i < m->nnames && st->n < want; i++)
-			try_name(m, st, (start + i) % m->nnames);
+			try_name(m, st, (start + i) % m->nnames, false);
 	}
 }
 
@@ -578,7 +596,15 @@ int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
 
 	if (!want || !req->size)
 		return MC_ERR_INVALID_PARAMS;
+	/* A segment whose lock is taken (the evictor picking a victim there,
+	 * say) is passed over first: a put waits for it only when no other
+	 * segment takes the block (and never with no_wait), so eviction stays
+	 * off the put path's tail. */
+	st.skip_busy = true;
 	place_pass(m, &st, want);
+	st.skip_busy = false;
+	if (st.n < want && st.busy && !req->no_wait)
+		place_pass(m, &st, want);
 	if (st.n < want && st.n > 0) {
 		/* Too few hosts: nodes sharing a host with a replica may take the rest. */
 		st.distinct_hosts = false;

@@ -22,7 +22,10 @@
  *
  * Locking: segmgr->lock (rwlock, writer-preferring) guards the indexes and
  * segment status changes; placement and mount/unmount take it.  Each
- * segment's mutex guards its allocator and deferred-release list.  Lock
+ * segment's mutex (adaptive: held briefly, spun on before sleeping) guards
+ * its allocator and deferred-release list; placement passes over a
+ * segment whose mutex is taken and comes back to it only when no other
+ * segment takes the block (never with mc_place_req.no_wait).  Lock
  * order (see meta.h): stripe -> segmgr->lock -> shard -> segment->lock.
  * Each segment's key_lock guards its grant key (a leaf, held for a copy).
  */
@@ -209,6 +212,9 @@ struct mc_place_req {
 	const struct mc_bytes_ref *preferred;   /* segment names, may be NULL */
 	uint32_t npreferred;
 	uint8_t strategy;               /* enum mc_place_strategy */
+	bool no_wait;                   /* a segment whose lock is taken is passed over and
+					 * never waited for (the caller makes room elsewhere
+					 * and tries again); else it is, when nothing else fits */
 	void *owner;
 };
 int mc_segmgr_place(struct mc_segmgr *m, const struct mc_place_req *req,

@@ -17,7 +17,8 @@
  * hard-pinned): PutStart+PutEnd p50/p99 with every put evicting vs an empty
  * cache; the same with the master's background eviction (watermarks 0.90 /
  * 0.80, an evictor thread woken by the puts: mc_meta_set_evict_wake), the
- * default; and GetReplicaList / BatchExist(1024) p99 in one thread while
+ * default, whose p99 is also given apart for the puts that overlapped an
+ * evictor run and for the others (where the tail comes from); and GetReplicaList / BatchExist(1024) p99 in one thread while
  * another keeps evicting (mask bit 16 skips this part).
  *   usage: bench-meta [objects] [runs] [ms] [mask: 1 put, 2 get, 4 batch, 8 alloc, 16 no eviction part]
  */
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "master/meta-internal.h"   /* the W_ALLOC workload drives the store's segment manager */
@@ -249,14 +251,20 @@ static int ev_put(struct mc_meta *m, uint64_t i, char tag, bool hard)
 	return r ? r : mc_meta_put_end(m, CLIENT, (struct mc_ref){ 0 }, k, false, 0);
 }
 
-/* EV_OPS PutStart+PutEnd pairs of new keys; latencies into lat. */
-static uint64_t ev_measure_puts(struct mc_meta *m, char tag, uint64_t *lat)
+/* EV_OPS PutStart+PutEnd pairs of new keys; latencies into lat.  With
+ * running (the evictor's flag), during[i] says whether the evictor ran at
+ * some point of put i. */
+static uint64_t ev_measure_puts(struct mc_meta *m, char tag, uint64_t *lat,
+				const int *running, bool *during)
 {
 	uint64_t fails = 0;
 	for (uint64_t i = 0; i < EV_OPS; i++) {
+		int r0 = running ? __atomic_load_n(running, __ATOMIC_RELAXED) : 0;
 		uint64_t t0 = mc_now_ns();
 		fails += ev_put(m, i, tag, false) != 0;
 		lat[i] = mc_now_ns() - t0;
+		if (running)
+			during[i] = r0 || __atomic_load_n(running, __ATOMIC_RELAXED);
 	}
 	return fails;
 }
@@ -267,6 +275,7 @@ struct evictor {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool wake, stop;
+	int running;            /* inside mc_meta_evict_background() (atomic) */
 	uint64_t runs;
 };
 
@@ -290,7 +299,9 @@ static void *evictor_main(void *arg)
 		}
 		e->wake = false;
 		pthread_mutex_unlock(&e->mu);
+		__atomic_store_n(&e->running, 1, __ATOMIC_RELAXED);
 		mc_meta_evict_background(e->m);
+		__atomic_store_n(&e->running, 0, __ATOMIC_RELAXED);
 		e->runs++;
 		pthread_mutex_lock(&e->mu);
 	}
@@ -315,8 +326,18 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 		ev_put(m, i, 'k', false);
 	struct mc_meta_stats st0, st1;
 	mc_meta_get_stats(m, &st0);
-	uint64_t f = ev_measure_puts(m, 'B', lat);
+	/* The put thread's voluntary context switches: each is a sleep (a lock
+	 * it waited for); a count, so load on the machine does not blur it. */
+	struct rusage ru0, ru1;
+	getrusage(RUSAGE_THREAD, &ru0);
+	bool *during = calloc(EV_OPS, sizeof(*during));
+	uint64_t *split[2] = { malloc(EV_OPS * sizeof(uint64_t)), malloc(EV_OPS * sizeof(uint64_t)) };
+	uint64_t f = ev_measure_puts(m, 'B', lat, &ev.running, during);
+	getrusage(RUSAGE_THREAD, &ru1);
 	mc_meta_get_stats(m, &st1);
+	uint64_t nsplit[2] = { 0, 0 };
+	for (uint64_t i = 0; during && split[0] && split[1] && i < EV_OPS; i++)
+		split[during[i]][nsplit[during[i]]++] = lat[i];
 	pthread_mutex_lock(&ev.mu);
 	ev.stop = true;
 	pthread_cond_signal(&ev.cv);
@@ -330,8 +351,17 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	       st1.evicted_objects - st0.evicted_objects,
 	       st1.evicted_objects_by[MC_EVICT_WATERMARK] - st0.evicted_objects_by[MC_EVICT_WATERMARK],
 	       st1.evicted_objects_by[MC_EVICT_PUT] - st0.evicted_objects_by[MC_EVICT_PUT], f, ev.runs);
+	printf("bench-meta putstart_bg_put_thread_sleeps %ld count (of %d puts)\n",
+	       ru1.ru_nvcsw - ru0.ru_nvcsw, EV_OPS);
+	/* Where the tail is: the puts that overlapped an evictor run, the others. */
+	for (int k = 0; k < 2; k++)
+		if (nsplit[k])
+			printf("bench-meta putstart_bg_p99_%s_ns %" PRIu64 " ns (%" PRIu64 " puts)\n",
+			       k ? "evictor_running" : "evictor_idle", pct(split[k], nsplit[k], 0.99),
+			       nsplit[k]);
 	printf("bench-meta ratio putstart_p99_full_background_vs_empty %.2f (goal <= 2)\n",
 	       e99 ? (double)b99 / (double)e99 : 0.0);
+	free(during), free(split[0]), free(split[1]);
 	mc_meta_free(m);
 }
 
@@ -360,7 +390,7 @@ static void bench_eviction(void)
 	struct mc_meta *e = ev_meta(EV_SEG_SIZE * 4, false);
 	if (!e)
 		return;
-	uint64_t f0 = ev_measure_puts(e, 'E', lat);
+	uint64_t f0 = ev_measure_puts(e, 'E', lat, NULL, NULL);
 	uint64_t e50 = pct(lat, EV_OPS, 0.50), e99 = pct(lat, EV_OPS, 0.99);
 	mc_meta_free(e);
 
@@ -375,7 +405,7 @@ static void bench_eviction(void)
 		ev_put(m, i, 'k', false);
 	struct mc_meta_stats st0, st1;
 	mc_meta_get_stats(m, &st0);
-	uint64_t f1 = ev_measure_puts(m, 'F', lat);
+	uint64_t f1 = ev_measure_puts(m, 'F', lat, NULL, NULL);
 	mc_meta_get_stats(m, &st1);
 	uint64_t full50 = pct(lat, EV_OPS, 0.50), full99 = pct(lat, EV_OPS, 0.99);
 	printf("bench-meta putstart_empty_p50_ns %" PRIu64 " ns\n", e50);
