@@ -25,6 +25,7 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
        V_OPLOG_BATCHES, V_UNDONE_PUTS, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
        V_OFFLOADS_KEPT, V_DISK_GONE, V_DISK_ADOPTED, V_DISK_STALE,
+       V_PROMOTE_SENT, V_PROMOTE_DONE, V_PROMOTE_FAILED, V_PROMOTE_NO_ROOM, V_PROMOTE_DROPPED,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
        V_COUNT };
 
@@ -111,6 +112,11 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_GONE] = (double)ms->disk_gone;
 	v[V_DISK_ADOPTED] = (double)ms->disk_adopted;
 	v[V_DISK_STALE] = (double)ms->disk_stale;
+	v[V_PROMOTE_SENT] = (double)ms->promotions_sent;
+	v[V_PROMOTE_DONE] = (double)ms->promotions_done;
+	v[V_PROMOTE_FAILED] = (double)ms->promotions_failed;
+	v[V_PROMOTE_NO_ROOM] = (double)ms->promotions_no_room;
+	v[V_PROMOTE_DROPPED] = (double)ms->promotions_dropped;
 	v[V_RPC_PARKED] = (double)rs.parked;
 	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
 	uint64_t mdk, mdb;
@@ -316,6 +322,17 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				     "Objects the master learnt again from a node's report of its disk." },
 		[V_DISK_STALE] = { MC_METRIC_COUNTER, "mooncake_master_disk_copies_stale_total",
 				   "Reported disk copies no object refers to, which the node deletes." },
+		[V_PROMOTE_SENT] = { MC_METRIC_COUNTER, "mooncake_master_promotions_sent_total",
+				     "PROMOTE commands sent to nodes: objects read promote_after_reads "
+				     "times from disk, copied back into memory." },
+		[V_PROMOTE_DONE] = { MC_METRIC_COUNTER, "mooncake_master_promotions_done_total",
+				     "PROMOTE commands a node completed: the object is in memory." },
+		[V_PROMOTE_FAILED] = { MC_METRIC_COUNTER, "mooncake_master_promotions_failed_total",
+				       "PROMOTE commands that failed (the object stays on disk)." },
+		[V_PROMOTE_NO_ROOM] = { MC_METRIC_COUNTER, "mooncake_master_promotions_no_room_total",
+					"Promotions not made: no room on the node's segments." },
+		[V_PROMOTE_DROPPED] = { MC_METRIC_COUNTER, "mooncake_master_promotions_dropped_total",
+					"Promotions not queued (the queue was full)." },
 		[V_RPC_PARKED] = { MC_METRIC_GAUGE, "mooncake_master_rpc_parked_replies",
 				   "Replies parked until their oplog records are durable." },
 		[V_RPC_PARKED_TOTAL] = { MC_METRIC_COUNTER, "mooncake_master_rpc_parked_replies_total",

@@ -81,6 +81,14 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 		/* A result for an object gone meanwhile is nothing to act on. */
 		(void)mc_meta_offload_done(m->meta, q->client_id, &it, r->status);
 	}
+	for (uint32_t i = 0; i < q->n_promoted; i++) {
+		const struct mc_msg_offload_result *r = &q->promoted[i];
+		struct mc_offload_item it = {
+			.tenant = { r->tenant.p, r->tenant.len }, .key = { r->key.p, r->key.len },
+			.segment = r->segment_id, .offset = r->offset,
+		};
+		(void)mc_meta_promote_done(m->meta, q->client_id, &it, r->status);
+	}
 	for (uint32_t i = 0; i < q->n_gone; i++) {
 		struct mc_bytes t, k;
 		if (mc_disk_key_split(q->gone[i].p, q->gone[i].len, &t, &k) < 0)
@@ -102,5 +110,12 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 			     take, &o);
 	p->n_offloads = o.n;
 	p->offloads = o.v;
+	struct out pr = { .a = call->arena };
+	pr.v = mc_arena_alloc(call->arena, MC_PROTO_MAX_NODE_CMDS * sizeof(*pr.v), 8);
+	if (!pr.v)
+		return MC_ERR_NO_MEMORY;
+	mc_meta_promote_pick(m->meta, q->client_id, MC_PROTO_MAX_NODE_CMDS, take, &pr);
+	p->n_promotes = pr.n;
+	p->promotes = pr.v;
 	return 0;
 }

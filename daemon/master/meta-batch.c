@@ -146,7 +146,7 @@ static int key_get(struct mc_meta *m, struct mc_objtab *tab, struct batch_item *
 		   uint64_t now, void *ctx)
 {
 	struct read_ctx *c = ctx;
-	return do_get_replica_list(m, tab, &it->loc, c->keys[it->idx], now, it->idx,
+	return do_get_replica_list(m, tab, &it->loc, c->keys[it->idx], now, it->idx, true,
 				   &c->info[it->idx], c->fn, c->fn_ctx);
 }
 

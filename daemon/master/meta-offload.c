@@ -29,14 +29,16 @@
  *             record.  An object evicted before its copy was confirmed is
  *             dropped as before.  Gets then hand out the LOCAL_DISK
  *             descriptor and the client reads the bytes from the node's disk
- *             (DATA_DISK_READ, a DISK grant).  No promotion back to memory.
+ *             (DATA_DISK_READ, a DISK grant).  Reads may promote it back
+ *             into memory (meta-promote.c).
  *
  * OFFLOADING does not stop eviction: an object evicted (or removed) while
  * its copy is made simply fails step 2's check; its copy stays on the
  * node's disk, unreferenced, until the disk tier evicts it.  A command
  * lost with its node (a restart) leaves OFFLOADING set until the restarted
  * node's first poll (fresh): mc_meta_offload_reset() clears it on the
- * node's segments.
+ * node's segments, and puts back the LOCAL_DISK replicas of the node's
+ * promotions in flight (meta-promote.c).
  *
  * ON_DISK is persisted (the OBJECT record's on-disk flag, logged when a
  * copy is confirmed or lost), and so are LOCAL_DISK replicas (replica type
@@ -207,7 +209,8 @@ static int offloading_fn(uint32_t node, uint64_t off, uint64_t size, void *owner
 {
 	struct owned_list *l = ctx;
 	struct mc_object *o = owner;
-	if (!o || !(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & MC_OBJ_OFFLOADING))
+	/* OFFLOADING, or ON_DISK: maybe a promotion in flight (meta-promote.c) */
+	if (!o || !(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & (MC_OBJ_OFFLOADING | MC_OBJ_ON_DISK)))
 		return 0;
 	if (l->n == l->cap) {
 		uint32_t nc = l->cap ? 2 * l->cap : 64;
@@ -243,8 +246,14 @@ uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client)
 				     mc_offalloc_node_owner(s->alloc, l.v[i].node) == l.v[i].o &&
 				     l.v[i].o->hash % MC_META_SHARDS == shard;
 			pthread_mutex_unlock(&s->lock);
-			if (still && (l.v[i].o->flags & MC_OBJ_OFFLOADING)) {
-				mc_object_flags_clear(l.v[i].o, MC_OBJ_OFFLOADING);
+			struct mc_object *o = l.v[i].o;
+			if (still && (o->flags & MC_OBJ_OFFLOADING)) {
+				mc_object_flags_clear(o, MC_OBJ_OFFLOADING);
+				cleared++;
+			}
+			if (still && meta_promote_in_flight(o) && o->rep[0].seg == slot &&
+			    o->rep[0].node == l.v[i].node) {
+				meta_promote_revert(m, o);
 				cleared++;
 			}
 			pthread_rwlock_unlock(&m->shards[shard].lock);

@@ -86,6 +86,9 @@ struct mc_meta_config {
 					     * oldest objects copied there above this used ratio,
 					     * and their eviction keeps them as LOCAL_DISK
 					     * replicas (0.5; > 1: off; meta-offload.c) */
+	uint32_t promote_after_reads;       /* an object read this many times from its
+					     * LOCAL_DISK replica is copied back into memory
+					     * (0: never; meta-promote.c) */
 	bool allow_evict_soft_pinned;       /* soft-pinned objects may go, after the others (true) */
 	uint32_t reap_shards_per_tick;      /* shards the abandoned-write reaper visits a tick (16) */
 	uint32_t max_tenants;               /* registered tenants at most, default included
@@ -203,6 +206,9 @@ int mc_meta_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref t
 /* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
 int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
 			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
+/* The same for a look (a stat): not counted as a read for promotion. */
+int mc_meta_stat_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
+			      struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
 /* *ret = whether a readable replica exists; grants a lease when it does. */
 int mc_meta_exist_key(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool *ret);
 /*
@@ -313,6 +319,11 @@ struct mc_meta_stats {
 	uint64_t disk_gone;                 /* LOCAL_DISK replicas dropped: their node's disk lost them */
 	uint64_t disk_adopted;              /* objects created from a node's report of its disk */
 	uint64_t disk_stale;                /* reported disk copies that the node was told to drop */
+	uint64_t promotions_sent;           /* PROMOTE commands sent (meta-promote.c) */
+	uint64_t promotions_done;           /* ... that a node completed: the object is in memory */
+	uint64_t promotions_failed;         /* ... that failed or were lost with their node */
+	uint64_t promotions_no_room;        /* promotions skipped: no room on the node's segments */
+	uint64_t promotions_dropped;        /* promotions not queued (queue full) */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 
@@ -336,6 +347,15 @@ uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
 /* The node's answer for one command (status 0: copied).  0; OBJECT_NOT_FOUND
  * when the object is not the one sent any more; ILLEGAL_CLIENT when the
  * segment is not client's; SEGMENT_NOT_FOUND. */
+/* Promotion on hit (meta-promote.c): starts at most max promotions of
+ * objects read promote_after_reads times from client's disk tier, each a
+ * block on client's segments to load the object into (handed to fn:
+ * segment, offset, size).  Returns how many. */
+uint32_t mc_meta_promote_pick(struct mc_meta *m, struct mc_uuid client, uint32_t max,
+			      mc_offload_fn fn, void *ctx);
+/* client loaded (status 0) or failed to load it->key into its block. */
+int mc_meta_promote_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			 int status);
 int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
 			 int status);
 /* client restarted: the commands sent to it are lost; clears OFFLOADING on

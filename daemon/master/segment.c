@@ -373,8 +373,8 @@ uint64_t mc_segmgr_used(struct mc_segmgr *m, bool live)
 
 /* ---- blocks ---------------------------------------------------------------- */
 
-static int segment_alloc(struct mc_segmgr *m, struct mc_segment *s, uint64_t size, void *owner,
-			 struct mc_placed *ret)
+int mc_segment_alloc_block(struct mc_segmgr *m, struct mc_segment *s, uint64_t size, void *owner,
+			   struct mc_placed *ret)
 {
 	uint32_t node;
 	uint64_t off;
@@ -508,7 +508,7 @@ static bool try_name(struct mc_segmgr *m, struct place_state *st, uint32_t idx)
 		struct mc_segment *s = m->slots[sn->segs[(start + i) % sn->nsegs]];
 		if (node_used(st, s))
 			continue;
-		if (segment_alloc(m, s, st->req->size, st->req->owner, &st->out[st->n]) == 0) {
+		if (mc_segment_alloc_block(m, s, st->req->size, st->req->owner, &st->out[st->n]) == 0) {
 			st->used[st->n] = s;
 			st->used_names[st->n++] = idx;
 			return true;

@@ -20,7 +20,8 @@ teardown() {
 }
 
 @test "a master restarted without its oplog learns the node's disk objects again" {
-	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 \
+		--promote_after_reads=0 --lease_ttl_ms=1000)
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
@@ -50,7 +51,7 @@ teardown() {
 }
 
 @test "kill -9 of the node mid-load: every acknowledged object on its disk reads back" {
-	start_master --offload_watermark=0 --lease_ttl_ms=1000
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=1000
 	start_node ld --segment_size=16M --disk_size=256M
 	: >"$MC_DIR/acked"
 	(
@@ -84,7 +85,8 @@ teardown() {
 }
 
 @test "a memory object's disk copy (ON_DISK) survives a master restart with its oplog" {
-	local opts=(--snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	local opts=(--snapshot_interval_s=0 --offload_watermark=0 \
+		--promote_after_reads=0 --lease_ttl_ms=1000)
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 4); do run -0 put_random "c$n" 1M; done
@@ -102,7 +104,8 @@ teardown() {
 }
 
 @test "a master restarted without its oplog from an older snapshot learns what came after it" {
-	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 \
+		--promote_after_reads=0 --lease_ttl_ms=1000)
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in 1 2 3; do run -0 put_random "a$n" 1M; done
@@ -127,7 +130,7 @@ teardown() {
 	# chunked reads share the node's one-object cache (node-disk-read.c):
 	# readers of two objects at once take turns in it, or read the disk;
 	# a longer lease than elsewhere, for a loaded machine
-	start_master --offload_watermark=0 --lease_ttl_ms=8000
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=8000
 	start_node ld --segment_size=40M --disk_size=128M
 	run -0 put_random big 20M
 	run -0 put_random big2 12M
