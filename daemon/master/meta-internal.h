@@ -79,6 +79,7 @@ struct mc_meta {
 	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
 	/* atomic counters */
 	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
+	uint64_t disk_evicted_objects, disk_evicted_bytes;   /* tier local_disk (meta-offload.c) */
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
 	uint64_t undone_puts;               /* puts taken back: their record was lost */
 	uint64_t offloads_sent, offloads_done, offloads_failed, offloads_kept;   /* meta-offload.c */

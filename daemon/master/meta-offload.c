@@ -331,6 +331,15 @@ bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason)
 	return true;
 }
 
+/* o's copy left its node's disk tier: an eviction of tier local_disk. */
+static void disk_evicted(struct mc_meta *m, const struct mc_object *o)
+{
+	MC_PROBE5(evict, o->hash, o->tenant, o->size, (uint32_t)MC_EVICT_WATERMARK,
+		  (uint32_t)MC_EVICT_TIER_LOCAL_DISK);
+	__atomic_add_fetch(&m->disk_evicted_objects, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->disk_evicted_bytes, o->size, __ATOMIC_RELAXED);
+}
+
 int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		      struct mc_ref key)
 {
@@ -349,6 +358,7 @@ int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		if (!s || !mc_uuid_eq(s->client, client) || !mc_replica_on_segment(o->rep[i].type))
 			continue;
 		if (i == 0 && (o->flags & MC_OBJ_ON_DISK)) {   /* the copy went before the memory */
+			disk_evicted(m, o);
 			mc_object_flags_clear(o, MC_OBJ_ON_DISK);
 			mc_object_flags_set(o, MC_OBJ_DISK_LOST);
 			meta_log_put(m, o);
@@ -356,6 +366,7 @@ int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		}
 		if (o->rep[i].type != MC_REPLICA_LOCAL_DISK)
 			continue;
+		disk_evicted(m, o);
 		__atomic_sub_fetch(&s->ndisk, 1, __ATOMIC_RELAXED);
 		__atomic_sub_fetch(&meta_tenant(m, o->tenant)->charged_bytes, o->size, __ATOMIC_RELAXED);
 		memmove(&o->rep[i], &o->rep[i + 1], (o->nrep - i - 1) * sizeof(o->rep[0]));

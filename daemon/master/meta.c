@@ -781,6 +781,8 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 		ret->evicted_objects += ret->evicted_objects_by[r];
 		ret->evicted_bytes += ret->evicted_bytes_by[r];
 	}
+	ret->disk_evicted_objects = __atomic_load_n(&m->disk_evicted_objects, __ATOMIC_RELAXED);
+	ret->disk_evicted_bytes = __atomic_load_n(&m->disk_evicted_bytes, __ATOMIC_RELAXED);
 	ret->pins_set = __atomic_load_n(&m->pins_set, __ATOMIC_RELAXED);
 	ret->undone_puts = __atomic_load_n(&m->undone_puts, __ATOMIC_RELAXED);
 	ret->offloads_sent = __atomic_load_n(&m->offloads_sent, __ATOMIC_RELAXED);

@@ -308,6 +308,9 @@ struct mc_meta_stats {
 	uint64_t evicted_bytes;
 	uint64_t evicted_objects_by[MC_EVICT_REASONS];
 	uint64_t evicted_bytes_by[MC_EVICT_REASONS];
+	uint64_t disk_evicted_objects;      /* copies a node's disk tier evicted or lost (tier
+					     * local_disk, reason watermark; not in the above) */
+	uint64_t disk_evicted_bytes;
 	uint64_t hard_pinned;               /* objects with a hard pin (PROCESSING ones too) */
 	uint64_t leases_granted;            /* read leases granted or extended */
 	uint64_t pins_set, pins_cleared;    /* PIN / UNPIN that set / cleared a soft pin */

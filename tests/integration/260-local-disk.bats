@@ -79,6 +79,17 @@ teardown() {
 	sleep 1   # the last gone keys reach the master with the next poll
 	[ "$(node_metric ld mooncake_node_disk_gone_total)" -ge 20 ]
 	[ "$(node_metric ld mooncake_node_disk_offloads_total)" -le 45 ]   # no copy made over and over
+	# the master counts the disk tier's evictions as evictions of tier local_disk
+	gone=$(node_metric ld mooncake_node_disk_gone_total)
+	for i in $(seq 1 100); do
+		[ "$(master_metric 'mooncake_master_evicted_objects_total{reason="watermark",tier="local_disk"}')" \
+			-ge "$gone" ] && break
+		sleep 0.1
+	done
+	[ "$(master_metric 'mooncake_master_evicted_objects_total{reason="watermark",tier="local_disk"}')" \
+		-ge "$gone" ]
+	[ "$(master_metric 'mooncake_master_evicted_bytes_total{reason="watermark",tier="local_disk"}')" \
+		-ge $((gone << 20)) ]
 	found=0 disk=0
 	for n in $(seq 1 40); do
 		run get_compare "d$n"
