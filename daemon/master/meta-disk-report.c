@@ -138,8 +138,8 @@ int mc_meta_disk_report(struct mc_meta *m, struct mc_uuid client, struct mc_ref 
 	return r;
 }
 
-/* The metadata KV key of the epoch (16 hex digits). */
-#define EPOCH_KEY "__mooncake_master/disk_epoch"
+/* The metadata KV key of the epoch (16 hex digits), internal (meta.h). */
+#define EPOCH_KEY MC_META_MD_INTERNAL "disk_epoch"
 
 static int epoch_read(struct mc_meta *m, uint64_t *ret)
 {

@@ -420,8 +420,13 @@ int mc_meta_md_get(struct mc_meta *m, const void *key, size_t klen, char **ret, 
 int mc_meta_md_put(struct mc_meta *m, const void *key, size_t klen, const void *value,
 		   size_t vlen, unsigned flags);
 int mc_meta_md_del(struct mc_meta *m, const void *key, size_t klen);
-/* Keys and bytes (keys plus values) held. */
+/* Keys and bytes (keys plus values) held for users (the internal keys left
+ * out; they still count against the limits). */
 void mc_meta_md_usage(struct mc_meta *m, uint64_t *ret_keys, uint64_t *ret_bytes);
+/* Keys under this prefix are the master's own (the disk epoch,
+ * meta-disk-report.c): the HTTP metadata server neither shows nor takes them. */
+#define MC_META_MD_INTERNAL "__mooncake_master/"
+bool mc_meta_md_internal(const void *key, size_t klen);
 
 /* ---- persistence: the core's one boundary (meta-oplog.c, meta-persist.c) ---------- */
 

@@ -40,6 +40,14 @@ teardown() {
 	done
 	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -ge "${#ondisk[@]}" ]
 	[ "$(node_metric ld mooncake_node_disk_reported_total)" -ge "${#ondisk[@]}" ]
+	# the epoch is the master's own metadata KV key: not shown, not taken, not counted
+	run -0 curl -s -o /dev/null -w '%{http_code}' \
+		"http://$MASTER_HTTP/metadata?key=__mooncake_master/disk_epoch"
+	[ "$output" = 404 ]
+	run -0 curl -s -o /dev/null -w '%{http_code}' -X PUT --data 0000000000000001 \
+		"http://$MASTER_HTTP/metadata?key=__mooncake_master/disk_epoch"
+	[ "$output" = 403 ]
+	[ "$(master_metric mooncake_master_metadata_keys)" = 0 ]
 	# the objects the master learnt are its own now: a remove is final, and
 	# the copy goes from the disk at the node's next restart
 	run -0 ctl object rm --force k1
