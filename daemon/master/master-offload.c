@@ -50,9 +50,12 @@ static int report(struct mc_master_rpc *m, const struct mc_msg_node_poll_req *q,
 		struct mc_bytes t, k;
 		if (mc_disk_key_split(q->have[i].key.p, q->have[i].key.len, &t, &k) < 0)
 			continue;   /* not a disk key */
-		r = mc_meta_disk_report(m->meta, q->client_id, (struct mc_ref){ t.p, t.len },
-					(struct mc_ref){ k.p, k.len }, q->have[i].size,
-					q->epoch != epoch);
+		struct mc_ref tr = { t.p, t.len }, kr = { k.p, k.len };
+		/* adopted: the master lost its state (another epoch), or dropped
+		 * the copy with the node's segments (meta-away.c) */
+		bool adopt = q->epoch != epoch ||
+			     mc_meta_away_has(m->meta, q->client_id, tr, kr, q->have[i].size);
+		r = mc_meta_disk_report(m->meta, q->client_id, tr, kr, q->have[i].size, adopt);
 		if (r == MC_ERR_SEGMENT_NOT_FOUND)
 			return 0;   /* epoch 0: not taken; the node sends it again */
 		if (r == 1)
@@ -101,6 +104,7 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 	int r = report(m, q, p, call->arena);
 	if (r < 0)
 		return r;
+	p->report = p->epoch && mc_meta_away_poll(m->meta, q->client_id, q->n_have > 0);
 	struct out o = { .a = call->arena };
 	o.v = mc_arena_alloc(call->arena, MC_PROTO_MAX_NODE_CMDS * sizeof(*o.v), 8);
 	if (!o.v)

@@ -327,6 +327,8 @@ int mc_meta_batch_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc
 int mc_meta_batch_remove(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
 			 uint32_t n, bool force, int *ret_status)
 {
+	for (uint32_t i = 0; i < n && keys; i++)
+		meta_away_strike(m, tenant, keys[i]);   /* a copy away is not brought back */
 	return batch_write(m, BW_REMOVE, NULL, tenant, keys, NULL, NULL, n, force, ret_status);
 }
 

@@ -89,6 +89,8 @@ struct mc_meta {
 	uint64_t promotions_sent, promotions_done, promotions_failed;   /* meta-promote.c */
 	uint64_t promotions_no_room, promotions_dropped;
 	struct meta_promote *promote;       /* NULL: promote_after_reads 0 (meta-promote.c) */
+	struct meta_away *away;             /* disk copies of nodes away (meta-away.c) */
+	uint64_t away_lost;                 /* ... not remembered (full) */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;
@@ -386,6 +388,14 @@ int meta_log_put(struct mc_meta *m, const struct mc_object *o);
 bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason);
 /* Drops the LOCAL_DISK replicas naming s (unmounting; no lock held). */
 void meta_offload_unmount(struct mc_meta *m, struct mc_segment *s);
+
+/* meta-away.c: the disk copies of nodes that went away. */
+int meta_away_init(struct mc_meta *m);
+void meta_away_release(struct mc_meta *m);
+/* o (dropped now) had its only replica on client's disk tier. */
+void meta_away_add(struct mc_meta *m, struct mc_uuid client, const struct mc_object *o);
+/* A PutStart or a remove of the key: a copy of it away is stale now. */
+void meta_away_strike(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key);
 
 /* meta-promote.c: promotion on hit. */
 int meta_promote_init(struct mc_meta *m);

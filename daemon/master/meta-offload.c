@@ -55,7 +55,9 @@
  *
  * Unmounting a segment (the node left or expired) drops the LOCAL_DISK
  * replicas that name it: a walk over every shard, done only when the
- * segment's ndisk counter says there are any.
+ * segment's ndisk counter says there are any.  The objects dropped so are
+ * remembered (meta-away.c) and adopted again from the node's report when
+ * it comes back, unless their key was put or removed meanwhile.
  *
  * Locks: segs.lock (read) -> shard (write) -> segment lock, as everywhere
  * (meta.h).  Candidates are collected under the segment lock alone (an
@@ -176,7 +178,7 @@ uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
 	if (!v)
 		return 0;
 	pthread_rwlock_rdlock(&m->segs.lock);
-	for (uint32_t slot = 0; slot < m->segs.nslots_used && sent < max; slot++) {
+	for (uint32_t slot = 0; slot < m->segs.nslots_hwm && sent < max; slot++) {
 		struct mc_segment *s = m->segs.slots[slot];
 		if (!s || !mc_uuid_eq(s->client, client) ||
 		    __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
@@ -228,7 +230,7 @@ uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client)
 {
 	uint32_t cleared = 0;
 	pthread_rwlock_rdlock(&m->segs.lock);
-	for (uint32_t slot = 0; slot < m->segs.nslots_used; slot++) {
+	for (uint32_t slot = 0; slot < m->segs.nslots_hwm; slot++) {
 		struct mc_segment *s = m->segs.slots[slot];
 		struct owned_list l = { 0 };
 		if (!s || !mc_uuid_eq(s->client, client))
@@ -414,6 +416,7 @@ void meta_offload_unmount(struct mc_meta *m, struct mc_segment *s)
 					meta_log_put(m, o);
 					continue;
 				}
+				meta_away_add(m, s->client, o);   /* adopted again on its return */
 				mc_objtab_delete_iter(tab, &it);
 				meta_object_destroy(m, o, 0);
 			}

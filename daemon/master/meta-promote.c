@@ -176,7 +176,7 @@ static int alloc_on_node(struct mc_meta *m, struct mc_uuid client, uint32_t firs
 	if (s && mc_uuid_eq(s->client, client) &&
 	    mc_segment_alloc_block(&m->segs, s, size, owner, ret) == 0)
 		return 0;
-	for (uint32_t slot = 0; slot < m->segs.nslots_used; slot++) {
+	for (uint32_t slot = 0; slot < m->segs.nslots_hwm; slot++) {
 		s = m->segs.slots[slot];
 		if (slot != first && s && mc_uuid_eq(s->client, client) &&
 		    mc_segment_alloc_block(&m->segs, s, size, owner, ret) == 0)

@@ -60,7 +60,7 @@ int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
 	mc_pinidx_init(&m->pins);
 	mc_groups_init(&m->groups);
 	mc_mdkv_init(&m->mdkv, m->cfg.mdkv_max_keys, m->cfg.mdkv_max_bytes);
-	if (meta_promote_init(m) < 0 ||
+	if (meta_promote_init(m) < 0 || meta_away_init(m) < 0 ||
 	    meta_tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
 		return mc_meta_free(m), MC_ERR_NO_MEMORY;
 	*ret = m;
@@ -100,6 +100,7 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 		pthread_mutex_destroy(&m->stripes[i]);
 	mc_segmgr_release(&m->segs);   /* allocators go with their segments */
 	meta_promote_release(m);
+	meta_away_release(m);
 	for (uint32_t i = 0; i < m->ntenants; i++) {
 		if (!m->tenants[i])
 			continue;
@@ -373,6 +374,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		return MC_ERR_NO_MEMORY;
 	struct mc_objtab *into = tab;
 	struct mc_object *old = meta_find_locked(tab, &a->loc, a->key, &pos);
+	/* a new value: a copy of the key away is stale (meta-away.c) */
+	meta_away_strike(m, (struct mc_ref){ t->name, strlen(t->name) }, a->key);
 	if (old && a->cfg->upsert && !mc_object_is_processing(old)) {
 		/* UpsertStart over a complete value: the new object waits in the
 		 * pending table, readers keep the old one until PutEnd. */
@@ -667,6 +670,7 @@ int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, stru
 
 int mc_meta_remove(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool force)
 {
+	meta_away_strike(m, tenant, key);   /* a copy away is not brought back (meta-away.c) */
 	return single_write(m, OP_REMOVE, NULL, tenant, key, false, 0, force);
 }
 

@@ -359,6 +359,15 @@ uint32_t mc_meta_promote_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
 /* client loaded (status 0) or failed to load it->key into its block. */
 int mc_meta_promote_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
 			 int status);
+/* Disk copies of a node that went away (meta-away.c): whether client's
+ * copy of (tenant, key), size bytes, is one the master dropped with the
+ * node's segments and may adopt again. */
+bool mc_meta_away_has(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		      struct mc_ref key, uint64_t size);
+/* A NODE_POLL of client (reporting: it carries a have list): true asks the
+ * node for a report of its disk; the first poll without a have list after
+ * that forgets client's copies away. */
+bool mc_meta_away_poll(struct mc_meta *m, struct mc_uuid client, bool reporting);
 int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
 			 int status);
 /* client restarted: the commands sent to it are lost; clears OFFLOADING on

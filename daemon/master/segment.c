@@ -274,6 +274,8 @@ static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
 		goto out;
 	}
 	m->nslots_used++;
+	if (slot >= m->nslots_hwm)
+		m->nslots_hwm = slot + 1;
 	m->free_hint = (slot + 1) % MC_MAX_SEGMENTS;
 	if (status != MC_SEG_RESTORED)   /* counted once its node remounts it */
 		__atomic_add_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);

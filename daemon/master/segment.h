@@ -112,7 +112,8 @@ struct mc_segname {
 struct mc_segmgr {
 	pthread_rwlock_t lock;
 	struct mc_segment *slots[MC_MAX_SEGMENTS];   /* atomic loads by readers */
-	uint32_t nslots_used;
+	uint32_t nslots_used;      /* slots taken (a count: they need not be the first ones) */
+	uint32_t nslots_hwm;       /* every taken slot is below it (walks over the slots) */
 	uint32_t free_hint;
 	struct mc_map by_id;      /* uuid -> slot */
 	struct mc_map by_name;    /* name -> index in names[] */

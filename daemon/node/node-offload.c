@@ -159,7 +159,7 @@ static void report_done(struct mc_node_offload *o, uint64_t epoch)
 }
 
 /* Takes a reply's epoch: starts a report for it, moves one on, or ends it. */
-static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent)
+static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent, bool again)
 {
 	if (!epoch)
 		return;   /* not taken: the same part goes again */
@@ -170,8 +170,8 @@ static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent
 			report_done(o, epoch);
 		return;
 	}
-	if (epoch == o->epoch && !o->have && o->checked)
-		return;
+	if (epoch == o->epoch && !o->have && o->checked && !again)
+		return;   /* again: the master dropped our copies and asks for them */
 	o->checked = true;   /* once per start even to the same epoch: stale copies go */
 	report_free(o);   /* a new master state: (again) from the start */
 	struct listing l = { 0 };
@@ -351,7 +351,7 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 		drop_results(&o->load);
 		sent_gone(o);
 		drop_stale(o, p.drop, p.n_drop);   /* before new copies of those keys */
-		report_step(o, p.epoch, nh);
+		report_step(o, p.epoch, nh, p.report);
 		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads, false, &o->off) : 0;
 		if (r == 0 && p.n_promotes)
 			r = execute(o, p.promotes, p.n_promotes, true, &o->load);

@@ -154,3 +154,37 @@ teardown() {
 	for p in "${pids[@]}"; do wait "$p"; done
 	run -0 get_compare big
 }
+
+@test "a node away longer than client_ttl_ms gets its disk objects back, but for those removed meanwhile" {
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=500 \
+		--client_ttl_ms=2000
+	start_node ld --segment_size=16M --disk_size=128M
+	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
+	wait_node_metric ld mooncake_node_disk_offloads_total 6
+	for n in $(seq 1 20); do run -0 put_random "f$n" 1M; done
+	ondisk=()
+	for n in $(seq 1 6); do [ "$(tier_of "k$n")" != local_disk ] || ondisk+=("k$n"); done
+	echo "# ${#ondisk[@]} of 6 on disk" >&3
+	[ "${#ondisk[@]}" -ge 2 ]
+	all=0   # every object that is LOCAL_DISK now
+	for k in k{1..6} f{1..20}; do [ "$(tier_of "$k")" != local_disk ] || all=$((all + 1)); done
+	# stopped: the master drops the node, its segments and LOCAL_DISK replicas
+	kill -STOP "$(node_pid ld)"
+	for i in $(seq 1 300); do
+		run ctl object get "${ondisk[0]}" "$MC_DIR/out"
+		[ "$status" -eq 4 ] && break
+		sleep 0.1
+	done
+	[ "$status" -eq 4 ]
+	run ctl object rm "${ondisk[0]}"   # removed meanwhile (nothing to remove now)
+	kill -CONT "$(node_pid ld)"
+	# back: it remounts, the master asks for its disk and adopts the copies
+	wait_readable "${ondisk[1]}"
+	for k in "${ondisk[@]:1}"; do
+		run -0 get_compare "$k"
+		[ "$(tier_of "$k")" = local_disk ]
+	done
+	run -4 ctl object get "${ondisk[0]}" "$MC_DIR/out"
+	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -eq $((all - 1)) ]
+	wait_node_metric ld mooncake_node_disk_stale_dropped_total 1   # the removed one's copy
+}

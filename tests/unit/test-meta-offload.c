@@ -362,6 +362,31 @@ static void test_unmount_drops(void **state)
 	struct mc_meta_stats st;
 	mc_meta_get_stats(f->m, &st);
 	assert_int_equal(st.objects, 0);
+	/* the node comes back (meta-away.c): asked for a report, its dropped
+	 * copies are adopted again, but for one put and one removed meanwhile */
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str("a0"), K4 + 1));   /* another size */
+	assert_false(mc_meta_away_has(f->m, C2, DFLT, ref_str("a0"), K4));
+	char away[8][8];
+	uint32_t n = 0;
+	for (int i = 0; i < 8; i++) {
+		snprintf(away[n], sizeof(away[n]), "a%d", i);
+		n += mc_meta_away_has(f->m, C1, DFLT, ref_str(away[n]), K4);
+	}
+	assert_int_equal(n, 4);
+	put_at(f, away[0]);   /* a new value (on n2): the old copy is stale */
+	assert_rc(mc_meta_remove(f->m, DFLT, ref_str(away[0]), true), 0);
+	assert_rc(mc_meta_remove(f->m, DFLT, ref_str(away[1]), true), MC_ERR_OBJECT_NOT_FOUND);
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[0]), K4));
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[1]), K4));
+	assert_rc(mount_seg(f->m, C1, 3, "n1", 16 * KiB), 0);
+	assert_false(mc_meta_away_poll(f->m, C2, false));
+	assert_true(mc_meta_away_poll(f->m, C1, false));   /* report, please */
+	assert_false(mc_meta_away_poll(f->m, C1, true));   /* reporting */
+	assert_true(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[2]), K4));
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str(away[2]), K4, true), 0);
+	assert_int_equal(type_of(f->m, away[2], &rs), MC_REPLICA_LOCAL_DISK);
+	assert_false(mc_meta_away_poll(f->m, C1, false));   /* the report is over */
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[3]), K4));   /* not reported */
 }
 
 static int load_into(void *ctx, uint32_t index, const struct mc_record *r)
