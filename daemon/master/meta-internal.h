@@ -388,6 +388,12 @@ int meta_log_put(struct mc_meta *m, const struct mc_object *o);
 bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason);
 /* Drops the LOCAL_DISK replicas naming s (unmounting; no lock held). */
 void meta_offload_unmount(struct mc_meta *m, struct mc_segment *s);
+/* The key of a node's result (it: the command's segment, tenant, key)
+ * write-locked, segs.lock held (read), *ret_slot the segment's slot; or
+ * SEGMENT_NOT_FOUND, ILLEGAL_CLIENT (not client's segment), as
+ * meta_key_lock(), with nothing held. */
+int meta_node_item_lock(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			uint32_t *ret_slot, struct meta_key *ret);
 
 /* meta-away.c: the disk copies of nodes that went away. */
 int meta_away_init(struct mc_meta *m);

@@ -266,10 +266,9 @@ uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client)
 	return cleared;
 }
 
-int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
-			 int status)
+int meta_node_item_lock(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			uint32_t *ret_slot, struct meta_key *ret)
 {
-	struct meta_key mk;
 	uint32_t slot;
 	int r = mc_segmgr_find(&m->segs, it->segment, &slot);
 	if (r < 0)
@@ -281,11 +280,23 @@ int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct 
 	else if (!mc_uuid_eq(s->client, client))
 		r = MC_ERR_ILLEGAL_CLIENT;
 	else
-		r = meta_key_lock(m, it->tenant, it->key, true, &mk);
+		r = meta_key_lock(m, it->tenant, it->key, true, ret);
 	if (r < 0) {
 		pthread_rwlock_unlock(&m->segs.lock);
 		return r;
 	}
+	*ret_slot = slot;
+	return 0;
+}
+
+int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			 int status)
+{
+	struct meta_key mk;
+	uint32_t slot;
+	int r = meta_node_item_lock(m, client, it, &slot, &mk);
+	if (r < 0)
+		return r;
 	struct mc_object *o = meta_key_find(&mk, NULL);
 	int i = o && (o->flags & MC_OBJ_OFFLOADING) ? replica_at(o, slot, it->offset) : -1;
 	if (i < 0) {

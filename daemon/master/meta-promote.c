@@ -269,21 +269,9 @@ int mc_meta_promote_done(struct mc_meta *m, struct mc_uuid client, const struct 
 {
 	struct meta_key mk;
 	uint32_t slot, pos;
-	int r = mc_segmgr_find(&m->segs, it->segment, &slot);
+	int r = meta_node_item_lock(m, client, it, &slot, &mk);
 	if (r < 0)
 		return r;
-	pthread_rwlock_rdlock(&m->segs.lock);
-	const struct mc_segment *s = mc_segmgr_get(&m->segs, slot);
-	if (!s || !mc_uuid_eq(s->id, it->segment))
-		r = MC_ERR_SEGMENT_NOT_FOUND;
-	else if (!mc_uuid_eq(s->client, client))
-		r = MC_ERR_ILLEGAL_CLIENT;
-	else
-		r = meta_key_lock(m, it->tenant, it->key, true, &mk);
-	if (r < 0) {
-		pthread_rwlock_unlock(&m->segs.lock);
-		return r;
-	}
 	struct mc_object *o = meta_key_find(&mk, &pos);
 	if (!o || !meta_promote_in_flight(o) || o->rep[0].seg != slot ||
 	    o->rep[0].offset != it->offset) {
