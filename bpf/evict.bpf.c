@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* evict.bpf.c - evictions from the master's evict probe: objects and bytes
- * by reason and by tenant, and one event per eviction. */
+ * by reason and by tenant (both tiers: memory, and a node's disk tier), and
+ * one event per eviction, with its tier (the probe's fifth argument; the
+ * memory sites pass four, which reads as 0, memory). */
 #include "common.bpf.h"
 
 struct {
@@ -20,7 +22,7 @@ struct {
 } evict_tenants SEC(".maps");
 
 SEC("usdt")
-int BPF_USDT(evict, __u32 obj_hash, __u32 tenant, __u64 bytes, __u32 reason)
+int BPF_USDT(evict, __u32 obj_hash, __u32 tenant, __u64 bytes, __u32 reason, __u32 tier)
 {
 	__u32 r = reason < MC_EVICT_REASONS ? reason : 0;
 	struct mc_evict_stats *s = bpf_map_lookup_elem(&evict_stats, &r);
@@ -39,7 +41,7 @@ int BPF_USDT(evict, __u32 obj_hash, __u32 tenant, __u64 bytes, __u32 reason)
 		__sync_fetch_and_add(&s->bytes, bytes);
 	}
 	struct mc_event ev = { .kind = MC_EV_EVICT, .obj_hash = obj_hash, .tenant = tenant,
-			       .bytes = bytes, .reason = reason };
+			       .bytes = bytes, .reason = reason, .tier = tier };
 	mc_emit(&ev);
 	return 0;
 }

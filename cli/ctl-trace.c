@@ -137,6 +137,7 @@ static void events_print(const struct mctrace_maps *m, uint64_t since, uint32_t 
 				json_object_set_new(o, "object_hash", json_integer(e->obj_hash));
 				json_object_set_new(o, "tenant", json_integer(e->tenant));
 				json_object_set_new(o, "reason", json_string(mctrace_reason_name(e->reason)));
+				json_object_set_new(o, "tier", json_string(mctrace_tier_name(e->tier)));
 			} else {
 				json_object_set_new(o, "kind", json_string(e->kind == MC_EV_SLOW_TRANSFER ?
 									   "slow" : "failed"));
@@ -151,9 +152,9 @@ static void events_print(const struct mctrace_maps *m, uint64_t since, uint32_t 
 			}
 			json_array_append_new(arr, o);
 		} else if (e->kind == MC_EV_EVICT) {
-			printf("  pid %-7u %-16.16s object %08x tenant %-4u %12llu bytes  %s\n", e->pid,
-			       e->comm, e->obj_hash, e->tenant, (unsigned long long)e->bytes,
-			       mctrace_reason_name(e->reason));
+			printf("  pid %-7u %-16.16s object %08x tenant %-4u %12llu bytes  %s %s\n",
+			       e->pid, e->comm, e->obj_hash, e->tenant, (unsigned long long)e->bytes,
+			       mctrace_reason_name(e->reason), mctrace_tier_name(e->tier));
 		} else {
 			printf("  pid %-7u %-16.16s %-6s %-6s %s %-4s %10llu bytes %8llu us  status %d  %.*s\n",
 			       e->pid, e->comm, e->kind == MC_EV_SLOW_TRANSFER ? "slow" : "failed",

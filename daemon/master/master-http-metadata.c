@@ -18,8 +18,10 @@
  * 4096 bytes or a value over MC_RECORD_MAX_MDVALUE: 413 TOO_LARGE; the KV
  * at metadata_max_keys or metadata_max_bytes: 507 METADATA_KV_FULL; the
  * oplog failed: 500 PERSISTENT_FAIL; any query parameter but one key:
- * 400.  PUT and DELETE answer once their record is durable (DURABLE in
- * master-http.c) and need the admin token like every mutation.
+ * 400; a key under MC_META_MD_INTERNAL (the master's own, meta.h): GET
+ * and DELETE 404 as if absent, PUT 403 FORBIDDEN.  PUT and DELETE answer
+ * once their record is durable (DURABLE in master-http.c) and need the
+ * admin token like every mutation.
  */
 #include <string.h>
 
@@ -45,6 +47,14 @@ static bool md_key(const struct mc_http_request *req, struct mc_http_response *r
 	}
 	if (a->value.len > MC_RECORD_MAX_MDKEY) {
 		mc_http_error(resp, 413, "TOO_LARGE", "metadata key longer than 4096 bytes");
+		return false;
+	}
+	if (mc_meta_md_internal(a->value.p, a->value.len)) {   /* the master's own */
+		if (!strcmp(req->method, "PUT"))
+			mc_http_error(resp, 403, "FORBIDDEN", "metadata keys under "
+				      MC_META_MD_INTERNAL " are the master's");
+		else
+			text(resp, 404, "metadata not found");
 		return false;
 	}
 	*ret = a->value;

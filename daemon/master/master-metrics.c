@@ -25,6 +25,7 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
        V_OPLOG_BATCHES, V_UNDONE_PUTS, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
        V_OFFLOADS_KEPT, V_DISK_GONE, V_DISK_ADOPTED, V_DISK_STALE,
+       V_PROMOTE_SENT, V_PROMOTE_DONE, V_PROMOTE_FAILED, V_PROMOTE_NO_ROOM, V_PROMOTE_DROPPED,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
        V_COUNT };
 
@@ -48,16 +49,30 @@ static double rpc_refused(void *ctx, unsigned reason)
 	return mc_rpc_admit_stat(&mm->admit, reason);
 }
 
-static double evicted_objects(void *ctx, unsigned reason)
+/* Evictions by reason and tier: memory ones by reason (meta-evict.c), the
+ * disk tier's all of reason watermark (meta-offload.c). */
+static void collect_evicted(struct master_metrics *mm, struct mc_metric_sink *sink, bool bytes)
 {
-	struct master_metrics *mm = ctx;
-	return (double)mm->ms.evicted_objects_by[reason];
+	const struct mc_meta_stats *ms = &mm->ms;
+	for (unsigned t = 0; t < MC_EVICT_TIERS; t++)
+		for (unsigned r = 0; r < MC_EVICT_REASONS; r++) {
+			const char *labels[2] = { mc_evict_reason_name(r), mc_evict_tier_name(t) };
+			uint64_t v = t == MC_EVICT_TIER_MEMORY ?
+					     (bytes ? ms->evicted_bytes_by[r] : ms->evicted_objects_by[r]) :
+				     r != MC_EVICT_WATERMARK ? 0 :
+				     bytes ? ms->disk_evicted_bytes : ms->disk_evicted_objects;
+			mc_metric_emit(sink, labels, (double)v);
+		}
 }
 
-static double evicted_bytes(void *ctx, unsigned reason)
+static void collect_evicted_objects(void *ctx, struct mc_metric_sink *sink)
 {
-	struct master_metrics *mm = ctx;
-	return (double)mm->ms.evicted_bytes_by[reason];
+	collect_evicted(ctx, sink, false);
+}
+
+static void collect_evicted_bytes(void *ctx, struct mc_metric_sink *sink)
+{
+	collect_evicted(ctx, sink, true);
 }
 
 static void take_values(struct mc_daemon_metrics *dm, void *state)
@@ -111,6 +126,11 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_GONE] = (double)ms->disk_gone;
 	v[V_DISK_ADOPTED] = (double)ms->disk_adopted;
 	v[V_DISK_STALE] = (double)ms->disk_stale;
+	v[V_PROMOTE_SENT] = (double)ms->promotions_sent;
+	v[V_PROMOTE_DONE] = (double)ms->promotions_done;
+	v[V_PROMOTE_FAILED] = (double)ms->promotions_failed;
+	v[V_PROMOTE_NO_ROOM] = (double)ms->promotions_no_room;
+	v[V_PROMOTE_DROPPED] = (double)ms->promotions_dropped;
 	v[V_RPC_PARKED] = (double)rs.parked;
 	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
 	uint64_t mdk, mdb;
@@ -316,6 +336,17 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				     "Objects the master learnt again from a node's report of its disk." },
 		[V_DISK_STALE] = { MC_METRIC_COUNTER, "mooncake_master_disk_copies_stale_total",
 				   "Reported disk copies no object refers to, which the node deletes." },
+		[V_PROMOTE_SENT] = { MC_METRIC_COUNTER, "mooncake_master_promotions_sent_total",
+				     "PROMOTE commands sent to nodes: objects read promote_after_reads "
+				     "times from disk, copied back into memory." },
+		[V_PROMOTE_DONE] = { MC_METRIC_COUNTER, "mooncake_master_promotions_done_total",
+				     "PROMOTE commands a node completed: the object is in memory." },
+		[V_PROMOTE_FAILED] = { MC_METRIC_COUNTER, "mooncake_master_promotions_failed_total",
+				       "PROMOTE commands that failed (the object stays on disk)." },
+		[V_PROMOTE_NO_ROOM] = { MC_METRIC_COUNTER, "mooncake_master_promotions_no_room_total",
+					"Promotions not made: no room on the node's segments." },
+		[V_PROMOTE_DROPPED] = { MC_METRIC_COUNTER, "mooncake_master_promotions_dropped_total",
+					"Promotions not queued (the queue was full)." },
 		[V_RPC_PARKED] = { MC_METRIC_GAUGE, "mooncake_master_rpc_parked_replies",
 				   "Replies parked until their oplog records are durable." },
 		[V_RPC_PARKED_TOTAL] = { MC_METRIC_COUNTER, "mooncake_master_rpc_parked_replies_total",
@@ -341,20 +372,20 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		.known_codes = known,
 	};
 	struct mc_metrics *reg = mc_daemon_metrics_registry(dm);
-	const char *reasons[MC_EVICT_REASONS];
+	static const char *const evict_labels[] = { "reason", "tier" };
 
 	if (mc_daemon_metrics_add_scalars(dm, fams, V_COUNT, mm->values) < 0)
 		return MC_ERR_NO_MEMORY;
-	for (unsigned i = 0; i < MC_EVICT_REASONS; i++)
-		reasons[i] = mc_evict_reason_name(i);
-	if (!mc_metrics_add_fn(reg, MC_METRIC_COUNTER, "mooncake_master_evicted_objects_total",
-			       "Objects evicted, by reason (watermark: background; put: a PutStart "
-			       "found no space; quota: a PutStart over its tenant's quota; admin: "
-			       "an explicit evict).", "reason", reasons, MC_EVICT_REASONS,
-			       evicted_objects, mm) ||
-	    !mc_metrics_add_fn(reg, MC_METRIC_COUNTER, "mooncake_master_evicted_bytes_total",
-			       "Bytes freed by eviction (size x replicas), by reason.", "reason",
-			       reasons, MC_EVICT_REASONS, evicted_bytes, mm) ||
+	if (!mc_metrics_add_collector(reg, MC_METRIC_COUNTER, "mooncake_master_evicted_objects_total",
+				      "Objects evicted, by reason (watermark: background; put: a "
+				      "PutStart found no space; quota: a PutStart over its tenant's "
+				      "quota; admin: an explicit evict) and tier (memory; local_disk: "
+				      "a node's disk tier evicted or lost the object's copy).",
+				      evict_labels, 2, collect_evicted_objects, mm) ||
+	    !mc_metrics_add_collector(reg, MC_METRIC_COUNTER, "mooncake_master_evicted_bytes_total",
+				      "Bytes freed by eviction (memory: size x replicas; local_disk: "
+				      "the size of the copy), by reason and tier.", evict_labels, 2,
+				      collect_evicted_bytes, mm) ||
 	    !mc_metrics_add_fn(reg, MC_METRIC_COUNTER, "mooncake_master_rpc_refused_total",
 			       "RPC connections and requests refused by admission, by reason (cap, "
 			       "peer_cap: over rpc_max_connections[_per_peer]; remote: no secret, "

@@ -50,9 +50,12 @@ static int report(struct mc_master_rpc *m, const struct mc_msg_node_poll_req *q,
 		struct mc_bytes t, k;
 		if (mc_disk_key_split(q->have[i].key.p, q->have[i].key.len, &t, &k) < 0)
 			continue;   /* not a disk key */
-		r = mc_meta_disk_report(m->meta, q->client_id, (struct mc_ref){ t.p, t.len },
-					(struct mc_ref){ k.p, k.len }, q->have[i].size,
-					q->epoch != epoch);
+		struct mc_ref tr = { t.p, t.len }, kr = { k.p, k.len };
+		/* adopted: the master lost its state (another epoch), or dropped
+		 * the copy with the node's segments (meta-away.c) */
+		bool adopt = q->epoch != epoch ||
+			     mc_meta_away_has(m->meta, q->client_id, tr, kr, q->have[i].size);
+		r = mc_meta_disk_report(m->meta, q->client_id, tr, kr, q->have[i].size, adopt);
 		if (r == MC_ERR_SEGMENT_NOT_FOUND)
 			return 0;   /* epoch 0: not taken; the node sends it again */
 		if (r == 1)
@@ -81,6 +84,14 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 		/* A result for an object gone meanwhile is nothing to act on. */
 		(void)mc_meta_offload_done(m->meta, q->client_id, &it, r->status);
 	}
+	for (uint32_t i = 0; i < q->n_promoted; i++) {
+		const struct mc_msg_offload_result *r = &q->promoted[i];
+		struct mc_offload_item it = {
+			.tenant = { r->tenant.p, r->tenant.len }, .key = { r->key.p, r->key.len },
+			.segment = r->segment_id, .offset = r->offset,
+		};
+		(void)mc_meta_promote_done(m->meta, q->client_id, &it, r->status);
+	}
 	for (uint32_t i = 0; i < q->n_gone; i++) {
 		struct mc_bytes t, k;
 		if (mc_disk_key_split(q->gone[i].p, q->gone[i].len, &t, &k) < 0)
@@ -93,6 +104,7 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 	int r = report(m, q, p, call->arena);
 	if (r < 0)
 		return r;
+	p->report = p->epoch && mc_meta_away_poll(m->meta, q->client_id, q->n_have > 0);
 	struct out o = { .a = call->arena };
 	o.v = mc_arena_alloc(call->arena, MC_PROTO_MAX_NODE_CMDS * sizeof(*o.v), 8);
 	if (!o.v)
@@ -102,5 +114,12 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 			     take, &o);
 	p->n_offloads = o.n;
 	p->offloads = o.v;
+	struct out pr = { .a = call->arena };
+	pr.v = mc_arena_alloc(call->arena, MC_PROTO_MAX_NODE_CMDS * sizeof(*pr.v), 8);
+	if (!pr.v)
+		return MC_ERR_NO_MEMORY;
+	mc_meta_promote_pick(m->meta, q->client_id, MC_PROTO_MAX_NODE_CMDS, take, &pr);
+	p->n_promotes = pr.n;
+	p->promotes = pr.v;
 	return 0;
 }

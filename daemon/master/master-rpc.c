@@ -382,7 +382,8 @@ static int h_get_replica_list(void *ctx, const struct mc_rpc_call *call, void *r
 	int r = sink_init(&s, call->arena, 1, grant_of(m, MC_GRANT_READ, q->tenant));
 	if (r < 0)
 		return r;
-	r = mc_meta_get_replica_list(m->meta, ref(q->tenant), ref(q->key), &info, sink_fn, &s);
+	r = (q->stat ? mc_meta_stat_replica_list : mc_meta_get_replica_list)(
+		m->meta, ref(q->tenant), ref(q->key), &info, sink_fn, &s);
 	if (r < 0)
 		return r;
 	if (s.err)

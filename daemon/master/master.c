@@ -104,6 +104,7 @@ struct master_config {
 	double eviction_high_watermark;
 	double eviction_low_watermark;
 	double offload_watermark;
+	uint64_t promote_after_reads;
 	uint64_t snapshot_interval_s;
 	uint64_t snapshot_retain;
 	char *oplog;
@@ -159,6 +160,10 @@ static const struct mc_option options[] = {
 	  "allocated/capacity ratio of a segment of a node with a disk tier above which its "
 	  "oldest objects are copied to that disk (NODE_POLL), so that their eviction keeps "
 	  "them as LOCAL_DISK replicas (1: never)", .min = 0, .max = 1),
+	O(promote_after_reads, MC_OPT_U64, "2",
+	  "reads of an object from its LOCAL_DISK replica after which its node copies it back "
+	  "into a memory replica, when one of the node's segments has room (0: never)",
+	  .max = 1000000, .unit = "reads"),
 	O(snapshot_interval_s, MC_OPT_U64, "300",
 	  "seconds between snapshots of all metadata into state_dir/snapshots (0: only on demand)",
 	  .unit = "s"),
@@ -428,6 +433,7 @@ static int master_recover(struct master *m)
 	mcfg.eviction_high_watermark = c->eviction_high_watermark;
 	mcfg.eviction_low_watermark = c->eviction_low_watermark;
 	mcfg.offload_watermark = c->offload_watermark >= 1 ? 2 : c->offload_watermark;
+	mcfg.promote_after_reads = (uint32_t)c->promote_after_reads;
 	mcfg.max_tenants = (uint32_t)c->max_tenants;
 	mcfg.mdkv_max_keys = c->metadata_max_keys;
 	mcfg.mdkv_max_bytes = c->metadata_max_bytes;

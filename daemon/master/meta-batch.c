@@ -146,7 +146,7 @@ static int key_get(struct mc_meta *m, struct mc_objtab *tab, struct batch_item *
 		   uint64_t now, void *ctx)
 {
 	struct read_ctx *c = ctx;
-	return do_get_replica_list(m, tab, &it->loc, c->keys[it->idx], now, it->idx,
+	return do_get_replica_list(m, tab, &it->loc, c->keys[it->idx], now, it->idx, true,
 				   &c->info[it->idx], c->fn, c->fn_ctx);
 }
 
@@ -330,6 +330,8 @@ int mc_meta_batch_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc
 int mc_meta_batch_remove(struct mc_meta *m, struct mc_ref tenant, const struct mc_ref *keys,
 			 uint32_t n, bool force, int *ret_status)
 {
+	for (uint32_t i = 0; i < n && keys; i++)
+		meta_away_strike(m, tenant, keys[i]);   /* a copy away is not brought back */
 	return batch_write(m, BW_REMOVE, NULL, tenant, keys, NULL, NULL, n, force, ret_status);
 }
 

@@ -9,7 +9,9 @@
  *            being made: OFFLOADING): nothing to do;
  *   adopted  no object of that key exists and adopt is set (the master
  *            lost its state since the node last reported: restarted
- *            without an oplog, or a new cluster): a complete object is
+ *            without an oplog, or a new cluster; or it dropped that copy
+ *            with the node's segments while the node was away and nobody
+ *            put or removed the key since, meta-away.c): a complete object is
  *            created with one LOCAL_DISK replica on the node's first
  *            readable segment, logged like any other, charged to its
  *            tenant;
@@ -56,7 +58,7 @@ static bool copy_known(struct mc_meta *m, const struct mc_object *o, struct mc_u
 /* The node's first readable segment (segs.lock held). */
 static struct mc_segment *node_segment(struct mc_meta *m, struct mc_uuid client)
 {
-	for (uint32_t slot = 0; slot < m->segs.nslots_used; slot++) {
+	for (uint32_t slot = 0; slot < m->segs.nslots_hwm; slot++) {
 		struct mc_segment *s = m->segs.slots[slot];
 		if (s && mc_uuid_eq(s->client, client) && mc_segment_is_readable(s))
 			return s;
@@ -138,8 +140,8 @@ int mc_meta_disk_report(struct mc_meta *m, struct mc_uuid client, struct mc_ref 
 	return r;
 }
 
-/* The metadata KV key of the epoch (16 hex digits). */
-#define EPOCH_KEY "__mooncake_master/disk_epoch"
+/* The metadata KV key of the epoch (16 hex digits), internal (meta.h). */
+#define EPOCH_KEY MC_META_MD_INTERNAL "disk_epoch"
 
 static int epoch_read(struct mc_meta *m, uint64_t *ret)
 {

@@ -79,12 +79,18 @@ struct mc_meta {
 	uint32_t reap_cursor;               /* next shard the abandoned-write reaper visits */
 	/* atomic counters */
 	uint64_t evicted_objects[MC_EVICT_REASONS], evicted_bytes[MC_EVICT_REASONS];
+	uint64_t disk_evicted_objects, disk_evicted_bytes;   /* tier local_disk (meta-offload.c) */
 	uint64_t pins_set, pins_cleared;    /* soft pins set by PIN, cleared by UNPIN */
 	uint64_t undone_puts;               /* puts taken back: their record was lost */
 	uint64_t offloads_sent, offloads_done, offloads_failed, offloads_kept;   /* meta-offload.c */
 	uint64_t disk_gone;                 /* LOCAL_DISK replicas their node's disk lost */
 	uint64_t disk_adopted, disk_stale;  /* reported disk copies (meta-disk-report.c) */
 	uint64_t disk_epoch;                /* mc_meta_disk_epoch()'s, once known (atomic) */
+	uint64_t promotions_sent, promotions_done, promotions_failed;   /* meta-promote.c */
+	uint64_t promotions_no_room, promotions_dropped;
+	struct meta_promote *promote;       /* NULL: promote_after_reads 0 (meta-promote.c) */
+	struct meta_away *away;             /* disk copies of nodes away (meta-away.c) */
+	uint64_t away_lost;                 /* ... not remembered (full) */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;
@@ -340,8 +346,9 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
 	      bool force, uint64_t now);
 /* Hold the shard's read lock. */
+/* read: a read (counted for promotion, meta-promote.c), not a stat. */
 int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc,
-			struct mc_ref key, uint64_t now, uint32_t index,
+			struct mc_ref key, uint64_t now, uint32_t index, bool read,
 			struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
 int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
 	     uint64_t now, bool *ret);
@@ -391,6 +398,36 @@ int meta_log_put(struct mc_meta *m, const struct mc_object *o);
 bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason);
 /* Drops the LOCAL_DISK replicas naming s (unmounting; no lock held). */
 void meta_offload_unmount(struct mc_meta *m, struct mc_segment *s);
+/* The key of a node's result (it: the command's segment, tenant, key)
+ * write-locked, segs.lock held (read), *ret_slot the segment's slot; or
+ * SEGMENT_NOT_FOUND, ILLEGAL_CLIENT (not client's segment), as
+ * meta_key_lock(), with nothing held. */
+int meta_node_item_lock(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			uint32_t *ret_slot, struct meta_key *ret);
+
+/* meta-away.c: the disk copies of nodes that went away. */
+int meta_away_init(struct mc_meta *m);
+void meta_away_release(struct mc_meta *m);
+/* o (dropped now) had its only replica on client's disk tier. */
+void meta_away_add(struct mc_meta *m, struct mc_uuid client, const struct mc_object *o);
+/* A PutStart or a remove of the key: a copy of it away is stale now. */
+void meta_away_strike(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key);
+
+/* meta-promote.c: promotion on hit. */
+int meta_promote_init(struct mc_meta *m);
+void meta_promote_release(struct mc_meta *m);
+/* A read handed out o (its shard locked): counted when o is LOCAL_DISK. */
+void meta_promote_note(struct mc_meta *m, const struct mc_object *o);
+/* o's rep[0] is a block its node is loading from its disk tier. */
+bool meta_promote_in_flight(const struct mc_object *o);
+/* What readers see of r: a promotion in flight whose disk copy is there
+ * reads as the LOCAL_DISK replica it was (true, *ret); else false. */
+bool meta_promote_view(const struct mc_object *o, const struct mc_replica *r,
+		       struct mc_replica *ret);
+/* A promotion in flight failed or was lost (o's shard write-locked,
+ * segs.lock held): its block is freed and o is LOCAL_DISK again.  False:
+ * its disk copy was lost meanwhile (the caller drops o). */
+bool meta_promote_revert(struct mc_meta *m, struct mc_object *o);
 void meta_log_del(struct mc_meta *m, const struct mc_object *o);
 /* meta_log_put() of an object that replaces another of its key (an
  * upsert's PutEnd): the record frees the old one's blocks, as a DELETE

@@ -29,14 +29,16 @@
  *             record.  An object evicted before its copy was confirmed is
  *             dropped as before.  Gets then hand out the LOCAL_DISK
  *             descriptor and the client reads the bytes from the node's disk
- *             (DATA_DISK_READ, a DISK grant).  No promotion back to memory.
+ *             (DATA_DISK_READ, a DISK grant).  Reads may promote it back
+ *             into memory (meta-promote.c).
  *
  * OFFLOADING does not stop eviction: an object evicted (or removed) while
  * its copy is made simply fails step 2's check; its copy stays on the
  * node's disk, unreferenced, until the disk tier evicts it.  A command
  * lost with its node (a restart) leaves OFFLOADING set until the restarted
  * node's first poll (fresh): mc_meta_offload_reset() clears it on the
- * node's segments.
+ * node's segments, and puts back the LOCAL_DISK replicas of the node's
+ * promotions in flight (meta-promote.c).
  *
  * ON_DISK is persisted (the OBJECT record's on-disk flag, logged when a
  * copy is confirmed or lost), and so are LOCAL_DISK replicas (replica type
@@ -53,7 +55,9 @@
  *
  * Unmounting a segment (the node left or expired) drops the LOCAL_DISK
  * replicas that name it: a walk over every shard, done only when the
- * segment's ndisk counter says there are any.
+ * segment's ndisk counter says there are any.  The objects dropped so are
+ * remembered (meta-away.c) and adopted again from the node's report when
+ * it comes back, unless their key was put or removed meanwhile.
  *
  * Locks: segs.lock (read) -> shard (write) -> segment lock, as everywhere
  * (meta.h).  Candidates are collected under the segment lock alone (an
@@ -174,7 +178,7 @@ uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
 	if (!v)
 		return 0;
 	pthread_rwlock_rdlock(&m->segs.lock);
-	for (uint32_t slot = 0; slot < m->segs.nslots_used && sent < max; slot++) {
+	for (uint32_t slot = 0; slot < m->segs.nslots_hwm && sent < max; slot++) {
 		struct mc_segment *s = m->segs.slots[slot];
 		if (!s || !mc_uuid_eq(s->client, client) ||
 		    __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
@@ -207,7 +211,8 @@ static int offloading_fn(uint32_t node, uint64_t off, uint64_t size, void *owner
 {
 	struct owned_list *l = ctx;
 	struct mc_object *o = owner;
-	if (!o || !(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & MC_OBJ_OFFLOADING))
+	/* OFFLOADING, or ON_DISK: maybe a promotion in flight (meta-promote.c) */
+	if (!o || !(__atomic_load_n(&o->flags, __ATOMIC_RELAXED) & (MC_OBJ_OFFLOADING | MC_OBJ_ON_DISK)))
 		return 0;
 	if (l->n == l->cap) {
 		uint32_t nc = l->cap ? 2 * l->cap : 64;
@@ -225,7 +230,7 @@ uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client)
 {
 	uint32_t cleared = 0;
 	pthread_rwlock_rdlock(&m->segs.lock);
-	for (uint32_t slot = 0; slot < m->segs.nslots_used; slot++) {
+	for (uint32_t slot = 0; slot < m->segs.nslots_hwm; slot++) {
 		struct mc_segment *s = m->segs.slots[slot];
 		struct owned_list l = { 0 };
 		if (!s || !mc_uuid_eq(s->client, client))
@@ -243,8 +248,14 @@ uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client)
 				     mc_offalloc_node_owner(s->alloc, l.v[i].node) == l.v[i].o &&
 				     l.v[i].o->hash % MC_META_SHARDS == shard;
 			pthread_mutex_unlock(&s->lock);
-			if (still && (l.v[i].o->flags & MC_OBJ_OFFLOADING)) {
-				mc_object_flags_clear(l.v[i].o, MC_OBJ_OFFLOADING);
+			struct mc_object *o = l.v[i].o;
+			if (still && (o->flags & MC_OBJ_OFFLOADING)) {
+				mc_object_flags_clear(o, MC_OBJ_OFFLOADING);
+				cleared++;
+			}
+			if (still && meta_promote_in_flight(o) && o->rep[0].seg == slot &&
+			    o->rep[0].node == l.v[i].node) {
+				meta_promote_revert(m, o);
 				cleared++;
 			}
 			pthread_rwlock_unlock(&m->shards[shard].lock);
@@ -255,10 +266,9 @@ uint32_t mc_meta_offload_reset(struct mc_meta *m, struct mc_uuid client)
 	return cleared;
 }
 
-int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
-			 int status)
+int meta_node_item_lock(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			uint32_t *ret_slot, struct meta_key *ret)
 {
-	struct meta_key mk;
 	uint32_t slot;
 	int r = mc_segmgr_find(&m->segs, it->segment, &slot);
 	if (r < 0)
@@ -270,11 +280,23 @@ int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct 
 	else if (!mc_uuid_eq(s->client, client))
 		r = MC_ERR_ILLEGAL_CLIENT;
 	else
-		r = meta_key_lock(m, it->tenant, it->key, true, &mk);
+		r = meta_key_lock(m, it->tenant, it->key, true, ret);
 	if (r < 0) {
 		pthread_rwlock_unlock(&m->segs.lock);
 		return r;
 	}
+	*ret_slot = slot;
+	return 0;
+}
+
+int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			 int status)
+{
+	struct meta_key mk;
+	uint32_t slot;
+	int r = meta_node_item_lock(m, client, it, &slot, &mk);
+	if (r < 0)
+		return r;
 	struct mc_object *o = meta_key_find(&mk, NULL);
 	int i = o && (o->flags & MC_OBJ_OFFLOADING) ? replica_at(o, slot, it->offset) : -1;
 	if (i < 0) {
@@ -322,6 +344,15 @@ bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason)
 	return true;
 }
 
+/* o's copy left its node's disk tier: an eviction of tier local_disk. */
+static void disk_evicted(struct mc_meta *m, const struct mc_object *o)
+{
+	MC_PROBE5(evict, o->hash, o->tenant, o->size, (uint32_t)MC_EVICT_WATERMARK,
+		  (uint32_t)MC_EVICT_TIER_LOCAL_DISK);
+	__atomic_add_fetch(&m->disk_evicted_objects, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->disk_evicted_bytes, o->size, __ATOMIC_RELAXED);
+}
+
 int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		      struct mc_ref key)
 {
@@ -340,6 +371,7 @@ int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		if (!s || !mc_uuid_eq(s->client, client) || !mc_replica_on_segment(o->rep[i].type))
 			continue;
 		if (i == 0 && (o->flags & MC_OBJ_ON_DISK)) {   /* the copy went before the memory */
+			disk_evicted(m, o);
 			mc_object_flags_clear(o, MC_OBJ_ON_DISK);
 			mc_object_flags_set(o, MC_OBJ_DISK_LOST);
 			meta_log_put(m, o);
@@ -347,6 +379,7 @@ int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		}
 		if (o->rep[i].type != MC_REPLICA_LOCAL_DISK)
 			continue;
+		disk_evicted(m, o);
 		__atomic_sub_fetch(&s->ndisk, 1, __ATOMIC_RELAXED);
 		__atomic_sub_fetch(&meta_tenant(m, o->tenant)->charged_bytes, o->size, __ATOMIC_RELAXED);
 		memmove(&o->rep[i], &o->rep[i + 1], (o->nrep - i - 1) * sizeof(o->rep[0]));
@@ -394,6 +427,7 @@ void meta_offload_unmount(struct mc_meta *m, struct mc_segment *s)
 					meta_log_put(m, o);
 					continue;
 				}
+				meta_away_add(m, s->client, o);   /* adopted again on its return */
 				mc_objtab_delete_iter(tab, &it);
 				meta_object_destroy(m, o, 0);
 			}

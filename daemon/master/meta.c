@@ -28,6 +28,7 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->eviction_low_watermark = 0.80;
 	c->evict_on_full = true;
 	c->offload_watermark = 0.5;
+	c->promote_after_reads = 2;
 	c->allow_evict_soft_pinned = true;
 	c->reap_shards_per_tick = 16;
 	c->tenant_idle_ms = 60000;
@@ -59,7 +60,8 @@ int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
 	mc_pinidx_init(&m->pins);
 	mc_groups_init(&m->groups);
 	mc_mdkv_init(&m->mdkv, m->cfg.mdkv_max_keys, m->cfg.mdkv_max_bytes);
-	if (meta_tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
+	if (meta_promote_init(m) < 0 || meta_away_init(m) < 0 ||
+	    meta_tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
 		return mc_meta_free(m), MC_ERR_NO_MEMORY;
 	*ret = m;
 	return 0;
@@ -97,6 +99,8 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 	for (uint32_t i = 0; i < MC_META_STRIPES; i++)
 		pthread_mutex_destroy(&m->stripes[i]);
 	mc_segmgr_release(&m->segs);   /* allocators go with their segments */
+	meta_promote_release(m);
+	meta_away_release(m);
 	for (uint32_t i = 0; i < m->ntenants; i++) {
 		if (!m->tenants[i])
 			continue;
@@ -220,6 +224,13 @@ out:
 
 /* ---- object helpers --------------------------------------------------------------- */
 
+/* r as readers see it (a promotion in flight reads as its LOCAL_DISK replica). */
+static const struct mc_replica *read_view(const struct mc_object *o, const struct mc_replica *r,
+					  struct mc_replica *tmp)
+{
+	return meta_promote_view(o, r, tmp) ? tmp : r;
+}
+
 bool meta_replica_readable(struct mc_meta *m, const struct mc_replica *r)
 {
 	if (r->status != MC_REPLICA_COMPLETE)
@@ -235,7 +246,8 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < o->nrep; i++) {
-		const struct mc_replica *r = &o->rep[i];
+		struct mc_replica tmp;
+		const struct mc_replica *r = read_view(o, &o->rep[i], &tmp);
 		if (readable_only && !meta_replica_readable(m, r))
 			continue;
 		n++;
@@ -362,6 +374,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		return MC_ERR_NO_MEMORY;
 	struct mc_objtab *into = tab;
 	struct mc_object *old = meta_find_locked(tab, &a->loc, a->key, &pos);
+	/* a new value: a copy of the key away is stale (meta-away.c) */
+	meta_away_strike(m, (struct mc_ref){ t->name, strlen(t->name) }, a->key);
 	if (old && a->cfg->upsert && !mc_object_is_processing(old)) {
 		/* UpsertStart over a complete value: the new object waits in the
 		 * pending table, readers keep the old one until PutEnd. */
@@ -660,13 +674,14 @@ int do_remove(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, stru
 
 int mc_meta_remove(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool force)
 {
+	meta_away_strike(m, tenant, key);   /* a copy away is not brought back (meta-away.c) */
 	return single_write(m, OP_REMOVE, NULL, tenant, key, false, 0, force);
 }
 
 /* ---- reads ---------------------------------------------------------------------------- */
 
 int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc,
-			struct mc_ref key, uint64_t now, uint32_t index,
+			struct mc_ref key, uint64_t now, uint32_t index, bool read,
 			struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
 {
 	struct mc_object *o = meta_find_locked(tab, loc, key, NULL);
@@ -679,6 +694,8 @@ int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc 
 	if (!readable)
 		return MC_ERR_REPLICA_IS_NOT_READY;
 	ret->lease_ttl_ms = meta_grant_lease(m, o, now);
+	if (read)
+		meta_promote_note(m, o);
 	ret->size = o->size;
 	ret->has_checksum = o->flags & MC_OBJ_HAS_CHECKSUM;
 	ret->checksum = o->checksum;
@@ -698,19 +715,31 @@ int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struc
 	return 0;
 }
 
-int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
-			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
+static int get_one(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool read,
+		   struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
 {
 	struct meta_key k;
 	struct mc_object_info info;
 	int r = meta_key_lock(m, tenant, key, false, &k);
 	if (r < 0)
 		return r;
-	r = do_get_replica_list(m, k.tab, &k.loc, key, meta_now(m), 0, &info, fn, ctx);
+	r = do_get_replica_list(m, k.tab, &k.loc, key, meta_now(m), 0, read, &info, fn, ctx);
 	meta_key_unlock(&k);
 	if (r == 0 && ret)
 		*ret = info;
 	return r;
+}
+
+int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
+			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
+{
+	return get_one(m, tenant, key, true, ret, fn, ctx);
+}
+
+int mc_meta_stat_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
+			      struct mc_object_info *ret, mc_replica_fn fn, void *ctx)
+{
+	return get_one(m, tenant, key, false, ret, fn, ctx);
 }
 
 int mc_meta_exist_key(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool *ret)
@@ -760,6 +789,8 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 		ret->evicted_objects += ret->evicted_objects_by[r];
 		ret->evicted_bytes += ret->evicted_bytes_by[r];
 	}
+	ret->disk_evicted_objects = __atomic_load_n(&m->disk_evicted_objects, __ATOMIC_RELAXED);
+	ret->disk_evicted_bytes = __atomic_load_n(&m->disk_evicted_bytes, __ATOMIC_RELAXED);
 	ret->pins_set = __atomic_load_n(&m->pins_set, __ATOMIC_RELAXED);
 	ret->undone_puts = __atomic_load_n(&m->undone_puts, __ATOMIC_RELAXED);
 	ret->offloads_sent = __atomic_load_n(&m->offloads_sent, __ATOMIC_RELAXED);
@@ -768,6 +799,11 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	ret->offloads_kept = __atomic_load_n(&m->offloads_kept, __ATOMIC_RELAXED);
 	ret->disk_gone = __atomic_load_n(&m->disk_gone, __ATOMIC_RELAXED);
 	ret->disk_adopted = __atomic_load_n(&m->disk_adopted, __ATOMIC_RELAXED);
+	ret->promotions_sent = __atomic_load_n(&m->promotions_sent, __ATOMIC_RELAXED);
+	ret->promotions_done = __atomic_load_n(&m->promotions_done, __ATOMIC_RELAXED);
+	ret->promotions_failed = __atomic_load_n(&m->promotions_failed, __ATOMIC_RELAXED);
+	ret->promotions_no_room = __atomic_load_n(&m->promotions_no_room, __ATOMIC_RELAXED);
+	ret->promotions_dropped = __atomic_load_n(&m->promotions_dropped, __ATOMIC_RELAXED);
 	ret->disk_stale = __atomic_load_n(&m->disk_stale, __ATOMIC_RELAXED);
 	ret->pins_cleared = __atomic_load_n(&m->pins_cleared, __ATOMIC_RELAXED);
 }

@@ -95,6 +95,9 @@ struct mc_meta_config {
 					     * oldest objects copied there above this used ratio,
 					     * and their eviction keeps them as LOCAL_DISK
 					     * replicas (0.5; > 1: off; meta-offload.c) */
+	uint32_t promote_after_reads;       /* an object read this many times from its
+					     * LOCAL_DISK replica is copied back into memory
+					     * (0: never; meta-promote.c) */
 	bool allow_evict_soft_pinned;       /* soft-pinned objects may go, after the others (true) */
 	uint32_t reap_shards_per_tick;      /* shards the abandoned-write reaper visits a tick (16) */
 	uint32_t max_tenants;               /* registered tenants at most, default included
@@ -212,6 +215,9 @@ int mc_meta_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref t
 /* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
 int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
 			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
+/* The same for a look (a stat): not counted as a read for promotion. */
+int mc_meta_stat_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
+			      struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
 /* *ret = whether a readable replica exists; grants a lease when it does. */
 int mc_meta_exist_key(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key, bool *ret);
 /*
@@ -311,6 +317,9 @@ struct mc_meta_stats {
 	uint64_t evicted_bytes;
 	uint64_t evicted_objects_by[MC_EVICT_REASONS];
 	uint64_t evicted_bytes_by[MC_EVICT_REASONS];
+	uint64_t disk_evicted_objects;      /* copies a node's disk tier evicted or lost (tier
+					     * local_disk, reason watermark; not in the above) */
+	uint64_t disk_evicted_bytes;
 	uint64_t hard_pinned;               /* objects with a hard pin (PROCESSING ones too) */
 	uint64_t leases_granted;            /* read leases granted or extended */
 	uint64_t pins_set, pins_cleared;    /* PIN / UNPIN that set / cleared a soft pin */
@@ -322,6 +331,11 @@ struct mc_meta_stats {
 	uint64_t disk_gone;                 /* LOCAL_DISK replicas dropped: their node's disk lost them */
 	uint64_t disk_adopted;              /* objects created from a node's report of its disk */
 	uint64_t disk_stale;                /* reported disk copies that the node was told to drop */
+	uint64_t promotions_sent;           /* PROMOTE commands sent (meta-promote.c) */
+	uint64_t promotions_done;           /* ... that a node completed: the object is in memory */
+	uint64_t promotions_failed;         /* ... that failed or were lost with their node */
+	uint64_t promotions_no_room;        /* promotions skipped: no room on the node's segments */
+	uint64_t promotions_dropped;        /* promotions not queued (queue full) */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 
@@ -345,6 +359,24 @@ uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t
 /* The node's answer for one command (status 0: copied).  0; OBJECT_NOT_FOUND
  * when the object is not the one sent any more; ILLEGAL_CLIENT when the
  * segment is not client's; SEGMENT_NOT_FOUND. */
+/* Promotion on hit (meta-promote.c): starts at most max promotions of
+ * objects read promote_after_reads times from client's disk tier, each a
+ * block on client's segments to load the object into (handed to fn:
+ * segment, offset, size).  Returns how many. */
+uint32_t mc_meta_promote_pick(struct mc_meta *m, struct mc_uuid client, uint32_t max,
+			      mc_offload_fn fn, void *ctx);
+/* client loaded (status 0) or failed to load it->key into its block. */
+int mc_meta_promote_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
+			 int status);
+/* Disk copies of a node that went away (meta-away.c): whether client's
+ * copy of (tenant, key), size bytes, is one the master dropped with the
+ * node's segments and may adopt again. */
+bool mc_meta_away_has(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
+		      struct mc_ref key, uint64_t size);
+/* A NODE_POLL of client (reporting: it carries a have list): true asks the
+ * node for a report of its disk; the first poll without a have list after
+ * that forgets client's copies away. */
+bool mc_meta_away_poll(struct mc_meta *m, struct mc_uuid client, bool reporting);
 int mc_meta_offload_done(struct mc_meta *m, struct mc_uuid client, const struct mc_offload_item *it,
 			 int status);
 /* client restarted: the commands sent to it are lost; clears OFFLOADING on
@@ -406,8 +438,13 @@ int mc_meta_md_get(struct mc_meta *m, const void *key, size_t klen, char **ret, 
 int mc_meta_md_put(struct mc_meta *m, const void *key, size_t klen, const void *value,
 		   size_t vlen, unsigned flags);
 int mc_meta_md_del(struct mc_meta *m, const void *key, size_t klen);
-/* Keys and bytes (keys plus values) held. */
+/* Keys and bytes (keys plus values) held for users (the internal keys left
+ * out; they still count against the limits). */
 void mc_meta_md_usage(struct mc_meta *m, uint64_t *ret_keys, uint64_t *ret_bytes);
+/* Keys under this prefix are the master's own (the disk epoch,
+ * meta-disk-report.c): the HTTP metadata server neither shows nor takes them. */
+#define MC_META_MD_INTERNAL "__mooncake_master/"
+bool mc_meta_md_internal(const void *key, size_t klen);
 
 /* ---- persistence: the core's one boundary (meta-oplog.c, meta-persist.c) ---------- */
 

@@ -281,6 +281,8 @@ static int mount_new(struct mc_segmgr *m, struct mc_uuid client,
 		goto out;
 	}
 	m->nslots_used++;
+	if (slot >= m->nslots_hwm)
+		m->nslots_hwm = slot + 1;
 	m->free_hint = (slot + 1) % MC_MAX_SEGMENTS;
 	if (status != MC_SEG_RESTORED)   /* counted once its node remounts it */
 		__atomic_add_fetch(&m->capacity, s->size, __ATOMIC_RELAXED);
@@ -408,6 +410,12 @@ static int segment_alloc(struct mc_segmgr *m, struct mc_segment *s, uint64_t siz
 	ret->node = node;
 	ret->offset = off;
 	return 0;
+}
+
+int mc_segment_alloc_block(struct mc_segmgr *m, struct mc_segment *s, uint64_t size, void *owner,
+			   struct mc_placed *ret)
+{
+	return segment_alloc(m, s, size, owner, NULL, ret);
 }
 
 static void account_release(struct mc_segment *s, uint64_t bytes)

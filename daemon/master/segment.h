@@ -115,7 +115,8 @@ struct mc_segname {
 struct mc_segmgr {
 	pthread_rwlock_t lock;
 	struct mc_segment *slots[MC_MAX_SEGMENTS];   /* atomic loads by readers */
-	uint32_t nslots_used;
+	uint32_t nslots_used;      /* slots taken (a count: they need not be the first ones) */
+	uint32_t nslots_hwm;       /* every taken slot is below it (walks over the slots) */
 	uint32_t free_hint;
 	struct mc_map by_id;      /* uuid -> slot */
 	struct mc_map by_name;    /* name -> index in names[] */
@@ -234,6 +235,10 @@ void mc_segment_grant_key(struct mc_segment *s, struct mc_grant_key *ret);
  * which come back by themselves when their leases end. */
 uint64_t mc_segmgr_used(struct mc_segmgr *m, bool live);
 
+/* A block of size on s (OK status), owned by owner (segment lock taken
+ * here): 0 with *ret, or MC_ERR_NO_AVAILABLE_HANDLE.  m->lock held. */
+int mc_segment_alloc_block(struct mc_segmgr *m, struct mc_segment *s, uint64_t size, void *owner,
+			   struct mc_placed *ret);
 /* Frees a block now (segment lock taken here). */
 void mc_segment_release_block(struct mc_segment *s, uint32_t node);
 /* Queues a block to be freed at release_ms (nobody may read it until then). */

@@ -17,7 +17,8 @@
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
        V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_OFFLOADS, V_OFFLOADS_FAILED, V_DISK_GONE,
-       V_DISK_REPORTED, V_DISK_STALE, V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
+       V_DISK_REPORTED, V_DISK_STALE, V_DISK_PROMOTES, V_DISK_PROMOTED,
+       V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
        V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE, V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
@@ -88,6 +89,8 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_GONE] = (double)os.gone;
 	v[V_DISK_REPORTED] = (double)os.reported;
 	v[V_DISK_STALE] = (double)os.stale_dropped;
+	v[V_DISK_PROMOTES] = (double)os.promotes;
+	v[V_DISK_PROMOTED] = (double)os.promoted;
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
@@ -152,6 +155,10 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				      "Disk keys reported to the master after a node or master restart." },
 		[V_DISK_STALE] = { MC_METRIC_COUNTER, "mooncake_node_disk_stale_dropped_total",
 				   "Disk copies deleted because the master named them stale." },
+		[V_DISK_PROMOTES] = { MC_METRIC_COUNTER, "mooncake_node_disk_promotes_total",
+				      "PROMOTE commands run: disk objects loaded back into a segment." },
+		[V_DISK_PROMOTED] = { MC_METRIC_COUNTER, "mooncake_node_disk_promoted_total",
+				      "PROMOTE commands that loaded their object." },
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },

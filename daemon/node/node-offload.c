@@ -28,13 +28,18 @@
 #include "node/node-offload.h"
 #include "proto/disk-key.h"
 
+/* Results of one reply's commands; their strings point into blob. */
+struct results {
+	struct mc_msg_offload_result *res;
+	uint32_t n;
+	uint8_t *blob;
+};
+
 struct mc_node_offload {
 	struct mc_disk *disk;
 	const struct mc_node_segments *segs;
-	/* the results to send in the next poll; their strings point into blob */
-	struct mc_msg_offload_result *res;
-	uint32_t nres;
-	uint8_t *blob;
+	/* the results to send in the next poll (offloads, promotions) */
+	struct results off, load;
 	/* disk keys lost: queued by any thread, sent by the link thread */
 	pthread_mutex_t gone_lock;	/* leaf */
 	struct mc_bytes *gone;		/* GONE_MAX, each malloc'd */
@@ -51,6 +56,7 @@ struct mc_node_offload {
 	bool checked;			/* a report was made since the start */
 	uint64_t reported, dropped;	/* relaxed atomics */
 	uint64_t commands, copied, failed, gone_total, gone_dropped;	/* relaxed atomics */
+	uint64_t promotes, promoted;					/* relaxed atomics */
 };
 
 #define GONE_MAX 65536u
@@ -153,7 +159,7 @@ static void report_done(struct mc_node_offload *o, uint64_t epoch)
 }
 
 /* Takes a reply's epoch: starts a report for it, moves one on, or ends it. */
-static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent)
+static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent, bool again)
 {
 	if (!epoch)
 		return;   /* not taken: the same part goes again */
@@ -164,8 +170,8 @@ static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent
 			report_done(o, epoch);
 		return;
 	}
-	if (epoch == o->epoch && !o->have && o->checked)
-		return;
+	if (epoch == o->epoch && !o->have && o->checked && !again)
+		return;   /* again: the master dropped our copies and asks for them */
 	o->checked = true;   /* once per start even to the same epoch: stale copies go */
 	report_free(o);   /* a new master state: (again) from the start */
 	struct listing l = { 0 };
@@ -227,20 +233,19 @@ static void sent_gone(struct mc_node_offload *o)
 	o->nsending = 0;
 }
 
-static void drop_results(struct mc_node_offload *o)
+static void drop_results(struct results *rs)
 {
-	free(o->res);
-	free(o->blob);
-	o->res = NULL;
-	o->blob = NULL;
-	o->nres = 0;
+	free(rs->res);
+	free(rs->blob);
+	*rs = (struct results){ 0 };
 }
 
 void mc_node_offload_free(struct mc_node_offload *o)
 {
 	if (!o)
 		return;
-	drop_results(o);
+	drop_results(&o->off);
+	drop_results(&o->load);
 	sent_gone(o);
 	report_free(o);
 	for (uint32_t i = 0; i < o->ngone; i++)
@@ -252,8 +257,10 @@ void mc_node_offload_free(struct mc_node_offload *o)
 }
 
 /* Copies the commands out of the reply (valid until the next call), runs
- * them as one disk batch and keeps their results for the next poll. */
-static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c, uint32_t n)
+ * them as one disk batch (load: PROMOTE, disk -> segment; else OFFLOAD,
+ * segment -> disk) and keeps their results in *out for the next poll. */
+static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c, uint32_t n,
+		   bool load, struct results *out)
 {
 	size_t bytes = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -287,20 +294,29 @@ static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c
 		idx[k++] = i;
 		b += dl;
 	}
-	mc_node_disk_offload(o->disk, o->segs, x, k);
+	if (load)
+		mc_node_disk_load(o->disk, o->segs, x, k);
+	else
+		mc_node_disk_offload(o->disk, o->segs, x, k);
 	uint64_t ok = 0;
 	for (uint32_t j = 0; j < k; j++) {
-		res[idx[j]].status = (int16_t)x[j].status;
-		ok += x[j].status == 0;
+		int st = x[j].status;
+		if (load && st == 0 && x[j].len != c[idx[j]].size)
+			st = MC_ERR_INVALID_READ;   /* another object of the key */
+		res[idx[j]].status = (int16_t)st;
+		ok += st == 0;
 	}
-	__atomic_add_fetch(&o->commands, n, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&o->copied, ok, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&o->failed, n - ok, __ATOMIC_RELAXED);
+	if (load) {
+		__atomic_add_fetch(&o->promotes, n, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&o->promoted, ok, __ATOMIC_RELAXED);
+	} else {
+		__atomic_add_fetch(&o->commands, n, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&o->copied, ok, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&o->failed, n - ok, __ATOMIC_RELAXED);
+	}
 	free(x);
 	free(idx);
-	o->res = res;
-	o->nres = n;
-	o->blob = blob;
+	*out = (struct results){ .res = res, .n = n, .blob = blob };
 	return 0;
 }
 
@@ -319,7 +335,8 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 		struct mc_msg_node_poll_req q = {
 			.client_id = o->segs->client_id, .fresh = !o->polled,
 			.disk_capacity = st.capacity,
-			.disk_used = st.used, .n_results = o->nres, .results = o->res,
+			.disk_used = st.used, .n_results = o->off.n, .results = o->off.res,
+			.n_promoted = o->load.n, .promoted = o->load.res,
 			.n_gone = o->nsending, .gone = o->sending,
 			.epoch = o->epoch, .n_have = nh, .have = nh ? o->have + o->hpos : NULL,
 		};
@@ -330,13 +347,16 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 			return r;
 		}
 		o->polled = true;
-		drop_results(o);
+		drop_results(&o->off);
+		drop_results(&o->load);
 		sent_gone(o);
 		drop_stale(o, p.drop, p.n_drop);   /* before new copies of those keys */
-		report_step(o, p.epoch, nh);
-		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads) : 0;
+		report_step(o, p.epoch, nh, p.report);
+		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads, false, &o->off) : 0;
+		if (r == 0 && p.n_promotes)
+			r = execute(o, p.promotes, p.n_promotes, true, &o->load);
 		mc_arena_reset(a);
-		if (r < 0 || (!p.n_offloads && !(o->have && p.epoch)))
+		if (r < 0 || (!p.n_offloads && !p.n_promotes && !(o->have && p.epoch)))
 			return r;
 	}
 	return 0;
@@ -351,4 +371,6 @@ void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload
 	ret->gone_dropped = __atomic_load_n(&o->gone_dropped, __ATOMIC_RELAXED);
 	ret->reported = __atomic_load_n(&o->reported, __ATOMIC_RELAXED);
 	ret->stale_dropped = __atomic_load_n(&o->dropped, __ATOMIC_RELAXED);
+	ret->promotes = __atomic_load_n(&o->promotes, __ATOMIC_RELAXED);
+	ret->promoted = __atomic_load_n(&o->promoted, __ATOMIC_RELAXED);
 }

@@ -45,6 +45,7 @@ struct mc_node_offload_stats {
 	uint64_t gone, gone_dropped;	/* disk keys reported lost / not reported (queue full) */
 	uint64_t reported;		/* disk keys reported held (after a restart) */
 	uint64_t stale_dropped;		/* ... that the master named stale, deleted */
+	uint64_t promotes, promoted;	/* PROMOTE commands run / loaded into memory */
 };
 void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload_stats *ret);
 

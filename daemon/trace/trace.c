@@ -112,9 +112,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	trace_metrics_event(tr->metrics, ev->kind);
 	if (ev->kind == MC_EV_EVICT)
-		log_debug("evict: pid %u (%.16s) object %08x tenant %u, %llu bytes, reason %s",
-			  ev->pid, ev->comm, ev->obj_hash, ev->tenant,
-			  (unsigned long long)ev->bytes, mctrace_reason_name(ev->reason));
+		log_debug("evict: pid %u (%.16s) object %08x tenant %u, %llu bytes, reason %s, "
+			  "tier %s", ev->pid, ev->comm, ev->obj_hash, ev->tenant,
+			  (unsigned long long)ev->bytes, mctrace_reason_name(ev->reason),
+			  mctrace_tier_name(ev->tier));
 	else
 		log_info("%s transfer: pid %u (%.16s) %s %s over %s, %llu bytes, %llu us, status %d%s%s",
 			 ev->kind == MC_EV_SLOW_TRANSFER ? "slow" : "failed", ev->pid, ev->comm,

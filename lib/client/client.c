@@ -444,7 +444,7 @@ MC_API int mc_stat(struct mc_client *c, const void *key, size_t klen, struct mc_
 	if (!c || !st || st->sz < sizeof(*st) || mc_check_key(key, klen) < 0)
 		return MC_ERR_INVALID_PARAMS;
 	struct mc_msg_get_replica_list_req q = { .tenant = mc_client_tenant(c),
-						 .key = MC_BYTES(key, klen) };
+						 .key = MC_BYTES(key, klen), .stat = true };
 	struct mc_msg_get_replica_list_resp p;
 	struct mc_conn *cn = NULL;
 	int r = mc_pool_call(&c->mpool, &cn, MC_OP_GET_REPLICA_LIST, &q, &p, NULL);

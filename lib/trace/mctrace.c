@@ -631,3 +631,9 @@ const char *mctrace_reason_name(uint32_t reason)
 	const char *n = mc_evict_reason_name(reason);
 	return n ? n : "other";
 }
+
+const char *mctrace_tier_name(uint32_t tier)
+{
+	const char *n = mc_evict_tier_name(tier);
+	return n ? n : "other";
+}

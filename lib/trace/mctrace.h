@@ -119,5 +119,6 @@ const char *mctrace_op_name(uint32_t op);
 const char *mctrace_side_name(uint32_t side);
 const char *mctrace_transport_name(uint32_t t);
 const char *mctrace_reason_name(uint32_t reason);
+const char *mctrace_tier_name(uint32_t tier);
 
 #endif

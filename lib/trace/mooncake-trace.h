@@ -148,7 +148,8 @@ struct mc_event {
 	__u64 dur_us;		/* transfers (0: unknown) */
 	__s32 status;		/* transfers: 0 or MC_ERR_* */
 	__u32 reason;		/* evict: enum mc_evict_reason */
-	__u32 side, op, transport, pad;
+	__u32 side, op, transport;
+	__u32 tier;		/* evict: enum mc_evict_tier (0 memory, 1 local_disk) */
 	char comm[MC_COMM_LEN];
 	char peer[MC_PEER_LEN];
 };

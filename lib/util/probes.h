@@ -28,10 +28,15 @@
  *       completed a write (dur_ms = PutEnd - PutStart); _REVOKE, PutRevoke
  *       dropped a write in progress.
  *   evict (master)                     u32 obj_hash, u32 tenant, u64 bytes, u32 reason
+ *                                      [, u32 tier]
  *       an object is evicted; bytes = size x replicas; reason is enum
  *       mc_evict_reason (below): 0 watermark (the background tick), 1 put (a
  *       PutStart needed room), 2 quota (the tenant's own objects made room
- *       under its quota), 3 admin (an evict request).
+ *       under its quota), 3 admin (an evict request).  tier is enum
+ *       mc_evict_tier: 0 memory (the sites in meta-evict.c, which pass no
+ *       fifth argument: a USDT reader gets 0 for it), 1 local_disk (a
+ *       node's disk tier evicted the object's copy to make room, or lost
+ *       it; meta-offload.c; reason watermark, bytes = the object's size).
  *   transfer__batch (libmooncake, node) u32 count, const struct mc_xfer_rec *recs
  *       count finished transfers, each {start_ns, end_ns, bytes, status,
  *       side, op, transport, peer}: the bytes of one replica moved (or
@@ -73,6 +78,18 @@ enum mc_evict_reason {
 	MC_EVICT_REASONS
 };
 
+/* evict: which tier the object (or its copy) left. */
+#define MC_EVICT_TIER_LIST(X) \
+	X(MEMORY,     "memory")		/* a memory segment (meta-evict.c) */ \
+	X(LOCAL_DISK, "local_disk")	/* a node's disk tier (meta-offload.c) */
+
+enum mc_evict_tier {
+#define MC__EVICT_TIER_ENUM(NAME, name) MC_EVICT_TIER_##NAME,
+	MC_EVICT_TIER_LIST(MC__EVICT_TIER_ENUM)
+#undef MC__EVICT_TIER_ENUM
+	MC_EVICT_TIERS
+};
+
 enum { MC_SIDE_CLIENT = 0, MC_SIDE_NODE = 1 };
 enum { MC_PUT_REC_START = 0, MC_PUT_REC_END = 1, MC_PUT_REC_REVOKE = 2 };
 enum { MC_XFER_WRITE = 1, MC_XFER_READ = 2 };
@@ -91,6 +108,17 @@ static inline const char *mc_evict_reason_name(unsigned reason)
 #undef MC__EVICT_NAME
 	};
 	return reason < MC_EVICT_REASONS ? names[reason] : NULL;
+}
+
+/* "memory", "local_disk"; NULL past the last. */
+static inline const char *mc_evict_tier_name(unsigned tier)
+{
+	static const char *const names[MC_EVICT_TIERS] = {
+#define MC__EVICT_TIER_NAME(NAME, name) [MC_EVICT_TIER_##NAME] = name,
+		MC_EVICT_TIER_LIST(MC__EVICT_TIER_NAME)
+#undef MC__EVICT_TIER_NAME
+	};
+	return tier < MC_EVICT_TIERS ? names[tier] : NULL;
 }
 
 #include <sys/sdt.h>

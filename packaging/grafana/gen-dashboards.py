@@ -221,12 +221,14 @@ def master():
                                   "granted or extended")], "ops",
          desc="GetReplicaList, ExistKey and their batch/regex forms grant a read lease; "
               "a leased object is not evicted.")
-    b.ts("Evicted objects by reason",
-         [("sum by (reason) (%s)" % rate("mooncake_master_evicted_objects_total"),
-           "{{reason}}")], "ops")
-    b.ts("Evicted bytes by reason",
-         [("sum by (reason) (%s)" % rate("mooncake_master_evicted_bytes_total"),
-           "{{reason}}")], "Bps")
+    b.ts("Evicted objects by reason and tier",
+         [("sum by (reason, tier) (%s)" % rate("mooncake_master_evicted_objects_total"),
+           "{{reason}} ({{tier}})")], "ops",
+         desc="tier memory: objects evicted from memory segments; tier local_disk: copies "
+              "a node's disk tier evicted (or lost).")
+    b.ts("Evicted bytes by reason and tier",
+         [("sum by (reason, tier) (%s)" % rate("mooncake_master_evicted_bytes_total"),
+           "{{reason}} ({{tier}})")], "Bps")
     b.row("Tenants")
     b.ts("Charged bytes by tenant",
          [("sum by (tenant) (mooncake_master_tenant_charged_bytes%s)" % I, "{{tenant}}")],

@@ -21,7 +21,7 @@ teardown() {
 }
 
 @test "evicted objects stay on the node's disk and read back byte for byte, across kill -9" {
-	start_master --offload_watermark=0 --lease_ttl_ms=1000
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=1000
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 8); do run -0 put_random "old$n" 1M; done
 	wait_node_metric ld mooncake_node_disk_offloads_total 8
@@ -52,13 +52,14 @@ teardown() {
 
 @test "LOCAL_DISK replicas survive a master restart (oplog) and go with an unmounted node" {
 	start_master --rpc_port="$(free_port)" --snapshot_interval_s=0 --offload_watermark=0 \
-		--lease_ttl_ms=1000
+		--promote_after_reads=0 --lease_ttl_ms=1000
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
 	wait_node_metric ld mooncake_node_disk_offloads_total 6
 	for n in $(seq 1 20); do run -0 put_random "f$n" 1M; done
 	[ "$(tier_of k1)" = local_disk ]
-	restart_master --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000
+	restart_master --snapshot_interval_s=0 --offload_watermark=0 \
+		--promote_after_reads=0 --lease_ttl_ms=1000
 	wait_readable k1
 	[ "$(tier_of k1)" = local_disk ]
 	# SIGTERM: the node unmounts its segment; its LOCAL_DISK replicas go too
@@ -67,7 +68,7 @@ teardown() {
 }
 
 @test "a full disk tier evicts its oldest objects and the master forgets them" {
-	start_master --offload_watermark=0 --lease_ttl_ms=1000
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=1000
 	# memory for 8 objects of 1 MiB, disk for about 11 (each record is padded
 	# to 4 KiB): the disk holds the newest, some of them evicted from memory
 	start_node ld --segment_size=8M --disk_size=12M
@@ -78,6 +79,17 @@ teardown() {
 	sleep 1   # the last gone keys reach the master with the next poll
 	[ "$(node_metric ld mooncake_node_disk_gone_total)" -ge 20 ]
 	[ "$(node_metric ld mooncake_node_disk_offloads_total)" -le 45 ]   # no copy made over and over
+	# the master counts the disk tier's evictions as evictions of tier local_disk
+	gone=$(node_metric ld mooncake_node_disk_gone_total)
+	for i in $(seq 1 100); do
+		[ "$(master_metric 'mooncake_master_evicted_objects_total{reason="watermark",tier="local_disk"}')" \
+			-ge "$gone" ] && break
+		sleep 0.1
+	done
+	[ "$(master_metric 'mooncake_master_evicted_objects_total{reason="watermark",tier="local_disk"}')" \
+		-ge "$gone" ]
+	[ "$(master_metric 'mooncake_master_evicted_bytes_total{reason="watermark",tier="local_disk"}')" \
+		-ge $((gone << 20)) ]
 	found=0 disk=0
 	for n in $(seq 1 40); do
 		run get_compare "d$n"

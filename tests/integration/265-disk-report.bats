@@ -20,7 +20,8 @@ teardown() {
 }
 
 @test "a master restarted without its oplog learns the node's disk objects again" {
-	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 \
+		--promote_after_reads=0 --lease_ttl_ms=1000)
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
@@ -39,6 +40,14 @@ teardown() {
 	done
 	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -ge "${#ondisk[@]}" ]
 	[ "$(node_metric ld mooncake_node_disk_reported_total)" -ge "${#ondisk[@]}" ]
+	# the epoch is the master's own metadata KV key: not shown, not taken, not counted
+	run -0 curl -s -o /dev/null -w '%{http_code}' \
+		"http://$MASTER_HTTP/metadata?key=__mooncake_master/disk_epoch"
+	[ "$output" = 404 ]
+	run -0 curl -s -o /dev/null -w '%{http_code}' -X PUT --data 0000000000000001 \
+		"http://$MASTER_HTTP/metadata?key=__mooncake_master/disk_epoch"
+	[ "$output" = 403 ]
+	[ "$(master_metric mooncake_master_metadata_keys)" = 0 ]
 	# the objects the master learnt are its own now: a remove is final, and
 	# the copy goes from the disk at the node's next restart
 	run -0 ctl object rm --force k1
@@ -50,7 +59,7 @@ teardown() {
 }
 
 @test "kill -9 of the node mid-load: every acknowledged object on its disk reads back" {
-	start_master --offload_watermark=0 --lease_ttl_ms=1000
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=1000
 	start_node ld --segment_size=16M --disk_size=256M
 	: >"$MC_DIR/acked"
 	(
@@ -84,7 +93,8 @@ teardown() {
 }
 
 @test "a memory object's disk copy (ON_DISK) survives a master restart with its oplog" {
-	local opts=(--snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	local opts=(--snapshot_interval_s=0 --offload_watermark=0 \
+		--promote_after_reads=0 --lease_ttl_ms=1000)
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in $(seq 1 4); do run -0 put_random "c$n" 1M; done
@@ -102,7 +112,8 @@ teardown() {
 }
 
 @test "a master restarted without its oplog from an older snapshot learns what came after it" {
-	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 --lease_ttl_ms=1000)
+	local opts=(--oplog=off --snapshot_interval_s=0 --offload_watermark=0 \
+		--promote_after_reads=0 --lease_ttl_ms=1000)
 	start_master --rpc_port="$(free_port)" "${opts[@]}"
 	start_node ld --segment_size=16M --disk_size=128M
 	for n in 1 2 3; do run -0 put_random "a$n" 1M; done
@@ -127,7 +138,7 @@ teardown() {
 	# chunked reads share the node's one-object cache (node-disk-read.c):
 	# readers of two objects at once take turns in it, or read the disk;
 	# a longer lease than elsewhere, for a loaded machine
-	start_master --offload_watermark=0 --lease_ttl_ms=8000
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=8000
 	start_node ld --segment_size=40M --disk_size=128M
 	run -0 put_random big 20M
 	run -0 put_random big2 12M
@@ -142,4 +153,38 @@ teardown() {
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
 	run -0 get_compare big
+}
+
+@test "a node away longer than client_ttl_ms gets its disk objects back, but for those removed meanwhile" {
+	start_master --offload_watermark=0 --promote_after_reads=0 --lease_ttl_ms=500 \
+		--client_ttl_ms=2000
+	start_node ld --segment_size=16M --disk_size=128M
+	for n in $(seq 1 6); do run -0 put_random "k$n" 1M; done
+	wait_node_metric ld mooncake_node_disk_offloads_total 6
+	for n in $(seq 1 20); do run -0 put_random "f$n" 1M; done
+	ondisk=()
+	for n in $(seq 1 6); do [ "$(tier_of "k$n")" != local_disk ] || ondisk+=("k$n"); done
+	echo "# ${#ondisk[@]} of 6 on disk" >&3
+	[ "${#ondisk[@]}" -ge 2 ]
+	all=0   # every object that is LOCAL_DISK now
+	for k in k{1..6} f{1..20}; do [ "$(tier_of "$k")" != local_disk ] || all=$((all + 1)); done
+	# stopped: the master drops the node, its segments and LOCAL_DISK replicas
+	kill -STOP "$(node_pid ld)"
+	for i in $(seq 1 300); do
+		run ctl object get "${ondisk[0]}" "$MC_DIR/out"
+		[ "$status" -eq 4 ] && break
+		sleep 0.1
+	done
+	[ "$status" -eq 4 ]
+	run ctl object rm "${ondisk[0]}"   # removed meanwhile (nothing to remove now)
+	kill -CONT "$(node_pid ld)"
+	# back: it remounts, the master asks for its disk and adopts the copies
+	wait_readable "${ondisk[1]}"
+	for k in "${ondisk[@]:1}"; do
+		run -0 get_compare "$k"
+		[ "$(tier_of "$k")" = local_disk ]
+	done
+	run -4 ctl object get "${ondisk[0]}" "$MC_DIR/out"
+	[ "$(master_metric mooncake_master_disk_replicas_adopted_total)" -eq $((all - 1)) ]
+	wait_node_metric ld mooncake_node_disk_stale_dropped_total 1   # the removed one's copy
 }

@@ -60,7 +60,7 @@ metric() {
 	[ "$health_fail" -eq 0 ]
 	run -0 curl -sf --max-time 5 "http://$MASTER_HTTP/health"
 	# It was full: puts evicted, and far more went through than fits.
-	evicted=$(metric mooncake_master_evicted_objects_total '{reason="put"}')
+	evicted=$(metric mooncake_master_evicted_objects_total '{reason="put",tier="memory"}')
 	echo "# evicted by puts: $evicted objects"
 	[ "$evicted" -gt 100 ]
 	puts=$(awk '{ s += $3 } END { print s }' "$MC_DIR"/churn-*.out)

@@ -196,9 +196,12 @@ static void test_master_families(void **state)
 	assert_true(sample(s, "mooncake_master_tenant_objects{tenant=\"default\"}") == 0);
 	assert_true(sample(s, "mooncake_master_tenants") == 2);
 	/* counters from the metadata service and the client registry */
-	assert_true(sample(s, "mooncake_master_evicted_objects_total{reason=\"admin\"}") == 7);
-	assert_true(sample(s, "mooncake_master_evicted_bytes_total{reason=\"admin\"}") == 28 * KiB);
-	assert_true(sample(s, "mooncake_master_evicted_objects_total{reason=\"put\"}") == 0);
+#define EVICTED(what, reason, tier) \
+	"mooncake_master_evicted_" what "_total{reason=\"" reason "\",tier=\"" tier "\"}"
+	assert_true(sample(s, EVICTED("objects", "admin", "memory")) == 7);
+	assert_true(sample(s, EVICTED("bytes", "admin", "memory")) == 28 * KiB);
+	assert_true(sample(s, EVICTED("objects", "put", "memory")) == 0);
+	assert_true(sample(s, EVICTED("objects", "watermark", "local_disk")) == 0);
 	assert_true(sample(s, "mooncake_master_hard_pinned_objects") == 1);
 	assert_true(sample(s, "mooncake_master_leases_granted_total") == 1);
 	assert_true(sample(s, "mooncake_master_pins_total") == 1);

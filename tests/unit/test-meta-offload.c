@@ -176,6 +176,78 @@ static void test_reset_on_fresh_node(void **state)
 	assert_string_equal(c.key[0], "a1");
 }
 
+/* Promotion on hit (meta-promote.c): reads of a LOCAL_DISK object queue
+ * it; the pick needs room on the node; done, failed and lost commands. */
+static void promote_reads(struct fx *f, const char *key)
+{
+	struct rep_sink rs;
+	for (int i = 0; i < 2; i++)   /* promote_after_reads: 2 by default */
+		assert_int_equal(type_of(f->m, key, &rs), MC_REPLICA_LOCAL_DISK);
+}
+
+static uint32_t pick_promote(struct fx *f, struct cmds *c)
+{
+	memset(c, 0, sizeof(*c));
+	return mc_meta_promote_pick(f->m, C1, 64, take, c);
+}
+
+static void test_promote(void **state)
+{
+	struct fx *f = *state;
+	struct cmds c;
+	struct rep_sink rs;
+	struct mc_meta_stats st;
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
+	fill4(f, "a");
+	copy_all(f, UINT64_MAX, 4);
+	fill4(f, "b");   /* a0..a3 to the disk */
+	/* no room: counted, nothing sent */
+	promote_reads(f, "a0");
+	assert_int_equal(pick_promote(f, &c), 0);
+	mc_meta_get_stats(f->m, &st);
+	assert_int_equal(st.promotions_no_room, 1);
+	/* room: a command for a block of the node's segment */
+	assert_rc(mc_meta_remove(f->m, DFLT, ref_str("b0"), true), 0);
+	promote_reads(f, "a0");
+	assert_int_equal(pick_promote(f, &c), 1);
+	assert_string_equal(c.key[0], "a0");
+	assert_true(mc_uuid_eq(c.it[0].segment, seg_id(1)));
+	assert_int_equal(c.it[0].size, K4);
+	assert_int_equal(meta_allocated(f->m), 4 * K4);
+	/* in flight: still read from the disk, and not evicted (leased) */
+	assert_int_equal(type_of(f->m, "a0", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_rc(mc_meta_remove(f->m, DFLT, ref_str("a0"), false), MC_ERR_OBJECT_HAS_LEASE);
+	assert_rc(mc_meta_promote_done(f->m, C2, &c.it[0], 0), MC_ERR_ILLEGAL_CLIENT);
+	struct cmds none;
+	assert_int_equal(pick_promote(f, &none), 0);   /* asked once */
+	assert_rc(mc_meta_promote_done(f->m, C1, &c.it[0], 0), 0);
+	assert_int_equal(type_of(f->m, "a0", &rs), MC_REPLICA_MEMORY);
+	assert_int_equal(rs.r[0].offset, c.it[0].offset);
+	assert_rc(mc_meta_promote_done(f->m, C1, &c.it[0], 0), MC_ERR_OBJECT_NOT_FOUND);
+	/* a failed load frees the block: a1 stays on disk */
+	test_clock_advance(&f->clk, LEASE + 1);
+	assert_rc(mc_meta_remove(f->m, DFLT, ref_str("b1"), true), 0);
+	promote_reads(f, "a1");
+	assert_int_equal(pick_promote(f, &c), 1);
+	assert_rc(mc_meta_promote_done(f->m, C1, &c.it[0], MC_ERR_INVALID_READ), 0);
+	assert_int_equal(type_of(f->m, "a1", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_int_equal(meta_allocated(f->m), 3 * K4);
+	/* a node restart loses the command: a2 back to LOCAL_DISK, no late result */
+	promote_reads(f, "a2");
+	assert_int_equal(pick_promote(f, &c), 1);
+	assert_int_equal(mc_meta_offload_reset(f->m, C1), 1);
+	assert_rc(mc_meta_promote_done(f->m, C1, &c.it[0], 0), MC_ERR_OBJECT_NOT_FOUND);
+	assert_int_equal(type_of(f->m, "a2", &rs), MC_REPLICA_LOCAL_DISK);
+	mc_meta_get_stats(f->m, &st);
+	assert_int_equal(st.promotions_sent, 3);
+	assert_int_equal(st.promotions_done, 1);
+	assert_int_equal(st.promotions_failed, 1);
+	/* the promoted a0 keeps its copy: its eviction leaves it LOCAL_DISK */
+	test_clock_advance(&f->clk, LEASE + 1);
+	fill4(f, "c");
+	assert_int_equal(type_of(f->m, "a0", &rs), MC_REPLICA_LOCAL_DISK);
+}
+
 static void test_watermark(void **state)
 {
 	struct fx *f = *state;
@@ -290,6 +362,31 @@ static void test_unmount_drops(void **state)
 	struct mc_meta_stats st;
 	mc_meta_get_stats(f->m, &st);
 	assert_int_equal(st.objects, 0);
+	/* the node comes back (meta-away.c): asked for a report, its dropped
+	 * copies are adopted again, but for one put and one removed meanwhile */
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str("a0"), K4 + 1));   /* another size */
+	assert_false(mc_meta_away_has(f->m, C2, DFLT, ref_str("a0"), K4));
+	char away[8][8];
+	uint32_t n = 0;
+	for (int i = 0; i < 8; i++) {
+		snprintf(away[n], sizeof(away[n]), "a%d", i);
+		n += mc_meta_away_has(f->m, C1, DFLT, ref_str(away[n]), K4);
+	}
+	assert_int_equal(n, 4);
+	put_at(f, away[0]);   /* a new value (on n2): the old copy is stale */
+	assert_rc(mc_meta_remove(f->m, DFLT, ref_str(away[0]), true), 0);
+	assert_rc(mc_meta_remove(f->m, DFLT, ref_str(away[1]), true), MC_ERR_OBJECT_NOT_FOUND);
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[0]), K4));
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[1]), K4));
+	assert_rc(mount_seg(f->m, C1, 3, "n1", 16 * KiB), 0);
+	assert_false(mc_meta_away_poll(f->m, C2, false));
+	assert_true(mc_meta_away_poll(f->m, C1, false));   /* report, please */
+	assert_false(mc_meta_away_poll(f->m, C1, true));   /* reporting */
+	assert_true(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[2]), K4));
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str(away[2]), K4, true), 0);
+	assert_int_equal(type_of(f->m, away[2], &rs), MC_REPLICA_LOCAL_DISK);
+	assert_false(mc_meta_away_poll(f->m, C1, false));   /* the report is over */
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str(away[3]), K4));   /* not reported */
 }
 
 static int load_into(void *ctx, uint32_t index, const struct mc_record *r)
@@ -499,6 +596,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pick_oldest_and_only_once, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_on_fresh_node, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_watermark, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_promote, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction_keeps_copied, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_result, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_gone, setup_off, teardown),
