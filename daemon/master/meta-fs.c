@@ -196,3 +196,32 @@ void meta_fs_forget(struct mc_meta *m, struct mc_object *o, const struct mc_reco
 		__atomic_sub_fetch(&t->charged_bytes, o->size, __ATOMIC_RELAXED);
 	}
 }
+
+bool meta_fs_keep(struct mc_meta *m, struct mc_object *o)
+{
+	uint32_t nfs = 0, nmem = 0;
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		nfs += mc_replica_on_fs(o->rep[i].type);
+		nmem += mc_replica_in_memory(o->rep[i].type);
+	}
+	if (!nfs || !nmem || mc_object_is_processing(o))
+		return false;
+	uint32_t w = 0;
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		struct mc_replica *r = &o->rep[i];
+		if (!mc_replica_in_memory(r->type)) {
+			o->rep[w++] = *r;
+			continue;
+		}
+		struct mc_segment *s = mc_segmgr_get(&m->segs, r->seg);
+		if (s)
+			mc_segment_release_block(s, r->node);
+	}
+	__atomic_sub_fetch(&meta_tenant(m, o->tenant)->charged_bytes, o->size * nmem,
+			   __ATOMIC_RELAXED);
+	o->nrep = (uint8_t)w;
+	/* The node's disk copy was of rep[0], a memory replica: not ours now. */
+	mc_object_flags_clear(o, MC_OBJ_ON_DISK | MC_OBJ_OFFLOADING);
+	meta_log_put(m, o);
+	return true;
+}

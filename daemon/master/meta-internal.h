@@ -201,6 +201,10 @@ int meta_fs_restore(struct mc_meta *m, const struct mc_record_replica *rr, uint6
  * restore to take. */
 struct mc_record_object;
 void meta_fs_forget(struct mc_meta *m, struct mc_object *o, const struct mc_record_object *po);
+/* Eviction of o, which has a DISK or DFS replica: its memory replicas go
+ * (blocks released now, the change logged), o stays readable from its
+ * files.  false: o has none (or no memory replica), evict it as usual. */
+bool meta_fs_keep(struct mc_meta *m, struct mc_object *o);
 /* The record's form of a DISK/DFS replica (segment, offset, size). */
 void meta_fs_record(const struct mc_replica *r, uint64_t size, struct mc_record_replica *ret);
 /* The view's fields of a DISK/DFS replica. */
