@@ -85,6 +85,8 @@ static int write_all(struct mc_client *c, int fd, uint64_t off, const uint8_t *b
 	bool delayed = false;
 	for (uint64_t done = 0; done < len;) {
 		size_t n = len - done < FS_CHUNK ? (size_t)(len - done) : FS_CHUNK;
+		if (c->test_write_delay_ms && done < len / 2 && n > len / 2 - done)
+			n = (size_t)(len / 2 - done);   /* stop halfway */
 		if (c->test_write_delay_ms && !delayed && done >= len / 2) {
 			delayed = true;
 			sleep_ms(c->test_write_delay_ms);
