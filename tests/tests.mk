@@ -33,7 +33,7 @@ FUZZ_EXTRA_fuzz-oplog := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
 FUZZ_EXTRA_fuzz-oplog-etcd := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
 $(O)/fuzz/fuzz-oplog $(O)/fuzz/fuzz-oplog-etcd: $(FUZZ_OPLOG_SRCS) $(wildcard daemon/master/oplog*.h daemon/master/etcd.h)
 FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
-	record.c segment.c objtab.c pinidx.c group.c oplog.c mdkv.c)
+	record.c segment.c objtab.c pinidx.c group.c oplog.c mdkv.c fsroot.c)
 $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
 # fuzz-rest and fuzz-snapshot: the master's code (all but its main) and the
 # daemon skeleton's, with the system libraries the master links.
