@@ -17,7 +17,9 @@
  *                  handler runs.
  *   housekeeping   master-clients.c, every 1 s: drops clients silent for
  *                  client_ttl_ms (unmounting their segments), then
- *                  mc_meta_tick() (deferred block releases); in between,
+ *                  mc_meta_tick() (deferred block releases, and the
+ *                  deletions of DISK files and DFS ranges, fsroot.c, done
+ *                  with no lock held); in between,
  *                  woken by a PutStart that filled a segment past the high
  *                  watermark, the watermark eviction (mc_meta_evict_background).
  *   snapshot       snapshot.c, every snapshot_interval_s: freezes the

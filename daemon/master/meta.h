@@ -23,8 +23,10 @@
  *                             (time_ms) with a relaxed atomic store only.
  *   4. segment->lock          mutex; one segment's allocator and deferred list
  *   5. registry locks         tenants.lock, clients.lock, pins.lock,
- *                             groups.lock, mdkv.lock (leaf locks; mdkv.lock
- *                             is held across its changes' oplog appends)
+ *                             groups.lock, mdkv.lock, the shared root's lock
+ *                             (fsroot.h: DFS allocators, pending deletions)
+ *                             (leaf locks; mdkv.lock is held across its
+ *                             changes' oplog appends)
  *
  * Persistence (meta-oplog.c): every mutation of a complete object, of a
  * segment, a quota, a pin or a metadata KV key appends its oplog record
