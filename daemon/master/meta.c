@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "master/fsroot.h"
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
@@ -781,6 +782,8 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	ret->disk_gone = __atomic_load_n(&m->disk_gone, __ATOMIC_RELAXED);
 	ret->disk_adopted = __atomic_load_n(&m->disk_adopted, __ATOMIC_RELAXED);
 	ret->disk_stale = __atomic_load_n(&m->disk_stale, __ATOMIC_RELAXED);
+	if (m->fs)
+		mc_fsroot_dfs_usage(m->fs, &ret->dfs_used_bytes, &ret->dfs_capacity_bytes);
 	ret->pins_cleared = __atomic_load_n(&m->pins_cleared, __ATOMIC_RELAXED);
 }
 

@@ -328,6 +328,8 @@ struct mc_meta_stats {
 	uint64_t disk_gone;                 /* LOCAL_DISK replicas dropped: their node's disk lost them */
 	uint64_t disk_adopted;              /* objects created from a node's report of its disk */
 	uint64_t disk_stale;                /* reported disk copies that the node was told to drop */
+	uint64_t dfs_used_bytes;            /* DFS ranges held (meta-fs.c; 0 without shared_root) */
+	uint64_t dfs_capacity_bytes;        /* all DFS shard files */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 
