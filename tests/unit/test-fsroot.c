@@ -279,12 +279,7 @@ static struct mc_meta *fs_meta(struct test_clock *clk, const char *shared)
 {
 	struct mc_meta_config cfg;
 	struct mc_meta *m = NULL;
-	mc_meta_config_defaults(&cfg);
-	cfg.lease_ttl_ms = LEASE;
-	cfg.put_discard_timeout_ms = DISCARD;
-	cfg.put_release_timeout_ms = RELEASE;
-	cfg.write_grant_ttl_ms = 0;
-	cfg.clock = test_clock_of(clk);
+	meta_test_config(&cfg, clk, 0);
 	cfg.shared_root = shared;
 	cfg.dfs_file_size = 64 << 10;
 	cfg.dfs_files = 2;
