@@ -95,7 +95,7 @@ wait_gone() {
 	[[ "$output" == *"checksum"* ]]
 }
 
-@test "remove deletes the DISK file and gives the DFS range back" {
+@test "remove and overwrite delete the old DISK file and give the DFS range back" {
 	start_fs_master
 	run -0 put_random a 100K --replicas 0 --disk-replicas 1 --dfs-replicas 1
 	f=$(disk_files)
@@ -108,6 +108,14 @@ wait_gone() {
 	[ "$(ctl --json object stat b | jq -r '.replicas[0].offset')" -eq 0 ]
 	get_compare b
 	[ "$d0" -le 4 ]   # punched out of the shard file
+	# an overwrite writes a new file (a new generation); the old one goes
+	run -0 put_random c 50K --replicas 0 --disk-replicas 1
+	f=$(disk_files)
+	run -0 put_random c 60K --replicas 0 --disk-replicas 1 --overwrite
+	get_compare c
+	wait_gone "$f"
+	[ "$(disk_files | wc -l)" -eq 1 ]
+	cmp "$(disk_files)" "$(_mc_file c)"
 }
 
 @test "a master restart (oplog, then snapshot) keeps DISK and DFS replicas" {
