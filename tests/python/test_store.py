@@ -215,6 +215,9 @@ def test_dfs_replica(tmp_path):
         assert b.get("dfs-only") == v1
         assert b.get("dfs-and-mem") == v2
         assert len(b.get_replica_desc("dfs-and-mem")) == 2
+        keys, vals = [f"bd{i}" for i in range(5)], [os.urandom(3000 + i) for i in range(5)]
+        assert a.put_batch(keys, vals, only) == 0     # BATCH_PUT_START places them too
+        assert b.get_batch(keys) == vals
         assert os.path.getsize(tmp_path / "shared" / "dfs" / "00000.dfs") >= 100000
         a.close()
         b.close()
