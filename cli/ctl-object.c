@@ -94,18 +94,38 @@ static int slurp(const char *path, uint8_t **ret, size_t *ret_len, struct ctl_pr
 	return 0;
 }
 
+static const char *known(const char *name)
+{
+	return name ? name : "unknown";
+}
+
+/* How a replica is reached: a transport, or "file" (DISK, DFS: endpoint is the path). */
+static const char *transport_of(const struct mc_replica_info *ri)
+{
+	if (ri->type == MC_REPLICA_DISK || ri->type == MC_REPLICA_DFS)
+		return "file";
+	return known(mc_transport_name(ri->transport));
+}
+
 static int obj_put(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_opt o[] = { { "--replicas", true, NULL }, { "--hard-pin", false, NULL }, { "--pin-ttl", true, NULL },
-			   { "--group", true, NULL }, { "--overwrite", false, NULL } };
+			   { "--group", true, NULL }, { "--overwrite", false, NULL },
+			   { "--disk-replicas", true, NULL }, { "--dfs-replicas", true, NULL } };
 	const char *pos[2];
 	int np, r;
-	uint64_t replicas = 1, ttl = 0;
-	if ((r = ctl_args(ctl, argc, argv, o, 5, pos, 2, 2, &np, "KEY")))
+	uint64_t replicas = 1, ttl = 0, disk = 0, dfs = 0;
+	if ((r = ctl_args(ctl, argc, argv, o, 7, pos, 2, 2, &np, "KEY")))
+		return r;
+	if ((o[5].value && (r = ctl_arg_u64("object put", "--disk-replicas", o[5].value, 1, &disk))) ||
+	    (o[6].value && (r = ctl_arg_u64("object put", "--dfs-replicas", o[6].value, 1, &dfs))))
 		return r;
 	if (o[0].value && ((r = ctl_arg_u64("object put", "--replicas", o[0].value, MC_MAX_REPLICAS,
-					  &replicas)) || replicas == 0))
-		return r ? r : ctl_usage("object put: --replicas must be 1..%u", MC_MAX_REPLICAS);
+					  &replicas)) || (replicas == 0 && !disk && !dfs) ||
+			   replicas + disk + dfs > MC_MAX_REPLICAS))
+		return r ? r : ctl_usage("object put: --replicas must be 1..%u (0 with "
+					 "--disk-replicas or --dfs-replicas; %u in all)",
+					 MC_MAX_REPLICAS, MC_MAX_REPLICAS);
 	if (o[2].value && (r = ctl_arg_u64("object put", "--pin-ttl", o[2].value, UINT64_MAX, &ttl)))
 		return r;
 	if (o[3].value && (!*o[3].value || strlen(o[3].value) > 256))
@@ -142,7 +162,8 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 				  .hard_pin = o[1].value != NULL, .soft_pin_ttl_ms = ttl,
 				  .group = o[3].value, .exclusive = true,
 				  .progress = ctl_progress_cb, .progress_ctx = &pg, .placed = &placed,
-				  .upsert = o[4].value != NULL };
+				  .upsert = o[4].value != NULL, .disk_replicas = (unsigned)disk,
+				  .dfs_replicas = (unsigned)dfs };
 	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
 	ctl_progress_end(&pg);
 	free(data);
@@ -154,16 +175,18 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		json_object_set_new(j, "key", ctl_json_key(pos[0], strlen(pos[0])));
 		json_object_set_new(j, "size", json_integer((json_int_t)len));
 		json_object_set_new(j, "replicas", json_integer((json_int_t)replicas));
+		json_object_set_new(j, "disk_replicas", json_integer((json_int_t)disk));
+		json_object_set_new(j, "dfs_replicas", json_integer((json_int_t)dfs));
 		json_object_set_new(j, "placed", json_integer((json_int_t)placed));
 		json_object_set_new(j, "stored", json_boolean(stored));
 		ctl_json_print(j);
 	} else if (stored) {
 		printf("stored '%s' (%zu bytes)\n", pos[0], len);
 	}
-	if (stored && placed < replicas)
+	if (stored && placed < replicas + disk + dfs)
 		fprintf(stderr, "mooncakectl: %s: only %u of %llu replicas placed (replicas go to "
 			"distinct nodes; the cluster has fewer with space)\n", subj, placed,
-			(unsigned long long)replicas);
+			(unsigned long long)(replicas + disk + dfs));
 	if (stored)
 		return CTL_OK;
 	/* Immutable objects: say so, and what to do to replace it. */
@@ -245,10 +268,6 @@ static int obj_get(struct ctl *ctl, int argc, char **argv)
 /* ---- stat / exist / rm ------------------------------------------------------------ */
 
 /* The name of a value of mooncake/types.h, "unknown" when not in its table. */
-static const char *known(const char *name)
-{
-	return name ? name : "unknown";
-}
 
 static int obj_stat(struct ctl *ctl, int argc, char **argv)
 {
@@ -284,7 +303,7 @@ static int obj_stat(struct ctl *ctl, int argc, char **argv)
 			json_object_set_new(o, "segment_id", json_string(ri->segment_id));
 			json_object_set_new(o, "offset", json_integer((json_int_t)ri->offset));
 			json_object_set_new(o, "size", json_integer((json_int_t)ri->size));
-			json_object_set_new(o, "transport", json_string(known(mc_transport_name(ri->transport))));
+			json_object_set_new(o, "transport", json_string(transport_of(ri)));
 			json_array_append_new(reps, o);
 		}
 		json_object_set_new(j, "replicas", reps);
@@ -299,7 +318,7 @@ static int obj_stat(struct ctl *ctl, int argc, char **argv)
 			printf("%-3u %-8s %-9s %-22s %-32s %12" PRIu64 " %12" PRIu64 " %s\n", i,
 			       known(mc_replica_type_name(ri->type)),
 			       known(mc_replica_status_name(ri->status)), ri->endpoint, ri->segment_id,
-			       ri->offset, ri->size, known(mc_transport_name(ri->transport)));
+			       ri->offset, ri->size, transport_of(ri));
 		}
 	}
 	return CTL_OK;
@@ -549,14 +568,18 @@ static int obj_ls(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_verb verbs[] = {
-	{ "put", "KEY FILE|- [--replicas N] [--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]",
+	{ "put", "KEY FILE|- [--replicas N] [--disk-replicas 0|1] [--dfs-replicas 0|1] "
+		 "[--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]",
 	  "Store FILE (or standard input) under KEY, unless KEY exists (exit 3).\n"
 	  "Objects are immutable: an existing object is left unchanged (\"exists,\n"
 	  "unchanged\"); to replace it, use --overwrite.\n"
 	  "  --overwrite    replace the value of an existing KEY, atomically: readers\n"
 	  "                 get the old value until the new one is written, never\n"
 	  "                 neither; a failed overwrite keeps the old value\n"
-	  "  --replicas N   up to N replicas on distinct segments (default 1)\n"
+	  "  --replicas N   up to N replicas on distinct segments (default 1; 0 with\n"
+	  "                 a DISK or DFS replica: none in memory)\n"
+	  "  --disk-replicas 1  one DISK replica: a file under the master's shared_root\n"
+	  "  --dfs-replicas 1   one DFS replica: a range of a shard file there\n"
 	  "  --pin-ttl MS   soft-pin the object for MS milliseconds\n"
 	  "  --hard-pin     never evict it\n"
 	  "  --group G      member of group G (evicted together, one read lease)",

@@ -33,7 +33,7 @@ FUZZ_EXTRA_fuzz-oplog := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
 FUZZ_EXTRA_fuzz-oplog-etcd := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
 $(O)/fuzz/fuzz-oplog $(O)/fuzz/fuzz-oplog-etcd: $(FUZZ_OPLOG_SRCS) $(wildcard daemon/master/oplog*.h daemon/master/etcd.h)
 FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
-	record.c segment.c objtab.c pinidx.c group.c oplog.c mdkv.c)
+	record.c segment.c objtab.c pinidx.c group.c oplog.c mdkv.c fsroot.c)
 $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
 # fuzz-rest and fuzz-snapshot: the master's code (all but its main) and the
 # daemon skeleton's, with the system libraries the master links.
@@ -94,7 +94,7 @@ bench: $(BENCH_BINS)
 # detect_deadlocks=0: mc_meta_check() holds all 1024 shard locks at once,
 # more than TSan's deadlock detector can track (64); it is not a finding.
 TSAN_O     ?= .output-tsan
-TSAN_TESTS := test-tracebuf test-meta-stress test-meta-upsert test-meta-evict-stress test-meta-evict-yield test-meta-offload test-offalloc test-oplog-stress test-oplog-etcd test-rpc-server test-grant test-rpc-admit \
+TSAN_TESTS := test-fsroot test-tracebuf test-meta-stress test-meta-upsert test-meta-evict-stress test-meta-evict-yield test-meta-offload test-offalloc test-oplog-stress test-oplog-etcd test-rpc-server test-grant test-rpc-admit \
               test-meta-tenants test-log \
               test-metrics test-disk test-client-xfer test-client-cache
 .PHONY: test-tsan

@@ -160,6 +160,9 @@ HTTP_HANDLER(http_object_get)
 			"segment_name", mem ? json_string(p->segment_name) : json_null(),
 			"endpoint", mem ? json_string(p->endpoint) : json_null(),
 			"offset", (json_int_t)p->offset, "size", (json_int_t)p->size));
+		if (p->type == MC_REPLICA_DFS)   /* which shard file (offset: within it) */
+			json_object_set_new(json_array_get(reps, json_array_size(reps) - 1), "shard",
+					    json_integer(p->shard));
 	}
 	json_t *group = o->group_len ? json_stringn(o->group, o->group_len) : NULL;
 	json_t *j = json_pack("{s:I,s:s,s:o,s:i,s:o,s:b,s:o,s:o,s:o,s:o,s:o}",

@@ -24,7 +24,7 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
        V_OPLOG_BATCHES, V_UNDONE_PUTS, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
-       V_OFFLOADS_KEPT, V_DISK_GONE, V_DISK_ADOPTED, V_DISK_STALE,
+       V_OFFLOADS_KEPT, V_DISK_GONE, V_DISK_ADOPTED, V_DISK_STALE, V_DFS_USED, V_DFS_CAPACITY,
        V_PROMOTE_SENT, V_PROMOTE_DONE, V_PROMOTE_FAILED, V_PROMOTE_NO_ROOM, V_PROMOTE_DROPPED,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
        V_COUNT };
@@ -131,6 +131,8 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_PROMOTE_FAILED] = (double)ms->promotions_failed;
 	v[V_PROMOTE_NO_ROOM] = (double)ms->promotions_no_room;
 	v[V_PROMOTE_DROPPED] = (double)ms->promotions_dropped;
+	v[V_DFS_USED] = (double)ms->dfs_used_bytes;
+	v[V_DFS_CAPACITY] = (double)ms->dfs_capacity_bytes;
 	v[V_RPC_PARKED] = (double)rs.parked;
 	v[V_RPC_PARKED_TOTAL] = (double)rs.parked_total;
 	uint64_t mdk, mdb;
@@ -334,6 +336,11 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				  "LOCAL_DISK replicas dropped because their node's disk lost them." },
 		[V_DISK_ADOPTED] = { MC_METRIC_COUNTER, "mooncake_master_disk_replicas_adopted_total",
 				     "Objects the master learnt again from a node's report of its disk." },
+		[V_DFS_USED] = { MC_METRIC_GAUGE, "mooncake_master_dfs_used_bytes",
+				 "Bytes of the DFS shard files under shared_root held by DFS replicas." },
+		[V_DFS_CAPACITY] = { MC_METRIC_GAUGE, "mooncake_master_dfs_capacity_bytes",
+				     "Bytes of all DFS shard files (dfs_files x dfs_file_size; 0 "
+				     "without shared_root)." },
 		[V_DISK_STALE] = { MC_METRIC_COUNTER, "mooncake_master_disk_copies_stale_total",
 				   "Reported disk copies no object refers to, which the node deletes." },
 		[V_PROMOTE_SENT] = { MC_METRIC_COUNTER, "mooncake_master_promotions_sent_total",

@@ -2,6 +2,7 @@
 /* master-rpc.c - see master-rpc.h. */
 #include <string.h>
 
+#include "master/fsroot.h"
 #include "master/master-rpc.h"
 #include "master/master-offload.h"
 #include "master/oplog.h"
@@ -157,6 +158,31 @@ static bool fill_local_disk(struct mc_arena *a, struct mc_replica_desc *d,
 			   &d->local_disk.grant));
 }
 
+/* A DISK or DFS replica: its file under shared_root (master/fsroot.h). */
+static bool fill_fs(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_replica_view *v)
+{
+	char *p = mc_arena_alloc(a, MC_FSROOT_PATH_MAX, 1);
+	int n = !p ? MC_ERR_NO_MEMORY :
+		v->type == MC_REPLICA_DISK ?
+		mc_fsroot_disk_path(v->fs, v->tenant.p, v->tenant.len, v->key.p, v->key.len,
+				    v->offset, p, MC_FSROOT_PATH_MAX) :
+		mc_fsroot_dfs_path(v->fs, v->shard, p, MC_FSROOT_PATH_MAX);
+	if (n < 0)
+		return false;
+	d->type = v->type;
+	if (v->type == MC_REPLICA_DISK) {
+		d->disk.file_path = MC_BYTES(p, n);
+		d->disk.object_size = v->size;
+	} else {
+		d->dfs.file_path = MC_BYTES(p, n);
+		d->dfs.offset = v->offset;
+		d->dfs.object_size = v->size;
+		d->dfs.aligned_size = mc_fsroot_aligned(v->size);
+		d->dfs.shard_idx = v->shard;
+	}
+	return true;
+}
+
 static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struct mc_replica_view *v,
 		      const struct mc_grant *grant)
 {
@@ -178,8 +204,9 @@ static bool fill_desc(struct mc_arena *a, struct mc_replica_desc *d, const struc
 	}
 	if (v->type == MC_REPLICA_LOCAL_DISK && v->seg)
 		return fill_local_disk(a, d, v, grant);
-	/* DISK and DFS replicas do not exist in the metadata service yet. */
-	d->type = MC_REPLICA_DISK;
+	if ((v->type == MC_REPLICA_DISK || v->type == MC_REPLICA_DFS) && v->fs)
+		return fill_fs(a, d, v);
+	d->type = MC_REPLICA_DISK;   /* none of ours: an empty path reads as INVALID_REPLICA */
 	d->disk.object_size = v->size;
 	return true;
 }
@@ -205,6 +232,8 @@ static int put_config(struct mc_arena *a, const struct mc_msg_put_config *c, str
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->replica_num = c->replica_num;
+	ret->disk_replica_num = c->disk_replica_num;
+	ret->dfs_replica_num = c->dfs_replica_num;
 	ret->hard_pin = c->hard_pin;
 	ret->soft_pin_ttl_ms = c->soft_pin_ttl_ms;
 	ret->data_type = c->data_type;

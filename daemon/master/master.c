@@ -17,7 +17,9 @@
  *                  handler runs.
  *   housekeeping   master-clients.c, every 1 s: drops clients silent for
  *                  client_ttl_ms (unmounting their segments), then
- *                  mc_meta_tick() (deferred block releases); in between,
+ *                  mc_meta_tick() (deferred block releases, and the
+ *                  deletions of DISK files and DFS ranges, fsroot.c, done
+ *                  with no lock held); in between,
  *                  woken by a PutStart that filled a segment past the high
  *                  watermark, the watermark eviction (mc_meta_evict_background;
  *                  groups of 32 victims per segment, segs.lock let go between
@@ -84,6 +86,7 @@
 #include "master/master-repair.h"
 #include "master/master-rpc.h"
 #include "master/master-standby.h"
+#include "master/fsroot.h"
 #include "master/oplog.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
@@ -122,6 +125,9 @@ struct master_config {
 	uint64_t metadata_max_bytes;
 	MC_RPC_ADMIT_FIELDS
 	char *tenant_tokens_file;
+	char *shared_root;
+	uint64_t dfs_file_size;
+	uint64_t dfs_files;
 };
 
 static const char *const oplog_modes[] = { "local", "etcd", "off", NULL };
@@ -220,6 +226,17 @@ static const struct mc_option options[] = {
 	  "client proves its token in the RPC handshake and acts only in its tenant, a client "
 	  "without a token only in the default tenant; REST reads then need a token too "
 	  "(but /health and /metrics). Empty: one trusted tenant space, as without tokens"),
+	O(shared_root, MC_OPT_STR, "",
+	  "directory on a file system the master, nodes and clients share at the same path (NFS; "
+	  "created if missing): DISK replicas are files under disk/, DFS replicas ranges of the "
+	  "shard files under dfs/; clients write and read them directly, the master deletes "
+	  "them. Empty: puts asking for DISK or DFS replicas fail with DFS_SERVICE_UNAVAILABLE"),
+	O(dfs_file_size, MC_OPT_SIZE, "1G",
+	  "with shared_root: bytes of one DFS shard file (an object larger than this cannot "
+	  "have a DFS replica)", .min = 4096),
+	O(dfs_files, MC_OPT_U64, "16",
+	  "with shared_root: DFS shard files at most; a put finding no room in them fails with "
+	  "DFS_QUOTA_EXCEEDED", .min = 1, .max = 65536, .unit = "files"),
 };
 #undef O
 
@@ -437,6 +454,16 @@ static int master_recover(struct master *m)
 	mcfg.max_tenants = (uint32_t)c->max_tenants;
 	mcfg.mdkv_max_keys = c->metadata_max_keys;
 	mcfg.mdkv_max_bytes = c->metadata_max_bytes;
+	mcfg.shared_root = c->shared_root;
+	mcfg.dfs_file_size = c->dfs_file_size;
+	mcfg.dfs_files = (uint32_t)c->dfs_files;
+	if (*c->shared_root) {
+		/* Writers that died mid-write: their puts are reaped by now. */
+		r = mc_fsroot_clean_temps(c->shared_root, c->put_release_timeout_ms / 1000);
+		if (r > 0)
+			log_notice("shared_root %s: deleted %d temp files of writers that died",
+				   c->shared_root, r);
+	}
 	if (!strcmp(c->oplog, "local")) {
 		struct mc_oplog_config ocfg = { .sync = c->oplog_sync };
 		struct mc_oplog_recovery orec;

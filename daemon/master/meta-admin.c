@@ -165,6 +165,12 @@ static void copy_object(struct mc_meta *m, const struct mc_object *o, uint64_t n
 		a->status = r->status;
 		a->offset = r->offset;
 		a->size = o->size;
+		if (mc_replica_on_fs(r->type)) {   /* DISK: the generation; DFS: in its shard */
+			struct mc_replica_view fv = { .offset = r->offset };
+			meta_fs_view(m, r, &fv);
+			a->offset = fv.offset;
+			a->shard = fv.shard;
+		}
 		const struct mc_segment *s = mc_replica_on_segment(r->type) ?
 					     mc_segmgr_get(&m->segs, r->seg) : NULL;
 		if (s) {

@@ -36,7 +36,8 @@ struct mc_admin_replica {
 	struct mc_uuid segment;		/* memory replicas */
 	char segment_name[MC_MAX_SEGMENT_NAME + 1];
 	char endpoint[MC_MAX_SEGMENT_NAME + 1];
-	uint64_t offset, size;
+	uint64_t offset, size;		/* DISK: offset is the file's generation (fsroot.h) */
+	uint32_t shard;			/* DFS: the shard file (offset: within it) */
 };
 
 struct mc_admin_object {

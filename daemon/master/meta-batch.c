@@ -203,10 +203,13 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 
 	if (n && (!sizes || !cfg))
 		return MC_ERR_INVALID_PARAMS;
-	if (cfg && (cfg->replica_num == 0 || cfg->replica_num > MC_MAX_REPLICAS ||
+	uint32_t total = cfg ? cfg->replica_num + cfg->disk_replica_num + cfg->dfs_replica_num : 1;
+	if (cfg && (total == 0 || total > MC_MAX_REPLICAS ||
 		    cfg->npreferred > 16 || (cfg->npreferred && !cfg->preferred)))
 		return MC_ERR_INVALID_PARAMS;
-	int r = meta_client_intern(m, client, &cslot);
+	int r = cfg ? meta_fs_check(m, cfg) : 0;
+	if (r < 0 || (r = meta_client_intern(m, client, &cslot)) < 0)
+		return r;
 	if (r < 0)
 		return r;
 	if ((r = batch_prepare(m, tenant, keys, n, true, ret_status, &b)) < 0)

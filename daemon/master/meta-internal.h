@@ -96,6 +96,7 @@ struct mc_meta {
 	void *evict_wake_ctx;
 	bool evict_woken;                   /* evict_wake called, the evictor not run yet */
 	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
+	struct mc_fsroot *fs;               /* DISK and DFS replicas (meta-fs.c); NULL: none */
 };
 
 /* Where a key lives. */
@@ -188,6 +189,39 @@ static inline bool meta_has_lease(const struct mc_object *o, uint64_t now)
 {
 	return !mc_object_is_processing(o) && mc_object_load_time(o) > now;
 }
+
+/* ---- DISK and DFS replicas (meta-fs.c) ---- */
+struct mc_record_replica;
+int meta_fs_open(struct mc_meta *m);
+void meta_fs_close(struct mc_meta *m);
+/* Whether cfg's DISK/DFS counts can be served (0, or DFS_SERVICE_UNAVAILABLE). */
+int meta_fs_check(const struct mc_meta *m, const struct mc_put_config *cfg);
+/* Places cfg's DISK and DFS replicas of an object of size bytes into
+ * rep[0..] (PROCESSING): how many, or an error (nothing placed). */
+int meta_fs_place(struct mc_meta *m, const struct mc_put_config *cfg, uint64_t size,
+		  struct mc_replica *rep);
+/* Gives back what meta_fs_place placed (never seen by anyone). */
+void meta_fs_unplace(struct mc_meta *m, const struct mc_replica *rep, uint32_t n);
+/* o's DISK files go and its DFS ranges come back at release_ms (or at the
+ * next tick); called as o is freed. */
+void meta_fs_release(struct mc_meta *m, const struct mc_object *o, uint64_t release_ms);
+/* A DISK/DFS replica of a record back into *ret (its DFS range taken). */
+int meta_fs_restore(struct mc_meta *m, const struct mc_record_replica *rr, uint64_t size,
+		    struct mc_replica *ret);
+/* Replaying po over o (the same object logged again, e.g. its ON_DISK
+ * flag): o's DISK/DFS replicas that po names too are dropped from o
+ * without deleting anything, DFS ranges given back at once for po's
+ * restore to take. */
+struct mc_record_object;
+void meta_fs_forget(struct mc_meta *m, struct mc_object *o, const struct mc_record_object *po);
+/* Eviction of o, which has a DISK or DFS replica: its memory replicas go
+ * (blocks released now, the change logged), o stays readable from its
+ * files.  false: o has none (or no memory replica), evict it as usual. */
+bool meta_fs_keep(struct mc_meta *m, struct mc_object *o);
+/* The record's form of a DISK/DFS replica (segment, offset, size). */
+void meta_fs_record(const struct mc_replica *r, uint64_t size, struct mc_record_replica *ret);
+/* The view's fields of a DISK/DFS replica. */
+void meta_fs_view(const struct mc_meta *m, const struct mc_replica *r, struct mc_replica_view *v);
 
 /* Frees an object that has already been unlinked from its table: logs its
  * DELETE when it is complete (meta_object_free() does not), releases its

@@ -101,6 +101,8 @@ void meta_object_record(struct mc_meta *m, const struct mc_object *o, uint64_t n
 			.segment = s ? s->id : (struct mc_uuid){ 0 }, .offset = p->offset,
 			.size = o->size, .type = (uint8_t)p->type, .status = (uint8_t)p->status,
 		};
+		if (mc_replica_on_fs(p->type))
+			meta_fs_record(p, o->size, &r->rep[i]);
 	}
 }
 

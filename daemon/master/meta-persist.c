@@ -205,10 +205,18 @@ static int apply_object_at(struct mc_meta *m, const struct mc_record_object *po,
 	struct mc_object *old = meta_find_locked(tab, &loc, key, &pos);
 	if (old) {   /* replaying over a state that has it: replace */
 		mc_objtab_delete_at(tab, pos);
+		meta_fs_forget(m, old, po);   /* its files are po's too */
 		meta_object_destroy(m, old, 0);
 	}
 	for (uint32_t i = 0; i < po->nrep; i++) {
 		uint32_t node = MC_OFFALLOC_NONE;
+		if (mc_replica_on_fs(po->rep[i].type)) {   /* DISK, DFS: meta-fs.c */
+			if (meta_fs_restore(m, &po->rep[i], po->size, &o->rep[o->nrep]) == 0)
+				o->nrep++;
+			else
+				skipped++;
+			continue;
+		}
 		struct mc_segment *s = slots[i] == MC_SEG_NONE ? NULL : mc_segmgr_get(&m->segs, slots[i]);
 		if (!s) {
 			skipped++;

@@ -358,6 +358,11 @@ int mc_meta_check(struct mc_meta *m)
 				}
 				for (uint32_t i = 0; i < o->nrep; i++) {
 					struct mc_replica *r = &o->rep[i];
+					if (mc_replica_on_fs(r->type)) {   /* a file: meta-fs.c */
+						if (r->seg != MC_SEG_NONE || !m->fs)
+							err = 1;
+						continue;
+					}
 					struct mc_segment *seg = mc_segmgr_get(&m->segs, r->seg);
 					if (!seg) {
 						err = 1;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "master/fsroot.h"
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
@@ -278,6 +279,8 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
 	}
 	pthread_rwlock_unlock(&m->segs.lock);
+	if (m->fs)
+		mc_fsroot_tick(m->fs, now);   /* DISK files, DFS ranges (meta-fs.c) */
 	/* After the releases above, and counting live bytes only (blocks kept
 	 * for a lease come back by themselves), so no live object goes for
 	 * space that was about to come back anyway. */

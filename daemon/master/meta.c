@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "master/fsroot.h"
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
@@ -63,6 +64,9 @@ int mc_meta_new(const struct mc_meta_config *cfg, struct mc_meta **ret)
 	if (meta_promote_init(m) < 0 || meta_away_init(m) < 0 ||
 	    meta_tenant_register_locked(m, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), &slot) < 0)
 		return mc_meta_free(m), MC_ERR_NO_MEMORY;
+	int r = meta_fs_open(m);
+	if (r < 0)
+		return mc_meta_free(m), r;
 	*ret = m;
 	return 0;
 }
@@ -112,6 +116,7 @@ struct mc_meta *mc_meta_free(struct mc_meta *m)
 	free(m->client_ids);
 	mc_pinidx_release(&m->pins);
 	mc_groups_release(&m->groups);
+	meta_fs_close(m);
 	mc_mdkv_release(&m->mdkv);
 	pthread_mutex_destroy(&m->tenants_lock);
 	pthread_rwlock_destroy(&m->clients_lock);
@@ -262,6 +267,8 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 			.tenant = mc_bytes_str(meta_tenant(m, o->tenant)->name),
 			.key = MC_BYTES(mc_object_key(o), o->key_len),
 		};
+		if (mc_replica_on_fs(r->type))
+			meta_fs_view(m, r, &v);
 		fn(ctx, index, &v);
 	}
 	return n;
@@ -294,6 +301,7 @@ void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_m
 	uint64_t now = meta_now(m);
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
 
+	meta_fs_release(m, o, release_ms > now ? release_ms : now);
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		struct mc_replica *r = &o->rep[i];
 		struct mc_segment *s = mc_replica_on_segment(r->type) ? mc_segmgr_get(&m->segs, r->seg) :
@@ -328,13 +336,15 @@ void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_m
 static int check_put_args(const struct mc_meta *m, struct mc_ref key, uint64_t size,
 			  const struct mc_put_config *cfg)
 {
-	if (!key_ok(key) || size == 0 || !cfg || cfg->replica_num == 0 ||
+	if (!key_ok(key) || size == 0 || !cfg ||
+	    cfg->replica_num + cfg->disk_replica_num + cfg->dfs_replica_num == 0 ||
 	    cfg->soft_pin_ttl_ms > m->cfg.soft_pin_max_ttl_ms ||
 	    cfg->group.len > MC_MAX_GROUP_NAME || (cfg->group.len && !cfg->group.p) ||
 	    cfg->replica_num > MC_MAX_REPLICAS || cfg->npreferred > 16 ||
+	    cfg->replica_num + cfg->disk_replica_num + cfg->dfs_replica_num > MC_MAX_REPLICAS ||
 	    (cfg->npreferred && !cfg->preferred))
 		return MC_ERR_INVALID_PARAMS;
-	return 0;
+	return meta_fs_check(m, cfg);
 }
 
 /* Reserves size x want against the tenant's quota. */
@@ -368,7 +378,9 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	struct mc_tenant *t = meta_tenant(m, a->loc.tenant);
 	struct mc_objtab *tab = shard_table(sh, a->loc.tenant, true);
 	uint32_t pos, want = a->cfg->replica_num;
+	uint32_t nfs = a->cfg->disk_replica_num + a->cfg->dfs_replica_num;   /* meta-fs.c */
 	struct mc_placed placed[MC_MAX_REPLICAS];
+	struct mc_replica fsrep[2];
 
 	if (!tab)
 		return MC_ERR_NO_MEMORY;
@@ -393,13 +405,15 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 			return r;
 	}
 
-	int r = quota_charge(t, a->size * want);
+	int r = quota_charge(t, a->size * (want + nfs));
 	if (r < 0)
 		return r;
-	struct mc_object *o = malloc(MC_OBJECT_HDR + want * sizeof(struct mc_replica) + a->key.len);
-	if (!o) {
-		__atomic_sub_fetch(&t->charged_bytes, a->size * want, __ATOMIC_RELAXED);
-		return MC_ERR_NO_MEMORY;
+	struct mc_object *o = malloc(MC_OBJECT_HDR + (want + nfs) * sizeof(struct mc_replica) +
+				     a->key.len);
+	if (!o || (nfs && (r = meta_fs_place(m, a->cfg, a->size, fsrep)) < 0)) {
+		free(o);
+		__atomic_sub_fetch(&t->charged_bytes, a->size * (want + nfs), __ATOMIC_RELAXED);
+		return o ? r : MC_ERR_NO_MEMORY;
 	}
 	/* The header first: placement publishes o as its blocks' owner, and
 	 * eviction reads an owner's header under the segment lock alone
@@ -413,7 +427,7 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	o->tenant = a->loc.tenant;
 	o->flags = MC_OBJ_PROCESSING | (a->cfg->hard_pin ? MC_OBJ_HARD_PIN : 0);
 	o->nrep = 0;
-	o->nrep_cap = (uint8_t)want;
+	o->nrep_cap = (uint8_t)(want + nfs);
 	o->data_type = a->cfg->data_type;
 	memcpy(mc_object_key(o), a->key.p, a->key.len);
 	struct mc_place_req req = {
@@ -421,9 +435,10 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		.npreferred = a->cfg->npreferred, .strategy = m->cfg.place_strategy,
 		.no_wait = a->no_wait, .owner = o,
 	};
-	r = mc_segmgr_place_locked(&m->segs, &req, placed);
+	r = want ? mc_segmgr_place_locked(&m->segs, &req, placed) : 0;
 	if (r < 0) {
-		__atomic_sub_fetch(&t->charged_bytes, a->size * want, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&t->charged_bytes, a->size * (want + nfs), __ATOMIC_RELAXED);
+		meta_fs_unplace(m, fsrep, nfs);
 		free(o);
 		return r;
 	}
@@ -437,6 +452,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 			.seg = placed[i].slot, .node = placed[i].node, .offset = placed[i].offset,
 			.type = MC_REPLICA_MEMORY, .status = MC_REPLICA_PROCESSING,
 		};
+	for (uint32_t i = 0; i < nfs; i++)
+		o->rep[o->nrep++] = fsrep[i];
 	if (a->cfg->soft_pin_ttl_ms && mc_pinidx_set_pending(&m->pins, o, a->cfg->soft_pin_ttl_ms) == 0)
 		mc_object_flags_set(o, MC_OBJ_SOFT_PIN);   /* starts at PutEnd */
 	if (a->cfg->group.len && mc_groups_join(&m->groups, a->loc.tenant, a->cfg->group.p,
@@ -805,6 +822,8 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	ret->promotions_no_room = __atomic_load_n(&m->promotions_no_room, __ATOMIC_RELAXED);
 	ret->promotions_dropped = __atomic_load_n(&m->promotions_dropped, __ATOMIC_RELAXED);
 	ret->disk_stale = __atomic_load_n(&m->disk_stale, __ATOMIC_RELAXED);
+	if (m->fs)
+		mc_fsroot_dfs_usage(m->fs, &ret->dfs_used_bytes, &ret->dfs_capacity_bytes);
 	ret->pins_cleared = __atomic_load_n(&m->pins_cleared, __ATOMIC_RELAXED);
 }
 

@@ -23,8 +23,10 @@
  *                             (time_ms) with a relaxed atomic store only.
  *   4. segment->lock          mutex; one segment's allocator and deferred list
  *   5. registry locks         tenants.lock, clients.lock, pins.lock,
- *                             groups.lock, mdkv.lock (leaf locks; mdkv.lock
- *                             is held across its changes' oplog appends)
+ *                             groups.lock, mdkv.lock, the shared root's lock
+ *                             (fsroot.h: DFS allocators, pending deletions)
+ *                             (leaf locks; mdkv.lock is held across its
+ *                             changes' oplog appends)
  *
  * Persistence (meta-oplog.c): every mutation of a complete object, of a
  * segment, a quota, a pin or a metadata KV key appends its oplog record
@@ -107,6 +109,11 @@ struct mc_meta_config {
 					     * was seen empty this long (60 000) */
 	uint64_t mdkv_max_keys;             /* the metadata KV's limits (mdkv.h; 0: none) */
 	uint64_t mdkv_max_bytes;
+	const char *shared_root;            /* DISK and DFS replicas live under it (fsroot.h;
+					     * NULL or "": none, puts asking for them fail with
+					     * DFS_SERVICE_UNAVAILABLE); copied by mc_meta_new */
+	uint64_t dfs_file_size;             /* bytes of one DFS shard file (1 GiB) */
+	uint32_t dfs_files;                 /* DFS shard files at most (16) */
 };
 
 void mc_meta_config_defaults(struct mc_meta_config *c);
@@ -132,6 +139,11 @@ struct mc_put_config {
 	uint8_t data_type;
 	const struct mc_bytes_ref *preferred;
 	uint32_t npreferred;
+	uint32_t disk_replica_num;          /* DISK replicas, 0..1 (a file under shared_root) */
+	uint32_t dfs_replica_num;           /* DFS replicas, 0..1 (a range of a shard file);
+					     * replica_num (memory) may be 0 when one of these
+					     * is not; all of them are placed or the put fails,
+					     * but memory stays best effort */
 	struct mc_bytes_ref group;          /* group id (len 0: none): shared lease, evicted all-or-none */
 	bool upsert;                        /* UpsertStart: a complete object under the key is
 					     * replaced (see mc_meta_put_start) */
@@ -144,9 +156,12 @@ struct mc_replica_view {
 	const struct mc_segment *seg;       /* MEMORY/NOF: the segment (id, endpoint, base);
 					     * LOCAL_DISK: the node's segment (its id, client,
 					     * endpoint and grant keys) */
-	uint64_t offset;                    /* within the segment */
+	uint64_t offset;                    /* within the segment; DISK: the file's generation;
+					     * DFS: the range's offset in its shard file */
 	uint64_t size;                      /* object bytes */
 	struct mc_bytes tenant, key;        /* the object's (LOCAL_DISK: its disk key) */
+	uint32_t shard;                     /* DFS: the shard file */
+	const struct mc_fsroot *fs;         /* DISK, DFS: where their files are (fsroot.h) */
 };
 
 /* Called once per replica; `index` is the key's position in a batch (0 otherwise). */
@@ -336,6 +351,8 @@ struct mc_meta_stats {
 	uint64_t promotions_failed;         /* ... that failed or were lost with their node */
 	uint64_t promotions_no_room;        /* promotions skipped: no room on the node's segments */
 	uint64_t promotions_dropped;        /* promotions not queued (queue full) */
+	uint64_t dfs_used_bytes;            /* DFS ranges held (meta-fs.c; 0 without shared_root) */
+	uint64_t dfs_capacity_bytes;        /* all DFS shard files */
 };
 void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 

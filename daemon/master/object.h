@@ -32,7 +32,10 @@
  * LOCAL_DISK replicas name the segment slot of the node whose disk tier
  * holds the object (node MC_OFFALLOC_NONE, offset 0: no block; the node's
  * disk key is derived from tenant and key, proto/disk-key.h).  DISK and DFS
- * replicas do not exist in the master yet.
+ * replicas name no segment (seg MC_SEG_NONE): a DISK replica's offset is
+ * its file's generation (fsroot.h), node 0; a DFS replica's offset packs
+ * its shard file (bits 32-47) and the range's offset in pages of
+ * MC_FSROOT_PAGE (bits 0-31), node its node in that shard's allocator.
  */
 #ifndef MC_MASTER_OBJECT_H
 #define MC_MASTER_OBJECT_H
@@ -92,6 +95,12 @@ static inline bool mc_replica_in_memory(uint8_t type)
 static inline bool mc_replica_on_segment(uint8_t type)
 {
 	return mc_replica_in_memory(type) || type == MC_REPLICA_LOCAL_DISK;
+}
+
+/* A DISK or DFS replica: a file under the master's shared_root (meta-fs.c). */
+static inline bool mc_replica_on_fs(uint8_t type)
+{
+	return type == MC_REPLICA_DISK || type == MC_REPLICA_DFS;
 }
 
 static inline uint8_t *mc_object_key(const struct mc_object *o)

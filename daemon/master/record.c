@@ -21,6 +21,15 @@
  *     str16 group             length 0: no group
  *     nrep x { uuid segment, u64 offset, u64 size (reserved block bytes,
  *              informational), u8 type, u8 status }
+ *                   by type: MEMORY/NOF_SSD: the segment, the block's offset;
+ *                   LOCAL_DISK: the node's segment, offset 0; DISK (since
+ *                   session 6): segment nil, offset the file's generation
+ *                   (1..2^48-1, fsroot.h), size the object's; DFS (likewise):
+ *                   segment {hi 0, lo shard file 0..65535}, offset the
+ *                   range's byte offset in it (a multiple of 4096), size
+ *                   the range's (the object's size rounded up to 4096).
+ *                   Older builds skip DISK and DFS replicas as replicas on
+ *                   an unknown segment (the payload is unchanged).
  *   type 2 DELETE   the object of a key is gone (remove, evict, unmount)
  *     str16 tenant  str16 key
  *   type 3 MOUNT    a segment was mounted

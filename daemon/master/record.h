@@ -78,7 +78,8 @@ enum {
 	X(u64,   pin_deadline_ms) /* soft pin, CLOCK_REALTIME ms; 0: none */ \
 	X(str16, group)           /* length 0: no group */
 #define MC_RECORD_REPLICA_FIELDS(X) \
-	X(uuid,  segment)         /* LOCAL_DISK: the node's segment; nil: none */ \
+	X(uuid,  segment)         /* LOCAL_DISK: the node's segment; nil: none; DFS:
+				   * {0, shard} (record.c) */ \
 	X(u64,   offset)          /* within the segment */ \
 	X(u64,   size)            /* bytes reserved (informational) */ \
 	X(u8,    type)            /* enum mc_replica_type */ \

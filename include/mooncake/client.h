@@ -246,6 +246,13 @@ struct mc_put_opts {
 				   mc_put_from only (mc_batch_put leaves it alone) */
 	bool upsert;		/* replace the value of an existing key (UPSERT_START): see
 				   "Upsert" below; exclusive is then ignored */
+	unsigned disk_replicas;	/* 0..1 DISK replicas: a file under the master's shared_root,
+				   written and read by clients directly (a master without
+				   shared_root: DFS_SERVICE_UNAVAILABLE) */
+	unsigned dfs_replicas;	/* 0..1 DFS replicas: a page-aligned range of a shard file
+				   there.  With either set, replicas 0 means no memory
+				   replica (not 1); every DISK/DFS replica is placed and
+				   written or the put fails */
 };
 
 /*

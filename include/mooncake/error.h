@@ -69,6 +69,8 @@ extern "C" {
 	X(SERIALIZE_FAIL,              -1501, 500, "serialization failed") \
 	X(DESERIALIZE_FAIL,            -1502, 400, "malformed message") \
 	X(PERSISTENT_FAIL,             -1503, 500, "persistence failed") \
+	X(DFS_SERVICE_UNAVAILABLE,     -1601, 503, "no shared file system for DISK/DFS replicas: the master runs without shared_root") \
+	X(DFS_QUOTA_EXCEEDED,          -1602, 507, "the DFS shard files are full (dfs_files x dfs_file_size)") \
 	X(TENANT_QUOTA_EXCEEDED,       -1700, 403, "tenant quota exceeded") \
 	X(TENANT_NOT_REGISTERED,       -1701, 404, "tenant not registered") \
 	X(TENANT_NOT_EMPTY,            -1702, 409, "tenant not empty") \

@@ -43,7 +43,8 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 			order[n++] = i;
 	for (int late = 0; late < 2; late++)
 		for (unsigned i = 0; i < nt; i++) {
-			uint64_t down = __atomic_load_n(&t[i].node->down_until_ms, __ATOMIC_RELAXED);
+			uint64_t down = t[i].fs ? 0 :   /* a file (client-disk.c) */
+				__atomic_load_n(&t[i].node->down_until_ms, __ATOMIC_RELAXED);
 			if (!t[i].shm && (down > now) == late)
 				order[n++] = i;
 		}
@@ -53,7 +54,8 @@ int mc_read_object(struct mc_client *c, const struct mc_replica_desc *reps, uint
 		struct mc_target *tk = &t[order[k]];
 		uint64_t sum = 0;
 		r = mc_target_read(c, tk, buf, size, &sum, pg);
-		if (r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT || r == MC_ERR_TRANSFER_FAIL)
+		if (!tk->fs && (r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT ||
+				r == MC_ERR_TRANSFER_FAIL))
 			__atomic_store_n(&tk->node->down_until_ms, mc_now_ms() + MC_NODE_DOWN_MS,
 					 __ATOMIC_RELAXED);
 		if (r == 0 && has_checksum && sum != checksum)

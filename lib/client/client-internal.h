@@ -21,6 +21,7 @@
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <xxhash.h>
 
 #include "rpc/rpc-conn.h"
 #include "mooncake/client.h"
@@ -221,6 +222,8 @@ struct mc_client {
 	struct mc_uuid id;
 	bool use_shm;
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
+	uint64_t test_write_delay_ms;	/* MC_TEST_FS_WRITE_DELAY_MS: a DISK/DFS write
+					 * sleeps this long halfway (test hook) */
 	unsigned tcp_stripes;		/* tcp_stripes, tcp_stripe_size (client.h) */
 	uint64_t tcp_stripe_size;
 	uint8_t *secret, *token;	/* cluster secret, tenant token (NULL: none) */
@@ -277,7 +280,22 @@ struct mc_target {
 	uint8_t transport;		/* what the node advertises (enum mc_transport) */
 	struct mc_bytes disk_key;	/* LOCAL_DISK: the node's disk key (len 0: a
 					 * memory replica); read with DATA_DISK_READ */
+	uint8_t fs;			/* MC_REPLICA_DISK / MC_REPLICA_DFS: the file
+					 * path at offset (client-disk.c), node NULL;
+					 * 0: none of those */
+	struct mc_bytes path;		/* with fs: the file, likewise */
 };
+
+struct mc_progress;
+
+/* DISK and DFS replicas (client-disk.c): the target of descriptor d, and
+ * its bytes written (a DISK file: temp file, fsync, rename) or read, st
+ * (or NULL) hashing them, pg hearing of each chunk. */
+int mc_fs_target(const struct mc_replica_desc *d, struct mc_target *t);
+int mc_fs_write(struct mc_client *c, const struct mc_target *t, const void *buf, uint64_t len,
+		XXH3_state_t *st, const struct mc_progress *pg);
+int mc_fs_read(const struct mc_target *t, void *buf, uint64_t len, XXH3_state_t *st,
+	       const struct mc_progress *pg);
 
 /* The progress callback of one call: reports base + done of total. */
 struct mc_progress {

@@ -27,9 +27,10 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 			return MC_ERR_INVALID_PARAMS;
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 	}
-	if (o.replicas == 0)
+	if (o.replicas == 0 && !o.disk_replicas && !o.dfs_replicas)
 		o.replicas = 1;
-	if (o.replicas > MC_MAX_REPLICAS || o.n_preferred > MC_MAX_PREFERRED_SEGMENTS ||
+	if (o.replicas + o.disk_replicas + o.dfs_replicas > MC_MAX_REPLICAS ||
+	    o.disk_replicas > 1 || o.dfs_replicas > 1 || o.n_preferred > MC_MAX_PREFERRED_SEGMENTS ||
 	    (o.n_preferred && !o.preferred_segments) ||
 	    (o.group && (!*o.group || strlen(o.group) > MC_PROTO_MAX_GROUP_ID)))
 		return MC_ERR_INVALID_PARAMS;
@@ -45,7 +46,9 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 					   .soft_pin_ttl_ms = o.soft_pin_ttl_ms,
 					   .n_preferred_segments = o.n_preferred,
 					   .preferred_segments = pref,
-					   .group_id = o.group ? mc_bytes_str(o.group) : (struct mc_bytes){ 0 } };
+					   .group_id = o.group ? mc_bytes_str(o.group) : (struct mc_bytes){ 0 },
+					   .disk_replica_num = (uint8_t)o.disk_replicas,
+					   .dfs_replica_num = (uint8_t)o.dfs_replicas };
 	*ret = o;
 	return 0;
 }

@@ -4,6 +4,7 @@
  * mapped shared segment when co-located (shm.c), else one-sided RDMA when
  * both this client and the node have it (client-rdma.c; its own probes),
  * a LOCAL_DISK replica with DATA_DISK_READ from the node's disk tier,
+ * a DISK or DFS replica from its file under the shared root (client-disk.c),
  * else DATA_WRITE / DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
  * writev from the caller's buffer and received straight into it.  The
  * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
@@ -44,6 +45,8 @@ int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc
 		*t = x;
 		return 0;
 	}
+	if (d->type == MC_REPLICA_DISK || d->type == MC_REPLICA_DFS)
+		return mc_fs_target(d, t);   /* a file (client-disk.c) */
 	if (d->type != MC_REPLICA_MEMORY && d->type != MC_REPLICA_NOF_SSD)
 		return MC_ERR_NOT_SUPPORTED;
 	struct mc_target x = { .seg = d->mem.segment_id, .offset = d->mem.offset,
@@ -179,8 +182,11 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 		XXH3_64bits_reset(st);
 	}
 	int r = 0;
-	if (over_rdma(c, t) &&
-	    (r = mc_rdma_transfer(c, t, (void *)buf, len, true, st, pg)) != MC_ERR_NOT_SUPPORTED) {
+	if (t->fs || (over_rdma(c, t) &&
+		      (r = mc_rdma_transfer(c, t, (void *)buf, len, true, st, pg)) !=
+		      MC_ERR_NOT_SUPPORTED)) {
+		if (t->fs)
+			r = mc_fs_write(c, t, buf, len, st, pg);
 		if (st) {
 			if (r == 0)
 				*ret_sum = XXH3_64bits_digest(st);
@@ -254,6 +260,10 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	XXH3_64bits_reset(st);
 	uint64_t t0 = 0;
 	unsigned tr = MC_TRANSPORT_RDMA;
+	if (t->fs) {
+		r = mc_fs_read(t, buf, len, st, pg);
+		goto done;
+	}
 	if (over_rdma(c, t) &&
 	    (r = mc_rdma_transfer(c, t, buf, len, false, st, pg)) != MC_ERR_NOT_SUPPORTED)
 		goto done;

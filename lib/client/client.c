@@ -140,6 +140,7 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	const char *ds = getenv("MC_DISABLE_SHM");
 	c->use_shm = !o.disable_shm && !(ds && *ds && strcmp(ds, "0") != 0);
 	c->test_read_delay_ms = env_u64("MC_TEST_READ_DELAY_MS");
+	c->test_write_delay_ms = env_u64("MC_TEST_FS_WRITE_DELAY_MS");
 	c->tcp_stripes = o.tcp_stripes ? o.tcp_stripes : (unsigned)env_u64("MC_TCP_STRIPES");
 	c->tcp_stripe_size = o.tcp_stripe_size ? o.tcp_stripe_size : env_u64("MC_TCP_STRIPE_SIZE");
 	if (!c->tcp_stripes)

@@ -229,6 +229,11 @@ def master():
     b.ts("Evicted bytes by reason and tier",
          [("sum by (reason, tier) (%s)" % rate("mooncake_master_evicted_bytes_total"),
            "{{reason}} ({{tier}})")], "Bps")
+    b.ts("DFS shard files: used and capacity",
+         [("sum(mooncake_master_dfs_used_bytes%s)" % I, "used"),
+          ("sum(mooncake_master_dfs_capacity_bytes%s)" % I, "capacity")], "bytes",
+         desc="DFS replicas: page-aligned ranges of the shard files under the master's "
+              "shared_root (0 without it).")
     b.row("Tenants")
     b.ts("Charged bytes by tenant",
          [("sum by (tenant) (mooncake_master_tenant_charged_bytes%s)" % I, "{{tenant}}")],

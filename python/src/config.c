@@ -11,8 +11,13 @@
  * original's std::optional<uint64_t>).
  *
  * How a config becomes a put here (pymc_put_of):
- *  - replica_num 1..8 (MC_MAX_REPLICAS); nof/dfs replicas must be 0 (no
- *    such tiers here): else INVALID_PARAMS;
+ *  - replica_num 0..8 (MC_MAX_REPLICAS; 0 only beside a DFS replica);
+ *    dfs_replica_num 0..1: a DFS replica under the master's shared_root
+ *    (as the original: at most one; a master without shared_root answers
+ *    DFS_SERVICE_UNAVAILABLE); nof_replica_num must be 0 (no such tier
+ *    here): else INVALID_PARAMS.  The original has no DISK count (its
+ *    master adds a DISK replica by itself when root_fs_dir is set): the C
+ *    API's disk_replicas has no field here;
  *  - soft_pin_action ENABLE pins for soft_pin_ttl_ms (None: 30 min, the
  *    original's default); a TTL with PRESERVE or DISABLE is INVALID_PARAMS
  *    (as the original); PRESERVE on an upsert does not keep the old pin
@@ -249,10 +254,13 @@ int pymc_put_of(PyObject *cfg, bool upsert, struct pymc_put *ret)
 		return -1;
 	}
 	config *c = (config *)cfg;
-	if (c->replica_num < 1 || c->replica_num > (long)MC_MAX_REPLICAS ||
-	    c->nof_replica_num != 0 || c->dfs_replica_num != 0)
+	if (c->replica_num < 0 || c->replica_num > (long)MC_MAX_REPLICAS ||
+	    c->nof_replica_num != 0 || c->dfs_replica_num < 0 || c->dfs_replica_num > 1 ||
+	    c->replica_num + c->dfs_replica_num == 0 ||
+	    c->replica_num + c->dfs_replica_num > (long)MC_MAX_REPLICAS)
 		return MC_ERR_INVALID_PARAMS;
 	ret->o.replicas = (unsigned)c->replica_num;
+	ret->o.dfs_replicas = (unsigned)c->dfs_replica_num;
 	ret->o.hard_pin = c->with_hard_pin;
 	ret->same_node = c->prefer_alloc_in_same_node;
 	long action = PyLong_AsLong(c->soft_pin_action);

@@ -11,7 +11,9 @@
  *   mode odd    u16 count, then an objects row (record rows: u32 length +
  *               OBJECT payload, back to back)
  * The store starts with one segment mounted, id { 0x5e65e65e6, 1 }, 64 MiB
- * ("node-a" of the seed corpus, drawn from tests/unit/samples), and tenant "t1".
+ * ("node-a" of the seed corpus, drawn from tests/unit/samples), tenant "t1",
+ * and a shared_root (a directory under /tmp, nothing is written there) with
+ * 4 DFS shards of 1 MiB, so that DISK and DFS replicas are restored too.
  *
  * Invariants (a violation traps):
  *   - decoding never reads out of bounds (ASan) and fails with
@@ -21,6 +23,7 @@
  *     frees cleanly after a refused load.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +43,17 @@ static struct mc_meta *store(void)
 		.id = { 0x5e65e65e6ull, 1 }, .name = "node-a", .host = "h", .endpoint = "127.0.0.1:1",
 		.shm_path = "", .base = 1ull << 32, .size = 64u << 20,
 	};
-	CHECK(mc_meta_new(NULL, &m) == 0);
+	static char root[64];
+	struct mc_meta_config cfg;
+	mc_meta_config_defaults(&cfg);
+	if (!root[0]) {   /* DISK and DFS replicas are restored under it (never written) */
+		snprintf(root, sizeof(root), "/tmp/fuzz-records.XXXXXX");
+		CHECK(mkdtemp(root) != NULL);
+	}
+	cfg.shared_root = root;
+	cfg.dfs_file_size = 1u << 20;
+	cfg.dfs_files = 4;
+	CHECK(mc_meta_new(&cfg, &m) == 0);
 	CHECK(mc_meta_mount_segment(m, (struct mc_uuid){ 7, 7 }, &spec) == 0);
 	CHECK(mc_meta_set_quota(m, (struct mc_ref){ "t1", 2 }, 0) == 0);
 	return m;

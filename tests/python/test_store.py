@@ -20,6 +20,7 @@ INVALID_PARAMS = -600
 OBJECT_NOT_FOUND = -704
 OBJECT_HAS_LEASE = -706
 BUFFER_OVERFLOW = -10
+DFS_SERVICE_UNAVAILABLE = -1601
 
 
 def cbuf(size, fill=0):
@@ -188,6 +189,40 @@ def test_soft_pin_forwarding(store):
     bad = ReplicateConfig()
     bad.replica_num = 0
     assert store.put("g0", b"v", bad) == INVALID_PARAMS
+    bad.dfs_replica_num = 2                       # one DFS replica at most
+    assert store.put("g0", b"v", bad) == INVALID_PARAMS
+    bad.dfs_replica_num = 1                       # this master has no shared_root
+    assert store.put("g0", b"v", bad) == DFS_SERVICE_UNAVAILABLE
+
+
+def test_dfs_replica(tmp_path):
+    """dfs_replica_num=1 on a master with a shared_root: a DFS replica,
+    with or without memory ones, read back by another store."""
+    from conftest import Cluster
+    c = Cluster(str(tmp_path))
+    try:
+        c.start(nodes=1, segment_size="64M",
+                master_args=[f"--shared_root={tmp_path}/shared", "--dfs_file_size=4M"])
+        a, b = new_store(c, local_buffer_size=16 << 20), new_store(c, local_buffer_size=16 << 20)
+        only = ReplicateConfig()
+        only.replica_num = 0
+        only.dfs_replica_num = 1
+        both = ReplicateConfig()
+        both.dfs_replica_num = 1
+        v1, v2 = os.urandom(100000), os.urandom(5000)
+        assert a.put("dfs-only", v1, only) == 0
+        assert a.put("dfs-and-mem", v2, both) == 0
+        assert b.get("dfs-only") == v1
+        assert b.get("dfs-and-mem") == v2
+        assert len(b.get_replica_desc("dfs-and-mem")) == 2
+        keys, vals = [f"bd{i}" for i in range(5)], [os.urandom(3000 + i) for i in range(5)]
+        assert a.put_batch(keys, vals, only) == 0     # BATCH_PUT_START places them too
+        assert b.get_batch(keys) == vals
+        assert os.path.getsize(tmp_path / "shared" / "dfs" / "00000.dfs") >= 100000
+        a.close()
+        b.close()
+    finally:
+        c.stop()
 
 
 def test_replica_desc(store):

@@ -24,22 +24,29 @@ struct fx {
 	struct test_clock clk;
 };
 
+/* The tests' timeouts (LEASE, DISCARD, RELEASE) on clk. */
+static inline void meta_test_config(struct mc_meta_config *cfg, struct test_clock *clk,
+				    uint64_t write_grant_ms)
+{
+	mc_meta_config_defaults(cfg);
+	cfg->lease_ttl_ms = LEASE;
+	cfg->put_discard_timeout_ms = DISCARD;
+	cfg->put_release_timeout_ms = RELEASE;
+	cfg->write_grant_ttl_ms = write_grant_ms;
+	cfg->clock = test_clock_of(clk);
+}
+
 static inline struct mc_meta *new_meta_grant(struct test_clock *clk, uint8_t strategy,
 					     uint64_t write_grant_ms)
 {
 	struct mc_meta_config cfg;
 	struct mc_meta *m = NULL;
 
-	mc_meta_config_defaults(&cfg);
-	cfg.lease_ttl_ms = LEASE;
-	cfg.put_discard_timeout_ms = DISCARD;
-	cfg.put_release_timeout_ms = RELEASE;
-	cfg.write_grant_ttl_ms = write_grant_ms;
+	meta_test_config(&cfg, clk, write_grant_ms);
 	cfg.place_strategy = strategy;
 	/* This file tests the core without eviction (test-meta-evict.c has it). */
 	cfg.evict_on_full = false;
 	cfg.eviction_high_watermark = 1.0;
-	cfg.clock = test_clock_of(clk);
 	assert_rc(mc_meta_new(&cfg, &m), 0);
 	return m;
 }
