@@ -5,7 +5,8 @@
 # and SIGSTOP of the leader under load (nothing acknowledged lost, nothing
 # removed comes back, the paused leader acknowledges nothing), etcd
 # unreachable (mutations refused, /health 503, back after), compaction,
-# the HTTP metadata server's keys on the new leader.
+# the HTTP metadata server's keys on the new leader; a client's get during
+# a failover waits for the new leader (failover_wait_ms), then fails cleanly.
 # Each master has its own RPC port; nodes, mooncakectl and mc-load get the
 # list of all of them (only the leader listens).  With HA_SHARED=1 they
 # share one port instead (a new leader waits for it).
@@ -120,6 +121,36 @@ teardown() {
 	sleep 1
 	stop_load
 	verify_load
+}
+
+@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits and succeeds; with no master left it fails after failover_wait_ms" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	start_ha b
+	start_node n1 --segment_size=64M
+	run -0 put_random fo1 10K
+	run -0 put_random fo2 10K
+	kill -KILL "${HA_PID[a]}"
+	_mc_reap "${HA_PID[a]}"
+	# at once: b waits for a's lease (2 s) and answers NOT_LEADER, a
+	# refuses: nobody leads until b is promoted
+	local early=no
+	grep -q 'ready: rpc on' "$MC_DIR/master-b.log" || early=yes
+	get_compare fo1
+	echo "# the get began before b led: $early" >&3
+	grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
+	# every master gone: a clean error once the wait is over, not before
+	kill -KILL "${HA_PID[b]}"
+	_mc_reap "${HA_PID[b]}"
+	local t0 ms
+	t0=$(date +%s%N)
+	MC_FAILOVER_WAIT_MS=1500 run get_compare fo2
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "# no master: the get failed after $ms ms: $output" >&3
+	[ "$status" -ne 0 ]
+	[[ "$output" == *RPC_FAIL* || "$output" == *"RPC failed"* ]]
+	[ "$ms" -ge 1500 ] && [ "$ms" -lt 15000 ]
 }
 
 @test "oplog=etcd: a leader paused past its lease acknowledges nothing after it; the standby leads; the old leader stops" {
