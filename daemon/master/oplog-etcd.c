@@ -33,9 +33,20 @@
  * 1.5 MiB request limit); the next batch key starts at the last seq + 1.
  *
  * Writing: appends encode into a buffer under mu, as the local backend's.
- * The flusher takes the whole buffer whenever it is idle (records that
- * arrive while a transaction is in flight form the next batch: group
- * commit without a timer) and commits it in one transaction:
+ * ETCD_PIPELINE flusher threads, each with its own connection to etcd:
+ * an idle one takes the whole buffer (records that arrive while
+ * transactions are in flight form the next batch: group commit without a
+ * timer) and commits it in one transaction, so up to ETCD_PIPELINE
+ * transactions are in flight.  They may be applied by etcd out of order
+ * (the JSON gateway does not keep the order of separate connections), so
+ * etcd can hold a batch whose predecessor is not committed yet: a gap.
+ * Batches are settled in the order they were taken: a record is durable
+ * (acknowledged) only once its batch and every earlier one committed; a
+ * batch that fails breaks every later one (one that committed anyway is
+ * undone and never acknowledged).  Readers stop at a gap: the standby's
+ * tail polls again (oplog-etcd-tail.c), and a new leader deletes the
+ * batches after a gap, fenced on its own leader key, before it appends
+ * (oplog-etcd-open.c, tail_scan).  Each transaction:
  *   compare: create_revision(P leader) == ours   (the fence: a deposed or
  *              paused leader's key is gone or is another's)
  *            create_revision(batch key) == 0      (never overwrite)
@@ -52,8 +63,8 @@
  * record is durable (wait_durable, poll) only once its transaction has
  * succeeded: etcd commits it to a quorum's disks before answering.
  *
- * Locks: io_mu (eo, keys[]) before mu (everything else).  The flusher
- * holds no lock while it talks to etcd.
+ * Locks: io_mu (eo, keys[]) before mu (everything else).  The flushers
+ * hold no lock while they talk to etcd.
  */
 #include <inttypes.h>
 #include <stdarg.h>
