@@ -271,9 +271,10 @@ static int drop_keys(struct elog *l, size_t from)
  * so the last ones may follow a gap: a batch that never committed, its
  * successors committed but never acknowledged (they are acknowledged in
  * order).  Reads the last ETCD_GAP_SCAN batches (a gap can only be among
- * the last ETCD_PIPELINE); the first batch not following its predecessor
- * and every later one are deleted (fenced on our leader key) before we
- * append.  l->next_seq gets the last seq + 1 of what is left.
+ * the last ETCD_PIPELINE_MAX); the first batch not following its
+ * predecessor (for the log's first batch: starting past compacted + 1) and
+ * every later one are deleted (fenced on our leader key) before we append.
+ * l->next_seq gets the last seq + 1 of what is left (if anything is).
  */
 static int tail_scan(struct elog *l, char *err, size_t errlen)
 {
@@ -282,6 +283,7 @@ static int tail_scan(struct elog *l, char *err, size_t errlen)
 	size_t kn = oploge_batch_key(l, k, l->keys[from]), pn = oploge_key(l, pfx, "oplog/");
 	json_t *end = mc_etcd_prefix_end(pfx, pn), *ans = NULL, *kv;
 	uint64_t last = 0;
+	bool gap = false;
 	int r = range(l->eo, k, kn, end, ETCD_GAP_SCAN, false, &ans);
 	json_decref(end);
 	if (r) {
@@ -292,14 +294,13 @@ static int tail_scan(struct elog *l, char *err, size_t errlen)
 		uint8_t *key = NULL, *v = NULL;
 		size_t n = 0, vn = 0;
 		uint64_t first = 0;
-		bool gap = false;
 		if (mc_etcd_unb64(json_object_get(kv, "key"), &key, &n) ||
 		    !batch_seq(l, key, n, &first) || i >= l->nkeys || first != l->keys[i] ||
 		    mc_etcd_unb64(json_object_get(kv, "value"), &v, &vn)) {
 			snprintf(err, errlen, "batch %" PRIu64 " unreadable", i < l->nkeys ? l->keys[i] : 0);
 			r = MC_ERR_FILE_READ_FAIL;
-		} else if (i > from && first != last + 1) {
-			gap = true;	/* i and after go */
+		} else if (i > from ? first != last + 1 : !from && first > l->compacted + 1) {
+			gap = true;	/* i and after go (from the log's very first one) */
 		} else {
 			r = oploge_parse(v, vn, first, 0, 0, NULL, NULL, &last, err, errlen);
 		}
@@ -312,11 +313,11 @@ static int tail_scan(struct elog *l, char *err, size_t errlen)
 	json_decref(ans);
 	if (r)
 		return r;
-	if (i == from) {
-		snprintf(err, errlen, "batch %" PRIu64 " unreadable", l->keys[from]);
+	if (!gap && i < l->nkeys) {	/* the keys listed must all be there */
+		snprintf(err, errlen, "batch %" PRIu64 " missing", l->keys[i]);
 		return MC_ERR_FILE_READ_FAIL;
 	}
-	if (i < l->nkeys) {
+	if (gap) {
 		if ((r = drop_keys(l, i))) {
 			snprintf(err, errlen, "removing the batches after a gap: %s",
 				 r == MC_ERR_ETCD_TRANSACTION_FAIL ? "not the leader any more" :
@@ -330,7 +331,8 @@ static int tail_scan(struct elog *l, char *err, size_t errlen)
 	}
 	/* (the first batch may start at or below `compacted`: a batch that
 	 * straddles the snapshot's position is kept whole) */
-	l->next_seq = last + 1;
+	if (l->nkeys)
+		l->next_seq = last + 1;
 	return 0;
 }
 

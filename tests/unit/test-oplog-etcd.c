@@ -601,6 +601,13 @@ static void test_gap(void **state)
 	assert_int_equal(k3.records, 1);
 	mc_oplog_tail_free(t);
 	mc_oplog_close(l);
+	/* the log's very first batch missing: everything goes */
+	snprintf(f->cluster, sizeof(f->cluster), "gap0%d", (int)getpid());
+	put_batch(e, f, 3, 4);
+	l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_last_seq(l), 0);
+	assert_int_equal(batch_keys(e, f), 0);
+	mc_oplog_close(l);
 	mc_etcd_free(e);
 }
 
