@@ -110,6 +110,7 @@ struct master_config {
 	char *cluster_id;
 	uint64_t etcd_lease_ttl_s;
 	uint64_t etcd_standby_lag;
+	uint64_t etcd_pipeline;
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
@@ -182,6 +183,10 @@ static const struct mc_option options[] = {
 	  "(each publishes what it has applied) within this many records of the snapshot; one "
 	  "further behind is left behind and bootstraps again from a snapshot; 0: compact at once",
 	  .unit = "records"),
+	O(etcd_pipeline, MC_OPT_U64, "3",
+	  "with oplog = etcd: transactions in flight at once, each on its own connection; they "
+	  "may commit out of order, records are acknowledged in order (1: one at a time)",
+	  .min = 1, .max = MC_OPLOG_ETCD_PIPELINE_MAX),
 	O(oplog_sync, MC_OPT_BOOL, "true",
 	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once and "
 	  "fsync in the background (faster; a machine crash may lose the last acknowledged changes, "
@@ -373,7 +378,7 @@ static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
 		.sync = c->oplog_sync, .log = mc_log_cb, .cancelled = stop_pending,
 		.deposed = on_deposed, .waiting = on_waiting, .applied = follow_applied,
-		.standby_lag = c->etcd_standby_lag, .ctx = m,
+		.standby_lag = c->etcd_standby_lag, .pipeline = (unsigned)c->etcd_pipeline, .ctx = m,
 	};
 	m->follow = f;
 	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,

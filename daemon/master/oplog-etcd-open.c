@@ -36,7 +36,7 @@ static void sleep_ms(uint64_t ms)
 
 void oploge_free(struct elog *l)
 {
-	for (unsigned i = 0; i < ETCD_PIPELINE; i++) {
+	for (unsigned i = 0; i < l->cfg.pipeline; i++) {
 		mc_etcd_free(l->fl[i].ew);
 		mc_wbuf_free(&l->fl[i].b.buf);
 	}
@@ -410,6 +410,13 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	l->cfg = *cfg;
 	if (!l->cfg.lease_ttl_s)
 		l->cfg.lease_ttl_s = 5;
+	if (!l->cfg.pipeline)
+		l->cfg.pipeline = 3;
+	if (l->cfg.pipeline > MC_OPLOG_ETCD_PIPELINE_MAX) {
+		free(l);
+		snprintf(err, errlen, "pipeline: 1..%d", MC_OPLOG_ETCD_PIPELINE_MAX);
+		return MC_ERR_INVALID_PARAMS;
+	}
 	l->endpoints = strdup(cfg->endpoints);
 	l->leader_value = strdup(cfg->leader_value ? cfg->leader_value : "");
 	l->prefix_len = (size_t)snprintf(l->prefix, sizeof(l->prefix), "/mooncake/%s/",
@@ -426,7 +433,7 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	pthread_cond_init(&l->keep_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	mc_wbuf_init(&l->cur.buf, ETCD_MAX_BATCH + REC_HDR_LEN);
-	for (unsigned i = 0; i < ETCD_PIPELINE; i++) {
+	for (unsigned i = 0; i < l->cfg.pipeline; i++) {
 		l->fl[i].l = l;
 		mc_wbuf_init(&l->fl[i].b.buf, ETCD_MAX_BATCH + REC_HDR_LEN);
 	}
@@ -436,11 +443,12 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
 	}
-	if ((r = mc_etcd_new(cfg->endpoints, tmo, &l->eo)) || (r = mc_etcd_new(cfg->endpoints, tmo, &l->ek))) {
+	if ((r = mc_etcd_new(cfg->endpoints, tmo, &l->eo)) ||
+	    (r = mc_etcd_new(cfg->endpoints, tmo, &l->ek))) {
 		snprintf(err, errlen, "bad etcd_endpoints '%s'", cfg->endpoints);
 		goto fail;
 	}
-	for (unsigned i = 0; i < ETCD_PIPELINE; i++)
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
 		if ((r = mc_etcd_new(cfg->endpoints, 2 * tmo, &l->fl[i].ew)))
 			goto fail;
 	if ((r = campaign(l))) {
@@ -472,7 +480,7 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	oploge_log(l, LOG_NOTICE, "oplog in etcd: %zu batches, records %" PRIu64 "..%" PRIu64
 		   " (compacted up to %" PRIu64 ")", l->nkeys,
 		   l->nkeys ? l->keys[0] : 0, l->next_seq - 1, l->compacted);
-	for (unsigned i = 0; i < ETCD_PIPELINE; i++) {
+	for (unsigned i = 0; i < l->cfg.pipeline; i++) {
 		if ((r = pthread_create(&l->fl[i].t, NULL, oploge_flusher, &l->fl[i]))) {
 			r = MC_ERR_NO_MEMORY;
 			goto fail;
@@ -488,7 +496,7 @@ fail:
 	pthread_cond_broadcast(&l->keep_cv);
 	pthread_cond_broadcast(&l->work_cv);
 	pthread_mutex_unlock(&l->mu);
-	for (unsigned i = 0; i < ETCD_PIPELINE; i++)
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
 		if (l->fl[i].on)
 			pthread_join(l->fl[i].t, NULL);
 	if (l->keeper_on)

@@ -33,10 +33,10 @@
  * 1.5 MiB request limit); the next batch key starts at the last seq + 1.
  *
  * Writing: appends encode into a buffer under mu, as the local backend's.
- * ETCD_PIPELINE flusher threads, each with its own connection to etcd:
+ * cfg.pipeline flusher threads, each with its own connection to etcd:
  * an idle one takes the whole buffer (records that arrive while
  * transactions are in flight form the next batch: group commit without a
- * timer) and commits it in one transaction, so up to ETCD_PIPELINE
+ * timer) and commits it in one transaction, so up to cfg.pipeline
  * transactions are in flight.  They may be applied by etcd out of order
  * (the JSON gateway does not keep the order of separate connections), so
  * etcd can hold a batch whose predecessor is not committed yet: a gap.
@@ -300,7 +300,7 @@ static void settle(struct elog *l)
 	bool any = false;
 	for (;;) {
 		struct eflusher *f = NULL;
-		for (unsigned i = 0; i < ETCD_PIPELINE; i++)
+		for (unsigned i = 0; i < l->cfg.pipeline; i++)
 			if (l->fl[i].idx == l->settled_idx &&
 			    (l->fl[i].state == FL_OK || l->fl[i].state == FL_FAIL))
 				f = &l->fl[i];
@@ -528,7 +528,7 @@ static void elog_close(struct mc_oplog *b)
 	pthread_cond_broadcast(&l->space_cv);
 	pthread_cond_broadcast(&l->keep_cv);
 	pthread_mutex_unlock(&l->mu);
-	for (unsigned i = 0; i < ETCD_PIPELINE; i++)
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
 		if (l->fl[i].on)	/* they commit the buffer first */
 			pthread_join(l->fl[i].t, NULL);
 	if (l->keeper_on)

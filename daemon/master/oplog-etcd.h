@@ -16,8 +16,8 @@
 #define ETCD_MAX_BATCH	(1u << 20)	/* bytes of records in one etcd value */
 #define ETCD_MAX_RECORD	(ETCD_MAX_BATCH - REC_HDR_LEN)
 #define ETCD_KEY_MAX	320
-#define ETCD_PIPELINE	3		/* transactions in flight (flusher threads) */
-#define ETCD_GAP_SCAN	16		/* batches a new leader checks for a gap (>= ETCD_PIPELINE) */
+/* batches a new leader checks for a gap: >= any master's cfg.pipeline */
+#define ETCD_GAP_SCAN	MC_OPLOG_ETCD_PIPELINE_MAX
 
 struct elog;
 /* One flusher thread: it takes the whole append buffer as a batch, and
@@ -48,7 +48,7 @@ struct elog {
 	pthread_mutex_t mu;		/* the append side, the state */
 	pthread_cond_t work_cv, durable_cv, space_cv, keep_cv;
 	struct batch cur;
-	struct eflusher fl[ETCD_PIPELINE];
+	struct eflusher fl[MC_OPLOG_ETCD_PIPELINE_MAX];	/* cfg.pipeline of them */
 	uint64_t taken_idx;		/* batches taken by flushers */
 	uint64_t settled_idx;		/* batches settled, in order (< taken_idx) */
 	bool broken;			/* a batch failed: no later one is durable */
