@@ -295,6 +295,20 @@ static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_ht
 		mc_http_error(resp, 503, "NOT_LEADER", msg);
 		return false;
 	}
+	/* A leader unsure of its lease (oplog = etcd: no renewal got through
+	 * for as long as the lease could lapse) may have been replaced: its
+	 * store may be stale.  As on RPC, it serves nothing but /health and
+	 * /metrics until a renewal gets through. */
+	if (h->cfg.oplog && !mc_oplog_leads(h->cfg.oplog) && strcmp(req->path, "/health") &&
+	    strcmp(req->path, "/metrics")) {
+		char why[256] = "", msg[400];
+		if (!mc_oplog_failed(h->cfg.oplog, why, sizeof(why)))
+			snprintf(why, sizeof(why), "its lease is not renewed");
+		snprintf(msg, sizeof(msg), "this master is not sure it still leads (%s): another "
+			 "master may lead; ask it", why);
+		mc_http_error(resp, 503, "NOT_LEADER", msg);
+		return false;
+	}
 	if (h->cfg.tokens)
 		return authorize_tenants(h, req, resp);
 	/* the snapshot file is all metadata at once: an admin's only */

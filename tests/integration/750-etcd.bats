@@ -188,7 +188,7 @@ teardown() {
 	verify_load
 }
 
-@test "oplog=etcd: etcd down: mutations refused, /health 503 naming etcd; etcd back: the same leader serves again" {
+@test "oplog=etcd: etcd down: mutations refused, /health 503 naming etcd, then RPC and REST NOT_LEADER; etcd back: the same leader serves again" {
 	start_etcd
 	start_ha a
 	wait_leader a
@@ -211,17 +211,23 @@ teardown() {
 		grep -q 'no lease renewal for a whole TTL' "$MC_DIR/master-a.log" && break
 		sleep 0.1
 	done
-	run ctl object get k1 "$MC_DIR/k1.out"
+	MC_FAILOVER_WAIT_MS=500 run ctl object get k1 "$MC_DIR/k1.out"
 	echo "$output"
 	[ "$status" -ne 0 ]
 	run -0 "$RPC" "127.0.0.1:${HA_RPC[a]}" hello
 	[[ "$output" == *'leader=?'* ]]
+	# REST too: reads answer 503 NOT_LEADER, naming why
+	run -0 curl -s -w '\n%{http_code}' "http://127.0.0.1:${HA_HTTP[a]}/api/v1/objects/k1"
+	echo "$output"
+	[ "${lines[-1]}" = 503 ]
+	[[ "$output" == *NOT_LEADER*"not sure it still leads"*etcd* ]]
 	health a | jq -e '.role == "leader" and (.reason | contains("etcd"))'
 	start_etcd
 	wait_put_ok a
 	[ "$(health a | jq -r .status)" = ok ]
 	kill -0 "${HA_PID[a]}"
 	get_compare k1
+	curl -sf "http://127.0.0.1:${HA_HTTP[a]}/api/v1/objects/k1" >/dev/null
 }
 
 @test "oplog=etcd: a snapshot compacts the log in etcd; a restart from it still has everything" {
