@@ -40,10 +40,13 @@ int mc_check_key(const void *key, size_t klen)
 	return 0;
 }
 
-static uint64_t env_u64(const char *name)
+/* A decimal number from the environment, optionally negative ("-N":
+ * -(N) where *neg is allowed); 0 when unset or not a number. */
+static uint64_t env_num(const char *name, bool *neg)
 {
 	const char *v = getenv(name);
-	if (!v || !*v)
+	*neg = v && *v == '-';
+	if (!v || !*(v += *neg))
 		return 0;
 	char *end;
 	errno = 0;
@@ -51,15 +54,19 @@ static uint64_t env_u64(const char *name)
 	return (errno || *end) ? 0 : (uint64_t)x;
 }
 
+static uint64_t env_u64(const char *name)
+{
+	bool neg;
+	uint64_t x = env_num(name, &neg);
+	return neg ? 0 : x;
+}
+
+/* An int of at most 10^9 ms either way (more: 0). */
 static int env_int(const char *name)
 {
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return 0;
-	char *end;
-	errno = 0;
-	long x = strtol(v, &end, 10);
-	return (errno || *end || x < -1000000000L || x > 1000000000L) ? 0 : (int)x;
+	bool neg;
+	uint64_t x = env_num(name, &neg);
+	return x > 1000000000u ? 0 : neg ? -(int)x : (int)x;
 }
 
 /* A secret or token file: opts' path, else the environment's, else none. */

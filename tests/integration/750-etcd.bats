@@ -123,7 +123,7 @@ teardown() {
 	verify_load
 }
 
-@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits and succeeds; with no master left it fails after failover_wait_ms" {
+@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits for the new leader's answer; with no master left it fails after failover_wait_ms" {
 	start_etcd
 	start_ha a
 	wait_leader a
@@ -137,9 +137,17 @@ teardown() {
 	# refuses: nobody leads until b is promoted
 	local early=no
 	grep -q 'ready: rpc on' "$MC_DIR/master-b.log" || early=yes
-	get_compare fo1
-	echo "# the get began before b led: $early" >&3
+	# the leader's answer, not RPC_FAIL / NOT_LEADER: a key never put is
+	# OBJECT_NOT_FOUND; fo1 is read, or (its node not remounted on b yet)
+	# REPLICA_IS_NOT_READY
+	run ctl object get none "$MC_DIR/none.out"
+	echo "# the get began before b led: $early; $output" >&3
+	[[ "$output" == *OBJECT_NOT_FOUND* ]]
 	grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
+	run get_compare fo1
+	[ "$status" -eq 0 ] || [[ "$output" == *REPLICA_IS_NOT_READY* ]]
+	wait_put_ok b
+	get_compare fo1
 	# every master gone: a clean error once the wait is over, not before
 	kill -KILL "${HA_PID[b]}"
 	_mc_reap "${HA_PID[b]}"
