@@ -251,8 +251,16 @@ stop_load() {
 }
 verify_load() {
 	run "$O/tests/tools/mc-load" verify "$MASTER_ADDR" "$MC_DIR/load"
-	echo "# $(tail -n1 <<<"$output")" >&3
-	[ "$status" -eq 0 ] || { echo "$output" | tail -n 20; ctl segment list; false; }
+	grep '^mc-load verify:' <<<"$output" | sed 's/^/# /' >&3
+	[ "$status" -eq 0 ] && return 0
+	echo "$output" | tail -n 20
+	local f
+	for f in "$MC_DIR"/master*.log; do
+		echo "# $f:"
+		tail -n 40 "$f" | sed 's/^/#   /'
+	done
+	ctl segment list || true
+	false
 }
 
 # stop_all: nodes first (newest first), then the master.

@@ -22,11 +22,14 @@
  *                                          is durable, its PutEnd never came; the
  *                                          master discards it put_discard_timeout later)
  *       remove sent, not acknowledged:     not found, or right bytes
- *     Prints the counts; exits 1 on any violation (each one printed).
+ *     A read that reaches no leader is retried (30 s in all, see
+ *     get_settled()).  Prints the counts; exits 1 on any violation (each
+ *     one printed).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +155,44 @@ static int ent_cmp(const void *a, const void *b)
 	return strcmp(((const struct ent *)a)->key, ((const struct ent *)b)->key);
 }
 
+/*
+ * A read that reaches no leader (a failover, an etcd quorum coming back) says
+ * nothing about what the cluster holds: it is tried again on a new client,
+ * for VERIFY_WAIT_MS in all over the whole verify.  A cluster that stays
+ * unreachable longer still fails the check.
+ */
+#define VERIFY_WAIT_MS 30000
+
+struct waits {
+	unsigned long reads, ms;
+};
+
+static bool unreachable(int r)
+{
+	return r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT || r == MC_ERR_NOT_LEADER;
+}
+
+static int get_settled(struct mc_client **c, const char *key, void **buf, size_t *len,
+		       struct waits *w)
+{
+	int r = mc_get(*c, key, strlen(key), buf, len);
+	if (!unreachable(r))
+		return r;
+	w->reads++;
+	while (unreachable(r) && w->ms < VERIFY_WAIT_MS) {
+		usleep(100000);
+		w->ms += 100;
+		struct mc_client_opts o = { .sz = sizeof(o), .master = master };
+		struct mc_client *nc;
+		if (mc_client_new(&o, &nc) < 0)
+			continue;
+		mc_client_free(*c);
+		*c = nc;
+		r = mc_get(*c, key, strlen(key), buf, len);
+	}
+	return r;
+}
+
 static int verify(void)
 {
 	struct ent *v = NULL;
@@ -181,7 +222,12 @@ static int verify(void)
 		qsort(v, n, sizeof(*v), ent_cmp);
 	struct mc_client_opts o = { .sz = sizeof(o), .master = master };
 	struct mc_client *c;
-	int r = mc_client_new(&o, &c);
+	struct waits waits = { 0 };
+	int r;
+	while (unreachable(r = mc_client_new(&o, &c)) && waits.ms < VERIFY_WAIT_MS) {
+		usleep(100000);
+		waits.ms += 100;
+	}
 	if (r < 0) {
 		fprintf(stderr, "mc-load: cannot connect to %s: %s\n", master, mc_strerror(r));
 		return 1;
@@ -195,7 +241,7 @@ static int verify(void)
 		keys++;
 		void *buf = NULL;
 		size_t len = 0;
-		r = mc_get(c, v[i].key, strlen(v[i].key), &buf, &len);
+		r = get_settled(&c, v[i].key, &buf, &len, &waits);
 		bool right = false;
 		if (r == 0) {
 			uint8_t *want;
@@ -230,6 +276,9 @@ static int verify(void)
 	}
 	free(v);
 	mc_client_free(c);
+	if (waits.ms)
+		printf("mc-load verify: waited %lu ms in all for a leader (%lu reads retried)\n",
+		       waits.ms, waits.reads);
 	printf("mc-load verify: %lu keys, %lu readable, %lu gone, %lu pending, %lu violations\n",
 	       keys, readable, gone, pending, bad);
 	return bad ? 1 : 0;
