@@ -619,6 +619,12 @@ static HTTP_HANDLER(http_health)
 
 int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_master_http **ret)
 {
+	return mc_master_http_start_on(cfg, NULL, ret);
+}
+
+int mc_master_http_start_on(const struct mc_master_http_config *cfg, struct mc_http_server *srv,
+			    struct mc_master_http **ret)
+{
 	struct mc_master_http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return MC_ERR_NO_MEMORY;
@@ -671,7 +677,13 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 		.log = cfg->log,
 		.log_ctx = cfg->log_ctx,
 	};
-	int r = mc_http_server_start(&hcfg, &h->srv);
+	int r;
+	if (srv) {	/* its socket stays; our routes replace the ones it served */
+		h->srv = srv;
+		r = mc_http_server_swap(srv, routes, hcfg.nroutes, authorize, h);
+	} else {
+		r = mc_http_server_start(&hcfg, &h->srv);
+	}
 	if (r < 0) {
 		free(h->token);
 		free(h);
@@ -691,7 +703,19 @@ struct mc_master_http *mc_master_http_stop(struct mc_master_http *h)
 	if (!h)
 		return NULL;
 	mc_http_server_stop(h->srv);
-	free(h->token);
-	free(h);
+	return mc_master_http_forget(h);
+}
+
+struct mc_http_server *mc_master_http_server(const struct mc_master_http *h)
+{
+	return h ? h->srv : NULL;
+}
+
+struct mc_master_http *mc_master_http_forget(struct mc_master_http *h)
+{
+	if (h) {
+		free(h->token);
+		free(h);
+	}
 	return NULL;
 }

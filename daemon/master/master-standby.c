@@ -136,12 +136,15 @@ int mc_master_standby_serve(struct mc_master_standby *s, struct mc_meta *meta)
 	if (!s->have_hcfg)
 		return 0;
 	pthread_mutex_lock(&s->http_mu);
-	s->srv = mc_http_server_stop(s->srv);
-	s->mh = mc_master_http_stop(s->mh);
 	s->hcfg.meta = meta;
-	/* the port was ours a moment ago: a few tries */
-	for (int i = 0; i < 50 && (r = mc_master_http_start(&s->hcfg, &s->mh)) < 0; i++)
-		usleep(20000);
+	/* the new store's routes on the live socket (never refusing a
+	 * connection meanwhile); the old API is freed once they replaced it */
+	struct mc_master_http *old = s->mh;
+	struct mc_http_server *srv = s->srv ? s->srv : mc_master_http_server(old);
+	if ((r = mc_master_http_start_on(&s->hcfg, srv, &s->mh)) == 0) {
+		mc_master_http_forget(old);
+		s->srv = NULL;
+	}
 	pthread_mutex_unlock(&s->http_mu);
 	return r;
 }
