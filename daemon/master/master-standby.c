@@ -204,6 +204,13 @@ void mc_master_standby_rpc(struct mc_master_standby *s, const struct mc_rpc_serv
 	snprintf(s->rpc_self, sizeof(s->rpc_self), "%s", self);
 }
 
+static void standby_free(struct mc_master_standby *s)
+{
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->http_mu);
+	free(s);
+}
+
 void mc_master_standby_stop(struct mc_master_standby *s)
 {
 	if (!s)
@@ -211,7 +218,28 @@ void mc_master_standby_stop(struct mc_master_standby *s)
 	mc_rpc_server_stop(s->rpc);
 	mc_http_server_stop(s->srv);
 	mc_master_http_stop(s->mh);
-	pthread_mutex_destroy(&s->mu);
-	pthread_mutex_destroy(&s->http_mu);
-	free(s);
+	standby_free(s);
+}
+
+void mc_master_standby_stop_rpc(struct mc_master_standby *s)
+{
+	if (s)
+		s->rpc = mc_rpc_server_stop(s->rpc);
+}
+
+int mc_master_standby_handover(struct mc_master_standby *s,
+			       const struct mc_master_http_config *cfg,
+			       struct mc_master_http **ret)
+{
+	pthread_mutex_lock(&s->http_mu);
+	struct mc_http_server *srv = s->srv ? s->srv : mc_master_http_server(s->mh);
+	int r = mc_master_http_start_on(cfg, srv, ret);
+	pthread_mutex_unlock(&s->http_mu);
+	if (r < 0)
+		return r;
+	/* the server is the leader's now; our routes are gone from it */
+	mc_rpc_server_stop(s->rpc);
+	mc_master_http_forget(s->mh);
+	standby_free(s);
+	return 0;
 }

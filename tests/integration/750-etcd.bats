@@ -263,7 +263,7 @@ teardown() {
 	grep -q 'etcd holds records after' "$MC_DIR/master-c.log"
 }
 
-@test "oplog=etcd: a standby started after a compaction bootstraps from the leader's snapshot (admin API, token), follows the log warm while the leader compacts, and serves everything acknowledged after promotion" {
+@test "oplog=etcd: a standby started after a compaction bootstraps from the leader's snapshot (admin API, token), follows the log warm while the leader compacts, and serves everything acknowledged after promotion; its admin port never refuses a connection" {
 	printf 'sekret\n' >"$MC_DIR/token"
 	local tok=(--admin_token_file="$MC_DIR/token") auth=(-H 'Authorization: Bearer sekret')
 	start_etcd
@@ -284,6 +284,13 @@ teardown() {
 	sleep 1
 	start_ha b "${tok[@]}"	# empty state_dir, the log compacted: bootstraps
 	local i
+	for i in $(seq 1 100); do
+		health b >/dev/null && break
+		sleep 0.05
+	done
+	# b's admin port, from now on through the store's install and the
+	# promotion: never a connection refused (routes swapped on the socket)
+	poll_http b
 	for i in $(seq 1 100); do
 		grep -q 'bootstrapped from the leader' "$MC_DIR/master-b.log" && break
 		sleep 0.1
@@ -315,6 +322,13 @@ teardown() {
 	echo "# warm standby: kill -9 to serving $FAILOVER_MS ms (lease TTL 2 s); $promo" >&3
 	[[ "$promo" == *"replayed the "*" records left in "* ]]
 	wait_put_ok b
+	poll_stop
+	local polls refused
+	polls=$(wc -l <"$MC_DIR/poll-b")
+	refused=$(grep -cvx 0 "$MC_DIR/poll-b" || true)
+	echo "# b's admin port through its store's install and promotion: $polls polls, $refused refused" >&3
+	[ "$refused" -eq 0 ]
+	[ "$(tail -n1 "$MC_DIR/poll-b")" = 0 ]
 	sleep 1
 	stop_load
 	verify_load
