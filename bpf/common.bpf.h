@@ -65,11 +65,13 @@ static __always_inline void mc_hist_add(struct mc_hist *h, __u64 v)
 	__sync_fetch_and_add(&h->slots[s], 1);
 }
 
-/* Sends ev to the ring buffer and keeps a copy in recent_events. */
+/* Sends ev to the ring buffer and keeps a copy in recent_events; ts_ns is
+ * now unless the caller set it. */
 static __always_inline void mc_emit(struct mc_event *ev)
 {
 	__u32 zero = 0;
-	ev->ts_ns = bpf_ktime_get_ns();
+	if (!ev->ts_ns)
+		ev->ts_ns = bpf_ktime_get_ns();
 	ev->pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	/* No wakeup per event (a context switch each): the tracer drains

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* lease.bpf.c - read leases from the master's lease__grant probe: new and
+/* lease.bpf.c - read leases from the master's lease__batch probe: new and
  * extended grants, and the hold time (first grant to deadline) of leases
  * that ran out, noticed here at the next grant of the same object or by
  * the tracer's sweep (mctrace_sweep_leases) once the deadline has passed. */
@@ -22,13 +22,10 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } leases SEC(".maps");
 
-SEC("usdt")
-int BPF_USDT(lease_grant, __u32 obj_hash, __u32 tenant, __u64 ttl_ms, __u64 prev_ms, __u64 now_ms)
+/* One grant: a new lease, or an extension of a live one. */
+static __always_inline void grant(struct mc_lease_stats *st, __u32 obj_hash, __u32 tenant,
+				  __u64 ttl_ms, __u64 now_ms)
 {
-	__u32 zero = 0;
-	struct mc_lease_stats *st = bpf_map_lookup_elem(&lease_stats, &zero);
-	if (!st)
-		return 0;
 	struct mc_lease_key k = { .obj_hash = obj_hash, .tenant = tenant };
 	struct mc_lease_val *v = bpf_map_lookup_elem(&leases, &k);
 	__u64 until = now_ms + ttl_ms;
@@ -36,7 +33,7 @@ int BPF_USDT(lease_grant, __u32 obj_hash, __u32 tenant, __u64 ttl_ms, __u64 prev
 		if (until > v->until_ms)
 			v->until_ms = until;
 		__sync_fetch_and_add(&st->extended, 1);
-		return 0;
+		return;
 	}
 	if (v) {   /* the previous lease ran out before this grant */
 		__u64 held = (v->until_ms - v->start_ms) * 1000;
@@ -53,5 +50,20 @@ int BPF_USDT(lease_grant, __u32 obj_hash, __u32 tenant, __u64 ttl_ms, __u64 prev
 		__sync_fetch_and_add(&st->extended, 1);
 	else
 		__sync_fetch_and_add(&st->untracked, 1);
+}
+
+SEC("usdt")
+int BPF_USDT(lease_batch, __u32 n, const struct mc_lease_rec *recs)
+{
+	__u32 zero = 0;
+	struct mc_lease_stats *st = bpf_map_lookup_elem(&lease_stats, &zero);
+	if (!st)
+		return 0;
+	struct mc_lease_rec r;
+	for (__u32 i = 0; i < MC_TRACE_BATCH && i < n; i++) {
+		if (bpf_probe_read_user(&r, sizeof(r), &recs[i]))
+			break;
+		grant(st, r.obj_hash, r.tenant, r.ttl_ms, r.now_ms);
+	}
 	return 0;
 }

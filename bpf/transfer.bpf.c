@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* transfer.bpf.c - the bytes of replicas moving, seen by libmooncake
- * (side client: duration from the probe's start_ns) and by the node (side
- * node: duration from transfer__start on the same thread, when there was
- * one): counts, bytes, errors and a log2 duration histogram per (side, op,
- * transport); an event for each failed transfer and each one that took
- * slow_transfer_us or longer. */
+ * (side client, each transfer timed from its start to its end) and by the
+ * node (side node, untimed: a node read is answered before its bytes are
+ * sent), from the transfer__batch probe: counts, bytes, errors and a log2
+ * duration histogram per (side, op, transport); an event for each failed
+ * transfer and each one that took slow_transfer_us or longer. */
 #include "common.bpf.h"
 
 const volatile __u64 slow_transfer_us = 10000;
@@ -17,13 +17,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } transfer_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-} transfer_starts SEC(".maps");
-
 static __always_inline struct mc_xfer_stats *stats(__u32 side, __u32 op, __u32 transport)
 {
 	struct mc_xfer_key k = { .side = side, .op = op, .transport = transport };
@@ -35,36 +28,15 @@ static __always_inline struct mc_xfer_stats *stats(__u32 side, __u32 op, __u32 t
 	return bpf_map_lookup_elem(&transfer_stats, &k);
 }
 
-SEC("usdt")
-int BPF_USDT(transfer_start, __u32 side, __u32 op, __u32 transport, __u64 bytes, const char *peer)
-{
-	struct mc_xfer_stats *s = stats(side, op, transport);
-	if (s)
-		__sync_fetch_and_add(&s->started, 1);
-	if (side == MC_SIDE_NODE) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		__u64 now = bpf_ktime_get_ns();
-		bpf_map_update_elem(&transfer_starts, &tid, &now, BPF_ANY);
-	}
-	return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(transfer_done, __u32 side, __u32 op, __u32 transport, __u64 bytes, const char *peer,
-	     __s32 status, __u64 start_ns)
+/* One finished transfer: the counters and the histogram.  Returns true,
+ * with ev filled but for its peer, when it failed or was slow: the caller
+ * adds the peer and emits it. */
+static __always_inline bool account(__u32 side, __u32 op, __u32 transport, __u64 bytes,
+				    __s32 status, __u64 start_ns, __u64 now, struct mc_event *ev)
 {
 	struct mc_xfer_stats *s = stats(side, op, transport);
 	if (!s)
-		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	if (!start_ns && side == MC_SIDE_NODE && op == 1) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		__u64 *t = bpf_map_lookup_elem(&transfer_starts, &tid);
-		if (t) {
-			start_ns = *t;
-			bpf_map_delete_elem(&transfer_starts, &tid);
-		}
-	}
+		return false;
 	__u64 dur_us = start_ns && now > start_ns ? (now - start_ns) / 1000 : 0;
 	__sync_fetch_and_add(&s->done, 1);
 	if (status)
@@ -80,12 +52,33 @@ int BPF_USDT(transfer_done, __u32 side, __u32 op, __u32 transport, __u64 bytes, 
 	if (slow)
 		__sync_fetch_and_add(&s->slow, 1);
 	if (!slow && !status)
-		return 0;
-	struct mc_event ev = { .kind = status ? MC_EV_FAILED_TRANSFER : MC_EV_SLOW_TRANSFER,
-			       .bytes = bytes, .dur_us = dur_us, .status = status,
-			       .side = side, .op = op, .transport = transport };
-	if (peer)
-		bpf_probe_read_user_str(ev.peer, sizeof(ev.peer), peer);
-	mc_emit(&ev);
+		return false;
+	*ev = (struct mc_event){ .ts_ns = now,
+				 .kind = status ? MC_EV_FAILED_TRANSFER : MC_EV_SLOW_TRANSFER,
+				 .bytes = bytes, .dur_us = dur_us, .status = status,
+				 .side = side, .op = op, .transport = transport };
+	return true;
+}
+
+/* Transfers in groups (util/xfertrace.h): each counts as started and
+ * done, timed from its own start to its end when it has a start. */
+SEC("usdt")
+int BPF_USDT(transfer_batch, __u32 n, const struct mc_xfer_rec *recs)
+{
+	struct mc_xfer_rec r;
+	struct mc_event ev;
+	for (__u32 i = 0; i < MC_TRACE_BATCH && i < n; i++) {
+		if (bpf_probe_read_user(&r, sizeof(r), &recs[i]))
+			break;
+		r.peer[MC_PEER_LEN - 1] = 0;
+		struct mc_xfer_stats *s = stats(r.side, r.op, r.transport);
+		if (s)
+			__sync_fetch_and_add(&s->started, 1);
+		if (account(r.side, r.op, r.transport, r.bytes, r.status, r.start_ns, r.end_ns,
+			    &ev)) {
+			__builtin_memcpy(ev.peer, r.peer, sizeof(ev.peer));
+			mc_emit(&ev);
+		}
+	}
 	return 0;
 }

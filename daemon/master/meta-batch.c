@@ -249,7 +249,8 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 					break;
 				st = do_put_start(m, &a, meta_now(m));
 			}
-			MC_PROBE5(put__start, (uint32_t)a.loc.hash, a.loc.tenant, a.size, cfg->replica_num, st);
+			meta_trace_put(MC_PUT_REC_START, (uint32_t)a.loc.hash, a.loc.tenant, a.size,
+				       cfg->replica_num, st, 0);
 			ret_status[it->idx] = st;
 		}
 		pthread_rwlock_unlock(&sh->lock);

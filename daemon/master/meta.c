@@ -258,7 +258,7 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now)
 {
 	uint64_t until = now + m->cfg.lease_ttl_ms;
-	MC_PROBE5(lease__grant, o->hash, o->tenant, m->cfg.lease_ttl_ms, mc_object_load_time(o), now);
+	meta_trace_lease(o->hash, o->tenant, m->cfg.lease_ttl_ms, mc_object_load_time(o), now);
 	/* Readers race here under the shared lock; all of them store ~now+ttl,
 	 * so a relaxed "store if later" is all the ordering needed. */
 	if (__atomic_load_n(&o->time_ms, __ATOMIC_RELAXED) < until)
@@ -473,7 +473,7 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	pthread_rwlock_unlock(&m->segs.lock);
 	pthread_mutex_unlock(stripe);
 	meta_tenant_release(m, a.loc.tenant);
-	MC_PROBE5(put__start, (uint32_t)a.loc.hash, a.loc.tenant, size, cfg->replica_num, r);
+	meta_trace_put(MC_PUT_REC_START, (uint32_t)a.loc.hash, a.loc.tenant, size, cfg->replica_num, r, 0);
 	return r;
 }
 
@@ -532,7 +532,7 @@ void meta_object_complete(struct mc_meta *m, struct mc_object *o, bool has_check
 		mc_object_flags_set(o, MC_OBJ_HAS_CHECKSUM);
 		o->checksum = checksum;
 	}
-	MC_PROBE4(put__end, o->hash, o->tenant, o->size, now - o->time_ms);
+	meta_trace_put(MC_PUT_REC_END, o->hash, o->tenant, o->size, 0, 0, now - o->time_ms);
 	__atomic_store_n(&o->time_ms, now, __ATOMIC_RELAXED);   /* last touch; no lease yet */
 }
 
@@ -579,7 +579,7 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 	} else if (!mc_object_is_processing(o)) {
 		return MC_ERR_INVALID_WRITE;
 	}
-	MC_PROBE3(put__revoke, o->hash, o->tenant, o->size);
+	meta_trace_put(MC_PUT_REC_REVOKE, o->hash, o->tenant, o->size, 0, 0, 0);
 	mc_objtab_delete_at(tab, pos);
 	/* The writer's grants (util/grant.h) last until put start +
 	 * write_grant_ttl_ms: its blocks are not reused before, or a revoked

@@ -59,6 +59,7 @@
 #include "util/clock.h"
 #include "util/grant.h"
 #include "util/probes.h"
+#include "util/xfertrace.h"
 #include "util/rdma-plan.h"
 
 #define STAGE_BYTES (8u << 20)
@@ -789,8 +790,6 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	uint64_t t0 = mc_now_ns();
 	char *lbuf = NULL;
 	uint64_t off = 0, n = 0;
-	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
-		  MC_TRANSPORT_RDMA, len, t->node->endpoint);
 	while (off < len && rc == 0) {
 		n = mr ? len : (len - off < STAGE_BYTES ? len - off : STAGE_BYTES);
 		char *src = (char *)buf + off;
@@ -837,8 +836,8 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		off += n;
 		mc_progress_report(pg, off);
 	}
-	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
-		  MC_TRANSPORT_RDMA, len, t->node->endpoint, rc, t0);
+	mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ, MC_TRANSPORT_RDMA,
+			 len, t->node->endpoint, rc, t0);
 	if (rc < 0)
 		peer_reset(p);		/* error completion / timeout: rebuild next time */
 	else

@@ -23,6 +23,7 @@
 #include "client/client-rdma.h"
 #include "util/clock.h"
 #include "util/probes.h"
+#include "util/xfertrace.h"
 #include "util/rdma-plan.h"
 
 #define XFER_CHUNK (16ull << 20)
@@ -190,7 +191,6 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 	r = 0;
 	uint64_t t0 = mc_now_ns();
 	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
-	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint);
 	if (t->shm) {
 		mc_shm_populate(t, len, true);
 		for (uint64_t done = 0; done < len;) {
@@ -210,7 +210,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 			*ret_sum = XXH3_64bits_digest(st);
 		XXH3_freeState(st);
 	}
-	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint, r, t0);
+	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint, r, t0);
 	return r;
 }
 
@@ -260,7 +260,6 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	r = 0;
 	t0 = mc_now_ns();
 	tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
-	MC_PROBE5(transfer__start, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint);
 	if (t->disk_key.len) {
 		r = disk_read(t, buf, len, st, pg);
 	} else if (t->shm) {
@@ -276,7 +275,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	} else {
 		r = tcp_move(c, t, false, buf, len, st, pg);
 	}
-	MC_PROBE7(transfer__done, MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
+	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
 done:;
 	uint64_t sum = XXH3_64bits_digest(st);
 	XXH3_freeState(st);

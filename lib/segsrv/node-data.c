@@ -4,6 +4,7 @@
 
 #include "segsrv/node-data.h"
 #include "util/probes.h"
+#include "util/xfertrace.h"
 
 _Static_assert(MC_PROTO_MAX_GRANT == MC_GRANT_MAX_LEN, "proto.def's grant limit is util/grant.h's");
 _Static_assert(MC_PROTO_GRANT_KEY == MC_GRANT_KEY_LEN, "proto.def's key length is util/grant.h's");
@@ -33,9 +34,8 @@ static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 	if (q->length != call->hdr->attach_len)
 		return MC_ERR_INVALID_PARAMS;
 	int r = mc_node_data_check(ctx, MC_GRANT_WRITE, q->segment_id, q->offset, q->length, q->grant, &g);
-	MC_PROBE5(transfer__start, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL);
 	if (r < 0) {
-		MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
+		mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
 		return r;
 	}
 	*dst = g->base + q->offset;
@@ -46,7 +46,7 @@ static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 static int h_data_write(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_msg_data_write_req *q = call->req;
-	MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, 0, 0);
+	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, 0, 0);
 	return 0;
 }
 
@@ -58,7 +58,7 @@ static int h_data_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 	if (r == 0 && q->length > MC_PROTO_MAX_ATTACH)
 		r = MC_ERR_TOO_LARGE;
 	/* The reply is sent after the handler returns: the node's view of a read is its lookup. */
-	MC_PROBE7(transfer__done, MC_SIDE_NODE, MC_XFER_READ, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
+	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_READ, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
 	if (r < 0)
 		return r;
 	call->resp_attach->iov_base = g->base + q->offset;

@@ -31,8 +31,7 @@
 #include "mctrace/transfer.skel.h"
 
 const char *const mctrace_probe_names[] = {
-	"all", "lease__grant", "evict", "put__start", "put__end", "put__revoke", "transfer__start",
-	"transfer__done", NULL,
+	"all", "lease__batch", "evict", "put__batch", "transfer__batch", NULL,
 };
 
 struct file_id {
@@ -324,7 +323,7 @@ int mctrace_attach_path(struct mctrace *t, const char *path, char *err, size_t e
 		bpf_object__for_each_program(p, t->objs[i]) {
 			if (bpf_program__type(p) != BPF_PROG_TYPE_KPROBE)
 				continue;   /* USDT programs are uprobes */
-			/* program lease_grant -> probe lease__grant */
+			/* program lease_batch -> probe lease__batch */
 			char probe[64];
 			const char *pn = bpf_program__name(p), *us = strchr(pn, '_');
 			if (us)

@@ -35,11 +35,9 @@
 #include "trace/mooncake-trace.h"
 
 #define MCTRACE_DEFAULT_PIN_PATH "/sys/fs/bpf/mooncake"
-/* Every probe but transfer__start: each attached probe costs a trap per
- * pass (about 2 us on small VMs), and transfer__done carries the client's
- * start time.  Without transfer__start there are no "started" counts and
- * no node-side write durations. */
-#define MCTRACE_DEFAULT_PROBES "lease__grant,evict,put__start,put__end,put__revoke,transfer__done"
+/* Every probe: the per-operation ones come in groups (util/tracebuf.h), so
+ * attaching all of them costs a fraction of a uprobe trap per operation. */
+#define MCTRACE_DEFAULT_PROBES "lease__batch,evict,put__batch,transfer__batch"
 /* What struct mctrace_opts.probes may list: "all", then every probe
  * (lib/util/probes.h); NULL-terminated. */
 extern const char *const mctrace_probe_names[];

@@ -15,7 +15,6 @@
  *   evict_tenants  HASH u32 tenant slot -> struct mc_evict_stats
  *   put_stats      ARRAY[1]  -> struct mc_put_stats
  *   transfer_stats HASH struct mc_xfer_key -> struct mc_xfer_stats
- *   transfer_starts LRU_HASH u32 tid -> u64 ns   (node side: start times)
  *   tcp_retrans    HASH struct mc_tcp_key -> u64 retransmitted segments
  *   recent_events  ARRAY[MC_RECENT] -> struct mc_event, written round robin;
  *                  recent_events_pos ARRAY[1] -> u64 events written so far
@@ -89,6 +88,41 @@ struct mc_xfer_stats {
 	__u64 timed;		/* observations in dur_us */
 	__u64 dur_us_sum;
 	struct mc_hist dur_us;
+};
+
+/* The *__batch probes (lib/util/tracebuf.h) pass up to MC_TRACE_BATCH
+ * records, read from the traced process by the programs. */
+#define MC_TRACE_BATCH 32
+
+/* transfer__batch (lib/util/xfertrace.h). */
+struct mc_xfer_rec {
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 end_ns;
+	__u64 bytes;
+	__s32 status;		/* 0 or MC_ERR_* */
+	__u8 side, op, transport, pad;
+	char peer[MC_PEER_LEN];	/* NUL-terminated, "" when unknown */
+};
+
+/* lease__batch: a read lease granted or extended (util/probes.h). */
+struct mc_lease_rec {
+	__u32 obj_hash;
+	__u32 tenant;
+	__u64 ttl_ms;
+	__u64 prev_ms;
+	__u64 now_ms;
+};
+
+/* put__batch: up to MC_TRACE_BATCH of PutStart / PutEnd / PutRevoke. */
+struct mc_put_rec {
+	__u32 kind;		/* MC_PUT_REC_* */
+	__u32 obj_hash;
+	__u32 tenant;
+	__u32 replicas;		/* start */
+	__s32 status;		/* start: 0 or MC_ERR_* */
+	__u32 pad;
+	__u64 size;
+	__u64 dur_ms;		/* end: PutEnd - PutStart */
 };
 
 struct mc_tcp_key {

@@ -7,48 +7,50 @@
  * (loads of fields already at hand): they are evaluated on every pass.
  *
  * Names keep the double underscore of the dtrace convention
- * (attach to "lease__grant").  Types are what the probe passes; integer
+ * (attach to "lease__batch").  Types are what the probe passes; integer
  * arguments are widened to 64-bit registers.  BPF programs in bpf/ read
  * them in this order (lib/trace/mooncake-trace.h holds the enums).
  *
  *   probe (where)                      arguments
  *   ---------------------------------- ------------------------------------------------
- *   lease__grant (master)              u32 obj_hash, u32 tenant, u64 ttl_ms,
- *                                      u64 prev_ms, u64 now_ms
- *       a read lease is granted or extended (GetReplicaList, ExistKey).
- *       prev_ms is the object's previous lease deadline (or, if it never
- *       had one, the time of its last write); the lease is new when
- *       prev_ms <= now_ms.  Leases are deadlines in the master: nothing runs
- *       when one lapses, so expiry is derived by the tracer from the
- *       deadline (now_ms + ttl_ms) in the master's clock (CLOCK_MONOTONIC).
+ *   lease__batch (master)              u32 count, const struct mc_lease_rec *recs
+ *       count read leases granted or extended (GetReplicaList, ExistKey),
+ *       each {obj_hash, tenant, ttl_ms, prev_ms, now_ms}.  prev_ms is the
+ *       object's previous lease deadline (or, if it never had one, the
+ *       time of its last write); the lease is new when prev_ms <= now_ms.
+ *       Leases are deadlines in the master: nothing runs when one lapses,
+ *       so expiry is derived by the tracer from the deadline (now_ms +
+ *       ttl_ms) in the master's clock (CLOCK_MONOTONIC).
+ *   put__batch (master)                u32 count, const struct mc_put_rec *recs
+ *       count writes' steps, each {kind, obj_hash, tenant, replicas,
+ *       status, size, dur_ms}: kind MC_PUT_REC_START, PutStart answered
+ *       (status 0 or a negative MC_ERR_*; single and batch); _END, PutEnd
+ *       completed a write (dur_ms = PutEnd - PutStart); _REVOKE, PutRevoke
+ *       dropped a write in progress.
  *   evict (master)                     u32 obj_hash, u32 tenant, u64 bytes, u32 reason
  *       an object is evicted; bytes = size x replicas; reason is enum
  *       mc_evict_reason (below): 0 watermark (the background tick), 1 put (a
  *       PutStart needed room), 2 quota (the tenant's own objects made room
  *       under its quota), 3 admin (an evict request).
- *   put__start (master)                u32 obj_hash, u32 tenant, u64 size,
- *                                      u32 replicas, s32 status
- *       PutStart answered (status 0 or a negative MC_ERR_*), single and batch.
- *   put__end (master)                  u32 obj_hash, u32 tenant, u64 size, u64 dur_ms
- *       PutEnd completed a write; dur_ms = PutEnd - PutStart.
- *   put__revoke (master)               u32 obj_hash, u32 tenant, u64 size
- *       PutRevoke dropped a write in progress.
- *   transfer__start (libmooncake, node) u32 side, u32 op, u32 transport, u64 bytes,
- *                                      const char *peer
- *   transfer__done (libmooncake, node) u32 side, u32 op, u32 transport, u64 bytes,
- *                                      const char *peer, s32 status, u64 start_ns
- *       the bytes of one replica moved (or failed).  side MC_SIDE_*:
- *       0 client (libmooncake), 1 node; op MC_XFER_*: 1 write (put), 2 read
- *       (get); transport enum mc_transport: 0 tcp, 1 rdma, 2 shm
- *       (co-located memcpy);
- *       peer: NUL-terminated node endpoint "host:port" on the client side,
- *       NULL on the node side; status 0 or a negative MC_ERR_*; start_ns:
- *       CLOCK_MONOTONIC ns at transfer__start, or 0 when the probe site does
- *       not know it (the node: the tracer pairs start and done by thread).
+ *   transfer__batch (libmooncake, node) u32 count, const struct mc_xfer_rec *recs
+ *       count finished transfers, each {start_ns, end_ns, bytes, status,
+ *       side, op, transport, peer}: the bytes of one replica moved (or
+ *       failed).  side MC_SIDE_*: 0 client (libmooncake), 1 node (the
+ *       node, and a client's contributed segment); op MC_XFER_*: 1 write
+ *       (put), 2 read (get); transport enum mc_transport: 0 tcp, 1 rdma,
+ *       2 shm (co-located memcpy); status 0 or a negative MC_ERR_*; times
+ *       CLOCK_MONOTONIC ns (start 0: not timed, the node's); peer: the node
+ *       endpoint "host:port" on the client side, "" on the node side.
  *
- * Which files carry which probes: the master binary (lease, evict, put),
- * the node binary (transfer, side 1), libmooncake.so.0 and every program
- * linking libmooncake.a, e.g. mooncakectl (transfer, side 0).
+ * The *__batch probes have USDT semaphores: nothing is recorded until a
+ * tracer attaches; then each thread's records go over in groups of at most
+ * MC_TRACE_BATCH, at most MC_TRACEBUF_FLUSH_MS after the first
+ * (util/tracebuf.h), since a uprobe hit costs microseconds.  The layouts
+ * of the records are in trace/mooncake-trace.h.
+ *
+ * Which files carry which probes: the master binary (lease__batch, evict,
+ * put__batch), the node binary, libmooncake.so.0 and every program linking
+ * libmooncake.a, e.g. mooncakectl (transfer__batch).
  *
  * The BPF programs include this file too (through bpf/mooncake-trace.h),
  * for the argument values only.
@@ -72,10 +74,13 @@ enum mc_evict_reason {
 };
 
 enum { MC_SIDE_CLIENT = 0, MC_SIDE_NODE = 1 };
+enum { MC_PUT_REC_START = 0, MC_PUT_REC_END = 1, MC_PUT_REC_REVOKE = 2 };
 enum { MC_XFER_WRITE = 1, MC_XFER_READ = 2 };
 /* transport: enum mc_transport (mooncake/types.h): 0 tcp, 1 rdma, 2 shm. */
 
 #ifndef __bpf__
+
+#include <stddef.h>
 
 /* "watermark", "put", "quota", "admin"; NULL past the last. */
 static inline const char *mc_evict_reason_name(unsigned reason)
@@ -100,6 +105,7 @@ static inline const char *mc_evict_reason_name(unsigned reason)
 #endif
 
 #define MC_PROBE(name) DTRACE_PROBE(mooncake, name)
+#define MC_PROBE2(name, a, b) DTRACE_PROBE2(mooncake, name, a, b)
 #define MC_PROBE3(name, a, b, c) DTRACE_PROBE3(mooncake, name, a, b, c)
 #define MC_PROBE4(name, a, b, c, d) DTRACE_PROBE4(mooncake, name, a, b, c, d)
 #define MC_PROBE5(name, a, b, c, d, e) DTRACE_PROBE5(mooncake, name, a, b, c, d, e)

@@ -6,7 +6,9 @@
 # client, against the same with no tracer (the probes are then nops).
 # Detached and attached runs alternate, RUNS of each (default 3); every
 # figure is the median.  Goal: at most 3% loss.  Prints
-# "trace <metric> <value> <unit>" and "trace loss <name> <percent>%" lines.
+# "trace <metric> <value> <unit>" and "trace loss <name> <percent>%" lines,
+# and the BPF program runs per put or get while attached
+# ("probe_hits_per_op_tcp|shm": each is a uprobe trap).
 # Needs root (uprobes); prints a reason and exits 0 otherwise.
 set -eu
 O=${O:-.output}
@@ -57,13 +59,33 @@ detach() {
 }
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# Probe hits (BPF program runs, kernel.bpf_stats_enabled) per operation:
+# the load-independent side of the cost, a uprobe hit being microseconds.
+stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null || true
+trap 'sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null || true; cleanup' EXIT
+hits() {
+	bpftool prog show -j 2>/dev/null | jq '[.[] | select(.name | test("^(lease_batch|put_batch|evict|transfer_batch)$")) | .run_cnt // 0] | add // 0' 2>/dev/null || echo 0
+}
+bench() { # bench MODE TRANSPORT [env...]: one client-bench run, its lines tagged
+	local mode=$1 t=$2 h0 h1
+	shift 2
+	h0=$(hits)
+	env "$@" "$O/tests/bench/client-bench" "$M" small "$CONC" "$SECS" | sed "s/^/$mode $t /" >"$tmp/run"
+	h1=$(hits)
+	cat "$tmp/run" >>"$tmp/out"
+	[ "$mode" = attached ] &&
+		awk -v h=$((h1 - h0)) -v s="$SECS" -v t="$t" '$4 ~ /^(put|get)4k_c[0-9]+$/ { ops += $5 * s }
+			END { if (ops > 0) printf "hits %s %.3f\n", t, h / ops }' "$tmp/run" >>"$tmp/hits"
+	return 0
+}
 : >"$tmp/out"
+: >"$tmp/hits"
 for _ in $(seq 1 "$RUNS"); do
 	for mode in detached attached; do
 		[ "$mode" = attached ] && attach
-		MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$CONC" "$SECS" |
-			sed "s/^/$mode tcp /" >>"$tmp/out"
-		"$O/tests/bench/client-bench" "$M" small "$CONC" "$SECS" | sed "s/^/$mode shm /" >>"$tmp/out"
+		bench "$mode" tcp MC_DISABLE_SHM=1
+		bench "$mode" shm
 		if [ "$mode" = attached ]; then
 			curl -sf "http://$(sed -n 's/.*ready: http on \([^ ,]*\),.*/\1/p' "$tmp/trace.log")/metrics" \
 				>"$tmp/metrics" || true
@@ -80,6 +102,9 @@ for t in tcp shm; do
 		awk -v a="$a" -v d="$d" -v n="${t}_${op}4k_c$CONC" \
 			'BEGIN { if (d > 0) printf "trace loss %s %.1f%%\n", n, (d - a) * 100 / d }'
 	done
+done
+for t in tcp shm; do
+	echo "trace probe_hits_per_op_$t $(awk -v t="$t" '$2 == t { print $3 }' "$tmp/hits" | median) hits"
 done
 # the tracer saw the traffic (otherwise the figures compare nothing)
 seen=$(awk '$1 ~ /^mooncake_trace_transfers_total/ { s += $2 } END { print s + 0 }' "$tmp/metrics")

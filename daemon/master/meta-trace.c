@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * meta-trace.c - the master's per-operation probes, in groups: lease__batch
+ * and put__batch (util/tracebuf.h; layouts in trace/mooncake-trace.h).
+ * Nothing is recorded while no tracer is attached to them.
+ */
+#include <linux/types.h>
+
+/* This file's probes have USDT semaphores (tracebuf.h). */
+#define _SDT_HAS_SEMAPHORES 1
+#include "util/probes.h"
+#include "util/tracebuf.h"
+#include "trace/mooncake-trace.h"
+#include "meta-internal.h"
+
+_Static_assert(MC_TRACE_BATCH == MC_TRACEBUF_CAP, "the BPF programs read MC_TRACE_BATCH records");
+
+MC_TRACEBUF_DEFINE(lease_kind, lease__batch, struct mc_lease_rec);
+MC_TRACEBUF_DEFINE(put_kind, put__batch, struct mc_put_rec);
+
+void meta_trace_lease(uint32_t obj_hash, uint32_t tenant, uint64_t ttl_ms, uint64_t prev_ms,
+		      uint64_t now_ms)
+{
+	if (!mc_tracebuf_on(&lease_kind))
+		return;
+	struct mc_lease_rec r = { .obj_hash = obj_hash, .tenant = tenant, .ttl_ms = ttl_ms,
+				  .prev_ms = prev_ms, .now_ms = now_ms };
+	mc_tracebuf_add(&lease_kind, &r);
+}
+
+void meta_trace_put(unsigned kind, uint32_t obj_hash, uint32_t tenant, uint64_t size,
+		    uint32_t replicas, int status, uint64_t dur_ms)
+{
+	if (!mc_tracebuf_on(&put_kind))
+		return;
+	struct mc_put_rec r = { .kind = kind, .obj_hash = obj_hash, .tenant = tenant,
+				.replicas = replicas, .status = status, .size = size,
+				.dur_ms = dur_ms };
+	mc_tracebuf_add(&put_kind, &r);
+}
