@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 struct mc_http_server {
 	struct MHD_Daemon *d;
+	pthread_rwlock_t rw;		/* routes, authorize: read by requests, written by a swap */
 	size_t max_uri, max_headers;
 	struct mc_http_route *routes;
 	size_t nroutes;
@@ -287,6 +289,65 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, struct mc_http_respon
 	return ret;
 }
 
+/* A whole request: its route, authorize, the handler (under rw, read). */
+static enum MHD_Result dispatch(struct mc_http_server *s, struct MHD_Connection *c,
+				const char *url, const char *method, struct req_state *st)
+{
+	struct mc_http_response resp = { 0 };
+	const struct mc_http_route *hit = NULL;
+	bool path_known = false;
+	char allow[128] = "";
+	struct mc_http_str raw[MC_HTTP_MAX_PARAMS];
+	unsigned nraw = 0;
+	for (size_t i = 0; i < s->nroutes; i++) {
+		const struct mc_http_route *rt = &s->routes[i];
+		unsigned n;
+		if (!route_match(rt->path, url, raw, &n))
+			continue;
+		path_known = true;
+		if (!strcmp(rt->method, method) ||
+		    (!strcmp(method, "HEAD") && !strcmp(rt->method, "GET"))) {
+			hit = rt;
+			nraw = n;
+			break;
+		}
+		size_t l = strlen(allow);
+		if (!strstr(allow, rt->method))
+			snprintf(allow + l, sizeof(allow) - l, "%s%s", l ? ", " : "", rt->method);
+	}
+	if (!hit) {
+		char msg[300];
+		if (path_known) {
+			snprintf(msg, sizeof(msg), "method %.20s not allowed on %.200s", method, url);
+			mc_http_error(&resp, MHD_HTTP_METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", msg);
+			return send_resp(c, &resp, allow);
+		}
+		snprintf(msg, sizeof(msg), "no such path: %.200s", url);
+		mc_http_error(&resp, MHD_HTTP_NOT_FOUND, "NOT_FOUND", msg);
+		return send_resp(c, &resp, NULL);
+	}
+	struct mc_http_request req = {
+		.method = method, .path = url, .body = mc_wbuf_cstr(&st->body),
+		.body_len = st->body.len, .nparams = nraw, .conn = c,
+	};
+	if (!req.body)
+		return MHD_NO;
+	if (!decode_request(st, c, &req, raw)) {
+		if (!st->dec)
+			return MHD_NO;
+		mc_http_error(&resp, 400, "BAD_REQUEST", "bad percent-encoding in the URL");
+		return send_resp(c, &resp, NULL);
+	}
+	if (st->too_many) {
+		mc_http_error(&resp, 400, "BAD_REQUEST", "too many query arguments");
+		return send_resp(c, &resp, NULL);
+	}
+	if (s->authorize && !s->authorize(s->authorize_ctx, &req, &resp))
+		return send_resp(c, &resp, NULL);
+	hit->fn(hit->ctx, &req, &resp);
+	return send_resp(c, &resp, NULL);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version,
 				  const char *upload, size_t *upload_size, void **con_cls)
@@ -344,58 +405,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return send_resp(c, &resp, NULL);
 	}
 
-	const struct mc_http_route *hit = NULL;
-	bool path_known = false;
-	char allow[128] = "";
-	struct mc_http_str raw[MC_HTTP_MAX_PARAMS];
-	unsigned nraw = 0;
-	for (size_t i = 0; i < s->nroutes; i++) {
-		const struct mc_http_route *rt = &s->routes[i];
-		unsigned n;
-		if (!route_match(rt->path, url, raw, &n))
-			continue;
-		path_known = true;
-		if (!strcmp(rt->method, method) ||
-		    (!strcmp(method, "HEAD") && !strcmp(rt->method, "GET"))) {
-			hit = rt;
-			nraw = n;
-			break;
-		}
-		size_t l = strlen(allow);
-		if (!strstr(allow, rt->method))
-			snprintf(allow + l, sizeof(allow) - l, "%s%s", l ? ", " : "", rt->method);
-	}
-	if (!hit) {
-		char msg[300];
-		if (path_known) {
-			snprintf(msg, sizeof(msg), "method %.20s not allowed on %.200s", method, url);
-			mc_http_error(&resp, MHD_HTTP_METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", msg);
-			return send_resp(c, &resp, allow);
-		}
-		snprintf(msg, sizeof(msg), "no such path: %.200s", url);
-		mc_http_error(&resp, MHD_HTTP_NOT_FOUND, "NOT_FOUND", msg);
-		return send_resp(c, &resp, NULL);
-	}
-	struct mc_http_request req = {
-		.method = method, .path = url, .body = mc_wbuf_cstr(&st->body),
-		.body_len = st->body.len, .nparams = nraw, .conn = c,
-	};
-	if (!req.body)
-		return MHD_NO;
-	if (!decode_request(st, c, &req, raw)) {
-		if (!st->dec)
-			return MHD_NO;
-		mc_http_error(&resp, 400, "BAD_REQUEST", "bad percent-encoding in the URL");
-		return send_resp(c, &resp, NULL);
-	}
-	if (st->too_many) {
-		mc_http_error(&resp, 400, "BAD_REQUEST", "too many query arguments");
-		return send_resp(c, &resp, NULL);
-	}
-	if (s->authorize && !s->authorize(s->authorize_ctx, &req, &resp))
-		return send_resp(c, &resp, NULL);
-	hit->fn(hit->ctx, &req, &resp);
-	return send_resp(c, &resp, NULL);
+	pthread_rwlock_rdlock(&s->rw);
+	enum MHD_Result r = dispatch(s, c, url, method, st);
+	pthread_rwlock_unlock(&s->rw);
+	return r;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -460,6 +473,7 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 	}
 	if (cfg->nroutes)
 		memcpy(s->routes, cfg->routes, cfg->nroutes * sizeof(*s->routes));
+	pthread_rwlock_init(&s->rw, NULL);
 	s->max_body = cfg->max_body ? cfg->max_body : 1 << 20;
 	size_t pool = cfg->conn_memory ? cfg->conn_memory : 64 * 1024;
 	s->max_uri = pool / 2;
@@ -491,6 +505,7 @@ int mc_http_server_start(const struct mc_http_server_config *cfg, struct mc_http
 				MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;	/* MHD logged why, through s->log */
+		pthread_rwlock_destroy(&s->rw);
 		free(s->routes);
 		free(s);
 		return mc_err_from_errno(e);
@@ -511,7 +526,29 @@ struct mc_http_server *mc_http_server_stop(struct mc_http_server *s)
 	if (!s)
 		return NULL;
 	MHD_stop_daemon(s->d);
+	pthread_rwlock_destroy(&s->rw);
 	free(s->routes);
 	free(s);
 	return NULL;
+}
+
+int mc_http_server_swap(struct mc_http_server *s, const struct mc_http_route *routes,
+			size_t nroutes, mc_http_authorize_fn authorize, void *authorize_ctx)
+{
+	if (!s || (nroutes && !routes))
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_http_route *r = calloc(nroutes ? nroutes : 1, sizeof(*r));
+	if (!r)
+		return MC_ERR_NO_MEMORY;
+	if (nroutes)
+		memcpy(r, routes, nroutes * sizeof(*r));
+	pthread_rwlock_wrlock(&s->rw);	/* waits for the requests in their handlers */
+	struct mc_http_route *old = s->routes;
+	s->routes = r;
+	s->nroutes = nroutes;
+	s->authorize = authorize;
+	s->authorize_ctx = authorize_ctx;
+	pthread_rwlock_unlock(&s->rw);
+	free(old);
+	return 0;
 }

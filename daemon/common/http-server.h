@@ -137,6 +137,14 @@ uint16_t mc_http_server_port(const struct mc_http_server *s);
 /* Stops the threads and frees; NULL is fine.  Returns NULL. */
 struct mc_http_server *mc_http_server_stop(struct mc_http_server *s);
 
+/* Serves other routes (copied) and authorize on the same listening socket,
+ * with no moment where connections are refused: requests already in a
+ * handler finish first (the swap waits for them), later ones see the new
+ * routes.  The old routes' contexts may be freed once it returns.  0,
+ * MC_ERR_INVALID_PARAMS or MC_ERR_NO_MEMORY (the old routes stay). */
+int mc_http_server_swap(struct mc_http_server *s, const struct mc_http_route *routes,
+			size_t nroutes, mc_http_authorize_fn authorize, void *authorize_ctx);
+
 /* Helpers for handlers: a JSON error body ({"error":{"code","message"}}). */
 void mc_http_error(struct mc_http_response *resp, unsigned status, const char *code,
 		   const char *message);

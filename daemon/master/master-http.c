@@ -295,6 +295,20 @@ static bool authorize(void *ctx, const struct mc_http_request *req, struct mc_ht
 		mc_http_error(resp, 503, "NOT_LEADER", msg);
 		return false;
 	}
+	/* A leader unsure of its lease (oplog = etcd: no renewal got through
+	 * for as long as the lease could lapse) may have been replaced: its
+	 * store may be stale.  As on RPC, it serves nothing but /health and
+	 * /metrics until a renewal gets through. */
+	if (h->cfg.oplog && !mc_oplog_leads(h->cfg.oplog) && strcmp(req->path, "/health") &&
+	    strcmp(req->path, "/metrics")) {
+		char why[256] = "", msg[400];
+		if (!mc_oplog_failed(h->cfg.oplog, why, sizeof(why)))
+			snprintf(why, sizeof(why), "its lease is not renewed");
+		snprintf(msg, sizeof(msg), "this master is not sure it still leads (%s): another "
+			 "master may lead; ask it", why);
+		mc_http_error(resp, 503, "NOT_LEADER", msg);
+		return false;
+	}
 	if (h->cfg.tokens)
 		return authorize_tenants(h, req, resp);
 	/* the snapshot file is all metadata at once: an admin's only */
@@ -605,6 +619,12 @@ static HTTP_HANDLER(http_health)
 
 int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_master_http **ret)
 {
+	return mc_master_http_start_on(cfg, NULL, ret);
+}
+
+int mc_master_http_start_on(const struct mc_master_http_config *cfg, struct mc_http_server *srv,
+			    struct mc_master_http **ret)
+{
 	struct mc_master_http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return MC_ERR_NO_MEMORY;
@@ -657,7 +677,13 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 		.log = cfg->log,
 		.log_ctx = cfg->log_ctx,
 	};
-	int r = mc_http_server_start(&hcfg, &h->srv);
+	int r;
+	if (srv) {	/* its socket stays; our routes replace the ones it served */
+		h->srv = srv;
+		r = mc_http_server_swap(srv, routes, hcfg.nroutes, authorize, h);
+	} else {
+		r = mc_http_server_start(&hcfg, &h->srv);
+	}
 	if (r < 0) {
 		free(h->token);
 		free(h);
@@ -677,7 +703,19 @@ struct mc_master_http *mc_master_http_stop(struct mc_master_http *h)
 	if (!h)
 		return NULL;
 	mc_http_server_stop(h->srv);
-	free(h->token);
-	free(h);
+	return mc_master_http_forget(h);
+}
+
+struct mc_http_server *mc_master_http_server(const struct mc_master_http *h)
+{
+	return h ? h->srv : NULL;
+}
+
+struct mc_master_http *mc_master_http_forget(struct mc_master_http *h)
+{
+	if (h) {
+		free(h->token);
+		free(h);
+	}
 	return NULL;
 }

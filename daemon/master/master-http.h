@@ -70,6 +70,16 @@ int mc_master_http_start(const struct mc_master_http_config *cfg, struct mc_mast
 uint16_t mc_master_http_port(const struct mc_master_http *h);
 /* NULL is fine; returns NULL. */
 struct mc_master_http *mc_master_http_stop(struct mc_master_http *h);
+/* The same API on a server already listening (srv: taken over, stopped by
+ * mc_master_http_stop): its routes are swapped for ours on the live
+ * socket (mc_http_server_swap), so no connection is refused meanwhile. */
+struct mc_http_server;
+int mc_master_http_start_on(const struct mc_master_http_config *cfg, struct mc_http_server *srv,
+			    struct mc_master_http **ret);
+/* The server h serves on, and h freed without stopping it: once another
+ * API's routes replaced h's on it (mc_master_http_start_on).  Returns NULL. */
+struct mc_http_server *mc_master_http_server(const struct mc_master_http *h);
+struct mc_master_http *mc_master_http_forget(struct mc_master_http *h);
 
 /* Reads the token file: its content minus trailing CR/LF.  0 and a malloc'd
  * *ret, or MC_ERR_* with a message in err (missing, unreadable, empty, over

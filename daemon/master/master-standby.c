@@ -136,12 +136,15 @@ int mc_master_standby_serve(struct mc_master_standby *s, struct mc_meta *meta)
 	if (!s->have_hcfg)
 		return 0;
 	pthread_mutex_lock(&s->http_mu);
-	s->srv = mc_http_server_stop(s->srv);
-	s->mh = mc_master_http_stop(s->mh);
 	s->hcfg.meta = meta;
-	/* the port was ours a moment ago: a few tries */
-	for (int i = 0; i < 50 && (r = mc_master_http_start(&s->hcfg, &s->mh)) < 0; i++)
-		usleep(20000);
+	/* the new store's routes on the live socket (never refusing a
+	 * connection meanwhile); the old API is freed once they replaced it */
+	struct mc_master_http *old = s->mh;
+	struct mc_http_server *srv = s->srv ? s->srv : mc_master_http_server(old);
+	if ((r = mc_master_http_start_on(&s->hcfg, srv, &s->mh)) == 0) {
+		mc_master_http_forget(old);
+		s->srv = NULL;
+	}
 	pthread_mutex_unlock(&s->http_mu);
 	return r;
 }
@@ -201,6 +204,13 @@ void mc_master_standby_rpc(struct mc_master_standby *s, const struct mc_rpc_serv
 	snprintf(s->rpc_self, sizeof(s->rpc_self), "%s", self);
 }
 
+static void standby_free(struct mc_master_standby *s)
+{
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->http_mu);
+	free(s);
+}
+
 void mc_master_standby_stop(struct mc_master_standby *s)
 {
 	if (!s)
@@ -208,7 +218,28 @@ void mc_master_standby_stop(struct mc_master_standby *s)
 	mc_rpc_server_stop(s->rpc);
 	mc_http_server_stop(s->srv);
 	mc_master_http_stop(s->mh);
-	pthread_mutex_destroy(&s->mu);
-	pthread_mutex_destroy(&s->http_mu);
-	free(s);
+	standby_free(s);
+}
+
+void mc_master_standby_stop_rpc(struct mc_master_standby *s)
+{
+	if (s)
+		s->rpc = mc_rpc_server_stop(s->rpc);
+}
+
+int mc_master_standby_handover(struct mc_master_standby *s,
+			       const struct mc_master_http_config *cfg,
+			       struct mc_master_http **ret)
+{
+	pthread_mutex_lock(&s->http_mu);
+	struct mc_http_server *srv = s->srv ? s->srv : mc_master_http_server(s->mh);
+	int r = mc_master_http_start_on(cfg, srv, ret);
+	pthread_mutex_unlock(&s->http_mu);
+	if (r < 0)
+		return r;
+	/* the server is the leader's now; our routes are gone from it */
+	mc_rpc_server_stop(s->rpc);
+	mc_master_http_forget(s->mh);
+	standby_free(s);
+	return 0;
 }

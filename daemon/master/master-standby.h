@@ -2,7 +2,8 @@
 /*
  * master-standby.h - the admin port of a master that waits to lead
  * (oplog = etcd): GET /health only, from the election's state, until the
- * master leads and its real HTTP server (master-http.h) takes the port.
+ * master leads and its real REST API (master-http.h) takes the port over
+ * (mc_master_standby_handover: on the same socket, never refusing).
  * Once the standby has a warm store, the port serves it instead
  * (mc_master_standby_serve: the REST API's GETs, read-only).
  *
@@ -52,5 +53,16 @@ void mc_master_standby_rpc(struct mc_master_standby *s, const struct mc_rpc_serv
 			   const char *self);
 /* NULL is fine. */
 void mc_master_standby_stop(struct mc_master_standby *s);
+/* Elected: the RPC port goes (the leader's takes it); the admin port
+ * stays, serving the store (or /health) until the leader's REST API
+ * replaces it on the live socket (mc_master_standby_handover). */
+void mc_master_standby_stop_rpc(struct mc_master_standby *s);
+/* The leader's REST API (cfg) on the standby's admin port, with no moment
+ * of refused connections (mc_master_http_start_on); then frees s.  0, or
+ * an error (s stays: stop it). */
+struct mc_master_http;
+int mc_master_standby_handover(struct mc_master_standby *s,
+			       const struct mc_master_http_config *cfg,
+			       struct mc_master_http **ret);
 
 #endif

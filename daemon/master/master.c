@@ -35,8 +35,9 @@
  *                  it settled (parked replies, rpc-server.h); HTTP threads
  *                  block in mc_oplog_wait_durable()
  *                  before replying to a mutation, holding no lock.
- *                  oplog = etcd: a flusher (one etcd transaction per batch)
- *                  and a lease keeper (oplog-etcd*.c); when the lease is
+ *                  oplog = etcd: etcd_pipeline flushers (one etcd
+ *                  transaction per batch each, on its own connection) and
+ *                  a lease keeper (oplog-etcd*.c); when the lease is
  *                  lost, deposed() sets a flag that a 100 ms timer of the
  *                  main loop reads: it stops the daemon (exit 1).
  *   (standby)      oplog = etcd, while waiting to lead (master-standby.c):
@@ -48,7 +49,10 @@
  *                  etcd, applies it to its own store, bootstraps from the
  *                  leader's snapshot over HTTP.  Once elected: the
  *                  follower is stopped (its store handed over), then the
- *                  standby servers, then the rest starts as above.
+ *                  standby's RPC server; the rest starts as above, and the
+ *                  leader's REST API takes the standby's HTTP server over
+ *                  (its routes swapped on the live socket: the admin port
+ *                  never refuses a connection).
  *
  * Startup: open the oplog (cutting a torn tail, refusing a damaged log:
  * --repair, master-repair.c; oplog = etcd: the election, blocking while a
@@ -116,6 +120,7 @@ struct master_config {
 	char *cluster_id;
 	uint64_t etcd_lease_ttl_s;
 	uint64_t etcd_standby_lag;
+	uint64_t etcd_pipeline;
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;
@@ -195,6 +200,10 @@ static const struct mc_option options[] = {
 	  "(each publishes what it has applied) within this many records of the snapshot; one "
 	  "further behind is left behind and bootstraps again from a snapshot; 0: compact at once",
 	  .unit = "records"),
+	O(etcd_pipeline, MC_OPT_U64, "3",
+	  "with oplog = etcd: transactions in flight at once, each on its own connection; they "
+	  "may commit out of order, records are acknowledged in order (1: one at a time)",
+	  .min = 1, .max = MC_OPLOG_ETCD_PIPELINE_MAX),
 	O(oplog_sync, MC_OPT_BOOL, "true",
 	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once and "
 	  "fsync in the background (faster; a machine crash may lose the last acknowledged changes, "
@@ -397,7 +406,7 @@ static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
 		.sync = c->oplog_sync, .log = mc_log_cb, .cancelled = stop_pending,
 		.deposed = on_deposed, .waiting = on_waiting, .applied = follow_applied,
-		.standby_lag = c->etcd_standby_lag, .ctx = m,
+		.standby_lag = c->etcd_standby_lag, .pipeline = (unsigned)c->etcd_pipeline, .ctx = m,
 	};
 	m->follow = f;
 	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,
@@ -413,9 +422,14 @@ static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 		mc_master_follow_get_stats(f, &fst);
 	m->follow = NULL;
 	mc_master_follow_stop(f, &meta, &seq);	/* no on_store after it */
-	mc_master_standby_stop(m->standby);
-	m->standby = NULL;
+	/* The RPC port goes to the leader's server; the admin port keeps
+	 * serving the warm store until the leader's REST API takes it over
+	 * (master_start: no moment of refused connections).  Without the
+	 * store, it goes now. */
+	mc_master_standby_stop_rpc(m->standby);
 	if (r < 0 || !meta) {
+		mc_master_standby_stop(m->standby);
+		m->standby = NULL;
 		mc_meta_free(meta);
 		return r;
 	}
@@ -423,6 +437,8 @@ static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 	if ((r = mc_meta_replay(meta, m->oplog, seq, &st)) < 0) {
 		log_warning("promotion: the warm store (up to %llu) cannot be used: %s; recovering "
 			    "from the snapshots", (unsigned long long)seq, mc_strerror(r));
+		mc_master_standby_stop(m->standby);	/* it serves meta */
+		m->standby = NULL;
 		mc_meta_free(meta);
 		return 0;
 	}
@@ -668,7 +684,12 @@ static int master_start(struct master *m)
 		.snapshot_list = mc_snapshot_list_json, .snapshot_take = mc_snapshot_take_json,
 		.snapshot_open = snapshot_open, .snapshot_ctx = m->snaps,
 	};
-	if ((r = mc_master_http_start(&hcfg, &m->http)) < 0) {
+	/* a promoted standby's admin port is taken over on its live socket */
+	if (m->standby && mc_master_standby_handover(m->standby, &hcfg, &m->http) < 0)
+		mc_master_standby_stop(m->standby);
+	m->standby = NULL;	/* handed over, or stopped */
+	r = m->http ? 0 : mc_master_http_start(&hcfg, &m->http);
+	if (r < 0) {
 		log_error("cannot serve http on %s:%llu: %s", c->http_address,
 			  (unsigned long long)c->http_port, mc_strerror(r));
 		return r;
@@ -684,6 +705,7 @@ static void master_free(struct master *m)
 {
 	if (!m)
 		return;
+	mc_master_standby_stop(m->standby);	/* (still serving m->meta) */
 	mc_master_http_stop(m->http);
 	if (m->metrics) {
 		mc_master_metrics_set_server(m->metrics, NULL);

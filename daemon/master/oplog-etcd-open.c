@@ -36,7 +36,10 @@ static void sleep_ms(uint64_t ms)
 
 void oploge_free(struct elog *l)
 {
-	mc_etcd_free(l->ew);
+	for (unsigned i = 0; i < l->cfg.pipeline; i++) {
+		mc_etcd_free(l->fl[i].ew);
+		mc_wbuf_free(&l->fl[i].b.buf);
+	}
 	mc_etcd_free(l->ek);
 	mc_etcd_free(l->eo);
 	pthread_mutex_destroy(&l->mu);
@@ -46,7 +49,6 @@ void oploge_free(struct elog *l)
 	pthread_cond_destroy(&l->space_cv);
 	pthread_cond_destroy(&l->keep_cv);
 	mc_wbuf_free(&l->cur.buf);
-	mc_wbuf_free(&l->out.buf);
 	free(l->keys);
 	free(l->endpoints);
 	free(l->leader_value);
@@ -238,6 +240,102 @@ static int campaign(struct elog *l)
 /* ---- loading ------------------------------------------------------------------------------ */
 
 /* The first seqs of every batch key, and P compacted. */
+/* Deletes the batch keys keys[from..nkeys) in one transaction fenced on
+ * our leader key: 0, MC_ERR_ETCD_TRANSACTION_FAIL (not the leader),
+ * or an etcd error. */
+static int drop_keys(struct elog *l, size_t from)
+{
+	char k[ETCD_KEY_MAX];
+	size_t kn = oploge_key(l, k, "leader");
+	json_t *ops = json_array(), *ans = NULL;
+	json_t *req = json_pack("{s:[{s:o, s:s, s:s, s:I}], s:o}", "compare", "key",
+				mc_etcd_b64(k, kn), "target", "CREATE", "result", "EQUAL",
+				"create_revision", (json_int_t)l->leader_rev, "success", ops);
+	if (!req)
+		return MC_ERR_NO_MEMORY;
+	for (size_t i = from; i < l->nkeys; i++) {
+		kn = oploge_batch_key(l, k, l->keys[i]);
+		json_array_append_new(ops, json_pack("{s:{s:o}}", "requestDeleteRange", "key",
+						     mc_etcd_b64(k, kn)));
+	}
+	int r = mc_etcd_call(l->eo, "/v3/kv/txn", req, &ans);
+	json_decref(req);
+	if (!r && !json_is_true(json_object_get(ans, "succeeded")))
+		r = MC_ERR_ETCD_TRANSACTION_FAIL;
+	json_decref(ans);
+	return r;
+}
+
+/*
+ * The end of the log (load): batches commit out of order (oplog-etcd.c),
+ * so the last ones may follow a gap: a batch that never committed, its
+ * successors committed but never acknowledged (they are acknowledged in
+ * order).  Reads the last ETCD_GAP_SCAN batches (a gap can only be among
+ * the last ETCD_PIPELINE_MAX); the first batch not following its
+ * predecessor (for the log's first batch: starting past compacted + 1) and
+ * every later one are deleted (fenced on our leader key) before we append.
+ * l->next_seq gets the last seq + 1 of what is left (if anything is).
+ */
+static int tail_scan(struct elog *l, char *err, size_t errlen)
+{
+	char k[ETCD_KEY_MAX], pfx[ETCD_KEY_MAX];
+	size_t from = l->nkeys > ETCD_GAP_SCAN ? l->nkeys - ETCD_GAP_SCAN : 0, i = from, j;
+	size_t kn = oploge_batch_key(l, k, l->keys[from]), pn = oploge_key(l, pfx, "oplog/");
+	json_t *end = mc_etcd_prefix_end(pfx, pn), *ans = NULL, *kv;
+	uint64_t last = 0;
+	bool gap = false;
+	int r = range(l->eo, k, kn, end, ETCD_GAP_SCAN, false, &ans);
+	json_decref(end);
+	if (r) {
+		snprintf(err, errlen, "reading the oplog from etcd: %s", mc_etcd_error(l->eo));
+		return r;
+	}
+	json_array_foreach(json_object_get(ans, "kvs"), j, kv) {
+		uint8_t *key = NULL, *v = NULL;
+		size_t n = 0, vn = 0;
+		uint64_t first = 0;
+		if (mc_etcd_unb64(json_object_get(kv, "key"), &key, &n) ||
+		    !batch_seq(l, key, n, &first) || i >= l->nkeys || first != l->keys[i] ||
+		    mc_etcd_unb64(json_object_get(kv, "value"), &v, &vn)) {
+			snprintf(err, errlen, "batch %" PRIu64 " unreadable", i < l->nkeys ? l->keys[i] : 0);
+			r = MC_ERR_FILE_READ_FAIL;
+		} else if (i > from ? first != last + 1 : !from && first > l->compacted + 1) {
+			gap = true;	/* i and after go (from the log's very first one) */
+		} else {
+			r = oploge_parse(v, vn, first, 0, 0, NULL, NULL, &last, err, errlen);
+		}
+		free(key);
+		free(v);
+		if (r || gap)
+			break;
+		i++;
+	}
+	json_decref(ans);
+	if (r)
+		return r;
+	if (!gap && i < l->nkeys) {	/* the keys listed must all be there */
+		snprintf(err, errlen, "batch %" PRIu64 " missing", l->keys[i]);
+		return MC_ERR_FILE_READ_FAIL;
+	}
+	if (gap) {
+		if ((r = drop_keys(l, i))) {
+			snprintf(err, errlen, "removing the batches after a gap: %s",
+				 r == MC_ERR_ETCD_TRANSACTION_FAIL ? "not the leader any more" :
+				 mc_etcd_error(l->eo));
+			return r;
+		}
+		oploge_log(l, LOG_WARNING, "oplog: %zu batches from record %" PRIu64 " on followed "
+			   "a gap after record %" PRIu64 " (the last leader's, never acknowledged): "
+			   "removed", l->nkeys - i, l->keys[i], last);
+		l->nkeys = i;
+	}
+	/* (the first batch may start at or below `compacted`: a batch that
+	 * straddles the snapshot's position is kept whole) */
+	if (l->nkeys)
+		l->next_seq = last + 1;
+	return 0;
+}
+
 static int load(struct elog *l, char *err, size_t errlen)
 {
 	char k[ETCD_KEY_MAX];
@@ -289,28 +387,8 @@ static int load(struct elog *l, char *err, size_t errlen)
 	if (r)
 		goto etcd;
 	l->next_seq = l->compacted + 1;
-	if (l->nkeys) {
-		/* the last batch's last seq */
-		uint64_t last = 0, first = l->keys[l->nkeys - 1];
-		kn = oploge_batch_key(l, k, first);
-		if ((r = range(l->eo, k, kn, NULL, 0, false, &ans)))
-			goto etcd;
-		uint8_t *v = NULL;
-		size_t vn = 0;
-		kv = json_array_get(json_object_get(ans, "kvs"), 0);
-		r = kv ? mc_etcd_unb64(json_object_get(kv, "value"), &v, &vn) : MC_ERR_FILE_READ_FAIL;
-		if (!r)
-			r = oploge_parse(v, vn, first, 0, 0, NULL, NULL, &last, err, errlen);
-		else
-			snprintf(err, errlen, "batch %" PRIu64 " unreadable", first);
-		free(v);
-		json_decref(ans);
-		if (r)
-			return r;
-		/* (the first batch may start at or below `compacted`: a batch that
-		 * straddles the snapshot's position is kept whole) */
-		l->next_seq = last + 1;
-	}
+	if (l->nkeys && (r = tail_scan(l, err, errlen)))
+		return r;
 	l->durable_seq = l->done_seq = l->taken_seq = l->next_seq - 1;
 	return 0;
 etcd:
@@ -332,6 +410,13 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	l->cfg = *cfg;
 	if (!l->cfg.lease_ttl_s)
 		l->cfg.lease_ttl_s = 5;
+	if (!l->cfg.pipeline)
+		l->cfg.pipeline = 3;
+	if (l->cfg.pipeline > MC_OPLOG_ETCD_PIPELINE_MAX) {
+		free(l);
+		snprintf(err, errlen, "pipeline: 1..%d", MC_OPLOG_ETCD_PIPELINE_MAX);
+		return MC_ERR_INVALID_PARAMS;
+	}
 	l->endpoints = strdup(cfg->endpoints);
 	l->leader_value = strdup(cfg->leader_value ? cfg->leader_value : "");
 	l->prefix_len = (size_t)snprintf(l->prefix, sizeof(l->prefix), "/mooncake/%s/",
@@ -348,18 +433,24 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	pthread_cond_init(&l->keep_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	mc_wbuf_init(&l->cur.buf, ETCD_MAX_BATCH + REC_HDR_LEN);
-	mc_wbuf_init(&l->out.buf, ETCD_MAX_BATCH + REC_HDR_LEN);
+	for (unsigned i = 0; i < l->cfg.pipeline; i++) {
+		l->fl[i].l = l;
+		mc_wbuf_init(&l->fl[i].b.buf, ETCD_MAX_BATCH + REC_HDR_LEN);
+	}
 	uint32_t tmo = MC_MAX(MC_MIN(l->cfg.lease_ttl_s * 1000u / 3, 2000u), 300u);
 	int r;
 	if (!l->endpoints || !l->leader_value) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
 	}
-	if ((r = mc_etcd_new(cfg->endpoints, tmo, &l->eo)) || (r = mc_etcd_new(cfg->endpoints, tmo, &l->ek)) ||
-	    (r = mc_etcd_new(cfg->endpoints, 2 * tmo, &l->ew))) {
+	if ((r = mc_etcd_new(cfg->endpoints, tmo, &l->eo)) ||
+	    (r = mc_etcd_new(cfg->endpoints, tmo, &l->ek))) {
 		snprintf(err, errlen, "bad etcd_endpoints '%s'", cfg->endpoints);
 		goto fail;
 	}
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
+		if ((r = mc_etcd_new(cfg->endpoints, 2 * tmo, &l->fl[i].ew)))
+			goto fail;
 	if ((r = campaign(l))) {
 		snprintf(err, errlen, "cancelled while waiting to lead cluster %s", cfg->cluster_id);
 		goto fail;
@@ -389,21 +480,27 @@ int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog *
 	oploge_log(l, LOG_NOTICE, "oplog in etcd: %zu batches, records %" PRIu64 "..%" PRIu64
 		   " (compacted up to %" PRIu64 ")", l->nkeys,
 		   l->nkeys ? l->keys[0] : 0, l->next_seq - 1, l->compacted);
-	if ((r = pthread_create(&l->flusher, NULL, oploge_flusher, l))) {
-		r = MC_ERR_NO_MEMORY;
-		goto fail;
+	for (unsigned i = 0; i < l->cfg.pipeline; i++) {
+		if ((r = pthread_create(&l->fl[i].t, NULL, oploge_flusher, &l->fl[i]))) {
+			r = MC_ERR_NO_MEMORY;
+			goto fail;
+		}
+		l->fl[i].on = true;
 	}
 	l->flusher_on = true;
 	*ret = &l->base;
 	return 0;
 fail:
-	if (l->keeper_on) {
-		pthread_mutex_lock(&l->mu);
-		l->closing = true;
-		pthread_cond_broadcast(&l->keep_cv);
-		pthread_mutex_unlock(&l->mu);
+	pthread_mutex_lock(&l->mu);
+	l->closing = true;
+	pthread_cond_broadcast(&l->keep_cv);
+	pthread_cond_broadcast(&l->work_cv);
+	pthread_mutex_unlock(&l->mu);
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
+		if (l->fl[i].on)
+			pthread_join(l->fl[i].t, NULL);
+	if (l->keeper_on)
 		pthread_join(l->keeper, NULL);
-	}
 	if (l->lease && l->eo)
 		mc_etcd_lease_revoke(l->eo, l->lease);
 	oploge_free(l);

@@ -13,11 +13,15 @@
  *       after + 1, if any
  *   range([batch key(expect), end of P oplog/), limit READ_PAGE)
  * Batches must follow each other (the next one starts at the last seq +
- * 1); a batch that starts past the next expected seq is a gap: the
- * records were compacted away (`compacted` >= them: the caller bootstraps
- * again from a snapshot) or the log is damaged (MC_ERR_FILE_READ_FAIL).
+ * 1).  Records compacted away (`compacted` >= them) make the caller
+ * bootstrap again from a snapshot.  A batch that starts past the next
+ * expected seq is a gap: the leader commits several batches at once,
+ * which may land out of order (oplog-etcd.c), so the poll stops there and
+ * the next one goes on once the missing batch has committed; one that
+ * never does was never acknowledged, and the next leader deletes the
+ * batches after it (oplog-etcd-open.c, tail_scan) before it appends.
  * Every batch visible in etcd is committed (one transaction each), so a
- * poll returns only committed records.
+ * poll returns only committed records, and never one past a gap.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -120,7 +124,7 @@ static json_t *kvs_of(json_t *ans, size_t i)
 }
 
 /* One batch kv: checks it follows *expect, calls fn for its records >
- * *expect - 1.  0, 1 (a gap), or an error. */
+ * *expect - 1.  0, 1 (a gap: it starts past *expect), or an error. */
 static int one_batch(struct mc_oplog_tail *t, json_t *kv, uint64_t *expect, mc_oplog_fn fn,
 		     void *ctx, char *why, size_t whylen)
 {
@@ -203,10 +207,9 @@ int mc_oplog_tail_poll(struct mc_oplog_tail *t, uint64_t after, mc_oplog_fn fn, 
 		}
 		more = json_array_size(page) == TAIL_PAGE;
 		json_decref(ans);
-		if (r == 1) {
-			snprintf(why, sizeof(t->why), "the batch holding record %" PRIu64 " is missing "
-				 "(compacted up to %" PRIu64 ")", expect, t->compacted);
-			r = MC_ERR_FILE_READ_FAIL;
+		if (r == 1) {	/* a gap: the batch of `expect` has not committed yet */
+			r = 0;
+			more = false;
 		}
 		if (!r)
 			t->aligned = expect - 1;

@@ -33,9 +33,20 @@
  * 1.5 MiB request limit); the next batch key starts at the last seq + 1.
  *
  * Writing: appends encode into a buffer under mu, as the local backend's.
- * The flusher takes the whole buffer whenever it is idle (records that
- * arrive while a transaction is in flight form the next batch: group
- * commit without a timer) and commits it in one transaction:
+ * cfg.pipeline flusher threads, each with its own connection to etcd:
+ * an idle one takes the whole buffer (records that arrive while
+ * transactions are in flight form the next batch: group commit without a
+ * timer) and commits it in one transaction, so up to cfg.pipeline
+ * transactions are in flight.  They may be applied by etcd out of order
+ * (the JSON gateway does not keep the order of separate connections), so
+ * etcd can hold a batch whose predecessor is not committed yet: a gap.
+ * Batches are settled in the order they were taken: a record is durable
+ * (acknowledged) only once its batch and every earlier one committed; a
+ * batch that fails breaks every later one (one that committed anyway is
+ * undone and never acknowledged).  Readers stop at a gap: the standby's
+ * tail polls again (oplog-etcd-tail.c), and a new leader deletes the
+ * batches after a gap, fenced on its own leader key, before it appends
+ * (oplog-etcd-open.c, tail_scan).  Each transaction:
  *   compare: create_revision(P leader) == ours   (the fence: a deposed or
  *              paused leader's key is gone or is another's)
  *            create_revision(batch key) == 0      (never overwrite)
@@ -52,8 +63,8 @@
  * record is durable (wait_durable, poll) only once its transaction has
  * succeeded: etcd commits it to a quorum's disks before answering.
  *
- * Locks: io_mu (eo, keys[]) before mu (everything else).  The flusher
- * holds no lock while it talks to etcd.
+ * Locks: io_mu (eo, keys[]) before mu (everything else).  The flushers
+ * hold no lock while they talk to etcd.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -174,13 +185,13 @@ static bool holds_ours(json_t *resp, const json_t *b64)
 	return json_is_string(v) && json_equal(v, (json_t *)b64);
 }
 
-/* One attempt at committing b: 0 committed, 1 no answer (retry),
+/* One attempt at committing f's batch: 0 committed, 1 no answer (retry),
  * MC_ERR_ETCD_TRANSACTION_FAIL deposed (why written). */
-static int commit_once(struct elog *l, const struct batch *b, json_t *val, char *why,
+static int commit_once(struct elog *l, struct eflusher *f, json_t *val, char *why,
 		       size_t whylen)
 {
 	char lk[ETCD_KEY_MAX], bk[ETCD_KEY_MAX];
-	uint64_t first = mc_load_le64(b->buf.p + 8);
+	uint64_t first = mc_load_le64(f->b.buf.p + 8);
 	size_t lkn = oploge_key(l, lk, "leader"), bkn = oploge_batch_key(l, bk, first);
 	json_t *jl = mc_etcd_b64(lk, lkn), *jb = mc_etcd_b64(bk, bkn), *ans = NULL;
 	json_t *req = json_pack(
@@ -197,10 +208,10 @@ static int commit_once(struct elog *l, const struct batch *b, json_t *val, char 
 		snprintf(why, whylen, "out of memory");
 		return 1;
 	}
-	int r = mc_etcd_call(l->ew, "/v3/kv/txn", req, &ans);
+	int r = mc_etcd_call(f->ew, "/v3/kv/txn", req, &ans);
 	json_decref(req);
 	if (r) {
-		snprintf(why, whylen, "%s", mc_etcd_error(l->ew));
+		snprintf(why, whylen, "%s", mc_etcd_error(f->ew));
 		return 1;
 	}
 	if (json_is_true(json_object_get(ans, "succeeded"))) {
@@ -226,15 +237,16 @@ static int commit_once(struct elog *l, const struct batch *b, json_t *val, char 
 	return MC_ERR_ETCD_TRANSACTION_FAIL;
 }
 
-/* Commits l->out, retrying while etcd does not answer: 0, or deposed. */
-static int commit(struct elog *l)
+/* Commits f's batch, retrying while etcd does not answer: 0, or deposed. */
+static int commit(struct elog *l, struct eflusher *f)
 {
 	char why[256];
-	json_t *val = mc_etcd_b64(l->out.buf.p, l->out.buf.len);
+	json_t *val = mc_etcd_b64(f->b.buf.p, f->b.buf.len);
 	uint64_t backoff_ms = 50, next_log = 0, t0 = mc_now_ms();
+	uint64_t first = mc_load_le64(f->b.buf.p + 8);
 	int r;
 
-	while ((r = val ? commit_once(l, &l->out, val, why, sizeof(why)) : 1) == 1) {
+	while ((r = val ? commit_once(l, f, val, why, sizeof(why)) : 1) == 1) {
 		uint64_t now = mc_now_ms();
 		pthread_mutex_lock(&l->mu);
 		if (!l->unreachable) {
@@ -249,13 +261,13 @@ static int commit(struct elog *l)
 		if (now >= next_log) {
 			oploge_log(l, LOG_ERR, "oplog: etcd does not answer (%s): mutations are refused, "
 				   "records %" PRIu64 "..%" PRIu64 " wait for it (retrying)", why,
-				   mc_load_le64(l->out.buf.p + 8), l->out.last_seq);
+				   first, f->b.last_seq);
 			next_log = now + 10000;
 		}
 		if (give_up) {
 			snprintf(why, sizeof(why), "%.150s; given up (closing or deposed): the outcome "
 				 "of records %" PRIu64 "..%" PRIu64 " is unknown", l->why,
-				 mc_load_le64(l->out.buf.p + 8), l->out.last_seq);
+				 first, f->b.last_seq);
 			r = MC_ERR_ETCD_TRANSACTION_FAIL;
 			break;
 		}
@@ -278,9 +290,60 @@ static void tell(void *l)
 	oploge_tell(l);
 }
 
+/* Settles the batches done, in the order they were taken (under io_mu and
+ * mu): a committed batch is listed and durable unless an earlier one
+ * failed; the first failure breaks the log for every later batch (one
+ * committed anyway goes to FL_UNDO: its flusher undoes it, then it
+ * settles as failed). */
+static void settle(struct elog *l)
+{
+	bool any = false;
+	for (;;) {
+		struct eflusher *f = NULL;
+		for (unsigned i = 0; i < l->cfg.pipeline; i++)
+			if (l->fl[i].idx == l->settled_idx &&
+			    (l->fl[i].state == FL_OK || l->fl[i].state == FL_FAIL))
+				f = &l->fl[i];
+		if (!f)
+			break;
+		if (f->state == FL_OK && l->broken) {
+			/* committed after one that failed: never acknowledged (a
+			 * new leader deletes it); its flusher undoes it first */
+			f->state = FL_UNDO;
+			any = true;
+			break;
+		}
+		if (f->state == FL_OK) {
+			/* listed before it is durable: compaction relies on it */
+			if (oploge_keys_push(l, mc_load_le64(f->b.buf.p + 8)))
+				oploge_log(l, LOG_ERR, "oplog: out of memory listing a batch");
+			l->durable_seq = f->b.last_seq;
+			l->commit_ms = mc_wall_ms();
+			l->txns++;
+			if (l->unreachable)
+				oploge_log(l, LOG_NOTICE, "oplog: etcd answers again (%s); records up "
+					   "to %" PRIu64 " committed", mc_etcd_endpoint(f->ew),
+					   l->durable_seq);
+			l->unreachable = false;
+		} else {
+			l->broken = true;
+			l->lost += f->lost;
+		}
+		l->done_seq = f->b.last_seq;
+		f->state = FL_IDLE;
+		l->settled_idx++;
+		any = true;
+	}
+	if (any) {
+		pthread_cond_broadcast(&l->durable_cv);
+		pthread_cond_broadcast(&l->space_cv);
+	}
+}
+
 void *oploge_flusher(void *arg)
 {
-	struct elog *l = arg;
+	struct eflusher *f = arg;
+	struct elog *l = f->l;
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
@@ -288,48 +351,47 @@ void *oploge_flusher(void *arg)
 			pthread_cond_wait(&l->work_cv, &l->mu);
 		if (!l->cur.buf.len)
 			break;
-		struct batch t = l->out;
+		struct batch t = f->b;
 		l->taken_seq = l->cur.last_seq;
-		l->out = l->cur;
+		f->b = l->cur;
 		l->cur = t;
 		mc_wbuf_truncate(&l->cur.buf, 0);
 		l->cur.nrec = 0;
+		f->idx = l->taken_idx++;
+		f->state = FL_BUSY;
+		f->lost = 0;
 		pthread_cond_broadcast(&l->space_cv);
 		bool deposed = l->deposed;
 		pthread_mutex_unlock(&l->mu);
 
-		int r = deposed ? MC_ERR_ETCD_TRANSACTION_FAIL : commit(l);
-		uint64_t n = 0;
-		if (r) {
-			n = mc_oplog_base_undo(&l->base, l->out.buf.p, l->out.buf.len, 0);
-		} else {	/* listed before it is durable: compaction relies on it */
+		int r = deposed ? MC_ERR_ETCD_TRANSACTION_FAIL : commit(l, f);
+		uint64_t n = r ? mc_oplog_base_undo(&l->base, f->b.buf.p, f->b.buf.len, 0) : 0;
+
+		pthread_mutex_lock(&l->io_mu);
+		pthread_mutex_lock(&l->mu);
+		f->lost = n;
+		f->state = r ? FL_FAIL : FL_OK;
+		settle(l);
+		pthread_mutex_unlock(&l->io_mu);
+		while (f->state != FL_IDLE) {	/* an earlier batch settles it */
+			if (f->state != FL_UNDO) {
+				pthread_cond_wait(&l->durable_cv, &l->mu);
+				continue;
+			}
+			pthread_mutex_unlock(&l->mu);
+			n = mc_oplog_base_undo(&l->base, f->b.buf.p, f->b.buf.len, 0);
 			pthread_mutex_lock(&l->io_mu);
-			if (oploge_keys_push(l, mc_load_le64(l->out.buf.p + 8)))
-				oploge_log(l, LOG_ERR, "oplog: out of memory listing a batch");
+			pthread_mutex_lock(&l->mu);
+			f->lost = n;
+			f->state = FL_FAIL;
+			settle(l);
 			pthread_mutex_unlock(&l->io_mu);
 		}
-
-		pthread_mutex_lock(&l->mu);
-		if (r) {
-			l->lost += n;
-		} else {
-			l->durable_seq = l->out.last_seq;
-			l->commit_ms = mc_wall_ms();
-			l->txns++;
-			if (l->unreachable)
-				oploge_log(l, LOG_NOTICE, "oplog: etcd answers again (%s); records up "
-					   "to %" PRIu64 " committed", mc_etcd_endpoint(l->ew),
-					   l->durable_seq);
-			l->unreachable = false;
-		}
-		l->done_seq = l->out.last_seq;
-		l->out.nrec = 0;
-		if (l->out.buf.cap > KEEP_CAP)
-			mc_wbuf_free(&l->out.buf);
+		f->b.nrec = 0;
+		if (f->b.buf.cap > KEEP_CAP)
+			mc_wbuf_free(&f->b.buf);
 		else
-			mc_wbuf_truncate(&l->out.buf, 0);
-		pthread_cond_broadcast(&l->durable_cv);
-		pthread_cond_broadcast(&l->space_cv);
+			mc_wbuf_truncate(&f->b.buf, 0);
 		mc_oplog_base_notify(&l->base, l->deposed && !l->told, tell, l);
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -462,12 +524,13 @@ static void elog_close(struct mc_oplog *b)
 
 	pthread_mutex_lock(&l->mu);
 	l->closing = true;
-	pthread_cond_signal(&l->work_cv);
+	pthread_cond_broadcast(&l->work_cv);
 	pthread_cond_broadcast(&l->space_cv);
 	pthread_cond_broadcast(&l->keep_cv);
 	pthread_mutex_unlock(&l->mu);
-	if (l->flusher_on)
-		pthread_join(l->flusher, NULL);	/* it commits the buffer first */
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
+		if (l->fl[i].on)	/* they commit the buffer first */
+			pthread_join(l->fl[i].t, NULL);
 	if (l->keeper_on)
 		pthread_join(l->keeper, NULL);
 	/* A standby takes over at once, not after the TTL. */

@@ -16,6 +16,23 @@
 #define ETCD_MAX_BATCH	(1u << 20)	/* bytes of records in one etcd value */
 #define ETCD_MAX_RECORD	(ETCD_MAX_BATCH - REC_HDR_LEN)
 #define ETCD_KEY_MAX	320
+/* batches a new leader checks for a gap: >= any master's cfg.pipeline */
+#define ETCD_GAP_SCAN	MC_OPLOG_ETCD_PIPELINE_MAX
+
+struct elog;
+/* One flusher thread: it takes the whole append buffer as a batch, and
+ * commits it on its own connection.  b, idx and state under mu. */
+struct eflusher {
+	struct elog *l;
+	pthread_t t;
+	bool on;
+	struct mc_etcd *ew;		/* its connection */
+	struct batch b;			/* the batch taken (empty while idle) */
+	uint64_t idx;			/* its number: batches are taken 0, 1, 2... */
+	int state;			/* FL_IDLE, FL_BUSY, FL_OK, FL_FAIL, FL_UNDO */
+	uint64_t lost;			/* records its failed batch undid */
+};
+enum { FL_IDLE, FL_BUSY, FL_OK, FL_FAIL, FL_UNDO };
 
 struct elog {
 	struct mc_oplog base;
@@ -23,7 +40,6 @@ struct elog {
 	char *endpoints, *leader_value;
 	char prefix[ETCD_KEY_MAX];		/* /mooncake/<cluster_id>/ */
 	size_t prefix_len;
-	struct mc_etcd *ew;			/* the flusher's connection */
 	struct mc_etcd *ek;			/* the lease keeper's */
 	struct mc_etcd *eo;			/* open, replay, compact, resume (under io_mu) */
 	int64_t lease, leader_rev;		/* our lease, our leader key's create_revision */
@@ -31,7 +47,11 @@ struct elog {
 
 	pthread_mutex_t mu;		/* the append side, the state */
 	pthread_cond_t work_cv, durable_cv, space_cv, keep_cv;
-	struct batch cur, out;
+	struct batch cur;
+	struct eflusher fl[MC_OPLOG_ETCD_PIPELINE_MAX];	/* cfg.pipeline of them */
+	uint64_t taken_idx;		/* batches taken by flushers */
+	uint64_t settled_idx;		/* batches settled, in order (< taken_idx) */
+	bool broken;			/* a batch failed: no later one is durable */
 	uint64_t next_seq, durable_seq, done_seq, taken_seq;
 	uint64_t appended, bytes, blocked, txns, failures, lost, resumes, retries;
 	bool closing, appended_any;
@@ -43,8 +63,8 @@ struct elog {
 	uint64_t unreachable_ms;	/* when the episode began (wall) */
 	uint64_t commit_ms;		/* when the last batch's commit was answered (wall) */
 	char why[256];			/* the last etcd error, or why deposed */
-	pthread_t flusher, keeper;
-	bool flusher_on, keeper_on;
+	pthread_t keeper;
+	bool flusher_on, keeper_on;	/* flusher_on: every fl[] thread started */
 
 	pthread_mutex_t io_mu;		/* eo, keys[] (taken before mu) */
 	uint64_t *keys;			/* first seqs of the batch keys, ascending */

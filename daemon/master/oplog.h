@@ -135,8 +135,12 @@ struct mc_oplog_etcd_config {
 	 * those further behind are left behind (they bootstrap again from a
 	 * snapshot).  0: no standby holds compaction back. */
 	uint64_t standby_lag;
+	/* Transactions in flight at once (oplog-etcd.c), 1..PIPELINE_MAX;
+	 * 0: 3.  1: each batch waits for the one before. */
+	unsigned pipeline;
 	void *ctx;
 };
+#define MC_OPLOG_ETCD_PIPELINE_MAX 16
 int mc_oplog_open_etcd(const struct mc_oplog_etcd_config *cfg, struct mc_oplog **ret,
 		       char *err, size_t errlen);
 

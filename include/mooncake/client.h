@@ -116,7 +116,28 @@ struct mc_client_opts {
 	unsigned descriptor_cache_entries; /* keys cached at most, 1..262144 (memory: about
 				     2.7 KiB each, taken as slots are used); 0:
 				     $MC_CACHE_ENTRIES, else 4096 */
+	/* Failover (master a list of more than one master; see "Failover"). */
+	int failover_wait_ms;	  /* how long a call waits for a leader; 0:
+				     $MC_FAILOVER_WAIT_MS (ms), else 15000; < 0: no wait */
 };
+
+/*
+ * Failover.  With a list of masters, a call that reaches no leader (every
+ * master refuses the connection or answers NOT_LEADER: the leader died and
+ * no standby has taken over yet, or the leader is cut off from etcd) goes
+ * on down the list, again and again with a backoff (50 ms doubling to 1 s),
+ * until one leads or failover_wait_ms (default 15 s, twice the expected
+ * failover: lease TTL plus catch-up) have passed since its first miss; it
+ * then fails with the last error: NOT_LEADER (masters answered, none
+ * leads) or RPC_FAIL / RPC_TIMEOUT (none answered).  Any call retries when
+ * the master surely did not act (no connection, NOT_LEADER).  When the
+ * connection drops before the reply, only calls safe to repeat retry
+ * (reads, exist, list, query; the end or revoke of a put); the others
+ * (put start, remove, pin...) fail with RPC_FAIL at once, as the old
+ * leader may have acted.  A request that timed out (timeout_ms) is not
+ * retried.  mc_client_new() waits the same way for a leader.  One master
+ * (no list): no wait; NOT_LEADER and a stale connection are retried once.
+ */
 
 /*
  * Contributed segment (segment_size > 0): the original's model, where every

@@ -43,15 +43,22 @@ struct mc_pool {
 	char addr[MC_MAX_SEGMENT_NAME + 8];	/* host:port, or a comma-separated list (masters) */
 	unsigned cur;			/* the list's entry that answered last (atomic) */
 	int timeout_ms;
+	int failover_ms;		/* a list: how long a call waits for a leader (client-pool.c) */
 	const struct mc_rpc_cred *cred;	/* the handshake's (the client's); NULL: none */
 	struct mc_conn *idle;
 	unsigned nidle;
 };
 
-void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int timeout_ms);
+/* failover_ms: the failover wait of a list of addresses (0: none; a single
+ * address never waits). */
+void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int timeout_ms,
+		  int failover_ms);
 void mc_pool_destroy(struct mc_pool *p);
 /* A connection: an idle one, else a new one (HELLO done). */
 int mc_pool_get(struct mc_pool *p, struct mc_conn **ret);
+/* The same through the failover wait: a list with no leader yet is tried
+ * again until one leads or failover_ms pass. */
+int mc_pool_get_wait(struct mc_pool *p, struct mc_conn **ret);
 /* Gives a connection back (closed if broken or the pool is full).  NULL ok. */
 void mc_pool_put(struct mc_pool *p, struct mc_conn *cn);
 /*
@@ -59,7 +66,9 @@ void mc_pool_put(struct mc_pool *p, struct mc_conn *cn);
  * connection, which the caller gives back with mc_pool_put() once done
  * with resp (it points into the connection).  A call on a stale idle
  * connection that fails at the transport level is retried once on a new
- * connection when the op is safe to repeat.  On an error *cn may be set
+ * connection when the op is safe to repeat; NOT_LEADER once through the
+ * list.  A list of masters with failover_ms retries longer: until a leader
+ * answers or failover_ms pass (client-pool.c).  On an error *cn may be set
  * too (give it back).
  */
 int mc_pool_call(struct mc_pool *p, struct mc_conn **cn, uint16_t op, const void *req,

@@ -1,11 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* client-pool.c - mutex-protected pools of connections (see client-internal.h). */
+/*
+ * client-pool.c - mutex-protected pools of connections (see client-internal.h),
+ * and the calls through them that follow the leader through a failover.
+ *
+ * Failover (a pool of a list of masters, failover_ms > 0): a call that
+ * reaches no leader goes on down the list, with a backoff (50 ms doubling
+ * to 1 s), until failover_ms after its first miss, then fails with the
+ * last error (NOT_LEADER: a master answered that it does not lead;
+ * RPC_FAIL / RPC_TIMEOUT: none answered).  A miss is one the master surely
+ * did not act on (no connection, a connect refused, NOT_LEADER), which any
+ * op may retry, or, for an op safe to repeat only, a connection dropped
+ * before the reply.  A timeout of a sent request, and a dropped
+ * connection under an op that is not safe to repeat, are returned at once
+ * (the master may have acted).
+ */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/client-internal.h"
+#include "util/clock.h"
 
-void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int timeout_ms)
+#define BACKOFF_FIRST_MS 50u
+#define BACKOFF_MAX_MS 1000u
+
+void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int timeout_ms,
+		  int failover_ms)
 {
 	memset(p, 0, sizeof(*p));
 	pthread_mutex_init(&p->mu, NULL);
@@ -14,6 +34,7 @@ void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int time
 	memcpy(p->addr, addr, addr_len);
 	p->addr[addr_len] = 0;
 	p->timeout_ms = timeout_ms;
+	p->failover_ms = memchr(p->addr, ',', addr_len) && failover_ms > 0 ? failover_ms : 0;
 }
 
 static void conn_free(struct mc_conn *cn)
@@ -111,29 +132,90 @@ static bool repeatable(uint16_t op)
 	}
 }
 
+/* The failover wait of one call: false once it is over (or the pool has
+ * none), else after sleeping the next backoff step. */
+struct wait {
+	uint64_t deadline_ns;	/* 0: not started */
+	unsigned delay_ms;
+};
+
+static bool failover_wait(const struct mc_pool *p, struct wait *w)
+{
+	if (p->failover_ms <= 0)
+		return false;
+	uint64_t now = mc_now_ns();
+	if (!w->deadline_ns) {
+		w->deadline_ns = now + (uint64_t)p->failover_ms * 1000000u;
+		w->delay_ms = BACKOFF_FIRST_MS;
+	}
+	if (now >= w->deadline_ns)
+		return false;
+	uint64_t ns = (uint64_t)w->delay_ms * 1000000u;
+	if (ns > w->deadline_ns - now)
+		ns = w->deadline_ns - now;
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
+	nanosleep(&ts, NULL);
+	w->delay_ms = w->delay_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : w->delay_ms * 2;
+	return true;
+}
+
+/* Errors of opening a connection that mean no leader was reached. */
+static bool unreached(int r)
+{
+	return r == MC_ERR_RPC_FAIL || r == MC_ERR_RPC_TIMEOUT || r == MC_ERR_NOT_LEADER;
+}
+
+static int pool_get_wait(struct mc_pool *p, struct mc_conn **ret, struct wait *w)
+{
+	int r;
+	while ((r = mc_pool_get(p, ret)) < 0 && unreached(r) && failover_wait(p, w))
+		;
+	return r;
+}
+
+int mc_pool_get_wait(struct mc_pool *p, struct mc_conn **ret)
+{
+	struct wait w = { 0 };
+	return pool_get_wait(p, ret, &w);
+}
+
 int mc_pool_call(struct mc_pool *p, struct mc_conn **cnp, uint16_t op, const void *req,
 		 void *resp, struct mc_rpc_attach *at)
 {
+	struct wait w = { 0 };
+	bool retried = false;	/* the one retry without a failover wait */
 	int r;
-	for (int attempt = 0;; attempt++) {
-		if (!*cnp && (r = mc_pool_get(p, cnp)) < 0)
+	for (;;) {
+		if (!*cnp && (r = pool_get_wait(p, cnp, &w)) < 0)
 			return r;
 		struct mc_conn *cn = *cnp;
+		bool reused = cn->reused;
 		mc_arena_reset(&cn->arena);
 		r = mc_rpc_call(cn->rpc, op, req, resp, &cn->arena, at);
-		if (r == MC_ERR_NOT_LEADER && attempt == 0) {
+		if (r == MC_ERR_NOT_LEADER) {
 			/* The master refused before doing anything (it does not
-			 * lead, or cannot tell any more): once more through the
-			 * list, which goes past masters that do not lead. */
+			 * lead, or cannot tell any more): through the list again,
+			 * which goes past masters that do not lead. */
 			conn_free(cn);
 			*cnp = NULL;
-			continue;
-		}
-		if (r == 0 || mc_rpc_conn_ok(cn->rpc) || !cn->reused || attempt > 0 ||
-		    !repeatable(op) || r == MC_ERR_RPC_TIMEOUT)
+		} else if (r == 0 || mc_rpc_conn_ok(cn->rpc) || !repeatable(op) ||
+			   r == MC_ERR_RPC_TIMEOUT) {
 			return r;
-		/* A stale idle connection (the peer closed it): once more on a new one. */
-		mc_pool_put(p, cn);
-		*cnp = NULL;
+		} else {
+			/* Dropped before the reply: a stale idle connection (the
+			 * peer closed it), or the master went away. */
+			mc_pool_put(p, cn);
+			*cnp = NULL;
+			if (reused && !retried) {
+				retried = true;
+				continue;
+			}
+		}
+		if (!failover_wait(p, &w)) {
+			if (retried || r != MC_ERR_NOT_LEADER)
+				return r;
+			retried = true;
+		}
 	}
 }

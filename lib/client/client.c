@@ -23,6 +23,7 @@
 
 #define DEFAULT_MASTER "127.0.0.1:50051"
 #define DEFAULT_TIMEOUT_MS 10000
+#define DEFAULT_FAILOVER_WAIT_MS 15000		/* client.h: failover_wait_ms */
 #define DEFAULT_TCP_STRIPES 2u			/* client.h: tcp_stripes */
 #define DEFAULT_TCP_STRIPE_SIZE (512u << 10)
 #define MIN_TCP_STRIPE_SIZE (64u << 10)
@@ -39,15 +40,33 @@ int mc_check_key(const void *key, size_t klen)
 	return 0;
 }
 
-static uint64_t env_u64(const char *name)
+/* A decimal number from the environment, optionally negative ("-N":
+ * -(N) where *neg is allowed); 0 when unset or not a number. */
+static uint64_t env_num(const char *name, bool *neg)
 {
 	const char *v = getenv(name);
-	if (!v || !*v)
+	*neg = v && *v == '-';
+	if (!v || !*(v += *neg))
 		return 0;
 	char *end;
 	errno = 0;
 	unsigned long long x = strtoull(v, &end, 10);
 	return (errno || *end) ? 0 : (uint64_t)x;
+}
+
+static uint64_t env_u64(const char *name)
+{
+	bool neg;
+	uint64_t x = env_num(name, &neg);
+	return neg ? 0 : x;
+}
+
+/* An int of at most 10^9 ms either way (more: 0). */
+static int env_int(const char *name)
+{
+	bool neg;
+	uint64_t x = env_num(name, &neg);
+	return x > 1000000000u ? 0 : neg ? -(int)x : (int)x;
 }
 
 /* A secret or token file: opts' path, else the environment's, else none. */
@@ -172,12 +191,14 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	}
 	pthread_mutex_init(&c->nodes_mu, NULL);
 	pthread_mutex_init(&c->bufs_mu, NULL);
-	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms);
+	int fw = o.failover_wait_ms ? o.failover_wait_ms : env_int("MC_FAILOVER_WAIT_MS");
+	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms,
+		     fw == 0 ? DEFAULT_FAILOVER_WAIT_MS : fw);
 	c->mpool.cred = &c->cred;
 
 	/* Reach the master once now: a wrong address fails here, not later. */
 	struct mc_conn *cn = NULL;
-	r = mc_pool_get(&c->mpool, &cn);
+	r = mc_pool_get_wait(&c->mpool, &cn);
 	if (r < 0) {
 		mc_client_free(c);
 		return r;
@@ -227,7 +248,7 @@ int mc_client_node(struct mc_client *c, struct mc_bytes ep, struct mc_node **ret
 			break;
 	if (!n && (n = calloc(1, sizeof(*n)))) {
 		memcpy(n->endpoint, ep.p, ep.len);
-		mc_pool_init(&n->pool, n->endpoint, ep.len, c->timeout_ms);
+		mc_pool_init(&n->pool, n->endpoint, ep.len, c->timeout_ms, 0);
 		n->pool.cred = &c->cred;
 		pthread_mutex_init(&n->shm_mu, NULL);
 		n->next = c->nodes;

@@ -11,7 +11,10 @@
 # list of both masters, kill -9 of the leader: the time to the standby
 # serving and to the first put through the list after it (lease TTL 2 s;
 # median of FAILOVERS rounds, default 5; 0 skips).  Every other figure is
-# the median of RUNS runs (default 3).  Prints "etcd <metric> <value> <unit>" and
+# the median of RUNS runs (default 3).  Puts run with the default
+# etcd_pipeline (3 transactions in flight, "etcd") and with 1 ("etcd1", one
+# at a time), records and batches per transaction for each.
+# Prints "etcd <metric> <value> <unit>" and
 # "etcd ratio <name> <x>" lines; the goal is ratio put4k_c64_etcd_vs_local
 # >= 0.5.
 set -eu
@@ -48,9 +51,11 @@ for _ in $(seq 1 100); do curl -sf "$E/health" 2>/dev/null | grep -q true && bre
 cluster() {
 	local mport dport hport
 	mport=$(free_port); dport=$(free_port); hport=$(free_port)
+	local mode=$1 extra=
+	[ "$1" = etcd1 ] && mode=etcd extra=--etcd_pipeline=1
 	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
-		--state_dir="$tmp/m-$1" --oplog="$1" --etcd_endpoints="$E" --cluster_id="bench$RANDOM" \
-		--lease_ttl_ms=2000 --log_level=warning 2>"$tmp/master-$1.log" &
+		--state_dir="$tmp/m-$1" --oplog="$mode" --etcd_endpoints="$E" --cluster_id="bench$RANDOM" \
+		--lease_ttl_ms=2000 --log_level=warning $extra 2>"$tmp/master-$1.log" &
 	cpids=($!)
 	sleep 0.3
 	"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
@@ -66,7 +71,7 @@ stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/d
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 declare -A put
-modes="local etcd"
+modes="local etcd etcd1"
 [ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
 for mode in $modes; do
 	cluster "$mode"
@@ -82,12 +87,14 @@ for mode in $modes; do
 	recs=$(metric mooncake_master_oplog_records_total)
 	bats=$(metric mooncake_master_oplog_batches_total)
 	awk -v r="$recs" -v b="$bats" -v m="$mode" \
-		'BEGIN { if (b > 0) printf "etcd %s_records_per_batch %.1f records\n", m, r / b }'
+		'BEGIN { if (b > 0) printf "etcd %s_records_per_batch %.1f records\n", m, r / b
+			 if (r > 0) printf "etcd %s_batches_per_record %.3f batches\n", m, b / r }'
 	stop_cluster
 done
 for c in 1 16 64; do
 	[ -n "$modes" ] || break
 	ratio "put4k_c${c}_etcd_vs_local" "${put[etcd$c]}" "${put[local$c]}"
+	ratio "put4k_c${c}_etcd_pipeline1_vs_local" "${put[etcd1$c]}" "${put[local$c]}"
 done
 if [ "${CHECK_PERF:-1}" != 0 ] && [ -n "$modes" ]; then
 	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)

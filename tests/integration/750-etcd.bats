@@ -5,7 +5,8 @@
 # and SIGSTOP of the leader under load (nothing acknowledged lost, nothing
 # removed comes back, the paused leader acknowledges nothing), etcd
 # unreachable (mutations refused, /health 503, back after), compaction,
-# the HTTP metadata server's keys on the new leader.
+# the HTTP metadata server's keys on the new leader; a client's get during
+# a failover waits for the new leader (failover_wait_ms), then fails cleanly.
 # Each master has its own RPC port; nodes, mooncakectl and mc-load get the
 # list of all of them (only the leader listens).  With HA_SHARED=1 they
 # share one port instead (a new leader waits for it).
@@ -122,6 +123,44 @@ teardown() {
 	verify_load
 }
 
+@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits for the new leader's answer; with no master left it fails after failover_wait_ms" {
+	start_etcd
+	start_ha a
+	wait_leader a
+	start_ha b
+	start_node n1 --segment_size=64M
+	run -0 put_random fo1 10K
+	run -0 put_random fo2 10K
+	kill -KILL "${HA_PID[a]}"
+	_mc_reap "${HA_PID[a]}"
+	# at once: b waits for a's lease (2 s) and answers NOT_LEADER, a
+	# refuses: nobody leads until b is promoted
+	local early=no
+	grep -q 'ready: rpc on' "$MC_DIR/master-b.log" || early=yes
+	# the leader's answer, not RPC_FAIL / NOT_LEADER: a key never put is
+	# OBJECT_NOT_FOUND; fo1 is read, or (its node not remounted on b yet)
+	# REPLICA_IS_NOT_READY
+	run ctl object get none "$MC_DIR/none.out"
+	echo "# the get began before b led: $early; $output" >&3
+	[[ "$output" == *OBJECT_NOT_FOUND* ]]
+	grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
+	run get_compare fo1
+	[ "$status" -eq 0 ] || [[ "$output" == *REPLICA_IS_NOT_READY* ]]
+	wait_put_ok b
+	get_compare fo1
+	# every master gone: a clean error once the wait is over, not before
+	kill -KILL "${HA_PID[b]}"
+	_mc_reap "${HA_PID[b]}"
+	local t0 ms
+	t0=$(date +%s%N)
+	MC_FAILOVER_WAIT_MS=1500 run get_compare fo2
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "# no master: the get failed after $ms ms: $output" >&3
+	[ "$status" -ne 0 ]
+	[[ "$output" == *RPC_FAIL* || "$output" == *"RPC failed"* ]]
+	[ "$ms" -ge 1500 ] && [ "$ms" -lt 15000 ]
+}
+
 @test "oplog=etcd: a leader paused past its lease acknowledges nothing after it; the standby leads; the old leader stops" {
 	start_etcd
 	start_ha a
@@ -157,7 +196,7 @@ teardown() {
 	verify_load
 }
 
-@test "oplog=etcd: etcd down: mutations refused, /health 503 naming etcd; etcd back: the same leader serves again" {
+@test "oplog=etcd: etcd down: mutations refused, /health 503 naming etcd, then RPC and REST NOT_LEADER; etcd back: the same leader serves again" {
 	start_etcd
 	start_ha a
 	wait_leader a
@@ -180,17 +219,23 @@ teardown() {
 		grep -q 'no lease renewal for a whole TTL' "$MC_DIR/master-a.log" && break
 		sleep 0.1
 	done
-	run ctl object get k1 "$MC_DIR/k1.out"
+	MC_FAILOVER_WAIT_MS=500 run ctl object get k1 "$MC_DIR/k1.out"
 	echo "$output"
 	[ "$status" -ne 0 ]
 	run -0 "$RPC" "127.0.0.1:${HA_RPC[a]}" hello
 	[[ "$output" == *'leader=?'* ]]
+	# REST too: reads answer 503 NOT_LEADER, naming why
+	run -0 curl -s -w '\n%{http_code}' "http://127.0.0.1:${HA_HTTP[a]}/api/v1/objects/k1"
+	echo "$output"
+	[ "${lines[-1]}" = 503 ]
+	[[ "$output" == *NOT_LEADER*"not sure it still leads"*etcd* ]]
 	health a | jq -e '.role == "leader" and (.reason | contains("etcd"))'
 	start_etcd
 	wait_put_ok a
 	[ "$(health a | jq -r .status)" = ok ]
 	kill -0 "${HA_PID[a]}"
 	get_compare k1
+	curl -sf "http://127.0.0.1:${HA_HTTP[a]}/api/v1/objects/k1" >/dev/null
 }
 
 @test "oplog=etcd: a snapshot compacts the log in etcd; a restart from it still has everything" {
@@ -218,7 +263,7 @@ teardown() {
 	grep -q 'etcd holds records after' "$MC_DIR/master-c.log"
 }
 
-@test "oplog=etcd: a standby started after a compaction bootstraps from the leader's snapshot (admin API, token), follows the log warm while the leader compacts, and serves everything acknowledged after promotion" {
+@test "oplog=etcd: a standby started after a compaction bootstraps from the leader's snapshot (admin API, token), follows the log warm while the leader compacts, and serves everything acknowledged after promotion; its admin port never refuses a connection" {
 	printf 'sekret\n' >"$MC_DIR/token"
 	local tok=(--admin_token_file="$MC_DIR/token") auth=(-H 'Authorization: Bearer sekret')
 	start_etcd
@@ -239,6 +284,13 @@ teardown() {
 	sleep 1
 	start_ha b "${tok[@]}"	# empty state_dir, the log compacted: bootstraps
 	local i
+	for i in $(seq 1 100); do
+		health b >/dev/null && break
+		sleep 0.05
+	done
+	# b's admin port, from now on through the store's install and the
+	# promotion: never a connection refused (routes swapped on the socket)
+	poll_http b
 	for i in $(seq 1 100); do
 		grep -q 'bootstrapped from the leader' "$MC_DIR/master-b.log" && break
 		sleep 0.1
@@ -270,6 +322,13 @@ teardown() {
 	echo "# warm standby: kill -9 to serving $FAILOVER_MS ms (lease TTL 2 s); $promo" >&3
 	[[ "$promo" == *"replayed the "*" records left in "* ]]
 	wait_put_ok b
+	poll_stop
+	local polls refused
+	polls=$(wc -l <"$MC_DIR/poll-b")
+	refused=$(grep -cvx 0 "$MC_DIR/poll-b" || true)
+	echo "# b's admin port through its store's install and promotion: $polls polls, $refused refused" >&3
+	[ "$refused" -eq 0 ]
+	[ "$(tail -n1 "$MC_DIR/poll-b")" = 0 ]
 	sleep 1
 	stop_load
 	verify_load

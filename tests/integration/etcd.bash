@@ -13,6 +13,10 @@
 #   failover OLD NEW       kill -9 of OLD, NEW serves; $FAILOVER_MS
 #   wait_put_ok TAG        a put through $MASTER_ADDR succeeds (20 s)
 #   etcd_keys              the keys under /mooncake/t/
+#   poll_http NAME         connects to NAME's admin port every 10 ms in the
+#                          background (a /health every 20th), each result
+#                          into $MC_DIR/poll-NAME (0 ok, else refused);
+#                          poll_stop ends it
 #   etcd_setup             a test's setup: mc_init, skips without the
 #                          binaries, $MC_DIR/probe (1000 random bytes)
 
@@ -127,3 +131,21 @@ wait_put_ok() {
 
 etcd_keys() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get --prefix /mooncake/t/ --keys-only | grep -v '^$'; }
 
+
+poll_http() {
+	local ip=${HA_IP[$1]:-127.0.0.1} port=${HA_HTTP[$1]} f=$MC_DIR/poll-$1
+	: >"$f"
+	# a bare connect (bash's /dev/tcp) every 10 ms, a /health every 20th
+	(i=0; while :; do
+		if ((++i % 20)); then
+			(exec 5<>"/dev/tcp/$ip/$port") 2>/dev/null
+		else
+			curl -s -o /dev/null --max-time 2 "http://$ip:$port/health"
+		fi
+		echo $? >>"$f"	# 0, or not (refused: 1 from bash, 7 from curl)
+		sleep 0.01
+	done) </dev/null >/dev/null 2>&1 3>&- &
+	POLL_PID=$!
+	echo "$POLL_PID poll-$1" >>"$MC_DIR/pids"
+}
+poll_stop() { kill "$POLL_PID" 2>/dev/null; wait "$POLL_PID" 2>/dev/null || true; }

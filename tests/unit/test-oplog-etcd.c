@@ -8,7 +8,9 @@
  * log is deposed and says so); a second opener waits as a standby until
  * the first closes, then continues the sequence; a standby's reader
  * (mc_oplog_tail_*) polling while 8 threads append; compaction waits for
- * the slowest standby's published position, within standby_lag. */
+ * the slowest standby's published position, within standby_lag; batches
+ * after a gap (committed out of order, never acknowledged): a reader stops
+ * at the gap, a new leader deletes them. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +30,8 @@
 
 #include "oplog-helpers.h"
 #include "master/etcd.h"
+#include "master/oplog-file.h"
+#include "util/hash.h"
 
 #define THREADS 8
 #define PER_THREAD 300
@@ -510,6 +514,103 @@ static void test_compact_standby(void **state)
 	mc_oplog_close(l);
 }
 
+/* A batch of records first..last ("g" payloads), as a leader writes it,
+ * put straight into etcd: the batches a dead leader had in flight. */
+static void put_batch(struct mc_etcd *e, struct fixture *f, uint64_t first, uint64_t last)
+{
+	uint8_t v[8 * (REC_HDR_LEN + 1)];
+	size_t n = 0;
+	for (uint64_t s = first; s <= last; s++, n += REC_HDR_LEN + 1)
+		oplogf_rec_encode(v + n, 0, s, "g", 1, mc_hash("g", 1));
+	char key[128];
+	snprintf(key, sizeof(key), "/mooncake/%s/oplog/%020llu", f->cluster,
+		 (unsigned long long)first);
+	json_t *ans = NULL, *req = json_pack("{s:o, s:o}", "key", mc_etcd_b64(key, strlen(key)),
+					     "value", mc_etcd_b64(v, n));
+	assert_int_equal(mc_etcd_call(e, "/v3/kv/put", req, &ans), 0);
+	json_decref(ans);
+	json_decref(req);
+}
+
+static size_t batch_keys(struct mc_etcd *e, struct fixture *f)
+{
+	char pfx[128];
+	int pn = snprintf(pfx, sizeof(pfx), "/mooncake/%s/oplog/", f->cluster);
+	json_t *ans = NULL, *req = json_pack("{s:o, s:o, s:b}", "key", mc_etcd_b64(pfx, (size_t)pn),
+					     "range_end", mc_etcd_prefix_end(pfx, (size_t)pn),
+					     "keys_only", 1);
+	assert_int_equal(mc_etcd_call(e, "/v3/kv/range", req, &ans), 0);
+	size_t n = json_array_size(json_object_get(ans, "kvs"));
+	json_decref(ans);
+	json_decref(req);
+	return n;
+}
+
+/* Batches commit out of order: a dead leader may leave some after a gap
+ * (never acknowledged).  A standby's reader stops at the gap without an
+ * error, and goes on once it fills; a new leader deletes the batches
+ * after it, continues the log right at the gap, and replays only what
+ * came before. */
+static void test_gap(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	snprintf(f->cluster, sizeof(f->cluster), "gap%d", (int)getpid());
+	struct mc_oplog *l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
+	append_n(l, 5);
+	mc_oplog_close(l);
+	struct mc_etcd *e;
+	assert_int_equal(mc_etcd_new(f->url, 1000, &e), 0);
+	size_t n0 = batch_keys(e, f);	/* 1..5 went in one batch or more */
+	put_batch(e, f, 8, 9);		/* 6..7 never committed */
+	put_batch(e, f, 10, 12);
+	assert_int_equal(batch_keys(e, f), n0 + 2);
+
+	struct mc_oplog_tail *t;
+	assert_int_equal(mc_oplog_tail_new(f->url, f->cluster, 1000, &t), 0);
+	struct check k = { 0 };
+	uint64_t last = 99;
+	assert_int_equal(mc_oplog_tail_poll(t, 0, count_rec, &k, &last), 0);
+	assert_int_equal(last, 5);
+	assert_int_equal(k.records, 5);
+	/* the gap fills (a batch in flight lands): the reader goes on */
+	put_batch(e, f, 6, 7);
+	struct check k1 = { .last = 5 };
+	assert_int_equal(mc_oplog_tail_poll(t, 5, count_rec, &k1, &last), 0);
+	assert_int_equal(last, 12);
+	assert_int_equal(k1.bad, 0);
+	assert_int_equal(k1.records, 7);
+	/* a gap again, at 13..14, with 15.. after it; a new leader */
+	put_batch(e, f, 15, 16);
+	size_t before = batch_keys(e, f);
+	l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_last_seq(l), 12);
+	assert_int_equal(batch_keys(e, f), before - 1);
+	struct check k2 = { 0 };
+	assert_int_equal(mc_oplog_replay(l, 0, count_rec, &k2), 0);
+	assert_int_equal(k2.bad, 0);
+	assert_int_equal(k2.records, 12);
+	uint64_t seq;
+	assert_int_equal(mc_oplog_append(l, 0, "n", 1, &seq), 0);
+	assert_int_equal(seq, 13);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), 0);
+	struct check k3 = { .last = 12 };
+	assert_int_equal(mc_oplog_tail_poll(t, 12, count_rec, &k3, &last), 0);
+	assert_int_equal(last, 13);
+	assert_int_equal(k3.records, 1);
+	mc_oplog_tail_free(t);
+	mc_oplog_close(l);
+	/* the log's very first batch missing: everything goes */
+	snprintf(f->cluster, sizeof(f->cluster), "gap0%d", (int)getpid());
+	put_batch(e, f, 3, 4);
+	l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_last_seq(l), 0);
+	assert_int_equal(batch_keys(e, f), 0);
+	mc_oplog_close(l);
+	mc_etcd_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +619,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_standby_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_compact_standby, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
