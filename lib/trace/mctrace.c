@@ -487,6 +487,15 @@ static uint32_t log2_slot(uint64_t v)
 	return s < MC_HIST_SLOTS ? s : MC_HIST_SLOTS - 1;
 }
 
+static void count_expired(const struct mctrace_maps *m, const struct mc_lease_val *v)
+{
+	uint64_t held = (v->until_ms - v->start_ms) * 1000;
+	struct mc_lease_stats *s = m->lease_mem;
+	__atomic_add_fetch(&s->expired, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->hold_us_sum, held, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->hold_us.slots[log2_slot(held)], 1, __ATOMIC_RELAXED);
+}
+
 /* One stale lease: take it out unless it was extended meanwhile. */
 static unsigned close_lease(const struct mctrace_maps *m, const struct mc_lease_key *k,
 			    uint64_t now_ms)
@@ -498,12 +507,42 @@ static unsigned close_lease(const struct mctrace_maps *m, const struct mc_lease_
 		bpf_map_update_elem(m->leases, k, &v, BPF_NOEXIST);
 		return 0;
 	}
-	uint64_t held = (v.until_ms - v.start_ms) * 1000;
-	struct mc_lease_stats *s = m->lease_mem;
-	__atomic_add_fetch(&s->expired, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->hold_us_sum, held, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->hold_us.slots[log2_slot(held)], 1, __ATOMIC_RELAXED);
+	count_expired(m, &v);
 	return 1;
+}
+
+/*
+ * The n stale leases of a walk (keys k, values as read v), taken out in as
+ * few syscalls as the kernel allows (bpf_map_delete_batch): with 100 k
+ * leases a second, one syscall each was most of what tracing cost.  A key
+ * gone meanwhile (the program closed it at a new grant, and counted it) is
+ * skipped.  A lease extended between the walk and the delete is closed at
+ * the deadline read, and its next grant opens a new one: a window of
+ * microseconds.  Without batch deletes (old kernels), one by one.
+ */
+static unsigned close_leases(const struct mctrace_maps *m, const struct mc_lease_key *k,
+			     const struct mc_lease_val *v, unsigned n, uint64_t now_ms)
+{
+	unsigned total = 0, i = 0;
+	while (i < n) {
+		__u32 cnt = n - i;
+		int r = bpf_map_delete_batch(m->leases, &k[i], &cnt, NULL);
+		if (cnt > n - i)
+			cnt = 0;
+		for (__u32 j = 0; j < cnt; j++)
+			count_expired(m, &v[i + j]);
+		total += cnt;
+		i += cnt;
+		if (r == 0)
+			break;
+		if (errno != ENOENT) {
+			for (; i < n; i++)
+				total += close_lease(m, &k[i], now_ms);
+			break;
+		}
+		i++;   /* that one was gone */
+	}
+	return total;
 }
 
 #define SWEEP_BATCH 4096
@@ -511,13 +550,13 @@ static unsigned close_lease(const struct mctrace_maps *m, const struct mc_lease_
 unsigned mctrace_sweep_leases(const struct mctrace_maps *m, uint64_t now_ms)
 {
 	static __thread struct mc_lease_key keys[SWEEP_BATCH], stale[SWEEP_BATCH];
-	static __thread struct mc_lease_val vals[SWEEP_BATCH];
+	static __thread struct mc_lease_val vals[SWEEP_BATCH], stale_v[SWEEP_BATCH];
 	unsigned total = 0;
 	if (m->leases < 0 || !m->lease_mem)
 		return 0;
 	/* Read in batches (one syscall per SWEEP_BATCH entries), collect the
-	 * stale ones, then close those one by one: deleting while a batch walk
-	 * is under way would make it skip or repeat entries. */
+	 * stale ones, then close those: deleting while a batch walk is under
+	 * way would make it skip or repeat entries. */
 	for (int round = 0; round < 64; round++) {
 		uint64_t token;
 		void *in = NULL;
@@ -528,17 +567,19 @@ unsigned mctrace_sweep_leases(const struct mctrace_maps *m, uint64_t now_ms)
 			int r = bpf_map_lookup_batch(m->leases, in, &token, keys, vals, &n, NULL);
 			if (r < 0 && errno != ENOENT)
 				return total;
-			for (__u32 i = 0; i < n && nstale < SWEEP_BATCH; i++)
-				if (vals[i].until_ms <= now_ms)
-					stale[nstale++] = keys[i];
+			for (__u32 i = 0; i < n && nstale < SWEEP_BATCH; i++) {
+				if (vals[i].until_ms <= now_ms) {
+					stale[nstale] = keys[i];
+					stale_v[nstale++] = vals[i];
+				}
+			}
 			if (nstale == SWEEP_BATCH)
 				full = true;
 			if (r < 0 || full)
 				break;   /* ENOENT: the walk is done */
 			in = &token;
 		}
-		for (unsigned i = 0; i < nstale; i++)
-			total += close_lease(m, &stale[i], now_ms);
+		total += close_leases(m, stale, stale_v, nstale, now_ms);
 		if (!full)
 			break;
 	}
