@@ -200,7 +200,7 @@ static const struct mc_option options[] = {
 	  "(each publishes what it has applied) within this many records of the snapshot; one "
 	  "further behind is left behind and bootstraps again from a snapshot; 0: compact at once",
 	  .unit = "records"),
-	O(etcd_pipeline, MC_OPT_U64, "3",
+	O(etcd_pipeline, MC_OPT_U64, "1",
 	  "with oplog = etcd: transactions in flight at once, each on its own connection; they "
 	  "may commit out of order, records are acknowledged in order (1: one at a time)",
 	  .min = 1, .max = MC_OPLOG_ETCD_PIPELINE_MAX),

@@ -52,6 +52,7 @@ cluster() {
 	local mport dport hport
 	mport=$(free_port); dport=$(free_port); hport=$(free_port)
 	local mode=$1 extra=
+	[ "$1" = etcd ] && extra=--etcd_pipeline=3
 	[ "$1" = etcd1 ] && mode=etcd extra=--etcd_pipeline=1
 	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
 		--state_dir="$tmp/m-$1" --oplog="$mode" --etcd_endpoints="$E" --cluster_id="bench$RANDOM" \
