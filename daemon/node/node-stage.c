@@ -151,6 +151,7 @@ static int h_stage(void *ctx, const struct mc_rpc_call *call, void *resp)
 	uint32_t n = q->n_items;
 	if (n == 0)
 		return MC_ERR_INVALID_PARAMS;
+	*p = (struct mc_msg_data_disk_stage_resp){ 0 };
 	struct mc_msg_disk_staged_item *out = mc_arena_alloc(call->arena, n * sizeof(*out), 8);
 	struct mc_node_disk_xfer *x = calloc(n, sizeof(*x));
 	uint32_t *blk = malloc(n * sizeof(*blk)), *idx = malloc(n * sizeof(*idx)), k = 0;
@@ -179,7 +180,7 @@ static int h_stage(void *ctx, const struct mc_rpc_call *call, void *resp)
 			s->st.full++;
 			continue;
 		}
-		s->st.used += units * UNIT;
+		s->st.used += mc_offalloc_node_size(s->alloc, blk[k]) * UNIT;
 		out[i].offset = off * UNIT;
 		idx[k++] = i;
 	}
@@ -212,15 +213,16 @@ static int h_stage(void *ctx, const struct mc_rpc_call *call, void *resp)
 			e2 = sign_read(s, it->grant, out[idx[j]].offset, it->size, expiry, call->arena,
 				       &out[idx[j]].grant);
 		out[idx[j]].status = (int16_t)e2;
-		if (e2 == 0)
-			blk[kept++] = blk[j];
 	}
 	pthread_mutex_lock(&s->lock);
-	for (uint32_t j = 0; j < k; j++)   /* the failed items' space goes now */
-		if (out[idx[j]].status) {
-			s->st.used -= mc_offalloc_node_size(s->alloc, blk[j]) * UNIT;
-			mc_offalloc_release(s->alloc, blk[j]);
+	for (uint32_t j = 0; j < k; j++) {   /* the failed items' space goes now */
+		if (!out[idx[j]].status) {
+			blk[kept++] = blk[j];
+			continue;
 		}
+		s->st.used -= mc_offalloc_node_size(s->alloc, blk[j]) * UNIT;
+		mc_offalloc_release(s->alloc, blk[j]);
+	}
 	e->loading = false;
 	e->deadline_ms = mc_now_ms() + s->ttl_ms;
 	e->n = kept;
