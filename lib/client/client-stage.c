@@ -8,7 +8,9 @@
  * grouped by the node that holds them; each group (at most
  * MC_PROTO_MAX_STAGE_ITEMS items per request) is staged in one
  * DATA_DISK_STAGE, which reads them all from the node's disk in one batch.
- * Each staged object is then read as a memory replica of the node's
+ * Each staged object is then read (on up to READ_THREADS of the client's
+ * transfer threads when the group holds PAR_MIN_BYTES or more) as a memory
+ * replica of the node's
  * staging segment (shared memory when co-located, RDMA when both sides
  * have it, else TCP DATA_READ: mc_read_object, which checks the checksum
  * and the lease as for any replica), and the stage is released with
@@ -47,7 +49,57 @@ struct group {
 	struct mc_msg_disk_stage_item *q;
 };
 
-/* Stages g's items, reads those staged, releases the stage: the bytes read. */
+/* The staged reads of one group, shared by the threads that do them. */
+struct sread {
+	struct mc_client *c;
+	const struct mc_msg_batch_replica_item *items;
+	const struct group *g;
+	const struct mc_msg_data_disk_stage_resp *p;
+	const size_t *idx;
+	void *const *bufs;
+	size_t *lens;
+	int *status, *res;
+	uint64_t query_ms;
+	uint32_t next;			/* atomic: the next item of g to take */
+	uint64_t bytes;			/* atomic: read so far */
+};
+
+/* Takes g's staged items one by one and reads each as a memory replica of
+ * the staging segment. */
+static void *read_staged(void *arg)
+{
+	struct sread *sr = arg;
+	for (;;) {
+		uint32_t k = __atomic_fetch_add(&sr->next, 1, __ATOMIC_RELAXED);
+		if (k >= sr->g->n)
+			return NULL;
+		const struct mc_msg_disk_staged_item *s = &sr->p->items[k];
+		uint32_t j = sr->g->j[k];
+		const struct mc_msg_batch_replica_item *it = &sr->items[j];
+		if (s->status)
+			continue;
+		const struct mc_replica_desc *ld = disk_only(it);
+		struct mc_replica_desc d = {
+			.type = MC_REPLICA_MEMORY, .status = MC_REPLICA_COMPLETE,
+			.mem = { .segment_id = sr->p->segment_id, .offset = s->offset, .size = it->size,
+				 .endpoint = ld->local_disk.endpoint, .transport = sr->p->transport,
+				 .shm_path = sr->p->shm_path, .grant = s->grant } };
+		size_t i = sr->idx[j];
+		if (mc_read_object(sr->c, &d, 1, it->size, it->has_checksum, it->checksum,
+				   sr->query_ms, it->lease_ttl_ms, sr->bufs[i], NULL) == 0) {
+			sr->lens[i] = it->size;
+			sr->status[i] = 0;
+			sr->res[j] = 1;
+			__atomic_add_fetch(&sr->bytes, it->size, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+#define PAR_MIN_BYTES (256u << 10)	/* staged bytes worth reading on several threads */
+#define READ_THREADS  4u
+
+/* Stages g's items, reads those staged (on up to READ_THREADS threads when
+ * they are worth it), releases the stage: the bytes read. */
 static uint64_t stage_group(struct mc_client *c, const struct mc_msg_batch_replica_item *items,
 			    const struct group *g, const size_t *idx, void *const *bufs,
 			    size_t *lens, int *status, int *res, uint64_t query_ms)
@@ -55,7 +107,6 @@ static uint64_t stage_group(struct mc_client *c, const struct mc_msg_batch_repli
 	struct mc_msg_data_disk_stage_req q = { .n_items = g->n, .items = g->q };
 	struct mc_msg_data_disk_stage_resp p;
 	struct mc_conn *cn = NULL;
-	uint64_t bytes = 0;
 	int r = mc_pool_call(&g->node->pool, &cn, MC_OP_DATA_DISK_STAGE, &q, &p, NULL);
 	if (r == 0 && p.n_items != g->n)
 		r = MC_ERR_DESERIALIZE_FAIL;
@@ -63,26 +114,22 @@ static uint64_t stage_group(struct mc_client *c, const struct mc_msg_batch_repli
 		mc_pool_put(&g->node->pool, cn);
 		return 0;
 	}
-	for (uint32_t k = 0; k < g->n; k++) {
-		const struct mc_msg_disk_staged_item *s = &p.items[k];
-		uint32_t j = g->j[k];
-		const struct mc_msg_batch_replica_item *it = &items[j];
-		if (s->status)
-			continue;
-		const struct mc_replica_desc *ld = disk_only(it);
-		struct mc_replica_desc d = {
-			.type = MC_REPLICA_MEMORY, .status = MC_REPLICA_COMPLETE,
-			.mem = { .segment_id = p.segment_id, .offset = s->offset, .size = it->size,
-				 .endpoint = ld->local_disk.endpoint, .transport = p.transport,
-				 .shm_path = p.shm_path, .grant = s->grant } };
-		size_t i = idx[j];
-		if (mc_read_object(c, &d, 1, it->size, it->has_checksum, it->checksum, query_ms,
-				   it->lease_ttl_ms, bufs[i], NULL) == 0) {
-			lens[i] = it->size;
-			status[i] = 0;
-			res[j] = 1;
-			bytes += it->size;
+	struct sread sr = { .c = c, .items = items, .g = g, .p = &p, .idx = idx, .bufs = bufs,
+			    .lens = lens, .status = status, .res = res, .query_ms = query_ms };
+	uint64_t staged = 0;
+	uint32_t nstaged = 0;
+	for (uint32_t k = 0; k < g->n; k++)
+		if (!p.items[k].status) {
+			staged += items[g->j[k]].size;
+			nstaged++;
 		}
+	if (staged >= PAR_MIN_BYTES && nstaged > 1) {
+		struct mc_crew cr;
+		mc_crew_start(&c->workers, &cr, nstaged - 1 < READ_THREADS - 1 ? nstaged - 1 :
+						READ_THREADS - 1, read_staged, &sr);
+		mc_crew_join(&cr);	/* the caller reads too */
+	} else {
+		read_staged(&sr);
 	}
 	struct mc_msg_data_disk_unstage_req uq = { .stage_id = p.stage_id };
 	mc_pool_put(&g->node->pool, cn);   /* p goes with it */
@@ -92,7 +139,7 @@ static uint64_t stage_group(struct mc_client *c, const struct mc_msg_batch_repli
 		mc_pool_call(&g->node->pool, &cn, MC_OP_DATA_DISK_UNSTAGE, &uq, &up, NULL);
 		mc_pool_put(&g->node->pool, cn);
 	}
-	return bytes;
+	return sr.bytes;
 }
 
 uint64_t mc_stage_batch_get(struct mc_client *c, const struct mc_msg_batch_replica_item *items,
