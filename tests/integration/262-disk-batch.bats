@@ -65,6 +65,14 @@ compare_out() {
 	[ "$(node_metric sb mooncake_node_staging_used_bytes)" -eq 0 ]
 	[ "$(node_metric sb mooncake_node_staging_stages)" -eq 0 ]
 	[ "$(node_metric sb mooncake_node_staging_full_total)" -eq 0 ]
+	# mc_batch_get_alloc (sizes the caller does not know) stages too
+	staged=$(node_metric sb mooncake_node_staged_objects_total)
+	rm -f "$MC_DIR"/out/*
+	# shellcheck disable=SC2086
+	MC_BATCH_ALLOC=1 run -0 "$BATCH" get "$MASTER_ADDR" "$MC_DIR/out" 64K $keys
+	# shellcheck disable=SC2086
+	compare_out $keys
+	[ "$(node_metric sb mooncake_node_staged_objects_total)" -ge $((staged + disk)) ]
 	# the same batch per object (MC_DISK_STAGE=0): nothing more staged
 	staged=$(node_metric sb mooncake_node_staged_objects_total)
 	rm -f "$MC_DIR"/out/*

@@ -11,7 +11,11 @@
  *       Exits 0 when every key was read, 3 when some were not, 1 when the
  *       call itself failed (its error printed), 2 on bad usage.
  *   MC_BATCH_ROUNDS=N repeats the batch N times (the last one's results).
+ *   MC_BATCH_ALLOC=1 uses mc_batch_get_alloc() instead (sizes not known
+ *   to the caller: each buffer from an allocator that hands out CAP bytes).
  */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,12 @@ static size_t parse_size(const char *s)
 	else if (*end == 'M' || *end == 'm')
 		v <<= 20;
 	return (size_t)v;
+}
+
+static void *alloc_cap(void *ctx, size_t i, uint64_t size)
+{
+	void **bufs = ctx;
+	return bufs[i];	/* CAP bytes, as the caller sized them */
 }
 
 int main(int argc, char **argv)
@@ -57,8 +67,13 @@ int main(int argc, char **argv)
 	struct mc_client_opts o = { .sz = sizeof(o), .master = argv[2] };
 	struct mc_client *c;
 	int r = mc_client_new(&o, &c);
+	const char *al = getenv("MC_BATCH_ALLOC");
+	bool use_alloc = al && !strcmp(al, "1");
+	void **got = calloc(n, sizeof(*got));
 	for (int k = 0; r == 0 && k < (rounds > 0 ? rounds : 1); k++)
-		r = mc_batch_get_into(c, n, keys, klens, bufs, caps, lens, status);
+		r = use_alloc ? mc_batch_get_alloc(c, n, keys, klens, alloc_cap, bufs, got, lens,
+						   status) :
+				mc_batch_get_into(c, n, keys, klens, bufs, caps, lens, status);
 	if (r < 0) {
 		fprintf(stderr, "mc-batch: %s\n", mc_error_name(r));
 		return 1;
@@ -69,6 +84,10 @@ int main(int argc, char **argv)
 			printf("%s %d %s\n", argv[5 + i], status[i], mc_error_name(status[i]));
 			bad = 1;
 			continue;
+		}
+		if (lens[i] > cap) {
+			printf("%s %zu bytes, more than CAP\n", argv[5 + i], lens[i]);
+			return 1;
 		}
 		printf("%s 0 %zu\n", argv[5 + i], lens[i]);
 		char path[4096];
