@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 				mc_batch_get_into(c, n, keys, klens, bufs, caps, lens, status);
 	if (r < 0) {
 		fprintf(stderr, "mc-batch: %s\n", mc_error_name(r));
-		return 1;
+		return 1;	/* (its buffers go with the process) */
 	}
 	int bad = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -99,5 +99,14 @@ int main(int argc, char **argv)
 		}
 	}
 	mc_client_free(c);
+	for (size_t i = 0; i < n; i++)
+		free(bufs[i]);
+	free(bufs);
+	free(got);
+	free(keys);
+	free(klens);
+	free(caps);
+	free(lens);
+	free(status);
 	return bad ? 3 : 0;
 }
