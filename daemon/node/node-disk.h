@@ -45,6 +45,11 @@ int mc_node_disk_load(struct mc_disk *d, const struct mc_node_segments *segs,
  * node puts in mc_node_grants.disk_read (ctx: those grants). */
 struct mc_rpc_call;
 int mc_node_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp);
+/* DATA_DISK_WRITE into the disk tier (node-disk-write.c): the handler the
+ * node puts in mc_node_grants.disk_write (ctx: those grants). */
+int mc_node_data_disk_write(void *ctx, const struct mc_rpc_call *call, void *resp);
+/* Its copies made and failed (not counting refused requests). */
+void mc_node_disk_write_stats(uint64_t *written, uint64_t *failed);
 /* Frees the object its chunked reads keep (at the node's exit). */
 void mc_node_data_disk_read_cleanup(void);
 

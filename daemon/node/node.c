@@ -187,6 +187,7 @@ static int disk_open(struct node *n)
 	mc_node_metrics_set_disk(n->metrics, n->disk, n->off);
 	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
 	n->grants.disk_read = mc_node_data_disk_read;
+	n->grants.disk_write = mc_node_data_disk_write;	/* write-through (node-disk-write.c) */
 	mc_node_offload_attach(n->off, n->disk, dir);
 	return 0;
 }

@@ -45,6 +45,8 @@ struct mc_node_grants {
 	 * answers NOT_SUPPORTED (a client's contributed segment has no disk). */
 	struct mc_disk *disk;
 	int (*disk_read)(void *ctx, const struct mc_rpc_call *call, void *resp);
+	/* DATA_DISK_WRITE (node-disk-write.c), likewise */
+	int (*disk_write)(void *ctx, const struct mc_rpc_call *call, void *resp);
 };
 
 /* segs must outlive g and not change.  0 or MC_ERR_NO_MEMORY. */
