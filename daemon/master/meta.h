@@ -363,6 +363,10 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 /* ---- the disk tier of nodes (meta-offload.c) ---------------------------------- */
 
 /* An object to copy to its node's disk tier (an OFFLOAD command), or the copy done. */
+/* How long a promotion's block stays reserved for its node (a read lease
+ * of the object): the PROMOTE command's ttl_ms (meta-promote.c). */
+#define MC_META_PROMOTE_LEASE_MS 60000u
+
 struct mc_offload_item {
 	struct mc_ref tenant, key;
 	struct mc_uuid segment;             /* the memory replica's segment (the node's) */

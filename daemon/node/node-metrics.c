@@ -19,7 +19,7 @@ enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBE
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
        V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_OFFLOADS, V_OFFLOADS_FAILED, V_DISK_GONE,
        V_DISK_REPORTED, V_DISK_STALE, V_DISK_PROMOTES, V_DISK_PROMOTED,
-       V_DISK_WRITE_THROUGH, V_DISK_WRITE_THROUGH_FAILED,
+       V_DISK_WRITE_THROUGH, V_DISK_WRITE_THROUGH_FAILED, V_DISK_PROMOTES_LATE,
        V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
        V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE, V_COUNT };
 
@@ -93,6 +93,7 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_STALE] = (double)os.stale_dropped;
 	v[V_DISK_PROMOTES] = (double)os.promotes;
 	v[V_DISK_PROMOTED] = (double)os.promoted;
+	v[V_DISK_PROMOTES_LATE] = (double)os.promotes_late;
 	uint64_t wt = 0, wtf = 0;
 	mc_node_disk_write_stats(&wt, &wtf);
 	v[V_DISK_WRITE_THROUGH] = (double)wt;
@@ -165,6 +166,9 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				      "PROMOTE commands run: disk objects loaded back into a segment." },
 		[V_DISK_PROMOTED] = { MC_METRIC_COUNTER, "mooncake_node_disk_promoted_total",
 				      "PROMOTE commands that loaded their object." },
+		[V_DISK_PROMOTES_LATE] = { MC_METRIC_COUNTER, "mooncake_node_disk_promotes_late_total",
+					   "PROMOTE commands not loaded because their block's "
+					   "reservation (ttl_ms) was (nearly) over." },
 		[V_DISK_WRITE_THROUGH] = { MC_METRIC_COUNTER,
 					   "mooncake_node_disk_write_through_total",
 					   "Write-through copies of puts made durable on the disk "
