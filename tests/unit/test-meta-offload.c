@@ -437,6 +437,22 @@ static void test_dump_load(void **state)
 
 /* ON_DISK goes through a dump and a load: the copy is still known, and
  * eviction keeps the object as LOCAL_DISK. */
+/* m reloaded into a new store with its node remounted, after the leases,
+ * then four new objects put there (prefix0..3: the segment's room). */
+static struct mc_meta *reload_and_fill(struct fx *f, const char *prefix)
+{
+	struct mc_meta *m2 = reload(f);
+	remount(m2);
+	test_clock_advance(&f->clk, LEASE + 1);
+	for (int i = 0; i < 4; i++) {
+		char k[8];
+		snprintf(k, sizeof(k), "%s%d", prefix, i);
+		assert_rc(put(m2, C1, DFLT, k, K4, 1), 0);
+		test_clock_advance(&f->clk, 1);
+	}
+	return m2;
+}
+
 static void test_on_disk_persisted(void **state)
 {
 	struct fx *f = *state;
@@ -444,15 +460,7 @@ static void test_on_disk_persisted(void **state)
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	fill4(f, "a");
 	copy_all(f, 2 * K4, 2);   /* a0, a1 */
-	struct mc_meta *m2 = reload(f);
-	remount(m2);
-	test_clock_advance(&f->clk, LEASE + 1);
-	for (int i = 0; i < 4; i++) {   /* evicts a0..a3 in m2 */
-		char k[8];
-		snprintf(k, sizeof(k), "b%d", i);
-		assert_rc(put(m2, C1, DFLT, k, K4, 1), 0);
-		test_clock_advance(&f->clk, 1);
-	}
+	struct mc_meta *m2 = reload_and_fill(f, "b");   /* evicts a0..a3 in m2 */
 	assert_int_equal(type_of(m2, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_int_equal(type_of(m2, "a1", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_int_equal(type_of(m2, "a2", &rs), 0xff);
@@ -513,15 +521,7 @@ static void test_write_through(void **state)
 	/* the next one stays in memory; a dump and a load carry its mark */
 	assert_rc(put_wt(f->m, "y", 1, NULL), 0);
 	assert_rc(mc_meta_put_end(f->m, C1, DFLT, ref_str("y"), false, 0), 0);
-	struct mc_meta *m2 = reload(f);
-	remount(m2);
-	test_clock_advance(&f->clk, LEASE + 1);
-	for (int i = 0; i < 4; i++) {   /* evicts y in m2 */
-		char k[8];
-		snprintf(k, sizeof(k), "c%d", i);
-		assert_rc(put(m2, C1, DFLT, k, K4, 1), 0);
-		test_clock_advance(&f->clk, 1);
-	}
+	struct mc_meta *m2 = reload_and_fill(f, "c");   /* evicts y in m2 */
 	assert_int_equal(type_of(m2, "y", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_rc(mc_meta_check(m2), 0);
 	mc_meta_free(m2);
