@@ -5,8 +5,8 @@
 # disk tier before the put is acknowledged.  The copy is there at once (no
 # offload round), the object's eviction from memory writes nothing more,
 # it survives the node's memory (kill -9, shm files gone, the node away
-# past client_ttl_ms), and a put whose copy cannot be made fails and
-# leaves nothing.  The masters here never offload in the background
+# past client_ttl_ms), a put whose copy cannot be made fails and leaves
+# nothing, and the node copies only what the put's grants cover.  The masters here never offload in the background
 # (offload_watermark=1), so every disk write counted is a write-through.
 bats_require_minimum_version 1.5.0
 
@@ -100,4 +100,46 @@ disk_objects() { node_metric "$1" mooncake_node_disk_objects; }
 	run -1 put_random w 64K --write-through
 	[[ "$output" == *NOT_SUPPORTED* ]]
 	run -4 ctl object get w "$MC_DIR/out"
+}
+
+# field_of LINE NAME N: the N-th (1-based) "NAME=" field of an mc-rpc line.
+field_of() {
+	tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | sed -n "${3}p"
+}
+
+@test "the node copies to its disk only what the put's WRITE and DISK_WRITE grants cover" {
+	start_master --offload_watermark=1 --promote_after_reads=0
+	start_node ld --segment_size=16M --disk_size=128M
+	run -0 "$RPC" "$MASTER_ADDR" put_wt wk 5000 7
+	[[ "$output" == OK\ replicas=2* ]]
+	IFS=, read -r ep seg off len grant <<<"$(field_of "$output" rep 1)"
+	IFS=, read -r dep dseg dkey dgrant <<<"$(field_of "$output" ldisk 1)"
+	[ "$ep" = "$dep" ] && [ "$seg" = "$dseg" ] && [ "$len" = 5000 ]
+	[ "$dkey" = 0764656661756c74776b ]   # tenant "default", key "wk"
+	run -0 "$RPC" "$ep" write "$seg" "$off" 5000 "$grant"
+	[ "$output" = OK ]
+	# missing or swapped grants, another key, more bytes, another range
+	run -0 "$RPC" "$ep" disk_write "$seg" "$off" 5000 "$dkey" "$grant" -
+	[ "$output" = GRANT_DENIED ]
+	run -0 "$RPC" "$ep" disk_write "$seg" "$off" 5000 "$dkey" - "$dgrant"
+	[ "$output" = GRANT_DENIED ]
+	run -0 "$RPC" "$ep" disk_write "$seg" "$off" 5000 "$dkey" "$dgrant" "$grant"
+	[ "$output" = GRANT_DENIED ]
+	run -0 "$RPC" "$ep" disk_write "$seg" "$off" 5000 0764656661756c74776c "$grant" "$dgrant"
+	[ "$output" = GRANT_DENIED ]
+	run -0 "$RPC" "$ep" disk_write "$seg" "$off" 5001 "$dkey" "$grant" "$dgrant"
+	[ "$output" = GRANT_DENIED ]
+	run -0 "$RPC" "$ep" disk_write "$seg" $((off + 4096)) 5000 "$dkey" "$grant" "$dgrant"
+	[ "$output" = GRANT_DENIED ]
+	[ "$(node_metric ld mooncake_node_disk_objects)" -eq 0 ]
+	# both, as given
+	run -0 "$RPC" "$ep" disk_write "$seg" "$off" 5000 "$dkey" "$grant" "$dgrant"
+	[ "$output" = OK ]
+	[ "$(node_metric ld mooncake_node_disk_objects)" -eq 1 ]
+	[ "$(node_metric ld mooncake_node_disk_write_through_total)" -eq 1 ]
+	run -0 "$RPC" "$MASTER_ADDR" put_end wk 7
+	[ "$output" = OK ]
+	# readers get the memory replica only (the disk copy is for its eviction)
+	run -0 "$RPC" "$MASTER_ADDR" where wk
+	[[ "$output" == *replicas=1* ]] && [[ "$output" != *ldisk=* ]]
 }
