@@ -399,6 +399,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	if (old && a->cfg->upsert && !mc_object_is_processing(old)) {
 		/* UpsertStart over a complete value: the new object waits in the
 		 * pending table, readers keep the old one until PutEnd. */
+		if (a->cfg->write_through && meta_has_disk_copy(old))
+			return MC_ERR_NOT_SUPPORTED;   /* both would be the node's one disk key */
 		int r = meta_upsert_admit(m, tab, &a->loc, a->key, now);
 		if (r < 0)
 			return r;

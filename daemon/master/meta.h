@@ -150,7 +150,9 @@ struct mc_put_config {
 	bool write_through;                 /* the node of the first memory replica also keeps a
 					     * copy on its disk tier, written before PutEnd: the
 					     * PutStart answer has one more, LOCAL_DISK,
-					     * descriptor (meta-offload.c, "Write-through") */
+					     * descriptor (meta-offload.c, "Write-through");
+					     * with upsert over a value that has a disk copy:
+					     * MC_ERR_NOT_SUPPORTED (one disk key per object) */
 };
 
 /* One replica, as the callbacks see it (under the shard lock: copy what you keep). */

@@ -285,7 +285,10 @@ struct mc_put_opts {
 				   FILE_WRITE_FAIL; larger than the disk tier:
 				   NO_AVAILABLE_HANDLE) the put fails with that error and is
 				   revoked: nothing is stored.  Needs replicas >= 1; counts
-				   as one more in the MC_MAX_REPLICAS total and in placed */
+				   as one more in the MC_MAX_REPLICAS total and in placed.
+				   With upsert, over a value that has a disk copy itself:
+				   NOT_SUPPORTED (a node keeps one disk copy per key; remove
+				   the old value first) */
 };
 
 /*

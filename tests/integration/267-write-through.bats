@@ -50,6 +50,13 @@ disk_objects() { node_metric "$1" mooncake_node_disk_objects; }
 	[ "$(node_metric ld mooncake_node_disk_write_through_total)" -eq 5 ]
 	[ "$(disk_objects ld)" -eq 5 ]
 	[ "$(master_metric mooncake_master_offload_evictions_total)" -ge "$disk" ]
+	# an overwrite with write-through: of a memory-only value, fine; of one
+	# with a disk copy, refused (the node keeps one copy per key)
+	run -0 put_random p16 1M --overwrite --write-through
+	run -0 get_compare p16
+	[ "$(node_metric ld mooncake_node_disk_write_through_total)" -eq 6 ]
+	run -1 put_random w1 1M --overwrite --write-through
+	[[ "$output" == *NOT_SUPPORTED* ]]
 }
 
 @test "write-through objects survive the node's memory: kill -9, shm gone, away past client_ttl_ms" {

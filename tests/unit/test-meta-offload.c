@@ -525,6 +525,10 @@ static void test_write_through(void **state)
 	assert_int_equal(type_of(m2, "y", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_rc(mc_meta_check(m2), 0);
 	mc_meta_free(m2);
+	/* an upsert with write-through over y, which has its disk copy: refused */
+	struct mc_put_config up = { .replica_num = 1, .write_through = true, .upsert = true };
+	assert_rc(mc_meta_put_start(f->m, C1, DFLT, ref_str("y"), K4, &up, NULL, NULL),
+		  MC_ERR_NOT_SUPPORTED);
 	/* the node goes (its memory with it): y, in memory, is remembered with
 	 * w, on its disk, and both are adopted from its report */
 	assert_int_equal(type_of(f->m, "y", &rs), MC_REPLICA_MEMORY);
