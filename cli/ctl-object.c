@@ -111,20 +111,23 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_opt o[] = { { "--replicas", true, NULL }, { "--hard-pin", false, NULL }, { "--pin-ttl", true, NULL },
 			   { "--group", true, NULL }, { "--overwrite", false, NULL },
-			   { "--disk-replicas", true, NULL }, { "--dfs-replicas", true, NULL } };
+			   { "--disk-replicas", true, NULL }, { "--dfs-replicas", true, NULL },
+			   { "--write-through", false, NULL } };
 	const char *pos[2];
 	int np, r;
 	uint64_t replicas = 1, ttl = 0, disk = 0, dfs = 0;
-	if ((r = ctl_args(ctl, argc, argv, o, 7, pos, 2, 2, &np, "KEY")))
+	if ((r = ctl_args(ctl, argc, argv, o, 8, pos, 2, 2, &np, "KEY")))
 		return r;
+	bool wt = o[7].value != NULL;
 	if ((o[5].value && (r = ctl_arg_u64("object put", "--disk-replicas", o[5].value, 1, &disk))) ||
 	    (o[6].value && (r = ctl_arg_u64("object put", "--dfs-replicas", o[6].value, 1, &dfs))))
 		return r;
 	if (o[0].value && ((r = ctl_arg_u64("object put", "--replicas", o[0].value, MC_MAX_REPLICAS,
-					  &replicas)) || (replicas == 0 && !disk && !dfs) ||
-			   replicas + disk + dfs > MC_MAX_REPLICAS))
+					  &replicas)) || (replicas == 0 && (wt || (!disk && !dfs))) ||
+			   replicas + disk + dfs + wt > MC_MAX_REPLICAS))
 		return r ? r : ctl_usage("object put: --replicas must be 1..%u (0 with "
-					 "--disk-replicas or --dfs-replicas; %u in all)",
+					 "--disk-replicas or --dfs-replicas, not with "
+					 "--write-through; %u in all)",
 					 MC_MAX_REPLICAS, MC_MAX_REPLICAS);
 	if (o[2].value && (r = ctl_arg_u64("object put", "--pin-ttl", o[2].value, UINT64_MAX, &ttl)))
 		return r;
@@ -163,7 +166,7 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 				  .group = o[3].value, .exclusive = true,
 				  .progress = ctl_progress_cb, .progress_ctx = &pg, .placed = &placed,
 				  .upsert = o[4].value != NULL, .disk_replicas = (unsigned)disk,
-				  .dfs_replicas = (unsigned)dfs };
+				  .dfs_replicas = (unsigned)dfs, .write_through = wt };
 	r = mc_put(c, pos[0], strlen(pos[0]), data, len, &po);
 	ctl_progress_end(&pg);
 	free(data);
@@ -177,6 +180,7 @@ static int obj_put(struct ctl *ctl, int argc, char **argv)
 		json_object_set_new(j, "replicas", json_integer((json_int_t)replicas));
 		json_object_set_new(j, "disk_replicas", json_integer((json_int_t)disk));
 		json_object_set_new(j, "dfs_replicas", json_integer((json_int_t)dfs));
+		json_object_set_new(j, "write_through", json_boolean(wt));
 		json_object_set_new(j, "placed", json_integer((json_int_t)placed));
 		json_object_set_new(j, "stored", json_boolean(stored));
 		ctl_json_print(j);
@@ -569,7 +573,7 @@ static int obj_ls(struct ctl *ctl, int argc, char **argv)
 
 static const struct ctl_verb verbs[] = {
 	{ "put", "KEY FILE|- [--replicas N] [--disk-replicas 0|1] [--dfs-replicas 0|1] "
-		 "[--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]",
+		 "[--write-through] [--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]",
 	  "Store FILE (or standard input) under KEY, unless KEY exists (exit 3).\n"
 	  "Objects are immutable: an existing object is left unchanged (\"exists,\n"
 	  "unchanged\"); to replace it, use --overwrite.\n"
@@ -580,6 +584,10 @@ static const struct ctl_verb verbs[] = {
 	  "                 a DISK or DFS replica: none in memory)\n"
 	  "  --disk-replicas 1  one DISK replica: a file under the master's shared_root\n"
 	  "  --dfs-replicas 1   one DFS replica: a range of a shard file there\n"
+	  "  --write-through  also a copy on the disk tier of the node holding the\n"
+	  "                 first memory replica, synced before the put returns (it\n"
+	  "                 survives that node's memory; the put fails if it cannot\n"
+	  "                 be written)\n"
 	  "  --pin-ttl MS   soft-pin the object for MS milliseconds\n"
 	  "  --hard-pin     never evict it\n"
 	  "  --group G      member of group G (evicted together, one read lease)",

@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		"  segment list | show SEGMENT | drain SEGMENT [--grace MS] | unmount SEGMENT\n"
 		"  client list\n"
 		"  object put KEY FILE|- [--replicas N] [--disk-replicas 0|1] [--dfs-replicas 0|1]\n"
-		"             [--pin-ttl MS] [--hard-pin] [--group G]\n"
+		"             [--write-through] [--pin-ttl MS] [--hard-pin] [--group G]\n"
 		"  object get KEY [FILE|-]\n"
 		"  object stat KEY | exist KEY | rm KEY [--force]\n"
 		"  object ls [--prefix P | --regex R] [--limit N]\n"

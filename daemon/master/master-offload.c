@@ -119,6 +119,8 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 	if (!pr.v)
 		return MC_ERR_NO_MEMORY;
 	mc_meta_promote_pick(m->meta, q->client_id, MC_PROTO_MAX_NODE_CMDS, take, &pr);
+	for (uint32_t i = 0; i < pr.n; i++)   /* the block's reservation (proto.def) */
+		pr.v[i].ttl_ms = MC_META_PROMOTE_LEASE_MS;
 	p->n_promotes = pr.n;
 	p->promotes = pr.v;
 	return 0;

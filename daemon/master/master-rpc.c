@@ -138,7 +138,8 @@ static bool sign_grant(struct mc_arena *a, const struct mc_grant *tmpl, uint8_t 
 }
 
 /* A LOCAL_DISK replica: the node's disk key and, for a get, a DISK grant
- * bound to it (proto/disk-key.h), signed with the node's segment key. */
+ * bound to it (proto/disk-key.h), signed with the node's segment key; for
+ * a put (write-through, DATA_DISK_WRITE) a DISK_WRITE grant of the same. */
 static bool fill_local_disk(struct mc_arena *a, struct mc_replica_desc *d,
 			    const struct mc_replica_view *v, const struct mc_grant *tmpl)
 {
@@ -152,10 +153,11 @@ static bool fill_local_disk(struct mc_arena *a, struct mc_replica_desc *d,
 	d->local_disk.object_size = v->size;
 	d->local_disk.segment_id = seg->id;
 	d->local_disk.disk_key = MC_BYTES(dk, n);
+	uint8_t mode = tmpl->mode == MC_GRANT_READ ? MC_GRANT_DISK :
+		       tmpl->mode == MC_GRANT_WRITE ? MC_GRANT_DISK_WRITE : 0;
 	return arena_str(a, mc_segment_endpoint(seg), &d->local_disk.endpoint) &&
-	       (tmpl->mode != MC_GRANT_READ ||
-		sign_grant(a, tmpl, MC_GRANT_DISK, seg, mc_disk_key_tag(dk, n), v->size,
-			   &d->local_disk.grant));
+	       (!mode || sign_grant(a, tmpl, mode, seg, mc_disk_key_tag(dk, n), v->size,
+				    &d->local_disk.grant));
 }
 
 /* A DISK or DFS replica: its file under shared_root (master/fsroot.h). */
@@ -234,6 +236,7 @@ static int put_config(struct mc_arena *a, const struct mc_msg_put_config *c, str
 	ret->replica_num = c->replica_num;
 	ret->disk_replica_num = c->disk_replica_num;
 	ret->dfs_replica_num = c->dfs_replica_num;
+	ret->write_through = c->write_through;
 	ret->hard_pin = c->hard_pin;
 	ret->soft_pin_ttl_ms = c->soft_pin_ttl_ms;
 	ret->data_type = c->data_type;

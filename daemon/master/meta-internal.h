@@ -454,6 +454,25 @@ void meta_promote_release(struct mc_meta *m);
 void meta_promote_note(struct mc_meta *m, const struct mc_object *o);
 /* o's rep[0] is a block its node is loading from its disk tier. */
 bool meta_promote_in_flight(const struct mc_object *o);
+/* o has, or is getting, a copy on a node's disk tier (under its disk key). */
+static inline bool meta_has_disk_copy(const struct mc_object *o)
+{
+	if (o->flags & (MC_OBJ_ON_DISK | MC_OBJ_OFFLOADING))
+		return true;
+	for (uint32_t i = 0; i < o->nrep; i++)
+		if (o->rep[i].type == MC_REPLICA_LOCAL_DISK)
+			return true;
+	return false;
+}
+
+/* A write-through put not ended yet: ON_DISK on a PROCESSING object whose
+ * rep[0] is a memory replica (meta-offload.c, "Write-through"). */
+static inline bool meta_write_through(const struct mc_object *o)
+{
+	return (o->flags & (MC_OBJ_PROCESSING | MC_OBJ_ON_DISK)) ==
+		       (MC_OBJ_PROCESSING | MC_OBJ_ON_DISK) &&
+	       o->nrep && mc_replica_in_memory(o->rep[0].type);
+}
 /* What readers see of r: a promotion in flight whose disk copy is there
  * reads as the LOCAL_DISK replica it was (true, *ret); else false. */
 bool meta_promote_view(const struct mc_object *o, const struct mc_replica *r,

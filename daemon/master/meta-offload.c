@@ -32,6 +32,24 @@
  *             (DATA_DISK_READ, a DISK grant).  Reads may promote it back
  *             into memory (meta-promote.c).
  *
+ * Write-through (put_config.write_through, proto.def DATA_DISK_WRITE): the
+ * copy is made by the put itself, before its PutEnd.  PutStart marks the
+ * new object ON_DISK while it is PROCESSING (meta_write_through(); no other
+ * PROCESSING object has it) and its descriptors gain a LOCAL_DISK one
+ * after rep[0]'s, naming rep[0]'s segment with a DISK_WRITE grant
+ * (master-rpc.c).  The writer fills its memory replicas, asks rep[0]'s
+ * node to copy its block to the disk tier (the bytes do not travel again)
+ * and ends the put only when that succeeded, else revokes it; so PutEnd
+ * finds the object ON_DISK and logs it so, exactly as step 2 leaves an
+ * offloaded object: its eviction (3) writes nothing, the copy is reported
+ * and adopted like any other.  A disk report of the key gone before the
+ * PutEnd clears the mark (DISK_LOST; the object is then a memory-only
+ * one).  A segment unmounted (its node away longer than client_ttl_ms, or
+ * gone) turns an ON_DISK rep[0] into a LOCAL_DISK replica before the
+ * unmount drops those (meta-segment.c), so the copy is remembered for the
+ * node's return (meta-away.c) like an evicted one: an object written
+ * through survives the loss of its node's memory.
+ *
  * OFFLOADING does not stop eviction: an object evicted (or removed) while
  * its copy is made simply fails step 2's check; its copy stays on the
  * node's disk, unreferenced, until the disk tier evicts it.  A command
@@ -374,7 +392,8 @@ int mc_meta_disk_gone(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 			disk_evicted(m, o);
 			mc_object_flags_clear(o, MC_OBJ_ON_DISK);
 			mc_object_flags_set(o, MC_OBJ_DISK_LOST);
-			meta_log_put(m, o);
+			if (!mc_object_is_processing(o))   /* a write-through put: logged at PutEnd */
+				meta_log_put(m, o);
 			r = 0;
 		}
 		if (o->rep[i].type != MC_REPLICA_LOCAL_DISK)

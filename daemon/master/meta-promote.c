@@ -19,14 +19,18 @@
  *             as a put's without eviction: no room, no promotion (counted as
  *             no_room).  The replica becomes that block, MEMORY and
  *             PROCESSING, the object is marked ON_DISK (its node keeps the
- *             copy) and gets a read lease of PROMOTE_LEASE_MS.  The lease
+ *             copy) and gets a read lease of MC_META_PROMOTE_LEASE_MS.  The lease
  *             keeps its block in place while the node writes it: eviction
  *             skips leased objects, and a remove or a replacement frees
  *             the block only once the lease ends (meta_object_hold()).
  *             Meanwhile readers still see a LOCAL_DISK replica
  *             (meta_promote_view()) and read the disk.  A PROMOTE command
  *             (NODE_POLL's promotes) asks the node to load the object from
- *             its disk tier into the block.
+ *             its disk tier into the block, with the lease's length as its
+ *             ttl_ms: once the lease is over the block may be evicted and
+ *             given to another object, so the node writes it only while
+ *             enough of ttl_ms is left (proto.def, NODE_POLL), and a late
+ *             node answers a failure instead.
  *   3. done   The node's result (its next poll) completes the replica: the
  *             object is in memory with its disk copy (ON_DISK), as if it had
  *             been offloaded and not yet evicted, so a later eviction turns
@@ -54,7 +58,6 @@
 
 #define COUNT_SLOTS 4096u
 #define QUEUE_MAX 1024u
-#define PROMOTE_LEASE_MS 60000u
 
 struct counted {
 	const struct mc_object *o;	/* identity only, never dereferenced */
@@ -220,7 +223,7 @@ static bool start(struct mc_meta *m, struct mc_uuid client, const struct queued 
 					 .status = MC_REPLICA_PROCESSING };
 	mc_object_flags_clear(o, MC_OBJ_DISK_LOST);
 	mc_object_flags_set(o, MC_OBJ_ON_DISK);
-	uint64_t until = meta_now(m) + PROMOTE_LEASE_MS;
+	uint64_t until = meta_now(m) + MC_META_PROMOTE_LEASE_MS;
 	if (mc_object_load_time(o) < until)
 		__atomic_store_n(&o->time_ms, until, __ATOMIC_RELAXED);
 	sent = true;

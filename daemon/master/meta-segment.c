@@ -101,6 +101,18 @@ static void drop_replica(struct mc_meta *m, struct mc_segment *s, const struct o
 	if (i == o->nrep)
 		return;
 	mc_segment_release_block(s, o->rep[i].node);
+	if (i == 0 && (o->flags & MC_OBJ_ON_DISK) && !mc_object_is_processing(o)) {
+		/* The node keeps a copy on its disk (an offload or a write-through
+		 * put): a LOCAL_DISK replica now, which meta_offload_unmount()
+		 * drops with the segment and remembers for the node's return
+		 * (meta-away.c), as for an object already evicted to it. */
+		o->rep[0] = (struct mc_replica){ .seg = s->slot, .node = MC_OFFALLOC_NONE,
+						 .type = MC_REPLICA_LOCAL_DISK,
+						 .status = MC_REPLICA_COMPLETE };
+		__atomic_add_fetch(&s->ndisk, 1, __ATOMIC_RELAXED);
+		mc_object_flags_clear(o, MC_OBJ_ON_DISK);
+		return;
+	}
 	memmove(&o->rep[i], &o->rep[i + 1], (o->nrep - i - 1) * sizeof(o->rep[0]));
 	o->nrep--;
 	struct mc_tenant *t = meta_tenant(m, o->tenant);

@@ -270,6 +270,13 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 		if (mc_replica_on_fs(r->type))
 			meta_fs_view(m, r, &v);
 		fn(ctx, index, &v);
+		if (i == 0 && meta_write_through(o) && v.seg) {
+			/* the writer's copy to rep[0]'s disk tier (meta-offload.c) */
+			v.type = MC_REPLICA_LOCAL_DISK;
+			v.offset = 0;
+			n++;
+			fn(ctx, index, &v);
+		}
 	}
 	return n;
 }
@@ -341,7 +348,8 @@ static int check_put_args(const struct mc_meta *m, struct mc_ref key, uint64_t s
 	    cfg->soft_pin_ttl_ms > m->cfg.soft_pin_max_ttl_ms ||
 	    cfg->group.len > MC_MAX_GROUP_NAME || (cfg->group.len && !cfg->group.p) ||
 	    cfg->replica_num > MC_MAX_REPLICAS || cfg->npreferred > 16 ||
-	    cfg->replica_num + cfg->disk_replica_num + cfg->dfs_replica_num > MC_MAX_REPLICAS ||
+	    cfg->replica_num + cfg->disk_replica_num + cfg->dfs_replica_num + cfg->write_through >
+	    MC_MAX_REPLICAS || (cfg->write_through && !cfg->replica_num) ||
 	    (cfg->npreferred && !cfg->preferred))
 		return MC_ERR_INVALID_PARAMS;
 	return meta_fs_check(m, cfg);
@@ -391,6 +399,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	if (old && a->cfg->upsert && !mc_object_is_processing(old)) {
 		/* UpsertStart over a complete value: the new object waits in the
 		 * pending table, readers keep the old one until PutEnd. */
+		if (a->cfg->write_through && meta_has_disk_copy(old))
+			return MC_ERR_NOT_SUPPORTED;   /* both would be the node's one disk key */
 		int r = meta_upsert_admit(m, tab, &a->loc, a->key, now);
 		if (r < 0)
 			return r;
@@ -425,7 +435,9 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	o->client = a->client;
 	o->key_len = (uint16_t)a->key.len;
 	o->tenant = a->loc.tenant;
-	o->flags = MC_OBJ_PROCESSING | (a->cfg->hard_pin ? MC_OBJ_HARD_PIN : 0);
+	/* ON_DISK while PROCESSING: a write-through put (meta-offload.c) */
+	o->flags = MC_OBJ_PROCESSING | (a->cfg->hard_pin ? MC_OBJ_HARD_PIN : 0) |
+		   (a->cfg->write_through ? MC_OBJ_ON_DISK : 0);
 	o->nrep = 0;
 	o->nrep_cap = (uint8_t)(want + nfs);
 	o->data_type = a->cfg->data_type;

@@ -147,6 +147,12 @@ struct mc_put_config {
 	struct mc_bytes_ref group;          /* group id (len 0: none): shared lease, evicted all-or-none */
 	bool upsert;                        /* UpsertStart: a complete object under the key is
 					     * replaced (see mc_meta_put_start) */
+	bool write_through;                 /* the node of the first memory replica also keeps a
+					     * copy on its disk tier, written before PutEnd: the
+					     * PutStart answer has one more, LOCAL_DISK,
+					     * descriptor (meta-offload.c, "Write-through");
+					     * with upsert over a value that has a disk copy:
+					     * MC_ERR_NOT_SUPPORTED (one disk key per object) */
 };
 
 /* One replica, as the callbacks see it (under the shard lock: copy what you keep). */
@@ -359,6 +365,10 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret);
 /* ---- the disk tier of nodes (meta-offload.c) ---------------------------------- */
 
 /* An object to copy to its node's disk tier (an OFFLOAD command), or the copy done. */
+/* How long a promotion's block stays reserved for its node (a read lease
+ * of the object): the PROMOTE command's ttl_ms (meta-promote.c). */
+#define MC_META_PROMOTE_LEASE_MS 60000u
+
 struct mc_offload_item {
 	struct mc_ref tenant, key;
 	struct mc_uuid segment;             /* the memory replica's segment (the node's) */

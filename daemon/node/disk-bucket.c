@@ -14,7 +14,8 @@
  *   <id> is decimal, increasing: a key in two buckets (a crash between a
  *   replace's commit and the old meta's rewrite) belongs to the higher id.
  *
- * Open (ScanMeta) reads every .meta; one that does not decode, or whose
+ * Open (ScanMeta, disk-bucket-index.c, with the .meta writer; the structs
+ * are in disk-bucket-internal.h) reads every .meta; one that does not decode, or whose
  * .bucket is shorter than dlen, is removed with its .bucket and counted in
  * corrupt; a .bucket without a .meta (a put that did not commit) and any
  * .meta.tmp are removed.  The LRU order restarts as the id order.
@@ -29,7 +30,6 @@
  * and entries' live flags); a bucket's meta_lock serializes the rewrites of
  * its .meta and is taken alone.  No lock is held during data I/O.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -43,6 +43,7 @@
 
 #include "mooncake/common.h"
 #include "mooncake/error.h"
+#include "node/disk-bucket-internal.h"
 #include "node/disk-bucket.h"
 #include "node/disk-io.h"
 #include "node/disk-record.h"
@@ -51,53 +52,6 @@
 #include "util/macro.h"
 #include "util/map.h"
 #include "util/syserr.h"
-
-#define BK_SHARDS 1024u
-
-struct bk_link {
-	struct bk_link *prev, *next;
-};
-
-struct bk_bucket;
-
-struct bk_entry {
-	struct bk_bucket *b;
-	uint64_t off, vlen;
-	uint32_t crc;
-	bool live;			/* in a map (space lock) */
-	uint32_t klen;
-	uint8_t key[];
-};
-
-struct bk_bucket {
-	struct bk_link lru;		/* first; space lock */
-	uint64_t id, size;
-	int fd;				/* the .bucket, O_DIRECT */
-	atomic_uint refs;		/* 1 while it has live objects, + readers' */
-	uint32_t nlive;			/* space lock */
-	uint32_t n;
-	pthread_mutex_t meta_lock;
-	struct bk_entry **ents;
-};
-
-struct bk_shard {
-	pthread_mutex_t lock;
-	struct mc_map map;		/* key -> struct bk_entry * */
-} __attribute__((aligned(64)));
-
-struct bk {
-	struct mc_disk base;
-	char *dir;
-	int dirfd;
-	uint64_t cap;
-	struct mc_dio *dio;
-	struct bk_shard *shards;
-	pthread_mutex_t space;
-	struct bk_link lru;		/* next: least recently used */
-	uint64_t used;
-	atomic_uint_fast64_t next_id;
-	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
-};
 
 static uint32_t crc(const void *p, size_t n)
 {
@@ -109,12 +63,12 @@ static uint64_t rec_len(uint32_t klen, uint64_t vlen)
 	return mc_bk_rec_len(klen, vlen);
 }
 
-static struct bk_shard *shard_of(struct bk *s, const void *key, uint32_t klen)
+struct bk_shard *bk_shard_of(struct bk *s, const void *key, uint32_t klen)
 {
 	return &s->shards[mc_hash(key, klen) & (BK_SHARDS - 1)];
 }
 
-static void lru_link(struct bk *s, struct bk_bucket *b)
+void bk_lru_link(struct bk *s, struct bk_bucket *b)
 {
 	b->lru.prev = s->lru.prev;
 	b->lru.next = &s->lru;
@@ -131,7 +85,7 @@ static void lru_unlink(struct bk_bucket *b)
 	b->lru.prev = b->lru.next = NULL;
 }
 
-static struct bk_bucket *bucket_new(uint64_t id, uint32_t n)
+struct bk_bucket *bk_bucket_new(uint64_t id, uint32_t n)
 {
 	struct bk_bucket *b = calloc(1, sizeof(*b));
 	if (!b || !(b->ents = calloc(n ? n : 1, sizeof(*b->ents)))) {
@@ -145,7 +99,7 @@ static struct bk_bucket *bucket_new(uint64_t id, uint32_t n)
 	return b;
 }
 
-static void bucket_free(struct bk_bucket *b)
+void bk_bucket_free(struct bk_bucket *b)
 {
 	for (uint32_t i = 0; i < b->n; i++)
 		free(b->ents[i]);
@@ -156,13 +110,13 @@ static void bucket_free(struct bk_bucket *b)
 	free(b);
 }
 
-static void bucket_unref(struct bk_bucket *b)
+void bk_bucket_unref(struct bk_bucket *b)
 {
 	if (atomic_fetch_sub(&b->refs, 1) == 1)
-		bucket_free(b);
+		bk_bucket_free(b);
 }
 
-static void bucket_files_remove(struct bk *s, uint64_t id)
+void bk_bucket_files_remove(struct bk *s, uint64_t id)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "%" PRIu64 ".meta", id);
@@ -171,59 +125,9 @@ static void bucket_files_remove(struct bk *s, uint64_t id)
 	(void)unlinkat(s->dirfd, name, 0);
 }
 
-/* Writes b's .meta with its live entries (tmp + rename). */
-static int meta_write(struct bk *s, struct bk_bucket *b)
-{
-	char tmp[64], name[64];
-	size_t len = MC_BK_META_HDR, count = 0;
-	int r = 0;
-	pthread_mutex_lock(&b->meta_lock);
-	pthread_mutex_lock(&s->space);
-	for (uint32_t i = 0; i < b->n; i++)
-		if (b->ents[i]->live)
-			len += 22 + b->ents[i]->klen;
-	uint8_t *p = malloc(len);
-	if (p) {
-		uint8_t *q = p + MC_BK_META_HDR;
-		for (uint32_t i = 0; i < b->n && q < p + len; i++) {
-			const struct bk_entry *e = b->ents[i];
-			if (!e->live)
-				continue;
-			struct mc_bk_meta_ent me = { .off = e->off, .vlen = e->vlen, .crc = e->crc,
-						     .klen = e->klen, .key = e->key };
-			q = mc_bk_meta_put_ent(q, &me);
-			count++;
-		}
-		len = (size_t)(q - p);
-	}
-	pthread_mutex_unlock(&s->space);
-	if (!p) {
-		pthread_mutex_unlock(&b->meta_lock);
-		return MC_ERR_NO_MEMORY;
-	}
-	struct mc_bk_meta m = { .id = b->id, .count = count, .dlen = b->size };
-	mc_bk_meta_put_hdr(p, len, &m);
-	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".meta.tmp", b->id);
-	snprintf(name, sizeof(name), "%" PRIu64 ".meta", b->id);
-	int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		r = MC_ERR_FILE_WRITE_FAIL;
-	else {
-		r = mc_file_write_all(fd, p, len);
-		close(fd);
-		if (r == 0 && renameat(s->dirfd, tmp, s->dirfd, name) < 0)
-			r = MC_ERR_FILE_WRITE_FAIL;
-		if (r < 0)
-			(void)unlinkat(s->dirfd, tmp, 0);
-	}
-	free(p);
-	pthread_mutex_unlock(&b->meta_lock);
-	return r;
-}
-
 /* e stops being live (caller holds e's shard lock, e just left the map).
  * Returns whether its bucket died (no live object left). */
-static bool unlive(struct bk *s, struct bk_entry *e)
+bool bk_unlive(struct bk *s, struct bk_entry *e)
 {
 	struct bk_bucket *b = e->b;
 	bool died;
@@ -239,15 +143,15 @@ static bool unlive(struct bk *s, struct bk_entry *e)
 	return died;
 }
 
-/* After unlive(): the dead bucket's files go; a living one's meta is
+/* After bk_unlive(): the dead bucket's files go; a living one's meta is
  * rewritten (rewrite false: it is being evicted whole). */
 static void after_unlive(struct bk *s, struct bk_bucket *b, bool died, bool rewrite)
 {
 	if (died) {
-		bucket_files_remove(s, b->id);
-		bucket_unref(b);	/* the live objects' reference */
+		bk_bucket_files_remove(s, b->id);
+		bk_bucket_unref(b);	/* the live objects' reference */
 	} else if (rewrite) {
-		(void)meta_write(s, b);	/* a failure leaves the key listed: the next
+		(void)bk_meta_write(s, b);	/* a failure leaves the key listed: the next
 					 * open finds it again (its bytes are intact) */
 	}
 }
@@ -255,13 +159,13 @@ static void after_unlive(struct bk *s, struct bk_bucket *b, bool died, bool rewr
 /* Removes e if it is still its key's entry (caller holds a ref on e->b). */
 static bool entry_remove(struct bk *s, struct bk_entry *e, bool rewrite)
 {
-	struct bk_shard *sh = shard_of(s, e->key, e->klen);
+	struct bk_shard *sh = bk_shard_of(s, e->key, e->klen);
 	uint64_t cur;
 	bool removed = false, died = false;
 	pthread_mutex_lock(&sh->lock);
 	if (mc_map_get(&sh->map, e->key, e->klen, &cur) == 0 && (struct bk_entry *)cur == e) {
 		mc_map_del(&sh->map, e->key, e->klen, NULL);
-		died = unlive(s, e);
+		died = bk_unlive(s, e);
 		removed = true;
 	}
 	pthread_mutex_unlock(&sh->lock);
@@ -293,7 +197,7 @@ static int reserve(struct bk *s, uint64_t len)
 			}
 		atomic_fetch_add(&s->evictions, n);
 		atomic_fetch_add(&s->evicted_bytes, b->size);
-		bucket_unref(b);
+		bk_bucket_unref(b);
 		pthread_mutex_lock(&s->space);
 	}
 	s->used += len;
@@ -307,7 +211,7 @@ static void commit(struct bk *s, struct bk_bucket *b, struct mc_disk_put *p)
 	atomic_fetch_add(&b->refs, 1);	/* b may die during the loop */
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct bk_entry *e = b->ents[i];
-		struct bk_shard *sh = shard_of(s, e->key, e->klen);
+		struct bk_shard *sh = bk_shard_of(s, e->key, e->klen);
 		struct bk_entry *old = NULL;
 		uint64_t v;
 		bool died = false, lost = false, edied = false;
@@ -319,18 +223,18 @@ static void commit(struct bk *s, struct bk_bucket *b, struct mc_disk_put *p)
 			p[i].status = MC_ERR_NO_MEMORY;
 			lost = true;
 			old = NULL;
-			edied = unlive(s, e);	/* as if deleted at once */
+			edied = bk_unlive(s, e);	/* as if deleted at once */
 		} else {
 			atomic_fetch_add(&s->puts, 1);
 		}
 		if (old) {
 			atomic_fetch_add(&old->b->refs, 1);
-			died = unlive(s, old);
+			died = bk_unlive(s, old);
 		}
 		pthread_mutex_unlock(&sh->lock);
 		if (old) {
 			after_unlive(s, old->b, died, true);
-			bucket_unref(old->b);
+			bk_bucket_unref(old->b);
 		}
 		if (lost)
 			after_unlive(s, b, edied, true);
@@ -339,9 +243,9 @@ static void commit(struct bk *s, struct bk_bucket *b, struct mc_disk_put *p)
 	 * would find none of them and leave it unevictable. */
 	pthread_mutex_lock(&s->space);
 	if (b->nlive)
-		lru_link(s, b);
+		bk_lru_link(s, b);
 	pthread_mutex_unlock(&s->space);
-	bucket_unref(b);
+	bk_bucket_unref(b);
 }
 
 static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
@@ -360,10 +264,10 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		else
 			total += rec_len(p[i].klen, p[i].len);
 	}
-	if (!r && (!ops || !(b = bucket_new(atomic_fetch_add(&s->next_id, 1), (uint32_t)n))))
+	if (!r && (!ops || !(b = bk_bucket_new(atomic_fetch_add(&s->next_id, 1), (uint32_t)n))))
 		r = MC_ERR_NO_MEMORY;
 	if (!r && (r = reserve(s, total)) < 0) {
-		bucket_free(b);
+		bk_bucket_free(b);
 		b = NULL;
 	}
 	if (r < 0)
@@ -400,13 +304,13 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		free(ops[i].buf);
 	b->nlive = b->n;
 	if (!r)
-		r = meta_write(s, b);	/* the commit point */
+		r = bk_meta_write(s, b);	/* the commit point */
 	if (r < 0) {
-		bucket_files_remove(s, b->id);
+		bk_bucket_files_remove(s, b->id);
 		pthread_mutex_lock(&s->space);
 		s->used -= total;
 		pthread_mutex_unlock(&s->space);
-		bucket_free(b);
+		bk_bucket_free(b);
 		goto out;
 	}
 	commit(s, b, p);
@@ -424,7 +328,7 @@ out:
 /* The entry of key with a reference on its bucket, or NULL. */
 static struct bk_entry *lookup_ref(struct bk *s, const void *key, uint32_t klen)
 {
-	struct bk_shard *sh = shard_of(s, key, klen);
+	struct bk_shard *sh = bk_shard_of(s, key, klen);
 	struct bk_entry *e = NULL;
 	uint64_t v;
 	pthread_mutex_lock(&sh->lock);
@@ -441,7 +345,7 @@ static void touch(struct bk *s, struct bk_bucket *b)
 	pthread_mutex_lock(&s->space);
 	if (b->lru.next) {
 		lru_unlink(b);
-		lru_link(s, b);
+		bk_lru_link(s, b);
 	}
 	pthread_mutex_unlock(&s->space);
 }
@@ -502,7 +406,7 @@ static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		}
 		free(ops[i].buf);
 		if (e[i])
-			bucket_unref(e[i]->b);
+			bk_bucket_unref(e[i]->b);
 		if (g[i].status && !ret)
 			ret = g[i].status;
 	}
@@ -521,7 +425,7 @@ static int bk_del(struct mc_disk *d, const void *key, uint32_t klen)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	struct bk_bucket *b = e->b;
 	bool removed = entry_remove(s, e, true);
-	bucket_unref(b);
+	bk_bucket_unref(b);
 	return removed ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
@@ -567,7 +471,7 @@ static void bk_free(struct bk *s)
 	while (s->lru.next && s->lru.next != &s->lru) {
 		struct bk_bucket *b = container_of(s->lru.next, struct bk_bucket, lru);
 		lru_unlink(b);
-		bucket_free(b);
+		bk_bucket_free(b);
 	}
 	if (s->shards) {
 		for (unsigned i = 0; i < BK_SHARDS; i++) {
@@ -587,182 +491,6 @@ static void bk_free(struct bk *s)
 static void bk_close(struct mc_disk *d)
 {
 	bk_free(container_of(d, struct bk, base));
-}
-
-/* --- ScanMeta --- */
-
-struct scan_ctx {
-	struct bk *s;
-	struct bk_bucket *b;
-	int r;
-};
-
-static int scan_ent(const struct mc_bk_meta_ent *me, void *ctx)
-{
-	struct scan_ctx *c = ctx;
-	struct bk_entry *e = calloc(1, sizeof(*e) + me->klen);
-	if (!e)
-		return MC_ERR_NO_MEMORY;
-	*e = (struct bk_entry){ .b = c->b, .off = me->off, .vlen = me->vlen, .crc = me->crc,
-				.live = true, .klen = me->klen };
-	memcpy(e->key, me->key, me->klen);
-	c->b->ents[c->b->n++] = e;
-	return 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Loads <id>.meta into a bucket (*ret NULL: damaged, files removed). */
-static int load_bucket(struct bk *s, uint64_t id, struct bk_bucket **ret)
-{
-	char name[64];
-	struct stat st;
-	struct mc_bk_meta m;
-	struct bk_bucket *b = NULL;
-	int r = 0;
-	*ret = NULL;
-	snprintf(name, sizeof(name), "%" PRIu64 ".meta", id);
-	int fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
-	uint8_t *p = NULL;
-	size_t n = 0;
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		n = (size_t)st.st_size;
-		if (!(p = malloc(n ? n : 1)))
-			r = MC_ERR_NO_MEMORY;
-		else if (mc_file_read_all(fd, p, n) < 0)
-			n = 0;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (r == 0 && p && mc_bk_meta_decode(p, n, &m, NULL, NULL) == 0 && m.id == id &&
-	    m.count <= UINT32_MAX) {
-		if (!(b = bucket_new(id, (uint32_t)m.count))) {
-			r = MC_ERR_NO_MEMORY;
-		} else {
-			struct scan_ctx c = { .s = s, .b = b };
-			snprintf(name, sizeof(name), "%" PRIu64 ".bucket", id);
-			b->size = m.dlen;
-			b->fd = openat(s->dirfd, name, O_RDONLY | O_DIRECT | O_CLOEXEC);
-			if (b->fd < 0 || fstat(b->fd, &st) < 0 || (uint64_t)st.st_size < m.dlen ||
-			    mc_bk_meta_decode(p, n, &m, scan_ent, &c) < 0) {
-				bucket_free(b);
-				b = NULL;
-			}
-		}
-	}
-	free(p);
-	if (r < 0)
-		return r;
-	if (!b) {
-		bucket_files_remove(s, id);
-		atomic_fetch_add(&s->corrupt, 1);
-	}
-	*ret = b;
-	return 0;
-}
-
-static int bk_scan(struct bk *s)
-{
-	int fd = dup(s->dirfd);
-	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-	uint64_t *ids = NULL, *data = NULL;
-	size_t nids = 0, ndata = 0;
-	int r = 0;
-	if (!dh) {
-		if (fd >= 0)
-			close(fd);
-		return mc_err_from_errno(errno);
-	}
-	while (r == 0 && (de = readdir(dh))) {
-		char *end;
-		uint64_t id = strtoull(de->d_name, &end, 10);
-		if (end == de->d_name)
-			continue;
-		if (strcmp(end, ".meta.tmp") == 0) {
-			(void)unlinkat(s->dirfd, de->d_name, 0);
-		} else if (strcmp(end, ".meta") == 0 || strcmp(end, ".bucket") == 0) {
-			bool meta = end[1] == 'm';
-			uint64_t **v = meta ? &ids : &data;
-			size_t *k = meta ? &nids : &ndata;
-			uint64_t *g = realloc(*v, (*k + 1) * sizeof(**v));
-			if (!g) {
-				r = MC_ERR_NO_MEMORY;
-				break;
-			}
-			*v = g;
-			(*v)[(*k)++] = id;
-		}
-	}
-	closedir(dh);
-	if (nids)
-		qsort(ids, nids, sizeof(*ids), cmp_u64);
-	/* a .bucket without its .meta never committed */
-	for (size_t i = 0; r == 0 && i < ndata; i++)
-		if (!nids || !bsearch(&data[i], ids, nids, sizeof(*ids), cmp_u64)) {
-			char name[64];
-			snprintf(name, sizeof(name), "%" PRIu64 ".bucket", data[i]);
-			(void)unlinkat(s->dirfd, name, 0);
-		}
-	struct bk_bucket **dirty = calloc(nids ? nids : 1, sizeof(*dirty));
-	size_t ndirty = 0;
-	if (!dirty)
-		r = MC_ERR_NO_MEMORY;
-	for (size_t i = 0; r == 0 && i < nids; i++) {
-		struct bk_bucket *b;
-		if ((r = load_bucket(s, ids[i], &b)) < 0 || !b)
-			continue;
-		if (ids[i] >= atomic_load(&s->next_id))
-			atomic_store(&s->next_id, ids[i] + 1);
-		b->nlive = b->n;
-		s->used += b->size;
-		lru_link(s, b);
-		bool lost = false;
-		for (uint32_t k = 0; k < b->n && r == 0; k++) {
-			struct bk_entry *e = b->ents[k], *old = NULL;
-			struct bk_shard *sh = shard_of(s, e->key, e->klen);
-			uint64_t v;
-			if (mc_map_get(&sh->map, e->key, e->klen, &v) == 0)
-				old = (struct bk_entry *)v;
-			atomic_fetch_add(&s->objects, 1);
-			if ((r = mc_map_put(&sh->map, e->key, e->klen, (uint64_t)(uintptr_t)e)) < 0)
-				break;
-			if (old && old->b == b) {
-				unlive(s, old);	/* b keeps e */
-				lost = true;
-			} else if (old) {	/* the higher id wins */
-				struct bk_bucket *ob = old->b;
-				bool died = unlive(s, old);
-				if (died) {
-					bucket_files_remove(s, ob->id);
-					for (size_t j = 0; j < ndirty; j++)
-						if (dirty[j] == ob)
-							dirty[j] = NULL;
-					bucket_unref(ob);
-				} else {
-					size_t j = 0;
-					while (j < ndirty && dirty[j] != ob)
-						j++;
-					if (j == ndirty)
-						dirty[ndirty++] = ob;
-				}
-			}
-		}
-		if (lost)
-			dirty[ndirty++] = b;
-	}
-	/* buckets that lost keys to newer ones forget them */
-	for (size_t j = 0; r == 0 && j < ndirty; j++)
-		if (dirty[j])
-			(void)meta_write(s, dirty[j]);
-	free(dirty);
-	free(ids);
-	free(data);
-	return r;
 }
 
 static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
@@ -812,7 +540,7 @@ static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
 				atomic_fetch_add(&s->evictions, 1);
 				mc_disk_evicted(&s->base, b->ents[i]->key, b->ents[i]->klen);
 			}
-		bucket_unref(b);
+		bk_bucket_unref(b);
 	}
 	*ret = &s->base;
 	return 0;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* disk.c - the disk tier's front: the backend table and the calls through it. */
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mooncake/error.h"
 #include "node/disk.h"
@@ -33,13 +35,25 @@ int mc_disk_open(const char *backend, const struct mc_disk_config *c, struct mc_
 	const struct mc_disk_ops *ops = backend ? mc_disk_backend(backend) : NULL;
 	if (!ops || !c || !c->dir || !*c->dir || !c->size)
 		return MC_ERR_INVALID_PARAMS;
-	return ops->open(c, ret);
+	int r = ops->open(c, ret);
+	if (r == 0)   /* for mc_disk_sync(); -1: it answers FILE_WRITE_FAIL */
+		(*ret)->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return r;
 }
 
 void mc_disk_close(struct mc_disk *d)
 {
-	if (d)
-		d->ops->close(d);
+	if (!d)
+		return;
+	int fd = d->dirfd;
+	d->ops->close(d);
+	if (fd > 0)
+		close(fd);
+}
+
+int mc_disk_sync(struct mc_disk *d)
+{
+	return d->dirfd > 0 && syncfs(d->dirfd) == 0 ? 0 : MC_ERR_FILE_WRITE_FAIL;
 }
 
 int mc_disk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)

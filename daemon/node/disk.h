@@ -115,6 +115,11 @@ int mc_disk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n);
 /* Reads a batch in one submission: 0 if every item succeeded, else the first
  * error.  Counts hits and misses. */
 int mc_disk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n);
+/* Makes every put that returned so far durable (a power loss keeps it, not
+ * only a killed process): syncfs(2) of the file system holding the store,
+ * its data, index and directory entries, whatever the backend.  0 or
+ * MC_ERR_FILE_WRITE_FAIL (also for a store not opened by mc_disk_open()). */
+int mc_disk_sync(struct mc_disk *d);
 /* Removes a key: 0 or MC_ERR_OBJECT_NOT_FOUND. */
 int mc_disk_del(struct mc_disk *d, const void *key, uint32_t klen);
 /* Calls fn for every object (no order promised; no call into d from fn). */
@@ -128,6 +133,7 @@ struct mc_disk {
 	const struct mc_disk_ops *ops;
 	void (*on_evict)(void *ctx, const void *key, uint32_t klen);	/* the config's */
 	void *evict_ctx;
+	int dirfd;	/* the store's directory (mc_disk_open(); mc_disk_sync()) */
 };
 
 /* A backend evicted key: tells the config's on_evict. */

@@ -12,6 +12,7 @@
 
 #include "node/disk.h"
 #include "node/node-metrics.h"
+#include "node/node-disk.h"
 #include "node/node-offload.h"
 #include "node/node-stage.h"
 
@@ -21,6 +22,7 @@ enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBE
        V_DISK_REPORTED, V_DISK_STALE, V_DISK_PROMOTES, V_DISK_PROMOTED,
        V_STAGE_CAPACITY, V_STAGE_USED, V_STAGE_STAGES, V_STAGE_STAGED, V_STAGE_STAGED_BYTES,
        V_STAGE_FULL, V_STAGE_RELEASED, V_STAGE_EXPIRED,
+       V_DISK_WRITE_THROUGH, V_DISK_WRITE_THROUGH_FAILED, V_DISK_PROMOTES_LATE,
        V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
        V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE, V_COUNT };
 
@@ -106,6 +108,11 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_STAGE_FULL] = (double)ss.full;
 	v[V_STAGE_RELEASED] = (double)ss.released;
 	v[V_STAGE_EXPIRED] = (double)ss.expired;
+	v[V_DISK_PROMOTES_LATE] = (double)os.promotes_late;
+	uint64_t wt = 0, wtf = 0;
+	mc_node_disk_write_stats(&wt, &wtf);
+	v[V_DISK_WRITE_THROUGH] = (double)wt;
+	v[V_DISK_WRITE_THROUGH_FAILED] = (double)wtf;
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
@@ -192,6 +199,17 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_STAGE_EXPIRED] = { MC_METRIC_COUNTER, "mooncake_node_staging_expired_total",
 				      "Staged batches dropped at their TTL (the client did not "
 				      "release them)." },
+		[V_DISK_PROMOTES_LATE] = { MC_METRIC_COUNTER, "mooncake_node_disk_promotes_late_total",
+					   "PROMOTE commands not loaded because their block's "
+					   "reservation (ttl_ms) was (nearly) over." },
+		[V_DISK_WRITE_THROUGH] = { MC_METRIC_COUNTER,
+					   "mooncake_node_disk_write_through_total",
+					   "Write-through copies of puts made durable on the disk "
+					   "tier (DATA_DISK_WRITE)." },
+		[V_DISK_WRITE_THROUGH_FAILED] = { MC_METRIC_COUNTER,
+						  "mooncake_node_disk_write_through_failures_total",
+						  "Write-through copies the disk tier failed to "
+						  "write (the put failed)." },
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },

@@ -27,6 +27,7 @@
 #include "node/node-disk.h"
 #include "node/node-offload.h"
 #include "proto/disk-key.h"
+#include "util/clock.h"
 
 /* Results of one reply's commands; their strings point into blob. */
 struct results {
@@ -56,7 +57,7 @@ struct mc_node_offload {
 	bool checked;			/* a report was made since the start */
 	uint64_t reported, dropped;	/* relaxed atomics */
 	uint64_t commands, copied, failed, gone_total, gone_dropped;	/* relaxed atomics */
-	uint64_t promotes, promoted;					/* relaxed atomics */
+	uint64_t promotes, promoted, promotes_late;			/* relaxed atomics */
 };
 
 #define GONE_MAX 65536u
@@ -257,10 +258,12 @@ void mc_node_offload_free(struct mc_node_offload *o)
 }
 
 /* Copies the commands out of the reply (valid until the next call), runs
- * them as one disk batch (load: PROMOTE, disk -> segment; else OFFLOAD,
- * segment -> disk) and keeps their results in *out for the next poll. */
+ * them as one disk batch (load: PROMOTE, disk -> segment, each before its
+ * ttl_ms counted from sent_ms, when the poll went, is over (proto.def);
+ * else OFFLOAD, segment -> disk) and keeps their results in *out for the
+ * next poll. */
 static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c, uint32_t n,
-		   bool load, struct results *out)
+		   bool load, uint64_t sent_ms, struct results *out)
 {
 	size_t bytes = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -291,6 +294,9 @@ static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c
 			continue;
 		x[k] = (struct mc_node_disk_xfer){ .key = b, .klen = dl, .segment = c[i].segment_id,
 						   .offset = c[i].offset, .len = c[i].size };
+		if (load && c[i].ttl_ms)   /* the block's reservation, less the margin */
+			x[k].deadline_ms = c[i].ttl_ms > MC_PROTO_PROMOTE_MARGIN_MS ?
+					   sent_ms + c[i].ttl_ms - MC_PROTO_PROMOTE_MARGIN_MS : 1;
 		idx[k++] = i;
 		b += dl;
 	}
@@ -298,9 +304,10 @@ static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c
 		mc_node_disk_load(o->disk, o->segs, x, k);
 	else
 		mc_node_disk_offload(o->disk, o->segs, x, k);
-	uint64_t ok = 0;
+	uint64_t ok = 0, late = 0;
 	for (uint32_t j = 0; j < k; j++) {
 		int st = x[j].status;
+		late += st == MC_ERR_GRANT_EXPIRED;
 		if (load && st == 0 && x[j].len != c[idx[j]].size)
 			st = MC_ERR_INVALID_READ;   /* another object of the key */
 		res[idx[j]].status = (int16_t)st;
@@ -309,6 +316,7 @@ static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c
 	if (load) {
 		__atomic_add_fetch(&o->promotes, n, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&o->promoted, ok, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&o->promotes_late, late, __ATOMIC_RELAXED);
 	} else {
 		__atomic_add_fetch(&o->commands, n, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&o->copied, ok, __ATOMIC_RELAXED);
@@ -341,6 +349,7 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 			.epoch = o->epoch, .n_have = nh, .have = nh ? o->have + o->hpos : NULL,
 		};
 		struct mc_msg_node_poll_resp p;
+		uint64_t sent_ms = mc_now_ms();
 		int r = mc_rpc_call(conn, MC_OP_NODE_POLL, &q, &p, a, NULL);
 		if (r < 0) {
 			mc_arena_reset(a);
@@ -352,9 +361,9 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 		sent_gone(o);
 		drop_stale(o, p.drop, p.n_drop);   /* before new copies of those keys */
 		report_step(o, p.epoch, nh, p.report);
-		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads, false, &o->off) : 0;
+		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads, false, 0, &o->off) : 0;
 		if (r == 0 && p.n_promotes)
-			r = execute(o, p.promotes, p.n_promotes, true, &o->load);
+			r = execute(o, p.promotes, p.n_promotes, true, sent_ms, &o->load);
 		mc_arena_reset(a);
 		if (r < 0 || (!p.n_offloads && !p.n_promotes && !(o->have && p.epoch)))
 			return r;
@@ -373,4 +382,5 @@ void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload
 	ret->stale_dropped = __atomic_load_n(&o->dropped, __ATOMIC_RELAXED);
 	ret->promotes = __atomic_load_n(&o->promotes, __ATOMIC_RELAXED);
 	ret->promoted = __atomic_load_n(&o->promoted, __ATOMIC_RELAXED);
+	ret->promotes_late = __atomic_load_n(&o->promotes_late, __ATOMIC_RELAXED);
 }

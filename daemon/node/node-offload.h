@@ -46,6 +46,7 @@ struct mc_node_offload_stats {
 	uint64_t reported;		/* disk keys reported held (after a restart) */
 	uint64_t stale_dropped;		/* ... that the master named stale, deleted */
 	uint64_t promotes, promoted;	/* PROMOTE commands run / loaded into memory */
+	uint64_t promotes_late;		/* ... not loaded: too late for their ttl_ms */
 };
 void mc_node_offload_get_stats(struct mc_node_offload *o, struct mc_node_offload_stats *ret);
 

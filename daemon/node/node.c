@@ -18,7 +18,10 @@
  *                  exits 0.
  *   rpc worker xN  (option `workers`) lib/rpc/rpc-server.c running
  *                  node-data.c's handlers: DATA_WRITE receives straight into
- *                  segment memory, DATA_READ sends straight from it.
+ *                  segment memory, DATA_READ sends straight from it;
+ *                  DATA_DISK_READ and DATA_DISK_WRITE (a put's
+ *                  write-through copy, node-disk-write.c) call the disk
+ *                  tier, which is thread-safe, from here too.
  *   rdma cm        with RDMA only: node-rdma.c's connection manager
  *                  (accepts and tears down client QPs; transfers are
  *                  one-sided and never reach a thread of the node).
@@ -26,7 +29,8 @@
  *                  PING every 1 s, REMOUNT_SEGMENTS on NEED_REMOUNT,
  *                  reconnect with backoff; READY=1 after the first mount.
  *                  With a disk tier: PING and NODE_POLL every 250 ms, the
- *                  OFFLOAD commands run on this thread (node-offload.c).
+ *                  OFFLOAD and PROMOTE commands run on this thread
+ *                  (node-offload.c).
  *
  * Locks: the segment table is immutable while the workers run (no lock on
  * the data plane; the master hands out disjoint ranges).  The locks are
@@ -199,6 +203,7 @@ static int disk_open(struct node *n)
 	mc_node_metrics_set_disk(n->metrics, n->disk, n->off);
 	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
 	n->grants.disk_read = mc_node_data_disk_read;
+	n->grants.disk_write = mc_node_data_disk_write;	/* write-through (node-disk-write.c) */
 	mc_node_offload_attach(n->off, n->disk, dir);
 	if (!c->staging_size)
 		return 0;

@@ -274,6 +274,21 @@ struct mc_put_opts {
 				   there.  With either set, replicas 0 means no memory
 				   replica (not 1); every DISK/DFS replica is placed and
 				   written or the put fails */
+	bool write_through;	/* the node holding the first memory replica also keeps a
+				   copy on its disk tier (a LOCAL_DISK copy), written and
+				   synced to its disk before the put returns: a put that
+				   succeeded survives the loss of that node's memory (a
+				   restart, or its segment dropped), and its later eviction
+				   from memory writes nothing more.  The node copies the bytes
+				   it holds (they are sent once).  If that copy fails (the
+				   node has no disk tier: NOT_SUPPORTED; its disk failed:
+				   FILE_WRITE_FAIL; larger than the disk tier:
+				   NO_AVAILABLE_HANDLE) the put fails with that error and is
+				   revoked: nothing is stored.  Needs replicas >= 1; counts
+				   as one more in the MC_MAX_REPLICAS total and in placed.
+				   With upsert, over a value that has a disk copy itself:
+				   NOT_SUPPORTED (a node keeps one disk copy per key; remove
+				   the old value first) */
 };
 
 /*

@@ -29,7 +29,8 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 	}
 	if (o.replicas == 0 && !o.disk_replicas && !o.dfs_replicas)
 		o.replicas = 1;
-	if (o.replicas + o.disk_replicas + o.dfs_replicas > MC_MAX_REPLICAS ||
+	if (o.replicas + o.disk_replicas + o.dfs_replicas + o.write_through > MC_MAX_REPLICAS ||
+	    (o.write_through && !o.replicas) ||
 	    o.disk_replicas > 1 || o.dfs_replicas > 1 || o.n_preferred > MC_MAX_PREFERRED_SEGMENTS ||
 	    (o.n_preferred && !o.preferred_segments) ||
 	    (o.group && (!*o.group || strlen(o.group) > MC_PROTO_MAX_GROUP_ID)))
@@ -48,7 +49,8 @@ int mc_put_config_of(const struct mc_put_opts *opts, struct mc_msg_put_config *c
 					   .preferred_segments = pref,
 					   .group_id = o.group ? mc_bytes_str(o.group) : (struct mc_bytes){ 0 },
 					   .disk_replica_num = (uint8_t)o.disk_replicas,
-					   .dfs_replica_num = (uint8_t)o.dfs_replicas };
+					   .dfs_replica_num = (uint8_t)o.dfs_replicas,
+					   .write_through = o.write_through };
 	*ret = o;
 	return 0;
 }
@@ -91,9 +93,61 @@ static void *rep_writes_run(void *arg)
 	}
 }
 
+/* The write-through copy d (a LOCAL_DISK descriptor of a PutStart): the
+ * node copies the memory replica it holds on d's segment, just written,
+ * to its disk tier (DATA_DISK_WRITE, proto.def), durably. */
+static int write_through(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
+			 const struct mc_replica_desc *d, size_t len)
+{
+	const struct mc_replica_desc *mem = NULL;
+	for (uint32_t i = 0; i < n && !mem; i++)
+		if ((reps[i].type == MC_REPLICA_MEMORY || reps[i].type == MC_REPLICA_NOF_SSD) &&
+		    mc_uuid_eq(reps[i].mem.segment_id, d->local_disk.segment_id))
+			mem = &reps[i];
+	struct mc_target t;
+	int r = mem && d->local_disk.object_size == len ? mc_target_of(c, d, &t) :
+							   MC_ERR_INVALID_REPLICA;
+	if (r < 0)
+		return r;
+	struct mc_msg_data_disk_write_req q = { .segment_id = mem->mem.segment_id,
+						.offset = mem->mem.offset, .size = len,
+						.grant = mem->mem.grant, .disk_key = t.disk_key,
+						.disk_grant = t.grant };
+	struct mc_msg_data_disk_write_resp p;
+	struct mc_conn *cn = NULL;
+	r = mc_pool_call(&t.node->pool, &cn, MC_OP_DATA_DISK_WRITE, &q, &p, NULL);
+	mc_pool_put(&t.node->pool, cn);
+	return r;
+}
+
+static int write_copies(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
+			const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
+			void *ctx);
+
 int mc_write_replicas(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
 		      const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
 		      void *ctx)
+{
+	/* Write-through descriptors (LOCAL_DISK) go last, once the memory
+	 * replicas they copy are written. */
+	struct mc_replica_desc v[MC_MAX_REPLICAS];
+	uint32_t k = 0, nwt = 0;
+	for (uint32_t i = 0; i < n && k < MC_MAX_REPLICAS; i++) {
+		if (reps[i].type == MC_REPLICA_LOCAL_DISK)
+			nwt++;
+		else
+			v[k++] = reps[i];
+	}
+	int r = write_copies(c, nwt ? v : reps, nwt ? k : n, buf, len, ret_sum, fn, ctx);
+	for (uint32_t i = 0; i < n && r == 0 && nwt; i++)
+		if (reps[i].type == MC_REPLICA_LOCAL_DISK)
+			r = write_through(c, reps, n, &reps[i], len);
+	return r;
+}
+
+static int write_copies(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n,
+			const void *buf, size_t len, uint64_t *ret_sum, mc_progress_fn *fn,
+			void *ctx)
 {
 	if (n == 0)
 		return MC_ERR_NO_AVAILABLE_HANDLE;

@@ -120,6 +120,13 @@ static int h_data_disk_unstage(void *ctx, const struct mc_rpc_call *call, void *
 	return gr->stage_ops ? gr->stage_ops->unstage(gr->stage, call, resp) : MC_ERR_NOT_SUPPORTED;
 }
 
+/* Likewise (mc_node_grants.disk_write): a put's write-through copy. */
+static int h_data_disk_write(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_grants *gr = ctx;
+	return gr->disk_write ? gr->disk_write(ctx, call, resp) : MC_ERR_NOT_SUPPORTED;
+}
+
 void mc_node_data_handlers(struct mc_rpc_handlers *h)
 {
 	/* The ops a node serves (proto.def's server column). */

@@ -50,6 +50,8 @@ struct mc_node_grants {
 	 * starts; NULL: NOT_SUPPORTED. */
 	const struct mc_node_stage_ops *stage_ops;
 	void *stage;
+	/* DATA_DISK_WRITE (node-disk-write.c), likewise */
+	int (*disk_write)(void *ctx, const struct mc_rpc_call *call, void *resp);
 };
 
 struct mc_node_stage_ops {

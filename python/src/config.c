@@ -22,6 +22,10 @@
  *    original's default); a TTL with PRESERVE or DISABLE is INVALID_PARAMS
  *    (as the original); PRESERVE on an upsert does not keep the old pin
  *    here (the upsert replaces the object, pins included);
+ *  - write_through (not in the original, which has no synchronous disk
+ *    copy): mc_put_opts.write_through, the node of the first memory
+ *    replica keeps a copy on its disk tier, synced before the put returns
+ *    (needs replica_num >= 1; counts as one more replica in the total);
  *  - with_hard_pin; preferred_segment and preferred_segments (at most 16
  *    in all) go first in placement; one group id at most (several:
  *    INVALID_PARAMS); data_type is accepted and not stored.
@@ -48,6 +52,7 @@ typedef struct {
 	int prefer_alloc_in_same_node;
 	PyObject *data_type;
 	PyObject *group_ids;
+	int write_through;	/* not the original's: mc_put_opts.write_through */
 } config;
 
 static int config_init(PyObject *self, PyObject *args, PyObject *kw)
@@ -62,6 +67,7 @@ static int config_init(PyObject *self, PyObject *args, PyObject *kw)
 	Py_XSETREF(c->soft_pin_action, PyObject_GetAttrString(pymc_soft_pin_action, "PRESERVE"));
 	Py_XSETREF(c->soft_pin_ttl_ms, Py_NewRef(Py_None));
 	c->with_hard_pin = 0;
+	c->write_through = 0;
 	Py_XSETREF(c->preferred_segments, PyList_New(0));
 	Py_XSETREF(c->preferred_segment, PyUnicode_FromString(""));
 	c->prefer_alloc_in_same_node = 0;
@@ -188,6 +194,8 @@ static PyMemberDef config_members[] = {
 	{ "nof_replica_num", T_LONG, offsetof(config, nof_replica_num), 0, NULL },
 	{ "dfs_replica_num", T_LONG, offsetof(config, dfs_replica_num), 0, NULL },
 	{ "with_hard_pin", T_BOOL, offsetof(config, with_hard_pin), 0, NULL },
+	{ "write_through", T_BOOL, offsetof(config, write_through), 0,
+	  "also a copy on the disk tier of the first memory replica's node before the put returns" },
 	{ "prefer_alloc_in_same_node", T_BOOL, offsetof(config, prefer_alloc_in_same_node), 0,
 	  NULL },
 	{ NULL }
@@ -257,9 +265,11 @@ int pymc_put_of(PyObject *cfg, bool upsert, struct pymc_put *ret)
 	if (c->replica_num < 0 || c->replica_num > (long)MC_MAX_REPLICAS ||
 	    c->nof_replica_num != 0 || c->dfs_replica_num < 0 || c->dfs_replica_num > 1 ||
 	    c->replica_num + c->dfs_replica_num == 0 ||
-	    c->replica_num + c->dfs_replica_num > (long)MC_MAX_REPLICAS)
+	    c->replica_num + c->dfs_replica_num + c->write_through > (long)MC_MAX_REPLICAS ||
+	    (c->write_through && !c->replica_num))
 		return MC_ERR_INVALID_PARAMS;
 	ret->o.replicas = (unsigned)c->replica_num;
+	ret->o.write_through = c->write_through;
 	ret->o.dfs_replicas = (unsigned)c->dfs_replica_num;
 	ret->o.hard_pin = c->with_hard_pin;
 	ret->same_node = c->prefer_alloc_in_same_node;

@@ -58,7 +58,7 @@ teardown() {
 	done
 	run -0 --separate-stderr c object put --help
 	[ -z "$stderr" ]
-	[ "${lines[0]}" = "usage: mooncakectl [OPTIONS] object put KEY FILE|- [--replicas N] [--disk-replicas 0|1] [--dfs-replicas 0|1] [--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]" ]
+	[ "${lines[0]}" = "usage: mooncakectl [OPTIONS] object put KEY FILE|- [--replicas N] [--disk-replicas 0|1] [--dfs-replicas 0|1] [--write-through] [--pin-ttl MS] [--hard-pin] [--group G] [--overwrite]" ]
 	[[ "$output" == *"--replicas N"*"--pin-ttl MS"*"--hard-pin"*"--group G"*"--overwrite"* ]]
 	[[ "$output" == *"exit 3"* ]]
 	run -0 c segment -h
@@ -313,7 +313,7 @@ complete_words() {
 	run -0 complete_words mooncakectl snapshot ""
 	[ "$(echo $output)" = "list create" ]
 	run -0 complete_words mooncakectl object put k f --
-	[ "$(echo $output)" = "--replicas --disk-replicas --dfs-replicas --pin-ttl --hard-pin --group --overwrite --master --rpc --tenant --token-file --secret-file --timeout --rdma-device --rdma-qps --rdma-lanes --output --json --help --version" ]
+	[ "$(echo $output)" = "--replicas --disk-replicas --dfs-replicas --write-through --pin-ttl --hard-pin --group --overwrite --master --rpc --tenant --token-file --secret-file --timeout --rdma-device --rdma-qps --rdma-lanes --output --json --help --version" ]
 	# Global options anywhere: after the verb, between group and verb.
 	run -0 complete_words mooncakectl object ls -o json --p
 	[ "$output" = --prefix ]

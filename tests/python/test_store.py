@@ -21,6 +21,7 @@ OBJECT_NOT_FOUND = -704
 OBJECT_HAS_LEASE = -706
 BUFFER_OVERFLOW = -10
 DFS_SERVICE_UNAVAILABLE = -1601
+NOT_SUPPORTED = -1012
 
 
 def cbuf(size, fill=0):
@@ -193,6 +194,15 @@ def test_soft_pin_forwarding(store):
     assert store.put("g0", b"v", bad) == INVALID_PARAMS
     bad.dfs_replica_num = 1                       # this master has no shared_root
     assert store.put("g0", b"v", bad) == DFS_SERVICE_UNAVAILABLE
+    wt = ReplicateConfig()                        # write_through: not the original's
+    assert wt.write_through is False
+    wt.write_through = True
+    wt.replica_num = 0                            # needs a memory replica
+    wt.dfs_replica_num = 1
+    assert store.put("wt", b"v", wt) == INVALID_PARAMS
+    wt.replica_num, wt.dfs_replica_num = 1, 0     # these nodes have no disk tier
+    assert store.put("wt", b"v", wt) == NOT_SUPPORTED
+    assert store.get("wt") == b""                 # nothing stored
 
 
 def test_dfs_replica(tmp_path):

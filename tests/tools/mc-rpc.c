@@ -10,6 +10,9 @@
  *   mc-rpc HOST:PORT put KEY SIZE CLIENT                 (put_start + put_end)
  *   mc-rpc HOST:PORT put_start KEY SIZE CLIENT [REPLICAS] [TENANT]  (the put stays in progress)
  *   mc-rpc HOST:PORT put_end KEY CLIENT                   PutEnd of a put_start
+ *   mc-rpc HOST:PORT put_wt KEY SIZE CLIENT               put_start with write_through
+ *                                                         (also prints " ldisk=ENDPOINT,
+ *                                                         SEGMENT,DISKKEY,GRANT")
  *   mc-rpc HOST:PORT exist KEY
  *   mc-rpc HOST:PORT get KEY
  *   mc-rpc HOST:PORT where KEY [TENANT]                   (get, and the replicas)
@@ -23,6 +26,8 @@
  *   mc-rpc HOST:PORT write SEGMENT OFFSET LENGTH [GRANT] [BYTE]   DATA_WRITE of
  *                                                         LENGTH bytes BYTE (0x41)
  *   mc-rpc HOST:PORT stat [GRANT]                          DATA_STAT
+ *   mc-rpc HOST:PORT disk_write SEGMENT OFFSET SIZE DISKKEY GRANT DISKGRANT
+ *                                                         DATA_DISK_WRITE (hex, "-": none)
  *
  * put_start and where print each memory replica as " rep=ENDPOINT,SEGMENT,
  * OFFSET,LENGTH,GRANT" (SEGMENT a 32-digit hex uuid, GRANT hex, "-" when
@@ -198,8 +203,8 @@ static void handshake(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|put_start|put_end|exist|get|"
-			"where|remove|op|read|write|stat ARGS...\n");
+	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|put_start|put_wt|put_end|exist|get|"
+			"where|remove|op|read|write|stat|disk_write ARGS...\n");
 	exit(2);
 }
 
@@ -215,15 +220,18 @@ static struct mc_uuid uuid_hex(const char *s)
 	return (struct mc_uuid){ strtoull(hi, NULL, 16), strtoull(lo, NULL, 16) };
 }
 
-/* GRANT in hex, "-" or absent: none. */
+/* GRANT (or a disk key) in hex, "-" or absent: none.  Three calls' bytes
+ * live at once (a request with two grants and a disk key). */
 static struct mc_bytes grant_hex(int argc, char **argv, int i)
 {
-	static uint8_t buf[MC_PROTO_MAX_GRANT + 64];
+	static uint8_t bufs[3][MC_PROTO_MAX_DISK_KEY + MC_PROTO_MAX_GRANT + 64];
+	static unsigned next;
+	uint8_t *buf = bufs[next++ % 3];
 	size_t n = 0;
 	const char *s = i < argc ? argv[i] : "-";
 	if (!strcmp(s, "-"))
 		return (struct mc_bytes){ 0 };
-	for (; s[0] && s[1] && n < sizeof(buf); s += 2) {
+	for (; s[0] && s[1] && n < sizeof(bufs[0]); s += 2) {
 		unsigned v;
 		if (sscanf(s, "%2x", &v) != 1)
 			break;
@@ -242,6 +250,16 @@ static void print_replicas(const struct mc_replica_desc *d, uint32_t n)
 {
 	char hex[MC_UUID_STR_LEN];
 	for (uint32_t i = 0; i < n; i++) {
+		if (d[i].type == MC_REPLICA_LOCAL_DISK) {
+			printf(" ldisk=%.*s,%s,", (int)d[i].local_disk.endpoint.len,
+			       d[i].local_disk.endpoint.p, mc_uuid_fmt(d[i].local_disk.segment_id, hex));
+			print_hex(d[i].local_disk.disk_key.p, d[i].local_disk.disk_key.len);
+			printf(",");
+			if (d[i].local_disk.grant.len)
+				print_hex(d[i].local_disk.grant.p, d[i].local_disk.grant.len);
+			else
+				printf("-");
+		}
 		if (d[i].type != MC_REPLICA_MEMORY)
 			continue;
 		printf(" rep=%.*s,%s,%llu,%llu,", (int)d[i].mem.endpoint.len, d[i].mem.endpoint.p,
@@ -312,17 +330,19 @@ int main(int argc, char **argv)
 		st = call(MC_OP_UNMOUNT_SEGMENT, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 	} else if ((!strcmp(op, "put") && argc == 6) ||
-		   (!strcmp(op, "put_start") && argc >= 6 && argc <= 8)) {
+		   (!strcmp(op, "put_start") && argc >= 6 && argc <= 8) ||
+		   (!strcmp(op, "put_wt") && argc == 6)) {
 		struct mc_msg_put_start_req q = { .client_id = id_of(argv[5]),
 						  .key = key_of(argv[3]),
 						  .size = strtoull(argv[4], NULL, 0),
-						  .config = { .replica_num = argc > 6 ? (uint8_t)atoi(argv[6]) : 1 },
+						  .config = { .replica_num = argc > 6 ? (uint8_t)atoi(argv[6]) : 1,
+							      .write_through = !strcmp(op, "put_wt") },
 						  .tenant = mc_bytes_str(argc > 7 ? argv[7] : "") };
 		st = call(MC_OP_PUT_START, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 		if (!st)
 			printf(" replicas=%u", resp.put_start_resp.n_replicas);
-		if (!st && !strcmp(op, "put_start"))
+		if (!st && strcmp(op, "put"))
 			print_replicas(resp.put_start_resp.replicas, resp.put_start_resp.n_replicas);
 		if (!st && !strcmp(op, "put")) {
 			struct mc_msg_put_end_req e = { .client_id = q.client_id, .key = q.key };
@@ -383,6 +403,15 @@ int main(int argc, char **argv)
 		st = call(MC_OP_DATA_WRITE, &q, &a, &resp);
 		send_len = 0;
 		free(buf);
+		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "disk_write") && argc == 9) {
+		struct mc_msg_data_disk_write_req q = { .segment_id = uuid_hex(argv[3]),
+							.offset = strtoull(argv[4], NULL, 0),
+							.size = strtoull(argv[5], NULL, 0),
+							.disk_key = grant_hex(argc, argv, 6),
+							.grant = grant_hex(argc, argv, 7),
+							.disk_grant = grant_hex(argc, argv, 8) };
+		st = call(MC_OP_DATA_DISK_WRITE, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
 	} else if (!strcmp(op, "stat") && (argc == 3 || argc == 4)) {
 		struct mc_msg_data_stat_req q = { .grant = grant_hex(argc, argv, 3) };

@@ -3,7 +3,7 @@
  * test-meta-offload.c - LOCAL_DISK replicas in the metadata service
  * (meta-offload.c): which objects are picked for a copy to their node's
  * disk, what a node's answer changes, eviction keeping copied objects as
- * LOCAL_DISK replicas, disk losses, unmounts, and the replicas through a
+ * LOCAL_DISK replicas, write-through puts, disk losses, unmounts, and the replicas through a
  * dump and a load (a snapshot, a standby), and all of them at once from
  * three threads (also run under TSan).  Eviction is on (as in
  * test-meta-evict.c); segments are fake.  Every test ends with
@@ -437,6 +437,22 @@ static void test_dump_load(void **state)
 
 /* ON_DISK goes through a dump and a load: the copy is still known, and
  * eviction keeps the object as LOCAL_DISK. */
+/* m reloaded into a new store with its node remounted, after the leases,
+ * then four new objects put there (prefix0..3: the segment's room). */
+static struct mc_meta *reload_and_fill(struct fx *f, const char *prefix)
+{
+	struct mc_meta *m2 = reload(f);
+	remount(m2);
+	test_clock_advance(&f->clk, LEASE + 1);
+	for (int i = 0; i < 4; i++) {
+		char k[8];
+		snprintf(k, sizeof(k), "%s%d", prefix, i);
+		assert_rc(put(m2, C1, DFLT, k, K4, 1), 0);
+		test_clock_advance(&f->clk, 1);
+	}
+	return m2;
+}
+
 static void test_on_disk_persisted(void **state)
 {
 	struct fx *f = *state;
@@ -444,20 +460,88 @@ static void test_on_disk_persisted(void **state)
 	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
 	fill4(f, "a");
 	copy_all(f, 2 * K4, 2);   /* a0, a1 */
-	struct mc_meta *m2 = reload(f);
-	remount(m2);
-	test_clock_advance(&f->clk, LEASE + 1);
-	for (int i = 0; i < 4; i++) {   /* evicts a0..a3 in m2 */
-		char k[8];
-		snprintf(k, sizeof(k), "b%d", i);
-		assert_rc(put(m2, C1, DFLT, k, K4, 1), 0);
-		test_clock_advance(&f->clk, 1);
-	}
+	struct mc_meta *m2 = reload_and_fill(f, "b");   /* evicts a0..a3 in m2 */
 	assert_int_equal(type_of(m2, "a0", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_int_equal(type_of(m2, "a1", &rs), MC_REPLICA_LOCAL_DISK);
 	assert_int_equal(type_of(m2, "a2", &rs), 0xff);
 	assert_rc(mc_meta_check(m2), 0);
 	mc_meta_free(m2);
+}
+
+/* A write-through put (meta-offload.c, "Write-through"): PutStart adds a
+ * LOCAL_DISK descriptor of rep[0]'s segment; PutEnd leaves the object
+ * ON_DISK, so it is never picked for an offload and its eviction keeps it
+ * as LOCAL_DISK with no command; a disk loss before PutEnd leaves it
+ * memory-only; an unmount remembers it for the node's return; a dump and
+ * a load carry it. */
+static int put_wt(struct mc_meta *m, const char *key, uint32_t nrep, struct rep_sink *rs)
+{
+	struct mc_put_config cfg = { .replica_num = nrep, .write_through = true };
+	if (rs)
+		memset(rs, 0, sizeof(*rs));
+	return mc_meta_put_start(m, C1, DFLT, ref_str(key), K4, &cfg, rs ? rep_collect : NULL, rs);
+}
+
+static void test_write_through(void **state)
+{
+	struct fx *f = *state;
+	struct rep_sink rs;
+	struct cmds c;
+	struct mc_meta_stats st;
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 16 * KiB), 0);
+	assert_rc(put_wt(f->m, "w", 0, NULL), MC_ERR_INVALID_PARAMS);   /* no memory replica */
+	assert_rc(put_wt(f->m, "w", MC_MAX_REPLICAS, NULL), MC_ERR_INVALID_PARAMS);   /* one too many */
+	assert_rc(put_wt(f->m, "w", 1, &rs), 0);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.r[0].type, MC_REPLICA_MEMORY);
+	assert_int_equal(rs.r[0].status, MC_REPLICA_PROCESSING);
+	assert_int_equal(rs.r[1].type, MC_REPLICA_LOCAL_DISK);
+	assert_true(mc_uuid_eq(rs.r[1].seg, seg_id(1)));
+	assert_int_equal(rs.r[1].size, K4);
+	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 0);   /* in progress */
+	assert_rc(mc_meta_put_end(f->m, C1, DFLT, ref_str("w"), false, 0), 0);
+	assert_int_equal(type_of(f->m, "w", &rs), MC_REPLICA_MEMORY);   /* one replica seen */
+	test_clock_advance(&f->clk, 1);
+	put_at(f, "p");
+	assert_int_equal(pick(f->m, C1, UINT64_MAX, &c), 1);   /* w has its copy */
+	assert_string_equal(c.key[0], "p");
+	/* a disk report of x gone before its PutEnd: x is memory-only */
+	assert_rc(put_wt(f->m, "x", 1, NULL), 0);
+	assert_rc(mc_meta_disk_gone(f->m, C1, DFLT, ref_str("x")), 0);
+	assert_rc(mc_meta_put_end(f->m, C1, DFLT, ref_str("x"), false, 0), 0);
+	test_clock_advance(&f->clk, LEASE + 1);
+	fill4(f, "b");   /* evicts w, p, x (and the oldest b) */
+	assert_int_equal(type_of(f->m, "w", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(1)));
+	assert_int_equal(type_of(f->m, "p", &rs), 0xff);   /* its copy was not confirmed */
+	assert_int_equal(type_of(f->m, "x", &rs), 0xff);
+	mc_meta_get_stats(f->m, &st);
+	assert_int_equal(st.offloads_kept, 1);
+	assert_int_equal(st.offloads_done, 0);   /* no offload made w's copy */
+	/* the next one stays in memory; a dump and a load carry its mark */
+	assert_rc(put_wt(f->m, "y", 1, NULL), 0);
+	assert_rc(mc_meta_put_end(f->m, C1, DFLT, ref_str("y"), false, 0), 0);
+	struct mc_meta *m2 = reload_and_fill(f, "c");   /* evicts y in m2 */
+	assert_int_equal(type_of(m2, "y", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_rc(mc_meta_check(m2), 0);
+	mc_meta_free(m2);
+	/* an upsert with write-through over y, which has its disk copy: refused */
+	struct mc_put_config up = { .replica_num = 1, .write_through = true, .upsert = true };
+	assert_rc(mc_meta_put_start(f->m, C1, DFLT, ref_str("y"), K4, &up, NULL, NULL),
+		  MC_ERR_NOT_SUPPORTED);
+	/* the node goes (its memory with it): y, in memory, is remembered with
+	 * w, on its disk, and both are adopted from its report */
+	assert_int_equal(type_of(f->m, "y", &rs), MC_REPLICA_MEMORY);
+	test_clock_advance(&f->clk, LEASE + 1);
+	assert_rc(mc_meta_unmount_segment(f->m, C1, seg_id(1)), 0);
+	assert_true(mc_meta_away_has(f->m, C1, DFLT, ref_str("y"), K4));
+	assert_true(mc_meta_away_has(f->m, C1, DFLT, ref_str("w"), K4));
+	assert_false(mc_meta_away_has(f->m, C1, DFLT, ref_str("b3"), K4));   /* memory only */
+	assert_rc(mount_seg(f->m, C1, 3, "n1", 16 * KiB), 0);
+	assert_true(mc_meta_away_poll(f->m, C1, false));
+	assert_rc(mc_meta_disk_report(f->m, C1, DFLT, ref_str("y"), K4, true), 0);
+	assert_int_equal(type_of(f->m, "y", &rs), MC_REPLICA_LOCAL_DISK);
+	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(3)));
 }
 
 /* A node's report of its disk: known copies, adopted ones (the master lost
@@ -604,6 +688,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dump_load, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_on_disk_persisted, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_report, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_write_through, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_stress, setup_off, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
