@@ -12,8 +12,14 @@
  * the lookup), so that a get of a hot key reads straight from the node (or
  * the shared segment) without asking the master.  Past that, the entry is
  * dead and the next get asks again (which renews the lease and the entry).
- * BATCH_QUERY_PREFIX leases its hit prefix without descriptors: those keys
- * get presence entries (MC_DC_PRESENT), which answer prefix queries only.
+ * BATCH_QUERY_PREFIX leases its hit prefix without descriptors: the keys
+ * of the prefix are kept as one record (PREFIX_RECS of them, the keys'
+ * bytes in one block: no hash, no lookup per key, so that a first query
+ * costs no more than an exist of its keys) until its lease ends less the
+ * margin, or until any entry is dropped (this client's put, upsert or
+ * remove of any key, or a renewal that found a key gone: a count of drops
+ * read before the query was sent must still hold), and answer the
+ * prefix queries that begin with its keys.
  *
  * Renewal: a get that hits an entry in the second half of its lease queues
  * the key (once per lease) for the renewal thread, started at the first
@@ -40,7 +46,8 @@
  * bucket is not put (so a remove or upsert through this client is never
  * undone by a lookup or renewal that was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
  * CACHE_MAX_REPS replicas and objects with other than memory replicas are
- * not cached.  Lock order: a slot lock, or the queue lock, never both.
+ * not cached.  Lock order: a slot lock, the queue lock or the prefix lock
+ * (pmu), never two.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,6 +61,9 @@
 #define CACHE_WAYS        8u	/* entries per bucket */
 #define RENEW_MAX         256u	/* keys per renewal call, and queued at most */
 #define RENEW_INTERVAL_MS 20u	/* between two renewal calls */
+#define PREFIX_RECS       16u	/* hit prefixes kept */
+
+struct mc_dcache_prefix;
 
 struct renew_key {
 	uint32_t klen;
@@ -77,6 +87,10 @@ struct mc_dcache {
 	uint32_t nq;
 	struct renew_key q[RENEW_MAX];		/* queued by hits (rmu) */
 	struct renew_key work[RENEW_MAX];	/* the thread's current call */
+	/* hit prefixes */
+	uint64_t drops;				/* entries dropped: ends every prefix */
+	pthread_mutex_t pmu;
+	struct mc_dcache_prefix *prefix[PREFIX_RECS];	/* (pmu) */
 };
 
 /* Lease left when an entry stops serving: a read that starts then still
@@ -105,6 +119,7 @@ static void locks_init(struct mc_dcache *d)
 	for (unsigned i = 0; i < CACHE_LOCKS; i++)
 		pthread_mutex_init(&d->mu[i], NULL);
 	pthread_mutex_init(&d->rmu, NULL);
+	pthread_mutex_init(&d->pmu, NULL);
 	pthread_cond_init(&d->rcv, NULL);
 	d->started = d->stop = false;
 	d->nq = 0;
@@ -163,7 +178,10 @@ void mc_dcache_free(struct mc_dcache *d)
 	for (unsigned i = 0; i < CACHE_LOCKS; i++)
 		pthread_mutex_destroy(&d->mu[i]);
 	pthread_mutex_destroy(&d->rmu);
+	pthread_mutex_destroy(&d->pmu);
 	pthread_cond_destroy(&d->rcv);
+	for (unsigned i = 0; i < PREFIX_RECS; i++)
+		free(d->prefix[i]);
 	free(d->e);
 	free(d->tags);
 	free(d->ends);
@@ -245,11 +263,10 @@ uint64_t mc_dcache_gen(struct mc_dcache *d, const void *key, size_t klen)
 	return __atomic_load_n(&d->gen[b], __ATOMIC_ACQUIRE);
 }
 
-/* Stores the first len bytes of x as key's entry (in place of its old one,
- * else in a victim's way) unless its bucket had a drop since gen, or
- * (keep_live) key has a live entry. */
-static void store(struct mc_dcache *d, struct mc_dcache_entry *x, size_t len, const void *key,
-		  size_t klen, uint64_t gen, bool keep_live)
+/* Stores x as key's entry (in place of its old one, else in a victim's
+ * way) unless its bucket had a drop since gen. */
+static void store(struct mc_dcache *d, struct mc_dcache_entry *x, const void *key, size_t klen,
+		  uint64_t gen)
 {
 	uint32_t b = bucket_of(d, key, klen, &x->hash);
 	x->klen = (uint32_t)klen;
@@ -258,10 +275,10 @@ static void store(struct mc_dcache *d, struct mc_dcache_entry *x, size_t len, co
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
 	struct mc_dcache_entry *e = find(d, b, x->hash, key, klen);
-	if (d->gen[b] == gen && !(keep_live && e && now < e->until_ms)) {
+	if (d->gen[b] == gen) {
 		if (!e)
 			e = victim(d, b, now);
-		memcpy(e, x, len);
+		memcpy(e, x, sizeof(*x));
 		d->tags[e - d->e] = x->hash;
 		d->ends[e - d->e] = x->until_ms;
 	}
@@ -299,21 +316,113 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 	x.query_ms = query_ms;
 	x.lease_ms = o->lease_ms;
 	x.until_ms = query_ms + o->lease_ms - margin_ms(o->lease_ms);
-	store(d, &x, sizeof(x), key, klen, gen, false);
+	store(d, &x, key, klen, gen);
 }
 
-void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
-			   uint64_t lease_ms, uint64_t query_ms, uint64_t gen)
+/* ---- hit prefixes ------------------------------------------------------------------ */
+
+/* One hit prefix: its n keys (offsets into keys[]), kept until until_ms
+ * while no key was dropped from the cache since its query was sent. */
+struct mc_dcache_prefix {
+	uint64_t drops, until_ms;
+	uint32_t n;
+	uint32_t off[];		/* n + 1 offsets, then the key bytes */
+};
+
+static const uint8_t *prefix_key(const struct mc_dcache_prefix *r, uint32_t i, size_t *len)
 {
-	struct mc_dcache_entry x;
-	if (!d || klen > CACHE_MAX_KEY || lease_ms <= margin_ms(lease_ms))
+	*len = r->off[i + 1] - r->off[i];
+	return (const uint8_t *)&r->off[r->n + 1] + r->off[i];
+}
+
+static bool prefix_live(const struct mc_dcache *d, const struct mc_dcache_prefix *r, uint64_t now)
+{
+	return r && r->drops == __atomic_load_n(&d->drops, __ATOMIC_ACQUIRE) && now < r->until_ms;
+}
+
+/* Where r goes: in place of a record of the same first key, else of a dead
+ * one, else of the one ending first.  pmu held. */
+static unsigned prefix_slot(const struct mc_dcache *d, const struct mc_dcache_prefix *r,
+			    uint64_t now)
+{
+	size_t l0, m0;
+	const uint8_t *n0 = prefix_key(r, 0, &m0);
+	unsigned dead = PREFIX_RECS, first = 0;
+	for (unsigned i = 0; i < PREFIX_RECS; i++) {
+		const struct mc_dcache_prefix *o = d->prefix[i];
+		if (!prefix_live(d, o, now)) {
+			if (dead == PREFIX_RECS)
+				dead = i;
+			continue;
+		}
+		const uint8_t *k0 = prefix_key(o, 0, &l0);
+		if (l0 == m0 && !memcmp(k0, n0, l0))
+			return i;
+		if (!prefix_live(d, d->prefix[first], now) || o->until_ms < d->prefix[first]->until_ms)
+			first = i;
+	}
+	return dead < PREFIX_RECS ? dead : first;
+}
+
+uint64_t mc_dcache_drops(struct mc_dcache *d)
+{
+	return d ? __atomic_load_n(&d->drops, __ATOMIC_ACQUIRE) : 0;
+}
+
+void mc_dcache_put_prefix(struct mc_dcache *d, const struct mc_bytes *keys, size_t n,
+			  uint64_t lease_ms, uint64_t query_ms, uint64_t drops)
+{
+	size_t bytes = 0;
+	if (!d || n == 0 || n > MC_MAX_BATCH || lease_ms <= margin_ms(lease_ms) ||
+	    drops != mc_dcache_drops(d))
 		return;
-	memset(&x, 0, offsetof(struct mc_dcache_entry, reps));
-	x.kind = MC_DC_PRESENT;
-	x.query_ms = query_ms;
-	x.lease_ms = lease_ms;
-	x.until_ms = query_ms + lease_ms - margin_ms(lease_ms);
-	store(d, &x, offsetof(struct mc_dcache_entry, reps), key, klen, gen, true);
+	for (size_t j = 0; j < n; j++)
+		bytes += keys[j].len;
+	struct mc_dcache_prefix *r = malloc(sizeof(*r) + (n + 1) * sizeof(r->off[0]) + bytes);
+	if (!r)
+		return;   /* not kept: the next query asks the master */
+	uint8_t *kb = (uint8_t *)&r->off[n + 1];
+	r->drops = drops;
+	r->until_ms = query_ms + lease_ms - margin_ms(lease_ms);
+	r->n = (uint32_t)n;
+	r->off[0] = 0;
+	for (size_t j = 0; j < n; j++) {
+		memcpy(kb + r->off[j], keys[j].p, keys[j].len);
+		r->off[j + 1] = r->off[j] + keys[j].len;
+	}
+	uint64_t now = mc_now_ms();
+	forget_forked(d);
+	pthread_mutex_lock(&d->pmu);
+	unsigned v = prefix_slot(d, r, now);
+	struct mc_dcache_prefix *old = d->prefix[v];
+	d->prefix[v] = r;
+	pthread_mutex_unlock(&d->pmu);
+	free(old);
+}
+
+size_t mc_dcache_match_prefix(struct mc_dcache *d, const void *const *keys, const size_t *klens,
+			      size_t n)
+{
+	size_t best = 0;
+	if (!d || n == 0)
+		return 0;
+	uint64_t now = mc_now_ms();
+	forget_forked(d);
+	pthread_mutex_lock(&d->pmu);
+	for (unsigned i = 0; i < PREFIX_RECS; i++) {
+		const struct mc_dcache_prefix *r = d->prefix[i];
+		if (!prefix_live(d, r, now))
+			continue;
+		size_t j = 0, len;
+		const uint8_t *k;
+		while (j < n && j < r->n && (k = prefix_key(r, (uint32_t)j, &len)) &&
+		       len == klens[j] && !memcmp(k, keys[j], len))
+			j++;
+		if (j > best)
+			best = j;
+	}
+	pthread_mutex_unlock(&d->pmu);
+	return best;
 }
 
 static void *renew_main(void *arg);
@@ -406,6 +515,7 @@ void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen)
 		return;
 	uint32_t b = bucket_of(d, key, klen, &h);
 	pthread_mutex_t *mu = lock_of(d, b);
+	__atomic_add_fetch(&d->drops, 1, __ATOMIC_RELEASE);   /* ends the hit prefixes */
 	pthread_mutex_lock(mu);
 	__atomic_add_fetch(&d->gen[b], 1, __ATOMIC_RELEASE);
 	struct mc_dcache_entry *e = find(d, b, h, key, klen);
@@ -419,6 +529,7 @@ void mc_dcache_clear(struct mc_dcache *d)
 	if (!d)
 		return;
 	forget_forked(d);
+	__atomic_add_fetch(&d->drops, 1, __ATOMIC_RELEASE);
 	for (uint32_t l = 0; l < CACHE_LOCKS; l++) {
 		pthread_mutex_lock(&d->mu[l]);
 		for (uint32_t b = l; b < d->nbuckets; b += CACHE_LOCKS) {
