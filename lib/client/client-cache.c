@@ -91,6 +91,7 @@ struct mc_dcache {
 	uint64_t drops;				/* entries dropped: ends every prefix */
 	pthread_mutex_t pmu;
 	struct mc_dcache_prefix *prefix[PREFIX_RECS];	/* (pmu) */
+	unsigned pnext;				/* the slot taken next when none is free (pmu) */
 };
 
 /* Lease left when an entry stops serving: a read that starts then still
@@ -341,13 +342,12 @@ static bool prefix_live(const struct mc_dcache *d, const struct mc_dcache_prefix
 }
 
 /* Where r goes: in place of a record of the same first key, else of a dead
- * one, else of the one ending first.  pmu held. */
-static unsigned prefix_slot(const struct mc_dcache *d, const struct mc_dcache_prefix *r,
-			    uint64_t now)
+ * one, else of the oldest (the slots are taken in turn).  pmu held. */
+static unsigned prefix_slot(struct mc_dcache *d, const struct mc_dcache_prefix *r, uint64_t now)
 {
 	size_t l0, m0;
 	const uint8_t *n0 = prefix_key(r, 0, &m0);
-	unsigned dead = PREFIX_RECS, first = 0;
+	unsigned dead = PREFIX_RECS;
 	for (unsigned i = 0; i < PREFIX_RECS; i++) {
 		const struct mc_dcache_prefix *o = d->prefix[i];
 		if (!prefix_live(d, o, now)) {
@@ -358,10 +358,12 @@ static unsigned prefix_slot(const struct mc_dcache *d, const struct mc_dcache_pr
 		const uint8_t *k0 = prefix_key(o, 0, &l0);
 		if (l0 == m0 && !memcmp(k0, n0, l0))
 			return i;
-		if (!prefix_live(d, d->prefix[first], now) || o->until_ms < d->prefix[first]->until_ms)
-			first = i;
 	}
-	return dead < PREFIX_RECS ? dead : first;
+	if (dead < PREFIX_RECS)
+		return dead;
+	unsigned v = d->pnext;
+	d->pnext = (v + 1) % PREFIX_RECS;
+	return v;
 }
 
 uint64_t mc_dcache_drops(struct mc_dcache *d)
