@@ -197,7 +197,8 @@ struct mc_client_opts {
  *    the last 16 queries are kept whole (their keys, no per-key entries)
  *    until their lease ends less the margin or this client drops any entry
  *    (any put, upsert or remove through it): then the master is asked
- *    again.
+ *    again.  One asked again in the second half of its lease is renewed
+ *    in the background (one BATCH_QUERY_PREFIX of its keys).
  * Renewal: a key read again in the second half of its lease is renewed in
  * the background: one thread per client (started at the first renewal)
  * sends the keys due, at most 256 per call and one call per 20 ms, in one

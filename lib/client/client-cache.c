@@ -19,7 +19,10 @@
  * margin, or until any entry is dropped (this client's put, upsert or
  * remove of any key, or a renewal that found a key gone: a count of drops
  * read before the query was sent must still hold), and answer the
- * prefix queries that begin with its keys.
+ * prefix queries that begin with its keys.  A query answered by a record
+ * in the second half of its lease hands a copy of it (once per lease) to
+ * the renewal thread, which asks BATCH_QUERY_PREFIX for its keys and puts
+ * the answer's hit prefix in its place.
  *
  * Renewal: a get that hits an entry in the second half of its lease queues
  * the key (once per lease) for the renewal thread, started at the first
@@ -86,6 +89,7 @@ struct mc_dcache {
 	bool started, stop;
 	uint32_t nq;
 	struct renew_key q[RENEW_MAX];		/* queued by hits (rmu) */
+	struct mc_dcache_prefix *prenew;	/* a hit prefix to renew (rmu) */
 	struct renew_key work[RENEW_MAX];	/* the thread's current call */
 	/* hit prefixes */
 	uint64_t drops;				/* entries dropped: ends every prefix */
@@ -183,6 +187,7 @@ void mc_dcache_free(struct mc_dcache *d)
 	pthread_cond_destroy(&d->rcv);
 	for (unsigned i = 0; i < PREFIX_RECS; i++)
 		free(d->prefix[i]);
+	free(d->prenew);
 	free(d->e);
 	free(d->tags);
 	free(d->ends);
@@ -326,7 +331,10 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
  * while no key was dropped from the cache since its query was sent. */
 struct mc_dcache_prefix {
 	uint64_t drops, until_ms;
+	uint64_t query_ms, lease_ms;	/* when its query was sent, the lease it got */
+	size_t size;			/* of this record */
 	uint32_t n;
+	bool renew_queued;		/* a copy went to the renewal thread (pmu) */
 	uint32_t off[];		/* n + 1 offsets, then the key bytes */
 };
 
@@ -380,13 +388,18 @@ void mc_dcache_put_prefix(struct mc_dcache *d, const struct mc_bytes *keys, size
 		return;
 	for (size_t j = 0; j < n; j++)
 		bytes += keys[j].len;
-	struct mc_dcache_prefix *r = malloc(sizeof(*r) + (n + 1) * sizeof(r->off[0]) + bytes);
+	size_t size = sizeof(struct mc_dcache_prefix) + (n + 1) * sizeof(uint32_t) + bytes;
+	struct mc_dcache_prefix *r = malloc(size);
 	if (!r)
 		return;   /* not kept: the next query asks the master */
 	uint8_t *kb = (uint8_t *)&r->off[n + 1];
 	r->drops = drops;
 	r->until_ms = query_ms + lease_ms - margin_ms(lease_ms);
+	r->query_ms = query_ms;
+	r->lease_ms = lease_ms;
+	r->size = size;
 	r->n = (uint32_t)n;
+	r->renew_queued = false;
 	r->off[0] = 0;
 	for (size_t j = 0; j < n; j++) {
 		memcpy(kb + r->off[j], keys[j].p, keys[j].len);
@@ -402,17 +415,20 @@ void mc_dcache_put_prefix(struct mc_dcache *d, const struct mc_bytes *keys, size
 	free(old);
 }
 
+static bool renew_start(struct mc_dcache *d);
+
 size_t mc_dcache_match_prefix(struct mc_dcache *d, const void *const *keys, const size_t *klens,
 			      size_t n)
 {
 	size_t best = 0;
+	struct mc_dcache_prefix *hit = NULL, *copy = NULL;
 	if (!d || n == 0)
 		return 0;
 	uint64_t now = mc_now_ms();
 	forget_forked(d);
 	pthread_mutex_lock(&d->pmu);
 	for (unsigned i = 0; i < PREFIX_RECS; i++) {
-		const struct mc_dcache_prefix *r = d->prefix[i];
+		struct mc_dcache_prefix *r = d->prefix[i];
 		if (!prefix_live(d, r, now))
 			continue;
 		size_t j = 0, len;
@@ -421,13 +437,38 @@ size_t mc_dcache_match_prefix(struct mc_dcache *d, const void *const *keys, cons
 		       len == klens[j] && !memcmp(k, keys[j], len))
 			j++;
 		if (j > best)
-			best = j;
+			best = j, hit = r;
+	}
+	/* Hit in the second half of its lease: renewed once in the background
+	 * (a copy: the record may be replaced meanwhile). */
+	if (hit && !hit->renew_queued && now >= hit->query_ms + hit->lease_ms / 2 &&
+	    (copy = malloc(hit->size))) {
+		memcpy(copy, hit, hit->size);
+		hit->renew_queued = true;
 	}
 	pthread_mutex_unlock(&d->pmu);
+	if (copy) {
+		pthread_mutex_lock(&d->rmu);
+		if (!d->prenew && renew_start(d)) {
+			d->prenew = copy;
+			copy = NULL;
+			pthread_cond_signal(&d->rcv);
+		}
+		pthread_mutex_unlock(&d->rmu);
+		free(copy);   /* not queued: the record simply ends */
+	}
 	return best;
 }
 
 static void *renew_main(void *arg);
+
+/* Whether the renewal thread runs (started now if it is not yet).  rmu held. */
+static bool renew_start(struct mc_dcache *d)
+{
+	if (!d->started && !d->stop)
+		d->started = pthread_create(&d->thr, NULL, renew_main, d) == 0;
+	return d->started;
+}
 
 /* Queues key for the renewal thread (started now if it is not yet);
  * false when the queue is full or there is no thread to be had. */
@@ -435,9 +476,7 @@ static bool renew_queue(struct mc_dcache *d, const void *key, size_t klen)
 {
 	bool ok = false;
 	pthread_mutex_lock(&d->rmu);
-	if (!d->started && !d->stop)
-		d->started = pthread_create(&d->thr, NULL, renew_main, d) == 0;
-	if (d->started && d->nq < RENEW_MAX) {
+	if (renew_start(d) && d->nq < RENEW_MAX) {
 		struct renew_key *k = &d->q[d->nq++];
 		k->klen = (uint32_t)klen;
 		memcpy(k->key, key, klen);
@@ -580,20 +619,52 @@ static void renew(struct mc_dcache *d, uint32_t n)
 	mc_pool_put(&c->mpool, cn);
 }
 
+/* One BATCH_QUERY_PREFIX for the keys of hit prefix r (a copy, freed
+ * here): its record replaced by the answer's hit prefix (a shorter one if
+ * keys went meanwhile).  On a failed call the record stays and expires. */
+static void renew_prefix(struct mc_dcache *d, struct mc_dcache_prefix *r)
+{
+	struct mc_client *c = d->c;
+	struct mc_bytes *kb = malloc(r->n * sizeof(*kb));
+	for (uint32_t j = 0; kb && j < r->n; j++) {
+		size_t len;
+		const uint8_t *k = prefix_key(r, j, &len);
+		kb[j] = MC_BYTES(k, len);
+	}
+	if (kb) {
+		struct mc_msg_batch_query_prefix_req q = { .tenant = mc_client_tenant(c),
+							   .n_keys = r->n, .keys = kb };
+		struct mc_msg_batch_query_prefix_resp p;
+		struct mc_conn *cn = NULL;
+		uint64_t drops = mc_dcache_drops(d), t0 = mc_now_ms();
+		int e = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_QUERY_PREFIX, &q, &p, NULL);
+		mc_pool_put(&c->mpool, cn);
+		if (e == 0 && p.count <= r->n)
+			mc_dcache_put_prefix(d, kb, p.count, p.lease_ttl_ms, t0, drops);
+	}
+	free(kb);
+	free(r);
+}
+
 static void *renew_main(void *arg)
 {
 	struct mc_dcache *d = arg;
 	pthread_mutex_lock(&d->rmu);
 	while (!d->stop) {
-		if (d->nq == 0) {
+		if (d->nq == 0 && !d->prenew) {
 			pthread_cond_wait(&d->rcv, &d->rmu);
 			continue;
 		}
 		uint32_t n = d->nq;
+		struct mc_dcache_prefix *pr = d->prenew;
 		memcpy(d->work, d->q, n * sizeof(d->q[0]));
 		d->nq = 0;
+		d->prenew = NULL;
 		pthread_mutex_unlock(&d->rmu);
-		renew(d, n);
+		if (n)
+			renew(d, n);
+		if (pr)
+			renew_prefix(d, pr);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += RENEW_INTERVAL_MS * 1000000L;

@@ -13,7 +13,9 @@
  *     leases cost at most two foreground lookups (the master's own request
  *     counters), and batch_query_prefix answers a repeated query from the
  *     leases the client holds, asking the master from the first key it does
- *     not hold;
+ *     not hold; hit prefixes are kept whole (16 of them), ended by this
+ *     client's own put, and renewed in the background when asked in the
+ *     second half of their lease;
  *   - a node killed under a cached entry: the read goes on from the other
  *     replica, a key only on that node fails with an error (never stale
  *     bytes), and its entry is gone;
@@ -317,6 +319,37 @@ static void test_query_prefix(void **state)
 	mc_client_free(off);
 }
 
+/* A master of its own (lease lease_ms) with one node, and two clients:
+ * c[0] with the cache, c[1] without. */
+struct own_cluster {
+	struct daemon m, nd;
+	int hport;
+	struct mc_client *c[2];
+};
+
+static void own_start(struct own_cluster *oc, const char *name, unsigned lease_ms)
+{
+	char opt[48], mname[64], nname[64], addr[64];
+	memset(oc, 0, sizeof(*oc));
+	snprintf(opt, sizeof(opt), "--lease_ttl_ms=%u", lease_ms);
+	snprintf(mname, sizeof(mname), "%s-master", name);
+	snprintf(nname, sizeof(nname), "%s-node", name);
+	assert_true(start_master(&oc->m, mname, opt));
+	assert_true(wait_log(&oc->m, "http on 127.0.0.1:", &oc->hport));
+	assert_true(start_node(&oc->nd, nname, oc->m.port));
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", oc->m.port);
+	oc->c[0] = client_c(addr, false, true);
+	oc->c[1] = client_c(addr, false, false);
+}
+
+static void own_stop(struct own_cluster *oc)
+{
+	mc_client_free(oc->c[0]);
+	mc_client_free(oc->c[1]);
+	stop(&oc->nd);
+	stop(&oc->m);
+}
+
 /* Hit prefixes kept whole: 18 chains asked once each (one request each),
  * then again: the 16 kept answer without a request, a chain whose record
  * was replaced asks again; a put through this client (of another key) ends
@@ -326,14 +359,10 @@ static void test_prefix_records(void **state)
 {
 	NEED_NODE();
 	enum { CH = 18, N = 32 };
-	struct daemon m = { 0 }, nd = { 0 };
-	int hport = 0;
-	assert_true(start_master(&m, "prefix-master", "--lease_ttl_ms=30000"));
-	assert_true(wait_log(&m, "http on 127.0.0.1:", &hport));
-	assert_true(start_node(&nd, "prefix-node", m.port));
-	char addr[64];
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", m.port);
-	struct mc_client *c1 = client_c(addr, false, true), *c2 = client_c(addr, false, false);
+	struct own_cluster oc;
+	own_start(&oc, "prefix", 30000);
+	struct mc_client *c1 = oc.c[0], *c2 = oc.c[1];
+	int hport = oc.hport;
 	static char names[CH][N][40];
 	const void *ks[CH][N];
 	size_t kl[CH][N], n;
@@ -376,10 +405,48 @@ static void test_prefix_records(void **state)
 	assert_int_equal(mc_batch_query_prefix(c1, N, ks[1], kl[1], &n), 0);
 	assert_int_equal(n, N);
 	assert_int_equal(rpc_count_since(hport, op, q, 2), 2);
-	mc_client_free(c1);
-	mc_client_free(c2);
-	stop(&nd);
-	stop(&m);
+	own_stop(&oc);
+}
+
+/* A hit prefix asked again in the second half of its lease is renewed in
+ * the background: after that one query the master gets a request with no
+ * further call, and the renewed record answers on without one.  A lease of
+ * 6 s (the record serves 4.5 s, renewals from 3 s). */
+static void test_prefix_renewal(void **state)
+{
+	NEED_NODE();
+	enum { N = 64 };
+	struct own_cluster oc;
+	own_start(&oc, "renew", 6000);
+	struct mc_client *c1 = oc.c[0], *c2 = oc.c[1];
+	int hport = oc.hport;
+	static char names[N][40];
+	const void *ks[N];
+	size_t kl[N], n;
+	int st[N];
+	for (int i = 0; i < N; i++) {
+		kl[i] = (size_t)snprintf(names[i], sizeof(names[i]), "rn-%03d", i);
+		ks[i] = names[i];
+	}
+	assert_int_equal(mc_batch_put(c2, N, ks, kl, ks, kl, NULL, st), 0);
+	const char *op = "batch_query_prefix";
+	uint64_t q = rpc_count_at(hport, op), t0 = now_ms();
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks, kl, &n), 0);
+	assert_int_equal(n, N);
+	assert_int_equal(rpc_count_since(hport, op, q, 1), 1);
+	usleep(3200000);   /* into the second half of the lease */
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks, kl, &n), 0);
+	assert_int_equal(n, N);
+	bool fresh = now_ms() - t0 < 4500;   /* answered by the first record */
+	assert_int_equal(rpc_count_since(hport, op, q, 2), 2);   /* the renewal, no call */
+	if (fresh) {   /* past the first record's end: the renewed one answers */
+		while (now_ms() - t0 < 4700)
+			usleep(50000);
+		assert_int_equal(mc_batch_query_prefix(c1, N, ks, kl, &n), 0);
+		assert_int_equal(n, N);
+		assert_int_equal(rpc_count_since(hport, op, q, 2), 2);
+	}
+	own_stop(&oc);
 }
 
 /* ---- a node killed under a cached entry ------------------------------------------- */
@@ -609,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_renewal),
 		cmocka_unit_test(test_query_prefix),
 		cmocka_unit_test(test_prefix_records),
+		cmocka_unit_test(test_prefix_renewal),
 		cmocka_unit_test(test_stress),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_node_killed),
