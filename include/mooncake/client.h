@@ -193,7 +193,12 @@ struct mc_client_opts {
  *    an error that an uncached get would not give;
  *  - mc_batch_query_prefix counts a key as present while this client holds
  *    a lease on it (from a get, or from an earlier prefix query, which
- *    leases its hit prefix): the same rule as a get.
+ *    leases its hit prefix): the same rule as a get.  The hit prefixes of
+ *    the last 16 queries are kept whole (their keys, no per-key entries)
+ *    until their lease ends less the margin or this client drops any entry
+ *    (any put, upsert or remove through it): then the master is asked
+ *    again.  One asked again in the second half of its lease is renewed
+ *    in the background (one BATCH_QUERY_PREFIX of its keys).
  * Renewal: a key read again in the second half of its lease is renewed in
  * the background: one thread per client (started at the first renewal)
  * sends the keys due, at most 256 per call and one call per 20 ms, in one
@@ -544,9 +549,10 @@ MC_API int mc_batch_remove(struct mc_client *c, size_t n, const void *const *key
  * asking; from the first other key the master is asked, in one request per
  * MC_MAX_BATCH keys: it walks the keys in order and stops at the first
  * miss, and only the hit prefix gets a read lease (which this client then
- * remembers).  So a key leased to this client counts as present until its
- * lease ends, even if another client removed it meanwhile, as for a get;
- * with the cache off every key is asked.  An invalid key ends the prefix.
+ * remembers as one record, see "Descriptor cache").  So a key leased to
+ * this client counts as present until its lease ends, even if another
+ * client removed it meanwhile, as for a get; with the cache off every key
+ * is asked.  An invalid key ends the prefix.
  * n == 0: *count = 0; no request when every key is leased.
  */
 MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *const *keys,

@@ -562,11 +562,18 @@ MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *cons
 	size_t done = 0;
 	if (!c || !count || (n && (!keys || !klens)))
 		return MC_ERR_INVALID_PARAMS;
-	/* The leading keys leased to us (the descriptor cache) are present
-	 * without asking; the master is asked from the first other one. */
-	while (done < n && mc_check_key(keys[done], klens[done]) == 0 &&
-	       mc_dcache_present(c->dcache, keys[done], klens[done]))
-		done++;
+	/* The leading keys leased to us (a hit prefix of an earlier query, or
+	 * keys the descriptor cache holds) are present without asking; the
+	 * master is asked from the first other one. */
+	for (;;) {
+		size_t h = mc_dcache_match_prefix(c->dcache, keys + done, klens + done, n - done);
+		if (h == 0 && done < n && mc_check_key(keys[done], klens[done]) == 0 &&
+		    mc_dcache_present(c->dcache, keys[done], klens[done]))
+			h = 1;
+		if (h == 0)
+			break;
+		done += h;
+	}
 	/* Request by request (MC_MAX_BATCH keys, one body each): the next one
 	 * only while every key so far was a hit. */
 	while (done < n) {
@@ -580,30 +587,22 @@ MC_API int mc_batch_query_prefix(struct mc_client *c, size_t n, const void *cons
 		if (m == 0)
 			break;   /* an invalid key ends the prefix */
 		struct mc_bytes *kb = malloc(m * sizeof(*kb));
-		uint64_t *gen = c->dcache ? malloc(m * sizeof(*gen)) : NULL;
-		if (!kb || (c->dcache && !gen)) {
-			free(kb);
+		if (!kb)
 			return MC_ERR_NO_MEMORY;
-		}
-		for (size_t j = 0; j < m; j++) {
+		for (size_t j = 0; j < m; j++)
 			kb[j] = MC_BYTES(keys[done + j], klens[done + j]);
-			if (gen)
-				gen[j] = mc_dcache_gen(c->dcache, kb[j].p, kb[j].len);
-		}
 		struct mc_msg_batch_query_prefix_req q = { .tenant = mc_client_tenant(c),
 							   .n_keys = (uint32_t)m, .keys = kb };
 		struct mc_msg_batch_query_prefix_resp p;
 		struct mc_conn *cn = NULL;
-		uint64_t t0 = mc_now_ms();
+		uint64_t drops = mc_dcache_drops(c->dcache), t0 = mc_now_ms();
 		int r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_QUERY_PREFIX, &q, &p, NULL);
 		mc_pool_put(&c->mpool, cn);
 		if (r == 0 && p.count > m)
 			r = MC_ERR_DESERIALIZE_FAIL;
-		for (uint32_t j = 0; r == 0 && gen && j < p.count; j++)   /* leased to us now */
-			mc_dcache_put_present(c->dcache, kb[j].p, kb[j].len, p.lease_ttl_ms, t0,
-					      gen[j]);
+		if (r == 0)   /* the hit prefix is leased to us now */
+			mc_dcache_put_prefix(c->dcache, kb, p.count, p.lease_ttl_ms, t0, drops);
 		free(kb);
-		free(gen);
 		if (r < 0)
 			return r;
 		done += p.count;

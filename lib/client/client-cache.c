@@ -12,8 +12,17 @@
  * the lookup), so that a get of a hot key reads straight from the node (or
  * the shared segment) without asking the master.  Past that, the entry is
  * dead and the next get asks again (which renews the lease and the entry).
- * BATCH_QUERY_PREFIX leases its hit prefix without descriptors: those keys
- * get presence entries (MC_DC_PRESENT), which answer prefix queries only.
+ * BATCH_QUERY_PREFIX leases its hit prefix without descriptors: the keys
+ * of the prefix are kept as one record (PREFIX_RECS of them, the keys'
+ * bytes in one block: no hash, no lookup per key, so that a first query
+ * costs no more than an exist of its keys) until its lease ends less the
+ * margin, or until any entry is dropped (this client's put, upsert or
+ * remove of any key, or a renewal that found a key gone: a count of drops
+ * read before the query was sent must still hold), and answer the
+ * prefix queries that begin with its keys.  A query answered by a record
+ * in the second half of its lease hands a copy of it (once per lease) to
+ * the renewal thread, which asks BATCH_QUERY_PREFIX for its keys and puts
+ * the answer's hit prefix in its place.
  *
  * Renewal: a get that hits an entry in the second half of its lease queues
  * the key (once per lease) for the renewal thread, started at the first
@@ -40,7 +49,8 @@
  * bucket is not put (so a remove or upsert through this client is never
  * undone by a lookup or renewal that was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
  * CACHE_MAX_REPS replicas and objects with other than memory replicas are
- * not cached.  Lock order: a slot lock, or the queue lock, never both.
+ * not cached.  Lock order: a slot lock, the queue lock or the prefix lock
+ * (pmu), never two.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,6 +64,9 @@
 #define CACHE_WAYS        8u	/* entries per bucket */
 #define RENEW_MAX         256u	/* keys per renewal call, and queued at most */
 #define RENEW_INTERVAL_MS 20u	/* between two renewal calls */
+#define PREFIX_RECS       16u	/* hit prefixes kept */
+
+struct mc_dcache_prefix;
 
 struct renew_key {
 	uint32_t klen;
@@ -76,7 +89,13 @@ struct mc_dcache {
 	bool started, stop;
 	uint32_t nq;
 	struct renew_key q[RENEW_MAX];		/* queued by hits (rmu) */
+	struct mc_dcache_prefix *prenew;	/* a hit prefix to renew (rmu) */
 	struct renew_key work[RENEW_MAX];	/* the thread's current call */
+	/* hit prefixes */
+	uint64_t drops;				/* entries dropped: ends every prefix */
+	pthread_mutex_t pmu;
+	struct mc_dcache_prefix *prefix[PREFIX_RECS];	/* (pmu) */
+	unsigned pnext;				/* the slot taken next when none is free (pmu) */
 };
 
 /* Lease left when an entry stops serving: a read that starts then still
@@ -105,6 +124,7 @@ static void locks_init(struct mc_dcache *d)
 	for (unsigned i = 0; i < CACHE_LOCKS; i++)
 		pthread_mutex_init(&d->mu[i], NULL);
 	pthread_mutex_init(&d->rmu, NULL);
+	pthread_mutex_init(&d->pmu, NULL);
 	pthread_cond_init(&d->rcv, NULL);
 	d->started = d->stop = false;
 	d->nq = 0;
@@ -163,7 +183,11 @@ void mc_dcache_free(struct mc_dcache *d)
 	for (unsigned i = 0; i < CACHE_LOCKS; i++)
 		pthread_mutex_destroy(&d->mu[i]);
 	pthread_mutex_destroy(&d->rmu);
+	pthread_mutex_destroy(&d->pmu);
 	pthread_cond_destroy(&d->rcv);
+	for (unsigned i = 0; i < PREFIX_RECS; i++)
+		free(d->prefix[i]);
+	free(d->prenew);
 	free(d->e);
 	free(d->tags);
 	free(d->ends);
@@ -245,11 +269,10 @@ uint64_t mc_dcache_gen(struct mc_dcache *d, const void *key, size_t klen)
 	return __atomic_load_n(&d->gen[b], __ATOMIC_ACQUIRE);
 }
 
-/* Stores the first len bytes of x as key's entry (in place of its old one,
- * else in a victim's way) unless its bucket had a drop since gen, or
- * (keep_live) key has a live entry. */
-static void store(struct mc_dcache *d, struct mc_dcache_entry *x, size_t len, const void *key,
-		  size_t klen, uint64_t gen, bool keep_live)
+/* Stores x as key's entry (in place of its old one, else in a victim's
+ * way) unless its bucket had a drop since gen. */
+static void store(struct mc_dcache *d, struct mc_dcache_entry *x, const void *key, size_t klen,
+		  uint64_t gen)
 {
 	uint32_t b = bucket_of(d, key, klen, &x->hash);
 	x->klen = (uint32_t)klen;
@@ -258,10 +281,10 @@ static void store(struct mc_dcache *d, struct mc_dcache_entry *x, size_t len, co
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
 	struct mc_dcache_entry *e = find(d, b, x->hash, key, klen);
-	if (d->gen[b] == gen && !(keep_live && e && now < e->until_ms)) {
+	if (d->gen[b] == gen) {
 		if (!e)
 			e = victim(d, b, now);
-		memcpy(e, x, len);
+		memcpy(e, x, sizeof(*x));
 		d->tags[e - d->e] = x->hash;
 		d->ends[e - d->e] = x->until_ms;
 	}
@@ -299,24 +322,153 @@ void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 	x.query_ms = query_ms;
 	x.lease_ms = o->lease_ms;
 	x.until_ms = query_ms + o->lease_ms - margin_ms(o->lease_ms);
-	store(d, &x, sizeof(x), key, klen, gen, false);
+	store(d, &x, key, klen, gen);
 }
 
-void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
-			   uint64_t lease_ms, uint64_t query_ms, uint64_t gen)
+/* ---- hit prefixes ------------------------------------------------------------------ */
+
+/* One hit prefix: its n keys (offsets into keys[]), kept until until_ms
+ * while no key was dropped from the cache since its query was sent. */
+struct mc_dcache_prefix {
+	uint64_t drops, until_ms;
+	uint64_t query_ms, lease_ms;	/* when its query was sent, the lease it got */
+	size_t size;			/* of this record */
+	uint32_t n;
+	bool renew_queued;		/* a copy went to the renewal thread (pmu) */
+	uint32_t off[];		/* n + 1 offsets, then the key bytes */
+};
+
+static const uint8_t *prefix_key(const struct mc_dcache_prefix *r, uint32_t i, size_t *len)
 {
-	struct mc_dcache_entry x;
-	if (!d || klen > CACHE_MAX_KEY || lease_ms <= margin_ms(lease_ms))
+	*len = r->off[i + 1] - r->off[i];
+	return (const uint8_t *)&r->off[r->n + 1] + r->off[i];
+}
+
+static bool prefix_live(const struct mc_dcache *d, const struct mc_dcache_prefix *r, uint64_t now)
+{
+	return r && r->drops == __atomic_load_n(&d->drops, __ATOMIC_ACQUIRE) && now < r->until_ms;
+}
+
+/* Where r goes: in place of a record of the same first key, else of a dead
+ * one, else of the oldest (the slots are taken in turn).  pmu held. */
+static unsigned prefix_slot(struct mc_dcache *d, const struct mc_dcache_prefix *r, uint64_t now)
+{
+	size_t l0, m0;
+	const uint8_t *n0 = prefix_key(r, 0, &m0);
+	unsigned dead = PREFIX_RECS;
+	for (unsigned i = 0; i < PREFIX_RECS; i++) {
+		const struct mc_dcache_prefix *o = d->prefix[i];
+		if (!prefix_live(d, o, now)) {
+			if (dead == PREFIX_RECS)
+				dead = i;
+			continue;
+		}
+		const uint8_t *k0 = prefix_key(o, 0, &l0);
+		if (l0 == m0 && !memcmp(k0, n0, l0))
+			return i;
+	}
+	if (dead < PREFIX_RECS)
+		return dead;
+	unsigned v = d->pnext;
+	d->pnext = (v + 1) % PREFIX_RECS;
+	return v;
+}
+
+uint64_t mc_dcache_drops(struct mc_dcache *d)
+{
+	return d ? __atomic_load_n(&d->drops, __ATOMIC_ACQUIRE) : 0;
+}
+
+void mc_dcache_put_prefix(struct mc_dcache *d, const struct mc_bytes *keys, size_t n,
+			  uint64_t lease_ms, uint64_t query_ms, uint64_t drops)
+{
+	size_t bytes = 0;
+	if (!d || n == 0 || n > MC_MAX_BATCH || lease_ms <= margin_ms(lease_ms) ||
+	    drops != mc_dcache_drops(d))
 		return;
-	memset(&x, 0, offsetof(struct mc_dcache_entry, reps));
-	x.kind = MC_DC_PRESENT;
-	x.query_ms = query_ms;
-	x.lease_ms = lease_ms;
-	x.until_ms = query_ms + lease_ms - margin_ms(lease_ms);
-	store(d, &x, offsetof(struct mc_dcache_entry, reps), key, klen, gen, true);
+	for (size_t j = 0; j < n; j++)
+		bytes += keys[j].len;
+	size_t size = sizeof(struct mc_dcache_prefix) + (n + 1) * sizeof(uint32_t) + bytes;
+	struct mc_dcache_prefix *r = malloc(size);
+	if (!r)
+		return;   /* not kept: the next query asks the master */
+	uint8_t *kb = (uint8_t *)&r->off[n + 1];
+	r->drops = drops;
+	r->until_ms = query_ms + lease_ms - margin_ms(lease_ms);
+	r->query_ms = query_ms;
+	r->lease_ms = lease_ms;
+	r->size = size;
+	r->n = (uint32_t)n;
+	r->renew_queued = false;
+	r->off[0] = 0;
+	for (size_t j = 0; j < n; j++) {
+		memcpy(kb + r->off[j], keys[j].p, keys[j].len);
+		r->off[j + 1] = r->off[j] + keys[j].len;
+	}
+	uint64_t now = mc_now_ms();
+	forget_forked(d);
+	pthread_mutex_lock(&d->pmu);
+	unsigned v = prefix_slot(d, r, now);
+	struct mc_dcache_prefix *old = d->prefix[v];
+	d->prefix[v] = r;
+	pthread_mutex_unlock(&d->pmu);
+	free(old);
+}
+
+static bool renew_start(struct mc_dcache *d);
+
+size_t mc_dcache_match_prefix(struct mc_dcache *d, const void *const *keys, const size_t *klens,
+			      size_t n)
+{
+	size_t best = 0;
+	struct mc_dcache_prefix *hit = NULL, *copy = NULL;
+	if (!d || n == 0)
+		return 0;
+	uint64_t now = mc_now_ms();
+	forget_forked(d);
+	pthread_mutex_lock(&d->pmu);
+	for (unsigned i = 0; i < PREFIX_RECS; i++) {
+		struct mc_dcache_prefix *r = d->prefix[i];
+		if (!prefix_live(d, r, now))
+			continue;
+		size_t j = 0, len;
+		const uint8_t *k;
+		while (j < n && j < r->n && (k = prefix_key(r, (uint32_t)j, &len)) &&
+		       len == klens[j] && !memcmp(k, keys[j], len))
+			j++;
+		if (j > best)
+			best = j, hit = r;
+	}
+	/* Hit in the second half of its lease: renewed once in the background
+	 * (a copy: the record may be replaced meanwhile). */
+	if (hit && !hit->renew_queued && now >= hit->query_ms + hit->lease_ms / 2 &&
+	    (copy = malloc(hit->size))) {
+		memcpy(copy, hit, hit->size);
+		hit->renew_queued = true;
+	}
+	pthread_mutex_unlock(&d->pmu);
+	if (copy) {
+		pthread_mutex_lock(&d->rmu);
+		if (!d->prenew && renew_start(d)) {
+			d->prenew = copy;
+			copy = NULL;
+			pthread_cond_signal(&d->rcv);
+		}
+		pthread_mutex_unlock(&d->rmu);
+		free(copy);   /* not queued: the record simply ends */
+	}
+	return best;
 }
 
 static void *renew_main(void *arg);
+
+/* Whether the renewal thread runs (started now if it is not yet).  rmu held. */
+static bool renew_start(struct mc_dcache *d)
+{
+	if (!d->started && !d->stop)
+		d->started = pthread_create(&d->thr, NULL, renew_main, d) == 0;
+	return d->started;
+}
 
 /* Queues key for the renewal thread (started now if it is not yet);
  * false when the queue is full or there is no thread to be had. */
@@ -324,9 +476,7 @@ static bool renew_queue(struct mc_dcache *d, const void *key, size_t klen)
 {
 	bool ok = false;
 	pthread_mutex_lock(&d->rmu);
-	if (!d->started && !d->stop)
-		d->started = pthread_create(&d->thr, NULL, renew_main, d) == 0;
-	if (d->started && d->nq < RENEW_MAX) {
+	if (renew_start(d) && d->nq < RENEW_MAX) {
 		struct renew_key *k = &d->q[d->nq++];
 		k->klen = (uint32_t)klen;
 		memcpy(k->key, key, klen);
@@ -406,6 +556,7 @@ void mc_dcache_drop(struct mc_dcache *d, const void *key, size_t klen)
 		return;
 	uint32_t b = bucket_of(d, key, klen, &h);
 	pthread_mutex_t *mu = lock_of(d, b);
+	__atomic_add_fetch(&d->drops, 1, __ATOMIC_RELEASE);   /* ends the hit prefixes */
 	pthread_mutex_lock(mu);
 	__atomic_add_fetch(&d->gen[b], 1, __ATOMIC_RELEASE);
 	struct mc_dcache_entry *e = find(d, b, h, key, klen);
@@ -419,6 +570,7 @@ void mc_dcache_clear(struct mc_dcache *d)
 	if (!d)
 		return;
 	forget_forked(d);
+	__atomic_add_fetch(&d->drops, 1, __ATOMIC_RELEASE);
 	for (uint32_t l = 0; l < CACHE_LOCKS; l++) {
 		pthread_mutex_lock(&d->mu[l]);
 		for (uint32_t b = l; b < d->nbuckets; b += CACHE_LOCKS) {
@@ -467,20 +619,52 @@ static void renew(struct mc_dcache *d, uint32_t n)
 	mc_pool_put(&c->mpool, cn);
 }
 
+/* One BATCH_QUERY_PREFIX for the keys of hit prefix r (a copy, freed
+ * here): its record replaced by the answer's hit prefix (a shorter one if
+ * keys went meanwhile).  On a failed call the record stays and expires. */
+static void renew_prefix(struct mc_dcache *d, struct mc_dcache_prefix *r)
+{
+	struct mc_client *c = d->c;
+	struct mc_bytes *kb = malloc(r->n * sizeof(*kb));
+	for (uint32_t j = 0; kb && j < r->n; j++) {
+		size_t len;
+		const uint8_t *k = prefix_key(r, j, &len);
+		kb[j] = MC_BYTES(k, len);
+	}
+	if (kb) {
+		struct mc_msg_batch_query_prefix_req q = { .tenant = mc_client_tenant(c),
+							   .n_keys = r->n, .keys = kb };
+		struct mc_msg_batch_query_prefix_resp p;
+		struct mc_conn *cn = NULL;
+		uint64_t drops = mc_dcache_drops(d), t0 = mc_now_ms();
+		int e = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_QUERY_PREFIX, &q, &p, NULL);
+		mc_pool_put(&c->mpool, cn);
+		if (e == 0 && p.count <= r->n)
+			mc_dcache_put_prefix(d, kb, p.count, p.lease_ttl_ms, t0, drops);
+	}
+	free(kb);
+	free(r);
+}
+
 static void *renew_main(void *arg)
 {
 	struct mc_dcache *d = arg;
 	pthread_mutex_lock(&d->rmu);
 	while (!d->stop) {
-		if (d->nq == 0) {
+		if (d->nq == 0 && !d->prenew) {
 			pthread_cond_wait(&d->rcv, &d->rmu);
 			continue;
 		}
 		uint32_t n = d->nq;
+		struct mc_dcache_prefix *pr = d->prenew;
 		memcpy(d->work, d->q, n * sizeof(d->q[0]));
 		d->nq = 0;
+		d->prenew = NULL;
 		pthread_mutex_unlock(&d->rmu);
-		renew(d, n);
+		if (n)
+			renew(d, n);
+		if (pr)
+			renew_prefix(d, pr);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += RENEW_INTERVAL_MS * 1000000L;

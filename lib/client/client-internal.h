@@ -108,11 +108,11 @@ struct mc_regbuf {
 #define CACHE_MAX_KEY 128u
 #define MC_DCACHE_DEFAULT_ENTRIES 4096u
 #define MC_DCACHE_MAX_ENTRIES (1u << 18)
-enum { MC_DC_EMPTY, MC_DC_DESC, MC_DC_PRESENT };
+enum { MC_DC_EMPTY, MC_DC_DESC };
 struct mc_dcache_entry {
 	uint64_t hash;
 	uint32_t klen, nrep;
-	uint8_t kind;			/* MC_DC_*: empty, descriptors, or leased presence only */
+	uint8_t kind;			/* MC_DC_*: empty or descriptors */
 	bool renew_queued;		/* a hit asked for a renewal of this lease */
 	bool has_checksum;
 	uint8_t key[CACHE_MAX_KEY];
@@ -144,10 +144,16 @@ uint64_t mc_dcache_gen(struct mc_dcache *d, const void *key, size_t klen);
  * query_ms; d NULL: no-op. */
 void mc_dcache_put(struct mc_dcache *d, const void *key, size_t klen,
 		   const struct mc_dcache_obj *o, uint64_t query_ms, uint64_t gen);
-/* Marks key present (a lease of lease_ms from query_ms without its
- * descriptors: BATCH_QUERY_PREFIX) unless it has a live entry already. */
-void mc_dcache_put_present(struct mc_dcache *d, const void *key, size_t klen,
-			   uint64_t lease_ms, uint64_t query_ms, uint64_t gen);
+/* Hit prefixes (BATCH_QUERY_PREFIX leases the keys it counts): the keys of
+ * one, kept while its lease holds (less the margin) and no entry was
+ * dropped since mc_dcache_drops() was read before its query was sent
+ * (drops then; a put, remove or dropped entry ends every prefix). */
+uint64_t mc_dcache_drops(struct mc_dcache *d);
+void mc_dcache_put_prefix(struct mc_dcache *d, const struct mc_bytes *keys, size_t n,
+			  uint64_t lease_ms, uint64_t query_ms, uint64_t drops);
+/* How many leading keys of keys/klens a live hit prefix holds (the longest). */
+size_t mc_dcache_match_prefix(struct mc_dcache *d, const void *const *keys, const size_t *klens,
+			      size_t n);
 /* A copy of key's entry while it serves reads (its descriptors point into
  * *ret); a hit late in the lease queues the key for renewal. */
 bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,

@@ -13,7 +13,9 @@
  *     leases cost at most two foreground lookups (the master's own request
  *     counters), and batch_query_prefix answers a repeated query from the
  *     leases the client holds, asking the master from the first key it does
- *     not hold;
+ *     not hold; hit prefixes are kept whole (16 of them), ended by this
+ *     client's own put, and renewed in the background when asked in the
+ *     second half of their lease;
  *   - a node killed under a cached entry: the read goes on from the other
  *     replica, a key only on that node fails with an error (never stale
  *     bytes), and its entry is gone;
@@ -86,12 +88,13 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ctx)
 	return n;
 }
 
-/* The master's count of requests of op answered (its /metrics). */
-static uint64_t rpc_count(const char *op)
+/* The count of requests of op answered by the master of HTTP port port
+ * (its /metrics). */
+static uint64_t rpc_count_at(int port, const char *op)
 {
 	char url[128], needle[128];
 	struct body b = { 0 };
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", http_port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
 	CURL *h = curl_easy_init();
 	assert_non_null(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
@@ -105,6 +108,23 @@ static uint64_t rpc_count(const char *op)
 	uint64_t v = p ? strtoull(p + strlen(needle), NULL, 10) : 0;
 	free(b.p);
 	return v;
+}
+
+static uint64_t rpc_count(const char *op)
+{
+	return rpc_count_at(http_port, op);
+}
+
+/* The requests of op since base once there are at least want of them (the
+ * master counts a request as it answers: wait, bounded, then a little more
+ * for any other). */
+static uint64_t rpc_count_since(int port, const char *op, uint64_t base, uint64_t want)
+{
+	uint64_t n, t0 = now_ms();
+	while ((n = rpc_count_at(port, op) - base) < want && now_ms() - t0 < 5000)
+		usleep(10000);
+	usleep(100000);
+	return rpc_count_at(port, op) - base;
 }
 
 static void put_v(struct mc_client *c, const char *k, const uint8_t *v, size_t n, bool upsert)
@@ -297,6 +317,136 @@ static void test_query_prefix(void **state)
 	mc_client_free(c1);
 	mc_client_free(c2);
 	mc_client_free(off);
+}
+
+/* A master of its own (lease lease_ms) with one node, and two clients:
+ * c[0] with the cache, c[1] without. */
+struct own_cluster {
+	struct daemon m, nd;
+	int hport;
+	struct mc_client *c[2];
+};
+
+static void own_start(struct own_cluster *oc, const char *name, unsigned lease_ms)
+{
+	char opt[48], mname[64], nname[64], addr[64];
+	memset(oc, 0, sizeof(*oc));
+	snprintf(opt, sizeof(opt), "--lease_ttl_ms=%u", lease_ms);
+	snprintf(mname, sizeof(mname), "%s-master", name);
+	snprintf(nname, sizeof(nname), "%s-node", name);
+	assert_true(start_master(&oc->m, mname, opt));
+	assert_true(wait_log(&oc->m, "http on 127.0.0.1:", &oc->hport));
+	assert_true(start_node(&oc->nd, nname, oc->m.port));
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", oc->m.port);
+	oc->c[0] = client_c(addr, false, true);
+	oc->c[1] = client_c(addr, false, false);
+}
+
+static void own_stop(struct own_cluster *oc)
+{
+	mc_client_free(oc->c[0]);
+	mc_client_free(oc->c[1]);
+	stop(&oc->nd);
+	stop(&oc->m);
+}
+
+/* Hit prefixes kept whole: 18 chains asked once each (one request each),
+ * then again: the 16 kept answer without a request, a chain whose record
+ * was replaced asks again; a put through this client (of another key) ends
+ * every record; a forced remove by another client within the lease does
+ * not.  A lease of 30 s: every record outlives the test. */
+static void test_prefix_records(void **state)
+{
+	NEED_NODE();
+	enum { CH = 18, N = 32 };
+	struct own_cluster oc;
+	own_start(&oc, "prefix", 30000);
+	struct mc_client *c1 = oc.c[0], *c2 = oc.c[1];
+	int hport = oc.hport;
+	static char names[CH][N][40];
+	const void *ks[CH][N];
+	size_t kl[CH][N], n;
+	int st[N];
+	for (int h = 0; h < CH; h++) {
+		for (int i = 0; i < N; i++) {
+			kl[h][i] = (size_t)snprintf(names[h][i], sizeof(names[h][i]), "pr-%02d-%03d", h, i);
+			ks[h][i] = names[h][i];
+		}
+		assert_int_equal(mc_batch_put(c2, N, ks[h], kl[h], ks[h], kl[h], NULL, st), 0);
+	}
+	const char *op = "batch_query_prefix";
+	uint64_t q = rpc_count_at(hport, op);
+	for (int h = 0; h < CH; h++) {
+		assert_int_equal(mc_batch_query_prefix(c1, N, ks[h], kl[h], &n), 0);
+		assert_int_equal(n, N);
+	}
+	assert_int_equal(rpc_count_since(hport, op, q, CH), CH);
+	/* the last 16 from their records (longer queries: the master from key N) */
+	q = rpc_count_at(hport, op);
+	for (int h = CH - 1; h >= CH - 16; h--) {
+		assert_int_equal(mc_batch_query_prefix(c1, N - 1, ks[h], kl[h], &n), 0);
+		assert_int_equal(n, N - 1);
+	}
+	assert_int_equal(rpc_count_since(hport, op, q, 0), 0);
+	/* the first chain's record was replaced: asked again */
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks[0], kl[0], &n), 0);
+	assert_int_equal(n, N);
+	assert_int_equal(rpc_count_since(hport, op, q, 1), 1);
+	/* another client's forced remove: this client's lease still counts */
+	assert_int_equal(mc_remove(c2, names[0][5], kl[0][5], true), 0);
+	q = rpc_count_at(hport, op);
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks[0], kl[0], &n), 0);
+	assert_int_equal(n, N);
+	assert_int_equal(rpc_count_since(hport, op, q, 0), 0);
+	/* its own put of another key ends every record: the master answers */
+	put_v(c1, "pr-other", (const uint8_t *)"x", 1, false);
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks[0], kl[0], &n), 0);
+	assert_int_equal(n, 5);
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks[1], kl[1], &n), 0);
+	assert_int_equal(n, N);
+	assert_int_equal(rpc_count_since(hport, op, q, 2), 2);
+	own_stop(&oc);
+}
+
+/* A hit prefix asked again in the second half of its lease is renewed in
+ * the background: after that one query the master gets a request with no
+ * further call, and the renewed record answers on without one.  A lease of
+ * 6 s (the record serves 4.5 s, renewals from 3 s). */
+static void test_prefix_renewal(void **state)
+{
+	NEED_NODE();
+	enum { N = 64 };
+	struct own_cluster oc;
+	own_start(&oc, "renew", 6000);
+	struct mc_client *c1 = oc.c[0], *c2 = oc.c[1];
+	int hport = oc.hport;
+	static char names[N][40];
+	const void *ks[N];
+	size_t kl[N], n;
+	int st[N];
+	for (int i = 0; i < N; i++) {
+		kl[i] = (size_t)snprintf(names[i], sizeof(names[i]), "rn-%03d", i);
+		ks[i] = names[i];
+	}
+	assert_int_equal(mc_batch_put(c2, N, ks, kl, ks, kl, NULL, st), 0);
+	const char *op = "batch_query_prefix";
+	uint64_t q = rpc_count_at(hport, op), t0 = now_ms();
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks, kl, &n), 0);
+	assert_int_equal(n, N);
+	assert_int_equal(rpc_count_since(hport, op, q, 1), 1);
+	usleep(3200000);   /* into the second half of the lease */
+	assert_int_equal(mc_batch_query_prefix(c1, N, ks, kl, &n), 0);
+	assert_int_equal(n, N);
+	bool fresh = now_ms() - t0 < 4500;   /* answered by the first record */
+	assert_int_equal(rpc_count_since(hport, op, q, 2), 2);   /* the renewal, no call */
+	if (fresh) {   /* past the first record's end: the renewed one answers */
+		while (now_ms() - t0 < 4700)
+			usleep(50000);
+		assert_int_equal(mc_batch_query_prefix(c1, N, ks, kl, &n), 0);
+		assert_int_equal(n, N);
+		assert_int_equal(rpc_count_since(hport, op, q, 2), 2);
+	}
+	own_stop(&oc);
 }
 
 /* ---- a node killed under a cached entry ------------------------------------------- */
@@ -525,6 +675,8 @@ int main(void)
 		cmocka_unit_test(test_own_changes),
 		cmocka_unit_test(test_renewal),
 		cmocka_unit_test(test_query_prefix),
+		cmocka_unit_test(test_prefix_records),
+		cmocka_unit_test(test_prefix_renewal),
 		cmocka_unit_test(test_stress),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_node_killed),

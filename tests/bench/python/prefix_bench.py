@@ -9,8 +9,9 @@ two ways: cold, the first query of a chain this client has never asked
 about (the median over CHAINS fresh chains: one master round trip from the
 first key; the cache's memory already touched, as in a long-running
 engine), and warm, the same chain asked again and again as a scheduler
-does (the leading keys this client holds leases on come from its descriptor
-cache; the master is asked from the first other key only).  Also the floor:
+does (the leading keys this client holds leases on come from the hit
+prefixes it keeps, or its descriptor cache; the master is asked from the
+first other key only).  Also the floor:
 one master round trip (is_exist of one key).  Prints "prefix <case> <way>
 <us> us", "prefix ratio <case>_cold|_warm <x>" (batch_is_exist time over
 batch_query_prefix time) and "prefix rtt is_exist1 <us> us"."""

@@ -7,7 +7,10 @@ MiB/s, latency percentiles), for this binding or any module with the same
 API: MOONCAKE_STORE_MODULE (default mooncake.store).
 
 Prints one line per phase:
-  store_kv_bench <scenario> <phase> io_api=.. value_size=.. kv/s=.. MiB/s=.. p50_ms=.. p99_ms=..
+  store_kv_bench <scenario> <phase> io_api=.. value_size=.. errors=.. kv/s=.. MiB/s=.. p50_ms=.. p99_ms=..
+with codes=CODE:N,... after a phase that saw errors (-704: a miss, e.g. an
+object evicted while the keys were put).  Errors of any phase, the untimed
+ones included, make the exit status 1.
 """
 import argparse
 import ctypes
@@ -54,10 +57,12 @@ class Lane:
         return self.store.put(key, self.value)
 
     def get(self, key):
+        """0, or the error code (a short read: -1; a miss of get(): OBJECT_NOT_FOUND)."""
         if self.ptr:
             n = self.store.get_into(key, self.ptr, self.args.value_size)
-            return 0 if n == self.args.value_size else -1
-        return 0 if len(self.store.get(key)) == self.args.value_size else -1
+            return 0 if n == self.args.value_size else (n if n < 0 else -1)
+        n = len(self.store.get(key))
+        return 0 if n == self.args.value_size else (-704 if n == 0 else -1)
 
 
 def run_phase(store, args, lanes, name, op_of):
@@ -65,6 +70,7 @@ def run_phase(store, args, lanes, name, op_of):
     per = max(1, args.nr_objects // len(lanes))
     lat = [[] for _ in lanes]
     errors = [0] * len(lanes)
+    codes = [{} for _ in lanes]
     start = threading.Barrier(len(lanes) + 1)
 
     def work(li):
@@ -77,6 +83,7 @@ def run_phase(store, args, lanes, name, op_of):
             lat[li].append(time.perf_counter() - t0)
             if rc != 0:
                 errors[li] += 1
+                codes[li][rc] = codes[li].get(rc, 0) + 1
 
     ths = [threading.Thread(target=work, args=(li,)) for li in range(len(lanes))]
     for t in ths:
@@ -88,10 +95,17 @@ def run_phase(store, args, lanes, name, op_of):
     dur = time.perf_counter() - t0
     all_lat = [x for v in lat for x in v]
     n = len(all_lat)
+    by_code = {}
+    for c in codes:
+        for k, v in c.items():
+            by_code[k] = by_code.get(k, 0) + v
+    # errors by code, e.g. "codes=-704:2" (a miss: the object was evicted)
+    code_txt = " codes=" + ",".join(f"{k}:{v}" for k, v in sorted(by_code.items())) if by_code else ""
     print(f"store_kv_bench {args.scenario} {name} io_api={args.io_api} value_size={args.value_size} "
           f"numjobs={args.numjobs} ops={n} errors={sum(errors)} kv/s={n / dur:.1f} "
           f"MiB/s={n * args.value_size / dur / (1 << 20):.1f} "
-          f"p50_ms={percentile(all_lat, 0.5) * 1e3:.3f} p99_ms={percentile(all_lat, 0.99) * 1e3:.3f}",
+          f"p50_ms={percentile(all_lat, 0.5) * 1e3:.3f} p99_ms={percentile(all_lat, 0.99) * 1e3:.3f}"
+          f"{code_txt}",
           flush=True)
     return sum(errors)
 
@@ -129,9 +143,9 @@ def main():
     try:
         # The keys read, written and read once untimed (for write_perf too: the
         # first touch of fresh segment pages is not what is measured).
-        run_phase(store, args, lanes, "prepare", lambda li, i: ("put", key(li, i)))
+        errors += run_phase(store, args, lanes, "prepare", lambda li, i: ("put", key(li, i)))
         for _ in range(args.warmup):
-            run_phase(store, args, lanes, "warmup", lambda li, i: ("get", key(li, i)))
+            errors += run_phase(store, args, lanes, "warmup", lambda li, i: ("get", key(li, i)))
         if args.scenario == "write_perf":
             store.remove_all(force=True)
         for rep in range(args.repeat):
