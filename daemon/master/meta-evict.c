@@ -518,6 +518,43 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 	return freed;
 }
 
+/*
+ * When the background eviction starts.  At the high watermark only, a burst
+ * of puts faster than the evictor fills a segment before the evictor has
+ * made room, and every put after that evicts for itself (bench-meta: all of
+ * them did).  So a segment is due once its live bytes plus the bytes puts
+ * placed on it in the last EVICT_LEAD_MS, at the rate of the last window of
+ * EVICT_RATE_MS, pass the high watermark: with few puts that is the high
+ * watermark itself; with a burst the evictor starts early enough, and keeps
+ * running, so that puts find room.  The rate is per segment, measured by
+ * whoever looks first after a window ended (the put path or the evictor:
+ * one compare-and-swap per window); a window with no look for two windows
+ * counts as no puts.  Runs still evict down to the low watermark.
+ */
+#define EVICT_RATE_MS 10u
+#define EVICT_LEAD_MS 20u
+
+bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
+{
+	double high = m->cfg.eviction_high_watermark;
+	if (high >= 1.0)
+		return false;
+	uint64_t mark = __atomic_load_n(&s->rate_ms, __ATOMIC_RELAXED);
+	uint64_t rate = __atomic_load_n(&s->rate_bytes, __ATOMIC_RELAXED);
+	if (now >= mark + EVICT_RATE_MS &&
+	    __atomic_compare_exchange_n(&s->rate_ms, &mark, now, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED)) {
+		uint64_t placed = __atomic_load_n(&s->placed, __ATOMIC_RELAXED);
+		uint64_t before = __atomic_exchange_n(&s->rate_placed, placed, __ATOMIC_RELAXED);
+		rate = now < mark + 2 * EVICT_RATE_MS && placed > before ? placed - before : 0;
+		__atomic_store_n(&s->rate_bytes, rate, __ATOMIC_RELAXED);
+	} else if (now >= mark + 2 * EVICT_RATE_MS) {
+		rate = 0;   /* stale: another thread is measuring it now */
+	}
+	uint64_t lead = rate * EVICT_LEAD_MS / EVICT_RATE_MS;
+	return (double)(mc_segment_live(s) + lead) > high * (double)s->size;
+}
+
 /* Segment id again, after segs.lock was let go (it may be gone, or unmounting
  * now).  segs.lock held for reading. */
 static struct mc_segment *segment_again(struct mc_meta *m, struct mc_uuid id)

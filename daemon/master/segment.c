@@ -402,6 +402,7 @@ static int segment_alloc(struct mc_segmgr *m, struct mc_segment *s, uint64_t siz
 	if (r == 0) {
 		uint64_t got = mc_offalloc_node_size(s->alloc, node);
 		__atomic_add_fetch(&s->used, got, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->placed, s->placed + got, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0)

@@ -351,6 +351,9 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	       st1.evicted_objects - st0.evicted_objects,
 	       st1.evicted_objects_by[MC_EVICT_WATERMARK] - st0.evicted_objects_by[MC_EVICT_WATERMARK],
 	       st1.evicted_objects_by[MC_EVICT_PUT] - st0.evicted_objects_by[MC_EVICT_PUT], f, ev.runs);
+	printf("bench-meta putstart_bg_puts_evicting %" PRIu64 " count (of %d PutStarts, evicted "
+	       "for themselves: the evictor was behind)\n",
+	       st1.puts_evicting - st0.puts_evicting, EV_OPS);
 	printf("bench-meta putstart_bg_put_thread_sleeps %ld count (of %d puts)\n",
 	       ru1.ru_nvcsw - ru0.ru_nvcsw, EV_OPS);
 	/* Where the tail is: the puts that overlapped an evictor run, the others. */
@@ -415,6 +418,8 @@ static void bench_eviction(void)
 	printf("bench-meta putstart_full_evictions %" PRIu64 " count (of %d puts, %" PRIu64
 	       " failed; empty: %" PRIu64 " failed)\n",
 	       st1.evicted_objects - st0.evicted_objects, EV_OPS, f1, f0);
+	printf("bench-meta putstart_full_puts_evicting %" PRIu64 " count (of %d PutStarts)\n",
+	       st1.puts_evicting - st0.puts_evicting, EV_OPS);
 
 	/* Readers while a writer keeps evicting. */
 	volatile int stop = 0;
