@@ -33,6 +33,7 @@ static void segment_free(struct mc_segment *s)
 	if (!s)
 		return;
 	mc_offalloc_free(s->alloc);
+	free(s->evpool);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->key_lock);
 	free(s->name);

@@ -101,6 +101,8 @@ struct mc_segment {
 				   * its start, */
 	uint64_t rate_placed;     /* placed then, */
 	uint64_t rate_bytes;      /* and the bytes placed in the window before */
+	struct mc_evict_pool *evpool;   /* meta-evict.c's eviction candidates (under lock;
+					 * made at the first sampled eviction) */
 	uint64_t deferred_bytes;  /* of used: blocks waiting for a lease to end (atomic loads) */
 	uint64_t ndisk;           /* LOCAL_DISK replicas naming this segment (atomic;
 				   * meta-offload.c) */
