@@ -551,10 +551,11 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
  * watermark itself; with a burst the evictor starts early enough, and keeps
  * running, so that puts find room.  The rate is per segment, measured by
  * whoever looks first after a window ended (the put path or the evictor:
- * one compare-and-swap per window); a window with no look for two windows
- * counts as no puts.  Runs still evict down to the low watermark.
+ * one compare-and-swap per window) over the time since the previous look,
+ * so a quiet spell brings it down.  Runs still evict down to the low
+ * watermark.
  */
-#define EVICT_RATE_MS 10u
+#define EVICT_RATE_MS 5u    /* a few ticks of the coarse clock meta_now() reads */
 #define EVICT_LEAD_MS 20u
 
 bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
@@ -569,10 +570,9 @@ bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
 					__ATOMIC_RELAXED)) {
 		uint64_t placed = __atomic_load_n(&s->placed, __ATOMIC_RELAXED);
 		uint64_t before = __atomic_exchange_n(&s->rate_placed, placed, __ATOMIC_RELAXED);
-		rate = now < mark + 2 * EVICT_RATE_MS && placed > before ? placed - before : 0;
+		/* per EVICT_RATE_MS, averaged over the time since the last look */
+		rate = placed > before ? (placed - before) * EVICT_RATE_MS / (now - mark) : 0;
 		__atomic_store_n(&s->rate_bytes, rate, __ATOMIC_RELAXED);
-	} else if (now >= mark + 2 * EVICT_RATE_MS) {
-		rate = 0;   /* stale: another thread is measuring it now */
 	}
 	uint64_t lead = rate * EVICT_LEAD_MS / EVICT_RATE_MS;
 	return (double)(mc_segment_live(s) + lead) > high * (double)s->size;

@@ -548,7 +548,8 @@ static void count_wake(void *ctx)
 	(*(int *)ctx)++;
 }
 
-/* Puts 50 ms apart: too slow for a put rate (meta_evict_due()) to count. */
+/* Puts 50 ms apart: a put rate (meta_evict_due()) of a few bytes, so the
+ * evictor wakes at the high watermark. */
 static void fill_slow(struct fx *f, const char *prefix, int from, int to, uint64_t size)
 {
 	char key[32];
@@ -569,9 +570,9 @@ static void test_evict_wake(void **state)
 
 	mc_meta_set_evict_wake(m, count_wake, &wakes);
 	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
-	fill_slow(f, "k", 0, 90, KiB);            /* 90%: not above */
+	fill_slow(f, "k", 0, 89, KiB);            /* 89%: not above */
 	assert_int_equal(wakes, 0);
-	fill_slow(f, "k", 90, 93, KiB);           /* 91..93%: one wake, not three */
+	fill_slow(f, "k", 89, 93, KiB);           /* 90..93%: one wake, not four */
 	assert_int_equal(wakes, 1);
 	assert_int_equal(evicted(m), 0);          /* the put itself evicted nothing */
 	assert_int_equal(mc_meta_evict_background(m), 13 * KiB);
