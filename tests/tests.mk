@@ -148,6 +148,6 @@ TEST_BINS += $(O)/tests/bench/client-bench
 bench: $(O)/tests/bench/client-bench all
 
 # Load generators of the restart and eviction tests (libmooncake, plus util for mc_rand).
-$(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
+$(O)/tests/tools/mc-load $(O)/tests/tools/mc-churn $(O)/tests/tools/mc-batch: $(O)/tests/tools/%: $(O)/tests/tools/%.o $(CLIENT_LIB) $(UTIL_LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(LIBS_CORE) $(RDMA_LIBS)

@@ -13,11 +13,14 @@
 #include "node/disk.h"
 #include "node/node-metrics.h"
 #include "node/node-offload.h"
+#include "node/node-stage.h"
 
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
        V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_OFFLOADS, V_OFFLOADS_FAILED, V_DISK_GONE,
        V_DISK_REPORTED, V_DISK_STALE, V_DISK_PROMOTES, V_DISK_PROMOTED,
+       V_STAGE_CAPACITY, V_STAGE_USED, V_STAGE_STAGES, V_STAGE_STAGED, V_STAGE_STAGED_BYTES,
+       V_STAGE_FULL, V_STAGE_RELEASED, V_STAGE_EXPIRED,
        V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
        V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE, V_COUNT };
 
@@ -32,6 +35,7 @@ struct node_metrics {
 	struct mc_node_master *link;
 	struct mc_disk *disk;
 	struct mc_node_offload *off;
+	struct mc_node_stage *stage;
 	struct mc_rpc_stats st;
 	double values[V_COUNT];
 };
@@ -62,9 +66,9 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 		nm->tops->get_rdma_stats(nm->tr, &rs);
 	if (nm->link)
 		mc_node_master_get_stats(nm->link, &ls);
-	for (unsigned i = 0; i < nm->segs->n; i++)
-		bytes += (double)nm->segs->seg[i].size;
-	v[V_SEGMENTS] = nm->segs->n;
+	for (unsigned i = 0; i < mc_node_segments_mounted(nm->segs); i++)
+		bytes += (double)nm->segs->seg[i].size;	/* not the staging space */
+	v[V_SEGMENTS] = mc_node_segments_mounted(nm->segs);
 	v[V_SEGMENT_BYTES] = bytes;
 	v[V_MOUNTED] = ls.mounted;
 	v[V_MOUNTS] = (double)ls.mounts;
@@ -91,6 +95,17 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_STALE] = (double)os.stale_dropped;
 	v[V_DISK_PROMOTES] = (double)os.promotes;
 	v[V_DISK_PROMOTED] = (double)os.promoted;
+	struct mc_node_stage_stats ss = { 0 };
+	if (nm->stage)
+		mc_node_stage_stats(nm->stage, &ss);
+	v[V_STAGE_CAPACITY] = (double)ss.capacity;
+	v[V_STAGE_USED] = (double)ss.used;
+	v[V_STAGE_STAGES] = (double)ss.stages;
+	v[V_STAGE_STAGED] = (double)ss.staged;
+	v[V_STAGE_STAGED_BYTES] = (double)ss.staged_bytes;
+	v[V_STAGE_FULL] = (double)ss.full;
+	v[V_STAGE_RELEASED] = (double)ss.released;
+	v[V_STAGE_EXPIRED] = (double)ss.expired;
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
@@ -159,6 +174,24 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				      "PROMOTE commands run: disk objects loaded back into a segment." },
 		[V_DISK_PROMOTED] = { MC_METRIC_COUNTER, "mooncake_node_disk_promoted_total",
 				      "PROMOTE commands that loaded their object." },
+		[V_STAGE_CAPACITY] = { MC_METRIC_GAUGE, "mooncake_node_staging_capacity_bytes",
+				       "Bytes of the staging space of batched disk gets (0: none)." },
+		[V_STAGE_USED] = { MC_METRIC_GAUGE, "mooncake_node_staging_used_bytes",
+				   "Bytes of the staging space holding staged objects." },
+		[V_STAGE_STAGES] = { MC_METRIC_GAUGE, "mooncake_node_staging_stages",
+				     "Staged batches not yet released or expired." },
+		[V_STAGE_STAGED] = { MC_METRIC_COUNTER, "mooncake_node_staged_objects_total",
+				     "LOCAL_DISK objects staged for a client's batched get." },
+		[V_STAGE_STAGED_BYTES] = { MC_METRIC_COUNTER, "mooncake_node_staged_bytes_total",
+					   "Bytes of the objects staged." },
+		[V_STAGE_FULL] = { MC_METRIC_COUNTER, "mooncake_node_staging_full_total",
+				   "Objects not staged for want of staging space (read per object "
+				   "instead)." },
+		[V_STAGE_RELEASED] = { MC_METRIC_COUNTER, "mooncake_node_staging_released_total",
+				       "Staged batches their client released." },
+		[V_STAGE_EXPIRED] = { MC_METRIC_COUNTER, "mooncake_node_staging_expired_total",
+				      "Staged batches dropped at their TTL (the client did not "
+				      "release them)." },
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },
@@ -257,5 +290,13 @@ void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk
 	mc_daemon_metrics_lock(dm);
 	nm->disk = disk;
 	nm->off = off;
+	mc_daemon_metrics_unlock(dm);
+}
+
+void mc_node_metrics_set_stage(struct mc_daemon_metrics *dm, struct mc_node_stage *stage)
+{
+	struct node_metrics *nm = mc_daemon_metrics_state(dm);
+	mc_daemon_metrics_lock(dm);
+	nm->stage = stage;
 	mc_daemon_metrics_unlock(dm);
 }

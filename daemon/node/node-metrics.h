@@ -41,5 +41,8 @@ struct mc_disk;
 struct mc_node_offload;
 void mc_node_metrics_set_disk(struct mc_daemon_metrics *dm, struct mc_disk *disk,
 			      struct mc_node_offload *off);
+/* The staging space (node-stage.h) a scrape reports; NULL: none. */
+struct mc_node_stage;
+void mc_node_metrics_set_stage(struct mc_daemon_metrics *dm, struct mc_node_stage *stage);
 
 #endif

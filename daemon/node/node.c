@@ -49,6 +49,7 @@
 #include "segsrv/node-master.h"
 #include "node/node-metrics.h"
 #include "node/node-offload.h"
+#include "node/node-stage.h"
 #include "segsrv/node-segment.h"
 #include "segsrv/node-transport.h"
 #include "util/clock.h"
@@ -70,6 +71,8 @@ struct node_config {
 	char *storage_backend;
 	char *disk_dir;
 	uint64_t disk_size;
+	uint64_t staging_size;
+	uint64_t staging_ttl_ms;
 	char *rdma_device;
 	char *rdma_gid_index;
 	uint64_t rdma_port;
@@ -113,6 +116,14 @@ static const struct mc_option options[] = {
 	  "directory of the disk tier, on a file system with O_DIRECT (empty: state_dir/disk)"),
 	O(disk_size, MC_OPT_SIZE, "0",
 	  "bytes of the disk tier (K/M/G/T suffixes; 0: no disk tier)", .step = 4096),
+	O(staging_size, MC_OPT_SIZE, "64M",
+	  "bytes of node memory in which a client's batched get stages LOCAL_DISK objects "
+	  "(BatchGetOffloadObject) to read them over the data plane; a batch that does not fit "
+	  "reads the rest with per-object disk reads (0: no staging)", .step = 4096,
+	  .max = 0x1p40),
+	O(staging_ttl_ms, MC_OPT_U64, "10000",
+	  "how long a staged batch and its read grants live when its client does not release it "
+	  "(a client that died)", .min = 100, .max = 3600000, .unit = "ms"),
 	O(rdma_device, MC_OPT_STR, "auto",
 	  "RDMA device serving the segments one-sided beside TCP: auto (the device of "
 	  "data_address, else the first one), a device name (rxe0, mlx5_0), or none (TCP only); "
@@ -147,6 +158,7 @@ struct node {
 	struct mc_node_master *link;
 	struct mc_disk *disk;			/* NULL: no disk tier */
 	struct mc_node_offload *off;		/* with disk: NODE_POLL's state (node-offload.h) */
+	struct mc_node_stage *stage;		/* with disk and staging_size: the staging space */
 	struct mc_rpc_admit_config admit;	/* the cluster secret, caps */
 	struct mc_rpc_cred cred;		/* the master link's handshake */
 };
@@ -188,6 +200,17 @@ static int disk_open(struct node *n)
 	n->grants.disk = n->disk;	/* DATA_DISK_READ (node-disk-read.c) */
 	n->grants.disk_read = mc_node_data_disk_read;
 	mc_node_offload_attach(n->off, n->disk, dir);
+	if (!c->staging_size)
+		return 0;
+	/* the staging space, the last (private) segment (node_new) */
+	if ((r = mc_node_stage_new(&n->grants, &n->segs.seg[n->segs.n - 1], n->disk,
+				   c->staging_ttl_ms, &n->stage)) < 0) {
+		log_error("cannot set up the staging space: %s", mc_strerror(r));
+		return r;
+	}
+	n->grants.stage_ops = &mc_node_stage_ops;
+	n->grants.stage = n->stage;
+	mc_node_metrics_set_stage(n->metrics, n->stage);
 	return 0;
 }
 
@@ -228,6 +251,12 @@ static int node_new(const struct node_config *c, struct node **ret)
 				       (unsigned)c->segments, c->segment_size, &n->segs, err,
 				       sizeof(err))) < 0) {
 		log_error("%s", err);
+		goto fail;
+	}
+	if (c->disk_size && c->staging_size &&
+	    (r = mc_node_segments_add_private(&n->segs, "staging", c->staging_size, err,
+					      sizeof(err))) < 0) {
+		log_error("staging space: %s", err);
 		goto fail;
 	}
 	for (unsigned i = 0; i < n->segs.n; i++) {
@@ -313,6 +342,8 @@ static int node_start(struct node *n)
 		return mc_err_from_errno(ENAMETOOLONG);
 	}
 	mc_node_metrics_set_transport(n->metrics, n->tops, n->tr);
+	if (n->stage)
+		mc_node_stage_set_transport(n->stage, (uint8_t)n->tops->type);
 	if ((r = mc_daemon_metrics_serve(n->metrics, c->http_address,
 					 c->http_port, &n->http)) < 0)
 		return r;
@@ -352,6 +383,9 @@ static void node_free(struct node *n, bool unmount)
 		n->tops->stop(n->tr);
 	if (n->metrics)
 		mc_node_metrics_set_disk(n->metrics, NULL, NULL);
+	if (n->metrics)
+		mc_node_metrics_set_stage(n->metrics, NULL);
+	mc_node_stage_free(n->stage);
 	mc_disk_close(n->disk);
 	mc_node_data_disk_read_cleanup();
 	mc_node_offload_free(n->off);

@@ -4,9 +4,12 @@
  * sizes the caller does not know (the Python binding's get_batch and
  * batch_get_buffer, and its range and multi-buffer reads).  The keys go in
  * requests cut by mc_chunk_next() (client-batch.c); per request one
- * BATCH_GET_REPLICA_LIST, then for each object found the caller's alloc and one replica read
- * (mc_read_object: co-located first, the next replica on a failure, the
- * checksum and the lease checked), on the calling thread.
+ * BATCH_GET_REPLICA_LIST, then for each object found the caller's alloc;
+ * the LOCAL_DISK objects are staged per node and read from the nodes'
+ * memory (mc_stage_batch_get, client-stage.c), the others (and any the
+ * staging did not take) with one replica read each (mc_read_object:
+ * co-located first, the next replica on a failure, the checksum and the
+ * lease checked), on the calling thread.
  */
 #include <stdlib.h>
 
@@ -21,7 +24,14 @@ MC_API int mc_batch_get_alloc(struct mc_client *c, size_t n, const void *const *
 		return MC_ERR_INVALID_PARAMS;
 	struct mc_chunk ch;
 	size_t pos = 0;
-	int r = mc_chunk_alloc(&ch, n);
+	void **mine = calloc(n ? n : 1, sizeof(*mine));
+	int *res = calloc(n < MC_MAX_BATCH ? (n ? n : 1) : MC_MAX_BATCH, sizeof(*res));
+	int r = mine && res ? mc_chunk_alloc(&ch, n) : MC_ERR_NO_MEMORY;
+	if (r < 0) {
+		free(mine);
+		free(res);
+		return r;
+	}
 	while (r == 0 && mc_chunk_next(&ch, n, keys, klens, &pos, status, NULL, NULL)) {
 		uint32_t k = ch.n;
 		struct mc_msg_batch_get_replica_list_req q = { .tenant = mc_client_tenant(c),
@@ -32,26 +42,38 @@ MC_API int mc_batch_get_alloc(struct mc_client *c, size_t n, const void *const *
 		r = mc_pool_call(&c->mpool, &cn, MC_OP_BATCH_GET_REPLICA_LIST, &q, &p, NULL);
 		if (r == 0 && p.n_items != k)
 			r = MC_ERR_DESERIALIZE_FAIL;
+		for (uint32_t j = 0; r == 0 && j < k; j++) {   /* the buffers first */
+			const struct mc_msg_batch_replica_item *it = &p.items[j];
+			size_t i = ch.idx[j];
+			int s = it->status;
+			mine[i] = NULL;
+			if (s == 0 && (it->size > SIZE_MAX || !(mine[i] = alloc(ctx, i, it->size))))
+				s = MC_ERR_NO_MEMORY;
+			status[i] = s;
+			res[j] = s != 0;
+		}
+		/* LOCAL_DISK objects staged per node (client-stage.c), then the rest */
+		if (r == 0)
+			mc_stage_batch_get(c, p.items, k, ch.idx, mine, lens, status, res, t0);
 		for (uint32_t j = 0; r == 0 && j < k; j++) {
 			const struct mc_msg_batch_replica_item *it = &p.items[j];
 			size_t i = ch.idx[j];
-			void *buf = NULL;
-			int s = it->status;
-			if (s == 0 && (it->size > SIZE_MAX || !(buf = alloc(ctx, i, it->size))))
-				s = MC_ERR_NO_MEMORY;
-			if (s == 0)
+			int s = status[i];
+			if (s == 0 && !res[j])
 				s = mc_read_object(c, it->replicas, it->n_replicas, it->size,
 						   it->has_checksum, it->checksum, t0,
-						   it->lease_ttl_ms, buf, NULL);
+						   it->lease_ttl_ms, mine[i], NULL);
 			if (s == 0) {
 				lens[i] = (size_t)it->size;
 				if (bufs)
-					bufs[i] = buf;
+					bufs[i] = mine[i];
 			}
 			status[i] = s;
 		}
 		mc_pool_put(&c->mpool, cn);
 	}
+	free(mine);
+	free(res);
 	mc_chunk_free(&ch);
 	return r;
 }

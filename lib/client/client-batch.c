@@ -23,7 +23,9 @@
  *
  * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  A get chunk's
  * small objects whose RDMA keys the client holds are read first, in one
- * chain of work requests per node (mc_rdma_batch_get, client-rdma-batch.c).  At most two
+ * chain of work requests per node (mc_rdma_batch_get, client-rdma-batch.c), and
+ * its LOCAL_DISK objects are staged per node and read from the nodes' memory
+ * (mc_stage_batch_get, client-stage.c).  At most two
  * chunks are in flight, each with its own master connection, which holds
  * its answer until the chunk ends.  A master call that fails ends the
  * batch with its error once the chunk in flight has finished (its items
@@ -462,6 +464,10 @@ static int get_start(struct stage *s)
 	 * per node (client-rdma-batch.c); the rest below */
 	bytes -= mc_rdma_batch_get(c, p->items, ch->n, ch->idx, b->bufs, b->lens, b->status,
 				   s->res, s->t0);
+	/* LOCAL_DISK objects: staged in their nodes' memory per node, then read
+	 * over the data plane (client-stage.c) */
+	bytes -= mc_stage_batch_get(c, p->items, ch->n, ch->idx, b->bufs, b->lens, b->status,
+				    s->res, s->t0);
 	todo = 0;
 	for (uint32_t j = 0; j < ch->n; j++)
 		todo += s->res[j] == 0;

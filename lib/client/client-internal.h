@@ -230,6 +230,8 @@ struct mc_client {
 	int timeout_ms;
 	struct mc_uuid id;
 	bool use_shm;
+	bool disk_stage;		/* batch gets stage LOCAL_DISK objects (client-stage.c);
+					 * MC_DISK_STAGE=0: per object */
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
 	uint64_t test_write_delay_ms;	/* MC_TEST_FS_WRITE_DELAY_MS: a DISK/DFS write
 					 * sleeps this long halfway (test hook) */
@@ -296,6 +298,16 @@ struct mc_target {
 };
 
 struct mc_progress;
+
+/* client-stage.c: the items j of a batch get's chunk (n items, res[j] == 0:
+ * still to read) whose only readable copy is on a node's disk tier, read
+ * through the nodes' staging space (BatchGetOffloadObject): on success
+ * lens[idx[j]], status[idx[j]] = 0 and res[j] = 1; the others are left to
+ * the usual read.  Returns the bytes read. */
+struct mc_msg_batch_replica_item;
+uint64_t mc_stage_batch_get(struct mc_client *c, const struct mc_msg_batch_replica_item *items,
+			    uint32_t n, const size_t *idx, void *const *bufs, size_t *lens,
+			    int *status, int *res, uint64_t query_ms);
 
 /* DISK and DFS replicas (client-disk.c): the target of descriptor d, and
  * its bytes written (a DISK file: temp file, fsync, rename) or read, st

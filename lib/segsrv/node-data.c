@@ -76,10 +76,11 @@ static int h_data_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
 				     q->grant.len);
 	if (r < 0)
 		return r;
-	struct mc_msg_segment_stat *a = mc_arena_alloc(call->arena, (s->n ? s->n : 1) * sizeof(*a), 8);
+	unsigned n = mc_node_segments_mounted(s);	/* not the staging space */
+	struct mc_msg_segment_stat *a = mc_arena_alloc(call->arena, (n ? n : 1) * sizeof(*a), 8);
 	if (!a)
 		return MC_ERR_NO_MEMORY;
-	for (unsigned i = 0; i < s->n; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		a[i] = (struct mc_msg_segment_stat){
 			.id = s->seg[i].id,
 			.name = mc_bytes_str(s->seg[i].name),
@@ -87,7 +88,7 @@ static int h_data_stat(void *ctx, const struct mc_rpc_call *call, void *resp)
 			.shm_path = mc_bytes_str(s->seg[i].shm_path),
 		};
 	}
-	p->n_segments = s->n;
+	p->n_segments = n;
 	p->segments = a;
 	return 0;
 }
@@ -103,6 +104,20 @@ static int h_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *res
 {
 	const struct mc_node_grants *gr = ctx;
 	return gr->disk_read ? gr->disk_read(ctx, call, resp) : MC_ERR_NOT_SUPPORTED;
+}
+
+/* BatchGetOffloadObject, served by the node's staging space when it has one
+ * (mc_node_grants.stage, daemon/node/node-stage.c). */
+static int h_data_disk_stage(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_grants *gr = ctx;
+	return gr->stage_ops ? gr->stage_ops->stage(gr->stage, call, resp) : MC_ERR_NOT_SUPPORTED;
+}
+
+static int h_data_disk_unstage(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_grants *gr = ctx;
+	return gr->stage_ops ? gr->stage_ops->unstage(gr->stage, call, resp) : MC_ERR_NOT_SUPPORTED;
 }
 
 void mc_node_data_handlers(struct mc_rpc_handlers *h)

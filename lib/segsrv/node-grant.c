@@ -114,6 +114,15 @@ uint64_t mc_node_grants_deadline(struct mc_node_grants *g, const uint8_t *grant,
 	return d > 0 ? (uint64_t)d : 1;
 }
 
+uint64_t mc_node_grants_master_now(struct mc_node_grants *g)
+{
+	pthread_rwlock_rdlock(&g->lock);
+	int64_t off = g->offset_ms;
+	pthread_rwlock_unlock(&g->lock);
+	int64_t t = (int64_t)mc_now_ms() + off;
+	return t > 0 ? (uint64_t)t : 0;
+}
+
 uint64_t mc_node_grants_refused(const struct mc_node_grants *g, unsigned reason)
 {
 	return reason < MC_GRANT_REFUSAL_COUNT ?

@@ -45,6 +45,16 @@ struct mc_node_grants {
 	 * answers NOT_SUPPORTED (a client's contributed segment has no disk). */
 	struct mc_disk *disk;
 	int (*disk_read)(void *ctx, const struct mc_rpc_call *call, void *resp);
+	/* DATA_DISK_STAGE / DATA_DISK_UNSTAGE (BatchGetOffloadObject,
+	 * daemon/node/node-stage.c): likewise set before the data plane
+	 * starts; NULL: NOT_SUPPORTED. */
+	const struct mc_node_stage_ops *stage_ops;
+	void *stage;
+};
+
+struct mc_node_stage_ops {
+	int (*stage)(void *stage, const struct mc_rpc_call *call, void *resp);
+	int (*unstage)(void *stage, const struct mc_rpc_call *call, void *resp);
 };
 
 /* segs must outlive g and not change.  0 or MC_ERR_NO_MEMORY. */
@@ -70,6 +80,9 @@ int mc_node_grants_check(struct mc_node_grants *g, uint8_t mode, struct mc_uuid 
  * offset above applied); 0 when it does not decode.  Call after
  * mc_node_grants_check() accepted it. */
 uint64_t mc_node_grants_deadline(struct mc_node_grants *g, const uint8_t *grant, uint32_t len);
+/* The master's clock now as the node estimates it (node clock + offset):
+ * what a grant the node signs itself counts its expiry in. */
+uint64_t mc_node_grants_master_now(struct mc_node_grants *g);
 /* Refusals so far, by reason (enum mc_grant_refusal). */
 uint64_t mc_node_grants_refused(const struct mc_node_grants *g, unsigned reason);
 

@@ -76,7 +76,7 @@ static int install_key(struct mc_node_master *m, const struct mc_msg_segment_key
 
 static int mount_all(struct mc_node_master *m)
 {
-	for (unsigned i = 0; i < m->cfg.segs->n; i++) {
+	for (unsigned i = 0; i < mc_node_segments_mounted(m->cfg.segs); i++) {
 		struct mc_msg_mount_segment_req q = { .client_id = m->cfg.segs->client_id };
 		union mc_msg_any p;
 		fill_segment(m, i, &q.segment);
@@ -95,7 +95,7 @@ static int mount_all(struct mc_node_master *m)
 
 static int remount_all(struct mc_node_master *m)
 {
-	unsigned n = m->cfg.segs->n;
+	unsigned n = mc_node_segments_mounted(m->cfg.segs);
 	struct mc_msg_segment *a = calloc(n ? n : 1, sizeof(*a));
 	if (!a)
 		return MC_ERR_NO_MEMORY;
@@ -121,7 +121,8 @@ static void set_mounted(struct mc_node_master *m, bool v)
 
 static void mounted(struct mc_node_master *m, const char *how)
 {
-	report(m, MC_LOG_NOTICE, "%s %u segment(s) at %s", how, m->cfg.segs->n, m->cfg.master);
+	report(m, MC_LOG_NOTICE, "%s %u segment(s) at %s", how, mc_node_segments_mounted(m->cfg.segs),
+	       m->cfg.master);
 	set_mounted(m, true);
 	__atomic_add_fetch(&m->mounts, 1, __ATOMIC_RELAXED);
 	if (!m->mounted_once) {
@@ -237,7 +238,8 @@ void mc_node_master_stop(struct mc_node_master *m, bool unmount)
 			mc_rpc_conn_open_list(m->cfg.master, UNMOUNT_TIMEOUT_MS, m->cfg.cred,
 					      &m->cur, &m->conn);
 		unsigned done = 0;
-		for (unsigned i = 0; m->conn && i < m->cfg.segs->n && mc_rpc_conn_ok(m->conn); i++) {
+		unsigned nm = mc_node_segments_mounted(m->cfg.segs);
+		for (unsigned i = 0; m->conn && i < nm && mc_rpc_conn_ok(m->conn); i++) {
 			struct mc_msg_unmount_segment_req q = {
 				.client_id = m->cfg.segs->client_id,
 				.segment_id = m->cfg.segs->seg[i].id };
@@ -246,7 +248,7 @@ void mc_node_master_stop(struct mc_node_master *m, bool unmount)
 				done++;
 			mc_arena_reset(&m->arena);
 		}
-		report(m, MC_LOG_NOTICE, "unmounted %u of %u segment(s) at %s", done, m->cfg.segs->n,
+		report(m, MC_LOG_NOTICE, "unmounted %u of %u segment(s) at %s", done, nm,
 			   m->cfg.master);
 	}
 	m->conn = mc_rpc_conn_close(m->conn);

@@ -352,6 +352,27 @@ int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_s
 	return open_one(name, size, false, ret, err, errlen);
 }
 
+int mc_node_segments_add_private(struct mc_node_segments *s, const char *name, uint64_t size,
+				 char *err, size_t errlen)
+{
+	struct mc_node_segments one;
+	int r = open_one(name, size, true, &one, err, errlen);
+	if (r < 0)
+		return r;
+	struct mc_node_segment *a = realloc(s->seg, (s->n + 1) * sizeof(*a));
+	if (!a) {
+		mc_node_segments_close(&one, false);
+		snprintf(err, errlen, "out of memory");
+		return MC_ERR_NO_MEMORY;
+	}
+	a[s->n] = one.seg[0];
+	free(one.seg);
+	s->seg = a;
+	s->n++;
+	s->nprivate++;
+	return 0;
+}
+
 /* ---- a client's contributed segment ---------------------------------------------- */
 
 /* A memfd named "mooncake-<segment id>" (shm.c checks the name), held open

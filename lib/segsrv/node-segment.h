@@ -66,8 +66,17 @@ struct mc_node_segment {
 struct mc_node_segments {
 	struct mc_uuid client_id;
 	unsigned n;
+	unsigned nprivate;		/* the last nprivate of seg[] are the node's own
+					 * (staging space): served like the others,
+					 * never mounted with the master */
 	struct mc_node_segment *seg;
 };
+
+/* The segments mounted with the master: seg[0 .. n - nprivate). */
+static inline unsigned mc_node_segments_mounted(const struct mc_node_segments *s)
+{
+	return s->n - s->nprivate;
+}
 
 /*
  * Loads or creates the identity in state_dir (NULL: no state, always new)
@@ -103,6 +112,17 @@ int mc_node_segments_open_anon(const char *name, uint64_t size, struct mc_node_s
  * TCP).
  */
 int mc_node_segments_open_client(const char *name, uint64_t size, struct mc_node_segments *ret,
+				 char *err, size_t errlen);
+
+/*
+ * Appends a node-private segment of size bytes named name (a new random
+ * segment id, in a memfd as a client's segment below, so co-located
+ * readers of the node's user map it by its /proc path; else private
+ * anonymous memory): the staging space of BatchGetOffloadObject.  Before
+ * the grants, the transport and the master link see s.  0 or MC_ERR_*
+ * with a message in err.
+ */
+int mc_node_segments_add_private(struct mc_node_segments *s, const char *name, uint64_t size,
 				 char *err, size_t errlen);
 
 /* Unmaps (the files stay; a client's memfd is closed).  unlink_files: also

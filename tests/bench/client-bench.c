@@ -25,7 +25,8 @@
  * MC_BENCH_HOT=N makes each thread's gets cycle over its first N keys only
  * (a hot set).  MC_BENCH_UNCACHED=1 adds to `small` a third phase: the same
  * gets again through a second client without the cache (get4k_uncached_*
- * figures).  Output:
+ * figures).  MC_BENCH_KEEP=1: kvget and kvhot do not remove the blocks
+ * (tests/bench/disk-batch.sh reads the same LOCAL_DISK blocks both ways).  Output:
  * "client-bench <metric> <value> <unit>" lines.
  */
 #include <inttypes.h>
@@ -43,6 +44,7 @@ static struct mc_client *C;
 static struct mc_client *C_OFF;	/* MC_BENCH_UNCACHED=1: a client without the descriptor cache */
 static int SECONDS;
 static uint64_t HOT;	/* MC_BENCH_HOT=N: each thread's gets cycle over its first N keys */
+static bool KEEP;	/* MC_BENCH_KEEP=1: kvget / kvhot leave the blocks in place */
 
 /* Latency samples per thread (the first MAXLAT of each phase). */
 #define MAXLAT 200000u
@@ -302,7 +304,7 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 				}
 			}
 		}
-		if (!put && (!hot || r == rounds - 1 || rc))
+		if (!put && (!hot || r == rounds - 1 || rc) && !KEEP)
 			mc_batch_remove(C, (size_t)batch, kp, kl, true, st);
 	}
 	if (!rc && hot && rounds > 1) {
@@ -359,6 +361,8 @@ int main(int argc, char **argv)
 		return run_connect(&o, atoi(argv[3]));
 	const char *hot = getenv("MC_BENCH_HOT");
 	HOT = hot ? strtoull(hot, NULL, 10) : 0;
+	const char *keep = getenv("MC_BENCH_KEEP");
+	KEEP = keep && *keep == '1';
 	int r = mc_client_new(&o, &C);
 	if (r < 0) {
 		fprintf(stderr, "client-bench: cannot reach '%s': %s\n", argv[1], mc_error_name(r));

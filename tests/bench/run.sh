@@ -12,6 +12,8 @@ for b in "$O"/tests/bench/bench-*; do
 done
 echo "== cluster (master + node + libmooncake on loopback)"
 O=$O tests/bench/cluster.sh
+echo "== batched get of 128 LOCAL_DISK objects (staged) vs fio on the same file system"
+O=$O tests/bench/disk-batch.sh
 echo "== durable 4 KiB put/get against Redis both ways"
 O=$O tests/bench/durable.sh
 echo "== cluster secret (the handshake) vs none"
