@@ -23,7 +23,7 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_SOFT_PINNED, V_HARD_PINNED, V_PINS, V_UNPINS, V_LEASES, V_HEARTBEATS, V_NEED_REMOUNT,
        V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
-       V_OPLOG_BATCHES, V_UNDONE_PUTS, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
+       V_OPLOG_BATCHES, V_UNDONE_PUTS, V_PUTS_EVICTING, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
        V_OFFLOADS_KEPT, V_DISK_GONE, V_DISK_ADOPTED, V_DISK_STALE, V_DFS_USED, V_DFS_CAPACITY,
        V_PROMOTE_SENT, V_PROMOTE_DONE, V_PROMOTE_FAILED, V_PROMOTE_NO_ROOM, V_PROMOTE_DROPPED,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
@@ -119,6 +119,7 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_OPLOG_RECORDS] = (double)os.appended;
 	v[V_OPLOG_BATCHES] = (double)os.flushes;
 	v[V_UNDONE_PUTS] = (double)ms->undone_puts;
+	v[V_PUTS_EVICTING] = (double)ms->puts_evicting;
 	v[V_OFFLOADS_SENT] = (double)ms->offloads_sent;
 	v[V_OFFLOADS_DONE] = (double)ms->offloads_done;
 	v[V_OFFLOADS_FAILED] = (double)ms->offloads_failed;
@@ -323,6 +324,9 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				      "local log, a transaction of the etcd one)." },
 		[V_UNDONE_PUTS] = { MC_METRIC_COUNTER, "mooncake_master_puts_undone_total",
 				    "Completed puts taken back because their oplog record was lost." },
+		[V_PUTS_EVICTING] = { MC_METRIC_COUNTER, "mooncake_master_puts_evicting_total",
+				      "PutStarts that found no room and evicted for themselves "
+				      "(the background evictor was behind)." },
 		[V_OFFLOADS_SENT] = { MC_METRIC_COUNTER, "mooncake_master_offloads_sent_total",
 				      "OFFLOAD commands sent to nodes (copies to their disk tier "
 				      "ahead of eviction)." },

@@ -205,9 +205,9 @@ static const struct mc_option options[] = {
 	  "may commit out of order, records are acknowledged in order (1: one at a time)",
 	  .min = 1, .max = MC_OPLOG_ETCD_PIPELINE_MAX),
 	O(oplog_sync, MC_OPT_BOOL, "true",
-	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once and "
-	  "fsync in the background (faster; a machine crash may lose the last acknowledged changes, "
-	  "a master crash alone does not)"),
+	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once, "
+	  "write the record at once and fsync at most every 100 ms (faster; a machine crash may "
+	  "lose the last acknowledged changes, a master crash alone does not)"),
 	O(admin_token_file, MC_OPT_STR, "",
 	  "file holding the bearer token the REST API's non-GET calls need (empty: none)"),
 	O(workers, MC_OPT_U64, "2", "RPC worker threads", .min = 1, .max = 256,

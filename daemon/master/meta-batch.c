@@ -247,6 +247,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 			for (int att = 0; att < 2 && (st == MC_ERR_NO_AVAILABLE_HANDLE ||
 						      st == MC_ERR_TENANT_QUOTA_EXCEEDED); att++) {
 				pthread_rwlock_unlock(&sh->lock);   /* eviction takes shard locks */
+				meta_count_evicting_put(m, att, st);
 				bool freed = meta_reclaim_for(m, st, &a);
 				pthread_rwlock_wrlock(&sh->lock);
 				if (!freed)

@@ -10,14 +10,16 @@
  *   - A segment with at most EXACT_LIMIT blocks is scanned whole: the
  *     oldest evictable object goes first, exactly.
  *   - A larger one is sampled, and the oldest evictable object among the
- *     samples goes (the approximate LRU Redis uses).  The first step of a
- *     run samples SAMPLES random node slots; the run keeps the POOL oldest
- *     candidates it has seen, and each later step adds POOL_SAMPLES more
- *     samples to them (Redis's eviction pool of 16, which its default of
- *     5 samples feeds): a victim costs about 5 random reads of objects
+ *     samples goes (the approximate LRU Redis uses).  The segment keeps
+ *     the POOL oldest candidates seen (struct mc_evict_pool, under its
+ *     lock, shared by the evictor and the puts that evict for themselves);
+ *     a step adds POOL_SAMPLES random node slots to them, SAMPLES when the
+ *     pool is empty (Redis's eviction pool of 16, which its default of 5
+ *     samples feeds): a victim costs about 5 random reads of objects
  *     instead of 32, under the segment's lock, which a put placing a
- *     block there needs too, and the evictor keeps up with the puts.  A
- *     candidate is taken only if it still owns its block and may still
+ *     block there needs too; the evictor keeps up better with the puts,
+ *     and a put that has to evict costs about one more put, not 32 reads.
+ *     A candidate is taken only if it still owns its block and may still
  *     go.  Each step costs O(SAMPLES), whatever the number of objects.
  *
  * "Oldest" is the object's time_ms: the end of its last read lease, or its
@@ -157,7 +159,9 @@ static int consider_fn(uint32_t node, uint64_t off, uint64_t size, void *owner, 
 }
 
 /* Takes the oldest candidate that still owns its block and may go (under
- * s->lock: the owner of a used block is alive, so its fields may be read). */
+ * s->lock: the owner of a used block is alive, so its fields may be read;
+ * a candidate kept from an earlier step may name an address freed and
+ * reused since: its shard and group flag are read again). */
 static bool pool_take(struct pick *p, struct mc_segment *s, struct victim *ret)
 {
 	while (p->npool) {
@@ -166,12 +170,20 @@ static bool pool_take(struct pick *p, struct mc_segment *s, struct victim *ret)
 		if (mc_offalloc_node_is_used(s->alloc, v.node) &&
 		    mc_offalloc_node_owner(s->alloc, v.node) == v.o && !skipped(p->skip, v.o) &&
 		    may_evict(p->m, v.o, p->now, p->pass, p->tenant)) {
+			v.shard = v.o->hash % MC_META_SHARDS;
+			v.grouped = __atomic_load_n(&v.o->flags, __ATOMIC_RELAXED) & MC_OBJ_GROUPED;
 			*ret = v;
 			return true;
 		}
 	}
 	return false;
 }
+
+/* A sampled segment's candidates from one step to the next (s->evpool). */
+struct mc_evict_pool {
+	uint32_t n;
+	struct victim v[POOL];
+};
 
 /* The oldest evictable object with a block on s (exact), or the oldest of
  * the pool once SAMPLES random slots (the run's first step) or POOL_SAMPLES
@@ -188,6 +200,13 @@ static bool pick_victim(struct pick *p, struct mc_segment *s, struct victim *ret
 		mc_offalloc_foreach_used(s->alloc, consider_fn, p);
 		found = pool_take(p, s, ret);
 	} else {
+		if (!s->evpool)
+			s->evpool = calloc(1, sizeof(*s->evpool));
+		if (s->evpool) {   /* the segment's candidates, whoever evicts */
+			p->cap = POOL;
+			p->npool = s->evpool->n;
+			memcpy(p->pool, s->evpool->v, p->npool * sizeof(p->pool[0]));
+		}
 		uint32_t n = p->npool ? POOL_SAMPLES : SAMPLES;
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t node = (uint32_t)(mc_rand() % st.node_capacity);
@@ -198,6 +217,10 @@ static bool pick_victim(struct pick *p, struct mc_segment *s, struct victim *ret
 		if (!found) {   /* sparse slots or an unlucky draw: look at them all */
 			mc_offalloc_foreach_used(s->alloc, consider_fn, p);
 			found = pool_take(p, s, ret);
+		}
+		if (s->evpool) {
+			s->evpool->n = p->npool;
+			memcpy(s->evpool->v, p->pool, p->npool * sizeof(p->pool[0]));
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -516,6 +539,43 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 		}
 	}
 	return freed;
+}
+
+/*
+ * When the background eviction starts.  At the high watermark only, a burst
+ * of puts faster than the evictor fills a segment before the evictor has
+ * made room, and every put after that evicts for itself (bench-meta: all of
+ * them did).  So a segment is due once its live bytes plus the bytes puts
+ * placed on it in the last EVICT_LEAD_MS, at the rate of the last window of
+ * EVICT_RATE_MS, pass the high watermark: with few puts that is the high
+ * watermark itself; with a burst the evictor starts early enough, and keeps
+ * running, so that puts find room.  The rate is per segment, measured by
+ * whoever looks first after a window ended (the put path or the evictor:
+ * one compare-and-swap per window) over the time since the previous look,
+ * so a quiet spell brings it down.  Runs still evict down to the low
+ * watermark.
+ */
+#define EVICT_RATE_MS 5u    /* a few ticks of the coarse clock meta_now() reads */
+#define EVICT_LEAD_MS 20u
+
+bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
+{
+	double high = m->cfg.eviction_high_watermark;
+	if (high >= 1.0)
+		return false;
+	uint64_t mark = __atomic_load_n(&s->rate_ms, __ATOMIC_RELAXED);
+	uint64_t rate = __atomic_load_n(&s->rate_bytes, __ATOMIC_RELAXED);
+	if (now >= mark + EVICT_RATE_MS &&
+	    __atomic_compare_exchange_n(&s->rate_ms, &mark, now, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED)) {
+		uint64_t placed = __atomic_load_n(&s->placed, __ATOMIC_RELAXED);
+		uint64_t before = __atomic_exchange_n(&s->rate_placed, placed, __ATOMIC_RELAXED);
+		/* per EVICT_RATE_MS, averaged over the time since the last look */
+		rate = placed > before ? (placed - before) * EVICT_RATE_MS / (now - mark) : 0;
+		__atomic_store_n(&s->rate_bytes, rate, __ATOMIC_RELAXED);
+	}
+	uint64_t lead = rate * EVICT_LEAD_MS / EVICT_RATE_MS;
+	return (double)(mc_segment_live(s) + lead) > high * (double)s->size;
 }
 
 /* Segment id again, after segs.lock was let go (it may be gone, or unmounting

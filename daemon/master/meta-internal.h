@@ -95,6 +95,7 @@ struct mc_meta {
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;
 	bool evict_woken;                   /* evict_wake called, the evictor not run yet */
+	uint64_t puts_evicting;             /* PutStarts that evicted to make room themselves */
 	struct mc_oplog *oplog;             /* NULL: mutations are not logged (oplog=off, replay) */
 	struct mc_fsroot *fs;               /* DISK and DFS replicas (meta-fs.c); NULL: none */
 };
@@ -234,15 +235,29 @@ void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_m
 void meta_object_complete(struct mc_meta *m, struct mc_object *o, bool has_checksum,
 			  uint64_t checksum, uint64_t now);
 
+/* A PutStart that is about to evict for itself (its first reclaim: attempt
+ * 0 and no room) counts once in puts_evicting. */
+static inline void meta_count_evicting_put(struct mc_meta *m, int attempt, int r)
+{
+	if (attempt == 0 && r == MC_ERR_NO_AVAILABLE_HANDLE && m->cfg.evict_on_full)
+		__atomic_add_fetch(&m->puts_evicting, 1, __ATOMIC_RELAXED);
+}
+
+/* Whether the background eviction should run for s now: its live bytes,
+ * plus what puts placed on it during the last EVICT_LEAD_MS at the recent
+ * rate, exceed the high watermark (meta-evict.c).  now: meta_now(). */
+bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now);
+
 /* After o was placed: wakes the evictor (mc_meta_set_evict_wake) once one of its
- * segments holds more live bytes than the high watermark allows. */
+ * segments is due (meta_evict_due()): before puts fill it, not after. */
 static inline void meta_evict_hint(struct mc_meta *m, const struct mc_object *o)
 {
 	if (!m->evict_wake || __atomic_load_n(&m->evict_woken, __ATOMIC_RELAXED))
 		return;
+	uint64_t now = __atomic_load_n(&o->time_ms, __ATOMIC_RELAXED);   /* PutStart's */
 	for (uint32_t i = 0; i < o->nrep; i++) {
-		const struct mc_segment *s = mc_segmgr_get(&m->segs, o->rep[i].seg);
-		if (s && (double)mc_segment_live(s) > m->cfg.eviction_high_watermark * (double)s->size) {
+		struct mc_segment *s = mc_segmgr_get(&m->segs, o->rep[i].seg);
+		if (s && meta_evict_due(m, s, now)) {
 			if (!__atomic_exchange_n(&m->evict_woken, true, __ATOMIC_RELAXED))
 				m->evict_wake(m->evict_wake_ctx);
 			return;

@@ -310,10 +310,24 @@ uint64_t mc_meta_evict_background(struct mc_meta *m)
 	__atomic_store_n(&m->evict_woken, false, __ATOMIC_RELAXED);
 	if (m->cfg.eviction_high_watermark >= 1.0)
 		return 0;
-	uint64_t cap = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
+	/* Some segment due (meta_evict_due(): above the high watermark, or
+	 * about to be at the recent put rate): every segment above the low
+	 * watermark gets room. */
+	bool due = false;
+	uint64_t now = meta_now(m);
+	pthread_rwlock_rdlock(&m->segs.lock);
+	for (uint32_t n = 0; n < m->segs.nnames && !due; n++) {
+		struct mc_segname *sn = &m->segs.names[n];
+		for (uint32_t i = 0; i < sn->nsegs && !due; i++)
+		{
+			struct mc_segment *sg = m->segs.slots[sn->segs[i]];
+			due = __atomic_load_n(&sg->status, __ATOMIC_ACQUIRE) == MC_SEG_OK &&
+			      meta_evict_due(m, sg, now);
+		}
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
 	struct mc_evict_result er;
-	if (cap && (double)mc_segmgr_used(&m->segs, true) > m->cfg.eviction_high_watermark * (double)cap &&
-	    meta_evict_to(m, m->cfg.eviction_low_watermark, MC_EVICT_WATERMARK, &er) == 0)
+	if (due && meta_evict_to(m, m->cfg.eviction_low_watermark, MC_EVICT_WATERMARK, &er) == 0)
 		return er.bytes;
 	return 0;
 }

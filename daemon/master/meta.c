@@ -514,7 +514,10 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		a.no_wait = m->cfg.evict_on_full && attempt < 2;
 		r = do_put_start(m, &a, meta_now(m));
 		pthread_rwlock_unlock(&sh->lock);
-		if (attempt == 2 || !meta_reclaim_for(m, r, &a))
+		if (attempt == 2)
+			break;
+		meta_count_evicting_put(m, attempt, r);
+		if (!meta_reclaim_for(m, r, &a))
 			break;
 	}
 	pthread_rwlock_unlock(&m->segs.lock);
@@ -822,6 +825,7 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	ret->disk_evicted_bytes = __atomic_load_n(&m->disk_evicted_bytes, __ATOMIC_RELAXED);
 	ret->pins_set = __atomic_load_n(&m->pins_set, __ATOMIC_RELAXED);
 	ret->undone_puts = __atomic_load_n(&m->undone_puts, __ATOMIC_RELAXED);
+	ret->puts_evicting = __atomic_load_n(&m->puts_evicting, __ATOMIC_RELAXED);
 	ret->offloads_sent = __atomic_load_n(&m->offloads_sent, __ATOMIC_RELAXED);
 	ret->offloads_done = __atomic_load_n(&m->offloads_done, __ATOMIC_RELAXED);
 	ret->offloads_failed = __atomic_load_n(&m->offloads_failed, __ATOMIC_RELAXED);

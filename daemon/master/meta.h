@@ -345,6 +345,8 @@ struct mc_meta_stats {
 	uint64_t leases_granted;            /* read leases granted or extended */
 	uint64_t pins_set, pins_cleared;    /* PIN / UNPIN that set / cleared a soft pin */
 	uint64_t undone_puts;               /* completed puts taken back: their oplog record was lost */
+	uint64_t puts_evicting;             /* PutStarts that found no room and evicted for
+					     * themselves (the evictor was behind) */
 	uint64_t offloads_sent;             /* OFFLOAD commands sent to nodes (meta-offload.c) */
 	uint64_t offloads_done;             /* ... that a node confirmed: the object has a disk copy */
 	uint64_t offloads_failed;           /* ... that failed or came back too late */

@@ -71,7 +71,11 @@
  * writes the batch with pwrite (rotating to a new file before a record that
  * would take the active file past segment_bytes, unless the file is still
  * empty), fdatasyncs, and only then raises durable_seq and wakes
- * wait_durable() (and calls the notify function for parked waiters).  New
+ * wait_durable() (and calls the notify function for parked waiters).
+ * With sync false nobody waits for durability: the batch is written at
+ * once but the active file is fdatasynced at most every 100 ms
+ * (oplog-file-write.c, LAZY_SYNC_NS), by a later batch or by the flusher
+ * when none comes, and at close.  New
  * files are preallocated (fallocate KEEP_SIZE, so the size stays the end of
  * the data).  A failed write or fsync fails the log (MC_ERR_PERSISTENT_FAIL,
  * oplog.h "Failures"): the batch is not retried (after a failed fsync the

@@ -73,6 +73,8 @@ struct flog {
 	uint64_t *files;		/* first seqs, ascending; the last is active */
 	size_t nfiles, files_cap;
 	uint64_t fsyncs, nfiles_pub;	/* atomics, for stats */
+	uint64_t synced_ns;		/* sync false: the active file's last fdatasync */
+	bool unsynced;			/* sync false: written since then (flusher only) */
 	bool cut_pending;		/* a failed batch's bytes are not cut off yet */
 };
 

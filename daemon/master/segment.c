@@ -33,6 +33,7 @@ static void segment_free(struct mc_segment *s)
 	if (!s)
 		return;
 	mc_offalloc_free(s->alloc);
+	free(s->evpool);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->key_lock);
 	free(s->name);
@@ -402,6 +403,7 @@ static int segment_alloc(struct mc_segmgr *m, struct mc_segment *s, uint64_t siz
 	if (r == 0) {
 		uint64_t got = mc_offalloc_node_size(s->alloc, node);
 		__atomic_add_fetch(&s->used, got, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->placed, s->placed + got, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (r < 0)

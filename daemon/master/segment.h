@@ -96,6 +96,13 @@ struct mc_segment {
 	pthread_mutex_t lock;     /* guards alloc, deferred, used */
 	struct mc_offalloc *alloc;
 	uint64_t used;            /* bytes reserved (mirror of the allocator, atomic loads) */
+	uint64_t placed;          /* bytes ever allocated here (under lock; atomic loads) */
+	uint64_t rate_ms;         /* the put rate's window (meta_evict_due(), atomics):
+				   * its start, */
+	uint64_t rate_placed;     /* placed then, */
+	uint64_t rate_bytes;      /* and the bytes placed in the window before */
+	struct mc_evict_pool *evpool;   /* meta-evict.c's eviction candidates (under lock;
+					 * made at the first sampled eviction) */
 	uint64_t deferred_bytes;  /* of used: blocks waiting for a lease to end (atomic loads) */
 	uint64_t ndisk;           /* LOCAL_DISK replicas naming this segment (atomic;
 				   * meta-offload.c) */

@@ -22,7 +22,6 @@
  * caller (MC_ERR_NOT_SUPPORTED: reads and writes of a granted range are
  * idempotent), which moves them the usual way, asking for keys again.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,8 +85,7 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 	}
 	for (unsigned q = 0; q < MC_RDMA_MAX_QPS; q++)
 		pos[q] = head[q];
-	uint64_t tmo = (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
-	uint64_t deadline = mc_now_ms() + tmo;
+	uint64_t deadline = mc_now_ms() + mc_rdma_stall_ms(c);
 	for (;;) {
 		for (unsigned q = 0; q < p->nqps; q++) {
 			if (out[q] || pos[q] == n)
@@ -114,19 +112,11 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 		if (done == n)
 			break;
 		struct ibv_wc wc[MC_RDMA_MAX_QPS];
-		int k = ibv_poll_cq(p->cq, MC_RDMA_MAX_QPS, wc);
+		int k = mc_rdma_poll(c, p, wc, MC_RDMA_MAX_QPS, &deadline,
+				     "no completion within the timeout (batch)");
 		if (k < 0) {
-			ret = MC_ERR_TRANSFER_FAIL;
+			ret = k;
 			goto done;
-		}
-		if (k == 0) {
-			if (mc_now_ms() > deadline) {
-				mc_rdma_trace_fail("no completion within the timeout (batch)", -1);
-				ret = MC_ERR_TRANSFER_FAIL;
-				goto done;
-			}
-			sched_yield();
-			continue;
 		}
 		for (int i = 0; i < k; i++) {
 			unsigned q = (unsigned)(wc[i].wr_id >> 32);
@@ -139,7 +129,6 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 			out[q] = 0;
 			done += cnt;
 		}
-		deadline = mc_now_ms() + tmo;
 	}
 done:
 	free(nextq);

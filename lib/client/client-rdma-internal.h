@@ -98,6 +98,15 @@ void mc_rdma_lane_reset(struct rdma_lane *p);
 const struct rdma_region *mc_rdma_find_region(const struct rdma_lane *p, struct mc_uuid seg);
 /* Work requests in flight per QP. */
 unsigned mc_rdma_window(const struct mc_rdma *r);
+/* How long a transfer may go without a completion (the client's timeout_ms,
+ * else 10 s): slow is fine, stuck is not. */
+uint64_t mc_rdma_stall_ms(const struct mc_client *c);
+/* Polls lane p's completion queue once: the number of completions put in
+ * wc (at most max; *deadline then moves on by mc_rdma_stall_ms()), 0 after
+ * a sched_yield() when none came yet, MC_ERR_TRANSFER_FAIL when polling
+ * failed or *deadline passed without one (traced as `what`). */
+int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *wc, int max,
+		 uint64_t *deadline, const char *what);
 /* MC_TEST_RDMA_TRACE=1: why a transfer failed, on stderr (status: an
  * ibv_wc_status, or -1). */
 void mc_rdma_trace_fail(const char *what, int status);

@@ -507,6 +507,29 @@ unsigned mc_rdma_window(const struct mc_rdma *r)
 	return r->depth ? r->depth : window;
 }
 
+uint64_t mc_rdma_stall_ms(const struct mc_client *c)
+{
+	return (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
+}
+
+int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *wc, int max,
+		 uint64_t *deadline, const char *what)
+{
+	int k = ibv_poll_cq(p->cq, max, wc);
+	if (k < 0)
+		return MC_ERR_TRANSFER_FAIL;
+	if (k > 0) {
+		*deadline = mc_now_ms() + mc_rdma_stall_ms(c);
+		return k;
+	}
+	if (mc_now_ms() > *deadline) {
+		mc_rdma_trace_fail(what, -1);
+		return MC_ERR_TRANSFER_FAIL;	/* timeout */
+	}
+	sched_yield();
+	return 0;
+}
+
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr.  0 or MC_ERR_TRANSFER_FAIL. */
 static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
@@ -545,8 +568,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 	for (size_t i = n; i-- > 0;)
 		next[sl[i].qp] = i;
 	/* the timeout runs from the last completion: slow is fine, stuck is not */
-	uint64_t tmo = (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
-	uint64_t deadline = mc_now_ms() + tmo;
+	uint64_t deadline = mc_now_ms() + mc_rdma_stall_ms(c);
 	for (;;) {
 		/* one doorbell per QP: chain what fits in its send queue */
 		for (unsigned q = 0; q < p->nqps; q++) {
@@ -575,19 +597,10 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		if (done == n)
 			break;
 		struct ibv_wc wc[16];
-		int k = ibv_poll_cq(p->cq, 16, wc);
+		int k = mc_rdma_poll(c, p, wc, 16, &deadline, "no completion within the timeout");
 		if (k < 0) {
-			ret = MC_ERR_TRANSFER_FAIL;
+			ret = k;
 			goto out;
-		}
-		if (k == 0) {
-			if (mc_now_ms() > deadline) {
-				mc_rdma_trace_fail("no completion within the timeout", -1);
-				ret = MC_ERR_TRANSFER_FAIL;	/* timeout */
-				goto out;
-			}
-			sched_yield();
-			continue;
 		}
 		for (int i = 0; i < k; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= n) {
@@ -599,7 +612,6 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 			outstanding[sl[wc[i].wr_id].qp]--;
 			done++;
 		}
-		deadline = mc_now_ms() + tmo;
 	}
 out:
 	free(sl);
@@ -705,7 +717,7 @@ static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct rdma_lane
 			}, *bad;
 			struct ibv_wc wc;
 			int got = 0;
-			uint64_t until = mc_now_ms() + (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
+			uint64_t until = mc_now_ms() + mc_rdma_stall_ms(c);
 			if (ibv_post_send(p->id[probe[k].qp]->qp, &wr, &bad) == 0)
 				while ((got = ibv_poll_cq(p->cq, 1, &wc)) == 0 && mc_now_ms() < until)
 					sched_yield();

@@ -548,6 +548,18 @@ static void count_wake(void *ctx)
 	(*(int *)ctx)++;
 }
 
+/* Puts 50 ms apart: a put rate (meta_evict_due()) of a few bytes, so the
+ * evictor wakes at the high watermark. */
+static void fill_slow(struct fx *f, const char *prefix, int from, int to, uint64_t size)
+{
+	char key[32];
+	for (int i = from; i < to; i++) {
+		snprintf(key, sizeof(key), "%s%d", prefix, i);
+		put_at(f, DFLT, key, size);
+		tick_clock(f, 49);
+	}
+}
+
 /* A put that leaves its segment above the high watermark wakes the evictor
  * once; mc_meta_evict_background() brings it to the low one and re-arms. */
 static void test_evict_wake(void **state)
@@ -558,20 +570,73 @@ static void test_evict_wake(void **state)
 
 	mc_meta_set_evict_wake(m, count_wake, &wakes);
 	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
-	fill(f, DFLT, "k", 0, 90, KiB);           /* 90%: not above */
+	fill_slow(f, "k", 0, 89, KiB);            /* 89%: not above */
 	assert_int_equal(wakes, 0);
-	fill(f, DFLT, "k", 90, 93, KiB);          /* 91..93%: one wake, not three */
+	fill_slow(f, "k", 89, 93, KiB);           /* 90..93%: one wake, not four */
 	assert_int_equal(wakes, 1);
 	assert_int_equal(evicted(m), 0);          /* the put itself evicted nothing */
 	assert_int_equal(mc_meta_evict_background(m), 13 * KiB);
 	assert_int_equal(meta_allocated(m), 80 * KiB);
 	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 13);
 	assert_int_equal(mc_meta_evict_background(m), 0);   /* below: nothing */
-	fill(f, DFLT, "k", 93, 104, KiB);         /* 91% again: woken again */
+	fill_slow(f, "k", 93, 104, KiB);          /* 91% again: woken again */
 	assert_int_equal(wakes, 2);
 	mc_meta_set_evict_wake(m, NULL, NULL);
-	fill(f, DFLT, "k", 104, 105, KiB);
+	fill_slow(f, "k", 104, 105, KiB);
 	assert_int_equal(wakes, 2);
+}
+
+/* A burst of puts (1 KiB a millisecond on 100 KiB: 10% every 10 ms) wakes
+ * the evictor before the high watermark, early enough that no put has to
+ * evict for itself; the run still frees down to the low watermark only, and
+ * once the burst is over the high watermark holds again. */
+static void test_evict_wake_burst(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	struct mc_meta_stats st;
+	int wakes = 0;
+
+	mc_meta_set_evict_wake(m, count_wake, &wakes);
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 60, KiB);           /* 60%: the rate's lead is 20% */
+	assert_int_equal(wakes, 0);
+	fill(f, DFLT, "k", 60, 75, KiB);          /* above 70%: woken, below the high watermark */
+	assert_int_equal(wakes, 1);
+	assert_int_equal(mc_meta_evict_background(m), 0);   /* below the low one: nothing yet */
+	fill(f, DFLT, "k", 75, 85, KiB);
+	assert_int_equal(wakes, 2);
+	assert_int_equal(mc_meta_evict_background(m), 5 * KiB);
+	assert_int_equal(meta_allocated(m), 80 * KiB);
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.puts_evicting, 0);
+	assert_int_equal(st.evicted_objects_by[MC_EVICT_PUT], 0);
+
+	/* The burst is over: at 89% nothing is due, at 91% the evictor wakes. */
+	tick_clock(f, 1000);
+	fill_slow(f, "s", 0, 9, KiB);
+	assert_int_equal(mc_meta_evict_background(m), 0);
+	int w = wakes;
+	fill_slow(f, "s", 9, 11, KiB);
+	assert_int_equal(wakes, w + 1);
+}
+
+/* Without the background evictor, a put on a full segment evicts for
+ * itself and counts once in puts_evicting, however many victims it took. */
+static void test_puts_evicting_counted(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	struct mc_meta_stats st;
+
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 100, KiB);
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.puts_evicting, 0);
+	put_at(f, DFLT, "big", 4 * KiB);          /* four victims, one put */
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.puts_evicting, 1);
+	assert_int_equal(st.evicted_objects_by[MC_EVICT_PUT], 4);
 }
 
 static void test_background_watermarks(void **state)
@@ -901,6 +966,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_soft_pin_expiry_and_unpin, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_watermarks, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_wake, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_evict_wake_burst, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_puts_evicting_counted, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_deferred_not_watermark, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_multi_replica, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_on_segment_that_fits, setup_ev, teardown),

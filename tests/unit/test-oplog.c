@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sys/file.h>
+#include <unistd.h>
 #include <stdbool.h>
 
 #include "oplog-helpers.h"
@@ -662,6 +663,58 @@ static void test_sync_off(void **state)
 	mc_oplog_close(l);
 }
 
+/* Stats of l once flushes reached n (at most 5 s). */
+static void wait_flushes(struct mc_oplog *l, uint64_t n, struct mc_oplog_stats *st)
+{
+	for (int i = 0; i < 25000; i++) {
+		mc_oplog_get_stats(l, st);
+		if (st->flushes >= n)
+			return;
+		usleep(200);
+	}
+	fail_msg("flushes %llu, expected %llu", (unsigned long long)st->flushes,
+		 (unsigned long long)n);
+}
+
+/* sync false: every batch is written, but the file is fdatasynced at most
+ * every 100 ms (not once per batch), and what was written last is synced
+ * without another batch; everything is there after a reopen. */
+static void test_sync_off_lazy(void **state)
+{
+	struct fixture *f = *state;
+	struct mc_oplog_config cfg = { .sync = false, .flush_interval_us = 50 };
+	struct mc_oplog_recovery rec;
+	struct mc_oplog_stats st0, st;
+	struct mc_oplog *l = open_ok(f->dir, &cfg, NULL);
+	const uint64_t n = 200;
+
+	mc_oplog_get_stats(l, &st0);
+	uint64_t t0 = mc_now_ms();
+	for (uint64_t i = 1; i <= n; i++) {
+		append_ok(l, (uint16_t)i, "abc", 3);
+		wait_flushes(l, st0.flushes + i, &st);   /* one batch each */
+	}
+	uint64_t ms = mc_now_ms() - t0;
+	/* one sync per 100 ms at most (+1: the first, +1: clock granularity),
+	 * whatever the machine's speed; one per batch before */
+	assert_true(st.fsyncs - st0.fsyncs <= ms / 100 + 2);
+	print_message("# %llu batches in %llu ms, %llu fsyncs\n", (unsigned long long)n,
+		      (unsigned long long)ms, (unsigned long long)(st.fsyncs - st0.fsyncs));
+
+	/* the last record is synced without another batch (within 5 s) */
+	struct mc_oplog_stats st1 = st;
+	append_ok(l, (uint16_t)(n + 1), "abc", 3);
+	for (int i = 0; i < 500 && st.fsyncs == st1.fsyncs; i++) {
+		usleep(10000);
+		mc_oplog_get_stats(l, &st);
+	}
+	assert_true(st.fsyncs > st1.fsyncs);
+	mc_oplog_close(l);
+	l = open_ok(f->dir, &cfg, &rec);
+	assert_int_equal(rec.records, n + 1);
+	mc_oplog_close(l);
+}
+
 /* A failed write makes the log fail for good: MC_ERR_PERSISTENT_FAIL to the
  * waiters of the lost records and to every later append; what was durable
  * stays so. */
@@ -928,6 +981,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_repair, setup_shm, teardown),
 		cmocka_unit_test_setup_teardown(test_durable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sync_off_lazy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eio_sticky, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_version, setup, teardown),
