@@ -227,7 +227,11 @@ int mc_meta_put_end(struct mc_meta *m, struct mc_uuid client, struct mc_ref tena
 		    struct mc_ref key, bool has_checksum, uint64_t checksum);
 int mc_meta_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		       struct mc_ref key);
-/* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
+/* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY
+ * (a put not finished, or no replica left readable), or
+ * UNAVAILABLE_IN_CURRENT_STATUS when the only replicas sit on restored
+ * segments whose nodes have not remounted them yet (after a restart or a
+ * failover): the caller may retry shortly (the client does, client-pool.c). */
 int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
 			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
 /* The same for a look (a stat): not counted as a read for promotion. */

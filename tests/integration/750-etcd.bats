@@ -123,7 +123,7 @@ teardown() {
 	verify_load
 }
 
-@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits for the new leader's answer; with no master left it fails after failover_wait_ms" {
+@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits for the new leader's answer, and a get of an object whose node has not yet remounted on the new leader waits for the remount; with no master left it fails after failover_wait_ms" {
 	start_etcd
 	start_ha a
 	wait_leader a
@@ -131,6 +131,7 @@ teardown() {
 	start_node n1 --segment_size=64M
 	run -0 put_random fo1 10K
 	run -0 put_random fo2 10K
+	kill -STOP "$(node_pid n1)"	# its remount on b comes late (below)
 	kill -KILL "${HA_PID[a]}"
 	_mc_reap "${HA_PID[a]}"
 	# at once: b waits for a's lease (2 s) and answers NOT_LEADER, a
@@ -138,14 +139,30 @@ teardown() {
 	local early=no
 	grep -q 'ready: rpc on' "$MC_DIR/master-b.log" || early=yes
 	# the leader's answer, not RPC_FAIL / NOT_LEADER: a key never put is
-	# OBJECT_NOT_FOUND; fo1 is read, or (its node not remounted on b yet)
-	# REPLICA_IS_NOT_READY
+	# OBJECT_NOT_FOUND
 	run ctl object get none "$MC_DIR/none.out"
 	echo "# the get began before b led: $early; $output" >&3
 	[[ "$output" == *OBJECT_NOT_FOUND* ]]
 	grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
+	# fo1 is read on b at once, before its node has remounted there (the
+	# node is stopped until 2 s after the get began): b answers
+	# UNAVAILABLE_IN_CURRENT_STATUS and the get waits for the remount, where
+	# it used to fail with REPLICA_IS_NOT_READY
+	(
+		while [ ! -e "$MC_DIR/fo1.began" ]; do sleep 0.05; done
+		sleep 2
+		date +%s%N >"$MC_DIR/n1.cont"
+		kill -CONT "$(node_pid n1)"
+	) 3>&- &
+	local cont=$!
+	date +%s%N >"$MC_DIR/fo1.began"
 	run get_compare fo1
-	[ "$status" -eq 0 ] || [[ "$output" == *REPLICA_IS_NOT_READY* ]]
+	local rc=$status t1
+	t1=$(date +%s%N)
+	wait "$cont"
+	echo "# fo1 read on b $(((t1 - $(cat "$MC_DIR/fo1.began")) / 1000000)) ms after the get began, its node stopped for the first $((($(cat "$MC_DIR/n1.cont") - $(cat "$MC_DIR/fo1.began")) / 1000000)) ms: $output" >&3
+	[ "$rc" -eq 0 ]
+	[ "$t1" -gt "$(cat "$MC_DIR/n1.cont")" ]
 	wait_put_ok b
 	get_compare fo1
 	# every master gone: a clean error once the wait is over, not before
