@@ -705,6 +705,8 @@ static void master_free(struct master *m)
 {
 	if (!m)
 		return;
+	/* first: a snapshot in progress (REST, the oplog's resume) ends now */
+	mc_snapshots_stop(m->snaps);
 	mc_master_standby_stop(m->standby);	/* (still serving m->meta) */
 	mc_master_http_stop(m->http);
 	if (m->metrics) {
