@@ -352,12 +352,20 @@ teardown() {
 	for i in 1 2 3 4 5; do get_compare "w$i"; done
 }
 
-@test "oplog=etcd: after a failover, a restored segment whose node never remounts is dropped client_ttl_ms later; its keys can be put again" {
+@test "oplog=etcd: after a failover, a restored segment whose node never remounts is dropped client_ttl_ms later, with its transfer engine keys in /metadata; its keys can be put again" {
 	start_etcd
 	start_ha a --client_ttl_ms=3000
 	wait_leader a
 	start_node n1
 	for i in 1 2 3; do run -0 put_random "r$i" 10K; done	# all on n1
+	# the transfer engine's keys of n1's segment, and of a name never mounted
+	local seg
+	seg=$(curl -sf "http://127.0.0.1:${HA_HTTP[a]}/api/v1/segments" | jq -r '.segments[0].name')
+	[ -n "$seg" ] && [ "$seg" != null ]
+	echo '{"protocol":"tcp"}' >"$MC_DIR/desc.json"
+	[ "$(md_put a "mooncake/ram/$seg" --data-binary @"$MC_DIR/desc.json")" = 200 ]
+	[ "$(md_put a "mooncake/rpc_meta/$seg" --data-binary @"$MC_DIR/desc.json")" = 200 ]
+	[ "$(md_put a "mooncake/ram/elsewhere" --data-binary @"$MC_DIR/desc.json")" = 200 ]
 	start_node n2
 	start_ha b --client_ttl_ms=3000
 	kill_node n1 KILL
@@ -370,6 +378,10 @@ teardown() {
 		sleep 0.1
 	done
 	grep -q 'unmounted 1 restored segment' "$MC_DIR/master-b.log"
+	# gone for good: its keys went with it (metadata_cleanup), not the others
+	[ "$(md_get b "mooncake/ram/$seg" "$MC_DIR/md.out")" = 404 ]
+	[ "$(md_get b "mooncake/rpc_meta/$seg" "$MC_DIR/md.out")" = 404 ]
+	[ "$(md_get b "mooncake/ram/elsewhere" "$MC_DIR/md.out")" = 200 ]
 	local k
 	for k in r1 r2 r3; do
 		run ctl object get "$k" "$MC_DIR/x.out"
