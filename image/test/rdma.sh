@@ -27,14 +27,14 @@ for f in rootfs.img vmlinuz initrd.img cmdline; do
 	[ -e "$image/$f" ] || skip "no appliance image in $image (make image, as root, with the Debian archive reachable)"
 done
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is missing"
-for b in mooncake-node mooncakectl; do
+for b in mooncake-master mooncake-node mooncakectl; do
 	[ -x "$bin/$b" ] || { echo "test-rdma: $bin/$b is missing: make first"; exit 1; }
 done
 mkdir -p "$out"
 stage=$out/run
 rm -rf "$stage" && mkdir -p "$stage/bin"
 cp "$here/rdma/run" "$stage/run"
-cp "$bin/mooncake-node" "$bin/mooncakectl" "$stage/bin/"
+cp "$bin/mooncake-master" "$bin/mooncake-node" "$bin/mooncakectl" "$stage/bin/"
 if [ "$bench" = 1 ]; then
 	cb=$(dirname "$bin")/tests/bench/client-bench
 	[ -x "$cb" ] || { echo "test-rdma: $cb is missing: make test-build"; exit 1; }

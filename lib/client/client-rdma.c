@@ -273,9 +273,21 @@ void mc_rdma_peer_free(struct mc_rdma_peer *p)
 		peer_free_lanes(p);
 }
 
-/* A lane of node n, locked: a free one if any, else wait for one. */
-static int mc_rdma_lane_of(struct mc_rdma *r, struct mc_node *n, struct rdma_lane **ret)
+/* Whether lane l (locked) holds the keys of t's [offset, + len) in that mode. */
+static bool lane_holds(struct rdma_lane *l, const struct mc_target *t, uint64_t len, bool write)
 {
+	return mc_rdma_find_region(l, t->seg) ||
+	       (l->connected && mc_rdma_keys_find(&l->keys, t->seg, t->offset, len, write,
+						  mc_now_ms()));
+}
+
+/* A lane of t's node, locked: a free one that holds the keys of the
+ * transfer if any (so that a hot key is asked for once, not once per
+ * lane), else a free one, else wait for one. */
+static int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len,
+			   bool write, struct rdma_lane **ret)
+{
+	struct mc_node *n = t->node;
 	struct mc_rdma_peer *p = __atomic_load_n(&n->rdma, __ATOMIC_ACQUIRE);
 	if (!p) {
 		struct mc_rdma_peer *np = calloc(1, sizeof(*np));
@@ -292,12 +304,25 @@ static int mc_rdma_lane_of(struct mc_rdma *r, struct mc_node *n, struct rdma_lan
 			peer_free_lanes(np);
 	}
 	unsigned s = __atomic_fetch_add(&p->rotor, 1, __ATOMIC_RELAXED);
+	struct rdma_lane *free_lane = NULL;
 	for (unsigned i = 0; i < r->lanes; i++) {
 		struct rdma_lane *l = &p->lane[(s + i) % r->lanes];
-		if (pthread_mutex_trylock(&l->mu) == 0) {
+		if (pthread_mutex_trylock(&l->mu) != 0)
+			continue;
+		if (lane_holds(l, t, len, write)) {
+			if (free_lane)
+				pthread_mutex_unlock(&free_lane->mu);
 			*ret = l;
 			return 0;
 		}
+		if (free_lane)
+			pthread_mutex_unlock(&l->mu);
+		else
+			free_lane = l;
+	}
+	if (free_lane) {
+		*ret = free_lane;
+		return 0;
 	}
 	*ret = &p->lane[s % r->lanes];
 	pthread_mutex_lock(&(*ret)->mu);
@@ -724,7 +749,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	pthread_mutex_unlock(&r->mu);
 	if (!mc_rdma_enabled(r))
 		return MC_ERR_NOT_SUPPORTED;
-	if ((rc = mc_rdma_lane_of(r, t->node, &p)) < 0)
+	if ((rc = mc_rdma_lane_of(r, t, len, write, &p)) < 0)
 		return rc;
 	if (!p->connected && mc_now_ms() < p->retry_at_ms) {
 		rc = MC_ERR_NOT_SUPPORTED;
