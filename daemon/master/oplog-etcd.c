@@ -39,10 +39,12 @@
  * timer) and commits it in one transaction, so up to cfg.pipeline
  * transactions are in flight.  Batches are sized by what waits, not by
  * which flusher is free (take_now): the buffer is taken at once when no
- * transaction is in flight; with some in flight, only once it holds at
- * least as many records as they do on average (or half a batch's bytes,
- * or an append waits for space), so that a queue is not split into small
- * transactions across free flushers: etcd's cost is per transaction.  They may be applied by etcd out of order
+ * transaction is in flight; with some in flight, only once it holds
+ * twice as many records as they do together (or half a batch's bytes, or
+ * an append waits for space).  So with one in flight the next batch takes
+ * everything that queued meanwhile, a queue is not split into small
+ * transactions across free flushers (etcd's cost is per transaction),
+ * and more transactions go in flight only when the queue outgrows them.  They may be applied by etcd out of order
  * (the JSON gateway does not keep the order of separate connections), so
  * etcd can hold a batch whose predecessor is not committed yet: a gap.
  * Batches are settled in the order they were taken: a record is durable
@@ -352,7 +354,7 @@ static bool take_now(const struct elog *l)
 		return false;
 	return !l->inflight || l->closing || l->deposed || l->space_waiters ||
 	       l->cur.buf.len >= ETCD_MAX_BATCH / 2 ||
-	       l->cur.nrec * l->inflight >= l->inflight_rec;
+	       l->cur.nrec >= 2 * l->inflight_rec;
 }
 
 void *oploge_flusher(void *arg)
