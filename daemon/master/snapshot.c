@@ -284,10 +284,11 @@ static bool writer_moved(const char *path, pid_t pid, struct stat *last)
 
 /* Waits for the writer child (into *status), but not forever: it is
  * killed when the snapshots stop (a SIGTERM must not wait for it) or when
- * its file has not moved for stuck_ms (a child forked while
- * another thread held a lock it needs never gets it: seen under ASan,
- * whose allocator is not fork-safe in this compiler's runtime).  NULL, or
- * why the child was killed (it is reaped then). */
+ * its file has not moved for stuck_ms (a child forked while another
+ * thread held a lock it needs never gets it; the likely cause of a master
+ * seen once under ASan refusing every put after an etcd outage, its resume
+ * snapshot never done, then hanging on SIGTERM in mc_snapshots_free).
+ * NULL, or why the child was killed (it is reaped then). */
 static const char *wait_writer(struct mc_snapshots *s, pid_t pid, const char *path, int *status)
 {
 	struct stat last = { 0 };
