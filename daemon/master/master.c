@@ -8,8 +8,12 @@
  *                  recovers and starts everything (master_new(),
  *                  master_start()), then waits for SIGTERM/SIGINT (blocked
  *                  in every thread); on a signal: STOPPING=1, stops the
+ *                  snapshots (a writer child in progress is killed), the
  *                  HTTP server, the RPC workers, the snapshot and
  *                  housekeeping threads, frees the metadata, exits 0.
+ *   (stop watchdog) from the signal on (mc_daemon_exit_watchdog): a
+ *                  second SIGTERM/SIGINT, or STOP_BOUND_S, ends a stop that
+ *                  hangs with exit 1.
  *   rpc worker xN  (option `workers`) lib/rpc/rpc-server.c: one epoll
  *                  loop and one SO_REUSEPORT listening socket each; runs the
  *                  handlers of master-rpc.c, which call mc_meta_* and the
@@ -139,6 +143,7 @@ struct master_config {
 
 static const char *const oplog_modes[] = { "local", "etcd", "off", NULL };
 
+#define STOP_BOUND_S 60	/* a stop that takes longer exits at once (see the top) */
 #define O(field, ...) MC_OPT(struct master_config, field, __VA_ARGS__)
 static const struct mc_option options[] = {
 	O(rpc_address, MC_OPT_STR, "0.0.0.0", "address of the binary RPC listener",
@@ -798,6 +803,8 @@ int main(int argc, char **argv)
 			mc_daemon_every(d, 100, check_deposed, m);
 		mc_notify("READY=1");
 		r = mc_daemon_run(d);
+		/* stopping never hangs: a second SIGTERM, or STOP_BOUND_S, ends it */
+		mc_daemon_exit_watchdog(STOP_BOUND_S);
 	}
 	master_free(m);
 	mc_daemon_free(d);
