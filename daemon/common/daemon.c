@@ -3,13 +3,16 @@
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/syserr.h"
@@ -178,6 +181,36 @@ int mc_daemon_run(struct mc_daemon *d)
 			}
 		}
 	}
+}
+
+static void *watchdog_main(void *arg)
+{
+	unsigned seconds = (unsigned)(uintptr_t)arg;
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	struct timespec ts = { .tv_sec = (time_t)seconds };
+	int sig;
+	while ((sig = sigtimedwait(&mask, NULL, &ts)) < 0 && errno == EINTR)
+		;	/* (an interrupted wait starts over) */
+	if (sig > 0)
+		log_error("signal %s while stopping: exiting now", strsignal(sig));
+	else
+		log_error("stopping took more than %u s: exiting now", seconds);
+	_exit(MC_EXIT_FAILURE);
+	return NULL;
+}
+
+int mc_daemon_exit_watchdog(unsigned seconds)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int r = pthread_create(&t, &a, watchdog_main, (void *)(uintptr_t)seconds);
+	pthread_attr_destroy(&a);
+	return r ? mc_err_from_errno(r) : 0;
 }
 
 int mc_daemon_exit_code(int r)

@@ -82,6 +82,12 @@ int mc_daemon_every(struct mc_daemon *d, uint64_t period_ms,
 /* Runs until SIGTERM or SIGINT: 0, or a negative errno when the loop
  * itself fails (logged), or what mc_daemon_stop() said. */
 int mc_daemon_run(struct mc_daemon *d);
+/* After mc_daemon_run() returned (the daemon stops): a bound on the rest.
+ * A thread waits for a second stop signal or `seconds`, whichever comes
+ * first, then logs and _exit()s with MC_EXIT_FAILURE: a shutdown that hangs
+ * (a thread that never returns) cannot make a daemon ignore SIGTERM.  0, or
+ * the error of starting the thread (then no bound). */
+int mc_daemon_exit_watchdog(unsigned seconds);
 /* From a callback of the main loop (a watch or a timer): mc_daemon_run()
  * returns rc after it. */
 void mc_daemon_stop(struct mc_daemon *d, int rc);

@@ -277,7 +277,7 @@ uint32_t mc_master_clients_sweep(struct mc_master_clients *c)
 	/* Outside our lock: unmounting takes the metadata locks (meta.h). */
 	for (uint32_t i = 0; i < ndead; i++) {
 		for (uint32_t k = 0; k < dead[i].nsegs; k++)
-			mc_meta_unmount_segment(c->meta, dead[i].id, dead[i].segs[k]);
+			mc_meta_unmount_gone(c->meta, dead[i].id, dead[i].segs[k]);
 		free(dead[i].segs);
 	}
 	/* Segments restored at the start whose node did not remount them

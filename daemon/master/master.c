@@ -8,8 +8,12 @@
  *                  recovers and starts everything (master_new(),
  *                  master_start()), then waits for SIGTERM/SIGINT (blocked
  *                  in every thread); on a signal: STOPPING=1, stops the
+ *                  snapshots (a writer child in progress is killed), the
  *                  HTTP server, the RPC workers, the snapshot and
  *                  housekeeping threads, frees the metadata, exits 0.
+ *   (stop watchdog) from the signal on (mc_daemon_exit_watchdog): a
+ *                  second SIGTERM/SIGINT, or STOP_BOUND_S, ends a stop that
+ *                  hangs with exit 1.
  *   rpc worker xN  (option `workers`) lib/rpc/rpc-server.c: one epoll
  *                  loop and one SO_REUSEPORT listening socket each; runs the
  *                  handlers of master-rpc.c, which call mc_meta_* and the
@@ -127,6 +131,8 @@ struct master_config {
 	uint64_t max_tenants;
 	uint64_t metrics_tenants;
 	uint64_t metadata_max_keys;
+	bool metadata_cleanup;
+	char *metadata_cluster_id;
 	uint64_t metadata_max_bytes;
 	MC_RPC_ADMIT_FIELDS
 	char *tenant_tokens_file;
@@ -137,6 +143,7 @@ struct master_config {
 
 static const char *const oplog_modes[] = { "local", "etcd", "off", NULL };
 
+#define STOP_BOUND_S 60	/* a stop that takes longer exits at once (see the top) */
 #define O(field, ...) MC_OPT(struct master_config, field, __VA_ARGS__)
 static const struct mc_option options[] = {
 	O(rpc_address, MC_OPT_STR, "0.0.0.0", "address of the binary RPC listener",
@@ -229,6 +236,16 @@ static const struct mc_option options[] = {
 	O(metadata_max_bytes, MC_OPT_SIZE, "256M",
 	  "bytes (keys plus values) the HTTP metadata server holds at most; a PUT past it answers "
 	  "507 METADATA_KV_FULL (a value is at most 1 MiB - 8 KiB)", .min = 1),
+	O(metadata_cleanup, MC_OPT_BOOL, "true",
+	  "when a segment goes for good (its client's TTL lapsed, or, restored after a restart "
+	  "or failover, its node never came back), delete the transfer engine's keys of its "
+	  "name from the HTTP metadata server: mooncake/[metadata_cluster_id/]ram/NAME and "
+	  "mooncake/[metadata_cluster_id/]rpc_meta/NAME (the original's "
+	  "enable_metadata_cleanup_on_timeout); kept while another segment of that name is "
+	  "mounted"),
+	O(metadata_cluster_id, MC_OPT_STR, "",
+	  "the transfer engines' MC_METADATA_CLUSTER_ID: the middle part of the keys "
+	  "metadata_cleanup deletes (empty: none; at most 48 bytes)"),
 	MC_RPC_ADMIT_OPTIONS(O)
 	O(tenant_tokens_file, MC_OPT_STR, "",
 	  "file of 'TENANT TOKEN' lines ('* TOKEN': an admin, any tenant; '#' comments): each "
@@ -470,6 +487,11 @@ static int master_recover(struct master *m)
 	mcfg.max_tenants = (uint32_t)c->max_tenants;
 	mcfg.mdkv_max_keys = c->metadata_max_keys;
 	mcfg.mdkv_max_bytes = c->metadata_max_bytes;
+	mcfg.md_cleanup = c->metadata_cleanup;
+	if (c->metadata_cluster_id[0])
+		snprintf(mcfg.md_prefix, sizeof(mcfg.md_prefix), "mooncake/%s%s",
+			 c->metadata_cluster_id,
+			 c->metadata_cluster_id[strlen(c->metadata_cluster_id) - 1] == '/' ? "" : "/");
 	mcfg.shared_root = c->shared_root;
 	mcfg.dfs_file_size = c->dfs_file_size;
 	mcfg.dfs_files = (uint32_t)c->dfs_files;
@@ -550,6 +572,11 @@ static int master_new(const struct master_config *c, struct master **ret)
 	if (!m)
 		return MC_ERR_NO_MEMORY;
 	m->cfg = c;
+	if (strlen(c->metadata_cluster_id) > 48) {
+		log_error("bad value for option '--metadata_cluster_id': longer than 48 bytes");
+		r = MC_ERR_INVALID_PARAMS;
+		goto fail;
+	}
 	if (*c->admin_token_file &&
 	    mc_master_http_load_token(c->admin_token_file, &m->admin_token, err, sizeof(err)) < 0) {
 		log_error("%s", err);
@@ -705,6 +732,8 @@ static void master_free(struct master *m)
 {
 	if (!m)
 		return;
+	/* first: a snapshot in progress (REST, the oplog's resume) ends now */
+	mc_snapshots_stop(m->snaps);
 	mc_master_standby_stop(m->standby);	/* (still serving m->meta) */
 	mc_master_http_stop(m->http);
 	if (m->metrics) {
@@ -774,6 +803,8 @@ int main(int argc, char **argv)
 			mc_daemon_every(d, 100, check_deposed, m);
 		mc_notify("READY=1");
 		r = mc_daemon_run(d);
+		/* stopping never hangs: a second SIGTERM, or STOP_BOUND_S, ends it */
+		mc_daemon_exit_watchdog(STOP_BOUND_S);
 	}
 	master_free(m);
 	mc_daemon_free(d);

@@ -174,6 +174,9 @@ int meta_client_lookup(struct mc_meta *m, struct mc_uuid id, uint32_t *ret);
 
 /* Readable: COMPLETE on a readable segment. */
 bool meta_replica_readable(struct mc_meta *m, const struct mc_replica *r);
+/* Whether a complete replica of o sits on a restored segment whose node has
+ * not remounted it yet (meta-persist.c): a read may succeed shortly. */
+bool meta_awaits_remount(struct mc_meta *m, const struct mc_object *o);
 /* Emits the object's readable replicas through fn; returns how many. */
 uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32_t index,
 			    bool readable_only, mc_replica_fn fn, void *ctx);

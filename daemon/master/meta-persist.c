@@ -10,7 +10,10 @@
  * Restored segments: a segment known from a snapshot or the log comes back
  * in status MC_SEG_RESTORED: it holds its objects' blocks (mc_offalloc_alloc_at
  * at the recorded offsets) but is neither readable nor allocatable, so a
- * GetReplicaList of an object living only there answers REPLICA_IS_NOT_READY.
+ * GetReplicaList of an object living only there answers
+ * UNAVAILABLE_IN_CURRENT_STATUS ("ask again shortly": clients wait for the
+ * remount, bounded by their failover_wait_ms, client-pool.c), unlike an
+ * unfinished put's REPLICA_IS_NOT_READY, which answers at once.
  * When its node remounts the same segment id with the same size and name
  * (REMOUNT_SEGMENTS after the master restart, or MOUNT_SEGMENT after a node
  * restart), mc_segmgr_mount adopts it in place: OK, objects readable again.

@@ -19,6 +19,7 @@
  *      replica, settle the quota, erase the object if no replica is left.
  *   4. Remove the segment; the allocator and deferred blocks go with it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,6 +179,43 @@ int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_
 	return 0;
 }
 
+/* The transfer engine's keys of a segment name (see meta.h). */
+static void forget_te_keys(struct mc_meta *m, const char *name)
+{
+	static const char *const kinds[] = { "ram/", "rpc_meta/" };
+	const char *prefix = m->cfg.md_prefix[0] ? m->cfg.md_prefix : "mooncake/";
+	char key[sizeof(m->cfg.md_prefix) + 16 + MC_MAX_SEGMENT_NAME];
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		int n = snprintf(key, sizeof(key), "%s%s%s", prefix, kinds[i], name);
+		if (n > 0 && (size_t)n < sizeof(key))
+			mc_meta_md_del(m, key, (size_t)n);   /* absent: fine */
+	}
+}
+
+int mc_meta_unmount_gone(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id)
+{
+	char name[MC_MAX_SEGMENT_NAME + 1] = "";
+	uint32_t slot;
+	uint64_t v;
+
+	if (m->cfg.md_cleanup && mc_segmgr_find(&m->segs, segment_id, &slot) == 0) {
+		pthread_rwlock_rdlock(&m->segs.lock);
+		const struct mc_segment *s = m->segs.slots[slot];
+		if (s && mc_uuid_eq(s->id, segment_id))
+			snprintf(name, sizeof(name), "%s", s->name);
+		pthread_rwlock_unlock(&m->segs.lock);
+	}
+	int r = mc_meta_unmount_segment(m, client, segment_id);
+	if (r < 0 || !name[0])
+		return r;
+	pthread_rwlock_rdlock(&m->segs.lock);
+	bool left = mc_map_get(&m->segs.by_name, name, strlen(name), &v) == 0;
+	pthread_rwlock_unlock(&m->segs.lock);
+	if (!left)   /* (a node back under the same name keeps its keys) */
+		forget_te_keys(m, name);
+	return 0;
+}
+
 int mc_meta_drain_segment(struct mc_meta *m, struct mc_uuid segment_id)
 {
 	return mc_meta_drain_segment_until(m, segment_id, 0);
@@ -237,7 +275,7 @@ uint32_t mc_meta_unmount_restored(struct mc_meta *m)
 		pthread_rwlock_unlock(&m->segs.lock);
 		uint32_t done = 0;
 		for (uint32_t i = 0; i < n; i++)
-			done += mc_meta_unmount_segment(m, v[i].client, v[i].id) == 0;
+			done += mc_meta_unmount_gone(m, v[i].client, v[i].id) == 0;
 		total += done;
 		if (done < n)
 			break;	/* one that will not go: no endless loop over it */

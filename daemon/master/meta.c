@@ -246,6 +246,19 @@ bool meta_replica_readable(struct mc_meta *m, const struct mc_replica *r)
 	return s && mc_segment_is_readable(s);
 }
 
+bool meta_awaits_remount(struct mc_meta *m, const struct mc_object *o)
+{
+	for (uint32_t i = 0; i < o->nrep; i++) {
+		const struct mc_replica *r = &o->rep[i];
+		if (r->status != MC_REPLICA_COMPLETE || !mc_replica_on_segment(r->type))
+			continue;
+		const struct mc_segment *s = mc_segmgr_get(&m->segs, r->seg);
+		if (s && __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) == MC_SEG_RESTORED)
+			return true;
+	}
+	return false;
+}
+
 uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32_t index,
 			    bool readable_only, mc_replica_fn fn, void *ctx)
 {
@@ -724,7 +737,8 @@ int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc 
 	/* One pass: the callback sees nothing when no replica is readable. */
 	uint32_t readable = meta_emit_replicas(m, o, index, true, fn, ctx);
 	if (!readable)
-		return MC_ERR_REPLICA_IS_NOT_READY;
+		return meta_awaits_remount(m, o) ? MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS :
+						   MC_ERR_REPLICA_IS_NOT_READY;
 	ret->lease_ttl_ms = meta_grant_lease(m, o, now);
 	if (read)
 		meta_promote_note(m, o);

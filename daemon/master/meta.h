@@ -109,6 +109,11 @@ struct mc_meta_config {
 					     * was seen empty this long (60 000) */
 	uint64_t mdkv_max_keys;             /* the metadata KV's limits (mdkv.h; 0: none) */
 	uint64_t mdkv_max_bytes;
+	bool md_cleanup;                    /* a segment gone for good takes its transfer
+					     * engine keys out of the metadata KV
+					     * (mc_meta_unmount_gone) */
+	char md_prefix[64];                 /* their prefix: "mooncake/" or
+					     * "mooncake/<cluster>/" ("": "mooncake/") */
 	const char *shared_root;            /* DISK and DFS replicas live under it (fsroot.h;
 					     * NULL or "": none, puts asking for them fail with
 					     * DFS_SERVICE_UNAVAILABLE); copied by mc_meta_new */
@@ -199,9 +204,16 @@ int mc_meta_segment_rekey(struct mc_meta *m, struct mc_uuid segment_id,
 /* Idempotent: an unknown segment is OK.  Another client's segment: ILLEGAL_CLIENT.
  * Drops every replica on it (work proportional to the blocks it holds). */
 int mc_meta_unmount_segment(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id);
+/* A segment gone for good (its client expired): unmounted as above; then,
+ * with md_cleanup and once no segment of its name is mounted any more, the
+ * metadata KV's keys the original's transfer engine keeps for that name
+ * (md_prefix "ram/" name: its segment descriptor, md_prefix "rpc_meta/"
+ * name: its RPC endpoint) are deleted (logged, as a DELETE /metadata is). */
+int mc_meta_unmount_gone(struct mc_meta *m, struct mc_uuid client, struct mc_uuid segment_id);
 /* Unmounts every segment still RESTORED (known from the snapshot or the
- * log, its node never remounted it): its replicas are dropped, objects
- * left without one go, their keys can be put again.  Returns how many. */
+ * log, its node never remounted it), as gone for good: its replicas are
+ * dropped, objects left without one go, their keys can be put again.
+ * Returns how many. */
 uint32_t mc_meta_unmount_restored(struct mc_meta *m);
 /* Stops new allocations on a segment; it stays readable. */
 int mc_meta_drain_segment(struct mc_meta *m, struct mc_uuid segment_id);
@@ -233,7 +245,11 @@ int mc_meta_put_end(struct mc_meta *m, struct mc_uuid client, struct mc_ref tena
 		    struct mc_ref key, bool has_checksum, uint64_t checksum);
 int mc_meta_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		       struct mc_ref key);
-/* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY. */
+/* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY
+ * (a put not finished, or no replica left readable), or
+ * UNAVAILABLE_IN_CURRENT_STATUS when the only replicas sit on restored
+ * segments whose nodes have not remounted them yet (after a restart or a
+ * failover): the caller may retry shortly (the client does, client-pool.c). */
 int mc_meta_get_replica_list(struct mc_meta *m, struct mc_ref tenant, struct mc_ref key,
 			     struct mc_object_info *ret, mc_replica_fn fn, void *ctx);
 /* The same for a look (a stat): not counted as a read for promotion. */

@@ -37,7 +37,14 @@
  * an idle one takes the whole buffer (records that arrive while
  * transactions are in flight form the next batch: group commit without a
  * timer) and commits it in one transaction, so up to cfg.pipeline
- * transactions are in flight.  They may be applied by etcd out of order
+ * transactions are in flight.  Batches are sized by what waits, not by
+ * which flusher is free (take_now): the buffer is taken at once when no
+ * transaction is in flight; with some in flight, only once it holds
+ * twice as many records as they do together (or half a batch's bytes, or
+ * an append waits for space).  So with one in flight the next batch takes
+ * everything that queued meanwhile, a queue is not split into small
+ * transactions across free flushers (etcd's cost is per transaction),
+ * and more transactions go in flight only when the queue outgrows them.  They may be applied by etcd out of order
  * (the JSON gateway does not keep the order of separate connections), so
  * etcd can hold a batch whose predecessor is not committed yet: a gap.
  * Batches are settled in the order they were taken: a record is durable
@@ -340,6 +347,16 @@ static void settle(struct elog *l)
 	}
 }
 
+/* Whether an idle flusher takes the buffer now (under mu; see the top). */
+static bool take_now(const struct elog *l)
+{
+	if (!l->cur.buf.len)
+		return false;
+	return !l->inflight || l->closing || l->deposed || l->space_waiters ||
+	       l->cur.buf.len >= ETCD_MAX_BATCH / 2 ||
+	       l->cur.nrec >= 2 * l->inflight_rec;
+}
+
 void *oploge_flusher(void *arg)
 {
 	struct eflusher *f = arg;
@@ -347,7 +364,7 @@ void *oploge_flusher(void *arg)
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		while (!l->cur.buf.len && !l->closing)
+		while (!take_now(l) && !l->closing)
 			pthread_cond_wait(&l->work_cv, &l->mu);
 		if (!l->cur.buf.len)
 			break;
@@ -360,6 +377,8 @@ void *oploge_flusher(void *arg)
 		f->idx = l->taken_idx++;
 		f->state = FL_BUSY;
 		f->lost = 0;
+		l->inflight++;
+		l->inflight_rec += f->b.nrec;
 		pthread_cond_broadcast(&l->space_cv);
 		bool deposed = l->deposed;
 		pthread_mutex_unlock(&l->mu);
@@ -369,6 +388,10 @@ void *oploge_flusher(void *arg)
 
 		pthread_mutex_lock(&l->io_mu);
 		pthread_mutex_lock(&l->mu);
+		l->inflight--;
+		l->inflight_rec -= f->b.nrec;
+		if (take_now(l))	/* another idle flusher may take it now */
+			pthread_cond_signal(&l->work_cv);
 		f->lost = n;
 		f->state = r ? FL_FAIL : FL_OK;
 		settle(l);
@@ -423,8 +446,10 @@ static int elog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 		if (!waited)
 			l->blocked++;
 		waited = true;
+		l->space_waiters++;
 		pthread_cond_signal(&l->work_cv);
 		pthread_cond_wait(&l->space_cv, &l->mu);
+		l->space_waiters--;
 	}
 	size_t before = l->cur.buf.len;
 	uint8_t *h = mc_wbuf_append(&l->cur.buf, need);
@@ -441,7 +466,7 @@ static int elog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	l->appended++;
 	l->bytes += len;
 	l->appended_any = true;
-	if (!before)
+	if (take_now(l))
 		pthread_cond_signal(&l->work_cv);
 	pthread_mutex_unlock(&l->mu);
 	if (ret_seq)

@@ -49,6 +49,9 @@ struct elog {
 	pthread_cond_t work_cv, durable_cv, space_cv, keep_cv;
 	struct batch cur;
 	struct eflusher fl[MC_OPLOG_ETCD_PIPELINE_MAX];	/* cfg.pipeline of them */
+	unsigned inflight;		/* transactions sent and not answered yet */
+	unsigned space_waiters;		/* appends waiting for room in cur */
+	uint64_t inflight_rec;		/* the records of those */
 	uint64_t taken_idx;		/* batches taken by flushers */
 	uint64_t settled_idx;		/* batches settled, in order (< taken_idx) */
 	bool broken;			/* a batch failed: no later one is durable */

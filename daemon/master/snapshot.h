@@ -37,6 +37,10 @@ struct mc_snapshot_config {
 	uint32_t retain;        /* snapshots kept (>= 1) */
 	uint64_t interval_s;    /* 0: no periodic thread */
 	mc_log_fn log;          /* called with a NULL ctx; may be NULL */
+	uint32_t writer_stuck_ms; /* a writer child whose file has not moved that
+				   * long is killed (the take fails); 0: 20000 */
+	bool stall_writer;      /* tests only: the writer child stops itself
+				   * (SIGSTOP) before writing, as a stuck one */
 };
 
 struct mc_snapshots;
@@ -45,11 +49,17 @@ struct mc_snapshots;
 int mc_snapshots_new(struct mc_meta *m, struct mc_oplog *l, const struct mc_snapshot_config *cfg,
 		     struct mc_snapshots **ret);
 int mc_snapshots_start(struct mc_snapshots *s);
-/* Stops the thread; NULL is fine; returns NULL. */
+/* Stops: a take in progress kills its writer child and fails, later ones
+ * too (a stopping master does not wait for a snapshot).  NULL is fine. */
+void mc_snapshots_stop(struct mc_snapshots *s);
+/* Stops (as mc_snapshots_stop) and joins the thread; NULL is fine;
+ * returns NULL. */
 struct mc_snapshots *mc_snapshots_free(struct mc_snapshots *s);
 
 /* Takes one snapshot now (blocks until it is on disk), applies the
- * retention and compacts the oplog up to the oldest snapshot kept. */
+ * retention and compacts the oplog up to the oldest snapshot kept.  A
+ * writer child that makes no progress for writer_stuck_ms, or a stop, ends
+ * it: MC_ERR_PERSISTENT_FAIL. */
 int mc_snapshot_take(struct mc_snapshots *s, struct mc_snapshot_info *ret);
 /* The oplog is failed (oplog.h "Failures"): takes a snapshot of the
  * memory as it stands (lost puts already taken back) and resumes the log

@@ -137,6 +137,12 @@ struct mc_client_opts {
  * leader may have acted.  A request that timed out (timeout_ms) is not
  * retried.  mc_client_new() waits the same way for a leader.  One master
  * (no list): no wait; NOT_LEADER and a stale connection are retried once.
+ * Right after a promotion (or a master restart, list or not), an object
+ * whose node has not remounted its segment on the new master yet cannot be
+ * read: the master answers UNAVAILABLE_IN_CURRENT_STATUS and a get (or
+ * mc_stat) asks again with the same backoff until the node is back or
+ * failover_wait_ms have passed (then REPLICA_IS_NOT_READY).  A put not
+ * finished answers REPLICA_IS_NOT_READY at once.
  */
 
 /*
@@ -343,7 +349,9 @@ MC_API int mc_put_from(struct mc_client *c, const void *key, size_t klen, const 
 
 /*
  * Reads the object: *buf (allocated by the library, free with mc_buf_free())
- * and *len.  Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (put not finished),
+ * and *len.  Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (put not finished;
+ * or the object's node did not remount within failover_wait_ms after a master
+ * restart or failover: until then the get waits, see "Failover"),
  * CHECKSUM_MISMATCH, LEASE_EXPIRED (the read outlived the read lease: the
  * bytes might have been overwritten), TRANSFER_FAIL, RPC_*, NO_MEMORY.
  */

@@ -6,6 +6,9 @@
  * fails), the checksum verified, then the lease check: a read that ended
  * after query time + lease_ttl_ms is LEASE_EXPIRED (monotonic clock).
  * mc_get_with's progress callback hears of each chunk of the replica read.
+ * An object whose node has not remounted on the master yet (a promotion or
+ * a restart) is waited for, up to failover_wait_ms (client-pool.c), then
+ * reads as REPLICA_IS_NOT_READY.
  */
 #include <stddef.h>
 #include <stdlib.h>

@@ -44,13 +44,15 @@ struct mc_pool {
 	unsigned cur;			/* the list's entry that answered last (atomic) */
 	int timeout_ms;
 	int failover_ms;		/* a list: how long a call waits for a leader (client-pool.c) */
+	int remount_ms;			/* how long a read waits for its node's remount (ditto) */
 	const struct mc_rpc_cred *cred;	/* the handshake's (the client's); NULL: none */
 	struct mc_conn *idle;
 	unsigned nidle;
 };
 
 /* failover_ms: the failover wait of a list of addresses (0: none; a single
- * address never waits). */
+ * address never waits for a leader), and the wait of a read for its node's
+ * remount (any address; 0: none). */
 void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int timeout_ms,
 		  int failover_ms);
 void mc_pool_destroy(struct mc_pool *p);

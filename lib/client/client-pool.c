@@ -13,6 +13,15 @@
  * before the reply.  A timeout of a sent request, and a dropped
  * connection under an op that is not safe to repeat, are returned at once
  * (the master may have acted).
+ *
+ * Remount wait (any master pool, failover_ms > 0, list or not): a get (or
+ * a batch get, for any of its keys) the master answers
+ * UNAVAILABLE_IN_CURRENT_STATUS (the object's replicas sit
+ * on a restored segment whose node has not remounted it on this master
+ * yet: right after a promotion or a restart) is asked again with the same
+ * backoff until it is answered otherwise or failover_ms have passed since
+ * the call's first miss; then it fails with REPLICA_IS_NOT_READY (what the
+ * caller knows from a master that does not tell the two apart).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +44,7 @@ void mc_pool_init(struct mc_pool *p, const char *addr, size_t addr_len, int time
 	p->addr[addr_len] = 0;
 	p->timeout_ms = timeout_ms;
 	p->failover_ms = memchr(p->addr, ',', addr_len) && failover_ms > 0 ? failover_ms : 0;
+	p->remount_ms = failover_ms > 0 ? failover_ms : 0;
 }
 
 static void conn_free(struct mc_conn *cn)
@@ -132,20 +142,20 @@ static bool repeatable(uint16_t op)
 	}
 }
 
-/* The failover wait of one call: false once it is over (or the pool has
- * none), else after sleeping the next backoff step. */
+/* The wait of one call (ms after its first miss): false once it is over
+ * (or ms is 0), else after sleeping the next backoff step. */
 struct wait {
 	uint64_t deadline_ns;	/* 0: not started */
 	unsigned delay_ms;
 };
 
-static bool failover_wait(const struct mc_pool *p, struct wait *w)
+static bool backoff_wait(int ms, struct wait *w)
 {
-	if (p->failover_ms <= 0)
+	if (ms <= 0)
 		return false;
 	uint64_t now = mc_now_ns();
 	if (!w->deadline_ns) {
-		w->deadline_ns = now + (uint64_t)p->failover_ms * 1000000u;
+		w->deadline_ns = now + (uint64_t)ms * 1000000u;
 		w->delay_ms = BACKOFF_FIRST_MS;
 	}
 	if (now >= w->deadline_ns)
@@ -158,6 +168,11 @@ static bool failover_wait(const struct mc_pool *p, struct wait *w)
 	nanosleep(&ts, NULL);
 	w->delay_ms = w->delay_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : w->delay_ms * 2;
 	return true;
+}
+
+static bool failover_wait(const struct mc_pool *p, struct wait *w)
+{
+	return backoff_wait(p->failover_ms, w);
 }
 
 /* Errors of opening a connection that mean no leader was reached. */
@@ -180,6 +195,37 @@ int mc_pool_get_wait(struct mc_pool *p, struct mc_conn **ret)
 	return pool_get_wait(p, ret, &w);
 }
 
+/* Whether the master's answer to a read says an object's node has not
+ * remounted on it yet (a single get, or any key of a batch get). */
+static bool awaits_remount(uint16_t op, int r, const void *resp)
+{
+	if (op == MC_OP_GET_REPLICA_LIST)
+		return r == MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
+	if (op != MC_OP_BATCH_GET_REPLICA_LIST || r != 0)
+		return false;
+	const struct mc_msg_batch_get_replica_list_resp *b = resp;
+	for (uint32_t i = 0; i < b->n_items; i++)
+		if (b->items[i].status == MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS)
+			return true;
+	return false;
+}
+
+/* The answer once the remount wait is over: REPLICA_IS_NOT_READY for those
+ * objects. */
+static int remount_timed_out(uint16_t op, int r, void *resp)
+{
+	if (op == MC_OP_GET_REPLICA_LIST)
+		return MC_ERR_REPLICA_IS_NOT_READY;
+	struct mc_msg_batch_get_replica_list_resp *b = resp;
+	for (uint32_t i = 0; i < b->n_items; i++) {
+		/* decoded into the connection's arena: ours to change */
+		struct mc_msg_batch_replica_item *it = (struct mc_msg_batch_replica_item *)&b->items[i];
+		if (it->status == MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS)
+			it->status = MC_ERR_REPLICA_IS_NOT_READY;
+	}
+	return r;
+}
+
 int mc_pool_call(struct mc_pool *p, struct mc_conn **cnp, uint16_t op, const void *req,
 		 void *resp, struct mc_rpc_attach *at)
 {
@@ -193,6 +239,12 @@ int mc_pool_call(struct mc_pool *p, struct mc_conn **cnp, uint16_t op, const voi
 		bool reused = cn->reused;
 		mc_arena_reset(&cn->arena);
 		r = mc_rpc_call(cn->rpc, op, req, resp, &cn->arena, at);
+		if (awaits_remount(op, r, resp)) {
+			/* An answer: an object's node has not remounted yet. */
+			if (!backoff_wait(p->remount_ms, &w))
+				return remount_timed_out(op, r, resp);
+			continue;
+		}
 		if (r == MC_ERR_NOT_LEADER) {
 			/* The master refused before doing anything (it does not
 			 * lead, or cannot tell any more): through the list again,

@@ -13,7 +13,8 @@
 # median of FAILOVERS rounds, default 5; 0 skips).  Every other figure is
 # the median of RUNS runs (default 3).  Puts run with the default
 # etcd_pipeline (3 transactions in flight, "etcd") and with 1 ("etcd1", one
-# at a time), records and batches per transaction for each.
+# at a time), records per transaction and transactions per 1000 records
+# for each (per client count, and over the whole mode).
 # Prints "etcd <metric> <value> <unit>" and
 # "etcd ratio <name> <x>" lines; the goal is ratio put4k_c64_etcd_vs_local
 # >= 0.5.
@@ -78,12 +79,19 @@ for mode in $modes; do
 	cluster "$mode"
 	for c in 1 16 64; do
 		: >"$tmp/out"
+		r0=$(metric mooncake_master_oplog_records_total)
+		b0=$(metric mooncake_master_oplog_batches_total)
 		for _ in $(seq 1 "$RUNS"); do
 			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >>"$tmp/out"
 			sleep 2.2   # the leases end, the removed objects' space comes back
 		done
 		put[$mode$c]=$(awk -v m="put4k_c$c" '$2 == m {print $3}' "$tmp/out" | median)
 		echo "etcd ${mode}_put4k_c$c ${put[$mode$c]} ops/s"
+		# counts, not wall clock: they hold on a loaded machine too
+		awk -v r="$(($(metric mooncake_master_oplog_records_total) - r0))" \
+		    -v b="$(($(metric mooncake_master_oplog_batches_total) - b0))" -v m="${mode}_c$c" \
+			'BEGIN { if (b > 0) printf "etcd %s_records_per_batch %.1f records\n", m, r / b
+				 if (r > 0) printf "etcd %s_batches_per_1000_records %.0f batches\n", m, 1000 * b / r }'
 	done
 	recs=$(metric mooncake_master_oplog_records_total)
 	bats=$(metric mooncake_master_oplog_batches_total)

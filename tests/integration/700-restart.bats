@@ -162,13 +162,19 @@ open(sys.argv[1], 'wb').write(b)" "$snap"
 	kill_node n1 KILL
 	restart_master --snapshot_interval_s=0 --client_ttl_ms=3000
 	grep -q 'recovered 4 objects on 2 segments' "$MC_DIR/master.log"
-	# until the sweep the keys are stuck: not readable, not puttable
-	run ctl object get g1 "$MC_DIR/x.out"
-	[ "$status" -ne 0 ]
+	# until the sweep the keys are stuck: not puttable, not readable (a
+	# client that does not wait: REPLICA_IS_NOT_READY at once)
 	run put_random g1 10K
 	echo "# before the sweep: $output" >&3
 	[ "$status" -ne 0 ]
-	# n2 remounts; n1 never does: client_ttl_ms after the start its segment goes
+	MC_FAILOVER_WAIT_MS=-1 run ctl object get g1 "$MC_DIR/x.out"
+	[[ "$output" == *REPLICA_IS_NOT_READY* ]]
+	# a get waits for n1's remount (failover_wait_ms): n1 never comes, n2
+	# remounts; client_ttl_ms after the start n1's segment goes, and the
+	# waiting get hears OBJECT_NOT_FOUND
+	run ctl object get g2 "$MC_DIR/x.out"
+	echo "# a get waiting through the sweep: $output" >&3
+	[[ "$output" == *OBJECT_NOT_FOUND* ]]
 	local i
 	for i in $(seq 1 80); do
 		grep -q 'unmounted 1 restored segment' "$MC_DIR/master.log" && break

@@ -123,7 +123,7 @@ teardown() {
 	verify_load
 }
 
-@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits for the new leader's answer; with no master left it fails after failover_wait_ms" {
+@test "oplog=etcd: a get issued while no master leads (the leader killed, the standby not yet promoted) waits for the new leader's answer, and a get of an object whose node has not yet remounted on the new leader waits for the remount; with no master left it fails after failover_wait_ms" {
 	start_etcd
 	start_ha a
 	wait_leader a
@@ -131,6 +131,7 @@ teardown() {
 	start_node n1 --segment_size=64M
 	run -0 put_random fo1 10K
 	run -0 put_random fo2 10K
+	kill -STOP "$(node_pid n1)"	# its remount on b comes late (below)
 	kill -KILL "${HA_PID[a]}"
 	_mc_reap "${HA_PID[a]}"
 	# at once: b waits for a's lease (2 s) and answers NOT_LEADER, a
@@ -138,14 +139,30 @@ teardown() {
 	local early=no
 	grep -q 'ready: rpc on' "$MC_DIR/master-b.log" || early=yes
 	# the leader's answer, not RPC_FAIL / NOT_LEADER: a key never put is
-	# OBJECT_NOT_FOUND; fo1 is read, or (its node not remounted on b yet)
-	# REPLICA_IS_NOT_READY
+	# OBJECT_NOT_FOUND
 	run ctl object get none "$MC_DIR/none.out"
 	echo "# the get began before b led: $early; $output" >&3
 	[[ "$output" == *OBJECT_NOT_FOUND* ]]
 	grep -q 'ready: rpc on' "$MC_DIR/master-b.log"
+	# fo1 is read on b at once, before its node has remounted there (the
+	# node is stopped until 2 s after the get began): b answers
+	# UNAVAILABLE_IN_CURRENT_STATUS and the get waits for the remount, where
+	# it used to fail with REPLICA_IS_NOT_READY
+	(
+		while [ ! -e "$MC_DIR/fo1.began" ]; do sleep 0.05; done
+		sleep 2
+		date +%s%N >"$MC_DIR/n1.cont"
+		kill -CONT "$(node_pid n1)"
+	) 3>&- &
+	local cont=$!
+	date +%s%N >"$MC_DIR/fo1.began"
 	run get_compare fo1
-	[ "$status" -eq 0 ] || [[ "$output" == *REPLICA_IS_NOT_READY* ]]
+	local rc=$status t1
+	t1=$(date +%s%N)
+	wait "$cont"
+	echo "# fo1 read on b $(((t1 - $(cat "$MC_DIR/fo1.began")) / 1000000)) ms after the get began, its node stopped for the first $((($(cat "$MC_DIR/n1.cont") - $(cat "$MC_DIR/fo1.began")) / 1000000)) ms: $output" >&3
+	[ "$rc" -eq 0 ]
+	[ "$t1" -gt "$(cat "$MC_DIR/n1.cont")" ]
 	wait_put_ok b
 	get_compare fo1
 	# every master gone: a clean error once the wait is over, not before
@@ -335,12 +352,20 @@ teardown() {
 	for i in 1 2 3 4 5; do get_compare "w$i"; done
 }
 
-@test "oplog=etcd: after a failover, a restored segment whose node never remounts is dropped client_ttl_ms later; its keys can be put again" {
+@test "oplog=etcd: after a failover, a restored segment whose node never remounts is dropped client_ttl_ms later, with its transfer engine keys in /metadata; its keys can be put again" {
 	start_etcd
 	start_ha a --client_ttl_ms=3000
 	wait_leader a
 	start_node n1
 	for i in 1 2 3; do run -0 put_random "r$i" 10K; done	# all on n1
+	# the transfer engine's keys of n1's segment, and of a name never mounted
+	local seg
+	seg=$(curl -sf "http://127.0.0.1:${HA_HTTP[a]}/api/v1/segments" | jq -r '.segments[0].name')
+	[ -n "$seg" ] && [ "$seg" != null ]
+	echo '{"protocol":"tcp"}' >"$MC_DIR/desc.json"
+	[ "$(md_put a "mooncake/ram/$seg" --data-binary @"$MC_DIR/desc.json")" = 200 ]
+	[ "$(md_put a "mooncake/rpc_meta/$seg" --data-binary @"$MC_DIR/desc.json")" = 200 ]
+	[ "$(md_put a "mooncake/ram/elsewhere" --data-binary @"$MC_DIR/desc.json")" = 200 ]
 	start_node n2
 	start_ha b --client_ttl_ms=3000
 	kill_node n1 KILL
@@ -353,6 +378,10 @@ teardown() {
 		sleep 0.1
 	done
 	grep -q 'unmounted 1 restored segment' "$MC_DIR/master-b.log"
+	# gone for good: its keys went with it (metadata_cleanup), not the others
+	[ "$(md_get b "mooncake/ram/$seg" "$MC_DIR/md.out")" = 404 ]
+	[ "$(md_get b "mooncake/rpc_meta/$seg" "$MC_DIR/md.out")" = 404 ]
+	[ "$(md_get b "mooncake/ram/elsewhere" "$MC_DIR/md.out")" = 200 ]
 	local k
 	for k in r1 r2 r3; do
 		run ctl object get "$k" "$MC_DIR/x.out"

@@ -553,6 +553,74 @@ static void test_reap_abandoned_write(void **state)
 	assert_int_equal(st.allocated_bytes, 4096);
 }
 
+static void md_set(struct mc_meta *m, const char *k)
+{
+	assert_rc(mc_meta_md_put(m, k, strlen(k), "{}", 2, 0), 0);
+}
+
+static bool md_has(struct mc_meta *m, const char *k)
+{
+	char *v;
+	size_t n;
+	int r = mc_meta_md_get(m, k, strlen(k), &v, &n);
+	if (r == 0)
+		free(v);
+	else
+		assert_rc(r, MC_ERR_OBJECT_NOT_FOUND);
+	return r == 0;
+}
+
+/* A segment gone for good takes the transfer engine's keys of its name
+ * (ram/, rpc_meta/ under the prefix) out of the metadata KV, once no
+ * segment of that name is left; other names' keys, and everything with
+ * md_cleanup off, stay. */
+static void test_unmount_gone_metadata(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	mc_meta_free(m);
+	struct mc_meta_config cfg;
+	meta_test_config(&cfg, &f->clk, 0);
+	cfg.md_cleanup = true;
+	snprintf(cfg.md_prefix, sizeof(cfg.md_prefix), "mooncake/c1/");
+	assert_rc(mc_meta_new(&cfg, &f->m), 0);
+	m = f->m;
+	static const char *const keys[] = {
+		"mooncake/c1/ram/na", "mooncake/c1/rpc_meta/na", "mooncake/c1/ram/nb",
+		"mooncake/c1/rpc_meta/nb", "mooncake/ram/na", "mooncake/c1/ram/nax",
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		md_set(m, keys[i]);
+	assert_rc(mount_seg(m, C1, 1, "na", 64 * MiB), 0);
+	assert_rc(mount_seg(m, C1, 2, "nb", 64 * MiB), 0);
+	assert_rc(mount_seg(m, C2, 3, "nb", 64 * MiB), 0);   /* another node, same name */
+	assert_rc(put(m, C1, DFLT, "x", 4096, 1), 0);
+
+	assert_rc(mc_meta_unmount_gone(m, C2, seg_id(1)), MC_ERR_ILLEGAL_CLIENT);
+	assert_true(md_has(m, "mooncake/c1/ram/na"));
+	assert_rc(mc_meta_unmount_gone(m, C1, seg_id(1)), 0);
+	assert_false(md_has(m, "mooncake/c1/ram/na"));
+	assert_false(md_has(m, "mooncake/c1/rpc_meta/na"));
+	assert_true(md_has(m, "mooncake/ram/na"));      /* another cluster's */
+	assert_true(md_has(m, "mooncake/c1/ram/nax"));  /* another name */
+	assert_rc(mc_meta_unmount_gone(m, C1, seg_id(2)), 0);
+	assert_true(md_has(m, "mooncake/c1/ram/nb"));   /* segment 3 is still "nb" */
+	assert_rc(mc_meta_unmount_gone(m, C2, seg_id(3)), 0);
+	assert_false(md_has(m, "mooncake/c1/ram/nb"));
+	assert_false(md_has(m, "mooncake/c1/rpc_meta/nb"));
+	assert_rc(mc_meta_unmount_gone(m, C2, seg_id(3)), 0);   /* idempotent */
+
+	/* off: a plain unmount as before */
+	cfg.md_cleanup = false;
+	mc_meta_free(m);
+	assert_rc(mc_meta_new(&cfg, &f->m), 0);
+	m = f->m;
+	md_set(m, "mooncake/c1/ram/na");
+	assert_rc(mount_seg(m, C1, 1, "na", 64 * MiB), 0);
+	assert_rc(mc_meta_unmount_gone(m, C1, seg_id(1)), 0);
+	assert_true(md_has(m, "mooncake/c1/ram/na"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -569,6 +637,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reap_abandoned_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unmount_gone_metadata, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

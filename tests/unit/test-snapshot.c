@@ -4,7 +4,9 @@
  * a round trip of 1 M objects compared field by field (MC_TEST_SNAPSHOT_OBJECTS
  * overrides the count), restored segments readable only once remounted,
  * truncated / bit-flipped / newer-version snapshot files, recovery falling
- * back to an older snapshot, replay of a real oplog (idempotent).  Stores
+ * back to an older snapshot, replay of a real oplog (idempotent), a stuck
+ * writer child killed (no progress, or the snapshots stopping: a master's
+ * SIGTERM never waits for it).  Stores
  * are compared through the core's persistence boundary (mc_meta_dump), as
  * a standby master would see them.
  */
@@ -20,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -29,6 +33,7 @@
 #include "master/oplog.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
+#include "util/clock.h"
 #include "util/hash.h"
 
 #include "meta-helpers.h"
@@ -133,10 +138,11 @@ static void test_round_trip(void **state)
 	dump_compare(a, c);
 	mc_meta_free(c);
 
-	/* Restored segments hide their replicas until their node remounts. */
+	/* Restored segments hide their replicas until their node remounts; a
+	 * get says so (ask again shortly), not "put not finished". */
 	struct mc_object_info info;
 	assert_rc(mc_meta_get_replica_list(b, DFLT, ref_str("key-1"), &info, NULL, NULL),
-		  MC_ERR_REPLICA_IS_NOT_READY);
+		  MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS);
 	struct mc_meta_stats st;
 	mc_meta_get_stats(b, &st);
 	assert_int_equal(st.capacity_bytes, 0);
@@ -350,6 +356,65 @@ static void test_oplog_replay(void **state)
 	(void)err;
 }
 
+/* No snapshot file and no temporary one in d. */
+static void assert_no_files(const char *d)
+{
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", d);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void *take_main(void *arg)
+{
+	return (void *)(intptr_t)mc_snapshot_take(arg, NULL);
+}
+
+/* A writer child that never writes (stall_writer: it stops itself, as one
+ * forked while another thread held a lock it needs): the take kills it
+ * after writer_stuck_ms, or at once when the snapshots stop, and fails;
+ * nothing is left behind (no file, no child).  Without the bound both
+ * takes would wait forever. */
+static void test_stuck_writer(void **state)
+{
+	(void)state;
+	struct mc_meta *a = fresh();
+	populate(a, 1000);
+	char d[300];
+	snprintf(d, sizeof(d), "%s/stuck", dir);
+	struct mc_snapshot_config cfg = { .dir = d, .retain = 2, .writer_stuck_ms = 300,
+					  .stall_writer = true };
+	struct mc_snapshots *s;
+	assert_rc(mc_snapshots_new(a, NULL, &cfg, &s), 0);
+	uint64_t t0 = mc_now_ms();
+	assert_rc(mc_snapshot_take(s, NULL), MC_ERR_PERSISTENT_FAIL);
+	assert_true(mc_now_ms() - t0 >= 300);
+	assert_no_files(d);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);   /* reaped */
+	assert_int_equal(errno, ECHILD);
+	mc_snapshots_free(s);
+
+	/* stopping ends a take that would otherwise wait (almost) forever */
+	cfg.writer_stuck_ms = UINT32_MAX;
+	assert_rc(mc_snapshots_new(a, NULL, &cfg, &s), 0);
+	pthread_t t;
+	void *rc;
+	assert_int_equal(pthread_create(&t, NULL, take_main, s), 0);
+	mc_snapshots_stop(s);
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_rc((int)(intptr_t)rc, MC_ERR_PERSISTENT_FAIL);
+	assert_no_files(d);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	mc_snapshots_free(s);
+
+	/* a writer that writes is not stuck */
+	cfg.writer_stuck_ms = 10000;
+	cfg.stall_writer = false;
+	assert_rc(mc_snapshots_new(a, NULL, &cfg, &s), 0);
+	assert_rc(mc_snapshot_take(s, NULL), 0);
+	mc_snapshots_free(s);
+	mc_meta_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_newer_version_refused),
 		cmocka_unit_test(test_recover_falls_back),
 		cmocka_unit_test(test_oplog_replay),
+		cmocka_unit_test(test_stuck_writer),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
