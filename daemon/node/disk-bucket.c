@@ -281,7 +281,7 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 	for (size_t i = 0; i < n && !r; i++) {
 		uint64_t rl = rec_len(p[i].klen, p[i].len);
 		struct bk_entry *e = calloc(1, sizeof(*e) + p[i].klen);
-		uint8_t *buf = mc_dio_alloc(rl);
+		uint8_t *buf = mc_dio_alloc_raw(rl);
 		if (!e || !buf) {
 			free(e);
 			free(buf);
@@ -291,6 +291,7 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		memcpy(buf, p[i].key, p[i].klen);
 		if (p[i].len)
 			memcpy(buf + p[i].klen, p[i].val, p[i].len);
+		memset(buf + p[i].klen + p[i].len, 0, rl - p[i].klen - p[i].len);	/* the pad */
 		*e = (struct bk_entry){ .b = b, .off = off, .vlen = p[i].len, .live = true,
 					.klen = p[i].klen, .crc = crc(buf, p[i].klen + p[i].len) };
 		memcpy(e->key, p[i].key, p[i].klen);
@@ -378,7 +379,7 @@ static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			continue;
 		}
 		uint64_t rl = rec_len(e[i]->klen, e[i]->vlen);
-		ops[i] = (struct mc_dio_op){ .fd = e[i]->b->fd, .buf = mc_dio_alloc(rl), .len = rl,
+		ops[i] = (struct mc_dio_op){ .fd = e[i]->b->fd, .buf = mc_dio_alloc_raw(rl), .len = rl,
 					     .off = e[i]->off };
 		if (!ops[i].buf) {
 			ops[i].len = 0;

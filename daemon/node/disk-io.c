@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mooncake/error.h"
@@ -35,7 +36,7 @@ int mc_dio_new(unsigned depth, struct mc_dio **ret)
 	if (!d)
 		return MC_ERR_NO_MEMORY;
 	if (!depth)
-		depth = 64;
+		depth = MC_DIO_DEPTH;
 	pthread_mutex_init(&d->wait_lock, NULL);
 	pthread_cond_init(&d->freed, NULL);
 	for (unsigned i = 0; i < MC_DIO_RINGS; i++) {
@@ -67,14 +68,34 @@ void mc_dio_free(struct mc_dio *d)
 	free(d);
 }
 
-void *mc_dio_alloc(uint64_t len)
+void *mc_dio_alloc_raw(uint64_t len)
 {
 	void *p;
 	len = MC_ALIGN_UP(len ? len : 1, (uint64_t)MC_DISK_BLOCK);
-	if (posix_memalign(&p, MC_DISK_BLOCK, len))
-		return NULL;
-	memset(p, 0, len);
+	return posix_memalign(&p, MC_DISK_BLOCK, len) ? NULL : p;
+}
+
+void *mc_dio_alloc(uint64_t len)
+{
+	void *p = mc_dio_alloc_raw(len);
+	if (p)
+		memset(p, 0, MC_ALIGN_UP(len ? len : 1, (uint64_t)MC_DISK_BLOCK));
 	return p;
+}
+
+/* Moves o's iovec array past n more bytes transferred. */
+static void iov_advance(struct mc_dio_op *o, uint64_t n)
+{
+	while (n && o->iovcnt) {
+		if (n < o->iov->iov_len) {
+			o->iov->iov_base = (char *)o->iov->iov_base + n;
+			o->iov->iov_len -= n;
+			return;
+		}
+		n -= o->iov->iov_len;
+		o->iov++;
+		o->iovcnt--;
+	}
 }
 
 static struct ring *ring_take(struct mc_dio *d)
@@ -157,7 +178,11 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 				break;
 			}
 			uint64_t want = MC_MIN(o->len - o->done, (uint64_t)SQE_MAX);
-			if (o->write)
+			if (o->iovcnt && o->write)
+				io_uring_prep_writev(sqe, o->fd, o->iov, o->iovcnt, o->off + o->done);
+			else if (o->iovcnt)
+				io_uring_prep_readv(sqe, o->fd, o->iov, o->iovcnt, o->off + o->done);
+			else if (o->write)
 				io_uring_prep_write(sqe, o->fd, (char *)o->buf + o->done, (unsigned)want,
 						    o->off + o->done);
 			else
@@ -205,6 +230,8 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 				continue;
 			}
 			o->done += (uint64_t)c->res;
+			if (o->iovcnt)
+				iov_advance(o, (uint64_t)c->res);
 			if (o->done < o->len)
 				redo[nredo++] = c->user_data;
 			else

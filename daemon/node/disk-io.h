@@ -21,13 +21,21 @@
 #include <stdint.h>
 
 #define MC_DIO_RINGS 4
+#define MC_DIO_DEPTH 128	/* entries per ring by default: a batch of 128 in flight at once */
+#define MC_DIO_IOV 4
 
+struct iovec;
 struct mc_dio_op {
 	int fd;
 	bool write;
 	void *buf;
 	uint64_t len;
 	uint64_t off;
+	/* Instead of buf: iovcnt (<= MC_DIO_IOV) buffers filling len bytes, one
+	 * SQE (readv/writev), so a record's head and value are one I/O.  The
+	 * array is advanced in place past a short transfer. */
+	struct iovec *iov;
+	unsigned iovcnt;
 	int status;		/* out: 0, or MC_ERR_FILE_READ_FAIL/WRITE_FAIL/... from errno */
 	int err;		/* out: the errno of a failure (0 if none) */
 	uint64_t done;		/* internal: bytes transferred */
@@ -35,7 +43,7 @@ struct mc_dio_op {
 
 struct mc_dio;
 
-/* depth: entries per ring (0: 64). */
+/* depth: entries per ring (0: MC_DIO_DEPTH). */
 int mc_dio_new(unsigned depth, struct mc_dio **ret);
 void mc_dio_free(struct mc_dio *d);
 /* Runs every op; 0 if all succeeded, else the first op's failure. */
@@ -48,6 +56,8 @@ int mc_file_read_all(int fd, void *buf, size_t n);
 
 /* A zeroed buffer aligned to MC_DISK_BLOCK, len rounded up to it; free(). */
 void *mc_dio_alloc(uint64_t len);
+/* The same, not zeroed (the caller fills or reads into every byte). */
+void *mc_dio_alloc_raw(uint64_t len);
 static inline bool mc_dio_aligned(const void *p)
 {
 	return ((uintptr_t)p & 4095u) == 0;

@@ -5,7 +5,8 @@
  *
  * Files in dir:
  *   data         disk_size bytes, preallocated (fallocate) at the first
- *                open.  Records (disk-record.h: [24-byte header][key][pad to
+ *                open, or written with zeros (config prewrite: puts are
+ *                then overwrites, no extent conversion).  Records (disk-record.h: [24-byte header][key][pad to
  *                4 KiB][value][pad to 4 KiB], CRC32C over header, key and
  *                value) at 4 KiB-aligned offsets; the bytes between records
  *                mean nothing (old records stay until overwritten).
@@ -419,8 +420,34 @@ static void ofs_close(struct mc_disk *d)
 	ofs_free(s);
 }
 
-/* Opens dir/data at capacity cap, preallocating what is missing. */
-static int data_open(struct ofs *s)
+/* Extends the data file from its size to s->cap by writing zeros (O_DIRECT,
+ * 16 MiB per submission): its blocks are then allocated and written, so a
+ * put is an overwrite with no extent conversion to journal.  A kill
+ * meanwhile leaves a shorter file: the next open goes on from its end. */
+static int data_prewrite(struct ofs *s, uint64_t from)
+{
+	enum { CHUNK = 1 << 20, BATCH = 16 };
+	uint8_t *zero = mc_dio_alloc(CHUNK);
+	struct mc_dio_op ops[BATCH];
+	int r = zero ? 0 : MC_ERR_NO_MEMORY;
+	from &= ~4095ull;
+	while (!r && from < s->cap) {
+		unsigned n = 0;
+		for (; n < BATCH && from < s->cap; n++) {
+			uint64_t len = s->cap - from < CHUNK ? s->cap - from : CHUNK;
+			ops[n] = (struct mc_dio_op){ .fd = s->fd, .write = true, .buf = zero,
+						     .len = len, .off = from };
+			from += len;
+		}
+		r = mc_dio_run(s->dio, ops, n);
+	}
+	free(zero);
+	return r;
+}
+
+/* Opens dir/data at capacity cap, preallocating what is missing (prewrite:
+ * writing it, data_prewrite()). */
+static int data_open(struct ofs *s, bool prewrite)
 {
 	char path[4096];
 	struct stat st;
@@ -430,7 +457,9 @@ static int data_open(struct ofs *s)
 		return errno == EINVAL ? MC_ERR_NOT_SUPPORTED : mc_err_from_errno(errno);
 	if (fstat(s->fd, &st) < 0)
 		return mc_err_from_errno(errno);
-	if ((uint64_t)st.st_size < s->cap) {
+	if ((uint64_t)st.st_size < s->cap && prewrite) {
+		return data_prewrite(s, (uint64_t)st.st_size);
+	} else if ((uint64_t)st.st_size < s->cap) {
 		int e = posix_fallocate(s->fd, 0, (off_t)s->cap);
 		if (e == EOPNOTSUPP || e == EINVAL)
 			e = ftruncate(s->fd, (off_t)s->cap) < 0 ? errno : 0;
@@ -475,8 +504,8 @@ static int ofs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 		r = mc_err_from_errno(errno);
 		goto fail;
 	}
-	if ((r = data_open(s)) < 0 || (r = mc_offalloc_new(s->cap, 0, &s->alloc)) < 0 ||
-	    (r = mc_dio_new(c->queue_depth, &s->dio)) < 0 || (r = ofs_index_load(s)) < 0)
+	if ((r = mc_dio_new(c->queue_depth, &s->dio)) < 0 || (r = data_open(s, c->prewrite)) < 0 ||
+	    (r = mc_offalloc_new(s->cap, 0, &s->alloc)) < 0 || (r = ofs_index_load(s)) < 0)
 		goto fail;
 	*ret = &s->base;
 	return 0;

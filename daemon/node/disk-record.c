@@ -90,22 +90,27 @@ int mc_rec_io_write(struct mc_rec_io *x, int fd, uint64_t off, struct mc_rec_hdr
 	if (!(x->head = mc_dio_alloc(hlen)))
 		return MC_ERR_NO_MEMORY;
 	x->direct = mc_dio_aligned(val) ? vlen & ~4095ull : 0;
-	uint64_t rest = vlen - x->direct;
-	if (rest && !(x->bounce = mc_dio_alloc(rest))) {
+	uint64_t rest = vlen - x->direct, padded = (rest + 4095) & ~4095ull;
+	if (rest && !(x->bounce = mc_dio_alloc_raw(rest))) {
 		mc_rec_io_release(x);
 		return MC_ERR_NO_MEMORY;
 	}
-	if (rest)
+	if (rest) {	/* only the pad is zeroed: the rest is overwritten */
 		memcpy(x->bounce, (const uint8_t *)val + x->direct, rest);
+		memset(x->bounce + rest, 0, padded - rest);
+	}
 	h->crc = mc_crc32c_final(mc_crc32c(mc_rec_crc_head(h, key), val, vlen));
 	mc_rec_encode(h, x->head);
 	memcpy(x->head + MC_REC_HDR, key, h->klen);
-	op_set(&ops[n++], fd, true, x->head, hlen, off);
+	x->iov[n++] = (struct iovec){ x->head, hlen };
 	if (x->direct)
-		op_set(&ops[n++], fd, true, (void *)val, x->direct, off + hlen);
+		x->iov[n++] = (struct iovec){ (void *)val, x->direct };
 	if (rest)
-		op_set(&ops[n++], fd, true, x->bounce, (rest + 4095) & ~4095ull, off + hlen + x->direct);
-	*nops = n;
+		x->iov[n++] = (struct iovec){ x->bounce, padded };
+	op_set(ops, fd, true, NULL, hlen + x->direct + (rest ? padded : 0), off);
+	ops->iov = x->iov;
+	ops->iovcnt = n;
+	*nops = 1;
 	return 0;
 }
 
@@ -117,7 +122,7 @@ int mc_rec_io_read(struct mc_rec_io *x, int fd, uint64_t off, uint64_t hlen, uin
 	x->vlen = vlen;
 	x->direct = mc_dio_aligned(buf) ? vlen & ~4095ull : 0;
 	uint64_t rest = vlen - x->direct;
-	if (rest && !(x->bounce = mc_dio_alloc(rest)))
+	if (rest && !(x->bounce = mc_dio_alloc_raw(rest)))	/* read into whole */
 		return MC_ERR_NO_MEMORY;
 	if (x->direct)
 		op_set(&ops[n++], fd, false, buf, x->direct, off + hlen);

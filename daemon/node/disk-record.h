@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define MC_REC_HDR 24u
 #define MC_REC_MAGIC "MCDR"
@@ -81,9 +82,11 @@ struct mc_rec_io {
 	uint8_t *bounce;	/* the value bytes not transferred in place */
 	uint64_t direct;	/* value bytes transferred in place (from byte 0) */
 	uint64_t vlen;
+	struct iovec iov[3];	/* write: head, value in place, bounce: one SQE */
 };
 
-/* Up to 3 ops writing the record h/key/val at off; fills h->crc. */
+/* One op (a writev of head, value, tail) writing the record h/key/val at
+ * off; fills h->crc. */
 int mc_rec_io_write(struct mc_rec_io *x, int fd, uint64_t off, struct mc_rec_hdr *h,
 		    const void *key, const void *val, struct mc_dio_op *ops, unsigned *nops);
 /* Up to 2 ops reading the value of the record at off (head length hlen). */

@@ -36,8 +36,14 @@ int mc_disk_open(const char *backend, const struct mc_disk_config *c, struct mc_
 	if (!ops || !c || !c->dir || !*c->dir || !c->size)
 		return MC_ERR_INVALID_PARAMS;
 	int r = ops->open(c, ret);
-	if (r == 0)   /* for mc_disk_sync(); -1: it answers FILE_WRITE_FAIL */
-		(*ret)->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r == 0) {   /* for mc_disk_sync(); -1: it answers FILE_WRITE_FAIL */
+		struct mc_disk *d = *ret;
+		d->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		pthread_mutex_init(&d->sync_lock, NULL);
+		pthread_cond_init(&d->sync_cond, NULL);
+		d->syncing = false;
+		d->sync_started = d->sync_done = d->sync_failed = d->sync_calls = d->syncs = 0;
+	}
 	return r;
 }
 
@@ -46,6 +52,8 @@ void mc_disk_close(struct mc_disk *d)
 	if (!d)
 		return;
 	int fd = d->dirfd;
+	pthread_mutex_destroy(&d->sync_lock);
+	pthread_cond_destroy(&d->sync_cond);
 	d->ops->close(d);
 	if (fd > 0)
 		close(fd);
@@ -53,7 +61,33 @@ void mc_disk_close(struct mc_disk *d)
 
 int mc_disk_sync(struct mc_disk *d)
 {
-	return d->dirfd > 0 && syncfs(d->dirfd) == 0 ? 0 : MC_ERR_FILE_WRITE_FAIL;
+	if (d->dirfd <= 0)
+		return MC_ERR_FILE_WRITE_FAIL;
+	pthread_mutex_lock(&d->sync_lock);
+	d->sync_calls++;
+	/* The first generation to start from now on covers this call. */
+	uint64_t want = d->sync_started + 1;
+	while (d->sync_done < want) {
+		if (d->syncing) {
+			pthread_cond_wait(&d->sync_cond, &d->sync_lock);
+			continue;
+		}
+		uint64_t gen = ++d->sync_started;
+		d->syncing = true;
+		d->syncs++;
+		pthread_mutex_unlock(&d->sync_lock);
+		bool ok = syncfs(d->dirfd) == 0;
+		pthread_mutex_lock(&d->sync_lock);
+		d->syncing = false;
+		d->sync_done = gen;
+		if (!ok)
+			d->sync_failed = gen;
+		pthread_cond_broadcast(&d->sync_cond);
+	}
+	/* Conservative: a later failure than the covering sync counts too. */
+	int r = d->sync_failed >= want ? MC_ERR_FILE_WRITE_FAIL : 0;
+	pthread_mutex_unlock(&d->sync_lock);
+	return r;
 }
 
 int mc_disk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
@@ -80,6 +114,10 @@ void mc_disk_stats(struct mc_disk *d, struct mc_disk_stats *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	d->ops->stats(d, ret);
+	pthread_mutex_lock(&d->sync_lock);
+	ret->sync_calls = d->sync_calls;
+	ret->syncs = d->syncs;
+	pthread_mutex_unlock(&d->sync_lock);
 }
 
 const char *mc_disk_name(const struct mc_disk *d)

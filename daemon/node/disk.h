@@ -30,6 +30,7 @@
 #ifndef MC_NODE_DISK_H
 #define MC_NODE_DISK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +42,10 @@ struct mc_disk_config {
 	uint64_t size;		/* capacity in bytes (> 0) */
 	unsigned queue_depth;	/* io_uring entries per ring; 0: 64 */
 	unsigned snapshot_every;	/* offset: log entries between index snapshots; 0: 65536 */
+	/* offset: write the data file's missing bytes with zeros at open
+	 * (disk_size bytes of writes, once) instead of fallocate(2), so that
+	 * every put is an overwrite (no unwritten-extent conversion). */
+	bool prewrite;
 	/* Called for each object the store evicts to make room (from the
 	 * thread of the put that needs it, or from open when disk_size
 	 * shrank), not for deletes or replacements; it must not call into the
@@ -78,6 +83,8 @@ struct mc_disk_stats {
 	uint64_t puts, gets, hits;
 	uint64_t evictions, evicted_bytes;
 	uint64_t corrupt;	/* records dropped because their CRC or header failed */
+	uint64_t sync_calls;	/* mc_disk_sync() calls */
+	uint64_t syncs;		/* syncfs(2) calls they made (group commit: fewer) */
 };
 
 struct mc_disk;	/* a store: the backend's struct starts with this one (below) */
@@ -118,7 +125,11 @@ int mc_disk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n);
 /* Makes every put that returned so far durable (a power loss keeps it, not
  * only a killed process): syncfs(2) of the file system holding the store,
  * its data, index and directory entries, whatever the backend.  0 or
- * MC_ERR_FILE_WRITE_FAIL (also for a store not opened by mc_disk_open()). */
+ * MC_ERR_FILE_WRITE_FAIL (also for a store not opened by mc_disk_open()).
+ * Group commit: concurrent callers share syncs.  A call returns after a
+ * syncfs that started after the call did (so it covers every put that
+ * returned before it) has ended; one syncfs runs at a time, and the callers
+ * that arrive while it runs are all covered by the next one. */
 int mc_disk_sync(struct mc_disk *d);
 /* Removes a key: 0 or MC_ERR_OBJECT_NOT_FOUND. */
 int mc_disk_del(struct mc_disk *d, const void *key, uint32_t klen);
@@ -134,6 +145,12 @@ struct mc_disk {
 	void (*on_evict)(void *ctx, const void *key, uint32_t klen);	/* the config's */
 	void *evict_ctx;
 	int dirfd;	/* the store's directory (mc_disk_open(); mc_disk_sync()) */
+	/* group commit (disk.c): sync_lock is a leaf */
+	pthread_mutex_t sync_lock;
+	pthread_cond_t sync_cond;
+	bool syncing;
+	uint64_t sync_started, sync_done, sync_failed;	/* generations; 0: none */
+	uint64_t sync_calls, syncs;
 };
 
 /* A backend evicted key: tells the config's on_evict. */

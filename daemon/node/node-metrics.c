@@ -18,7 +18,7 @@
 
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
-       V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_OFFLOADS, V_OFFLOADS_FAILED, V_DISK_GONE,
+       V_DISK_EVICTED_BYTES, V_DISK_CORRUPT, V_DISK_SYNC_CALLS, V_DISK_SYNCS, V_OFFLOADS, V_OFFLOADS_FAILED, V_DISK_GONE,
        V_DISK_REPORTED, V_DISK_STALE, V_DISK_PROMOTES, V_DISK_PROMOTED,
        V_STAGE_CAPACITY, V_STAGE_USED, V_STAGE_STAGES, V_STAGE_STAGED, V_STAGE_STAGED_BYTES,
        V_STAGE_FULL, V_STAGE_RELEASED, V_STAGE_EXPIRED,
@@ -87,6 +87,8 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_DISK_EVICTIONS] = (double)ds.evictions;
 	v[V_DISK_EVICTED_BYTES] = (double)ds.evicted_bytes;
 	v[V_DISK_CORRUPT] = (double)ds.corrupt;
+	v[V_DISK_SYNC_CALLS] = (double)ds.sync_calls;
+	v[V_DISK_SYNCS] = (double)ds.syncs;
 	struct mc_node_offload_stats os = { 0 };
 	if (nm->off)
 		mc_node_offload_get_stats(nm->off, &os);
@@ -213,6 +215,12 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },
+		[V_DISK_SYNC_CALLS] = { MC_METRIC_COUNTER, "mooncake_node_disk_sync_requests_total",
+					"Disk tier durability requests (a write-through copy "
+					"waits for one)." },
+		[V_DISK_SYNCS] = { MC_METRIC_COUNTER, "mooncake_node_disk_syncs_total",
+				   "syncfs(2) calls made for them: concurrent requests share "
+				   "one (group commit)." },
 		[V_RDMA_ACCEPTED] = { MC_METRIC_COUNTER, "mooncake_node_rdma_connections_total",
 				      "RDMA connections (client QPs) accepted; 0 on a TCP-only node." },
 		[V_RDMA_REJECTED] = { MC_METRIC_COUNTER, "mooncake_node_rdma_rejected_total",

@@ -75,6 +75,7 @@ struct node_config {
 	char *storage_backend;
 	char *disk_dir;
 	uint64_t disk_size;
+	bool disk_prewrite;
 	uint64_t staging_size;
 	uint64_t staging_ttl_ms;
 	char *rdma_device;
@@ -120,6 +121,10 @@ static const struct mc_option options[] = {
 	  "directory of the disk tier, on a file system with O_DIRECT (empty: state_dir/disk)"),
 	O(disk_size, MC_OPT_SIZE, "0",
 	  "bytes of the disk tier (K/M/G/T suffixes; 0: no disk tier)", .step = 4096),
+	O(disk_prewrite, MC_OPT_BOOL, "false",
+	  "offset backend: write the data file with zeros when it is created or grows (disk_size "
+	  "bytes of writes at that start) instead of preallocating it, so that puts are "
+	  "overwrites: faster writes on ext4/xfs afterwards"),
 	O(staging_size, MC_OPT_SIZE, "64M",
 	  "bytes of node memory in which a client's batched get stages LOCAL_DISK objects "
 	  "(BatchGetOffloadObject) to read them over the data plane; a batch that does not fit "
@@ -180,7 +185,7 @@ static int disk_open(struct node *n)
 	else
 		snprintf(dir, sizeof(dir), "%s/disk", c->state_dir);
 	struct mc_disk_config dc = { .dir = dir, .size = c->disk_size,
-				     .on_evict = mc_node_offload_gone };
+				     .prewrite = c->disk_prewrite, .on_evict = mc_node_offload_gone };
 	int r = mc_node_offload_new(&n->segs, &n->off);
 	if (r < 0)
 		return r;

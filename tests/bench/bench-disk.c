@@ -8,12 +8,22 @@
  *   disk_<b>_rand4k_iops      random 4 KiB gets over 16384 objects, batches
  *                             of 32 (one io_uring submission each), one thread
  *   disk_<b>_seqwrite_1m      1 MiB puts, batches of 16: GB/s
+ *   disk_<b>_seqwrite_1m_sync the same, each batch then mc_disk_sync() (a
+ *                             write-through burst: one sync per group)
  *   disk_<b>_seqread_1m       1 MiB gets of those, batches of 16: GB/s
  *   disk_<b>_batch128_ms      one get of 128 objects of 64 KiB: ms (median)
  * and fio's figures with the same shape (io_uring, O_DIRECT, iodepth 32 for
  * 4 KiB random reads, 16 for 1 MiB sequential, 128 for 64 KiB random reads
  * beside the batch of 128, one job), as fio_* lines,
  * then each backend's ratio to fio ("x fio"; the goal is 0.8 or more).
+ * The writes are compared with fio in the same pattern: batches of 16
+ * submitted together and all waited for (iodepth_batch_submit and
+ * _complete_min 16), one pass of 512 MiB, into a new file for the file and
+ * bucket backends (each put writes new blocks) and over a laid-out file
+ * for offset, which runs with prewrite (its data file written at open, the
+ * time printed as disk_offset_prewrite_s, so puts are overwrites); the
+ * synced figures beside fio's --fdatasync=16.  fio's streaming figure
+ * (time_based, 16 always in flight, mostly overwrites) is printed too.
  * Without fio on PATH the fio lines say so and no ratio is printed.
  * Buffers are 4 KiB-aligned (the node's staging memory is), so values move
  * with no copy.  MC_BENCH_DISK_SECONDS sets each timed phase (default 2);
@@ -59,8 +69,30 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
 }
 
 struct figures {
-	double iops, wr_gbs, rd_gbs, batch_ms;
+	double iops, wr_gbs, wrs_gbs, rd_gbs, batch_ms, open_s;
 };
+
+/* 1 MiB puts of n objects key prefix, batches of QD_BIG, each batch synced
+ * if sync: GB/s. */
+static double seqwrite(struct mc_disk *d, const char *prefix, unsigned n, bool sync,
+		       uint8_t *buf, char (*keys)[24])
+{
+	struct mc_disk_put p[QD_BIG];
+	uint64_t t0 = mc_now_ns();
+	int r;
+	for (unsigned i = 0; i < n; i += QD_BIG) {
+		for (unsigned k = 0; k < QD_BIG; k++) {
+			snprintf(keys[k], sizeof(keys[k]), "%s-%u", prefix, i + k);
+			p[k] = (struct mc_disk_put){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
+						     .val = buf + k * MiB, .len = MiB };
+		}
+		if ((r = mc_disk_put(d, p, QD_BIG)) < 0)
+			die("put 1 MiB", r);
+		if (sync && (r = mc_disk_sync(d)) < 0)
+			die("sync", r);
+	}
+	return (double)n * MiB / ((double)(mc_now_ns() - t0) / 1e9) / 1e9;
+}
 
 static double elapsed(uint64_t t0)
 {
@@ -71,29 +103,23 @@ static void bench_backend(const char *b, struct figures *f)
 {
 	char dir[600];
 	snprintf(dir, sizeof(dir), "%s/%s", root, b);
-	struct mc_disk_config c = { .dir = dir, .size = NBIG * MiB + NSMALL * 8192ull + 256 * MiB };
+	struct mc_disk_config c = { .dir = dir, .size = NBIG * MiB * 3 / 2 + NSMALL * 8192ull + 256 * MiB,
+				    .prewrite = strcmp(b, "offset") == 0 };
 	struct mc_disk *d;
 	int r;
+	uint64_t t0 = mc_now_ns();
 	if ((r = mc_disk_open(b, &c, &d)) < 0)
 		die("open", r);
+	f->open_s = elapsed(t0);
 	uint8_t *buf = aligned_alloc(4096, QD_BIG * MiB);
 	memset(buf, 0x5a, QD_BIG * MiB);
 	char (*keys)[24] = malloc(NSMALL * sizeof(*keys));
 
-	/* 1 MiB sequential writes */
+	/* 1 MiB sequential writes, then as many synced per batch */
 	struct mc_disk_put p[128];
 	struct mc_disk_get g[128];
-	uint64_t t0 = mc_now_ns();
-	for (unsigned i = 0; i < NBIG; i += QD_BIG) {
-		for (unsigned k = 0; k < QD_BIG; k++) {
-			snprintf(keys[k], sizeof(keys[k]), "big-%u", i + k);
-			p[k] = (struct mc_disk_put){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
-						     .val = buf + k * MiB, .len = MiB };
-		}
-		if ((r = mc_disk_put(d, p, QD_BIG)) < 0)
-			die("put 1 MiB", r);
-	}
-	f->wr_gbs = (double)NBIG * MiB / elapsed(t0) / 1e9;
+	f->wr_gbs = seqwrite(d, "big", NBIG, false, buf, keys);
+	f->wrs_gbs = seqwrite(d, "bigs", NBIG / 2, true, buf, keys);
 
 	/* 1 MiB sequential reads, repeated for the phase's time */
 	uint64_t done = 0;
@@ -171,15 +197,17 @@ static void bench_backend(const char *b, struct figures *f)
 	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* fio's figure: bw_bytes/s or iops of the job's read or write side. */
-static double fio(const char *rw, const char *bs, unsigned qd, const char *size, bool iops)
+/* fio's figure: bw_bytes/s or iops of the job's read or write side; time
+ * based (loops over the file) unless extra says otherwise. */
+static double fio(const char *rw, const char *bs, unsigned qd, const char *size, bool iops,
+		  const char *extra)
 {
 	char cmd[2048];
 	snprintf(cmd, sizeof(cmd),
 		 "fio --name=b --directory=%s --filename=fio.dat --rw=%s --bs=%s --iodepth=%u "
-		 "--ioengine=io_uring --direct=1 --size=%s --numjobs=1 --time_based "
+		 "--ioengine=io_uring --direct=1 --size=%s --numjobs=1 %s "
 		 "--runtime=%.0f --ramp_time=0 --output-format=json 2>/dev/null",
-		 root, rw, bs, qd, size, seconds < 1 ? 1 : seconds);
+		 root, rw, bs, qd, size, extra ? extra : "--time_based", seconds < 1 ? 1 : seconds);
 	FILE *f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -195,6 +223,27 @@ static double fio(const char *rw, const char *bs, unsigned qd, const char *size,
 			: json_number_value(json_object_get(s, "bw_bytes")) / 1e9;
 	json_decref(j);
 	return v;
+}
+
+/* fio's 512 MiB of 1 MiB writes in the bench's pattern (batches of 16), into
+ * a new file or over a laid-out one, with an fdatasync per batch if sync. */
+static double fio_batch_write(bool over, bool sync)
+{
+	char path[700], extra[256];
+	snprintf(path, sizeof(path), "%s/fio.dat", root);
+	unlink(path);
+	snprintf(extra, sizeof(extra),
+		 "--overwrite=%d --iodepth_batch_submit=%u --iodepth_batch_complete_min=%u%s", over,
+		 QD_BIG, QD_BIG, sync ? " --fdatasync=16" : "");
+	double v = fio("write", "1m", QD_BIG, sync ? "256m" : "512m", false, extra);
+	unlink(path);
+	return v;
+}
+
+static void ratio(double us, double fio_v)
+{
+	if (fio_v > 0)
+		printf(" (%.2fx fio)", us / fio_v);
 }
 
 int main(void)
@@ -215,16 +264,25 @@ int main(void)
 	       seconds);
 	bool have_fio = system("command -v fio >/dev/null 2>&1") == 0;
 	double f_iops = -1, f_wr = -1, f_rd = -1, f_b128 = -1;
+	double f_new = -1, f_over = -1, f_new_s = -1, f_over_s = -1;
 	if (have_fio) {
 		char path[700];
-		f_wr = fio("write", "1m", QD_BIG, "512m", false);
-		f_rd = fio("read", "1m", QD_BIG, "512m", false);
-		f_iops = fio("randread", "4k", QD_SMALL, "512m", true);
-		f_b128 = fio("randread", "64k", 128, "512m", false);
+		f_new = fio_batch_write(false, false);
+		f_over = fio_batch_write(true, false);
+		f_new_s = fio_batch_write(false, true);
+		f_over_s = fio_batch_write(true, true);
+		f_wr = fio("write", "1m", QD_BIG, "512m", false, NULL);
+		f_rd = fio("read", "1m", QD_BIG, "512m", false, NULL);
+		f_iops = fio("randread", "4k", QD_SMALL, "512m", true, NULL);
+		f_b128 = fio("randread", "64k", 128, "512m", false, NULL);
 		snprintf(path, sizeof(path), "%s/fio.dat", root);
 		unlink(path);
 		printf("fio_rand4k_iops %.0f IOPS\n", f_iops);
-		printf("fio_seqwrite_1m %.2f GB/s\n", f_wr);
+		printf("fio_seqwrite_1m %.2f GB/s (streaming, time based)\n", f_wr);
+		printf("fio_seqwrite_1m_batch16_new %.2f GB/s\n", f_new);
+		printf("fio_seqwrite_1m_batch16_over %.2f GB/s\n", f_over);
+		printf("fio_seqwrite_1m_batch16_new_fdatasync %.2f GB/s\n", f_new_s);
+		printf("fio_seqwrite_1m_batch16_over_fdatasync %.2f GB/s\n", f_over_s);
 		printf("fio_seqread_1m %.2f GB/s\n", f_rd);
 		printf("fio_randread_64k_qd128 %.2f GB/s\n", f_b128);
 	} else {
@@ -236,15 +294,17 @@ int main(void)
 		if (only && !strstr(only, *b))
 			continue;
 		bench_backend(*b, &f);
+		bool over = strcmp(*b, "offset") == 0;	/* prewrite: puts overwrite */
+		if (over)
+			printf("disk_%s_prewrite_s %.2f s (open, writing its data file)\n", *b, f.open_s);
 		printf("disk_%s_rand4k_iops %.0f IOPS", *b, f.iops);
-		if (f_iops > 0)
-			printf(" (%.2fx fio)", f.iops / f_iops);
+		ratio(f.iops, f_iops);
 		printf("\ndisk_%s_seqwrite_1m %.2f GB/s", *b, f.wr_gbs);
-		if (f_wr > 0)
-			printf(" (%.2fx fio)", f.wr_gbs / f_wr);
+		ratio(f.wr_gbs, over ? f_over : f_new);
+		printf("\ndisk_%s_seqwrite_1m_sync %.2f GB/s", *b, f.wrs_gbs);
+		ratio(f.wrs_gbs, over ? f_over_s : f_new_s);
 		printf("\ndisk_%s_seqread_1m %.2f GB/s", *b, f.rd_gbs);
-		if (f_rd > 0)
-			printf(" (%.2fx fio)", f.rd_gbs / f_rd);
+		ratio(f.rd_gbs, f_rd);
 		double b128 = 128 * 65536 / (f.batch_ms / 1e3) / 1e9;
 		printf("\ndisk_%s_batch128_ms %.2f ms (128 x 64 KiB, %.2f GB/s", *b, f.batch_ms, b128);
 		if (f_b128 > 0)
