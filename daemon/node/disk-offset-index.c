@@ -44,7 +44,8 @@
  * whose ranges overlap (only after damage) keep the first by offset.
  * Durability: the data is written with O_DIRECT and the log with write(2)
  * before a put returns, so a killed process loses nothing acknowledged; the
- * log is fsync'd only at snapshots (a power loss may lose the last puts).
+ * log is fsync'd at snapshots (its rotation) and by mc_disk_sync() (a
+ * power loss may lose the puts since the last of those).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,10 +93,8 @@ static void path_of(const struct ofs *s, const char *name, char *buf, size_t n)
 	snprintf(buf, n, "%s/%s", s->dir, name);
 }
 
-int ofs_log_append(struct ofs *s, uint8_t op, const struct ofs_entry *e)
+static size_t log_encode(uint8_t op, const struct ofs_entry *e, uint8_t *b)
 {
-	uint8_t b[LOG_FIXED + MC_MAX_KEY_LEN + 4];
-	size_t n = LOG_FIXED + e->klen + 4;
 	b[0] = op;
 	put_le(b + 1, e->klen, 2);
 	put_le(b + 3, e->seq, 8);
@@ -104,11 +103,37 @@ int ofs_log_append(struct ofs *s, uint8_t op, const struct ofs_entry *e)
 	put_le(b + 27, e->crc, 4);
 	memcpy(b + LOG_FIXED, e->key, e->klen);
 	put_le(b + LOG_FIXED + e->klen, crc(b, LOG_FIXED + e->klen), 4);
+	return LOG_FIXED + e->klen + 4;
+}
+
+static int log_write(struct ofs *s, const uint8_t *b, size_t len, size_t n)
+{
 	pthread_mutex_lock(&s->log_lock);
-	int r = mc_file_write_all(s->log_fd, b, n);
+	int r = mc_file_write_all(s->log_fd, b, len);
 	if (r == 0)
-		atomic_fetch_add(&s->log_n, 1);
+		atomic_fetch_add(&s->log_n, n);
 	pthread_mutex_unlock(&s->log_lock);
+	return r;
+}
+
+int ofs_log_append(struct ofs *s, uint8_t op, const struct ofs_entry *e)
+{
+	uint8_t b[LOG_FIXED + MC_MAX_KEY_LEN + 4];
+	return log_write(s, b, log_encode(op, e, b), 1);
+}
+
+int ofs_log_append_n(struct ofs *s, uint8_t op, struct ofs_entry *const *e, size_t n)
+{
+	size_t len = 0, k = 0;
+	for (size_t i = 0; i < n; i++)
+		len += LOG_FIXED + e[i]->klen + 4;
+	uint8_t *b = malloc(len ? len : 1);
+	if (!b)
+		return MC_ERR_NO_MEMORY;
+	for (size_t i = 0; i < n; i++)
+		k += log_encode(op, e[i], b + k);
+	int r = log_write(s, b, len, n);
+	free(b);
 	return r;
 }
 
@@ -225,6 +250,12 @@ int ofs_snapshot(struct ofs *s)
 	if (access(old, F_OK) < 0 && s->log_fd >= 0 && rename(cur, old) == 0) {
 		int fd = open(cur, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 		if (fd >= 0) {
+			/* mc_disk_sync() syncs the new log only: the old one's
+			 * appends and both names are made durable here */
+			(void)fdatasync(s->log_fd);
+			_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (dfd >= 0)
+				(void)fsync(dfd);
 			close(s->log_fd);
 			s->log_fd = fd;
 			atomic_store(&s->log_n, 0);

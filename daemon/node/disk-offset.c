@@ -19,8 +19,8 @@
  *
  * put: reserve the record's bytes (evicting the FIFO's oldest while they do
  * not fit), write header+key and value in one io_uring submission for the
- * whole batch, then commit each: under its shard lock, map it, append PUT to
- * the log, link it at the FIFO's tail.  An object is acknowledged only after
+ * whole batch, append the PUTs of the batch to the log in one write, then
+ * commit each: under its shard lock, map it, link it at the FIFO's tail.  An object is acknowledged only after
  * its bytes and its log entry are written.
  * get: look up and take a reference under the shard lock, read the values of
  * the whole batch in one submission, check each CRC.  A failed CRC drops
@@ -161,7 +161,7 @@ static int reserve(struct ofs *s, struct ofs_entry *e, uint64_t len)
 	}
 }
 
-/* Maps e (written), replacing an older entry of the same key. */
+/* Maps e (written, its PUT logged), replacing an older entry of the same key. */
 static int commit(struct ofs *s, struct ofs_entry *e)
 {
 	struct ofs_shard *sh = ofs_shard_of(s, e->key, e->klen);
@@ -169,12 +169,8 @@ static int commit(struct ofs *s, struct ofs_entry *e)
 	pthread_mutex_lock(&sh->lock);
 	bool had = mc_map_get(&sh->map, e->key, e->klen, &old) == 0;
 	int r = mc_map_put(&sh->map, e->key, e->klen, (uint64_t)(uintptr_t)e);
-	if (r == 0 && (r = ofs_log_append(s, OFS_LOG_PUT, e)) < 0) {
-		if (had)
-			mc_map_put(&sh->map, e->key, e->klen, old);	/* the slot exists: no failure */
-		else
-			mc_map_del(&sh->map, e->key, e->klen, NULL);
-	}
+	if (r < 0)	/* its logged PUT must not come back at replay */
+		(void)ofs_log_append(s, OFS_LOG_DEL, e);
 	if (r == 0) {
 		pthread_mutex_lock(&s->space);
 		if (had)
@@ -188,6 +184,23 @@ static int commit(struct ofs *s, struct ofs_entry *e)
 	if (r == 0 && had)
 		entry_unref(s, (struct ofs_entry *)old);
 	return r;
+}
+
+/* Logs the PUTs of the batch's written records in one write(2), before any
+ * is mapped (so no DEL of one can precede its PUT in the log; replay keeps
+ * the highest seq of a key whatever the order of PUTs). */
+static void log_puts(struct ofs *s, struct mc_disk_put *p, struct ofs_entry **e, size_t n)
+{
+	struct ofs_entry **w = malloc(n * sizeof(*w));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!p[i].status && e[i] && w)
+			w[k++] = e[i];
+	int r = w ? ofs_log_append_n(s, OFS_LOG_PUT, w, k) : MC_ERR_NO_MEMORY;
+	free(w);
+	for (size_t i = 0; i < n && r < 0; i++)
+		if (!p[i].status)
+			p[i].status = r;
 }
 
 static int ofs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
@@ -229,9 +242,11 @@ static int ofs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 	}
 	first[n] = nops;
 	mc_dio_run(s->dio, ops, nops);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		for (unsigned k = first[i]; k < first[i + 1] && !p[i].status; k++)
 			p[i].status = ops[k].status;
+	log_puts(s, p, e, n);
+	for (size_t i = 0; i < n; i++) {
 		if (!p[i].status)
 			p[i].status = commit(s, e[i]);
 		if (p[i].status && e[i])
@@ -384,6 +399,20 @@ static void ofs_stats(struct mc_disk *d, struct mc_disk_stats *r)
 	r->corrupt = atomic_load(&s->corrupt);
 }
 
+/* The data file's O_DIRECT writes (the device's cache) and the log's
+ * appends (rotated logs are synced by the rotation, ofs_snapshot()). */
+static int ofs_sync(struct mc_disk *d)
+{
+	struct ofs *s = container_of(d, struct ofs, base);
+	pthread_mutex_lock(&s->log_lock);
+	int lfd = s->log_fd >= 0 ? dup(s->log_fd) : -1;	/* a rotation may close it */
+	pthread_mutex_unlock(&s->log_lock);
+	bool ok = lfd >= 0 && fdatasync(s->fd) == 0 && fdatasync(lfd) == 0;
+	if (lfd >= 0)
+		close(lfd);
+	return ok ? 0 : MC_ERR_FILE_WRITE_FAIL;
+}
+
 static void ofs_free(struct ofs *s)
 {
 	if (s->shards) {
@@ -523,4 +552,5 @@ const struct mc_disk_ops mc_disk_offset_ops = {
 	.del = ofs_del,
 	.foreach = ofs_foreach,
 	.stats = ofs_stats,
+	.sync = ofs_sync,
 };

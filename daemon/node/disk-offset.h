@@ -75,6 +75,8 @@ struct ofs_log_rec {
 };
 /* Appends one entry to the log (caller holds the entry's shard lock). */
 int ofs_log_append(struct ofs *s, uint8_t op, const struct ofs_entry *e);
+/* Appends n entries in one write(2) (a put batch, before they are mapped). */
+int ofs_log_append_n(struct ofs *s, uint8_t op, struct ofs_entry *const *e, size_t n);
 /* Decoders of outside bytes (also the fuzz targets'): 0 and the entry with
  * *used bytes consumed, or MC_ERR_DESERIALIZE_FAIL (torn or damaged). */
 int ofs_log_decode(const uint8_t *p, size_t n, struct ofs_log_rec *ret, size_t *used);

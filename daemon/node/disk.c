@@ -76,7 +76,7 @@ int mc_disk_sync(struct mc_disk *d)
 		d->syncing = true;
 		d->syncs++;
 		pthread_mutex_unlock(&d->sync_lock);
-		bool ok = syncfs(d->dirfd) == 0;
+		bool ok = d->ops->sync ? d->ops->sync(d) == 0 : syncfs(d->dirfd) == 0;
 		pthread_mutex_lock(&d->sync_lock);
 		d->syncing = false;
 		d->sync_done = gen;

@@ -101,6 +101,9 @@ struct mc_disk_ops {
 	int (*del)(struct mc_disk *d, const void *key, uint32_t klen);
 	int (*foreach)(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx);
 	void (*stats)(struct mc_disk *d, struct mc_disk_stats *ret);
+	/* Makes the puts that returned durable; NULL: syncfs(2) of the store's
+	 * file system (mc_disk_sync()). */
+	int (*sync)(struct mc_disk *d);
 };
 
 extern const struct mc_disk_ops mc_disk_offset_ops, mc_disk_file_ops, mc_disk_bucket_ops;
@@ -123,8 +126,9 @@ int mc_disk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n);
  * error.  Counts hits and misses. */
 int mc_disk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n);
 /* Makes every put that returned so far durable (a power loss keeps it, not
- * only a killed process): syncfs(2) of the file system holding the store,
- * its data, index and directory entries, whatever the backend.  0 or
+ * only a killed process): offset: fdatasync(2) of its data file and index
+ * log; file, bucket: syncfs(2) of the file system holding the store (their
+ * puts create files).  0 or
  * MC_ERR_FILE_WRITE_FAIL (also for a store not opened by mc_disk_open()).
  * Group commit: concurrent callers share syncs.  A call returns after a
  * syncfs that started after the call did (so it covers every put that

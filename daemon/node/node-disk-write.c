@@ -9,9 +9,10 @@
  * DISK_WRITE grant covers [mc_disk_key_tag(disk_key), + size) of the same
  * segment (where it goes: one key, one size; only a write-through PutStart
  * makes one).  The copy is one disk put (node-disk.h: io_uring, O_DIRECT
- * from the segment in place) and a syncfs(2) of the tier's file system
- * (mc_disk_sync()) before the answer: an acknowledged put survives a power
- * loss, not only a killed node.  Any thread (a data-plane worker); the
+ * from the segment in place) and an mc_disk_sync() (offset: fdatasync of
+ * its data file and log; others: syncfs; group commit: concurrent copies
+ * share one) before the answer: an acknowledged put survives a power loss,
+ * not only a killed node.  Any thread (a data-plane worker); the
  * counters are relaxed atomics.
  */
 #include "node/disk.h"

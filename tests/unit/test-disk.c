@@ -674,6 +674,111 @@ static void test_stress(void **state)
 	mc_disk_close(d);
 }
 
+/* Group commit: threads each put a batch and call mc_disk_sync(); every call
+ * succeeds, each call is counted, no more syncs than calls run, and every
+ * object acknowledged is there (also after a reopen). */
+struct syncer {
+	struct mc_disk *d;
+	int id, bad;
+};
+
+static void *sync_fn(void *arg)
+{
+	struct syncer *y = arg;
+	uint8_t *v = aligned_alloc(4096, 4 * 8192);
+	for (int it = 0; it < 25; it++) {
+		struct mc_disk_put p[4];
+		char key[4][32];
+		for (int k = 0; k < 4; k++) {
+			snprintf(key[k], sizeof(key[k]), "g%d-%d-%d", y->id, it, k);
+			fill(v + k * 8192, 8192, (uint64_t)(y->id * 1000 + it * 4 + k));
+			p[k] = (struct mc_disk_put){ .key = key[k], .klen = (uint32_t)strlen(key[k]),
+						     .val = v + k * 8192, .len = 8192 };
+		}
+		if (mc_disk_put(y->d, p, 4) || mc_disk_sync(y->d))
+			y->bad++;
+	}
+	free(v);
+	return NULL;
+}
+
+static void check_synced(struct mc_disk *d)
+{
+	uint8_t *b = aligned_alloc(4096, 8192);
+	for (int id = 0; id < 6; id++)
+		for (int it = 0; it < 25; it++)
+			for (int k = 0; k < 4; k++) {
+				char key[32];
+				uint64_t len = 0;
+				snprintf(key, sizeof(key), "g%d-%d-%d", id, it, k);
+				assert_int_equal(get1(d, key, b, 8192, &len), 0);
+				assert_int_equal(len, 8192);
+				assert_true(check(b, 8192, (uint64_t)(id * 1000 + it * 4 + k)));
+			}
+	free(b);
+}
+
+static void test_group_sync(void **state)
+{
+	struct t *t = *state;
+	struct mc_disk *d = open_store(t, 64 * MiB);
+	pthread_t th[6];
+	struct syncer y[6];
+	for (int i = 0; i < 6; i++) {
+		y[i] = (struct syncer){ .d = d, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, sync_fn, &y[i]), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(y[i].bad, 0);
+	}
+	struct mc_disk_stats st;
+	mc_disk_stats(d, &st);
+	assert_int_equal(st.sync_calls, 6 * 25);
+	assert_true(st.syncs >= 1 && st.syncs <= st.sync_calls);
+	print_message("%s: %llu syncs for %llu sync calls\n", t->backend,
+		      (unsigned long long)st.syncs, (unsigned long long)st.sync_calls);
+	check_synced(d);
+	mc_disk_close(d);
+	d = open_store(t, 64 * MiB);
+	check_synced(d);
+	mc_disk_close(d);
+}
+
+/* offset with prewrite: the data file is written whole at open (a shorter
+ * one, as a kill during a prewrite leaves it, is completed), objects stay
+ * across a reopen. */
+static void test_prewrite(void **state)
+{
+	struct t *t = *state;
+	char path[300];
+	snprintf(path, sizeof(path), "%s/data", t->dir);
+	int fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, MiB), 0);	/* sparse: the first MiB only */
+	close(fd);
+	struct mc_disk_config c = { .dir = t->dir, .size = 8 * MiB, .prewrite = true };
+	struct mc_disk *d = NULL;
+	assert_int_equal(mc_disk_open("offset", &c, &d), 0);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 8 * MiB);
+	assert_true((uint64_t)st.st_blocks * 512 >= 7 * MiB);	/* written, not a hole */
+	put_check(d, "pw-a", 100000, 5, true);
+	put_check(d, "pw-b", 3000, 6, false);
+	assert_int_equal(mc_disk_sync(d), 0);
+	mc_disk_close(d);
+	assert_int_equal(mc_disk_open("offset", &c, &d), 0);
+	uint8_t *b = aligned_alloc(4096, 100352);
+	uint64_t len = 0;
+	assert_int_equal(get1(d, "pw-a", b, 100352, &len), 0);
+	assert_true(len == 100000 && check(b, len, 5));
+	assert_int_equal(get1(d, "pw-b", b, 100352, &len), 0);
+	assert_true(len == 3000 && check(b, len, 6));
+	free(b);
+	mc_disk_close(d);
+}
+
 static void test_bad_config(void **state)
 {
 	struct t *t = *state;
@@ -693,12 +798,13 @@ static struct t T_OFFSET = { .backend = "offset" }, T_FILE = { .backend = "file"
 #define T(tst, b) { .name = #b ": " #tst, .test_func = tst, .setup_func = setup, \
 		    .teardown_func = teardown, .initial_state = &T_##b }
 #define BACKEND(b) T(test_roundtrip, b), T(test_restart, b), T(test_corrupt, b), T(test_full, b), \
-		   T(test_write_fail, b), T(test_stress, b), T(test_bad_config, b)
+		   T(test_write_fail, b), T(test_stress, b), T(test_group_sync, b), \
+		   T(test_bad_config, b)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		BACKEND(OFFSET), T(test_damaged_index, OFFSET),
+		BACKEND(OFFSET), T(test_damaged_index, OFFSET), T(test_prewrite, OFFSET),
 		BACKEND(FILE),
 		BACKEND(BUCKET),
 	};
