@@ -99,6 +99,7 @@ int mc_master_rpc_node_poll(void *ctx, const struct mc_rpc_call *call, void *res
 		(void)mc_meta_disk_gone(m->meta, q->client_id, (struct mc_ref){ t.p, t.len },
 					(struct mc_ref){ k.p, k.len });
 	}
+	mc_meta_node_disk(m->meta, q->client_id, q->disk_capacity > 0);
 	if (!q->disk_capacity)
 		return 0;
 	int r = report(m, q, p, call->arena);

@@ -473,6 +473,12 @@ void meta_promote_note(struct mc_meta *m, const struct mc_object *o);
 /* o's rep[0] is a block its node is loading from its disk tier. */
 bool meta_promote_in_flight(const struct mc_object *o);
 /* o has, or is getting, a copy on a node's disk tier (under its disk key). */
+/* Moves to p[0] the first of n placed replicas whose node has a disk tier
+ * (else one whose node has not said yet): a write-through put's copy is
+ * made by rep[0]'s node (meta-offload.c). */
+struct mc_placed;
+void meta_write_through_order(struct mc_meta *m, struct mc_placed *p, uint32_t n);
+
 static inline bool meta_has_disk_copy(const struct mc_object *o)
 {
 	if (o->flags & (MC_OBJ_ON_DISK | MC_OBJ_OFFLOADING))

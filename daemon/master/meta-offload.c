@@ -37,7 +37,9 @@
  * new object ON_DISK while it is PROCESSING (meta_write_through(); no other
  * PROCESSING object has it) and its descriptors gain a LOCAL_DISK one
  * after rep[0]'s, naming rep[0]'s segment with a DISK_WRITE grant
- * (master-rpc.c).  The writer fills its memory replicas, asks rep[0]'s
+ * (master-rpc.c).  rep[0] is the first placed replica whose node reported
+ * a disk tier in its polls (else one not polled yet; meta_write_through_order()),
+ * so the put fails with NOT_SUPPORTED only when none of its nodes has one.  The writer fills its memory replicas, asks rep[0]'s
  * node to copy its block to the disk tier (the bytes do not travel again)
  * and ends the put only when that succeeded, else revokes it; so PutEnd
  * finds the object ON_DISK and logs it so, exactly as step 2 leaves an
@@ -184,6 +186,39 @@ static bool offer(struct mc_meta *m, const struct cand *k, uint64_t *budget, mc_
 	}
 	meta_key_unlock(&mk);
 	return sent;
+}
+
+void mc_meta_node_disk(struct mc_meta *m, struct mc_uuid client, bool has)
+{
+	uint8_t v = has ? MC_SEG_DISK_YES : MC_SEG_DISK_NONE;
+	pthread_rwlock_rdlock(&m->segs.lock);
+	for (uint32_t slot = 0; slot < m->segs.nslots_hwm; slot++) {
+		struct mc_segment *s = m->segs.slots[slot];
+		if (s && mc_uuid_eq(s->client, client) &&
+		    __atomic_load_n(&s->disk_tier, __ATOMIC_RELAXED) != v)
+			__atomic_store_n(&s->disk_tier, v, __ATOMIC_RELAXED);
+	}
+	pthread_rwlock_unlock(&m->segs.lock);
+}
+
+void meta_write_through_order(struct mc_meta *m, struct mc_placed *p, uint32_t n)
+{
+	uint32_t pick = n, unknown = n;
+	for (uint32_t i = 0; i < n && pick == n; i++) {
+		const struct mc_segment *s = mc_segmgr_get(&m->segs, p[i].slot);
+		uint8_t d = s ? __atomic_load_n(&s->disk_tier, __ATOMIC_RELAXED) : MC_SEG_DISK_NONE;
+		if (d == MC_SEG_DISK_YES)
+			pick = i;
+		else if (d == MC_SEG_DISK_UNKNOWN && unknown == n)
+			unknown = i;
+	}
+	if (pick == n)
+		pick = unknown;	/* not polled yet: its node answers for itself */
+	if (pick == n || pick == 0)
+		return;
+	struct mc_placed t = p[0];
+	p[0] = p[pick];
+	p[pick] = t;
 }
 
 uint32_t mc_meta_offload_pick(struct mc_meta *m, struct mc_uuid client, uint32_t max,

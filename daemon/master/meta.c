@@ -468,6 +468,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		return r;
 	}
 	uint32_t got = (uint32_t)r;
+	if (a->cfg->write_through)   /* rep[0] makes the disk copy: one with a disk */
+		meta_write_through_order(m, placed, got);
 	if (got < want)   /* best effort: settle the charge to what was placed */
 		__atomic_sub_fetch(&t->charged_bytes, a->size * (want - got), __ATOMIC_RELAXED);
 

@@ -394,6 +394,9 @@ struct mc_offload_item {
 };
 /* Takes the command (copies what it keeps): 0, or < 0 to leave the object. */
 typedef int (*mc_offload_fn)(void *ctx, const struct mc_offload_item *it);
+/* Records whether client's node has a disk tier (each NODE_POLL): a
+ * write-through put makes its copy on a replica's node that has one. */
+void mc_meta_node_disk(struct mc_meta *m, struct mc_uuid client, bool has);
 /* Picks at most max objects of client's segments to copy to its disk tier
  * and budget bytes (the oldest first, on segments above offload_watermark),
  * marks them and

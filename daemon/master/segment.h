@@ -78,6 +78,9 @@ struct mc_deferred {
 
 struct mc_segmgr;
 
+/* What a segment's node said of its disk tier (NODE_POLL disk_capacity). */
+enum mc_seg_disk { MC_SEG_DISK_UNKNOWN, MC_SEG_DISK_NONE, MC_SEG_DISK_YES };
+
 struct mc_segment {
 	struct mc_segmgr *mgr;
 	struct mc_uuid id;
@@ -104,6 +107,8 @@ struct mc_segment {
 	struct mc_evict_pool *evpool;   /* meta-evict.c's eviction candidates (under lock;
 					 * made at the first sampled eviction) */
 	uint64_t deferred_bytes;  /* of used: blocks waiting for a lease to end (atomic loads) */
+	uint8_t disk_tier;        /* its node's disk tier, from its polls (atomic;
+				   * meta-offload.c): enum mc_seg_disk */
 	uint64_t ndisk;           /* LOCAL_DISK replicas naming this segment (atomic;
 				   * meta-offload.c) */
 	struct mc_deferred *deferred;

@@ -544,6 +544,45 @@ static void test_write_through(void **state)
 	assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(3)));
 }
 
+/* The segment of a write-through put's LOCAL_DISK descriptor (the node
+ * that makes the copy). */
+static struct mc_uuid wt_disk_seg(struct fx *f, const char *key)
+{
+	struct rep_sink rs;
+	assert_rc(put_wt(f->m, key, 2, &rs), 0);
+	assert_int_equal(rs.n, 3);
+	assert_int_equal(rs.r[1].type, MC_REPLICA_LOCAL_DISK);
+	assert_true(mc_uuid_eq(rs.r[1].seg, rs.r[0].seg));   /* rep[0] makes it */
+	return rs.r[1].seg;
+}
+
+/* Two nodes, one without a disk tier: the copy always goes to the node
+ * with one, whatever the (random) placement order; a node not polled yet
+ * is taken over one that said it has none. */
+static void test_write_through_picks_disk(void **state)
+{
+	struct fx *f = *state;
+	char k[16];
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 1024 * KiB), 0);
+	assert_rc(mount_seg(f->m, C2, 2, "n2", 1024 * KiB), 0);
+	mc_meta_node_disk(f->m, C1, false);
+	for (int i = 0; i < 16; i++) {   /* C2 not polled yet */
+		snprintf(k, sizeof(k), "u%d", i);
+		assert_true(mc_uuid_eq(wt_disk_seg(f, k), seg_id(2)));
+	}
+	mc_meta_node_disk(f->m, C2, true);
+	for (int i = 0; i < 16; i++) {
+		snprintf(k, sizeof(k), "d%d", i);
+		assert_true(mc_uuid_eq(wt_disk_seg(f, k), seg_id(2)));
+	}
+	mc_meta_node_disk(f->m, C1, true);
+	mc_meta_node_disk(f->m, C2, false);
+	for (int i = 0; i < 16; i++) {
+		snprintf(k, sizeof(k), "e%d", i);
+		assert_true(mc_uuid_eq(wt_disk_seg(f, k), seg_id(1)));
+	}
+}
+
 /* A node's report of its disk: known copies, adopted ones (the master lost
  * its state), stale ones (removed, replaced, never confirmed). */
 static void test_disk_report(void **state)
@@ -689,6 +728,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_on_disk_persisted, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_report, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_write_through, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_write_through_picks_disk, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_stress, setup_off, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
