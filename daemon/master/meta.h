@@ -152,7 +152,8 @@ struct mc_put_config {
 	struct mc_bytes_ref group;          /* group id (len 0: none): shared lease, evicted all-or-none */
 	bool upsert;                        /* UpsertStart: a complete object under the key is
 					     * replaced (see mc_meta_put_start) */
-	bool write_through;                 /* the node of the first memory replica also keeps a
+	bool write_through;                 /* the node of the first memory replica (one with a
+					     * disk tier if any) also keeps a
 					     * copy on its disk tier, written before PutEnd: the
 					     * PutStart answer has one more, LOCAL_DISK,
 					     * descriptor (meta-offload.c, "Write-through");

@@ -219,8 +219,9 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 					"Disk tier durability requests (a write-through copy "
 					"waits for one)." },
 		[V_DISK_SYNCS] = { MC_METRIC_COUNTER, "mooncake_node_disk_syncs_total",
-				   "syncfs(2) calls made for them: concurrent requests share "
-				   "one (group commit)." },
+				   "Syncs made for them (offset: fdatasync of its data file "
+				   "and log; others: syncfs): concurrent requests share one "
+				   "(group commit)." },
 		[V_RDMA_ACCEPTED] = { MC_METRIC_COUNTER, "mooncake_node_rdma_connections_total",
 				      "RDMA connections (client QPs) accepted; 0 on a TCP-only node." },
 		[V_RDMA_REJECTED] = { MC_METRIC_COUNTER, "mooncake_node_rdma_rejected_total",

@@ -285,7 +285,8 @@ struct mc_put_opts {
 				   there.  With either set, replicas 0 means no memory
 				   replica (not 1); every DISK/DFS replica is placed and
 				   written or the put fails */
-	bool write_through;	/* the node holding the first memory replica also keeps a
+	bool write_through;	/* the node holding the first memory replica (the master
+				   puts first one whose node has a disk tier) also keeps a
 				   copy on its disk tier (a LOCAL_DISK copy), written and
 				   synced to its disk before the put returns: a put that
 				   succeeded survives the loss of that node's memory (a

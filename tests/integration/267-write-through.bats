@@ -150,3 +150,22 @@ field_of() {
 	run -0 "$RPC" "$MASTER_ADDR" where wk
 	[[ "$output" == *replicas=1* ]] && [[ "$output" != *ldisk=* ]]
 }
+
+@test "write-through with two replicas copies on the node that has a disk tier" {
+	start_master --offload_watermark=1 --promote_after_reads=0
+	start_node nd --segment_size=16M
+	start_node ld --segment_size=16M --disk_size=128M
+	# ld's polls tell the master it has a disk (PING then NODE_POLL each tick,
+	# one thread: a second PING follows the first poll); nd never polls
+	for i in $(seq 1 100); do
+		[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ]
+	# the placement order is random: without the pick about half would fail
+	for n in $(seq 1 12); do run -0 put_random "t$n" 64K --replicas 2 --write-through; done
+	[ "$(node_metric ld mooncake_node_disk_write_through_total)" -eq 12 ]
+	[ "$(node_metric ld mooncake_node_disk_write_through_failures_total)" -eq 0 ]
+	[ "$(disk_objects ld)" -eq 12 ]
+	for n in 1 6 12; do run -0 get_compare "t$n"; done
+}
