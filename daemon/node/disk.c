@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* disk.c - the disk tier's front: the backend table and the calls through it. */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "mooncake/error.h"
 #include "node/disk.h"
+#include "util/hash.h"
 
 #define BACKENDS(X) X(offset) X(file) X(bucket)
 
@@ -43,6 +45,9 @@ int mc_disk_open(const char *backend, const struct mc_disk_config *c, struct mc_
 		pthread_cond_init(&d->sync_cond, NULL);
 		d->syncing = false;
 		d->sync_started = d->sync_done = d->sync_failed = d->sync_calls = d->syncs = 0;
+		pthread_rwlock_init(&d->fence, NULL);
+		d->fence_clock = 1;	/* tickets are > MC_DISK_NEWEST */
+		memset(d->fence_last, 0, sizeof(d->fence_last));
 	}
 	return r;
 }
@@ -54,6 +59,7 @@ void mc_disk_close(struct mc_disk *d)
 	int fd = d->dirfd;
 	pthread_mutex_destroy(&d->sync_lock);
 	pthread_cond_destroy(&d->sync_cond);
+	pthread_rwlock_destroy(&d->fence);
 	d->ops->close(d);
 	if (fd > 0)
 		close(fd);
@@ -103,6 +109,73 @@ int mc_disk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 int mc_disk_del(struct mc_disk *d, const void *key, uint32_t klen)
 {
 	return d->ops->del(d, key, klen);
+}
+
+static uint64_t *fence_slot(struct mc_disk *d, const void *key, uint32_t klen)
+{
+	return &d->fence_last[mc_hash(key, klen) % MC_DISK_FENCE_SLOTS];
+}
+
+uint64_t mc_disk_ticket(struct mc_disk *d)
+{
+	return __atomic_load_n(&d->fence_clock, __ATOMIC_ACQUIRE);
+}
+
+int mc_disk_put_ordered(struct mc_disk *d, struct mc_disk_put *p, size_t n, uint64_t ticket)
+{
+	int r;
+	if (ticket == MC_DISK_NEWEST) {
+		pthread_rwlock_rdlock(&d->fence);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t t = __atomic_add_fetch(&d->fence_clock, 1, __ATOMIC_ACQ_REL);
+			uint64_t *s = fence_slot(d, p[i].key, p[i].klen), cur;
+			cur = __atomic_load_n(s, __ATOMIC_RELAXED);
+			while (cur < t && !__atomic_compare_exchange_n(s, &cur, t, false,
+								       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				;
+		}
+		r = mc_disk_put(d, p, n);
+		pthread_rwlock_unlock(&d->fence);
+		return r;
+	}
+	struct mc_disk_put *q = malloc((n ? n : 1) * sizeof(*q));
+	size_t *idx = malloc((n ? n : 1) * sizeof(*idx)), k = 0;
+	if (!q || !idx) {
+		free(q);
+		free(idx);
+		return MC_ERR_NO_MEMORY;
+	}
+	pthread_rwlock_wrlock(&d->fence);
+	for (size_t i = 0; i < n; i++) {
+		p[i].status = 0;
+		if (*fence_slot(d, p[i].key, p[i].klen) > ticket) {
+			p[i].status = MC_ERR_OBJECT_ALREADY_EXISTS;	/* a newer write */
+			continue;
+		}
+		q[k] = p[i];
+		idx[k++] = i;
+	}
+	mc_disk_put(d, q, k);
+	pthread_rwlock_unlock(&d->fence);
+	r = 0;
+	for (size_t j = 0; j < k; j++)
+		p[idx[j]].status = q[j].status;
+	for (size_t i = 0; i < n && !r; i++)
+		r = p[i].status;
+	free(q);
+	free(idx);
+	return r;
+}
+
+int mc_disk_del_ordered(struct mc_disk *d, const void *key, uint32_t klen, uint64_t ticket)
+{
+	if (ticket == MC_DISK_NEWEST)
+		return mc_disk_del(d, key, klen);
+	pthread_rwlock_wrlock(&d->fence);
+	int r = *fence_slot(d, key, klen) > ticket ? MC_ERR_OBJECT_ALREADY_EXISTS
+						   : mc_disk_del(d, key, klen);
+	pthread_rwlock_unlock(&d->fence);
+	return r;
 }
 
 int mc_disk_foreach(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx)

@@ -137,6 +137,25 @@ int mc_disk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n);
 int mc_disk_sync(struct mc_disk *d);
 /* Removes a key: 0 or MC_ERR_OBJECT_NOT_FOUND. */
 int mc_disk_del(struct mc_disk *d, const void *key, uint32_t klen);
+
+/*
+ * Write order of a key across paths.  A copy decided earlier (the master's
+ * OFFLOAD of an object, or its drop of a stale key, picked for a poll) may
+ * reach the store after a newer write of the same key (a write-through put
+ * of the key removed and put again meanwhile): it must not replace it.
+ * mc_disk_ticket() gives the moment a batch was decided (take it before
+ * asking); a put or delete with that ticket refuses, with
+ * MC_ERR_OBJECT_ALREADY_EXISTS in the item's status, a key written by a
+ * put with MC_DISK_NEWEST (a write decided at its call) since.  Keys are
+ * tracked in MC_DISK_FENCE_SLOTS slots by hash: a key sharing a slot may
+ * be refused too (a copy not made: safe).  Newest puts run concurrently;
+ * a ticketed batch runs alone against them (a rwlock).
+ */
+#define MC_DISK_NEWEST 0
+#define MC_DISK_FENCE_SLOTS 4096u
+uint64_t mc_disk_ticket(struct mc_disk *d);
+int mc_disk_put_ordered(struct mc_disk *d, struct mc_disk_put *p, size_t n, uint64_t ticket);
+int mc_disk_del_ordered(struct mc_disk *d, const void *key, uint32_t klen, uint64_t ticket);
 /* Calls fn for every object (no order promised; no call into d from fn). */
 int mc_disk_foreach(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx);
 void mc_disk_stats(struct mc_disk *d, struct mc_disk_stats *ret);
@@ -155,6 +174,10 @@ struct mc_disk {
 	bool syncing;
 	uint64_t sync_started, sync_done, sync_failed;	/* generations; 0: none */
 	uint64_t sync_calls, syncs;
+	/* write order (disk.c): fence is taken after nothing else of disk.c */
+	pthread_rwlock_t fence;
+	uint64_t fence_clock;				/* atomic; tickets */
+	uint64_t fence_last[MC_DISK_FENCE_SLOTS];	/* atomic; a slot's last newest put */
 };
 
 /* A backend evicted key: tells the config's on_evict. */

@@ -44,7 +44,8 @@ int mc_node_data_disk_write(void *ctx, const struct mc_rpc_call *call, void *res
 		return r;
 	struct mc_node_disk_xfer x = { .key = q->disk_key.p, .klen = q->disk_key.len,
 				       .segment = q->segment_id, .offset = q->offset, .len = q->size };
-	r = mc_node_disk_offload(gr->disk, gr->segs, &x, 1);
+	r = mc_node_disk_offload(gr->disk, gr->segs, MC_DISK_NEWEST, &x, 1);   /* after any
+		OFFLOAD of the key picked before (disk.h, write order) */
 	if (r == 0)
 		r = mc_disk_sync(gr->disk);
 	__atomic_add_fetch(r == 0 ? &n_written : &n_failed, 1, __ATOMIC_RELAXED);

@@ -30,7 +30,7 @@ static int first_error(const struct mc_node_disk_xfer *x, size_t n)
 	return 0;
 }
 
-int mc_node_disk_offload(struct mc_disk *d, const struct mc_node_segments *segs,
+int mc_node_disk_offload(struct mc_disk *d, const struct mc_node_segments *segs, uint64_t ticket,
 			 struct mc_node_disk_xfer *x, size_t n)
 {
 	struct mc_disk_put *p = calloc(n ? n : 1, sizeof(*p));
@@ -48,7 +48,7 @@ int mc_node_disk_offload(struct mc_disk *d, const struct mc_node_segments *segs,
 		p[k] = (struct mc_disk_put){ .key = x[i].key, .klen = x[i].klen, .val = m, .len = x[i].len };
 		idx[k++] = i;
 	}
-	mc_disk_put(d, p, k);
+	mc_disk_put_ordered(d, p, k, ticket);
 	for (size_t j = 0; j < k; j++)
 		x[idx[j]].status = p[j].status;
 	free(p);

@@ -41,8 +41,11 @@ struct mc_node_disk_xfer {
 				 * status (disk.h) */
 };
 
-/* 0 if every item succeeded, else the first item's error. */
-int mc_node_disk_offload(struct mc_disk *d, const struct mc_node_segments *segs,
+/* 0 if every item succeeded, else the first item's error.  ticket: when the
+ * copies were decided (mc_disk_ticket(), disk.h: a key written since by a
+ * write-through is refused, OBJECT_ALREADY_EXISTS), or MC_DISK_NEWEST (a
+ * write-through: decided now). */
+int mc_node_disk_offload(struct mc_disk *d, const struct mc_node_segments *segs, uint64_t ticket,
 			 struct mc_node_disk_xfer *x, size_t n);
 int mc_node_disk_load(struct mc_disk *d, const struct mc_node_segments *segs,
 		      struct mc_node_disk_xfer *x, size_t n);

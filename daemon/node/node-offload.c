@@ -189,11 +189,13 @@ static void report_step(struct mc_node_offload *o, uint64_t epoch, uint32_t sent
 		report_done(o, epoch);
 }
 
-/* The stale copies the master named. */
-static void drop_stale(struct mc_node_offload *o, const struct mc_bytes *k, uint32_t n)
+/* The stale copies the master named when the poll went (ticket): a key
+ * written through since is kept (disk.h, write order). */
+static void drop_stale(struct mc_node_offload *o, const struct mc_bytes *k, uint32_t n,
+		       uint64_t ticket)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (k[i].len && mc_disk_del(o->disk, k[i].p, k[i].len) == 0)
+		if (k[i].len && mc_disk_del_ordered(o->disk, k[i].p, k[i].len, ticket) == 0)
 			__atomic_add_fetch(&o->dropped, 1, __ATOMIC_RELAXED);
 }
 
@@ -263,7 +265,7 @@ void mc_node_offload_free(struct mc_node_offload *o)
  * else OFFLOAD, segment -> disk) and keeps their results in *out for the
  * next poll. */
 static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c, uint32_t n,
-		   bool load, uint64_t sent_ms, struct results *out)
+		   bool load, uint64_t sent_ms, uint64_t ticket, struct results *out)
 {
 	size_t bytes = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -303,7 +305,7 @@ static int execute(struct mc_node_offload *o, const struct mc_msg_offload_cmd *c
 	if (load)
 		mc_node_disk_load(o->disk, o->segs, x, k);
 	else
-		mc_node_disk_offload(o->disk, o->segs, x, k);
+		mc_node_disk_offload(o->disk, o->segs, ticket, x, k);
 	uint64_t ok = 0, late = 0;
 	for (uint32_t j = 0; j < k; j++) {
 		int st = x[j].status;
@@ -350,6 +352,9 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 		};
 		struct mc_msg_node_poll_resp p;
 		uint64_t sent_ms = mc_now_ms();
+		/* what the master picks for this poll is decided from now on: a
+		 * write-through of one of its keys after this wins (disk.h) */
+		uint64_t ticket = mc_disk_ticket(o->disk);
 		int r = mc_rpc_call(conn, MC_OP_NODE_POLL, &q, &p, a, NULL);
 		if (r < 0) {
 			mc_arena_reset(a);
@@ -359,11 +364,11 @@ int mc_node_offload_poll(void *ctx, struct mc_rpc_conn *conn, struct mc_arena *a
 		drop_results(&o->off);
 		drop_results(&o->load);
 		sent_gone(o);
-		drop_stale(o, p.drop, p.n_drop);   /* before new copies of those keys */
+		drop_stale(o, p.drop, p.n_drop, ticket);   /* before new copies of those keys */
 		report_step(o, p.epoch, nh, p.report);
-		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads, false, 0, &o->off) : 0;
+		r = p.n_offloads ? execute(o, p.offloads, p.n_offloads, false, 0, ticket, &o->off) : 0;
 		if (r == 0 && p.n_promotes)
-			r = execute(o, p.promotes, p.n_promotes, true, sent_ms, &o->load);
+			r = execute(o, p.promotes, p.n_promotes, true, sent_ms, ticket, &o->load);
 		mc_arena_reset(a);
 		if (r < 0 || (!p.n_offloads && !p.n_promotes && !(o->have && p.epoch)))
 			return r;

@@ -32,6 +32,7 @@
 
 #include "mooncake/error.h"
 #include "node/disk.h"
+#include "util/hash.h"
 
 #define MiB (1ull << 20)
 
@@ -779,6 +780,71 @@ static void test_prewrite(void **state)
 	mc_disk_close(d);
 }
 
+/* Write order (disk.h): a copy decided before (its ticket) does not replace
+ * or delete a key written since by a newest put; one decided after does; a
+ * key of another slot is not held up. */
+static void value_is(struct mc_disk *d, const char *key, uint64_t seed)
+{
+	uint8_t *b = aligned_alloc(4096, 8192);
+	uint64_t len = 0;
+	assert_int_equal(get1(d, key, b, 8192, &len), 0);
+	assert_true(len == 8192 && check(b, 8192, seed));
+	free(b);
+}
+
+static int put_ord(struct mc_disk *d, const char *key, uint64_t seed, uint64_t ticket)
+{
+	uint8_t *v = aligned_alloc(4096, 8192);
+	fill(v, 8192, seed);
+	struct mc_disk_put p = { .key = key, .klen = (uint32_t)strlen(key), .val = v, .len = 8192 };
+	int r = mc_disk_put_ordered(d, &p, 1, ticket);
+	assert_int_equal(r, p.status);
+	free(v);
+	return r;
+}
+
+static void test_write_order(void **state)
+{
+	struct t *t = *state;
+	struct mc_disk *d = open_store(t, 16 * MiB);
+	char other[16];
+	int i = 0;
+	do   /* a key of another fence slot than "k" */
+		snprintf(other, sizeof(other), "o%d", i++);
+	while (mc_hash(other, strlen(other)) % MC_DISK_FENCE_SLOTS ==
+	       mc_hash("k", 1) % MC_DISK_FENCE_SLOTS);
+	assert_int_equal(put_ord(d, "k", 1, MC_DISK_NEWEST), 0);
+	uint64_t before = mc_disk_ticket(d);   /* an OFFLOAD of "k" picked now */
+	assert_int_equal(put_ord(d, "k", 2, MC_DISK_NEWEST), 0);   /* remove, write-through re-put */
+	/* the old copy arrives late: refused, the new value stays */
+	assert_int_equal(put_ord(d, "k", 1, before), MC_ERR_OBJECT_ALREADY_EXISTS);
+	value_is(d, "k", 2);
+	assert_int_equal(mc_disk_del_ordered(d, "k", 1, before), MC_ERR_OBJECT_ALREADY_EXISTS);
+	value_is(d, "k", 2);
+	/* a batch with the old ticket: "k" refused, the other key written */
+	uint8_t *v = aligned_alloc(4096, 2 * 8192);
+	fill(v, 8192, 3);
+	fill(v + 8192, 8192, 4);
+	struct mc_disk_put p[2] = {
+		{ .key = "k", .klen = 1, .val = v, .len = 8192 },
+		{ .key = other, .klen = (uint32_t)strlen(other), .val = v + 8192, .len = 8192 },
+	};
+	assert_int_equal(mc_disk_put_ordered(d, p, 2, before), MC_ERR_OBJECT_ALREADY_EXISTS);
+	assert_int_equal(p[0].status, MC_ERR_OBJECT_ALREADY_EXISTS);
+	assert_int_equal(p[1].status, 0);
+	free(v);
+	value_is(d, "k", 2);
+	value_is(d, other, 4);
+	/* decided after the newest put: applied */
+	uint64_t after = mc_disk_ticket(d);
+	assert_true(after > before);
+	assert_int_equal(put_ord(d, "k", 5, after), 0);
+	value_is(d, "k", 5);
+	assert_int_equal(mc_disk_del_ordered(d, "k", 1, after), 0);
+	assert_int_equal(get1(d, "k", NULL, 0, NULL), MC_ERR_OBJECT_NOT_FOUND);
+	mc_disk_close(d);
+}
+
 static void test_bad_config(void **state)
 {
 	struct t *t = *state;
@@ -798,7 +864,7 @@ static struct t T_OFFSET = { .backend = "offset" }, T_FILE = { .backend = "file"
 #define T(tst, b) { .name = #b ": " #tst, .test_func = tst, .setup_func = setup, \
 		    .teardown_func = teardown, .initial_state = &T_##b }
 #define BACKEND(b) T(test_roundtrip, b), T(test_restart, b), T(test_corrupt, b), T(test_full, b), \
-		   T(test_write_fail, b), T(test_stress, b), T(test_group_sync, b), \
+		   T(test_write_fail, b), T(test_stress, b), T(test_group_sync, b), T(test_write_order, b), \
 		   T(test_bad_config, b)
 
 int main(void)

@@ -67,7 +67,7 @@ static void run(const char *backend)
 					   .offset = SEG_SIZE - 10, .len = 11 };
 	x[N + 1] = (struct mc_node_disk_xfer){ .key = "bad", .klen = 3, .segment = { 1, 2 },
 					       .offset = 0, .len = 1 };
-	assert_int_equal(mc_node_disk_offload(d, &segs, x, N + 2), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_node_disk_offload(d, &segs, MC_DISK_NEWEST, x, N + 2), MC_ERR_INVALID_PARAMS);
 	assert_int_equal(x[N].status, MC_ERR_INVALID_PARAMS);
 	assert_int_equal(x[N + 1].status, MC_ERR_SEGMENT_NOT_FOUND);
 	uint8_t *copy[2];
