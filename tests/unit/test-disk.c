@@ -770,11 +770,11 @@ static void test_prewrite(void **state)
 	assert_int_equal(mc_disk_sync(d), 0);
 	mc_disk_close(d);
 	assert_int_equal(mc_disk_open("offset", &c, &d), 0);
-	uint8_t *b = aligned_alloc(4096, 100352);
+	uint8_t *b = aligned_alloc(4096, 102400);
 	uint64_t len = 0;
-	assert_int_equal(get1(d, "pw-a", b, 100352, &len), 0);
+	assert_int_equal(get1(d, "pw-a", b, 102400, &len), 0);
 	assert_true(len == 100000 && check(b, len, 5));
-	assert_int_equal(get1(d, "pw-b", b, 100352, &len), 0);
+	assert_int_equal(get1(d, "pw-b", b, 102400, &len), 0);
 	assert_true(len == 3000 && check(b, len, 6));
 	free(b);
 	mc_disk_close(d);
