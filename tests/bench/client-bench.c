@@ -189,11 +189,27 @@ static int run_small(int conc)
 	return errors ? 1 : 0;
 }
 
+/* Reads the COUNT objects of run_large into out: 0, or 1 if one failed. */
+static int large_get_all(size_t size, int count, char *out)
+{
+	char key[64];
+	size_t len;
+	int rc = 0;
+	for (int i = 0; i < count; i++) {
+		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
+		int r = mc_get_into(C, key, strlen(key), out, size, &len);
+		if (r < 0 || len != size) {
+			fprintf(stderr, "client-bench: get %s: %s\n", key, mc_error_name(r));
+			rc = 1;
+		}
+	}
+	return rc;
+}
+
 static int run_large(size_t size, int count)
 {
 	char key[64];
 	char *buf = malloc(size), *out = malloc(size);
-	size_t len;
 	int rc = 0;
 
 	if (!buf || !out)
@@ -214,25 +230,11 @@ static int run_large(size_t size, int count)
 		}
 	}
 	uint64_t t1 = mc_now_ns();
-	for (int i = 0; i < count; i++) {
-		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
-		int r = mc_get_into(C, key, strlen(key), out, size, &len);
-		if (r < 0 || len != size) {
-			fprintf(stderr, "client-bench: get %s: %s\n", key, mc_error_name(r));
-			rc = 1;
-		}
-	}
+	rc |= large_get_all(size, count, out);
 	uint64_t t2 = mc_now_ns();
 	/* again: each key was read just before, so its descriptors come from
 	 * the client's cache (one node transfer, no master round trip) */
-	for (int i = 0; i < count; i++) {
-		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
-		int r = mc_get_into(C, key, strlen(key), out, size, &len);
-		if (r < 0 || len != size) {
-			fprintf(stderr, "client-bench: get %s: %s\n", key, mc_error_name(r));
-			rc = 1;
-		}
-	}
+	rc |= large_get_all(size, count, out);
 	uint64_t t3 = mc_now_ns();
 	if (memcmp(buf, out, size) != 0) {
 		fprintf(stderr, "client-bench: read back different bytes\n");
