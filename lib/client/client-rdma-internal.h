@@ -2,8 +2,8 @@
 /*
  * client-rdma-internal.h - what client-rdma.c (one transfer) and
  * client-rdma-batch.c (many small ones in one chain of work requests)
- * share: the client's RDMA state, a node's lanes, and the helpers that
- * work on them.  Locks: see client-rdma.c.
+ * and client-rdma-lane.c share: the client's RDMA state, a node's lanes,
+ * and the helpers that work on them.  Locks: see client-rdma.c.
  */
 #ifndef MC_CLIENT_RDMA_INTERNAL_H
 #define MC_CLIENT_RDMA_INTERNAL_H
@@ -43,6 +43,7 @@ struct mc_rdma {
 	uint64_t slice;
 	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
 	unsigned lanes;			/* sets of QPs per node, 1..MAX_LANES */
+	uint8_t ack_timeout;		/* the QPs' (4.096 us x 2^n; MC_RDMA_ACK_TIMEOUT) */
 	pthread_mutex_t mu;		/* leaf */
 	bool disabled;			/* "none", or no device found (atomic) */
 	bool looked;			/* the device list was read */
@@ -92,6 +93,23 @@ struct mc_rdma_peer {
  * NULL: not registered (or the registration failed: staging then). */
 struct ibv_mr *mc_rdma_buffer_mr(struct mc_client *c, struct mc_rdma *r, const void *p,
 				 size_t len);
+/* A lane of t's node, locked: a free one that holds the keys of the
+ * transfer if any (so that a hot key is asked for once, not once per
+ * lane), else a free one, else wait for one. */
+int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len, bool write,
+		    struct rdma_lane **ret);
+/* Connects lane p's rdma_qps QPs to the node's listener (the host of n's
+ * endpoint, the port and ticket of the last DATA_RDMA_INFO) and registers
+ * its staging buffer.  0 or negative MC_ERR_* (the caller resets p). */
+int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
+			 struct rdma_lane *p);
+/* The keys of transfer t (DATA_RDMA_INFO) into *reg, connecting p first
+ * where needed: a node with per-grant windows answers keys only for a
+ * session whose QPs are connected, so a new session asks, connects, and
+ * asks again; windows go into p's key cache.  0, or MC_ERR_NOT_SUPPORTED
+ * (TCP then).  Under p->mu. */
+int mc_rdma_lane_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
+		      bool write, struct rdma_lane *p, struct rdma_region *reg);
 /* Tears the lane's QPs down (a new session: its keys go too). */
 void mc_rdma_lane_reset(struct rdma_lane *p);
 /* The lane's whole-segment keys of seg, or NULL. */
