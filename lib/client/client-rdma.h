@@ -27,6 +27,8 @@
  *   rdma_lanes      MC_RDMA_LANES       sets of QPs per node, 1..8; 4: that many
  *                                       transfers of one client to one node in
  *                                       flight at once
+ *   (none)          MC_RDMA_ACK_TIMEOUT the QPs' ACK timeout, 4.096 us x 2^n,
+ *                                       1..31; 18 (about 1 s; perftest uses 14)
  */
 #ifndef MC_CLIENT_RDMA_H
 #define MC_CLIENT_RDMA_H
