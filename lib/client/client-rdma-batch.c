@@ -91,6 +91,7 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 			if (out[q] || pos[q] == n)
 				continue;
 			struct ibv_send_wr *first = &wr[pos[q]], *last = NULL, *bad = NULL;
+			unsigned chained = 0;
 			while (pos[q] < n && out[q] < window) {
 				struct ibv_send_wr *w = &wr[pos[q]];
 				w->next = NULL;
@@ -99,6 +100,7 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 					last->next = w;
 				last = w;
 				out[q]++;
+				chained++;
 				pos[q] = nextq[pos[q]];
 			}
 			last->send_flags = IBV_SEND_SIGNALED;
@@ -108,6 +110,8 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto done;
 			}
+			mc_rdma_count(&r->st.wrs, chained);
+			mc_rdma_count(&r->st.doorbells, 1);
 		}
 		if (done == n)
 			break;
@@ -205,8 +209,11 @@ static void lane_items(struct mc_client *c, struct mc_node *n, struct rdma_lane 
 		struct bitem *y = &b[k];
 		if (rc == 0 && !write && y->lbuf != y->it->buf)
 			memcpy(y->it->buf, y->lbuf, y->it->len);
-		if (rc == 0)
+		if (rc == 0) {
 			y->it->rc = 0;
+			mc_rdma_count(&r->st.xfers, 1);
+			mc_rdma_count(&r->st.bytes, y->it->len);
+		}
 		mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
 				 MC_TRANSPORT_RDMA, y->it->len, n->endpoint, rc, t0);
 	}

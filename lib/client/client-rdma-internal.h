@@ -36,6 +36,22 @@ struct rdma_bufmr {
 	struct ibv_mr *mr;
 };
 
+/* What a client's RDMA moved and what it cost (atomic counts; the test hook
+ * MC_TEST_RDMA_TRACE=1 prints them at mc_rdma_free: the bench's per-get
+ * figures). */
+struct mc_rdma_stats {
+	uint64_t xfers;			/* transfers done over RDMA (batch items too) */
+	uint64_t bytes;			/* their bytes */
+	uint64_t key_requests;		/* DATA_RDMA_INFO round trips */
+	uint64_t wrs;			/* RDMA READ / WRITE work requests posted */
+	uint64_t doorbells;		/* ibv_post_send calls */
+};
+
+static inline void mc_rdma_count(uint64_t *ctr, uint64_t n)
+{
+	__atomic_add_fetch(ctr, n, __ATOMIC_RELAXED);
+}
+
 struct mc_rdma {
 	char device[64];		/* "auto", a name, or "none" */
 	int gid_index;
@@ -51,6 +67,7 @@ struct mc_rdma {
 	struct ibv_pd *pd;
 	struct rdma_bufmr *mrs;
 	size_t nmrs, cap;
+	struct mc_rdma_stats st;		/* atomic counts */
 };
 
 struct rdma_region {
@@ -128,5 +145,7 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 /* MC_TEST_RDMA_TRACE=1: why a transfer failed, on stderr (status: an
  * ibv_wc_status, or -1). */
 void mc_rdma_trace_fail(const char *what, int status);
+/* Whether MC_TEST_RDMA_TRACE=1. */
+bool mc_rdma_trace_on(void);
 
 #endif

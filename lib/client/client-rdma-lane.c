@@ -150,6 +150,7 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 					       .qps = (uint8_t)qps };
 	struct mc_msg_data_rdma_info_resp a;
 	uint64_t sent = mc_now_ms();
+	mc_rdma_count(&c->rdma->st.key_requests, 1);
 	int r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_RDMA_INFO, &q, &a, NULL);
 	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0 || a.rkeys.len % 4 ||
 		       a.rkeys.len / 4 > MC_RDMA_MAX_QPS || (!a.scoped && a.rkeys.len)))

@@ -159,6 +159,11 @@ void mc_rdma_free(struct mc_rdma *r)
 {
 	if (!r)
 		return;
+	if (mc_rdma_trace_on() && r->st.xfers)
+		fprintf(stderr, "libmooncake rdma stats: transfers %llu bytes %llu key_requests %llu "
+			"work_requests %llu doorbells %llu\n", (unsigned long long)r->st.xfers,
+			(unsigned long long)r->st.bytes, (unsigned long long)r->st.key_requests,
+			(unsigned long long)r->st.wrs, (unsigned long long)r->st.doorbells);
 	for (size_t i = 0; i < r->nmrs; i++)
 		ibv_dereg_mr(r->mrs[i].mr);
 	free(r->mrs);
@@ -229,14 +234,19 @@ out:
 
 /* MC_TEST_RDMA_TRACE=1 (a test hook, like MC_TEST_READ_DELAY_MS): why a
  * round failed, on stderr.  Off otherwise: the library does not log. */
-void mc_rdma_trace_fail(const char *what, int status)
+bool mc_rdma_trace_on(void)
 {
 	static int on = -1;
-	if (on < 0) {
+	if (__atomic_load_n(&on, __ATOMIC_RELAXED) < 0) {
 		const char *e = getenv("MC_TEST_RDMA_TRACE");
-		on = e && *e && strcmp(e, "0") != 0;
+		__atomic_store_n(&on, e && *e && strcmp(e, "0") != 0, __ATOMIC_RELAXED);
 	}
-	if (on)
+	return __atomic_load_n(&on, __ATOMIC_RELAXED) == 1;
+}
+
+void mc_rdma_trace_fail(const char *what, int status)
+{
+	if (mc_rdma_trace_on())
 		fprintf(stderr, "libmooncake rdma: %s%s%s\n", what, status >= 0 ? ": " : "",
 			status >= 0 ? ibv_wc_status_str((enum ibv_wc_status)status) : "");
 }
@@ -317,6 +327,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		/* one doorbell per QP: chain what fits in its send queue */
 		for (unsigned q = 0; q < p->nqps; q++) {
 			struct ibv_send_wr *head = NULL, *tail = NULL;
+			unsigned chained = 0;
 			while (next[q] < n && outstanding[q] < window) {
 				size_t i = next[q];
 				wr[i].next = NULL;
@@ -326,6 +337,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 					head = &wr[i];
 				tail = &wr[i];
 				outstanding[q]++;
+				chained++;
 				size_t j = i + 1;
 				while (j < n && sl[j].qp != q)
 					j++;
@@ -336,6 +348,10 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 				mc_rdma_trace_fail("ibv_post_send failed", -1);
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
+			}
+			if (head) {
+				mc_rdma_count(&r->st.wrs, chained);
+				mc_rdma_count(&r->st.doorbells, 1);
 			}
 		}
 		if (done == n)
@@ -531,6 +547,10 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	}
 	mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ, MC_TRANSPORT_RDMA,
 			 len, t->node->endpoint, rc, t0);
+	if (rc == 0) {
+		mc_rdma_count(&r->st.xfers, 1);
+		mc_rdma_count(&r->st.bytes, len);
+	}
 	if (rc < 0)
 		mc_rdma_lane_reset(p);		/* error completion / timeout: rebuild next time */
 	else

@@ -8,6 +8,8 @@
  *   client-bench MASTER connect COUNT N       connections/s: COUNT new clients, each one
  *                                             connection to the master (N is ignored)
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE
+ *   client-bench MASTER largeget SIZE COUNT   get GB/s of the objects of a `large` run
+ *                                             with MC_BENCH_KEEP=1 (read only)
  *   client-bench MASTER kvput BATCH,SIZE ROUNDS  KV-cache-shaped: ROUNDS batches of BATCH
  *                                             blocks of SIZE, each batch one mc_batch_put
  *                                             from one registered buffer: put GB/s
@@ -187,25 +189,37 @@ static int run_small(int conc)
 	return errors ? 1 : 0;
 }
 
-static int run_large(size_t size, int count)
+static void large_fill(char *buf, size_t size)
+{
+	for (size_t i = 0; i < size; i++)
+		buf[i] = (char)(i * 131);
+}
+
+/* large: COUNT objects of SIZE put (on MC_BENCH_SEGMENT first, if set) then
+ * read back; largeget (get_only): the objects of a `large` run with
+ * MC_BENCH_KEEP=1 read back only.  MC_BENCH_KEEP=1: the objects stay. */
+static int run_large(size_t size, int count, bool get_only)
 {
 	char key[64];
 	char *buf = malloc(size), *out = malloc(size);
 	size_t len;
 	int rc = 0;
+	const char *seg = getenv("MC_BENCH_SEGMENT");
+	const char *segs[1] = { seg };
+	struct mc_put_opts po = { .sz = sizeof(po), .preferred_segments = segs,
+				  .n_preferred = seg && *seg ? 1 : 0 };
 
 	if (!buf || !out)
 		return 1;
-	for (size_t i = 0; i < size; i++)
-		buf[i] = (char)(i * 131);
+	large_fill(buf, size);
 	memset(out, 0xa5, size);   /* fault the pages in before the clock starts (not 0: gcc
 				    * would turn malloc+memset(0) into calloc) */
 	mc_register_buffer(C, buf, size);
 	mc_register_buffer(C, out, size);
 	uint64_t t0 = mc_now_ns();
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count && !get_only; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
-		int r = mc_put_from(C, key, strlen(key), buf, size, NULL);
+		int r = mc_put_from(C, key, strlen(key), buf, size, po.n_preferred ? &po : NULL);
 		if (r < 0) {
 			fprintf(stderr, "client-bench: put %s: %s\n", key, mc_error_name(r));
 			rc = 1;
@@ -225,12 +239,14 @@ static int run_large(size_t size, int count)
 		fprintf(stderr, "client-bench: read back different bytes\n");
 		rc = 1;
 	}
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count && !KEEP; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
 		mc_remove(C, key, strlen(key), true);
 	}
 	double gb = (double)size * count / 1e9;
-	printf("client-bench put_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t1 - t0) / 1e9));
+	if (!get_only)
+		printf("client-bench put_%zuMiB %.4f GB/s\n", size >> 20,
+		       gb / ((double)(t1 - t0) / 1e9));
 	printf("client-bench get_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t2 - t1) / 1e9));
 	mc_unregister_buffer(C, buf);
 	mc_unregister_buffer(C, out);
@@ -351,7 +367,7 @@ int main(int argc, char **argv)
 {
 	if (argc != 5) {
 		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER large SIZE COUNT"
-			" | MASTER connect COUNT 0 | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
+			" | MASTER largeget SIZE COUNT | MASTER connect COUNT 0 | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
 		return 2;
 	}
 	struct mc_client_opts o = { .sz = sizeof(o), .master = argv[1] };
@@ -395,7 +411,8 @@ int main(int argc, char **argv)
 				   atoi(argv[4]));
 		}
 	} else {
-		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]));
+		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]),
+			      strcmp(argv[2], "largeget") == 0);
 	}
 	mc_client_free(C_OFF);
 	mc_client_free(C);
