@@ -8,8 +8,9 @@
  *   client-bench MASTER connect COUNT N       connections/s: COUNT new clients, each one
  *                                             connection to the master (N is ignored)
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE
- *   client-bench MASTER largeget SIZE COUNT   get GB/s of the objects of a `large` run
- *                                             with MC_BENCH_KEEP=1 (read only)
+ *   client-bench MASTER largeput SIZE COUNT   put GB/s only (the objects stay)
+ *   client-bench MASTER largeget SIZE COUNT   get GB/s of a largeput's objects, then
+ *                                             removed (unless MC_BENCH_KEEP=1)
  *   client-bench MASTER kvput BATCH,SIZE ROUNDS  KV-cache-shaped: ROUNDS batches of BATCH
  *                                             blocks of SIZE, each batch one mc_batch_put
  *                                             from one registered buffer: put GB/s
@@ -195,11 +196,14 @@ static void large_fill(char *buf, size_t size)
 		buf[i] = (char)(i * 131);
 }
 
-/* large: COUNT objects of SIZE put (on MC_BENCH_SEGMENT first, if set) then
- * read back; largeget (get_only): the objects of a `large` run with
- * MC_BENCH_KEEP=1 read back only.  MC_BENCH_KEEP=1: the objects stay. */
-static int run_large(size_t size, int count, bool get_only)
+/* large (both): COUNT objects of SIZE put (on MC_BENCH_SEGMENT first, if
+ * set) then read back; largeput: put only (they stay); largeget: the
+ * objects of a largeput (or of a `large` run with MC_BENCH_KEEP=1) read back
+ * only.  MC_BENCH_KEEP=1: the objects stay. */
+enum large_mode { LARGE_BOTH, LARGE_PUT, LARGE_GET };
+static int run_large(size_t size, int count, enum large_mode mode)
 {
+	bool get_only = mode == LARGE_GET;
 	char key[64];
 	char *buf = malloc(size), *out = malloc(size);
 	size_t len;
@@ -226,7 +230,7 @@ static int run_large(size_t size, int count, bool get_only)
 		}
 	}
 	uint64_t t1 = mc_now_ns();
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count && mode != LARGE_PUT; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
 		int r = mc_get_into(C, key, strlen(key), out, size, &len);
 		if (r < 0 || len != size) {
@@ -235,11 +239,11 @@ static int run_large(size_t size, int count, bool get_only)
 		}
 	}
 	uint64_t t2 = mc_now_ns();
-	if (memcmp(buf, out, size) != 0) {
+	if (mode != LARGE_PUT && memcmp(buf, out, size) != 0) {
 		fprintf(stderr, "client-bench: read back different bytes\n");
 		rc = 1;
 	}
-	for (int i = 0; i < count && !KEEP; i++) {
+	for (int i = 0; i < count && !KEEP && mode != LARGE_PUT; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
 		mc_remove(C, key, strlen(key), true);
 	}
@@ -247,7 +251,9 @@ static int run_large(size_t size, int count, bool get_only)
 	if (!get_only)
 		printf("client-bench put_%zuMiB %.4f GB/s\n", size >> 20,
 		       gb / ((double)(t1 - t0) / 1e9));
-	printf("client-bench get_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t2 - t1) / 1e9));
+	if (mode != LARGE_PUT)
+		printf("client-bench get_%zuMiB %.4f GB/s\n", size >> 20,
+		       gb / ((double)(t2 - t1) / 1e9));
 	mc_unregister_buffer(C, buf);
 	mc_unregister_buffer(C, out);
 	free(buf);
@@ -366,8 +372,9 @@ static int run_connect(const struct mc_client_opts *o, int count)
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
-		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER large SIZE COUNT"
-			" | MASTER largeget SIZE COUNT | MASTER connect COUNT 0 | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
+		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS"
+			" | MASTER large|largeput|largeget SIZE COUNT | MASTER connect COUNT 0"
+			" | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
 		return 2;
 	}
 	struct mc_client_opts o = { .sz = sizeof(o), .master = argv[1] };
@@ -412,7 +419,8 @@ int main(int argc, char **argv)
 		}
 	} else {
 		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]),
-			      strcmp(argv[2], "largeget") == 0);
+			      !strcmp(argv[2], "largeget") ? LARGE_GET :
+			      !strcmp(argv[2], "largeput") ? LARGE_PUT : LARGE_BOTH);
 	}
 	mc_client_free(C_OFF);
 	mc_client_free(C);
