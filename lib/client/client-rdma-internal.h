@@ -127,6 +127,18 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
  * (TCP then).  Under p->mu. */
 int mc_rdma_lane_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
 		      bool write, struct rdma_lane *p, struct rdma_region *reg);
+/* The keys of the n ranges t[i] (each [offset, + len[i]), at most
+ * MC_PROTO_RDMA_MAX_RANGES, of lane p's node, none larger than one slice:
+ * they use QP 0 only) in one DATA_RDMA_INFO_BATCH, into p's key cache
+ * (whole-segment keys into its regions); p locked and connected.  Ranges
+ * the node refused are left out (their transfers ask on their own, and
+ * say why).  0, or MC_ERR_* (the request failed: nothing learnt; a node
+ * that restarted resets p). */
+int mc_rdma_lane_keys_batch(struct mc_client *c, struct rdma_lane *p,
+			    struct mc_target *const *t, const uint64_t *len, unsigned n, bool write);
+/* Whether this client moves bytes over RDMA (a device found: the list is
+ * read at the first call). */
+bool mc_rdma_ready(struct mc_rdma *r);
 /* Tears the lane's QPs down (a new session: its keys go too). */
 void mc_rdma_lane_reset(struct rdma_lane *p);
 /* The lane's whole-segment keys of seg, or NULL. */

@@ -342,3 +342,57 @@ int mc_rdma_lane_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *
 	}
 	return 0;
 }
+
+int mc_rdma_lane_keys_batch(struct mc_client *c, struct rdma_lane *p,
+			    struct mc_target *const *t, const uint64_t *len, unsigned n, bool write)
+{
+	struct mc_msg_rdma_range q[MC_PROTO_RDMA_MAX_RANGES];
+	struct mc_msg_data_rdma_info_batch_resp a;
+	struct mc_conn *cn = NULL;
+	struct mc_node *node = n ? t[0]->node : NULL;
+	if (n == 0 || n > MC_PROTO_RDMA_MAX_RANGES || !p->connected)
+		return MC_ERR_INVALID_PARAMS;
+	for (unsigned i = 0; i < n; i++)
+		q[i] = (struct mc_msg_rdma_range){ .segment_id = t[i]->seg, .offset = t[i]->offset,
+						   .length = len[i], .grant = t[i]->grant };
+	struct mc_msg_data_rdma_info_batch_req rq = {
+		.mode = write ? MC_GRANT_WRITE : MC_GRANT_READ,
+		.session = { p->session, MC_PROTO_RDMA_SESSION }, .qps = 1,
+		.n_ranges = n, .ranges = q };
+	uint64_t sent = mc_now_ms();
+	mc_rdma_count(&c->rdma->st.key_requests, 1);
+	int r = mc_pool_call(&node->pool, &cn, MC_OP_DATA_RDMA_INFO_BATCH, &rq, &a, NULL);
+	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.n_ranges != n))
+		r = MC_ERR_DESERIALIZE_FAIL;
+	if (r == 0 && (a.port != p->port || memcmp(a.ticket.p, p->ticket, MC_PROTO_RDMA_TICKET))) {
+		mc_rdma_lane_reset(p);	/* the node restarted: connect again */
+		r = MC_ERR_TRANSFER_FAIL;
+	}
+	for (unsigned i = 0; r == 0 && i < n; i++) {
+		const struct mc_msg_rdma_range_keys *k = &a.ranges[i];
+		if (k->status != 0 || k->rkeys.len % 4 || k->rkeys.len > 4 * MC_RDMA_MAX_QPS)
+			continue;
+		if (!a.scoped) {
+			if (!mc_rdma_find_region(p, t[i]->seg)) {
+				if (p->nreg == MAX_REGIONS)
+					p->nreg = 0;
+				p->reg[p->nreg++] = (struct rdma_region){
+					.seg = t[i]->seg, .addr = k->addr, .size = k->size,
+					.rkey = { [0 ... MC_RDMA_MAX_QPS - 1] = k->rkey } };
+			}
+			continue;
+		}
+		if (k->rkeys.len < 4)
+			continue;	/* no QP of the session: the transfer asks again */
+		struct mc_rdma_key e = { .seg = t[i]->seg, .off = t[i]->offset, .len = len[i],
+					 .write = write, .addr = k->addr, .size = k->size,
+					 .nkeys = k->rkeys.len / 4 };
+		for (unsigned j = 0; j < e.nkeys; j++)
+			e.rkey[j] = (uint32_t)k->rkeys.p[4 * j] | (uint32_t)k->rkeys.p[4 * j + 1] << 8 |
+				    (uint32_t)k->rkeys.p[4 * j + 2] << 16 |
+				    (uint32_t)k->rkeys.p[4 * j + 3] << 24;
+		mc_rdma_keys_add(&p->keys, &e, sent, k->ttl_ms);
+	}
+	mc_pool_put(&node->pool, cn);
+	return r;
+}

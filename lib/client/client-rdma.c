@@ -444,15 +444,10 @@ static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct rdma_lane
 	mc_rdma_lane_reset(p);
 }
 
-int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
-		     bool write, XXH3_state_t *st, const struct mc_progress *pg)
+bool mc_rdma_ready(struct mc_rdma *r)
 {
-	struct mc_rdma *r = c->rdma;
-	struct rdma_lane *p;
-	struct rdma_region keep;
-	int rc;
-	if (!mc_rdma_enabled(r) || len == 0)
-		return MC_ERR_NOT_SUPPORTED;
+	if (!mc_rdma_enabled(r))
+		return false;
 	pthread_mutex_lock(&r->mu);
 	if (!r->looked) {
 		int nd = 0;
@@ -464,7 +459,17 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 			__atomic_store_n(&r->disabled, true, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (!mc_rdma_enabled(r))
+	return mc_rdma_enabled(r);
+}
+
+int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
+		     bool write, XXH3_state_t *st, const struct mc_progress *pg)
+{
+	struct mc_rdma *r = c->rdma;
+	struct rdma_lane *p;
+	struct rdma_region keep;
+	int rc;
+	if (len == 0 || !mc_rdma_ready(r))
 		return MC_ERR_NOT_SUPPORTED;
 	if ((rc = mc_rdma_lane_of(r, t, len, write, &p)) < 0)
 		return rc;
