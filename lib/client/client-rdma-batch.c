@@ -377,7 +377,7 @@ void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_i
 			    uint32_t n, const uint64_t *sizes, const int *res)
 {
 	struct mc_rdma *r = c->rdma;
-	if (n < 2 || !mc_rdma_ready(r))
+	if (n < 2 || !mc_rdma_ready(r) || !r->batch_keys)
 		return;
 	struct mc_target *t = calloc(n * MC_MAX_REPLICAS, sizeof(*t));
 	struct key_group *g = calloc(MC_MAX_REPLICAS * 2, sizeof(*g));

@@ -60,6 +60,7 @@ struct mc_rdma {
 	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
 	unsigned lanes;			/* sets of QPs per node, 1..MAX_LANES */
 	uint8_t ack_timeout;		/* the QPs' (4.096 us x 2^n; MC_RDMA_ACK_TIMEOUT) */
+	bool batch_keys;		/* a batch put's keys in one request (MC_RDMA_BATCH_KEYS) */
 	pthread_mutex_t mu;		/* leaf */
 	bool disabled;			/* "none", or no device found (atomic) */
 	bool looked;			/* the device list was read */

@@ -147,6 +147,9 @@ int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret)
 	if (parse_u64(env_or(NULL, "MC_RDMA_ACK_TIMEOUT", num), &v) < 0 || v < 1 || v > 31)
 		goto bad;
 	r->ack_timeout = (uint8_t)v;
+	if (parse_u64(env_or(NULL, "MC_RDMA_BATCH_KEYS", "1"), &v) < 0 || v > 1)
+		goto bad;
+	r->batch_keys = v == 1;
 	pthread_mutex_init(&r->mu, NULL);
 	*ret = r;
 	return 0;

@@ -29,6 +29,9 @@
  *                                       flight at once
  *   (none)          MC_RDMA_ACK_TIMEOUT the QPs' ACK timeout, 4.096 us x 2^n,
  *                                       1..31; 18 (about 1 s; perftest uses 14)
+ *   (none)          MC_RDMA_BATCH_KEYS  1: a batch put asks for its small
+ *                                       objects' keys in one request per node
+ *                                       (DATA_RDMA_INFO_BATCH); 0: one each
  */
 #ifndef MC_CLIENT_RDMA_H
 #define MC_CLIENT_RDMA_H

@@ -2,7 +2,7 @@
 /*
  * test-client-rdma.c - the client's RDMA settings without a device
  * (lib/client/client-rdma.c): options and their environment variables with
- * defaults and bounds (MC_RDMA_ACK_TIMEOUT included), the work requests in
+ * defaults and bounds (MC_RDMA_ACK_TIMEOUT, MC_RDMA_BATCH_KEYS), the work requests in
  * flight per QP, "none" turning RDMA off, and the counts the bench reads
  * per get (MC_TEST_RDMA_TRACE=1 prints them when the client goes).
  */
@@ -24,7 +24,7 @@
 
 static const char *const ENVS[] = { "MC_RDMA_DEVICE", "MC_RDMA_QPS", "MC_RDMA_SLICE_SIZE",
 				    "MC_RDMA_DEPTH", "MC_RDMA_LANES", "MC_RDMA_ACK_TIMEOUT",
-				    "MC_RDMA_GID_INDEX" };
+				    "MC_RDMA_GID_INDEX", "MC_RDMA_BATCH_KEYS" };
 
 static int clear_env(void **state)
 {
@@ -53,6 +53,7 @@ static void test_defaults(void **state)
 	assert_int_equal(r->lanes, 4);
 	assert_int_equal(r->ack_timeout, 18);
 	assert_int_equal(r->gid_index, -1);
+	assert_true(r->batch_keys);
 	/* depth 0: 4 MiB worth per QP, 2..QP_DEPTH */
 	assert_int_equal(mc_rdma_window(r), 4);
 	r->slice = 64 << 10;
@@ -89,6 +90,9 @@ static void test_env_bounds(void **state)
 		{ "MC_RDMA_LANES", "9", MC_ERR_INVALID_PARAMS },
 		{ "MC_RDMA_GID_INDEX", "3", 0 },
 		{ "MC_RDMA_GID_INDEX", "256", MC_ERR_INVALID_PARAMS },
+		{ "MC_RDMA_BATCH_KEYS", "0", 0 },
+		{ "MC_RDMA_BATCH_KEYS", "1", 0 },
+		{ "MC_RDMA_BATCH_KEYS", "2", MC_ERR_INVALID_PARAMS },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct mc_rdma *r = NULL;
@@ -102,6 +106,8 @@ static void test_env_bounds(void **state)
 			assert_int_equal(r->ack_timeout, atoi(cases[i].val));
 		if (rc == 0 && !strcmp(cases[i].name, "MC_RDMA_SLICE_SIZE"))
 			assert_int_equal(r->slice, 64 << 10);
+		if (rc == 0 && !strcmp(cases[i].name, "MC_RDMA_BATCH_KEYS"))
+			assert_int_equal(r->batch_keys, atoi(cases[i].val));
 		if (rc == 0 && !strcmp(cases[i].name, "MC_RDMA_GID_INDEX"))
 			assert_int_equal(r->gid_index, 3);
 		mc_rdma_free(r);
