@@ -377,7 +377,7 @@ void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_i
 			    uint32_t n, const uint64_t *sizes, const int *res)
 {
 	struct mc_rdma *r = c->rdma;
-	if (n < 2 || !mc_rdma_ready(r) || !r->batch_keys)
+	if (n < 2 || !mc_rdma_enabled(r) || !r->batch_keys)
 		return;
 	struct mc_target *t = calloc(n * MC_MAX_REPLICAS, sizeof(*t));
 	struct key_group *g = calloc(MC_MAX_REPLICAS * 2, sizeof(*g));
@@ -409,9 +409,11 @@ void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_i
 			nt++;
 		}
 	}
+	/* the device list is read only when RDMA would carry something, as
+	 * by mc_rdma_transfer; one object: its transfer asks as well */
 	for (unsigned i = 0; i < ng; i++)
-		if (g[i].n > 1)
-			group_keys(c, &g[i]);	/* one object: a transfer asks as well */
+		if (g[i].n > 1 && mc_rdma_ready(r))
+			group_keys(c, &g[i]);
 out:
 	free(t);
 	free(g);
