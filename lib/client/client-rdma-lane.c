@@ -270,7 +270,10 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 		if (rdma_create_qp(id, r->pd, &qa) != 0)
 			return MC_ERR_NOT_SUPPORTED;
 		struct ibv_device_attr da;
-		uint8_t depth = 16;
+		/* RDMA READs in flight per QP: as many as it may post (QP_DEPTH,
+		 * mc_rdma_window), within the device's limit (the node answers
+		 * min(this, its own) responder resources) */
+		uint8_t depth = QP_DEPTH;
 		if (ibv_query_device(id->verbs, &da) == 0 && da.max_qp_init_rd_atom < depth)
 			depth = (uint8_t)da.max_qp_init_rd_atom;
 		/* ticket, session, QP index (node-rdma.c) */
