@@ -138,6 +138,13 @@ int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len,
 	return 0;
 }
 
+/* Window key i of an answer's rkeys (4 bytes little-endian each). */
+static uint32_t rkey_at(struct mc_bytes b, unsigned i)
+{
+	const uint8_t *p = b.p + 4 * i;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* DATA_RDMA_INFO over the node's TCP pool: the region of t's segment. */
 static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bool write,
 		      unsigned qps, struct rdma_lane *p, struct rdma_region *ret)
@@ -166,10 +173,7 @@ static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bo
 					     .sent_ms = sent, .ttl_ms = a.ttl_ms };
 		for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++)
 			ret->rkey[i] = !a.scoped ? a.rkey :
-				       i < ret->nkeys ? (uint32_t)a.rkeys.p[4 * i] |
-							(uint32_t)a.rkeys.p[4 * i + 1] << 8 |
-							(uint32_t)a.rkeys.p[4 * i + 2] << 16 |
-							(uint32_t)a.rkeys.p[4 * i + 3] << 24 : 0;
+				       i < ret->nkeys ? rkey_at(a.rkeys, i) : 0;
 	}
 	mc_pool_put(&t->node->pool, cn);
 	return r;
@@ -391,9 +395,7 @@ int mc_rdma_lane_keys_batch(struct mc_client *c, struct rdma_lane *p,
 					 .write = write, .addr = k->addr, .size = k->size,
 					 .nkeys = k->rkeys.len / 4 };
 		for (unsigned j = 0; j < e.nkeys; j++)
-			e.rkey[j] = (uint32_t)k->rkeys.p[4 * j] | (uint32_t)k->rkeys.p[4 * j + 1] << 8 |
-				    (uint32_t)k->rkeys.p[4 * j + 2] << 16 |
-				    (uint32_t)k->rkeys.p[4 * j + 3] << 24;
+			e.rkey[j] = rkey_at(k->rkeys, j);
 		mc_rdma_keys_add(&p->keys, &e, sent, k->ttl_ms);
 	}
 	mc_pool_put(&node->pool, cn);
