@@ -249,10 +249,10 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	}
 	double gb = (double)size * count / 1e9;
 	if (!get_only)
-		printf("client-bench put_%zuMiB %.4f GB/s\n", size >> 20,
+		printf("client-bench put_%zuMiB %.6f GB/s\n", size >> 20,
 		       gb / ((double)(t1 - t0) / 1e9));
 	if (mode != LARGE_PUT)
-		printf("client-bench get_%zuMiB %.4f GB/s\n", size >> 20,
+		printf("client-bench get_%zuMiB %.6f GB/s\n", size >> 20,
 		       gb / ((double)(t2 - t1) / 1e9));
 	mc_unregister_buffer(C, buf);
 	mc_unregister_buffer(C, out);
@@ -335,7 +335,7 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 		printf("client-bench kvhot_%dx%zuKiB %.4f GB/s\n", batch, size >> 10,
 		       (double)total * (rounds - 1) / (double)(ns - ns0));
 	} else if (!rc)
-		printf("client-bench kv%s_%dx%zuKiB %.4f GB/s\n", put ? "put" : "get", batch, size >> 10,
+		printf("client-bench kv%s_%dx%zuKiB %.6f GB/s\n", put ? "put" : "get", batch, size >> 10,
 		       (double)total * rounds / (double)ns);
 	mc_unregister_buffer(C, buf);
 	free(buf);
