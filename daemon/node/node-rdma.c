@@ -25,7 +25,10 @@
  * DATA_RDMA_INFO (proto.def), served over the authenticated TCP data
  * plane: the request carries a READ or WRITE grant of a range; the node
  * checks it exactly as DATA_READ / DATA_WRITE do (node-data.h) and only
- * then answers the listener's port, the ticket, and keys:
+ * then answers the listener's port, the ticket, and keys.
+ * DATA_RDMA_INFO_BATCH does the same for up to MC_PROTO_RDMA_MAX_RANGES
+ * ranges in one request (a batch put's small objects), each range checked
+ * and answered on its own (range_keys):
  *
  * Keys (access control).  Where the device has type 2 memory windows
  * (ibv_query_device: max_mw > 0 and MEM_WINDOW_TYPE_2A/2B; rxe has them),
@@ -60,7 +63,7 @@
  * it is, and the gauge mooncake_node_rdma_scoped_keys says it.  Peers that
  * never held a grant cannot connect (no ticket) in either case.
  *
- * Threads: the TCP workers (rpc-server.c), which run DATA_RDMA_INFO; one
+ * Threads: the TCP workers (rpc-server.c), which run DATA_RDMA_INFO(_BATCH); one
  * connection-manager thread (rdma_cm events: accept, reject, tear down on
  * disconnect; the window sweep).  mu guards the connection list, the window
  * list and the CQ (binds and their completions); both take it, and hold
@@ -323,49 +326,102 @@ out:;
 	return ret;
 }
 
+/* The keys of one granted range (DATA_RDMA_INFO's and each of
+ * DATA_RDMA_INFO_BATCH's): the grant checked as DATA_READ / DATA_WRITE do,
+ * then, scoped, a window per QP of the session bound over the range (keys:
+ * 4 * MC_RDMA_MAX_QPS bytes from the call's arena).  0 or MC_ERR_*. */
+static int range_keys(void *ctx, struct mc_node_transport *t, const struct mc_rpc_call *call,
+		      uint8_t mode, struct mc_bytes session, uint8_t qps, struct mc_uuid seg,
+		      uint64_t off, uint64_t len, struct mc_bytes grant,
+		      struct mc_msg_rdma_range_keys *k)
+{
+	const struct mc_node_segment *g = NULL;
+	int r = mc_node_data_check(ctx, mode, seg, off, len, grant, &g);
+	if (r < 0)
+		return r;
+	size_t i = (size_t)(g - t->segs->seg);
+	*k = (struct mc_msg_rdma_range_keys){ .addr = (uint64_t)(uintptr_t)g->base, .size = g->size,
+					      .rkey = t->scoped ? 0 : t->mr[i]->rkey };
+	if (!t->scoped)
+		return 0;
+	unsigned n = 0;
+	uint8_t *keys = call->arena ? mc_arena_alloc(call->arena, 4 * MC_RDMA_MAX_QPS, 4) : NULL;
+	uint64_t deadline = mc_node_grants_deadline(ctx, grant.p, grant.len);
+	if (!keys)
+		return MC_ERR_NO_MEMORY;
+	if (session.len != SESSION_LEN || len == 0 || !deadline)
+		return MC_ERR_INVALID_PARAMS;
+	pthread_mutex_lock(&t->mu);
+	r = bind_windows(t, session.p, qps, g->base + off, len,
+			 mode == MC_GRANT_WRITE ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ,
+			 deadline, keys, &n);
+	pthread_mutex_unlock(&t->mu);
+	if (r < 0)
+		return r;
+	k->rkeys = (struct mc_bytes){ keys, 4 * n };
+	uint64_t now = mc_now_ms();
+	k->ttl_ms = deadline <= now ? 0 : deadline - now > UINT32_MAX ? UINT32_MAX :
+		    (uint32_t)(deadline - now);
+	return 0;
+}
+
 static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_node_transport *t = the_rdma;
 	const struct mc_msg_data_rdma_info_req *q = call->req;
 	struct mc_msg_data_rdma_info_resp *p = resp;
-	const struct mc_node_segment *g = NULL;
+	struct mc_msg_rdma_range_keys k;
 	if (!t)
 		return MC_ERR_NOT_SUPPORTED;
 	if (q->mode != MC_GRANT_READ && q->mode != MC_GRANT_WRITE)
 		return MC_ERR_INVALID_PARAMS;
-	int r = mc_node_data_check(ctx, q->mode, q->segment_id, q->offset, q->length, q->grant, &g);
+	int r = range_keys(ctx, t, call, q->mode, q->session, q->qps, q->segment_id, q->offset,
+			   q->length, q->grant, &k);
 	if (r < 0)
 		return r;
-	size_t i = (size_t)(g - t->segs->seg);
-	unsigned n = 0;
-	if (t->scoped) {
-		uint8_t *keys = call->arena ? mc_arena_alloc(call->arena, 4 * MC_RDMA_MAX_QPS, 4) : NULL;
-		uint64_t deadline = mc_node_grants_deadline(ctx, q->grant.p, q->grant.len);
-		if (!keys)
-			return MC_ERR_NO_MEMORY;
-		if (q->session.len != SESSION_LEN || q->length == 0 || !deadline)
-			return MC_ERR_INVALID_PARAMS;
-		pthread_mutex_lock(&t->mu);
-		r = bind_windows(t, q->session.p, q->qps, g->base + q->offset, q->length,
-				 q->mode == MC_GRANT_WRITE ? IBV_ACCESS_REMOTE_WRITE :
-							     IBV_ACCESS_REMOTE_READ,
-				 deadline, keys, &n);
-		pthread_mutex_unlock(&t->mu);
-		if (r < 0)
-			return r;
-		p->rkeys = (struct mc_bytes){ keys, 4 * n };
-		uint64_t now = mc_now_ms();
-		p->ttl_ms = deadline <= now ? 0 : deadline - now > UINT32_MAX ? UINT32_MAX :
-			    (uint32_t)(deadline - now);
-	}
 	__atomic_add_fetch(&t->infos, 1, __ATOMIC_RELAXED);
 	p->port = t->port;
 	p->ticket = (struct mc_bytes){ t->ticket, TICKET_LEN };
-	p->addr = (uint64_t)(uintptr_t)g->base;
-	p->size = g->size;
-	p->rkey = t->scoped ? 0 : t->mr[i]->rkey;
+	p->addr = k.addr;
+	p->size = k.size;
+	p->rkey = k.rkey;
+	p->scoped = t->scoped;
+	p->rkeys = k.rkeys;
+	p->ttl_ms = k.ttl_ms;
+	p->device = mc_bytes_str(t->device);
+	return 0;
+}
+
+/* DATA_RDMA_INFO_BATCH: each range on its own (proto.def). */
+static int h_data_rdma_info_batch(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_node_transport *t = the_rdma;
+	const struct mc_msg_data_rdma_info_batch_req *q = call->req;
+	struct mc_msg_data_rdma_info_batch_resp *p = resp;
+	if (!t)
+		return MC_ERR_NOT_SUPPORTED;
+	if ((q->mode != MC_GRANT_READ && q->mode != MC_GRANT_WRITE) || q->n_ranges == 0 ||
+	    q->session.len != SESSION_LEN)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_msg_rdma_range_keys *k =
+		call->arena ? mc_arena_alloc(call->arena, q->n_ranges * sizeof(*k), 8) : NULL;
+	if (!k)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t j = 0; j < q->n_ranges; j++) {
+		const struct mc_msg_rdma_range *x = &q->ranges[j];
+		int r = range_keys(ctx, t, call, q->mode, q->session, q->qps, x->segment_id,
+				   x->offset, x->length, x->grant, &k[j]);
+		if (r < 0)
+			k[j] = (struct mc_msg_rdma_range_keys){ .status = (int16_t)r };
+		else
+			__atomic_add_fetch(&t->infos, 1, __ATOMIC_RELAXED);
+	}
+	p->port = t->port;
+	p->ticket = (struct mc_bytes){ t->ticket, TICKET_LEN };
 	p->scoped = t->scoped;
 	p->device = mc_bytes_str(t->device);
+	p->n_ranges = q->n_ranges;
+	p->ranges = k;
 	return 0;
 }
 
@@ -668,6 +724,7 @@ static int rdma_start(const struct mc_node_transport_config *cfg, struct mc_node
 	struct mc_rpc_handlers h;
 	mc_node_data_handlers(&h);
 	h.fn[MC_OPI_DATA_RDMA_INFO] = h_data_rdma_info;
+	h.fn[MC_OPI_DATA_RDMA_INFO_BATCH] = h_data_rdma_info_batch;
 	struct mc_rpc_server_config sc = {
 		.address = cfg->address, .port = cfg->port, .workers = cfg->workers,
 		.log = cfg->log, .log_ctx = cfg->log_ctx, .admit = cfg->admit,

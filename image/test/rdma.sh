@@ -11,7 +11,8 @@
 # The binaries of the tree under test (OUT's bin/ from `make`) go onto
 # the VMs' run disk, so an image built from an older tree still tests this
 # one.  What each VM does: image/test/rdma/run.  Consoles and results in
-# OUT.  --bench also runs the benchmark (out/bench.txt of vm2).
+# OUT.  --bench also runs the benchmark (out/bench.txt of vm2), its parts
+# chosen by RDMA_BENCH_PARTS, FAIR_ROUNDS, FAIR_DEPTH (image/test/rdma/bench).
 #
 # Exit 0 passed, 1 failed, 77 skipped: no image and none can be built
 # (not root, no network), or qemu missing.
@@ -40,6 +41,10 @@ if [ "$bench" = 1 ]; then
 	[ -x "$cb" ] || { echo "test-rdma: $cb is missing: make test-build"; exit 1; }
 	cp "$cb" "$stage/bin/"
 	cp "$here/rdma/bench" "$stage/bench"
+	# which parts and how (image/test/rdma/bench)
+	for v in RDMA_BENCH_PARTS FAIR_ROUNDS FAIR_DEPTH; do
+		[ -n "${!v:-}" ] && echo "$v=${!v}"
+	done >"$stage/bench.env"
 fi
 secret=$(head -c 32 /dev/urandom | base64 | tr -d '\n')
 start=$(date +%s)

@@ -25,7 +25,9 @@
  * small objects whose RDMA keys the client holds are read first, in one
  * chain of work requests per node (mc_rdma_batch_get, client-rdma-batch.c), and
  * its LOCAL_DISK objects are staged per node and read from the nodes' memory
- * (mc_stage_batch_get, client-stage.c).  At most two
+ * (mc_stage_batch_get, client-stage.c); a put chunk's small objects get
+ * their RDMA keys in one request per node before they are written
+ * (mc_rdma_batch_put_keys).  At most two
  * chunks are in flight, each with its own master connection, which holds
  * its answer until the chunk ends.  A master call that fails ends the
  * batch with its error once the chunk in flight has finished (its items
@@ -338,6 +340,9 @@ static int put_start(struct stage *s)
 			todo++;
 		}
 	}
+	/* the RDMA keys of its small objects in one request per node */
+	if (todo > 1)
+		mc_rdma_batch_put_keys(c, p->items, ch->n, s->sizes, s->res);
 	stage_launch(s, put_item, bytes, todo);
 	return 0;
 }

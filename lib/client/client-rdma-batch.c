@@ -32,6 +32,7 @@
 #include "util/hash.h"
 #include "util/probes.h"
 #include "util/xfertrace.h"
+#include "util/rdma-plan.h"
 
 /* One item taken into the chain. */
 struct bitem {
@@ -91,6 +92,7 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 			if (out[q] || pos[q] == n)
 				continue;
 			struct ibv_send_wr *first = &wr[pos[q]], *last = NULL, *bad = NULL;
+			unsigned chained = 0;
 			while (pos[q] < n && out[q] < window) {
 				struct ibv_send_wr *w = &wr[pos[q]];
 				w->next = NULL;
@@ -99,6 +101,7 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 					last->next = w;
 				last = w;
 				out[q]++;
+				chained++;
 				pos[q] = nextq[pos[q]];
 			}
 			last->send_flags = IBV_SEND_SIGNALED;
@@ -108,6 +111,8 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto done;
 			}
+			mc_rdma_count(&r->st.wrs, chained);
+			mc_rdma_count(&r->st.doorbells, 1);
 		}
 		if (done == n)
 			break;
@@ -205,8 +210,11 @@ static void lane_items(struct mc_client *c, struct mc_node *n, struct rdma_lane 
 		struct bitem *y = &b[k];
 		if (rc == 0 && !write && y->lbuf != y->it->buf)
 			memcpy(y->it->buf, y->lbuf, y->it->len);
-		if (rc == 0)
+		if (rc == 0) {
 			y->it->rc = 0;
+			mc_rdma_count(&r->st.xfers, 1);
+			mc_rdma_count(&r->st.bytes, y->it->len);
+		}
 		mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ,
 				 MC_TRANSPORT_RDMA, y->it->len, n->endpoint, rc, t0);
 	}
@@ -297,4 +305,116 @@ out:
 	free(it);
 	free(at);
 	return bytes;
+}
+
+/* One node's ranges of a batch put, asked together. */
+struct key_group {
+	struct mc_node *node;
+	struct mc_target *t[MC_PROTO_RDMA_MAX_RANGES];
+	uint64_t len[MC_PROTO_RDMA_MAX_RANGES];
+	unsigned n;
+};
+
+/* The group's ranges that lane p (locked, connected) does not hold yet,
+ * asked in one DATA_RDMA_INFO_BATCH. */
+static void lane_ask(struct mc_client *c, struct rdma_lane *p, const struct key_group *g)
+{
+	struct key_group want = { .node = g->node };
+	for (unsigned i = 0; i < g->n; i++)
+		if (!mc_rdma_find_region(p, g->t[i]->seg) &&
+		    !mc_rdma_keys_find(&p->keys, g->t[i]->seg, g->t[i]->offset, g->len[i], true,
+				       mc_now_ms())) {
+			want.t[want.n] = g->t[i];
+			want.len[want.n++] = g->len[i];
+		}
+	if (want.n > 0)
+		(void)mc_rdma_lane_keys_batch(c, p, want.t, want.len, want.n, true);
+}
+
+/* The group's keys on a free lane of its node: a connected one if any,
+ * else one connected here by asking for the first range's keys alone (the
+ * way a transfer does: mc_rdma_lane_keys); nothing when every lane is busy
+ * or the node's RDMA setup failed lately. */
+static void group_keys(struct mc_client *c, struct key_group *g)
+{
+	struct mc_rdma *r = c->rdma;
+	struct rdma_lane *idle = NULL, *p;
+	if (mc_rdma_lane_of(r, g->t[0], g->len[0], true, &p) < 0)
+		return;
+	/* mc_rdma_lane_of prefers a lane holding the first range's keys; any
+	 * connected free lane does */
+	if (!p->connected) {
+		struct mc_rdma_peer *np = __atomic_load_n(&g->node->rdma, __ATOMIC_ACQUIRE);
+		for (unsigned l = 0; np && l < r->lanes; l++) {
+			struct rdma_lane *q = &np->lane[l];
+			if (q == p || pthread_mutex_trylock(&q->mu) != 0)
+				continue;
+			if (q->connected) {
+				idle = p;
+				p = q;
+				break;
+			}
+			pthread_mutex_unlock(&q->mu);
+		}
+	}
+	if (idle)
+		pthread_mutex_unlock(&idle->mu);
+	if (!p->connected && mc_now_ms() >= p->retry_at_ms) {
+		struct rdma_region reg;
+		if (mc_rdma_lane_keys(c, r, g->t[0], g->len[0], true, p, &reg) == 0 && !reg.scoped &&
+		    !mc_rdma_find_region(p, reg.seg)) {
+			if (p->nreg == MAX_REGIONS)
+				p->nreg = 0;
+			p->reg[p->nreg++] = reg;
+		}
+	}
+	if (p->connected)
+		lane_ask(c, p, g);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_item *items,
+			    uint32_t n, const uint64_t *sizes, const int *res)
+{
+	struct mc_rdma *r = c->rdma;
+	if (n < 2 || !mc_rdma_enabled(r) || !r->batch_keys)
+		return;
+	struct mc_target *t = calloc(n * MC_MAX_REPLICAS, sizeof(*t));
+	struct key_group *g = calloc(MC_MAX_REPLICAS * 2, sizeof(*g));
+	unsigned ng = 0, nt = 0;
+	if (!t || !g)
+		goto out;
+	for (uint32_t j = 0; j < n; j++) {
+		const struct mc_msg_batch_put_item *x = &items[j];
+		/* one slice: QP 0's window only (the keys a transfer of it asks) */
+		if (res[j] || sizes[j] == 0 || mc_rdma_plan(sizes[j], r->slice, r->nqps, 0, NULL, 0) != 1)
+			continue;
+		for (uint32_t k = 0; k < x->n_replicas && k < MC_MAX_REPLICAS; k++) {
+			struct mc_target *u = &t[nt];
+			if (x->replicas[k].type != MC_REPLICA_MEMORY || mc_target_of(c, &x->replicas[k], u) < 0 ||
+			    u->shm || u->transport != MC_TRANSPORT_RDMA || !u->node)
+				continue;
+			unsigned i = 0;
+			while (i < ng && g[i].node != u->node)
+				i++;
+			if (i == ng) {
+				if (ng == MC_MAX_REPLICAS * 2)
+					continue;	/* more nodes than that: the rest ask alone */
+				g[ng++].node = u->node;
+			}
+			if (g[i].n == MC_PROTO_RDMA_MAX_RANGES)
+				continue;	/* a node keeps that many windows per QP */
+			g[i].t[g[i].n] = u;
+			g[i].len[g[i].n++] = sizes[j];
+			nt++;
+		}
+	}
+	/* the device list is read only when RDMA would carry something, as
+	 * by mc_rdma_transfer; one object: its transfer asks as well */
+	for (unsigned i = 0; i < ng; i++)
+		if (g[i].n > 1 && mc_rdma_ready(r))
+			group_keys(c, &g[i]);
+out:
+	free(t);
+	free(g);
 }

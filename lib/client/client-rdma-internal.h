@@ -2,8 +2,8 @@
 /*
  * client-rdma-internal.h - what client-rdma.c (one transfer) and
  * client-rdma-batch.c (many small ones in one chain of work requests)
- * share: the client's RDMA state, a node's lanes, and the helpers that
- * work on them.  Locks: see client-rdma.c.
+ * and client-rdma-lane.c share: the client's RDMA state, a node's lanes,
+ * and the helpers that work on them.  Locks: see client-rdma.c.
  */
 #ifndef MC_CLIENT_RDMA_INTERNAL_H
 #define MC_CLIENT_RDMA_INTERNAL_H
@@ -36,6 +36,22 @@ struct rdma_bufmr {
 	struct ibv_mr *mr;
 };
 
+/* What a client's RDMA moved and what it cost (atomic counts; the test hook
+ * MC_TEST_RDMA_TRACE=1 prints them at mc_rdma_free: the bench's per-get
+ * figures). */
+struct mc_rdma_stats {
+	uint64_t xfers;			/* transfers done over RDMA (batch items too) */
+	uint64_t bytes;			/* their bytes */
+	uint64_t key_requests;		/* DATA_RDMA_INFO round trips */
+	uint64_t wrs;			/* RDMA READ / WRITE work requests posted */
+	uint64_t doorbells;		/* ibv_post_send calls */
+};
+
+static inline void mc_rdma_count(uint64_t *ctr, uint64_t n)
+{
+	__atomic_add_fetch(ctr, n, __ATOMIC_RELAXED);
+}
+
 struct mc_rdma {
 	char device[64];		/* "auto", a name, or "none" */
 	int gid_index;
@@ -43,6 +59,8 @@ struct mc_rdma {
 	uint64_t slice;
 	unsigned depth;			/* WRs in flight per QP; 0: QP_WINDOW bytes' worth */
 	unsigned lanes;			/* sets of QPs per node, 1..MAX_LANES */
+	uint8_t ack_timeout;		/* the QPs' (4.096 us x 2^n; MC_RDMA_ACK_TIMEOUT) */
+	bool batch_keys;		/* a batch put's keys in one request (MC_RDMA_BATCH_KEYS) */
 	pthread_mutex_t mu;		/* leaf */
 	bool disabled;			/* "none", or no device found (atomic) */
 	bool looked;			/* the device list was read */
@@ -50,6 +68,7 @@ struct mc_rdma {
 	struct ibv_pd *pd;
 	struct rdma_bufmr *mrs;
 	size_t nmrs, cap;
+	struct mc_rdma_stats st;		/* atomic counts */
 };
 
 struct rdma_region {
@@ -92,6 +111,35 @@ struct mc_rdma_peer {
  * NULL: not registered (or the registration failed: staging then). */
 struct ibv_mr *mc_rdma_buffer_mr(struct mc_client *c, struct mc_rdma *r, const void *p,
 				 size_t len);
+/* A lane of t's node, locked: a free one that holds the keys of the
+ * transfer if any (so that a hot key is asked for once, not once per
+ * lane), else a free one, else wait for one. */
+int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len, bool write,
+		    struct rdma_lane **ret);
+/* Connects lane p's rdma_qps QPs to the node's listener (the host of n's
+ * endpoint, the port and ticket of the last DATA_RDMA_INFO) and registers
+ * its staging buffer.  0 or negative MC_ERR_* (the caller resets p). */
+int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
+			 struct rdma_lane *p);
+/* The keys of transfer t (DATA_RDMA_INFO) into *reg, connecting p first
+ * where needed: a node with per-grant windows answers keys only for a
+ * session whose QPs are connected, so a new session asks, connects, and
+ * asks again; windows go into p's key cache.  0, or MC_ERR_NOT_SUPPORTED
+ * (TCP then).  Under p->mu. */
+int mc_rdma_lane_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
+		      bool write, struct rdma_lane *p, struct rdma_region *reg);
+/* The keys of the n ranges t[i] (each [offset, + len[i]), at most
+ * MC_PROTO_RDMA_MAX_RANGES, of lane p's node, none larger than one slice:
+ * they use QP 0 only) in one DATA_RDMA_INFO_BATCH, into p's key cache
+ * (whole-segment keys into its regions); p locked and connected.  Ranges
+ * the node refused are left out (their transfers ask on their own, and
+ * say why).  0, or MC_ERR_* (the request failed: nothing learnt; a node
+ * that restarted resets p). */
+int mc_rdma_lane_keys_batch(struct mc_client *c, struct rdma_lane *p,
+			    struct mc_target *const *t, const uint64_t *len, unsigned n, bool write);
+/* Whether this client moves bytes over RDMA (a device found: the list is
+ * read at the first call). */
+bool mc_rdma_ready(struct mc_rdma *r);
 /* Tears the lane's QPs down (a new session: its keys go too). */
 void mc_rdma_lane_reset(struct rdma_lane *p);
 /* The lane's whole-segment keys of seg, or NULL. */
@@ -110,5 +158,7 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 /* MC_TEST_RDMA_TRACE=1: why a transfer failed, on stderr (status: an
  * ibv_wc_status, or -1). */
 void mc_rdma_trace_fail(const char *what, int status);
+/* Whether MC_TEST_RDMA_TRACE=1. */
+bool mc_rdma_trace_on(void);
 
 #endif

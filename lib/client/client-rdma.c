@@ -40,20 +40,22 @@
  * caller uses TCP; a node whose setup failed is tried over RDMA again only
  * after PEER_RETRY_MS.
  *
+ * Files: this one moves the bytes of one transfer (the options, the
+ * buffer MRs, posting and polling, the scope probe); client-rdma-lane.c
+ * picks a lane, connects it and gets the transfer's keys;
+ * client-rdma-batch.c chains many small transfers on one lane.
+ *
  * Locks: a lane's mu (one transfer per lane), then r->mu (the device, the
  * PD, the buffer MRs; a leaf).  Neither is held across a call to the
  * master.
  */
 #include <errno.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <arpa/inet.h>
-#include <sys/random.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -67,9 +69,9 @@
 #include "util/xfertrace.h"
 #include "util/rdma-plan.h"
 
-#define PEER_RETRY_MS 10000u
-/* The QPs' ACK timeout: 4.096 us x 2^18, about 1 s (a loaded soft-RoCE
- * host under TCG is slow to answer; each expiry costs a retry). */
+/* The QPs' ACK timeout by default (MC_RDMA_ACK_TIMEOUT): 4.096 us x 2^18,
+ * about 1 s (a loaded soft-RoCE host under TCG is slow to answer; each
+ * expiry costs a retry).  perftest's default is 14 (67 ms). */
 #define ACK_TIMEOUT 18
 /* Attempts of one round: an error completion tears the QPs down, and the
  * round (idempotent: the same bytes to the same granted range) runs again
@@ -141,6 +143,13 @@ int mc_rdma_new(const struct mc_client_opts *o, struct mc_rdma **ret)
 	    v > MAX_LANES)
 		goto bad;
 	r->lanes = (unsigned)v;
+	snprintf(num, sizeof(num), "%u", ACK_TIMEOUT);
+	if (parse_u64(env_or(NULL, "MC_RDMA_ACK_TIMEOUT", num), &v) < 0 || v < 1 || v > 31)
+		goto bad;
+	r->ack_timeout = (uint8_t)v;
+	if (parse_u64(env_or(NULL, "MC_RDMA_BATCH_KEYS", "1"), &v) < 0 || v > 1)
+		goto bad;
+	r->batch_keys = v == 1;
 	pthread_mutex_init(&r->mu, NULL);
 	*ret = r;
 	return 0;
@@ -153,6 +162,11 @@ void mc_rdma_free(struct mc_rdma *r)
 {
 	if (!r)
 		return;
+	if (mc_rdma_trace_on() && r->st.xfers)
+		fprintf(stderr, "libmooncake rdma stats: transfers %llu bytes %llu key_requests %llu "
+			"work_requests %llu doorbells %llu\n", (unsigned long long)r->st.xfers,
+			(unsigned long long)r->st.bytes, (unsigned long long)r->st.key_requests,
+			(unsigned long long)r->st.wrs, (unsigned long long)r->st.doorbells);
 	for (size_t i = 0; i < r->nmrs; i++)
 		ibv_dereg_mr(r->mrs[i].mr);
 	free(r->mrs);
@@ -221,278 +235,21 @@ out:
 	return mr;
 }
 
-/* A new session name: the node tells a client's sets of QPs apart by it. */
-static void new_session(struct rdma_lane *p)
-{
-	if (getrandom(p->session, sizeof(p->session), 0) != (ssize_t)sizeof(p->session)) {
-		uint64_t x = mc_now_ns() ^ (uintptr_t)p;	/* not a secret, only unique */
-		memcpy(p->session, &x, sizeof(x));
-	}
-}
-
-/* Tears the QPs down (kept: the mutex, retry_at_ms, port and ticket). */
-void mc_rdma_lane_reset(struct rdma_lane *p)
-{
-	new_session(p);
-	for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++) {
-		if (!p->id[i])
-			continue;
-		if (p->connected)
-			rdma_disconnect(p->id[i]);
-		if (p->id[i]->qp)
-			rdma_destroy_qp(p->id[i]);
-		rdma_destroy_id(p->id[i]);
-		p->id[i] = NULL;
-	}
-	if (p->stage_mr)
-		ibv_dereg_mr(p->stage_mr);
-	p->stage_mr = NULL;
-	free(p->stage);
-	p->stage = NULL;
-	if (p->cq)
-		ibv_destroy_cq(p->cq);
-	p->cq = NULL;
-	p->connected = false;
-	p->nreg = 0;
-	mc_rdma_keys_reset(&p->keys);
-}
-
-
-static void peer_free_lanes(struct mc_rdma_peer *np)
-{
-	for (unsigned i = 0; i < MAX_LANES; i++) {
-		mc_rdma_lane_reset(&np->lane[i]);
-		pthread_mutex_destroy(&np->lane[i].mu);
-	}
-	free(np);
-}
-
-void mc_rdma_peer_free(struct mc_rdma_peer *p)
-{
-	if (p)
-		peer_free_lanes(p);
-}
-
-/* Whether lane l (locked) holds the keys of t's [offset, + len) in that mode. */
-static bool lane_holds(struct rdma_lane *l, const struct mc_target *t, uint64_t len, bool write)
-{
-	return mc_rdma_find_region(l, t->seg) ||
-	       (l->connected && mc_rdma_keys_find(&l->keys, t->seg, t->offset, len, write,
-						  mc_now_ms()));
-}
-
-/* A lane of t's node, locked: a free one that holds the keys of the
- * transfer if any (so that a hot key is asked for once, not once per
- * lane), else a free one, else wait for one. */
-static int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len,
-			   bool write, struct rdma_lane **ret)
-{
-	struct mc_node *n = t->node;
-	struct mc_rdma_peer *p = __atomic_load_n(&n->rdma, __ATOMIC_ACQUIRE);
-	if (!p) {
-		struct mc_rdma_peer *np = calloc(1, sizeof(*np));
-		if (!np)
-			return MC_ERR_NO_MEMORY;
-		for (unsigned i = 0; i < MAX_LANES; i++) {
-			pthread_mutex_init(&np->lane[i].mu, NULL);
-			new_session(&np->lane[i]);
-		}
-		if (__atomic_compare_exchange_n(&n->rdma, &p, np, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			p = np;
-		else
-			peer_free_lanes(np);
-	}
-	unsigned s = __atomic_fetch_add(&p->rotor, 1, __ATOMIC_RELAXED);
-	struct rdma_lane *free_lane = NULL;
-	for (unsigned i = 0; i < r->lanes; i++) {
-		struct rdma_lane *l = &p->lane[(s + i) % r->lanes];
-		if (pthread_mutex_trylock(&l->mu) != 0)
-			continue;
-		if (lane_holds(l, t, len, write)) {
-			if (free_lane)
-				pthread_mutex_unlock(&free_lane->mu);
-			*ret = l;
-			return 0;
-		}
-		if (free_lane)
-			pthread_mutex_unlock(&l->mu);
-		else
-			free_lane = l;
-	}
-	if (free_lane) {
-		*ret = free_lane;
-		return 0;
-	}
-	*ret = &p->lane[s % r->lanes];
-	pthread_mutex_lock(&(*ret)->mu);
-	return 0;
-}
-
-/* DATA_RDMA_INFO over the node's TCP pool: the region of t's segment. */
-static int ask_region(struct mc_client *c, struct mc_target *t, uint64_t len, bool write,
-		      unsigned qps, struct rdma_lane *p, struct rdma_region *ret)
-{
-	struct mc_conn *cn = NULL;
-	struct mc_msg_data_rdma_info_req q = { .mode = write ? MC_GRANT_WRITE : MC_GRANT_READ,
-					       .segment_id = t->seg, .offset = t->offset,
-					       .length = len, .grant = t->grant,
-					       .session = { p->session, MC_PROTO_RDMA_SESSION },
-					       .qps = (uint8_t)qps };
-	struct mc_msg_data_rdma_info_resp a;
-	uint64_t sent = mc_now_ms();
-	int r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_RDMA_INFO, &q, &a, NULL);
-	if (r == 0 && (a.ticket.len != MC_PROTO_RDMA_TICKET || a.port == 0 || a.rkeys.len % 4 ||
-		       a.rkeys.len / 4 > MC_RDMA_MAX_QPS || (!a.scoped && a.rkeys.len)))
-		r = MC_ERR_DESERIALIZE_FAIL;
-	if (r == 0) {
-		if (p->connected && (a.port != p->port ||
-				     memcmp(a.ticket.p, p->ticket, MC_PROTO_RDMA_TICKET)))
-			r = MC_ERR_TRANSFER_FAIL;	/* the node restarted: reconnect */
-		p->port = a.port;
-		memcpy(p->ticket, a.ticket.p, MC_PROTO_RDMA_TICKET);
-		*ret = (struct rdma_region){ .seg = t->seg, .addr = a.addr, .size = a.size,
-					     .scoped = a.scoped, .nkeys = a.rkeys.len / 4,
-					     .sent_ms = sent, .ttl_ms = a.ttl_ms };
-		for (unsigned i = 0; i < MC_RDMA_MAX_QPS; i++)
-			ret->rkey[i] = !a.scoped ? a.rkey :
-				       i < ret->nkeys ? (uint32_t)a.rkeys.p[4 * i] |
-							(uint32_t)a.rkeys.p[4 * i + 1] << 8 |
-							(uint32_t)a.rkeys.p[4 * i + 2] << 16 |
-							(uint32_t)a.rkeys.p[4 * i + 3] << 24 : 0;
-	}
-	mc_pool_put(&t->node->pool, cn);
-	return r;
-}
-
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss)
-{
-	char ps[8];
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
-	snprintf(ps, sizeof(ps), "%u", (unsigned)port);
-	if (getaddrinfo(host, ps, &hints, &ai) != 0 || !ai)
-		return MC_ERR_INVALID_REPLICA;
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
-	return 0;
-}
-
-/* The IPv4 address of GID idx of port 1 of ctx (IPv4-mapped), port 0. */
-static int gid_src(struct ibv_context *ctx, int idx, struct sockaddr_in *sin)
-{
-	union ibv_gid gid;
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	if (ibv_query_gid(ctx, 1, idx, &gid) != 0 || memcmp(gid.raw, mapped, 12) != 0)
-		return MC_ERR_INVALID_PARAMS;
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	memcpy(&sin->sin_addr, gid.raw + 12, 4);
-	return 0;
-}
-
-/* The device the client uses (first connection's, checked against the
- * option) and its PD, under r->mu. */
-static int adopt_device(struct mc_rdma *r, struct ibv_context *ctx)
-{
-	int ret = 0;
-	pthread_mutex_lock(&r->mu);
-	if (!r->ctx) {
-		if (strcmp(r->device, "auto") && strcmp(r->device, ibv_get_device_name(ctx->device)))
-			ret = MC_ERR_NOT_SUPPORTED;
-		else if (!(r->pd = ibv_alloc_pd(ctx)))
-			ret = MC_ERR_NOT_SUPPORTED;
-		else
-			r->ctx = ctx;
-	} else if (r->ctx != ctx) {
-		ret = MC_ERR_NOT_SUPPORTED;	/* one device per client */
-	}
-	pthread_mutex_unlock(&r->mu);
-	return ret;
-}
-
-/* rdma_qps connections to the node's listener (host of its endpoint). */
-static int peer_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
-			struct rdma_lane *p)
-{
-	char host[MC_MAX_SEGMENT_NAME + 1];
-	struct sockaddr_storage dst, src;
-	struct sockaddr *srcp = NULL;
-	int tmo = c->timeout_ms > 0 ? c->timeout_ms : 10000;
-	int rc = mc_rdma_endpoint_host(n->endpoint, strlen(n->endpoint), host, sizeof(host));
-	if (rc < 0 || (rc = resolve(host, p->port, &dst)) < 0)
-		return rc;
-	p->nqps = r->nqps;
-	for (unsigned i = 0; i < p->nqps; i++) {
-		struct rdma_cm_id *id;
-		if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) != 0)
-			return MC_ERR_NOT_SUPPORTED;
-		p->id[i] = id;
-		if (r->gid_index >= 0 && !srcp) {
-			/* the device to ask the GID of: resolve once without a source */
-			if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, tmo) != 0)
-				return MC_ERR_NOT_SUPPORTED;
-			if (gid_src(id->verbs, r->gid_index, (struct sockaddr_in *)&src) < 0)
-				return MC_ERR_INVALID_PARAMS;
-			srcp = (struct sockaddr *)&src;
-			rdma_destroy_id(id);
-			if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) != 0) {
-				p->id[i] = NULL;
-				return MC_ERR_NOT_SUPPORTED;
-			}
-			p->id[i] = id;
-		}
-		uint8_t ackt = ACK_TIMEOUT;
-		if (rdma_resolve_addr(id, srcp, (struct sockaddr *)&dst, tmo) != 0 ||
-		    rdma_resolve_route(id, tmo) != 0)
-			return MC_ERR_NOT_SUPPORTED;
-		(void)rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_ID_ACK_TIMEOUT, &ackt,
-				      sizeof(ackt));	/* older kernels: the default */
-		if ((rc = adopt_device(r, id->verbs)) < 0)
-			return rc;
-		if (!p->cq && !(p->cq = ibv_create_cq(id->verbs, (int)(QP_DEPTH * MC_RDMA_MAX_QPS),
-						      NULL, NULL, 0)))
-			return MC_ERR_NOT_SUPPORTED;
-		struct ibv_qp_init_attr qa = {
-			.send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = QP_DEPTH, .max_recv_wr = 1, .max_send_sge = 1,
-				 .max_recv_sge = 1 },
-		};
-		if (rdma_create_qp(id, r->pd, &qa) != 0)
-			return MC_ERR_NOT_SUPPORTED;
-		struct ibv_device_attr da;
-		uint8_t depth = 16;
-		if (ibv_query_device(id->verbs, &da) == 0 && da.max_qp_init_rd_atom < depth)
-			depth = (uint8_t)da.max_qp_init_rd_atom;
-		/* ticket, session, QP index (node-rdma.c) */
-		uint8_t pd[MC_PROTO_RDMA_TICKET + MC_PROTO_RDMA_SESSION + 1];
-		memcpy(pd, p->ticket, MC_PROTO_RDMA_TICKET);
-		memcpy(pd + MC_PROTO_RDMA_TICKET, p->session, MC_PROTO_RDMA_SESSION);
-		pd[sizeof(pd) - 1] = (uint8_t)i;
-		struct rdma_conn_param cp = {
-			.private_data = pd, .private_data_len = sizeof(pd),
-			.initiator_depth = depth, .responder_resources = 0,
-			.retry_count = 7, .rnr_retry_count = 7,
-		};
-		if (rdma_connect(id, &cp) != 0)
-			return MC_ERR_NOT_SUPPORTED;
-	}
-	if (!(p->stage = aligned_alloc(4096, STAGE_BYTES)) ||
-	    !(p->stage_mr = ibv_reg_mr(r->pd, p->stage, STAGE_BYTES, IBV_ACCESS_LOCAL_WRITE)))
-		return MC_ERR_NO_MEMORY;
-	p->connected = true;
-	return 0;
-}
-
 /* MC_TEST_RDMA_TRACE=1 (a test hook, like MC_TEST_READ_DELAY_MS): why a
  * round failed, on stderr.  Off otherwise: the library does not log. */
-void mc_rdma_trace_fail(const char *what, int status)
+bool mc_rdma_trace_on(void)
 {
 	static int on = -1;
-	if (on < 0) {
+	if (__atomic_load_n(&on, __ATOMIC_RELAXED) < 0) {
 		const char *e = getenv("MC_TEST_RDMA_TRACE");
-		on = e && *e && strcmp(e, "0") != 0;
+		__atomic_store_n(&on, e && *e && strcmp(e, "0") != 0, __ATOMIC_RELAXED);
 	}
-	if (on)
+	return __atomic_load_n(&on, __ATOMIC_RELAXED) == 1;
+}
+
+void mc_rdma_trace_fail(const char *what, int status)
+{
+	if (mc_rdma_trace_on())
 		fprintf(stderr, "libmooncake rdma: %s%s%s\n", what, status >= 0 ? ": " : "",
 			status >= 0 ? ibv_wc_status_str((enum ibv_wc_status)status) : "");
 }
@@ -573,6 +330,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		/* one doorbell per QP: chain what fits in its send queue */
 		for (unsigned q = 0; q < p->nqps; q++) {
 			struct ibv_send_wr *head = NULL, *tail = NULL;
+			unsigned chained = 0;
 			while (next[q] < n && outstanding[q] < window) {
 				size_t i = next[q];
 				wr[i].next = NULL;
@@ -582,6 +340,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 					head = &wr[i];
 				tail = &wr[i];
 				outstanding[q]++;
+				chained++;
 				size_t j = i + 1;
 				while (j < n && sl[j].qp != q)
 					j++;
@@ -592,6 +351,10 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 				mc_rdma_trace_fail("ibv_post_send failed", -1);
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
+			}
+			if (head) {
+				mc_rdma_count(&r->st.wrs, chained);
+				mc_rdma_count(&r->st.doorbells, 1);
 			}
 		}
 		if (done == n)
@@ -620,61 +383,6 @@ out:
 	return ret;
 }
 
-const struct rdma_region *mc_rdma_find_region(const struct rdma_lane *p, struct mc_uuid seg)
-{
-	for (unsigned i = 0; i < p->nreg; i++)
-		if (mc_uuid_eq(p->reg[i].seg, seg))
-			return &p->reg[i];
-	return NULL;
-}
-
-/*
- * The keys for transfer t (DATA_RDMA_INFO), connecting first where needed:
- * a node with per-grant windows answers keys only for a session whose QPs
- * are connected, so a new session asks, connects, and asks again.  0, or
- * MC_ERR_NOT_SUPPORTED (TCP then).  Under p->mu.
- */
-/* The QPs a transfer of len bytes uses: its first round's slices (every
- * round starts at QP 0 with windows; later rounds are no larger). */
-static unsigned qps_used(const struct mc_rdma *r, uint64_t len)
-{
-	size_t n = mc_rdma_plan(len < STAGE_BYTES ? len : STAGE_BYTES, r->slice, r->nqps, 0, NULL, 0);
-	return n < r->nqps ? (unsigned)n : r->nqps;
-}
-
-static int get_keys(struct mc_client *c, struct mc_rdma *r, struct mc_target *t, uint64_t len,
-		    bool write, struct rdma_lane *p, struct rdma_region *reg)
-{
-	unsigned want = qps_used(r, len);
-	int rc = ask_region(c, t, len, write, want, p, reg);
-	if (rc == MC_ERR_TRANSFER_FAIL) {
-		/* the node restarted (new ticket) or lost our QPs: a new session */
-		mc_rdma_lane_reset(p);
-		rc = ask_region(c, t, len, write, want, p, reg);
-	}
-	if (rc == 0 && !p->connected && (rc = peer_connect(c, r, t->node, p)) < 0)
-		mc_rdma_lane_reset(p);
-	else if (rc == 0 && reg->scoped && reg->nkeys == 0)
-		rc = ask_region(c, t, len, write, want, p, reg);	/* connected now */
-	if (rc == 0 && reg->scoped && reg->nkeys != want) {
-		mc_rdma_lane_reset(p);
-		rc = MC_ERR_TRANSFER_FAIL;
-	}
-	if (rc == 0 && reg->scoped) {
-		/* the windows live on: later transfers inside the range use them */
-		struct mc_rdma_key k = { .seg = t->seg, .off = t->offset, .len = len,
-					 .write = write, .addr = reg->addr, .size = reg->size,
-					 .nkeys = reg->nkeys };
-		memcpy(k.rkey, reg->rkey, sizeof(k.rkey));
-		mc_rdma_keys_add(&p->keys, &k, reg->sent_ms, reg->ttl_ms);
-	}
-	if (rc < 0) {
-		if (rc != MC_ERR_GRANT_DENIED && rc != MC_ERR_GRANT_EXPIRED)
-			p->retry_at_ms = mc_now_ms() + PEER_RETRY_MS;
-		return MC_ERR_NOT_SUPPORTED;	/* TCP, which says why if it fails too */
-	}
-	return 0;
-}
 
 /*
  * MC_TEST_RDMA_SCOPE=S (a test hook, like MC_TEST_RDMA_TRACE): after a
@@ -739,15 +447,10 @@ static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct rdma_lane
 	mc_rdma_lane_reset(p);
 }
 
-int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
-		     bool write, XXH3_state_t *st, const struct mc_progress *pg)
+bool mc_rdma_ready(struct mc_rdma *r)
 {
-	struct mc_rdma *r = c->rdma;
-	struct rdma_lane *p;
-	struct rdma_region keep;
-	int rc;
-	if (!mc_rdma_enabled(r) || len == 0)
-		return MC_ERR_NOT_SUPPORTED;
+	if (!mc_rdma_enabled(r))
+		return false;
 	pthread_mutex_lock(&r->mu);
 	if (!r->looked) {
 		int nd = 0;
@@ -759,7 +462,17 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 			__atomic_store_n(&r->disabled, true, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (!mc_rdma_enabled(r))
+	return mc_rdma_enabled(r);
+}
+
+int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64_t len,
+		     bool write, XXH3_state_t *st, const struct mc_progress *pg)
+{
+	struct mc_rdma *r = c->rdma;
+	struct rdma_lane *p;
+	struct rdma_region keep;
+	int rc;
+	if (len == 0 || !mc_rdma_ready(r))
 		return MC_ERR_NOT_SUPPORTED;
 	if ((rc = mc_rdma_lane_of(r, t, len, write, &p)) < 0)
 		return rc;
@@ -779,7 +492,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 					     .scoped = true, .nkeys = k->nkeys };
 		memcpy(keep.rkey, k->rkey, sizeof(keep.rkey));
 	} else {
-		if ((rc = get_keys(c, r, t, len, write, p, &keep)) < 0)
+		if ((rc = mc_rdma_lane_keys(c, r, t, len, write, p, &keep)) < 0)
 			goto out;
 		if (!keep.scoped) {
 			if (p->nreg == MAX_REGIONS)
@@ -814,10 +527,10 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 			mc_rdma_lane_reset(p);
 			if (keep.scoped) {
 				struct rdma_region nk;
-				if (get_keys(c, r, t, len, write, p, &nk) < 0)
+				if (mc_rdma_lane_keys(c, r, t, len, write, p, &nk) < 0)
 					break;
 				keep = nk;
-			} else if (peer_connect(c, r, t->node, p) < 0) {
+			} else if (mc_rdma_lane_connect(c, r, t->node, p) < 0) {
 				break;
 			} else {
 				p->reg[0] = keep;
@@ -842,6 +555,10 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	}
 	mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ, MC_TRANSPORT_RDMA,
 			 len, t->node->endpoint, rc, t0);
+	if (rc == 0) {
+		mc_rdma_count(&r->st.xfers, 1);
+		mc_rdma_count(&r->st.bytes, len);
+	}
 	if (rc < 0)
 		mc_rdma_lane_reset(p);		/* error completion / timeout: rebuild next time */
 	else

@@ -27,6 +27,11 @@
  *   rdma_lanes      MC_RDMA_LANES       sets of QPs per node, 1..8; 4: that many
  *                                       transfers of one client to one node in
  *                                       flight at once
+ *   (none)          MC_RDMA_ACK_TIMEOUT the QPs' ACK timeout, 4.096 us x 2^n,
+ *                                       1..31; 18 (about 1 s; perftest uses 14)
+ *   (none)          MC_RDMA_BATCH_KEYS  1: a batch put asks for its small
+ *                                       objects' keys in one request per node
+ *                                       (DATA_RDMA_INFO_BATCH); 0: one each
  */
 #ifndef MC_CLIENT_RDMA_H
 #define MC_CLIENT_RDMA_H
@@ -107,5 +112,19 @@ struct mc_msg_batch_replica_item;
 uint64_t mc_rdma_batch_get(struct mc_client *c, const struct mc_msg_batch_replica_item *items,
 			   uint32_t n, const size_t *idx, void *const *bufs, size_t *lens,
 			   int *status, int *res, uint64_t query_ms);
+
+struct mc_msg_batch_put_item;
+/*
+ * Before a batch put's writes: the RDMA keys of its small objects (one
+ * slice each; items j with res[j] == 0, sizes[j] bytes), per node in one
+ * DATA_RDMA_INFO_BATCH on a connected lane of it (at most
+ * MC_PROTO_RDMA_MAX_RANGES ranges per node: what a node keeps per QP),
+ * instead of one DATA_RDMA_INFO per object: the writes (mc_write_replicas)
+ * then find them in that lane's key cache.  Best effort: whatever is not
+ * learnt here is asked for by its transfer as before.
+ * (client-rdma-batch.c)
+ */
+void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_item *items,
+			    uint32_t n, const uint64_t *sizes, const int *res);
 
 #endif

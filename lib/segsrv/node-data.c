@@ -99,6 +99,11 @@ static int h_data_rdma_info(void *ctx, const struct mc_rpc_call *call, void *res
 	return MC_ERR_NOT_SUPPORTED;
 }
 
+static int h_data_rdma_info_batch(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	return MC_ERR_NOT_SUPPORTED;
+}
+
 /* Served by the node's disk tier when it has one (mc_node_grants.disk_read). */
 static int h_data_disk_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 {

@@ -10,6 +10,9 @@
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE,
  *                                             then gethot: each read again (a key read
  *                                             within its lease: descriptors from the cache)
+ *   client-bench MASTER largeput SIZE COUNT   put GB/s only (the objects stay)
+ *   client-bench MASTER largeget SIZE COUNT   get GB/s of a largeput's objects, then
+ *                                             removed (unless MC_BENCH_KEEP=1)
  *   client-bench MASTER kvput BATCH,SIZE ROUNDS  KV-cache-shaped: ROUNDS batches of BATCH
  *                                             blocks of SIZE, each batch one mc_batch_put
  *                                             from one registered buffer: put GB/s
@@ -206,48 +209,71 @@ static int large_get_all(size_t size, int count, char *out)
 	return rc;
 }
 
-static int run_large(size_t size, int count)
+static void large_fill(char *buf, size_t size)
 {
+	for (size_t i = 0; i < size; i++)
+		buf[i] = (char)(i * 131);
+}
+
+/* large (both): COUNT objects of SIZE put (on MC_BENCH_SEGMENT first, if
+ * set) then read back; largeput: put only (they stay); largeget: the
+ * objects of a largeput (or of a `large` run with MC_BENCH_KEEP=1) read back
+ * only.  MC_BENCH_KEEP=1: the objects stay. */
+enum large_mode { LARGE_BOTH, LARGE_PUT, LARGE_GET };
+static int run_large(size_t size, int count, enum large_mode mode)
+{
+	bool get_only = mode == LARGE_GET;
 	char key[64];
 	char *buf = malloc(size), *out = malloc(size);
 	int rc = 0;
+	const char *seg = getenv("MC_BENCH_SEGMENT");
+	const char *segs[1] = { seg };
+	struct mc_put_opts po = { .sz = sizeof(po), .preferred_segments = segs,
+				  .n_preferred = seg && *seg ? 1 : 0 };
 
 	if (!buf || !out)
 		return 1;
-	for (size_t i = 0; i < size; i++)
-		buf[i] = (char)(i * 131);
+	large_fill(buf, size);
 	memset(out, 0xa5, size);   /* fault the pages in before the clock starts (not 0: gcc
 				    * would turn malloc+memset(0) into calloc) */
 	mc_register_buffer(C, buf, size);
 	mc_register_buffer(C, out, size);
 	uint64_t t0 = mc_now_ns();
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count && !get_only; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
-		int r = mc_put_from(C, key, strlen(key), buf, size, NULL);
+		int r = mc_put_from(C, key, strlen(key), buf, size, po.n_preferred ? &po : NULL);
 		if (r < 0) {
 			fprintf(stderr, "client-bench: put %s: %s\n", key, mc_error_name(r));
 			rc = 1;
 		}
 	}
 	uint64_t t1 = mc_now_ns();
-	rc |= large_get_all(size, count, out);
+	if (mode != LARGE_PUT)
+		rc |= large_get_all(size, count, out);
 	uint64_t t2 = mc_now_ns();
-	/* again: each key was read just before, so its descriptors come from
-	 * the client's cache (one node transfer, no master round trip) */
-	rc |= large_get_all(size, count, out);
+	/* large only, again: each key was read just before, so its descriptors
+	 * come from the client's cache (one node transfer, no master round trip) */
+	if (mode == LARGE_BOTH)
+		rc |= large_get_all(size, count, out);
 	uint64_t t3 = mc_now_ns();
-	if (memcmp(buf, out, size) != 0) {
+	if (mode != LARGE_PUT && memcmp(buf, out, size) != 0) {
 		fprintf(stderr, "client-bench: read back different bytes\n");
 		rc = 1;
 	}
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count && !KEEP && mode != LARGE_PUT; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
 		mc_remove(C, key, strlen(key), true);
 	}
 	double gb = (double)size * count / 1e9;
-	printf("client-bench put_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t1 - t0) / 1e9));
-	printf("client-bench get_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t2 - t1) / 1e9));
-	printf("client-bench gethot_%zuMiB %.4f GB/s\n", size >> 20, gb / ((double)(t3 - t2) / 1e9));
+	if (!get_only)
+		printf("client-bench put_%zuMiB %.6f GB/s\n", size >> 20,
+		       gb / ((double)(t1 - t0) / 1e9));
+	if (mode != LARGE_PUT)
+		printf("client-bench get_%zuMiB %.6f GB/s\n", size >> 20,
+		       gb / ((double)(t2 - t1) / 1e9));
+	if (mode == LARGE_BOTH)
+		printf("client-bench gethot_%zuMiB %.6f GB/s\n", size >> 20,
+		       gb / ((double)(t3 - t2) / 1e9));
 	mc_unregister_buffer(C, buf);
 	mc_unregister_buffer(C, out);
 	free(buf);
@@ -329,7 +355,7 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 		printf("client-bench kvhot_%dx%zuKiB %.4f GB/s\n", batch, size >> 10,
 		       (double)total * (rounds - 1) / (double)(ns - ns0));
 	} else if (!rc)
-		printf("client-bench kv%s_%dx%zuKiB %.4f GB/s\n", put ? "put" : "get", batch, size >> 10,
+		printf("client-bench kv%s_%dx%zuKiB %.6f GB/s\n", put ? "put" : "get", batch, size >> 10,
 		       (double)total * rounds / (double)ns);
 	mc_unregister_buffer(C, buf);
 	free(buf);
@@ -366,8 +392,9 @@ static int run_connect(const struct mc_client_opts *o, int count)
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
-		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER large SIZE COUNT"
-			" | MASTER connect COUNT 0 | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
+		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS"
+			" | MASTER large|largeput|largeget SIZE COUNT | MASTER connect COUNT 0"
+			" | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
 		return 2;
 	}
 	struct mc_client_opts o = { .sz = sizeof(o), .master = argv[1] };
@@ -411,7 +438,9 @@ int main(int argc, char **argv)
 				   atoi(argv[4]));
 		}
 	} else {
-		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]));
+		r = run_large(strtoull(argv[3], NULL, 0), atoi(argv[4]),
+			      !strcmp(argv[2], "largeget") ? LARGE_GET :
+			      !strcmp(argv[2], "largeput") ? LARGE_PUT : LARGE_BOTH);
 	}
 	mc_client_free(C_OFF);
 	mc_client_free(C);

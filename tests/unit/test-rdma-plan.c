@@ -5,7 +5,8 @@
  * cover a transfer exactly once, in order, spread over the QPs and within
  * the slice size; the transport choice per replica (shm, RDMA, TCP
  * fallback); remote ranges outside the node's region refused (overflow
- * included); the rdma_cm host of an endpoint; DATA_RDMA_INFO's layout.
+ * included); the rdma_cm host of an endpoint; DATA_RDMA_INFO's layout and
+ * DATA_RDMA_INFO_BATCH's.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -198,6 +199,79 @@ static void test_info_layout(void **state)
 	mc_wbuf_free(&w);
 }
 
+/* DATA_RDMA_INFO_BATCH's bytes: ranges in, each range's status and keys out. */
+static void test_info_batch_layout(void **state)
+{
+	struct mc_wbuf w;
+	struct mc_arena a;
+	struct mc_rbuf r;
+	mc_wbuf_init(&w, 1 << 16);
+	mc_arena_init(&a);
+	static const uint8_t ses[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6 };
+	static const uint8_t gr[3] = { 0xa, 0xb, 0xc };
+	struct mc_msg_rdma_range rg[2] = {
+		{ .segment_id = { 1, 2 }, .offset = 4096, .length = 4096, .grant = { gr, 3 } },
+		{ .segment_id = { 1, 2 }, .offset = 8192, .length = 100, .grant = { gr, 3 } },
+	};
+	struct mc_msg_data_rdma_info_batch_req q = {
+		.mode = 2, .session = { ses, 16 }, .qps = 1, .n_ranges = 2, .ranges = rg,
+	}, dq;
+	assert_int_equal(mc_msg_data_rdma_info_batch_req_encode(&w, &q), 0);
+	/* mode, session, qps, u32 count, 2 x (uuid, offset, length, grant) */
+	assert_int_equal(w.len, 1 + 4 + 16 + 1 + 4 + 2 * (16 + 8 + 8 + 4 + 3));
+	assert_int_equal(w.p[0], 2);
+	assert_int_equal(w.p[21], 1);	/* qps */
+	assert_int_equal(w.p[22], 2);	/* the count, little-endian */
+	mc_rbuf_init(&r, w.p, w.len);
+	assert_int_equal(mc_msg_data_rdma_info_batch_req_decode(&r, &a, &dq), 0);
+	assert_int_equal(dq.n_ranges, 2);
+	assert_int_equal(dq.ranges[1].offset, 8192);
+	assert_int_equal(dq.ranges[1].length, 100);
+	assert_memory_equal(dq.ranges[0].grant.p, gr, 3);
+	/* more ranges than a QP keeps windows are refused */
+	static struct mc_msg_rdma_range many[MC_PROTO_RDMA_MAX_RANGES + 1];
+	q.ranges = many;
+	q.n_ranges = MC_PROTO_RDMA_MAX_RANGES + 1;
+	mc_wbuf_reset(&w);
+	assert_true(mc_msg_data_rdma_info_batch_req_encode(&w, &q) < 0 ||
+		    (mc_rbuf_init(&r, w.p, w.len),
+		     mc_msg_data_rdma_info_batch_req_decode(&r, &a, &dq) < 0));
+	/* the answer: one range with its window key, one refused */
+	static const uint8_t tk[16] = { 1 };
+	static const uint8_t k0[4] = { 0x78, 0x56, 0x34, 0x12 };
+	struct mc_msg_rdma_range_keys rk[2] = {
+		{ .addr = 0x7f0000000000ull, .size = 1 << 20, .rkeys = { k0, 4 }, .ttl_ms = 5000 },
+		{ .status = MC_ERR_GRANT_EXPIRED },
+	};
+	struct mc_msg_data_rdma_info_batch_resp p = {
+		.port = 4791, .ticket = { tk, 16 }, .scoped = 1, .device = mc_bytes_str("rxe0"),
+		.n_ranges = 2, .ranges = rk,
+	}, d;
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_msg_data_rdma_info_batch_resp_encode(&w, &p), 0);
+	/* port, ticket, scoped, device, count, 2 x (status, addr, size, rkey,
+	 * rkeys (4 bytes, then none), ttl_ms) */
+	assert_int_equal(w.len, 2 + (4 + 16) + 1 + (4 + 4) + 4 +
+				(2 + 8 + 8 + 4 + (4 + 4) + 4) + (2 + 8 + 8 + 4 + 4 + 4));
+	mc_rbuf_init(&r, w.p, w.len);
+	assert_int_equal(mc_msg_data_rdma_info_batch_resp_decode(&r, &a, &d), 0);
+	assert_int_equal(d.n_ranges, 2);
+	assert_int_equal(d.ranges[0].status, 0);
+	assert_int_equal(d.ranges[0].rkeys.len, 4);
+	assert_memory_equal(d.ranges[0].rkeys.p, k0, 4);
+	assert_int_equal(d.ranges[0].ttl_ms, 5000);
+	assert_int_equal(d.ranges[1].status, MC_ERR_GRANT_EXPIRED);
+	assert_int_equal(d.ranges[1].rkeys.len, 0);
+	/* op code 0x1040 (issue 18's range), a node data op that changes nothing */
+	const struct mc_op_info *oi = mc_op_info(MC_OP_DATA_RDMA_INFO_BATCH);
+	assert_non_null(oi);
+	assert_int_equal(MC_OP_DATA_RDMA_INFO_BATCH, 0x1040);
+	assert_true(oi->flags & MC_OPF_DATA);
+	assert_false(oi->flags & MC_OPF_MUTATING);
+	mc_arena_free(&a);
+	mc_wbuf_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_remote_range),
 		cmocka_unit_test(test_endpoint_host),
 		cmocka_unit_test(test_info_layout),
+		cmocka_unit_test(test_info_batch_layout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
