@@ -616,6 +616,29 @@ static int h_batch_put_end(void *ctx, const struct mc_rpc_call *call, void *resp
 	return r < 0 ? r : batch_statuses(call->arena, st, n, &p->status, &p->n_status);
 }
 
+/* The ends of puts a node wrote for its clients (DATA_WRITE_END): one
+ * group commit for all (h_durable). */
+static int h_batch_node_put_end(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_node_put_end_req);
+	RESP(batch_node_put_end_resp);
+	uint32_t n = q->n_items;
+	int *st = mc_arena_calloc(call->arena, n ? n : 1, sizeof(int));
+	if (!st)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mc_msg_node_put_end_item *it = &q->items[i];
+		struct mc_meta_node_end e = { .client = it->client_id, .tenant = ref(it->tenant),
+					      .key = ref(it->key), .seg = it->segment_id,
+					      .offset = it->offset, .length = it->length,
+					      .has_checksum = it->has_checksum,
+					      .checksum = it->checksum };
+		st[i] = mc_meta_node_put_end(m->meta, q->client_id, &e);
+	}
+	return batch_statuses(call->arena, st, n, &p->status, &p->n_status);
+}
+
 static int h_batch_put_revoke(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_master_rpc *m = ctx;
