@@ -13,8 +13,9 @@
  * (proto.def), and the node ends the put at the master for us (node-end.h).
  * A node (or master) that cannot answers NOT_SUPPORTED: the put goes the
  * 3-trip way and the node is not asked again.  Shared memory, RDMA,
- * several replicas, write-through, upserts, progress callbacks and values
- * over NODE_END_MAX always go the 3-trip way; so do all puts with
+ * several replicas, write-through, upserts and values over NODE_END_MAX
+ * always go the 3-trip way (a progress callback hears of the whole value
+ * at once); so do all puts with
  * $MC_PUT_NODE_END=0.
  */
 #include <string.h>
@@ -198,7 +199,7 @@ static int write_end(struct mc_client *c, const struct mc_msg_put_start_resp *p,
 		     const struct mc_put_opts *o)
 {
 	struct mc_target t;
-	if (!c->node_end || o->progress || o->upsert || len > NODE_END_MAX || p->n_replicas != 1 ||
+	if (!c->node_end || o->upsert || len > NODE_END_MAX || p->n_replicas != 1 ||
 	    p->replicas[0].type != MC_REPLICA_MEMORY)
 		return 1;
 	int r = mc_target_of(c, &p->replicas[0], &t);
@@ -226,6 +227,10 @@ static int write_end(struct mc_client *c, const struct mc_msg_put_start_resp *p,
 		__atomic_store_n(&t.node->no_end, true, __ATOMIC_RELAXED);
 		return 1;
 	}
+	/* one request: its progress is all at once */
+	struct mc_progress pg = { .fn = o->progress, .ctx = o->progress_ctx, .total = len };
+	if (r == 0)
+		mc_progress_report(&pg, len);
 	return r;
 }
 
