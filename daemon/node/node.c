@@ -86,6 +86,7 @@ struct node_config {
 	char *rdma_device;
 	char *rdma_gid_index;
 	uint64_t rdma_port;
+	bool end_puts;
 	MC_RPC_ADMIT_FIELDS
 };
 
@@ -143,6 +144,10 @@ static const struct mc_option options[] = {
 	  "(auto: data_address)", .flags = MC_OPTF_NONEMPTY),
 	O(rdma_port, MC_OPT_PORT, "0",
 	  "rdma_cm port of the RDMA listener (0: pick a free one; clients learn it over TCP)"),
+	O(end_puts, MC_OPT_BOOL, "true",
+	  "end the small puts clients write here at the master for them (DATA_WRITE_END: a put "
+	  "in two round trips, the ends of many clients in one message to the master); false: "
+	  "clients end their puts themselves (three round trips)"),
 	MC_RPC_ADMIT_OPTIONS(O)
 };
 #undef O
@@ -330,10 +335,10 @@ static int node_start(struct node *n)
 					.client_id = n->segs.client_id };
 	struct mc_node_end_config ec = { .master = c->master, .cred = &n->cred,
 					 .node_id = n->segs.client_id, .log = mc_log_cb };
-	int r = mc_node_end_start(&ec, &n->ender);
+	int r = c->end_puts ? mc_node_end_start(&ec, &n->ender) : 0;
 	if (r < 0)
 		return r;
-	n->grants.ender = n->ender;
+	n->grants.ender = n->ender;	/* NULL: DATA_WRITE_END answers NOT_SUPPORTED */
 	struct mc_node_transport_config tc = {
 		.address = c->data_address, .port = (uint16_t)c->data_port,
 		.workers = (unsigned)c->workers, .segs = &n->segs, .grants = &n->grants,

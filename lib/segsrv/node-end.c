@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* node-end.c - see node-end.h. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "segsrv/node-end.h"
+#include "util/clock.h"
 
 #define RPC_TIMEOUT_MS 5000
 
@@ -27,6 +29,8 @@ struct mc_node_end {
 	struct end *head, **tail;
 	uint32_t queued;
 	bool stop;
+	unsigned delay_ms;		/* $MC_TEST_NODE_END_DELAY_MS: each batch waits that long
+					   first (tests: a node killed between a write and its end) */
 	struct mc_rpc_server *srv;
 	/* the thread's */
 	struct mc_rpc_conn *conn;
@@ -162,6 +166,10 @@ static void *end_main(void *arg)
 		if (!e->head)
 			e->tail = &e->head;
 		e->queued -= n;
+		struct timespec ts = mc_deadline_ts(e->delay_ms);
+		while (e->delay_ms && !e->stop &&
+		       pthread_cond_timedwait(&e->cond, &e->lock, &ts) != ETIMEDOUT)
+			;
 		pthread_mutex_unlock(&e->lock);
 
 		struct mc_msg_batch_node_put_end_resp p = { 0 };
@@ -182,8 +190,14 @@ int mc_node_end_start(const struct mc_node_end_config *cfg, struct mc_node_end *
 		return MC_ERR_NO_MEMORY;
 	e->cfg = *cfg;
 	e->tail = &e->head;
+	const char *d = getenv("MC_TEST_NODE_END_DELAY_MS");
+	e->delay_ms = d ? (unsigned)strtoul(d, NULL, 10) : 0;
+	pthread_condattr_t ca;
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_cond_init(&e->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	mc_arena_init(&e->arena);
 	if (pthread_create(&e->thread, NULL, end_main, e)) {
 		mc_arena_free(&e->arena);
