@@ -134,3 +134,18 @@ put_ends() { master_metric 'mooncake_master_rpc_requests_total{op="put_end"}'; }
 	run -0 "$RPC" "$MASTER_ADDR" put_end e2 7
 	[[ "$output" == OK* ]]
 }
+
+@test "8 threads put through one node: every acknowledged put is readable, none failed" {
+	start_master
+	start_node n1 --segment_size=128M --workers=2
+	mkdir -p "$MC_DIR/load"
+	run -0 "$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 3 8 200
+	verify_load
+	e=$(node_metric n1 mooncake_node_put_ends_total)
+	b=$(node_metric n1 mooncake_node_put_end_batches_total)
+	echo "# $e ends in $b BATCH_NODE_PUT_END calls" >&3
+	[ "$e" -gt 0 ]
+	[ "$b" -le "$e" ]
+	[ "$(node_metric n1 mooncake_node_put_ends_failed_total)" = 0 ]
+	[ "$(put_ends)" = 0 ]
+}
