@@ -10,8 +10,10 @@
 #     heartbeats left out): the round trips;
 #   - the system calls of the client, the master and the node (strace -c -f,
 #     the daemons attached while the client runs);
-#   - with CALLGRIND=1, the client's instructions (callgrind, one thread:
-#     the difference of a run of 2 x N puts and one of N, over N).
+#   - with CALLGRIND=1, instructions per put (callgrind) of the client (one
+#     thread: the difference of a run of 2 x N puts and one of N, over N)
+#     and of the master and the node (both run under callgrind; counters
+#     zeroed before N puts of one thread and dumped after, over N).
 # Counts, not wall-clock figures: they hold on a loaded machine.  Prints
 # "put-trips <path> <metric> <value>" lines.
 #   O=DIR (default .output), CONC (16), COUNT (200), N (500).
@@ -35,15 +37,16 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # cluster NAME: a durable master and a node; sets M, MH, NH, MPID, NPID.
+# With VG set, both run under it (a command prefix).
 cluster() {
 	local mport hport
 	mport=$(free_port); hport=$(free_port)
-	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
+	$VG "$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
 		--state_dir="$tmp/m-$1" --oplog_sync=true --log_level=warning 2>"$tmp/master-$1.log" &
 	MPID=$!
 	pids+=($MPID)
 	sleep 0.2
-	"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port=0 \
+	$VG "$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port=0 \
 		--http_address=127.0.0.1 --http_port=0 --segment_size=256M --state_dir="$tmp/n-$1" \
 		--shm_dir="$tmp" 2>"$tmp/node-$1.log" &
 	NPID=$!
@@ -61,6 +64,7 @@ requests() {
 }
 calls() { awk '$NF == "total" { print $(NF - 2) }' "$1"; }   # strace -c: the calls column
 
+VG=
 puts=$((CONC * COUNT))
 for path in node client; do
 	env=$([ "$path" = client ] && echo 0 || echo 1)
@@ -103,3 +107,27 @@ for path in node client; do
 	fi
 	stop_cluster
 done
+
+# collected FILE: the instructions of a callgrind dump
+collected() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
+if [ "${CALLGRIND:-0}" = 1 ]; then
+	for path in node client; do
+		env=$([ "$path" = client ] && echo 0 || echo 1)
+		VG="valgrind --tool=callgrind --callgrind-out-file=$tmp/cgd-$path-%p"
+		cluster "cg-$path"
+		# warm up (connections, first allocations), then count N puts
+		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 20 >/dev/null
+		callgrind_control -z "$MPID" >/dev/null
+		callgrind_control -z "$NPID" >/dev/null
+		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 "$N" >/dev/null
+		callgrind_control -d "$MPID" >/dev/null
+		callgrind_control -d "$NPID" >/dev/null
+		for who in master node; do
+			pid=$([ "$who" = master ] && echo "$MPID" || echo "$NPID")
+			f=$(ls -t "$tmp"/cgd-"$path"-"$pid".* 2>/dev/null | head -n1)
+			awk -v p="$path" -v w="$who" -v i="$(collected "$f")" -v n="$N" \
+				'BEGIN { printf "put-trips %s %s_instructions_per_put %.0f\n", p, w, i / n }'
+		done
+		stop_cluster
+	done
+fi

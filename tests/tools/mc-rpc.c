@@ -281,6 +281,27 @@ static void print_replicas(const struct mc_replica_desc *d, uint32_t n)
 	}
 }
 
+/* A request whose attachment is len bytes BYTE (NULL: 0x41); exits on a
+ * usage error (over 64 MiB) or without memory. */
+static int call_write(uint16_t op, const void *q, uint64_t len, const char *byte,
+		      struct mc_arena *a, union mc_msg_any *resp)
+{
+	if (len > (64u << 20)) {
+		fprintf(stderr, "mc-rpc: write at most 64 MiB\n");
+		exit(2);
+	}
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		exit(1);
+	memset(buf, byte ? (int)strtoul(byte, NULL, 0) : 0x41, len);
+	send_attach = buf;
+	send_len = len;
+	int st = call(op, q, a, resp);
+	send_len = 0;
+	free(buf);
+	return st;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_storage sa;
@@ -399,19 +420,7 @@ int main(int argc, char **argv)
 						   .offset = strtoull(argv[4], NULL, 0),
 						   .length = strtoull(argv[5], NULL, 0),
 						   .grant = grant_hex(argc, argv, 6) };
-		if (q.length > (64u << 20)) {
-			fprintf(stderr, "mc-rpc: write at most 64 MiB\n");
-			return 2;
-		}
-		uint8_t *buf = malloc(q.length ? q.length : 1);
-		if (!buf)
-			return 1;
-		memset(buf, argc > 7 ? (int)strtoul(argv[7], NULL, 0) : 0x41, q.length);
-		send_attach = buf;
-		send_len = q.length;
-		st = call(MC_OP_DATA_WRITE, &q, &a, &resp);
-		send_len = 0;
-		free(buf);
+		st = call_write(MC_OP_DATA_WRITE, &q, q.length, argc > 7 ? argv[7] : NULL, &a, &resp);
 		printf("%s", mc_error_name(st));
 	} else if (!strcmp(op, "disk_write") && argc == 9) {
 		struct mc_msg_data_disk_write_req q = { .segment_id = uuid_hex(argv[3]),
@@ -429,19 +438,8 @@ int main(int argc, char **argv)
 						       .grant = grant_hex(argc, argv, 6),
 						       .client_id = id_of(argv[7]),
 						       .key = key_of(argv[8]) };
-		if (q.length > (64u << 20)) {
-			fprintf(stderr, "mc-rpc: write at most 64 MiB\n");
-			return 2;
-		}
-		uint8_t *buf = malloc(q.length ? q.length : 1);
-		if (!buf)
-			return 1;
-		memset(buf, argc > 9 ? (int)strtoul(argv[9], NULL, 0) : 0x41, q.length);
-		send_attach = buf;
-		send_len = q.length;
-		st = call(MC_OP_DATA_WRITE_END, &q, &a, &resp);
-		send_len = 0;
-		free(buf);
+		st = call_write(MC_OP_DATA_WRITE_END, &q, q.length, argc > 9 ? argv[9] : NULL, &a,
+				&resp);
 		printf("%s", mc_error_name(st));
 	} else if (!strcmp(op, "node_end") && argc == 9) {
 		struct mc_msg_node_put_end_item it = { .client_id = id_of(argv[4]),
