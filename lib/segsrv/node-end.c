@@ -192,12 +192,8 @@ int mc_node_end_start(const struct mc_node_end_config *cfg, struct mc_node_end *
 	e->tail = &e->head;
 	const char *d = getenv("MC_TEST_NODE_END_DELAY_MS");
 	e->delay_ms = d ? (unsigned)strtoul(d, NULL, 10) : 0;
-	pthread_condattr_t ca;
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&e->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	mc_cond_init_monotonic(&e->cond);
 	mc_arena_init(&e->arena);
 	if (pthread_create(&e->thread, NULL, end_main, e)) {
 		mc_arena_free(&e->arena);

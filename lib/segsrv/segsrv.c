@@ -92,12 +92,8 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 	struct mc_segsrv *s = calloc(1, sizeof(*s));
 	if (!s)
 		return MC_ERR_NO_MEMORY;
-	pthread_condattr_t ca;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	mc_cond_init_monotonic(&s->cond);
 	if (cfg->host && *cfg->host)
 		snprintf(s->host, sizeof(s->host), "%s", cfg->host);
 	else if (gethostname(s->host, sizeof(s->host)) < 0 || !*s->host)
