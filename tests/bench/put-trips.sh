@@ -117,11 +117,11 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
 		cluster "cg-$path"
 		# warm up (connections, first allocations), then count N puts
 		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 20 >/dev/null
-		callgrind_control -z "$MPID" >/dev/null
-		callgrind_control -z "$NPID" >/dev/null
+		callgrind_control -z "$MPID" >/dev/null 2>&1
+		callgrind_control -z "$NPID" >/dev/null 2>&1
 		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 "$N" >/dev/null
-		callgrind_control -d "$MPID" >/dev/null
-		callgrind_control -d "$NPID" >/dev/null
+		callgrind_control -d "$MPID" >/dev/null 2>&1
+		callgrind_control -d "$NPID" >/dev/null 2>&1
 		for who in master node; do
 			pid=$([ "$who" = master ] && echo "$MPID" || echo "$NPID")
 			f=$(ls -t "$tmp"/cgd-"$path"-"$pid".* 2>/dev/null | head -n1)
