@@ -12,8 +12,8 @@ test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
       python3-dev python3-setuptools python3-pytest python3-venv
       redis-server redis-tools libclang-rt-14-dev prometheus groff-base etcd-server etcd-client)
 # make bench (tests/bench: bench-disk runs fio beside the disk tier; perf-profile.sh
-# records with perf)
-bench=(fio linux-perf)
+# records with perf; put-trips.sh counts syscalls with strace, instructions with valgrind)
+bench=(fio linux-perf strace valgrind)
 # make deb, make rpm, make test-packages (tests/packaging)
 pkg=(debhelper dpkg-dev lintian rpm rpm2cpio rpmlint elfutils mmdebstrap
      dh-python python3-dev python3-setuptools)

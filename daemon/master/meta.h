@@ -246,6 +246,21 @@ int mc_meta_put_end(struct mc_meta *m, struct mc_uuid client, struct mc_ref tena
 		    struct mc_ref key, bool has_checksum, uint64_t checksum);
 int mc_meta_put_revoke(struct mc_meta *m, struct mc_uuid client, struct mc_ref tenant,
 		       struct mc_ref key);
+/* PutEnd sent by node for a put of client (BATCH_NODE_PUT_END, proto.def;
+ * meta-node-end.c): only a put (not an upsert) with exactly one replica,
+ * in memory, at [offset, offset + length) of segment seg, mounted by node;
+ * else MC_ERR_INVALID_REPLICA (another shape or range) or
+ * MC_ERR_ILLEGAL_CLIENT (another client's put, another node's segment),
+ * then PutEnd's own answers. */
+struct mc_meta_node_end {
+	struct mc_uuid client;
+	struct mc_ref tenant, key;
+	struct mc_uuid seg;
+	uint64_t offset, length;
+	bool has_checksum;
+	uint64_t checksum;
+};
+int mc_meta_node_put_end(struct mc_meta *m, struct mc_uuid node, const struct mc_meta_node_end *e);
 /* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY
  * (a put not finished, or no replica left readable), or
  * UNAVAILABLE_IN_CURRENT_STATUS when the only replicas sit on restored

@@ -15,6 +15,7 @@
 #include "node/node-disk.h"
 #include "node/node-offload.h"
 #include "node/node-stage.h"
+#include "segsrv/node-end.h"
 
 enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBEAT_FAILURES,
        V_CONNECTIONS, V_UPTIME, V_DISK_CAPACITY, V_DISK_USED, V_DISK_OBJECTS, V_DISK_EVICTIONS,
@@ -24,7 +25,8 @@ enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBE
        V_STAGE_FULL, V_STAGE_RELEASED, V_STAGE_EXPIRED,
        V_DISK_WRITE_THROUGH, V_DISK_WRITE_THROUGH_FAILED, V_DISK_PROMOTES_LATE,
        V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
-       V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE, V_COUNT };
+       V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE,
+       V_PUT_ENDS, V_PUT_END_BATCHES, V_PUT_ENDS_FAILED, V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
 struct node_metrics {
@@ -115,6 +117,12 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	mc_node_disk_write_stats(&wt, &wtf);
 	v[V_DISK_WRITE_THROUGH] = (double)wt;
 	v[V_DISK_WRITE_THROUGH_FAILED] = (double)wtf;
+	struct mc_node_end_stats es = { 0 };
+	if (nm->grants->ender)
+		mc_node_end_get_stats(nm->grants->ender, &es);
+	v[V_PUT_ENDS] = (double)es.ends;
+	v[V_PUT_END_BATCHES] = (double)es.batches;
+	v[V_PUT_ENDS_FAILED] = (double)es.failed;
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
@@ -212,6 +220,14 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 						  "mooncake_node_disk_write_through_failures_total",
 						  "Write-through copies the disk tier failed to "
 						  "write (the put failed)." },
+		[V_PUT_ENDS] = { MC_METRIC_COUNTER, "mooncake_node_put_ends_total",
+				 "Puts this node ended at the master for their clients "
+				 "(DATA_WRITE_END)." },
+		[V_PUT_END_BATCHES] = { MC_METRIC_COUNTER, "mooncake_node_put_end_batches_total",
+					"BATCH_NODE_PUT_END calls that carried them to the master." },
+		[V_PUT_ENDS_FAILED] = { MC_METRIC_COUNTER, "mooncake_node_put_ends_failed_total",
+					"Of the put ends, those answered with an error (the master's "
+					"or the link's)." },
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },

@@ -36,10 +36,15 @@
  *                  With a disk tier: PING and NODE_POLL every 250 ms, the
  *                  OFFLOAD and PROMOTE commands run on this thread
  *                  (node-offload.c).
+ *   put ends       node-end.c: a DATA_WRITE_END's end goes to the master
+ *                  from here (BATCH_NODE_PUT_END, its own connection; the
+ *                  ends that come while one is in flight go in the next),
+ *                  then the parked replies are settled and the workers woken.
  *
  * Locks: the segment table is immutable while the workers run (no lock on
  * the data plane; the master hands out disjoint ranges).  The locks are
- * the master link's stop mutex (node-master.c) and the gone queue's mutex
+ * the master link's stop mutex (node-master.c), the put ends' queue mutex
+ * (node-end.c) and the gone queue's mutex
  * (node-offload.c, taken by the disk tier's on_evict), both leaves; the
  * disk tier's own locks are its business (disk.h).  The rpc server
  * holds no lock while a handler runs.
@@ -64,6 +69,7 @@
 #include "node/node-offload.h"
 #include "node/node-stage.h"
 #include "segsrv/node-segment.h"
+#include "segsrv/node-end.h"
 #include "segsrv/node-transport.h"
 #include "util/clock.h"
 #include "util/syserr.h"
@@ -91,6 +97,7 @@ struct node_config {
 	char *rdma_device;
 	char *rdma_gid_index;
 	uint64_t rdma_port;
+	bool end_puts;
 	MC_RPC_ADMIT_FIELDS
 };
 
@@ -156,6 +163,10 @@ static const struct mc_option options[] = {
 	  "(auto: data_address)", .flags = MC_OPTF_NONEMPTY),
 	O(rdma_port, MC_OPT_PORT, "0",
 	  "rdma_cm port of the RDMA listener (0: pick a free one; clients learn it over TCP)"),
+	O(end_puts, MC_OPT_BOOL, "true",
+	  "end the small puts clients write here at the master for them (DATA_WRITE_END: a put "
+	  "in two round trips, the ends of many clients in one message to the master); false: "
+	  "clients end their puts themselves (three round trips)"),
 	MC_RPC_ADMIT_OPTIONS(O)
 };
 #undef O
@@ -179,6 +190,7 @@ struct node {
 	struct mc_daemon_metrics *metrics;
 	struct mc_http_server *http;
 	struct mc_node_master *link;
+	struct mc_node_end *ender;		/* ends the puts written here (DATA_WRITE_END) */
 	struct mc_disk *disk;			/* NULL: no disk tier */
 	struct mc_node_offload *off;		/* with disk: NODE_POLL's state (node-offload.h) */
 	struct mc_node_stage *stage;		/* with disk and staging_size: the staging space */
@@ -374,6 +386,14 @@ static void on_mounted(void *ctx)
 static int node_start(struct node *n)
 {
 	const struct node_config *c = n->cfg;
+	n->cred = (struct mc_rpc_cred){ .secret = n->admit.secret, .secret_len = n->admit.secret_len,
+					.client_id = n->segs.client_id };
+	struct mc_node_end_config ec = { .master = c->master, .cred = &n->cred,
+					 .node_id = n->segs.client_id, .log = mc_log_cb };
+	int r = c->end_puts ? mc_node_end_start(&ec, &n->ender) : 0;
+	if (r < 0)
+		return r;
+	n->grants.ender = n->ender;	/* NULL: DATA_WRITE_END answers NOT_SUPPORTED */
 	struct mc_node_transport_config tc = {
 		.address = c->data_address, .port = (uint16_t)c->data_port,
 		.workers = (unsigned)c->workers, .segs = &n->segs, .grants = &n->grants,
@@ -381,7 +401,7 @@ static int node_start(struct node *n)
 		.rdma_device = c->rdma_device, .rdma_gid_index = n->gid_index,
 		.rdma_port = (uint16_t)c->rdma_port,
 	};
-	int r = n->tops->start(&tc, &n->tr);
+	r = n->tops->start(&tc, &n->tr);
 	if (r < 0 && n->tops != &mc_node_tcp_transport) {
 		/* the reason is logged: serve TCP, and say so to the master */
 		log_notice("RDMA cannot start (%s), using TCP", mc_strerror(r));
@@ -407,8 +427,6 @@ static int node_start(struct node *n)
 	if ((r = mc_daemon_metrics_serve(n->metrics, c->http_address,
 					 c->http_port, &n->http)) < 0)
 		return r;
-	n->cred = (struct mc_rpc_cred){ .secret = n->admit.secret, .secret_len = n->admit.secret_len,
-					.client_id = n->segs.client_id };
 	struct mc_node_master_config lc = {
 		.master = c->master, .host = n->host, .endpoint = n->endpoint,
 		.transport = (uint8_t)n->tops->type, .segs = &n->segs, .grants = &n->grants,
@@ -441,6 +459,7 @@ static void node_free(struct node *n, bool unmount)
 		mc_node_metrics_set_transport(n->metrics, NULL, NULL);
 	if (n->tr)
 		n->tops->stop(n->tr);
+	mc_node_end_stop(n->ender);	/* after the data plane: its parked replies are gone */
 	if (n->metrics)
 		mc_node_metrics_set_disk(n->metrics, NULL, NULL);
 	if (n->metrics)

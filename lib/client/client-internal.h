@@ -95,6 +95,8 @@ struct mc_node {
 	unsigned nsegs;
 	uint64_t down_until_ms;	/* a transfer failed: try this node last until then (atomic) */
 	struct mc_rdma_peer *rdma;	/* client-rdma.c's QPs to it; NULL: none yet (atomic) */
+	bool no_end;		/* it (or its master) cannot end puts: DATA_WRITE_END
+				 * answered NOT_SUPPORTED (client-put.c; atomic) */
 };
 
 /* How long a node whose transfer failed is tried after the others. */
@@ -238,6 +240,8 @@ struct mc_client {
 	int timeout_ms;
 	struct mc_uuid id;
 	bool use_shm;
+	bool node_end;			/* small puts ended by their node (client-put.c);
+					 * $MC_PUT_NODE_END=0: never */
 	bool disk_stage;		/* batch gets stage LOCAL_DISK objects (client-stage.c);
 					 * MC_DISK_STAGE=0: per object */
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
@@ -285,6 +289,8 @@ struct mc_target;
 /* Before a memcpy of the first len bytes of t->shm: maps their page tables
  * in one call unless this process did so before (see shm.c). */
 void mc_shm_populate(const struct mc_target *t, uint64_t len, bool write);
+/* Whether a transfer of t goes over TCP (not shm, RDMA, a file, a disk tier). */
+bool mc_target_over_tcp(struct mc_client *c, const struct mc_target *t);
 
 /* client-xfer.c: one memory replica of a put or get. */
 struct mc_target {

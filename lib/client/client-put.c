@@ -7,10 +7,24 @@
  * more are written at once, each on its own thread (mc_write_replicas).  OBJECT_ALREADY_EXISTS counts as success (objects are
  * immutable; as in the original) unless the caller asked for an exclusive
  * put.  An upsert is the same with UPSERT_START.
+ *
+ * A small put of one memory replica over TCP takes two round trips, not
+ * three: its bytes and its end go to the node in one DATA_WRITE_END
+ * (proto.def), and the node ends the put at the master for us (node-end.h).
+ * A node (or master) that cannot answers NOT_SUPPORTED: the put goes the
+ * 3-trip way and the node is not asked again.  Shared memory, RDMA,
+ * several replicas, write-through, upserts and values over NODE_END_MAX
+ * always go the 3-trip way (a progress callback hears of the whole value
+ * at once); so do all puts with
+ * $MC_PUT_NODE_END=0.
  */
 #include <string.h>
+#include <xxhash.h>
 
 #include "client/client-internal.h"
+#include "util/clock.h"
+#include "util/probes.h"
+#include "util/xfertrace.h"
 
 #define PUT_OPTS_MIN_SZ (offsetof(struct mc_put_opts, n_preferred) + sizeof(unsigned))
 
@@ -173,6 +187,53 @@ static int write_copies(struct mc_client *c, const struct mc_replica_desc *reps,
 	return 0;
 }
 
+/* Puts ended by their node up to this size: larger ones stripe over
+ * several connections (client-xfer.c). */
+#define NODE_END_MAX (1u << 20)
+
+/* The bytes of a put placed as p and its end in one DATA_WRITE_END.  0:
+ * written and ended; 1: this put cannot go that way (the caller writes
+ * and ends it); else the error (the caller revokes the put). */
+static int write_end(struct mc_client *c, const struct mc_msg_put_start_resp *p,
+		     struct mc_bytes tenant, struct mc_bytes key, const void *buf, size_t len,
+		     const struct mc_put_opts *o)
+{
+	struct mc_target t;
+	if (!c->node_end || o->upsert || len > NODE_END_MAX || p->n_replicas != 1 ||
+	    p->replicas[0].type != MC_REPLICA_MEMORY)
+		return 1;
+	int r = mc_target_of(c, &p->replicas[0], &t);
+	if (r < 0)
+		return r;
+	if (t.size != len)
+		return MC_ERR_INVALID_REPLICA;
+	if (!mc_target_over_tcp(c, &t) || __atomic_load_n(&t.node->no_end, __ATOMIC_RELAXED))
+		return 1;
+	struct mc_msg_data_write_end_req q = { .segment_id = t.seg, .offset = t.offset,
+					       .length = len, .grant = t.grant,
+					       .client_id = c->id, .tenant = tenant, .key = key,
+					       .has_checksum = true,
+					       .checksum = XXH3_64bits(buf, len) };
+	struct mc_msg_data_write_end_resp w;
+	struct iovec iov = { (void *)buf, len };
+	struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
+	struct mc_conn *cn = NULL;
+	uint64_t t0 = mc_now_ns();
+	r = mc_pool_call(&t.node->pool, &cn, MC_OP_DATA_WRITE_END, &q, &w, &at);
+	mc_pool_put(&t.node->pool, cn);
+	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, MC_TRANSPORT_TCP, len, t.node->endpoint, r,
+			 t0);
+	if (r == MC_ERR_NOT_SUPPORTED) {
+		__atomic_store_n(&t.node->no_end, true, __ATOMIC_RELAXED);
+		return 1;
+	}
+	/* one request: its progress is all at once */
+	struct mc_progress pg = { .fn = o->progress, .ctx = o->progress_ctx, .total = len };
+	if (r == 0)
+		mc_progress_report(&pg, len);
+	return r;
+}
+
 static int put(struct mc_client *c, const void *key, size_t klen, const void *buf, size_t len,
 	       const struct mc_put_opts *opts)
 {
@@ -205,9 +266,11 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 	}
 	if (r == 0) {
 		/* p points into cn: keep cn until the writes are done. */
-		int w = mc_write_replicas(c, p.replicas, p.n_replicas, buf, len, &sum, o.progress,
-					  o.progress_ctx);
-		if (w == 0) {
+		int w = write_end(c, &p, tenant, k, buf, len, &o);
+		if (w == 0)	/* ended by the node */
+			mc_dcache_drop(c->dcache, key, klen);
+		else if (w == 1 && (w = mc_write_replicas(c, p.replicas, p.n_replicas, buf, len, &sum,
+							  o.progress, o.progress_ctx)) == 0) {
 			struct mc_msg_put_end_req e = { .client_id = c->id, .tenant = tenant, .key = k,
 							.has_checksum = true, .checksum = sum };
 			struct mc_msg_put_end_resp ep;
@@ -215,7 +278,7 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 			/* Until PutEnd a get of ours leases and caches the old
 			 * value; from now on it must read the new one. */
 			mc_dcache_drop(c->dcache, key, klen);
-		} else {
+		} else if (w < 0) {
 			struct mc_msg_put_revoke_req v = { .client_id = c->id, .tenant = tenant,
 							   .key = k };
 			struct mc_msg_put_revoke_resp vp;

@@ -73,6 +73,11 @@ static bool over_rdma(struct mc_client *c, const struct mc_target *t)
 	return mc_rdma_choose(&ch) == MC_TRANSPORT_RDMA;
 }
 
+bool mc_target_over_tcp(struct mc_client *c, const struct mc_target *t)
+{
+	return !t->shm && !t->fs && !t->disk_key.len && !over_rdma(c, t);
+}
+
 /*
  * [off, off + len) of t over one connection, in XFER_CHUNK requests:
  * DATA_WRITE from buf + off, or DATA_READ into it.  st (or NULL) hashes

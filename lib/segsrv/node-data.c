@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "segsrv/node-data.h"
+#include "segsrv/node-end.h"
 #include "util/probes.h"
 #include "util/xfertrace.h"
 
@@ -26,12 +27,22 @@ int mc_node_data_check(struct mc_node_grants *gr, uint8_t mode, struct mc_uuid i
 	return 0;
 }
 
-/* DATA_WRITE, before the attachment: where it goes. */
-static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
+_Static_assert(offsetof(struct mc_msg_data_write_end_req, segment_id) ==
+	       offsetof(struct mc_msg_data_write_req, segment_id) &&
+	       offsetof(struct mc_msg_data_write_end_req, offset) ==
+	       offsetof(struct mc_msg_data_write_req, offset) &&
+	       offsetof(struct mc_msg_data_write_end_req, length) ==
+	       offsetof(struct mc_msg_data_write_req, length) &&
+	       offsetof(struct mc_msg_data_write_end_req, grant) ==
+	       offsetof(struct mc_msg_data_write_req, grant),
+	       "DATA_WRITE_END starts with DATA_WRITE's fields (proto.def)");
+
+/* Where a write goes: the checked range of a WRITE grant. */
+static int write_dst(void *ctx, const struct mc_msg_data_write_req *q, uint64_t attach_len,
+		     void **dst)
 {
-	const struct mc_msg_data_write_req *q = call->req;
 	const struct mc_node_segment *g = NULL;
-	if (q->length != call->hdr->attach_len)
+	if (q->length != attach_len)
 		return MC_ERR_INVALID_PARAMS;
 	int r = mc_node_data_check(ctx, MC_GRANT_WRITE, q->segment_id, q->offset, q->length, q->grant, &g);
 	if (r < 0) {
@@ -42,12 +53,52 @@ static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 	return 0;
 }
 
+/* DATA_WRITE, before the attachment: where it goes. */
+static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
+{
+	return write_dst(ctx, call->req, call->hdr->attach_len, dst);
+}
+
+/* DATA_WRITE_END, before the attachment: DATA_WRITE's checks, and the
+ * put it ends must be of the tenant its grant names (the master signed
+ * the grant for that put: node-end.h, proto.def). */
+static int a_data_write_end(void *ctx, const struct mc_rpc_call *call, void **dst)
+{
+	const struct mc_node_grants *gr = ctx;
+	const struct mc_msg_data_write_end_req *q = call->req;
+	struct mc_grant g;
+	if (!gr->ender)
+		return MC_ERR_NOT_SUPPORTED;	/* the client ends its put itself */
+	if (mc_grant_decode(q->grant.p, q->grant.len, &g) == 0 &&
+	    (g.tenant_len != q->tenant.len ||
+	     (g.tenant_len && memcmp(g.tenant, q->tenant.p, g.tenant_len) != 0)))
+		return MC_ERR_GRANT_DENIED;
+	return write_dst(ctx, call->req, call->hdr->attach_len, dst);
+}
+
 /* DATA_WRITE, after it: the bytes are in place. */
 static int h_data_write(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_msg_data_write_req *q = call->req;
 	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, 0, 0);
 	return 0;
+}
+
+/* DATA_WRITE_END, after it: the bytes are in place; the reply waits for
+ * the master's answer to the end (node-end.h). */
+static int h_data_write_end(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_grants *gr = ctx;
+	const struct mc_msg_data_write_end_req *q = call->req;
+	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, 0, 0);
+	struct mc_msg_node_put_end_item it = { .client_id = q->client_id, .tenant = q->tenant,
+					       .key = q->key, .segment_id = q->segment_id,
+					       .offset = q->offset, .length = q->length,
+					       .has_checksum = q->has_checksum,
+					       .checksum = q->checksum };
+	if (!call->defer)	/* a data plane without parked replies (not node-tcp.c) */
+		return MC_ERR_NOT_SUPPORTED;
+	return mc_node_end_submit(gr->ender, &it, call->defer);
 }
 
 static int h_data_read(void *ctx, const struct mc_rpc_call *call, void *resp)
@@ -148,4 +199,5 @@ void mc_node_data_handlers(struct mc_rpc_handlers *h)
 	memset(h, 0, sizeof(*h));
 	memcpy(h->fn, node_fn, sizeof(h->fn));
 	h->attach[MC_OPI_DATA_WRITE] = a_data_write;
+	h->attach[MC_OPI_DATA_WRITE_END] = a_data_write_end;
 }

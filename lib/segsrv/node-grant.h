@@ -34,6 +34,8 @@ struct mc_node_grant_keys {
 	bool has_cur, has_prev;
 };
 
+struct mc_node_end;
+
 struct mc_node_grants {
 	const struct mc_node_segments *segs;
 	pthread_rwlock_t lock;
@@ -52,6 +54,9 @@ struct mc_node_grants {
 	void *stage;
 	/* DATA_DISK_WRITE (node-disk-write.c), likewise */
 	int (*disk_write)(void *ctx, const struct mc_rpc_call *call, void *resp);
+	/* DATA_WRITE_END (node-end.h): the puts this node ends for its
+	 * clients, likewise; NULL: NOT_SUPPORTED (clients end their puts). */
+	struct mc_node_end *ender;
 };
 
 struct mc_node_stage_ops {

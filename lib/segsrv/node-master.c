@@ -195,15 +195,11 @@ static void *link_main(void *arg)
 int mc_node_master_start(const struct mc_node_master_config *cfg, struct mc_node_master **ret)
 {
 	struct mc_node_master *m = calloc(1, sizeof(*m));
-	pthread_condattr_t ca;
 	if (!m)
 		return MC_ERR_NO_MEMORY;
 	m->cfg = *cfg;
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	mc_cond_init_monotonic(&m->cond);
 	mc_arena_init(&m->arena);
 	int r = pthread_create(&m->thread, NULL, link_main, m);
 	if (r) {

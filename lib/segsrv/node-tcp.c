@@ -3,10 +3,12 @@
 #include <stdlib.h>
 
 #include "segsrv/node-data.h"
+#include "segsrv/node-end.h"
 #include "segsrv/node-transport.h"
 
 struct mc_node_transport {
 	struct mc_rpc_server *srv;
+	struct mc_node_end *ender;	/* settles DATA_WRITE_END's parked replies, or NULL */
 };
 
 static int tcp_probe(char *why, size_t len)
@@ -29,12 +31,20 @@ static int tcp_start(const struct mc_node_transport_config *cfg, struct mc_node_
 		.log_ctx = cfg->log_ctx,
 		.admit = cfg->admit,
 	};
+	if (cfg->grants->ender) {	/* DATA_WRITE_END's replies wait for the master */
+		sc.defer_poll = mc_node_end_poll;
+		sc.defer_count = mc_node_end_count;
+		sc.defer_ctx = cfg->grants->ender;
+	}
 	mc_op_metrics_attach(cfg->metrics, &sc);
 	int r = mc_rpc_server_start(&sc, &h, cfg->grants, &t->srv);
 	if (r < 0) {
 		free(t);
 		return r;
 	}
+	t->ender = cfg->grants->ender;
+	if (t->ender)
+		mc_node_end_attach(t->ender, t->srv);
 	*ret = t;
 	return 0;
 }
@@ -48,6 +58,8 @@ static void tcp_stop(struct mc_node_transport *t)
 {
 	if (!t)
 		return;
+	if (t->ender)
+		mc_node_end_attach(t->ender, NULL);
 	mc_rpc_server_stop(t->srv);
 	free(t);
 }

@@ -11,6 +11,7 @@
 #include "mooncake/common.h"
 #include "mooncake/error.h"
 #include "proto/handshake.h"
+#include "segsrv/node-end.h"
 #include "segsrv/node-grant.h"
 #include "segsrv/node-master.h"
 #include "segsrv/node-segment.h"
@@ -30,6 +31,7 @@ struct mc_segsrv {
 	struct mc_node_grants grants;
 	struct mc_node_transport *tr;
 	struct mc_node_master *link;
+	struct mc_node_end *ender;	/* ends the puts written here (DATA_WRITE_END) */
 	struct mc_rpc_cred cred;
 	pthread_mutex_t lock;		/* guards mounted; leaf */
 	pthread_cond_t cond;
@@ -90,12 +92,8 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 	struct mc_segsrv *s = calloc(1, sizeof(*s));
 	if (!s)
 		return MC_ERR_NO_MEMORY;
-	pthread_condattr_t ca;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	mc_cond_init_monotonic(&s->cond);
 	if (cfg->host && *cfg->host)
 		snprintf(s->host, sizeof(s->host), "%s", cfg->host);
 	else if (gethostname(s->host, sizeof(s->host)) < 0 || !*s->host)
@@ -116,6 +114,14 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 		goto fail;
 	if ((r = mc_node_grants_init(&s->grants, &s->segs)) < 0)
 		goto fail;
+	s->cred = (struct mc_rpc_cred){ .secret = s->secret, .secret_len = s->secret_len,
+					.client_id = s->segs.client_id };
+	struct mc_node_end_config ec = { .master = cfg->master, .cred = &s->cred,
+					 .node_id = s->segs.client_id, .log = cfg->log,
+					 .log_ctx = cfg->log_ctx };
+	if ((r = mc_node_end_start(&ec, &s->ender)) < 0)
+		goto fail;
+	s->grants.ender = s->ender;
 	if ((r = listen_in_range(s, cfg, lo, hi)) < 0)
 		goto fail;
 	int n = snprintf(s->endpoint, sizeof(s->endpoint), "%s:%u", s->host,
@@ -127,8 +133,6 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 	}
 	if (!cfg->name || !*cfg->name)
 		snprintf(s->segs.seg[0].name, sizeof(s->segs.seg[0].name), "%s", s->endpoint);
-	s->cred = (struct mc_rpc_cred){ .secret = s->secret, .secret_len = s->secret_len,
-					.client_id = s->segs.client_id };
 	struct mc_node_master_config lc = {
 		.master = cfg->master, .host = s->host, .endpoint = s->endpoint,
 		.transport = MC_TRANSPORT_TCP, .segs = &s->segs, .grants = &s->grants,
@@ -164,6 +168,7 @@ void mc_segsrv_stop(struct mc_segsrv *s, bool unmount)
 	/* The master first: once it has dropped the segment no new grant names it. */
 	mc_node_master_stop(s->link, unmount);
 	mc_node_tcp_transport.stop(s->tr);
+	mc_node_end_stop(s->ender);	/* after the data plane: its parked replies are gone */
 	mc_node_grants_release(&s->grants);
 	mc_node_segments_close(&s->segs, false);
 	mc_hs_key_free(s->secret, s->secret_len);

@@ -4,6 +4,7 @@
 #define MC_UTIL_CLOCK_H
 
 #include <stdint.h>
+#include <pthread.h>
 #include <time.h>
 
 static inline uint64_t mc_now_ms(void)
@@ -47,6 +48,17 @@ static inline struct timespec mc_deadline_ts(unsigned ms)
 	if (ts.tv_nsec >= 1000000000L)
 		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
 	return ts;
+}
+
+/* A condition variable whose timed waits use CLOCK_MONOTONIC (for
+ * mc_deadline_ts). */
+static inline void mc_cond_init_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
 }
 
 /*

@@ -5,6 +5,9 @@
  * Redis, a raw loopback stream and memcpy measured in the same run).
  *
  *   client-bench MASTER small CONC SECONDS    4 KiB put then get ops/s with CONC threads
+ *   client-bench MASTER puts CONC COUNT       COUNT 4 KiB puts per thread, CONC threads, and
+ *                                             nothing else (kept: per-put syscall and
+ *                                             instruction counts, tests/bench/put-trips.sh)
  *   client-bench MASTER connect COUNT N       connections/s: COUNT new clients, each one
  *                                             connection to the master (N is ignored)
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE,
@@ -40,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mooncake/client.h"
 #include "mooncake/error.h"
@@ -154,6 +158,47 @@ static void *small_main(void *arg)
 		mc_remove(C, key, strlen(key), true);
 	}
 	return NULL;
+}
+
+/* `puts`: COUNT puts of 4 KiB by each of CONC threads, nothing else. */
+struct put_worker {
+	pthread_t th;
+	int id, count, errors;
+};
+
+static void *puts_main(void *arg)
+{
+	struct put_worker *w = arg;
+	char key[64], val[4096];
+	memset(val, 'p', sizeof(val));
+	for (int i = 0; i < w->count; i++) {
+		snprintf(key, sizeof(key), "puts-%d-%d-%d", (int)getpid(), w->id, i);
+		if (mc_put(C, key, strlen(key), val, sizeof(val), NULL) < 0)
+			w->errors++;
+	}
+	return NULL;
+}
+
+static int run_puts(int conc, int count)
+{
+	struct put_worker w[256];
+	int errors = 0;
+	if (conc < 1 || conc > 256)
+		return 2;
+	uint64_t t0 = mc_now_ns();
+	for (int i = 0; i < conc; i++) {
+		w[i] = (struct put_worker){ .id = i, .count = count };
+		pthread_create(&w[i].th, NULL, puts_main, &w[i]);
+	}
+	for (int i = 0; i < conc; i++) {
+		pthread_join(w[i].th, NULL);
+		errors += w[i].errors;
+	}
+	double s = (double)(mc_now_ns() - t0) / 1e9;
+	printf("client-bench puts_c%d %d puts %.0f ops/s\n", conc, conc * count, conc * count / s);
+	if (errors)
+		printf("client-bench errors_c%d %d ops\n", conc, errors);
+	return errors ? 1 : 0;
 }
 
 static int run_small(int conc)
@@ -392,7 +437,7 @@ static int run_connect(const struct mc_client_opts *o, int count)
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
-		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS"
+		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER puts CONC COUNT"
 			" | MASTER large|largeput|largeget SIZE COUNT | MASTER connect COUNT 0"
 			" | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
 		return 2;
@@ -422,7 +467,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (strcmp(argv[2], "small") == 0) {
+	if (strcmp(argv[2], "puts") == 0) {
+		r = run_puts(atoi(argv[3]), atoi(argv[4]));
+	} else if (strcmp(argv[2], "small") == 0) {
 		SECONDS = atoi(argv[4]);
 		r = run_small(atoi(argv[3]));
 	} else if (strcmp(argv[2], "kvput") == 0 || strcmp(argv[2], "kvget") == 0 ||

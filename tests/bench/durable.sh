@@ -16,6 +16,11 @@
 # "durable ratio <name> <x>" lines; in durable mode also the records each
 # fsync made durable (group commit: at most the number of clients).
 #   MB=DIR: the daemons to measure (default $O/bin), e.g. an older build.
+# Which put path ran is printed per mode and client count ("durable path_..."):
+# puts ended by their node (DATA_WRITE_END: two round trips, the node's ends
+# batched into BATCH_NODE_PUT_END calls) and puts the client ended (PUT_END:
+# three round trips).  MC_PUT_NODE_END=0 in the environment measures the
+# 3-trip put (client.c).
 set -eu
 O=${O:-.output}
 RUNS=${RUNS:-5}
@@ -29,6 +34,9 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -f /dev/shm/mooncake-bench-* 2>/dev/null || true
+	# the nodes' segment files (named after their ids, node.id)
+	awk '$1 == "segment" { print "/dev/shm/mooncake-" $2 }' "$tmp"/n-*/node.id 2>/dev/null |
+		xargs -r rm -f
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -59,6 +67,16 @@ cluster() {
 oplog_counts() {
 	curl -sf "http://$H/metrics" | awk '$1 == "mooncake_master_oplog_records_total" {r = $2}
 		$1 == "mooncake_master_oplog_batches_total" {b = $2} END {print r + 0, b + 0}'
+}
+# path_counts: "client PUT_ENDs, BATCH_NODE_PUT_END calls, puts the node ended" so far
+path_counts() {
+	local nh
+	nh=$(sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$tmp/node-$mode.log" | tail -n1)
+	{ curl -sf "http://$H/metrics"; curl -sf "http://$nh/metrics"; } | awk '
+		$1 == "mooncake_master_rpc_requests_total{op=\"put_end\"}" {p = $2}
+		$1 == "mooncake_master_rpc_requests_total{op=\"batch_node_put_end\"}" {b = $2}
+		$1 == "mooncake_node_put_ends_total" {e = $2}
+		END {print p + 0, b + 0, e + 0}'
 }
 stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
 
@@ -92,11 +110,15 @@ for mode in true false; do
 	for c in 1 16 64; do
 		: > "$tmp/out"
 		read -r r0 b0 < <(oplog_counts)
+		read -r pe0 nb0 ne0 < <(path_counts)
 		for _ in $(seq 1 "$RUNS"); do
 			MC_BENCH_UNCACHED=1 MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
 			sleep 4.2   # the leases, then the write grants, end: the removed objects' space comes back
 		done
 		read -r r1 b1 < <(oplog_counts)
+		read -r pe1 nb1 ne1 < <(path_counts)
+		awk -v p=$((pe1 - pe0)) -v b=$((nb1 - nb0)) -v e=$((ne1 - ne0)) -v n="${name}_c$c" \
+			'BEGIN { printf "durable path_%s node_ended %d puts in %d BATCH_NODE_PUT_END (%.2f per call), client_ended %d puts\n", n, e, b, b ? e / b : 0, p }'
 		# group commit: the records (PutEnd, Remove) one fsync made durable
 		[ "$mode" = true ] && awk -v r=$((r1 - r0)) -v b=$((b1 - b0)) -v c="$c" \
 			'BEGIN { if (b > 0) printf "durable records_per_fsync_c%s %.2f records (at most %s)\n", c, r / b, c }'

@@ -28,6 +28,15 @@
  *   mc-rpc HOST:PORT stat [GRANT]                          DATA_STAT
  *   mc-rpc HOST:PORT disk_write SEGMENT OFFSET SIZE DISKKEY GRANT DISKGRANT
  *                                                         DATA_DISK_WRITE (hex, "-": none)
+ *   mc-rpc HOST:PORT write_end SEGMENT OFFSET LENGTH GRANT CLIENT KEY [BYTE]
+ *                                                         DATA_WRITE_END: write and
+ *                                                         end the put of KEY by CLIENT
+ *
+ * And the master's side of that, as a node would send it:
+ *
+ *   mc-rpc HOST:PORT node_end NODE CLIENT KEY SEGMENT OFFSET LENGTH
+ *                                                         BATCH_NODE_PUT_END of one
+ *                                                         item; prints " item=STATUS"
  *
  * put_start and where print each memory replica as " rep=ENDPOINT,SEGMENT,
  * OFFSET,LENGTH,GRANT" (SEGMENT a 32-digit hex uuid, GRANT hex, "-" when
@@ -204,7 +213,7 @@ static void handshake(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mc-rpc HOST:PORT hello|ping|mount|unmount|put|put_start|put_wt|put_end|exist|get|"
-			"where|remove|op|read|write|stat|disk_write ARGS...\n");
+			"where|remove|op|read|write|stat|disk_write|write_end|node_end ARGS...\n");
 	exit(2);
 }
 
@@ -270,6 +279,27 @@ static void print_replicas(const struct mc_replica_desc *d, uint32_t n)
 		else
 			printf("-");
 	}
+}
+
+/* A request whose attachment is len bytes BYTE (NULL: 0x41); exits on a
+ * usage error (over 64 MiB) or without memory. */
+static int call_write(uint16_t op, const void *q, uint64_t len, const char *byte,
+		      struct mc_arena *a, union mc_msg_any *resp)
+{
+	if (len > (64u << 20)) {
+		fprintf(stderr, "mc-rpc: write at most 64 MiB\n");
+		exit(2);
+	}
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		exit(1);
+	memset(buf, byte ? (int)strtoul(byte, NULL, 0) : 0x41, len);
+	send_attach = buf;
+	send_len = len;
+	int st = call(op, q, a, resp);
+	send_len = 0;
+	free(buf);
+	return st;
 }
 
 int main(int argc, char **argv)
@@ -390,19 +420,7 @@ int main(int argc, char **argv)
 						   .offset = strtoull(argv[4], NULL, 0),
 						   .length = strtoull(argv[5], NULL, 0),
 						   .grant = grant_hex(argc, argv, 6) };
-		if (q.length > (64u << 20)) {
-			fprintf(stderr, "mc-rpc: write at most 64 MiB\n");
-			return 2;
-		}
-		uint8_t *buf = malloc(q.length ? q.length : 1);
-		if (!buf)
-			return 1;
-		memset(buf, argc > 7 ? (int)strtoul(argv[7], NULL, 0) : 0x41, q.length);
-		send_attach = buf;
-		send_len = q.length;
-		st = call(MC_OP_DATA_WRITE, &q, &a, &resp);
-		send_len = 0;
-		free(buf);
+		st = call_write(MC_OP_DATA_WRITE, &q, q.length, argc > 7 ? argv[7] : NULL, &a, &resp);
 		printf("%s", mc_error_name(st));
 	} else if (!strcmp(op, "disk_write") && argc == 9) {
 		struct mc_msg_data_disk_write_req q = { .segment_id = uuid_hex(argv[3]),
@@ -413,6 +431,28 @@ int main(int argc, char **argv)
 							.disk_grant = grant_hex(argc, argv, 8) };
 		st = call(MC_OP_DATA_DISK_WRITE, &q, &a, &resp);
 		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "write_end") && (argc == 9 || argc == 10)) {
+		struct mc_msg_data_write_end_req q = { .segment_id = uuid_hex(argv[3]),
+						       .offset = strtoull(argv[4], NULL, 0),
+						       .length = strtoull(argv[5], NULL, 0),
+						       .grant = grant_hex(argc, argv, 6),
+						       .client_id = id_of(argv[7]),
+						       .key = key_of(argv[8]) };
+		st = call_write(MC_OP_DATA_WRITE_END, &q, q.length, argc > 9 ? argv[9] : NULL, &a,
+				&resp);
+		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "node_end") && argc == 9) {
+		struct mc_msg_node_put_end_item it = { .client_id = id_of(argv[4]),
+						       .key = key_of(argv[5]),
+						       .segment_id = uuid_hex(argv[6]),
+						       .offset = strtoull(argv[7], NULL, 0),
+						       .length = strtoull(argv[8], NULL, 0) };
+		struct mc_msg_batch_node_put_end_req q = { .client_id = id_of(argv[3]),
+							   .n_items = 1, .items = &it };
+		st = call(MC_OP_BATCH_NODE_PUT_END, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st && resp.batch_node_put_end_resp.n_status == 1)
+			printf(" item=%s", mc_error_name(resp.batch_node_put_end_resp.status[0]));
 	} else if (!strcmp(op, "stat") && (argc == 3 || argc == 4)) {
 		struct mc_msg_data_stat_req q = { .grant = grant_hex(argc, argv, 3) };
 		st = call(MC_OP_DATA_STAT, &q, &a, &resp);

@@ -380,6 +380,80 @@ static void test_msg_layout(void **state)
 	mc_wbuf_free(&w);
 }
 
+/* The rows of a put ended by its node (issue 14): DATA_WRITE_END starts
+ * with DATA_WRITE's bytes, then PUT_END's fields; BATCH_NODE_PUT_END's
+ * items carry the range beside them. */
+static void test_node_end_rows(void **state)
+{
+	struct mc_wbuf w, w2;
+	struct mc_arena a;
+	struct mc_rbuf r;
+	mc_wbuf_init(&w, 1 << 20);
+	mc_wbuf_init(&w2, 1 << 20);
+	mc_arena_init(&a);
+
+	static const uint8_t grant[] = { 9, 8, 7 };
+	struct mc_msg_data_write_req dw = { .segment_id = { 1, 2 }, .offset = 4096,
+					    .length = 100, .grant = MC_BYTES(grant, 3) };
+	struct mc_msg_data_write_end_req we = { .segment_id = { 1, 2 }, .offset = 4096,
+						.length = 100, .grant = MC_BYTES(grant, 3),
+						.client_id = { 3, 4 }, .tenant = mc_bytes_str("t"),
+						.key = MC_BYTES("k\0", 2), .has_checksum = true,
+						.checksum = 0x0102030405060708ull }, wd;
+	assert_int_equal(mc_msg_data_write_req_encode(&w2, &dw), 0);
+	assert_int_equal(mc_msg_data_write_end_req_encode(&w, &we), 0);
+	assert_int_equal(w2.len, 16 + 8 + 8 + 4 + 3);
+	assert_int_equal(w.len, w2.len + 16 + (4 + 1) + (4 + 2) + 1 + 8);
+	assert_memory_equal(w.p, w2.p, w2.len);
+	static const uint8_t tail[] = { 1, 0, 0, 0, 't', 2, 0, 0, 0, 'k', 0, 1,
+					8, 7, 6, 5, 4, 3, 2, 1 };
+	assert_memory_equal(w.p + w.len - sizeof(tail), tail, sizeof(tail));
+	mc_rbuf_init(&r, w.p, w.len);
+	assert_int_equal(mc_msg_data_write_end_req_decode(&r, &a, &wd), 0);
+	assert_true(mc_uuid_eq(wd.client_id, (struct mc_uuid){ 3, 4 }));
+	assert_true(mc_bytes_eq(wd.key, MC_BYTES("k\0", 2)));
+	assert_int_equal(wd.checksum, 0x0102030405060708ull);
+	assert_int_equal(wd.length, 100);
+	/* cut anywhere: refused, never read past the end */
+	for (size_t n = 0; n < w.len; n++) {
+		mc_rbuf_init(&r, w.p, n);
+		assert_int_not_equal(mc_msg_data_write_end_req_decode(&r, &a, &wd), 0);
+	}
+
+	struct mc_msg_node_put_end_item it[2] = {
+		{ .client_id = { 3, 4 }, .key = mc_bytes_str("a"), .segment_id = { 1, 2 },
+		  .offset = 0, .length = 4096 },
+		{ .client_id = { 5, 6 }, .tenant = mc_bytes_str("t2"), .key = mc_bytes_str("bb"),
+		  .segment_id = { 1, 2 }, .offset = 8192, .length = 1, .has_checksum = true,
+		  .checksum = 42 },
+	};
+	struct mc_msg_batch_node_put_end_req bq = { .client_id = { 7, 8 }, .n_items = 2,
+						    .items = it }, bd;
+	mc_wbuf_reset(&w);
+	assert_int_equal(mc_msg_batch_node_put_end_req_encode(&w, &bq), 0);
+	size_t item = 16 + 4 + 4 + 16 + 8 + 8 + 1 + 8;
+	assert_int_equal(w.len, 16 + 4 + (item + 1) + (item + 2 + 2));
+	mc_rbuf_init(&r, w.p, w.len);
+	assert_int_equal(mc_msg_batch_node_put_end_req_decode(&r, &a, &bd), 0);
+	assert_int_equal(bd.n_items, 2);
+	assert_true(mc_uuid_eq(bd.client_id, (struct mc_uuid){ 7, 8 }));
+	assert_true(mc_bytes_eq(bd.items[1].tenant, mc_bytes_str("t2")));
+	assert_int_equal(bd.items[1].offset, 8192);
+	assert_true(bd.items[1].has_checksum);
+	assert_int_equal(bd.items[1].checksum, 42);
+	assert_false(bd.items[0].has_checksum);
+	/* the op table: who serves them, with what */
+	const struct mc_op_info *oi = mc_op_info(MC_OP_DATA_WRITE_END);
+	assert_int_equal(oi->op, 0x1020);
+	assert_true((oi->flags & (MC_OPF_DATA | MC_OPF_ATTACH_REQ)) == (MC_OPF_DATA | MC_OPF_ATTACH_REQ));
+	oi = mc_op_info(MC_OP_BATCH_NODE_PUT_END);
+	assert_int_equal(oi->op, 0x0209);
+	assert_true(oi->flags & MC_OPF_DURABLE);
+	mc_arena_free(&a);
+	mc_wbuf_free(&w);
+	mc_wbuf_free(&w2);
+}
+
 static void test_roundtrip_all_ops(void **state)
 {
 	struct mc_arena fa, da;
@@ -745,6 +819,7 @@ int main(void)
 		cmocka_unit_test(test_arena),
 		cmocka_unit_test(test_op_table),
 		cmocka_unit_test(test_msg_layout),
+		cmocka_unit_test(test_node_end_rows),
 		cmocka_unit_test(test_roundtrip_all_ops),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_limits),

@@ -960,8 +960,32 @@ static void test_durable_ops(void **state)
 	struct mc_msg_unmount_segment_req um = { .client_id = uid(7), .segment_id = uid(71) };
 	durable_rpc(&d, MC_OP_UNMOUNT_SEGMENT, &um);
 
-	/* 2 mounts, 2 objects, pin, unpin, delete, 6 objects, 3 deletes, unmount */
-	assert_true(d.logged >= 17);
+	/* A put ended by the node that holds it (BATCH_NODE_PUT_END, from
+	 * uid(7), which mounted the segments): its OBJECT record. */
+	struct mc_msg_put_start_req ps5 = { .client_id = uid(8), .key = mc_bytes_str("d5"),
+					    .size = 4096, .config = { .replica_num = 1 } };
+	struct resp r5;
+	assert_int_equal(rpc(d.fd, MC_OP_PUT_START, &ps5, &r5), 0);
+	assert_int_equal(r5.m.put_start_resp.n_replicas, 1);
+	const struct mc_replica_desc *rd = &r5.m.put_start_resp.replicas[0];
+	struct mc_msg_node_put_end_item ni = { .client_id = uid(8), .key = ps5.key,
+					       .segment_id = rd->mem.segment_id,
+					       .offset = rd->mem.offset, .length = 4096 };
+	struct mc_msg_batch_node_put_end_req npe = { .client_id = uid(7), .n_items = 1,
+						     .items = &ni };
+	before = d.logged;
+	durable_rpc(&d, MC_OP_BATCH_NODE_PUT_END, &npe);
+	assert_true(d.logged == before + 1);
+	resp_free(&r5);
+	struct mc_msg_exist_key_req ek = { .key = ps5.key };
+	struct resp r6;
+	assert_int_equal(rpc(d.fd, MC_OP_EXIST_KEY, &ek, &r6), 0);
+	assert_true(r6.m.exist_key_resp.exists);
+	resp_free(&r6);
+
+	/* 2 mounts, 2 objects, pin, unpin, delete, 6 objects, 3 deletes, 1
+	 * object, unmount */
+	assert_true(d.logged >= 18);
 	for (unsigned i = 0; i < MC_OP_COUNT; i++)
 		if (mc_op_info_at(i)->flags & MC_OPF_DURABLE)
 			assert_true(d.seen[i]);	/* a new durable op belongs above */

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * node-end.h - the node ends puts for its clients (issue 14): a client's
+ * DATA_WRITE_END (proto.def) writes the bytes of a put, then its end goes
+ * to the master from here, over the node's own connection, gathered with
+ * the ends of other clients' writes into one BATCH_NODE_PUT_END while one
+ * is in flight.  The client's reply is parked (rpc-server.h "Parked
+ * replies") until the master has answered: the ticket of a parked reply is
+ * its end (mc_node_end_submit), settled by this module's thread.
+ *
+ * Failures: the master unreachable, a broken connection or NOT_LEADER
+ * reconnect (through the list of masters) and send the batch once more
+ * (an end is idempotent at the master); if that fails too every end of
+ * the batch fails with that error.  An end is never lost silently: its
+ * reply says what the master said, or the link's error.
+ *
+ * Threads: one sender thread; the data plane's workers submit, poll and
+ * release.  Lock: the ender's mutex (queue, the server to wake), a leaf;
+ * mc_rpc_server_wake() is called under it (it only writes eventfds).
+ */
+#ifndef MC_NODE_END_H
+#define MC_NODE_END_H
+
+#include <stdint.h>
+
+#include "proto/msg.h"
+#include "rpc/rpc-conn.h"
+#include "rpc/rpc-server.h"
+#include "util/logfn.h"
+
+struct mc_node_end;
+
+struct mc_node_end_config {
+	const char *master;		/* host:port[,host:port...] (kept, not copied) */
+	const struct mc_rpc_cred *cred;	/* read when connecting; NULL: none */
+	struct mc_uuid node_id;		/* the node's client id (the batch's client_id) */
+	mc_log_fn log;			/* a lost master link, once per loss; NULL: none */
+	void *log_ctx;
+};
+
+/* Starts the sender thread (it connects when the first end comes). */
+int mc_node_end_start(const struct mc_node_end_config *cfg, struct mc_node_end **ret);
+/* The data plane whose parked replies settle here (NULL: none, before it
+ * stops).  Its config takes mc_node_end_poll / mc_node_end_count with
+ * this ender as defer_ctx. */
+void mc_node_end_attach(struct mc_node_end *e, struct mc_rpc_server *srv);
+/* Queues the end of one put (the fields are copied): *ret_ticket, which
+ * the caller hands to the server as its reply's ticket.  0 or
+ * MC_ERR_NO_MEMORY, MC_ERR_INVALID_PARAMS (key or tenant too long). */
+int mc_node_end_submit(struct mc_node_end *e, const struct mc_msg_node_put_end_item *it,
+		       uint64_t *ret_ticket);
+/* defer_poll / defer_count of the data plane (rpc-server.h). */
+int mc_node_end_poll(void *ctx, uint64_t ticket);
+void mc_node_end_count(void *ctx, uint64_t ticket, int delta);
+
+struct mc_node_end_stats {
+	uint64_t ends;			/* ends submitted */
+	uint64_t batches;		/* BATCH_NODE_PUT_END calls sent */
+	uint64_t failed;		/* ends answered with an error */
+};
+void mc_node_end_get_stats(struct mc_node_end *e, struct mc_node_end_stats *ret);
+
+/* Fails what is queued (MC_ERR_RPC_FAIL), stops the thread, frees.  The
+ * data plane must be stopped first.  NULL is fine. */
+void mc_node_end_stop(struct mc_node_end *e);
+
+#endif

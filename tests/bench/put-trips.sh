@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# tests/bench/put-trips.sh -- what one 4 KiB put costs, the node-ended put
+# (DATA_WRITE_END: two round trips for the client, the node's ends batched
+# to the master) against the 3-trip put (MC_PUT_NODE_END=0: PUT_START,
+# DATA_WRITE, PUT_END), each on a fresh durable cluster (oplog_sync=true)
+# over TCP: CONC client threads put COUNT values each (client-bench puts),
+# and per put
+#   - the requests each server answered (its rpc_requests_total metrics,
+#     heartbeats left out): the round trips;
+#   - the system calls of the client, the master and the node (strace -c -f,
+#     the daemons attached while the client runs);
+#   - with CALLGRIND=1, instructions per put (callgrind) of the client (one
+#     thread: the difference of a run of 2 x N puts and one of N, over N)
+#     and of the master and the node (both run under callgrind; counters
+#     zeroed before N puts of one thread and dumped after, over N).
+# Counts, not wall-clock figures: they hold on a loaded machine.  Prints
+# "put-trips <path> <metric> <value>" lines.
+#   O=DIR (default .output), CONC (16), COUNT (200), N (500).
+set -eu
+O=${O:-.output}
+CONC=${CONC:-16}
+COUNT=${COUNT:-200}
+N=${N:-500}
+cd "$(dirname "$0")/../.."
+. tests/bench/bench-lib.sh
+for t in strace curl; do command -v "$t" >/dev/null || { echo "put-trips: $t missing" >&2; exit 1; }; done
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# cluster NAME: a durable master and a node; sets M, MH, NH, MPID, NPID.
+# With VG set, both run under it (a command prefix).
+cluster() {
+	local mport hport
+	mport=$(free_port); hport=$(free_port)
+	$VG "$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
+		--state_dir="$tmp/m-$1" --oplog_sync=true --log_level=warning 2>"$tmp/master-$1.log" &
+	MPID=$!
+	pids+=($MPID)
+	sleep 0.2
+	$VG "$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port=0 \
+		--http_address=127.0.0.1 --http_port=0 --segment_size=256M --state_dir="$tmp/n-$1" \
+		--shm_dir="$tmp" 2>"$tmp/node-$1.log" &
+	NPID=$!
+	pids+=($NPID)
+	wait_log put-trips "$tmp/node-$1.log" mounted
+	M=127.0.0.1:$mport
+	MH=127.0.0.1:$hport
+	NH=$(sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$tmp/node-$1.log" | tail -n1)
+}
+stop_cluster() { kill "$MPID" "$NPID" 2>/dev/null || true; wait "$MPID" "$NPID" 2>/dev/null || true; }
+# requests URL: the requests a server answered, by op (no ping / hello)
+requests() {
+	curl -sf "http://$1/metrics" | awk '/^mooncake_(master_rpc|node_data)_requests_total\{op="/ &&
+		!/op="(ping|hello)"/ { n += $2 } END { print n + 0 }'
+}
+calls() { awk '$NF == "total" { print $(NF - 2) }' "$1"; }   # strace -c: the calls column
+
+VG=
+puts=$((CONC * COUNT))
+for path in node client; do
+	env=$([ "$path" = client ] && echo 0 || echo 1)
+	cluster "$path"
+	m0=$(requests "$MH"); n0=$(requests "$NH")
+	strace -c -f -o "$tmp/$path-master.strace" -p "$MPID" 2>/dev/null &
+	sm=$!
+	strace -c -f -o "$tmp/$path-node.strace" -p "$NPID" 2>/dev/null &
+	sn=$!
+	sleep 1
+	MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 strace -c -f -o "$tmp/$path-client.strace" \
+		"$O/tests/bench/client-bench" "$M" puts "$CONC" "$COUNT" >"$tmp/$path.out"
+	kill -INT "$sm" "$sn"
+	wait "$sm" "$sn" 2>/dev/null || true
+	m1=$(requests "$MH"); n1=$(requests "$NH")
+	ends=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_ends_total" { print $2 }')
+	batches=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_end_batches_total" { print $2 }')
+	awk -v p="$path" -v n="$puts" -v m=$((m1 - m0)) -v d=$((n1 - n0)) -v e="${ends:-0}" \
+		-v b="${batches:-0}" -v c="$(calls "$tmp/$path-client.strace")" \
+		-v sm="$(calls "$tmp/$path-master.strace")" -v sn="$(calls "$tmp/$path-node.strace")" 'BEGIN {
+		printf "put-trips %s puts %d\n", p, n
+		printf "put-trips %s client_round_trips_per_put %.2f\n", p, (m - b + d) / n
+		printf "put-trips %s master_requests_per_put %.3f\n", p, m / n
+		printf "put-trips %s node_requests_per_put %.2f\n", p, d / n
+		printf "put-trips %s node_ended_puts %d in %d BATCH_NODE_PUT_END\n", p, e, b
+		printf "put-trips %s client_syscalls_per_put %.1f\n", p, c / n
+		printf "put-trips %s master_syscalls_per_put %.1f\n", p, sm / n
+		printf "put-trips %s node_syscalls_per_put %.1f\n", p, sn / n
+		printf "put-trips %s all_syscalls_per_put %.1f\n", p, (c + sm + sn) / n }'
+	if [ "${CALLGRIND:-0}" = 1 ]; then
+		for k in 1 2; do
+			MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 valgrind --tool=callgrind \
+				--callgrind-out-file="$tmp/cg-$path-$k" "$O/tests/bench/client-bench" "$M" \
+				puts 1 $((N * k)) >/dev/null 2>"$tmp/cg-$path-$k.log"
+		done
+		i1=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg-$path-1.log")
+		i2=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg-$path-2.log")
+		awk -v p="$path" -v a="$i1" -v b="$i2" -v n="$N" \
+			'BEGIN { printf "put-trips %s client_instructions_per_put %.0f\n", p, (b - a) / n }'
+	fi
+	stop_cluster
+done
+
+# collected FILE: the instructions of a callgrind dump
+collected() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
+if [ "${CALLGRIND:-0}" = 1 ]; then
+	for path in node client; do
+		env=$([ "$path" = client ] && echo 0 || echo 1)
+		VG="valgrind --tool=callgrind --callgrind-out-file=$tmp/cgd-$path-%p"
+		cluster "cg-$path"
+		# warm up (connections, first allocations), then count N puts
+		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 20 >/dev/null
+		callgrind_control -z "$MPID" >/dev/null 2>&1
+		callgrind_control -z "$NPID" >/dev/null 2>&1
+		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 "$N" >/dev/null
+		callgrind_control -d "$MPID" >/dev/null 2>&1
+		callgrind_control -d "$NPID" >/dev/null 2>&1
+		for who in master node; do
+			pid=$([ "$who" = master ] && echo "$MPID" || echo "$NPID")
+			f=$(ls -t "$tmp"/cgd-"$path"-"$pid".* 2>/dev/null | head -n1)
+			awk -v p="$path" -v w="$who" -v i="$(collected "$f")" -v n="$N" \
+				'BEGIN { printf "put-trips %s %s_instructions_per_put %.0f\n", p, w, i / n }'
+		done
+		stop_cluster
+	done
+fi

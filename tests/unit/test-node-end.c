@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test-node-end.c - the node's put ends (lib/segsrv/node-end.c) against a
+ * fake master (an rpc-server answering BATCH_NODE_PUT_END): 8 threads
+ * submit ends at once and wait for them as the data plane does (poll, then
+ * the server's +1 / -1); every end reaches the master exactly once, with
+ * its own status back (keys "bad..." are refused), in fewer calls than
+ * ends; a master that is not there fails every end with the link's error;
+ * stopping with ends queued fails them.  Under TSan too (make test-tsan).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "segsrv/node-end.h"
+
+#define THREADS 8
+#define PER_THREAD 400
+
+static uint64_t items_seen, calls_seen;	/* atomics: the fake master's counts */
+static const struct mc_uuid NODE = { 0x6e6f6465, 7 };
+/* the handshake binds the connection to the node's id (rpc-admit.h) */
+static const struct mc_rpc_cred CRED = { .client_id = { 0x6e6f6465, 7 } };
+
+static int fake_end(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_msg_batch_node_put_end_req *q = call->req;
+	struct mc_msg_batch_node_put_end_resp *p = resp;
+	if (!mc_uuid_eq(q->client_id, NODE))
+		return MC_ERR_ILLEGAL_CLIENT;
+	int16_t *st = mc_arena_alloc(call->arena, (q->n_items ? q->n_items : 1) * sizeof(*st), 2);
+	if (!st)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < q->n_items; i++)
+		st[i] = q->items[i].key.len >= 3 && !memcmp(q->items[i].key.p, "bad", 3) ?
+			MC_ERR_ILLEGAL_CLIENT : 0;
+	__atomic_add_fetch(&items_seen, q->n_items, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&calls_seen, 1, __ATOMIC_RELAXED);
+	p->n_status = q->n_items;
+	p->status = st;
+	return 0;
+}
+
+static struct mc_rpc_server *fake_master(char *addr, size_t len)
+{
+	struct mc_rpc_handlers h;
+	struct mc_rpc_server *s;
+	memset(&h, 0, sizeof(h));
+	h.fn[MC_OPI_HELLO] = mc_rpc_hello;
+	h.fn[MC_OPI_BATCH_NODE_PUT_END] = fake_end;
+	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 2 };
+	assert_int_equal(mc_rpc_server_start(&c, &h, NULL, &s), 0);
+	snprintf(addr, len, "127.0.0.1:%u", (unsigned)mc_rpc_server_port(s));
+	return s;
+}
+
+/* What the data plane does with a ticket: polls it until settled, then
+ * its +1 and -1 (the reply parked and gone). */
+static int wait_end(struct mc_node_end *e, uint64_t t)
+{
+	int st;
+	while ((st = mc_node_end_poll(e, t)) == 1)
+		sched_yield();
+	mc_node_end_count(e, t, 1);
+	mc_node_end_count(e, t, -1);
+	return st;
+}
+
+struct submitter {
+	pthread_t th;
+	struct mc_node_end *e;
+	int id, ok, refused, other;
+};
+
+static void *submit_main(void *arg)
+{
+	struct submitter *s = arg;
+	char key[32];
+	uint64_t t[16];
+	/* in bursts of 16 outstanding ends, as 16 parked replies */
+	for (int i = 0; i < PER_THREAD; i += 16) {
+		for (int j = 0; j < 16; j++) {
+			int n = snprintf(key, sizeof(key), "%s-%d-%d", (i + j) % 5 ? "k" : "bad",
+					 s->id, i + j);
+			struct mc_msg_node_put_end_item it = {
+				.client_id = { 1, (uint64_t)s->id }, .tenant = mc_bytes_str("t"),
+				.key = MC_BYTES(key, (uint32_t)n), .segment_id = { 2, 3 },
+				.offset = (uint64_t)(i + j) * 4096, .length = 4096 };
+			assert_int_equal(mc_node_end_submit(s->e, &it, &t[j]), 0);
+		}
+		for (int j = 0; j < 16; j++) {
+			int st = wait_end(s->e, t[j]);
+			bool bad = !((i + j) % 5);
+			if (st == 0 && !bad)
+				s->ok++;
+			else if (st == MC_ERR_ILLEGAL_CLIENT && bad)
+				s->refused++;
+			else
+				s->other++;
+		}
+	}
+	return NULL;
+}
+
+static void test_ends_concurrent(void **state)
+{
+	char addr[64];
+	struct mc_rpc_server *m = fake_master(addr, sizeof(addr));
+	struct mc_node_end *e;
+	struct mc_node_end_config cfg = { .master = addr, .node_id = NODE, .cred = &CRED };
+	assert_int_equal(mc_node_end_start(&cfg, &e), 0);
+	struct submitter s[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		s[i] = (struct submitter){ .e = e, .id = i };
+		assert_int_equal(pthread_create(&s[i].th, NULL, submit_main, &s[i]), 0);
+	}
+	int ok = 0, refused = 0, other = 0;
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(s[i].th, NULL);
+		ok += s[i].ok;
+		refused += s[i].refused;
+		other += s[i].other;
+	}
+	struct mc_node_end_stats st;
+	mc_node_end_get_stats(e, &st);
+	print_message("# %d ends in %llu BATCH_NODE_PUT_END calls\n", THREADS * PER_THREAD,
+		      (unsigned long long)st.batches);
+	assert_int_equal(other, 0);
+	assert_int_equal(refused, THREADS * PER_THREAD / 5);
+	assert_int_equal(ok + refused, THREADS * PER_THREAD);
+	assert_int_equal(__atomic_load_n(&items_seen, __ATOMIC_RELAXED), THREADS * PER_THREAD);
+	assert_int_equal(st.ends, THREADS * PER_THREAD);
+	assert_int_equal(st.failed, refused);
+	assert_int_equal(st.batches, __atomic_load_n(&calls_seen, __ATOMIC_RELAXED));
+	assert_true(st.batches <= st.ends);
+	mc_node_end_stop(e);
+	mc_rpc_server_stop(m);
+}
+
+static void test_no_master(void **state)
+{
+	char addr[64];
+	struct mc_rpc_server *m = fake_master(addr, sizeof(addr));
+	mc_rpc_server_stop(m);	/* its port: nobody listens now */
+	struct mc_node_end *e;
+	struct mc_node_end_config cfg = { .master = addr, .node_id = NODE };
+	assert_int_equal(mc_node_end_start(&cfg, &e), 0);
+	struct mc_msg_node_put_end_item it = { .key = mc_bytes_str("k"), .length = 1 };
+	uint64_t t;
+	assert_int_equal(mc_node_end_submit(e, &it, &t), 0);
+	int st = wait_end(e, t);
+	assert_true(st == MC_ERR_RPC_FAIL || st == MC_ERR_RPC_TIMEOUT);
+	mc_node_end_stop(e);
+}
+
+static void test_stop_fails_queued(void **state)
+{
+	struct mc_node_end *e;
+	/* a master that never answers the connect in time is not needed: the
+	 * ends are queued behind a stop that comes first */
+	struct mc_node_end_config cfg = { .master = "127.0.0.1:1", .node_id = NODE };
+	assert_int_equal(mc_node_end_start(&cfg, &e), 0);
+	struct mc_msg_node_put_end_item it = { .key = mc_bytes_str("k"), .length = 1 };
+	char big[MC_MAX_KEY_LEN + 2];
+	memset(big, 'x', sizeof(big));
+	struct mc_msg_node_put_end_item huge = { .key = MC_BYTES(big, sizeof(big)) };
+	uint64_t t;
+	assert_int_equal(mc_node_end_submit(e, &huge, &t), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_node_end_submit(e, &it, &t), 0);
+	mc_node_end_count(e, t, 1);
+	mc_node_end_stop(e);	/* settles it (sent and failed, or failed queued) */
+	/* the server's reference is still ours: the end must still be readable */
+	assert_true(mc_node_end_poll(NULL, t) < 0);
+	mc_node_end_count(NULL, t, -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ends_concurrent),
+		cmocka_unit_test(test_no_master),
+		cmocka_unit_test(test_stop_fails_queued),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
