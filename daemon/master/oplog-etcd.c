@@ -538,6 +538,9 @@ static void elog_get_stats(struct mc_oplog *b, struct mc_oplog_stats *ret)
 	ret->resumes = l->resumes;
 	ret->failed = l->deposed || l->unreachable || l->overdue || l->need_resume;
 	pthread_mutex_unlock(&l->mu);
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
+		if (l->fl[i].ew)
+			mc_etcd_stats_add(l->fl[i].ew, &ret->etcd);
 	pthread_mutex_lock(&l->io_mu);
 	ret->files = l->nkeys;
 	pthread_mutex_unlock(&l->io_mu);

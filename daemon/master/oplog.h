@@ -38,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "master/etcd.h"	/* struct mc_etcd_stats */
+
 #define MC_OPLOG_MAX_RECORD (16u << 20)
 
 struct mc_oplog;
@@ -282,6 +284,7 @@ struct mc_oplog_stats {
 	uint64_t lost;			/* records lost to them */
 	uint64_t resumes;		/* mc_oplog_resume() that succeeded */
 	bool failed;			/* failed now, until resumed */
+	struct mc_etcd_stats etcd;	/* oplog = etcd: its batch writers' requests */
 };
 void mc_oplog_get_stats(struct mc_oplog *l, struct mc_oplog_stats *ret);
 
