@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oplog-etcd.h - internals shared by the etcd oplog backend's files:
- * oplog-etcd.c (format, the flusher, the ops) and oplog-etcd-open.c
- * (election, loading, replay, compaction, the lease keeper).  The format
- * is specified at the top of oplog-etcd.c. */
+ * oplog-etcd.c (format, the flusher, the ops), oplog-etcd-open.c
+ * (election, loading, the lease keeper), oplog-etcd-replay.c (replay,
+ * compaction, resume) and oplog-etcd-tail.c (a standby's reader).  The
+ * format is specified at the top of oplog-etcd.c. */
 #ifndef MC_MASTER_OPLOG_ETCD_H
 #define MC_MASTER_OPLOG_ETCD_H
 
