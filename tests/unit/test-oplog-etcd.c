@@ -32,6 +32,7 @@
 #include "oplog-helpers.h"
 #include "master/etcd.h"
 #include "master/oplog-file.h"
+#include "util/clock.h"
 #include "util/hash.h"
 
 #define THREADS 8
@@ -609,6 +610,15 @@ static void test_gap(void **state)
 	assert_int_equal(mc_oplog_tail_poll(t, 0, count_rec, &k, &last), 0);
 	assert_int_equal(last, 5);
 	assert_int_equal(k.records, 5);
+	/* it stops at the gap, says where, and since when, until it fills */
+	uint64_t next = 0, since = 0, since2 = 0;
+	assert_int_equal(mc_oplog_tail_gap(t, &next, &since), 6);
+	assert_int_equal(next, 8);
+	assert_true(since > 0 && since <= mc_now_ms());
+	assert_int_equal(mc_oplog_tail_poll(t, 5, count_rec, &k, &last), 0);
+	assert_int_equal(last, 5);
+	assert_int_equal(mc_oplog_tail_gap(t, &next, &since2), 6);
+	assert_int_equal(since2, since);
 	/* the gap fills (a batch in flight lands): the reader goes on */
 	put_batch(e, f, 6, 7);
 	struct check k1 = { .last = 5 };
@@ -616,6 +626,7 @@ static void test_gap(void **state)
 	assert_int_equal(last, 12);
 	assert_int_equal(k1.bad, 0);
 	assert_int_equal(k1.records, 7);
+	assert_int_equal(mc_oplog_tail_gap(t, &next, &since), 0);
 	/* a gap again, at 13..14, with 15.. after it; a new leader */
 	put_batch(e, f, 15, 16);
 	size_t before = batch_keys(e, f);
