@@ -11,7 +11,7 @@
  * GetReplicaList path) load a slot's pointer without any segment-manager
  * lock: an object holding a replica on a segment keeps that segment alive,
  * because a segment is freed only after every replica on it has been
- * removed under the owning shard's write lock (see meta.c, unmount).
+ * removed under the owning shard's write lock (see meta-segment.c, unmount).
  *
  * Indexes, all under segmgr->lock: by id (uuid) and by name.  Placement
  * puts the replicas of one object on distinct nodes (the client id that
