@@ -11,10 +11,13 @@
 # list of both masters, kill -9 of the leader: the time to the standby
 # serving and to the first put through the list after it (lease TTL 2 s;
 # median of FAILOVERS rounds, default 5; 0 skips).  Every other figure is
-# the median of RUNS runs (default 3).  Puts run with the default
-# etcd_pipeline (3 transactions in flight, "etcd") and with 1 ("etcd1", one
-# at a time), records per transaction and transactions per 1000 records
-# for each (per client count, and over the whole mode).
+# the median of RUNS runs (default 3).  Puts run with etcd_pipeline=3 (3
+# transactions in flight, "etcd") and with the default 1 ("etcd1", one at
+# a time), records per transaction and transactions per 1000 records for
+# each (per client count, and over the whole mode), and what a transaction
+# costs on the wire: HTTP requests and bytes per transaction, connections
+# opened, curl's time to the answer's first byte of its time per request
+# (mooncake_master_oplog_etcd_*).
 # Prints "etcd <metric> <value> <unit>" and
 # "etcd ratio <name> <x>" lines; the goal is ratio put4k_c64_etcd_vs_local
 # >= 0.5.
