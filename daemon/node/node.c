@@ -25,6 +25,11 @@
  *   rdma cm        with RDMA only: node-rdma.c's connection manager
  *                  (accepts and tears down client QPs; transfers are
  *                  one-sided and never reach a thread of the node).
+ *   huge pages     unless shm_dir is a huge tmpfs (or huge_pages=false):
+ *                  folds each segment's pages into 2 MiB folios, 2 MiB
+ *                  at a time (mc_node_segment_collapse, node-segment.h),
+ *                  at nice 19, then logs how much it folded and exits; it
+ *                  touches no shared state, and the stop joins it first.
  *   master link    node-master.c: connect, MOUNT_SEGMENT each segment,
  *                  PING every 1 s, REMOUNT_SEGMENTS on NEED_REMOUNT,
  *                  reconnect with backoff; READY=1 after the first mount.
@@ -40,9 +45,13 @@
  * holds no lock while a handler runs.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/daemon.h"
@@ -70,6 +79,7 @@ struct node_config {
 	uint64_t segments;
 	char *state_dir;
 	char *shm_dir;
+	bool huge_pages;
 	uint64_t workers;
 	char *log_level;
 	char *storage_backend;
@@ -109,6 +119,10 @@ static const struct mc_option options[] = {
 	O(shm_dir, MC_OPT_STR, "/dev/shm",
 	  "directory of the segment files (a tmpfs; mounted with huge=within_size for speed)",
 	  .flags = MC_OPTF_NONEMPTY),
+	O(huge_pages, MC_OPT_BOOL, "true",
+	  "when shm_dir is not a tmpfs with huge pages: fold segment memory into 2 MiB pages "
+	  "in the background after the start (MADV_COLLAPSE, Linux 6.1), so that each process "
+	  "maps it 2 MiB at a time, not 4 KiB"),
 	O(workers, MC_OPT_U64, "2", "data plane worker threads", .min = 1, .max = 256,
 	  .unit = "threads"),
 	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
@@ -165,9 +179,40 @@ struct node {
 	struct mc_node_stage *stage;		/* with disk and staging_size: the staging space */
 	struct mc_rpc_admit_config admit;	/* the cluster secret, caps */
 	struct mc_rpc_cred cred;		/* the master link's handshake */
+	pthread_t huge;				/* the huge pages thread, if huge_started */
+	bool huge_started;
+	atomic_bool huge_stop;
 };
 
 static void node_free(struct node *n, bool unmount);
+
+/* The huge pages thread (see the top): each 2 MiB of each segment, until
+ * done, the node stops or the kernel cannot. */
+static void *huge_main(void *arg)
+{
+	struct node *n = arg;
+	uint64_t t0 = mc_now_ms(), done = 0, total = 0;
+	int r = 0;
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	for (unsigned i = 0; i < n->segs.n && r >= 0; i++) {
+		const struct mc_node_segment *g = &n->segs.seg[i];
+		for (uint64_t off = 0; off + MC_SEGMENT_HUGE <= g->size && r >= 0; off += MC_SEGMENT_HUGE) {
+			if (atomic_load_explicit(&n->huge_stop, memory_order_relaxed))
+				return NULL;
+			total += MC_SEGMENT_HUGE;
+			if ((r = mc_node_segment_collapse(g, off)) > 0)
+				done += MC_SEGMENT_HUGE;
+		}
+	}
+	if (r < 0)
+		log_info("segment memory stays in 4 KiB pages after %llu MiB: %s",
+			 (unsigned long long)(done >> 20), mc_strerror(r));
+	else
+		log_info("segment memory in 2 MiB pages: %llu of %llu MiB, in %llu ms",
+			 (unsigned long long)(done >> 20), (unsigned long long)(total >> 20),
+			 (unsigned long long)(mc_now_ms() - t0));
+	return NULL;
+}
 
 /* The disk tier: its index is rebuilt from what disk_dir holds. */
 static int disk_open(struct node *n)
@@ -248,10 +293,11 @@ static int node_new(const struct node_config *c, struct node **ret)
 					c->http_port)) < 0)
 		goto fail;
 	mc_node_set_shm_dir(c->shm_dir);
-	if (!mc_node_shm_dir_has_huge_pages())
-		log_notice("shm_dir '%s' is not a tmpfs with huge pages: first touches of segment "
-			   "memory fault per 4 KiB page (slow on some VMs); mount a tmpfs with "
-			   "-o huge=within_size and point shm_dir at it", c->shm_dir);
+	bool huge_dir = mc_node_shm_dir_has_huge_pages();
+	if (!huge_dir && !c->huge_pages)
+		log_notice("shm_dir '%s' is not a tmpfs with huge pages and huge_pages is off: first "
+			   "touches of segment memory fault per 4 KiB page (slow on some VMs)",
+			   c->shm_dir);
 	if ((r = mc_node_segments_open(c->state_dir, *c->name ? c->name : n->host,
 				       (unsigned)c->segments, c->segment_size, &n->segs, err,
 				       sizeof(err))) < 0) {
@@ -270,6 +316,10 @@ static int node_new(const struct node_config *c, struct node **ret)
 			 mc_uuid_fmt(n->segs.seg[i].id, hex), (unsigned long long)n->segs.seg[i].size,
 			 n->segs.seg[i].shm_path, n->segs.seg[i].reused ? "reused" : "new");
 	}
+	if (!huge_dir && c->huge_pages && (r = -pthread_create(&n->huge, NULL, huge_main, n)) == 0)
+		n->huge_started = true;
+	else if (r)
+		log_notice("no huge pages thread: %s", strerror(-r));
 	if ((r = mc_node_grants_init(&n->grants, &n->segs)) < 0) {
 		log_error("out of memory");
 		goto fail;
@@ -395,6 +445,10 @@ static void node_free(struct node *n, bool unmount)
 	mc_node_data_disk_read_cleanup();
 	mc_node_offload_free(n->off);
 	mc_daemon_metrics_free(n->metrics);
+	if (n->huge_started) {
+		atomic_store(&n->huge_stop, true);
+		pthread_join(n->huge, NULL);
+	}
 	mc_node_grants_release(&n->grants);
 	mc_node_segments_close(&n->segs, false);
 	mc_rpc_admit_config_clear(&n->admit);

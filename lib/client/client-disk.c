@@ -17,6 +17,8 @@
  * Both: the caller checks the object's checksum (xxh3-64) against the
  * master's, as for memory replicas, so a damaged file is refused.
  */
+#include "util/hash-data.h"	/* first: the dispatched XXH3 */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

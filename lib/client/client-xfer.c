@@ -14,8 +14,9 @@
  * a progress callback listens: its calls stay in order).  Every TCP request carries the
  * descriptor's grant unchanged: the node refuses what it does not cover.
  */
+#include "util/hash-data.h"	/* first: the dispatched XXH3 */
+
 #include <sys/mman.h>
-#include <xxhash.h>
 #include <unistd.h>
 #include <string.h>
 #include <time.h>

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -157,6 +158,49 @@ fail:;
  * start instead of one fault per 4 KiB page on the data path (about 10 us
  * each on these VMs, which held large writes to a fraction of loopback speed). */
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25	/* Linux 6.1 */
+#endif
+
+void *mc_segment_map(int fd, uint64_t size, bool populate)
+{
+	if (size > SIZE_MAX - MC_SEGMENT_HUGE) {
+		errno = ENOMEM;
+		return MAP_FAILED;
+	}
+	/* Reserve size + 2 MiB, put the file at the first 2 MiB boundary in
+	 * it, give the rest back. */
+	uint8_t *r = mmap(NULL, (size_t)size + MC_SEGMENT_HUGE, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED)
+		return MAP_FAILED;
+	uint8_t *a = (uint8_t *)(((uintptr_t)r + MC_SEGMENT_HUGE - 1) & ~(uintptr_t)(MC_SEGMENT_HUGE - 1));
+	void *p = mmap(a, (size_t)size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_FIXED | (populate ? MAP_POPULATE : 0), fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		munmap(r, (size_t)size + MC_SEGMENT_HUGE);
+		errno = e;
+		return MAP_FAILED;
+	}
+	if (a > r)
+		munmap(r, (size_t)(a - r));
+	if (r + size + MC_SEGMENT_HUGE > a + size)
+		munmap(a + size, (size_t)(r + size + MC_SEGMENT_HUGE - (a + size)));
+	return p;
+}
+
+int mc_node_segment_collapse(const struct mc_node_segment *g, uint64_t off)
+{
+	if (off % MC_SEGMENT_HUGE || off > g->size || g->size - off < MC_SEGMENT_HUGE ||
+	    (uintptr_t)g->base % MC_SEGMENT_HUGE)
+		return MC_ERR_INVALID_PARAMS;
+	if (madvise(g->base + off, MC_SEGMENT_HUGE, MADV_COLLAPSE) == 0)
+		return 1;
+	/* EAGAIN/ENOMEM: pinned or busy pages, no huge page free now */
+	return errno == EAGAIN || errno == ENOMEM || errno == EBUSY ? 0 : mc_err_from_errno(errno);
+}
+
 /* Maps an existing file of the right size: 0, or MC_ERR_FILE_NOT_FOUND if
  * it is absent, of another size or cannot be mapped (a new one is made). */
 static int map_existing(struct mc_node_segment *g)
@@ -170,7 +214,7 @@ static int map_existing(struct mc_node_segment *g)
 		close(fd);
 		return MC_ERR_FILE_NOT_FOUND;
 	}
-	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	void *p = mc_segment_map(fd, g->size, true);
 	close(fd);
 	if (p == MAP_FAILED)
 		return MC_ERR_FILE_NOT_FOUND;
@@ -211,7 +255,7 @@ static int create_new(struct mc_node_segment *g, char *err, size_t errlen)
 		unlink(g->shm_path);
 		return mc_err_from_errno(e);
 	}
-	void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	void *p = mc_segment_map(fd, g->size, true);
 	close(fd);
 	if (p == MAP_FAILED) {
 		e = errno;

@@ -6,6 +6,9 @@
 #       (gets with the descriptor cache, the default, and again without it:
 #       *_uncached_get4k)
 #   (b) 1 MiB and 64 MiB put/get GB/s over TCP    vs  a raw loopback TCP stream
+#       (gethot: the same objects read again within their lease, descriptors
+#       from the client's cache; sync_off: the 1 MiB figures again against a
+#       second master with oplog_sync=false, where a put waits for no fsync)
 #   (c) co-located (shared memory) GB/s           vs  memcpy
 #   (d) the share of granted data ranges in (a) and (b) over TCP: one grant
 #       signed (master) and one checked per 16 MiB chunk (node) per op, at
@@ -15,6 +18,12 @@
 #       and shared memory  vs  the 1 MiB loopback stream and memcpy of (b, c)
 #       (the issue's goals), and also vs the 64 MiB ones: a batch of 16 MiB
 #       or more moves through DRAM, where memcpy_1MiB stays in cache
+# Which memcpy matches: every shared-memory figure here moves 256 MiB or
+# more of distinct segment memory per run (new objects, new ranges), so its
+# copies go to or come from DRAM; memcpy_64MiB (128 MiB touched a pass) is
+# that working set, memcpy_1MiB (2 MiB, in cache) is not.  The shm ratios
+# *_vs_memcpy are taken against memcpy_64MiB ("cluster baseline_for" says
+# so); *_vs_memcpy_1MiB keep the cached one for comparison with old runs.
 #   (f) TCP striping (client.h tcp_stripes, default 2): 1 MiB and 64 MiB
 #       put/get with MC_TCP_STRIPES=1  vs  the default of (b)
 # Every figure is the median of RUNS runs (default 3).  Prints
@@ -28,7 +37,8 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -f "$shm"/mooncake-* 2>/dev/null || true
+	# only the segment files of this run's nodes (others may share /dev/shm)
+	grep -ho "$shm/mooncake-[0-9a-f]*" "$tmp"/node*.log 2>/dev/null | sort -u | xargs -r rm -f
 	[ "$shm" = "$tmp/shm" ] && umount "$shm" 2>/dev/null
 	rm -rf "$tmp"
 }
@@ -60,6 +70,11 @@ sleep 0.2
 pids+=($!)
 wait_log cluster "$tmp/node.log" ready
 M=127.0.0.1:$mport
+# Off a huge tmpfs the node folds its segment into 2 MiB pages in the
+# background (its huge_pages option): measure once that is done.
+[ "$shm" != /dev/shm ] || MC_BENCH_START_S=${MC_BENCH_START_S:-120} \
+	wait_log cluster "$tmp/node.log" "segment memory .* pages"
+grep -o "segment memory .*" "$tmp/node.log" | sed 's/^/cluster node: /' || true
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # runs CMD...: CMD's output of RUNS runs into $tmp/out (space is freed
@@ -72,6 +87,16 @@ runs() {
 # pick METRIC: the median of METRIC's values in $tmp/out
 pick() { awk -v m="$1" '$2 == m {print $3}' "$tmp/out" | median; }
 ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (b > 0) printf "cluster ratio %s %.2f\n", n, a / b }'; }
+# shm_ratios NAME GBPS: NAME_vs_memcpy against memcpy_64MiB, the matching
+# working set (see the top), and NAME_vs_memcpy_1MiB (cached); needs $base
+shm_ratios() {
+	local m1 m64
+	m1=$(echo "$base" | awk '$2 == "memcpy_1MiB" {print $3}')
+	m64=$(echo "$base" | awk '$2 == "memcpy_64MiB" {print $3}')
+	echo "cluster baseline_for $1 memcpy_64MiB"
+	ratio "$1_vs_memcpy" "$2" "$m64"
+	ratio "$1_vs_memcpy_1MiB" "$2" "$m1"
+}
 
 # (a) small objects against Redis at the same concurrency.
 rport=$(free_port)
@@ -112,19 +137,57 @@ for sz in 1 64; do
 	MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
 	tput=$(pick "put_${sz}MiB"); tget=$(pick "get_${sz}MiB")
 	eval "tput_$sz=\$tput tget_$sz=\$tget"
+	thot=$(pick "gethot_${sz}MiB")
 	runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
-	sput=$(pick "put_${sz}MiB"); sget=$(pick "get_${sz}MiB")
+	sput=$(pick "put_${sz}MiB"); sget=$(pick "get_${sz}MiB"); shot=$(pick "gethot_${sz}MiB")
 	stream=$(echo "$base" | awk -v m="loopback_stream_${sz}MiB" '$2 == m {print $3}')
-	mcpy=$(echo "$base" | awk -v m="memcpy_${sz}MiB" '$2 == m {print $3}')
 	echo "cluster tcp_put_${sz}MiB $tput GB/s"
 	echo "cluster tcp_get_${sz}MiB $tget GB/s"
+	echo "cluster tcp_gethot_${sz}MiB $thot GB/s"
 	echo "cluster shm_put_${sz}MiB $sput GB/s"
 	echo "cluster shm_get_${sz}MiB $sget GB/s"
+	echo "cluster shm_gethot_${sz}MiB $shot GB/s"
 	ratio "tcp_put_${sz}MiB_vs_stream" "$tput" "$stream"
 	ratio "tcp_get_${sz}MiB_vs_stream" "$tget" "$stream"
-	ratio "shm_put_${sz}MiB_vs_memcpy" "$sput" "$mcpy"
-	ratio "shm_get_${sz}MiB_vs_memcpy" "$sget" "$mcpy"
+	ratio "tcp_gethot_${sz}MiB_vs_stream" "$thot" "$stream"
+	shm_ratios "shm_put_${sz}MiB" "$sput"
+	shm_ratios "shm_get_${sz}MiB" "$sget"
+	shm_ratios "shm_gethot_${sz}MiB" "$shot"
 done
+
+# (b) sync_off: single 1 MiB puts and gets against a master with
+# oplog_sync=false (a durable put waits for one fsync of its PutEnd) and a
+# node of its own (a 512 MiB segment), stopped afterwards.
+m2port=$(free_port); d2port=$(free_port)
+"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$m2port" --http_port=0 --state_dir="$tmp/m2" \
+	--lease_ttl_ms=2000 --write_grant_ttl_ms=4000 --oplog_sync=false --log_level=warning \
+	2>"$tmp/master2.log" &
+m2pid=$!
+sleep 0.2
+"$O/bin/mooncake-node" --master=127.0.0.1:"$m2port" --data_address=127.0.0.1 --data_port="$d2port" \
+	--http_port=0 --segment_size=512M --segments=1 --shm_dir="$shm" --state_dir="$tmp/n2" \
+	2>"$tmp/node2.log" &
+n2pid=$!
+pids+=("$m2pid" "$n2pid")
+wait_log cluster "$tmp/node2.log" ready
+[ "$shm" != /dev/shm ] || MC_BENCH_START_S=${MC_BENCH_START_S:-120} \
+	wait_log cluster "$tmp/node2.log" "segment memory .* pages"
+M2=127.0.0.1:$m2port
+MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M2" large $((1 << 20)) 256
+otput=$(pick put_1MiB); otget=$(pick get_1MiB)
+runs "$O/tests/bench/client-bench" "$M2" large $((1 << 20)) 256
+osput=$(pick put_1MiB); osget=$(pick get_1MiB)
+kill "$n2pid" 2>/dev/null; wait "$n2pid" 2>/dev/null || true
+kill "$m2pid" 2>/dev/null; wait "$m2pid" 2>/dev/null || true
+echo "cluster tcp_put_1MiB_sync_off $otput GB/s"
+echo "cluster tcp_get_1MiB_sync_off $otget GB/s"
+echo "cluster shm_put_1MiB_sync_off $osput GB/s"
+echo "cluster shm_get_1MiB_sync_off $osget GB/s"
+stream=$(echo "$base" | awk '$2 == "loopback_stream_1MiB" {print $3}')
+ratio "tcp_put_1MiB_sync_off_vs_stream" "$otput" "$stream"
+ratio "tcp_get_1MiB_sync_off_vs_stream" "$otget" "$stream"
+shm_ratios "shm_put_1MiB_sync_off" "$osput"
+shm_ratios "shm_get_1MiB_sync_off" "$osget"
 
 # (d) grants: (sign + chunks x check) / the op's time at 1 client (4 KiB) or
 # over the measured rate (64 MiB).  A cluster without the checks does not
@@ -145,7 +208,6 @@ gshare get_64MiB 4 "$(awk -v r="$tget" 'BEGIN { if (r > 0) print 64 * 1048576 / 
 
 # (e) KV-cache-shaped batches: put by one process, read back by another.
 stream=$(echo "$base" | awk '$2 == "loopback_stream_1MiB" {print $3}')
-mcpy=$(echo "$base" | awk '$2 == "memcpy_1MiB" {print $3}')
 for shape in 16,262144 64,262144 16,2097152 64,2097152; do
 	b=${shape%,*} kib=$((${shape#*,} >> 10))
 	rounds=$(( 512 * 1024 / (b * kib) )); [ "$rounds" -ge 2 ] || rounds=2   # ~512 MiB a run
@@ -160,16 +222,19 @@ for shape in 16,262144 64,262144 16,2097152 64,2097152; do
 		done
 		kput=$(awk -v m="kvput_${b}x${kib}KiB" '$2 == m {print $3}' "$tmp/kv" | median)
 		kget=$(awk -v m="kvget_${b}x${kib}KiB" '$2 == m {print $3}' "$tmp/kv" | median)
-		base1=$([ "$path" = tcp ] && echo "$stream" || echo "$mcpy")
-		vs=$([ "$path" = tcp ] && echo stream || echo memcpy)
 		echo "cluster ${path}_kvput_${b}x${kib}KiB $kput GB/s"
 		echo "cluster ${path}_kvget_${b}x${kib}KiB $kget GB/s"
-		ratio "${path}_kvput_${b}x${kib}KiB_vs_$vs" "$kput" "$base1"
-		ratio "${path}_kvget_${b}x${kib}KiB_vs_$vs" "$kget" "$base1"
-		base64=$(echo "$base" | awk -v m="$([ "$path" = tcp ] && echo loopback_stream_64MiB || echo memcpy_64MiB)" '$2 == m {print $3}')
+		if [ "$path" = shm ]; then
+			shm_ratios "shm_kvput_${b}x${kib}KiB" "$kput"
+			shm_ratios "shm_kvget_${b}x${kib}KiB" "$kget"
+			continue
+		fi
+		ratio "tcp_kvput_${b}x${kib}KiB_vs_stream" "$kput" "$stream"
+		ratio "tcp_kvget_${b}x${kib}KiB_vs_stream" "$kget" "$stream"
+		base64=$(echo "$base" | awk '$2 == "loopback_stream_64MiB" {print $3}')
 		if [ $((b * kib)) -ge 16384 ]; then
-			ratio "${path}_kvput_${b}x${kib}KiB_vs_${vs}_64MiB" "$kput" "$base64"
-			ratio "${path}_kvget_${b}x${kib}KiB_vs_${vs}_64MiB" "$kget" "$base64"
+			ratio "tcp_kvput_${b}x${kib}KiB_vs_stream_64MiB" "$kput" "$base64"
+			ratio "tcp_kvget_${b}x${kib}KiB_vs_stream_64MiB" "$kget" "$base64"
 		fi
 	done
 done
