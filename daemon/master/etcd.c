@@ -23,6 +23,7 @@ struct mc_etcd {
 	char *body;			/* the answer being read */
 	size_t len, cap;
 	char err[256];
+	struct mc_etcd_stats st;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -105,6 +106,38 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 	return k;
 }
 
+void mc_etcd_stats_add(const struct mc_etcd *e, struct mc_etcd_stats *sum)
+{
+	const struct mc_etcd_stats *s = &e->st;
+	sum->requests += __atomic_load_n(&s->requests, __ATOMIC_RELAXED);
+	sum->connects += __atomic_load_n(&s->connects, __ATOMIC_RELAXED);
+	sum->sent += __atomic_load_n(&s->sent, __ATOMIC_RELAXED);
+	sum->received += __atomic_load_n(&s->received, __ATOMIC_RELAXED);
+	sum->total_us += __atomic_load_n(&s->total_us, __ATOMIC_RELAXED);
+	sum->first_byte_us += __atomic_load_n(&s->first_byte_us, __ATOMIC_RELAXED);
+}
+
+/* Counts the request just made (its owner writes, mc_etcd_stats_add()
+ * reads from another thread: relaxed atomics). */
+static void count(struct mc_etcd *e)
+{
+	long conns = 0, hdr = 0;
+	curl_off_t up = 0, total = 0, first = 0;
+	curl_easy_getinfo(e->curl, CURLINFO_NUM_CONNECTS, &conns);
+	curl_easy_getinfo(e->curl, CURLINFO_REQUEST_SIZE, &hdr);
+	curl_easy_getinfo(e->curl, CURLINFO_SIZE_UPLOAD_T, &up);
+	curl_easy_getinfo(e->curl, CURLINFO_TOTAL_TIME_T, &total);
+	curl_easy_getinfo(e->curl, CURLINFO_STARTTRANSFER_TIME_T, &first);
+	struct mc_etcd_stats *s = &e->st;
+	__atomic_fetch_add(&s->requests, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->connects, (uint64_t)MC_MAX(conns, 0L), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->sent, (uint64_t)MC_MAX(hdr, 0L) + (uint64_t)MC_MAX(up, 0),
+			   __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->received, e->len, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->total_us, (uint64_t)MC_MAX(total, 0), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->first_byte_us, (uint64_t)MC_MAX(first, 0), __ATOMIC_RELAXED);
+}
+
 /* One POST to endpoint i: 0 and *ret, or a transport error (e->err). */
 static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char *req,
 		    long *code)
@@ -127,6 +160,7 @@ static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char 
 		e->body[0] = 0;
 	CURLcode c = curl_easy_perform(e->curl);
 	curl_slist_free_all(hdr);
+	count(e);
 	if (c != CURLE_OK) {
 		snprintf(e->err, sizeof(e->err), "%s: %s", e->eps[i], curl_easy_strerror(c));
 		return MC_ERR_ETCD_OPERATION_ERROR;

@@ -33,6 +33,18 @@ const char *mc_etcd_error(const struct mc_etcd *e);
 /* The endpoint the last call went to. */
 const char *mc_etcd_endpoint(const struct mc_etcd *e);
 
+/* What a handle's requests cost, since mc_etcd_new(): requests sent (each
+ * try at an endpoint), new connections they opened, request bytes (headers
+ * and body) and answer bytes (body), and time in microseconds: in all, and
+ * until the answer's first byte (curl's CURLINFO_TOTAL_TIME_T and
+ * CURLINFO_STARTTRANSFER_TIME_T: the rest is reading the answer). */
+struct mc_etcd_stats {
+	uint64_t requests, connects, sent, received;
+	uint64_t total_us, first_byte_us;
+};
+/* Adds e's figures to *sum. */
+void mc_etcd_stats_add(const struct mc_etcd *e, struct mc_etcd_stats *sum);
+
 /* POSTs req (a JSON object, kept by the caller) to path ("/v3/kv/txn");
  * *ret gets the answer's object (the caller's to decref).  An answer with
  * an "error" or "code" member (a gRPC error) is MC_ERR_ETCD_OPERATION_ERROR

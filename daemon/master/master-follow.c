@@ -32,7 +32,10 @@ struct mc_master_follow {
 	uint64_t applied, records, bootstraps;
 	uint64_t next_log_ms;
 	int last_err;
+	uint64_t gap_logged;		/* the gap whose length was logged */
 };
+
+#define GAP_LOG_MS	10000	/* a gap that lasts this long is logged */
 
 #define flog(f, level, ...) mc_logf((f)->cfg.log, NULL, (level), __VA_ARGS__)
 
@@ -45,6 +48,26 @@ static void flog_fail(struct mc_master_follow *f, int r, const char *what, const
 	f->last_err = r;
 	f->next_log_ms = now + 10000;
 	flog(f, LOG_WARNING, "standby: %s: %s (retrying)", what, why);
+}
+
+/* A gap the polls have stopped at for GAP_LOG_MS is logged (once per gap,
+ * and when it fills): it is waited for, never skipped (oplog-etcd-tail.c). */
+static void log_gap(struct mc_master_follow *f)
+{
+	uint64_t next = 0, since = 0, gap = mc_oplog_tail_gap(f->tail, &next, &since);
+	if (!gap && f->gap_logged) {
+		flog(f, LOG_NOTICE, "standby: the gap at %" PRIu64 " in the log is gone: following "
+		     "again, at %" PRIu64, f->gap_logged, f->applied);
+		f->gap_logged = 0;
+	}
+	if (!gap || gap == f->gap_logged || mc_now_ms() - since < GAP_LOG_MS)
+		return;
+	f->gap_logged = gap;
+	flog(f, LOG_ERR, "standby: the log has a gap: records %" PRIu64 "..%" PRIu64 " missing, "
+	     "the batch after them committed, for %" PRIu64 " s; waiting (the leader retries "
+	     "them, or a new leader removes what follows: records after a gap were never "
+	     "acknowledged, so they are not applied)", gap, next - 1,
+	     (mc_now_ms() - since) / 1000);
 }
 
 static bool stopping(struct mc_master_follow *f)
@@ -216,6 +239,7 @@ static void *follow_thread(void *arg)
 			/* applies under mu: readers see a record whole */
 			r = mc_oplog_tail_poll(f->tail, f->applied, apply_one, f, &last);
 			f->applied = last;
+			log_gap(f);
 			if (f->records != before && f->last_err) {
 				f->last_err = 0;
 				flog(f, LOG_NOTICE, "standby: following the log again, at %" PRIu64,

@@ -23,7 +23,8 @@ enum { V_OBJECTS, V_CAPACITY, V_ALLOCATED, V_SEGMENTS, V_TENANTS, V_GROUPS, V_CL
        V_SOFT_PINNED, V_HARD_PINNED, V_PINS, V_UNPINS, V_LEASES, V_HEARTBEATS, V_NEED_REMOUNT,
        V_EXPIRED, V_TENANTS_RECLAIMED, V_RPC_CONNECTIONS, V_RPC_ACCEPTED, V_UPTIME,
        V_OPLOG_FAILED, V_OPLOG_FAILURES, V_OPLOG_LOST, V_OPLOG_RESUMES, V_OPLOG_RECORDS,
-       V_OPLOG_BATCHES, V_UNDONE_PUTS, V_PUTS_EVICTING, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
+       V_OPLOG_BATCHES, V_ETCD_REQUESTS, V_ETCD_CONNECTS, V_ETCD_SENT, V_ETCD_RECEIVED,
+       V_ETCD_SECONDS, V_ETCD_FIRST_BYTE, V_UNDONE_PUTS, V_PUTS_EVICTING, V_OFFLOADS_SENT, V_OFFLOADS_DONE, V_OFFLOADS_FAILED,
        V_OFFLOADS_KEPT, V_DISK_GONE, V_DISK_ADOPTED, V_DISK_STALE, V_DFS_USED, V_DFS_CAPACITY,
        V_PROMOTE_SENT, V_PROMOTE_DONE, V_PROMOTE_FAILED, V_PROMOTE_NO_ROOM, V_PROMOTE_DROPPED,
        V_RPC_PARKED, V_RPC_PARKED_TOTAL, V_MD_KEYS, V_MD_BYTES,
@@ -118,6 +119,12 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_OPLOG_RESUMES] = (double)os.resumes;
 	v[V_OPLOG_RECORDS] = (double)os.appended;
 	v[V_OPLOG_BATCHES] = (double)os.flushes;
+	v[V_ETCD_REQUESTS] = (double)os.etcd.requests;
+	v[V_ETCD_CONNECTS] = (double)os.etcd.connects;
+	v[V_ETCD_SENT] = (double)os.etcd.sent;
+	v[V_ETCD_RECEIVED] = (double)os.etcd.received;
+	v[V_ETCD_SECONDS] = (double)os.etcd.total_us / 1e6;
+	v[V_ETCD_FIRST_BYTE] = (double)os.etcd.first_byte_us / 1e6;
 	v[V_UNDONE_PUTS] = (double)ms->undone_puts;
 	v[V_PUTS_EVICTING] = (double)ms->puts_evicting;
 	v[V_OFFLOADS_SENT] = (double)ms->offloads_sent;
@@ -322,6 +329,24 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_OPLOG_BATCHES] = { MC_METRIC_COUNTER, "mooncake_master_oplog_batches_total",
 				      "Oplog batches made durable (group commits: an fsync of the "
 				      "local log, a transaction of the etcd one)." },
+		[V_ETCD_REQUESTS] = { MC_METRIC_COUNTER, "mooncake_master_oplog_etcd_requests_total",
+				      "oplog = etcd: HTTP requests the oplog's batch writers sent to "
+				      "etcd's gateway (each try; a batch takes one when etcd answers)." },
+		[V_ETCD_CONNECTS] = { MC_METRIC_COUNTER, "mooncake_master_oplog_etcd_connects_total",
+				      "oplog = etcd: connections those requests opened (kept alive: "
+				      "one per writer unless etcd drops it)." },
+		[V_ETCD_SENT] = { MC_METRIC_COUNTER, "mooncake_master_oplog_etcd_sent_bytes_total",
+				  "oplog = etcd: bytes of those requests (headers and JSON bodies)." },
+		[V_ETCD_RECEIVED] = { MC_METRIC_COUNTER,
+				      "mooncake_master_oplog_etcd_received_bytes_total",
+				      "oplog = etcd: bytes of their answers' bodies." },
+		[V_ETCD_SECONDS] = { MC_METRIC_COUNTER, "mooncake_master_oplog_etcd_seconds_total",
+				     "oplog = etcd: time those requests took, in all (libcurl's "
+				     "total time)." },
+		[V_ETCD_FIRST_BYTE] = { MC_METRIC_COUNTER,
+					"mooncake_master_oplog_etcd_first_byte_seconds_total",
+					"oplog = etcd: of that, the time until each answer's first "
+					"byte (etcd's raft and WAL fsync are in it)." },
 		[V_UNDONE_PUTS] = { MC_METRIC_COUNTER, "mooncake_master_puts_undone_total",
 				    "Completed puts taken back because their oplog record was lost." },
 		[V_PUTS_EVICTING] = { MC_METRIC_COUNTER, "mooncake_master_puts_evicting_total",

@@ -381,9 +381,17 @@ int do_get_replica_list(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc 
 int do_exist(struct mc_meta *m, struct mc_objtab *tab, struct mc_loc *loc, struct mc_ref key,
 	     uint64_t now, bool *ret)
 {
+	/* As the original's ExistKey, a readable replica; and, unlike it (it
+	 * has no failover to come back from), a complete replica on a
+	 * restored segment whose node has not remounted yet: the object
+	 * exists and a get waits for it (UNAVAILABLE_IN_CURRENT_STATUS, the
+	 * client asks again), so exist must not send its caller to put it
+	 * again (OBJECT_ALREADY_EXISTS).  Should the node never come back,
+	 * the sweep drops the segment and the key with it. */
 	struct mc_object *o = meta_find_locked(tab, loc, key, NULL);
 	bool exists = o && !mc_object_is_processing(o) &&
-		      meta_emit_replicas(m, o, 0, true, NULL, NULL) > 0;
+		      (meta_emit_replicas(m, o, 0, true, NULL, NULL) > 0 ||
+		       meta_awaits_remount(m, o));
 	if (exists)
 		meta_grant_lease(m, o, now);
 	*ret = exists;

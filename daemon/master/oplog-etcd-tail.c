@@ -20,6 +20,12 @@
  * the next one goes on once the missing batch has committed; one that
  * never does was never acknowledged, and the next leader deletes the
  * batches after it (oplog-etcd-open.c, tail_scan) before it appends.
+ * So a gap is never skipped, however long it lasts: the records after it
+ * were never acknowledged unless it fills, and applying them would put in
+ * the standby's store what a new leader deletes.  It lasts only while the
+ * leader retries the missing batch (etcd does not answer it: mutations
+ * are refused meanwhile) or until a new leader is elected; the follower
+ * logs one that lasts (mc_oplog_tail_gap(), master-follow.c).
  * Every batch visible in etcd is committed (one transaction each), so a
  * poll returns only committed records, and never one past a gap.
  */
@@ -30,6 +36,7 @@
 
 #include "master/oplog-etcd.h"
 #include "mooncake/error.h"
+#include "util/clock.h"
 #include "util/macro.h"
 
 #define TAIL_PAGE	16	/* batch values per transaction */
@@ -41,6 +48,8 @@ struct mc_oplog_tail {
 	uint64_t aligned;	/* a batch starts at aligned + 1 (or none yet); UINT64_MAX: unknown */
 	uint64_t compacted;	/* as the last poll saw it */
 	char why[256];		/* why the last poll found the log bad ("" otherwise) */
+	uint64_t gap, gap_next;	/* the last poll stopped at a gap: gap..gap_next-1 missing */
+	uint64_t gap_since_ms;	/* since when polls stop at gap */
 };
 
 static size_t tail_key(const struct mc_oplog_tail *t, char *key, uint64_t first)
@@ -85,6 +94,15 @@ const char *mc_oplog_tail_error(const struct mc_oplog_tail *t)
 uint64_t mc_oplog_tail_compacted(const struct mc_oplog_tail *t)
 {
 	return t->compacted;
+}
+
+uint64_t mc_oplog_tail_gap(const struct mc_oplog_tail *t, uint64_t *next, uint64_t *since_ms)
+{
+	if (t->gap) {
+		*next = t->gap_next;
+		*since_ms = t->gap_since_ms;
+	}
+	return t->gap;
 }
 
 int mc_oplog_tail_leader(struct mc_oplog_tail *t, char *buf, size_t n)
@@ -138,6 +156,10 @@ static int one_batch(struct mc_oplog_tail *t, json_t *kv, uint64_t *expect, mc_o
 		snprintf(why, whylen, "a bad batch key or value after %" PRIu64, *expect - 1);
 		r = MC_ERR_FILE_READ_FAIL;
 	} else if (first > *expect) {
+		if (t->gap != *expect)
+			t->gap_since_ms = mc_now_ms();
+		t->gap = *expect;
+		t->gap_next = first;
 		r = 1;
 	} else if (!(r = oploge_parse(v, vn, first, *expect - 1, UINT64_MAX, fn, ctx, &last, why,
 				      whylen)) && last >= *expect) {
@@ -210,6 +232,8 @@ int mc_oplog_tail_poll(struct mc_oplog_tail *t, uint64_t after, mc_oplog_fn fn, 
 		if (r == 1) {	/* a gap: the batch of `expect` has not committed yet */
 			r = 0;
 			more = false;
+		} else if (!r) {
+			t->gap = 0;
 		}
 		if (!r)
 			t->aligned = expect - 1;

@@ -38,13 +38,20 @@
  * transactions are in flight form the next batch: group commit without a
  * timer) and commits it in one transaction, so up to cfg.pipeline
  * transactions are in flight.  Batches are sized by what waits, not by
- * which flusher is free (take_now): the buffer is taken at once when no
- * transaction is in flight; with some in flight, only once it holds
- * twice as many records as they do together (or half a batch's bytes, or
- * an append waits for space).  So with one in flight the next batch takes
- * everything that queued meanwhile, a queue is not split into small
- * transactions across free flushers (etcd's cost is per transaction),
- * and more transactions go in flight only when the queue outgrows them.  They may be applied by etcd out of order
+ * which flusher is free (take_now): with no transaction in flight, the
+ * buffer is taken once as many waiters (threads in wait_durable(), parked
+ * replies) have come for its records as there were waiters when the last
+ * batch settled, or a grace after that (half the last transaction's time,
+ * at most MAX_GRACE_NS), whichever is first: the clients just answered
+ * come back with their next records (a put's PutEnd after its data write)
+ * and share the next transaction, instead of the first one to come back
+ * taking a transaction of its own and the others waiting for it (clients
+ * split into groups that take turns).  With some in flight, only once it
+ * holds twice as many records as they do together.  Always at once when
+ * it holds half a batch's bytes or an append waits for space.  So a queue
+ * is not split into small transactions across free flushers (etcd's cost
+ * is per transaction), and more transactions go in flight only when the
+ * queue outgrows them.  They may be applied by etcd out of order
  * (the JSON gateway does not keep the order of separate connections), so
  * etcd can hold a batch whose predecessor is not committed yet: a gap.
  * Batches are settled in the order they were taken: a record is durable
@@ -347,14 +354,51 @@ static void settle(struct elog *l)
 	}
 }
 
+/* Until when an idle flusher may hold the buffer back while no transaction
+ * is in flight (see the top): 0, not at all. */
+static uint64_t grace_end(const struct elog *l)
+{
+	if (!l->expect || l->cur_waiters >= l->expect)
+		return 0;
+	return l->settled_ns + MC_MIN(l->txn_ns / 2, MAX_GRACE_NS);
+}
+
 /* Whether an idle flusher takes the buffer now (under mu; see the top). */
-static bool take_now(const struct elog *l)
+static bool take_now(const struct elog *l, uint64_t now_ns)
 {
 	if (!l->cur.buf.len)
 		return false;
-	return !l->inflight || l->closing || l->deposed || l->space_waiters ||
-	       l->cur.buf.len >= ETCD_MAX_BATCH / 2 ||
-	       l->cur.nrec >= 2 * l->inflight_rec;
+	if (l->closing || l->deposed || l->space_waiters || l->cur.buf.len >= ETCD_MAX_BATCH / 2)
+		return true;
+	if (l->inflight)
+		return l->cur.nrec >= 2 * l->inflight_rec;
+	return now_ns >= grace_end(l);
+}
+
+/* A waiter came for seq (under mu): see the top. */
+static void elog_waiter_arrives(struct mc_oplog *b, uint64_t seq)
+{
+	struct elog *l = to_elog(b);
+	if (seq > l->taken_seq && ++l->cur_waiters == l->expect && !l->inflight)
+		pthread_cond_signal(&l->work_cv);
+}
+
+/* An idle flusher waits for take_now() (under mu), or the end of the grace. */
+static void wait_work(struct elog *l)
+{
+	for (;;) {
+		uint64_t now = mc_now_ns();
+		if (take_now(l, now) || l->closing)
+			return;
+		uint64_t until = l->cur.buf.len && !l->inflight ? grace_end(l) : 0;
+		if (!until) {
+			pthread_cond_wait(&l->work_cv, &l->mu);
+			continue;
+		}
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
+				       .tv_nsec = (long)(until % 1000000000u) };
+		pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
+	}
 }
 
 void *oploge_flusher(void *arg)
@@ -364,12 +408,12 @@ void *oploge_flusher(void *arg)
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		while (!take_now(l) && !l->closing)
-			pthread_cond_wait(&l->work_cv, &l->mu);
+		wait_work(l);
 		if (!l->cur.buf.len)
 			break;
 		struct batch t = f->b;
 		l->taken_seq = l->cur.last_seq;
+		l->cur_waiters = 0;
 		f->b = l->cur;
 		l->cur = t;
 		mc_wbuf_truncate(&l->cur.buf, 0);
@@ -383,18 +427,24 @@ void *oploge_flusher(void *arg)
 		bool deposed = l->deposed;
 		pthread_mutex_unlock(&l->mu);
 
+		uint64_t t0 = mc_now_ns();
 		int r = deposed ? MC_ERR_ETCD_TRANSACTION_FAIL : commit(l, f);
+		uint64_t t1 = mc_now_ns();
 		uint64_t n = r ? mc_oplog_base_undo(&l->base, f->b.buf.p, f->b.buf.len, 0) : 0;
 
 		pthread_mutex_lock(&l->io_mu);
 		pthread_mutex_lock(&l->mu);
 		l->inflight--;
 		l->inflight_rec -= f->b.nrec;
-		if (take_now(l))	/* another idle flusher may take it now */
-			pthread_cond_signal(&l->work_cv);
 		f->lost = n;
 		f->state = r ? FL_FAIL : FL_OK;
 		settle(l);
+		/* counted before the waiters just settled leave (see the top) */
+		l->expect = l->base.waiters;
+		l->settled_ns = t1;
+		l->txn_ns = t1 - t0;
+		if (take_now(l, t1) || (!l->inflight && l->cur.buf.len))
+			pthread_cond_signal(&l->work_cv);   /* another idle flusher */
 		pthread_mutex_unlock(&l->io_mu);
 		while (f->state != FL_IDLE) {	/* an earlier batch settles it */
 			if (f->state != FL_UNDO) {
@@ -466,7 +516,8 @@ static int elog_append(struct mc_oplog *b, uint16_t type, const void *rec, uint3
 	l->appended++;
 	l->bytes += len;
 	l->appended_any = true;
-	if (take_now(l))
+	/* the first record: an idle flusher takes it, or waits out the grace */
+	if ((!before && !l->inflight) || take_now(l, mc_now_ns()))
 		pthread_cond_signal(&l->work_cv);
 	pthread_mutex_unlock(&l->mu);
 	if (ret_seq)
@@ -538,6 +589,9 @@ static void elog_get_stats(struct mc_oplog *b, struct mc_oplog_stats *ret)
 	ret->resumes = l->resumes;
 	ret->failed = l->deposed || l->unreachable || l->overdue || l->need_resume;
 	pthread_mutex_unlock(&l->mu);
+	for (unsigned i = 0; i < l->cfg.pipeline; i++)
+		if (l->fl[i].ew)
+			mc_etcd_stats_add(l->fl[i].ew, &ret->etcd);
 	pthread_mutex_lock(&l->io_mu);
 	ret->files = l->nkeys;
 	pthread_mutex_unlock(&l->io_mu);
@@ -574,6 +628,7 @@ const struct mc_oplog_ops oploge_ops = {
 	.get_stats = elog_get_stats,
 	.close = elog_close,
 	.seq_state = seq_state,
+	.waiter_arrives = elog_waiter_arrives,
 	.failed = elog_failed,
 	.resume = oploge_resume,
 };

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oplog-etcd.h - internals shared by the etcd oplog backend's files:
- * oplog-etcd.c (format, the flusher, the ops) and oplog-etcd-open.c
- * (election, loading, replay, compaction, the lease keeper).  The format
- * is specified at the top of oplog-etcd.c. */
+ * oplog-etcd.c (format, the flusher, the ops), oplog-etcd-open.c
+ * (election, loading, the lease keeper), oplog-etcd-replay.c (replay,
+ * compaction, resume) and oplog-etcd-tail.c (a standby's reader).  The
+ * format is specified at the top of oplog-etcd.c. */
 #ifndef MC_MASTER_OPLOG_ETCD_H
 #define MC_MASTER_OPLOG_ETCD_H
 
@@ -52,6 +53,9 @@ struct elog {
 	unsigned inflight;		/* transactions sent and not answered yet */
 	unsigned space_waiters;		/* appends waiting for room in cur */
 	uint64_t inflight_rec;		/* the records of those */
+	uint32_t expect;		/* waiters when the last batch settled */
+	uint32_t cur_waiters;		/* waiters come for records not taken yet */
+	uint64_t settled_ns, txn_ns;	/* when the last batch settled, how long it took */
 	uint64_t taken_idx;		/* batches taken by flushers */
 	uint64_t settled_idx;		/* batches settled, in order (< taken_idx) */
 	bool broken;			/* a batch failed: no later one is durable */

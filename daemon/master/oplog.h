@@ -38,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "master/etcd.h"	/* struct mc_etcd_stats */
+
 #define MC_OPLOG_MAX_RECORD (16u << 20)
 
 struct mc_oplog;
@@ -164,6 +166,11 @@ int mc_oplog_tail_poll(struct mc_oplog_tail *t, uint64_t after, mc_oplog_fn fn, 
 int mc_oplog_tail_leader(struct mc_oplog_tail *t, char *buf, size_t n);
 /* `compacted` as the last poll saw it. */
 uint64_t mc_oplog_tail_compacted(const struct mc_oplog_tail *t);
+/* Where the polls stop at a gap (oplog-etcd-tail.c): the first missing
+ * seq and the first seq of the batch after it (*next), and since when
+ * (*since_ms, mc_now_ms()) polls have stopped there; 0: the last poll
+ * stopped at no gap. */
+uint64_t mc_oplog_tail_gap(const struct mc_oplog_tail *t, uint64_t *next, uint64_t *since_ms);
 const char *mc_oplog_tail_error(const struct mc_oplog_tail *t);
 /* NULL is fine. */
 void mc_oplog_tail_free(struct mc_oplog_tail *t);
@@ -282,6 +289,7 @@ struct mc_oplog_stats {
 	uint64_t lost;			/* records lost to them */
 	uint64_t resumes;		/* mc_oplog_resume() that succeeded */
 	bool failed;			/* failed now, until resumed */
+	struct mc_etcd_stats etcd;	/* oplog = etcd: its batch writers' requests */
 };
 void mc_oplog_get_stats(struct mc_oplog *l, struct mc_oplog_stats *ret);
 

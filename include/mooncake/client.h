@@ -142,7 +142,11 @@ struct mc_client_opts {
  * read: the master answers UNAVAILABLE_IN_CURRENT_STATUS and a get (or
  * mc_stat) asks again with the same backoff until the node is back or
  * failover_wait_ms have passed (then REPLICA_IS_NOT_READY).  A put not
- * finished answers REPLICA_IS_NOT_READY at once.
+ * finished answers REPLICA_IS_NOT_READY at once.  Meanwhile exist (and
+ * batch exist) answer true for such an object, as a get will find it (the
+ * original, with no failover to come back from, answers true only with a
+ * readable replica); if the node never remounts, the master drops the
+ * segment after client_ttl_ms and the key with it.
  */
 
 /*

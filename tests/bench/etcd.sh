@@ -11,10 +11,13 @@
 # list of both masters, kill -9 of the leader: the time to the standby
 # serving and to the first put through the list after it (lease TTL 2 s;
 # median of FAILOVERS rounds, default 5; 0 skips).  Every other figure is
-# the median of RUNS runs (default 3).  Puts run with the default
-# etcd_pipeline (3 transactions in flight, "etcd") and with 1 ("etcd1", one
-# at a time), records per transaction and transactions per 1000 records
-# for each (per client count, and over the whole mode).
+# the median of RUNS runs (default 3).  Puts run with etcd_pipeline=3 (3
+# transactions in flight, "etcd") and with the default 1 ("etcd1", one at
+# a time), records per transaction and transactions per 1000 records for
+# each (per client count, and over the whole mode), and what a transaction
+# costs on the wire: HTTP requests and bytes per transaction, connections
+# opened, curl's time to the answer's first byte of its time per request
+# (mooncake_master_oplog_etcd_*).
 # Prints "etcd <metric> <value> <unit>" and
 # "etcd ratio <name> <x>" lines; the goal is ratio put4k_c64_etcd_vs_local
 # >= 0.5.
@@ -81,6 +84,11 @@ for mode in $modes; do
 		: >"$tmp/out"
 		r0=$(metric mooncake_master_oplog_records_total)
 		b0=$(metric mooncake_master_oplog_batches_total)
+		q0=$(metric mooncake_master_oplog_etcd_requests_total)
+		s0=$(metric mooncake_master_oplog_etcd_sent_bytes_total)
+		t0=$(metric mooncake_master_oplog_etcd_seconds_total)
+		f0=$(metric mooncake_master_oplog_etcd_first_byte_seconds_total)
+		k0=$(metric mooncake_master_oplog_etcd_connects_total)
 		for _ in $(seq 1 "$RUNS"); do
 			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >>"$tmp/out"
 			sleep 2.2   # the leases end, the removed objects' space comes back
@@ -92,6 +100,21 @@ for mode in $modes; do
 		    -v b="$(($(metric mooncake_master_oplog_batches_total) - b0))" -v m="${mode}_c$c" \
 			'BEGIN { if (b > 0) printf "etcd %s_records_per_batch %.1f records\n", m, r / b
 				 if (r > 0) printf "etcd %s_batches_per_1000_records %.0f batches\n", m, 1000 * b / r }'
+		# what each transaction costs on the wire (etcd modes): HTTP requests,
+		# bytes sent, new connections, and curl's time to the answer's first
+		# byte / in all, per request (load changes the times, not the counts)
+		awk -v b="$(($(metric mooncake_master_oplog_batches_total) - b0))" -v m="${mode}_c$c" \
+		    -v q="$(($(metric mooncake_master_oplog_etcd_requests_total) - q0))" \
+		    -v s="$(($(metric mooncake_master_oplog_etcd_sent_bytes_total) - s0))" \
+		    -v k="$(($(metric mooncake_master_oplog_etcd_connects_total) - k0))" \
+		    -v t="$(metric mooncake_master_oplog_etcd_seconds_total)" -v t0="$t0" \
+		    -v f="$(metric mooncake_master_oplog_etcd_first_byte_seconds_total)" -v f0="$f0" \
+			'BEGIN { if (b > 0 && q > 0) {
+				printf "etcd %s_http_requests_per_batch %.2f requests\n", m, q / b
+				printf "etcd %s_http_bytes_per_batch %.0f bytes\n", m, s / b
+				printf "etcd %s_http_connects %d connections\n", m, k
+				printf "etcd %s_http_first_byte_ms %.3f ms (of %.3f ms per request)\n", m,
+					1000 * (f - f0) / q, 1000 * (t - t0) / q } }'
 	done
 	recs=$(metric mooncake_master_oplog_records_total)
 	bats=$(metric mooncake_master_oplog_batches_total)

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,6 +32,7 @@
 #include "oplog-helpers.h"
 #include "master/etcd.h"
 #include "master/oplog-file.h"
+#include "util/clock.h"
 #include "util/hash.h"
 
 #define THREADS 8
@@ -134,6 +136,7 @@ struct worker {
 	struct mc_oplog *l;
 	uint32_t id;
 	uint64_t seqs[PER_THREAD];
+	uint32_t pause_us;	/* between a record's durability and the next append */
 	int err;
 };
 
@@ -153,12 +156,15 @@ static void *worker_main(void *arg)
 			return NULL;
 		}
 		w->seqs[c] = seq;
+		if (w->pause_us)
+			nanosleep(&(struct timespec){ .tv_nsec = 1000L * w->pause_us }, NULL);
 	}
 	return NULL;
 }
 
-/* THREADS workers of PER_THREAD append + wait each; their results (free). */
-static struct worker *run_workers(struct mc_oplog *l)
+/* THREADS workers of PER_THREAD append + wait each, pausing pause_us after
+ * each; their results (free). */
+static struct worker *run_workers_pausing(struct mc_oplog *l, uint32_t pause_us)
 {
 	struct worker *w = calloc(THREADS, sizeof(*w));
 	pthread_t t[THREADS];
@@ -166,6 +172,7 @@ static struct worker *run_workers(struct mc_oplog *l)
 	for (uint32_t i = 0; i < THREADS; i++) {
 		w[i].l = l;
 		w[i].id = i;
+		w[i].pause_us = pause_us;
 		pthread_create(&t[i], NULL, worker_main, &w[i]);
 	}
 	for (uint32_t i = 0; i < THREADS; i++) {
@@ -173,6 +180,11 @@ static struct worker *run_workers(struct mc_oplog *l)
 		assert_int_equal(w[i].err, 0);
 	}
 	return w;
+}
+
+static struct worker *run_workers(struct mc_oplog *l)
+{
+	return run_workers_pausing(l, 0);
 }
 
 struct check {
@@ -258,6 +270,30 @@ static void test_stress_reopen(void **state)
 	assert_int_equal(k3.records, THREADS * PER_THREAD + 1 - 1000);
 	mc_oplog_close(l);
 	free(w);
+}
+
+/* Writers that come back a little after each answer, as a put's PutEnd
+ * comes after its data write: they share the next transaction (the
+ * committer waits for them, bounded) rather than the first one back
+ * taking a transaction alone while the others queue behind it. */
+static void test_group_returning(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	struct mc_oplog *l = open_log(f, NULL);
+	free(run_workers_pausing(l, 200));
+	struct mc_oplog_stats st;
+	mc_oplog_get_stats(l, &st);
+	assert_int_equal(st.durable_seq, THREADS * PER_THREAD);
+	fprintf(stderr, "# returning writers: %llu records in %llu etcd transactions "
+		"(%.1f per transaction, %d writers)\n", (unsigned long long)st.appended,
+		(unsigned long long)st.flushes, (double)st.appended / (double)st.flushes, THREADS);
+	assert_true(2 * st.flushes <= st.appended);
+	/* one request per transaction, on kept-alive connections (one per flusher) */
+	assert_int_equal(st.etcd.requests, st.flushes);
+	assert_true(st.etcd.connects >= 1 && st.etcd.connects <= MC_OPLOG_ETCD_PIPELINE_MAX);
+	assert_true(st.etcd.first_byte_us <= st.etcd.total_us);
+	mc_oplog_close(l);
 }
 
 static void test_fence(void **state)
@@ -574,6 +610,15 @@ static void test_gap(void **state)
 	assert_int_equal(mc_oplog_tail_poll(t, 0, count_rec, &k, &last), 0);
 	assert_int_equal(last, 5);
 	assert_int_equal(k.records, 5);
+	/* it stops at the gap, says where, and since when, until it fills */
+	uint64_t next = 0, since = 0, since2 = 0;
+	assert_int_equal(mc_oplog_tail_gap(t, &next, &since), 6);
+	assert_int_equal(next, 8);
+	assert_true(since > 0 && since <= mc_now_ms());
+	assert_int_equal(mc_oplog_tail_poll(t, 5, count_rec, &k, &last), 0);
+	assert_int_equal(last, 5);
+	assert_int_equal(mc_oplog_tail_gap(t, &next, &since2), 6);
+	assert_int_equal(since2, since);
 	/* the gap fills (a batch in flight lands): the reader goes on */
 	put_batch(e, f, 6, 7);
 	struct check k1 = { .last = 5 };
@@ -581,6 +626,7 @@ static void test_gap(void **state)
 	assert_int_equal(last, 12);
 	assert_int_equal(k1.bad, 0);
 	assert_int_equal(k1.records, 7);
+	assert_int_equal(mc_oplog_tail_gap(t, &next, &since), 0);
 	/* a gap again, at 13..14, with 15.. after it; a new leader */
 	put_batch(e, f, 15, 16);
 	size_t before = batch_keys(e, f);
@@ -615,6 +661,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_stress_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_returning, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_standby_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),

@@ -143,6 +143,17 @@ static void test_round_trip(void **state)
 	struct mc_object_info info;
 	assert_rc(mc_meta_get_replica_list(b, DFLT, ref_str("key-1"), &info, NULL, NULL),
 		  MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS);
+	/* ... and exist says it exists (a get waits for it): no caller puts
+	 * it again; an absent key still does not */
+	bool ex = false, bex[2] = { false, true };
+	int bst[2] = { -1, -1 };
+	assert_rc(mc_meta_exist_key(b, DFLT, ref_str("key-1"), &ex), 0);
+	assert_true(ex);
+	struct mc_ref bk[2] = { ref_str("key-1"), ref_str("no-such-key") };
+	assert_rc(mc_meta_batch_exist(b, DFLT, bk, 2, bst, bex), 0);
+	assert_int_equal(bst[0], 0);
+	assert_true(bex[0]);
+	assert_false(bex[1]);
 	struct mc_meta_stats st;
 	mc_meta_get_stats(b, &st);
 	assert_int_equal(st.capacity_bytes, 0);
