@@ -15,3 +15,14 @@ wait_log() {
 	cat "$2" >&2
 	exit 1
 }
+
+# rm_node_segments SHM_DIR STATE_DIR...: deletes the segment files of the
+# nodes whose state directories are given.  A stopped node keeps them (to
+# outlive a restart); a bench's nodes must not leave them in a shared
+# /dev/shm, and must not delete anyone else's.
+rm_node_segments() {
+	local shm=$1
+	shift
+	awk -v d="$shm" '$1 == "segment" { print d "/mooncake-" $2 }' \
+		$(for s in "$@"; do echo "$s/node.id"; done) 2>/dev/null | xargs -r rm -f
+}

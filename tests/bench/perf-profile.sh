@@ -29,6 +29,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	rm_node_segments /dev/shm "$tmp"/n-*
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -24,13 +24,15 @@ set -eu
 O=${O:-.output}
 PYTHON=${PYTHON:-/usr/bin/python3}
 cd "$(dirname "$0")/../.."
+. tests/bench/bench-lib.sh
 [ -f "$O/python/.built" ] || { echo "python: no binding in $O/python (make test-build)"; exit 0; }
 tmp=$(mktemp -d)
+shm=/dev/shm
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -f "$shm"/mooncake-* 2>/dev/null || true
+	rm_node_segments "$shm" "$tmp/n"
 	[ "$shm" = "$tmp/shm" ] && umount "$shm" 2>/dev/null
 	rm -rf "$tmp"
 }
