@@ -138,7 +138,7 @@ doc_series() {
 	[ "$(value 'sum(mooncake_master_segment_capacity_bytes)')" = 4194304 ]
 	[ "$(value 'sum(mooncake_master_segment_used_bytes) == scalar(mooncake_master_allocated_bytes)')" != "" ]
 	[ "$(value 'mooncake_node_data_bytes_total{direction="in"}')" -ge 6815744 ]	# 6.5 MiB put
-	[ "$(value 'mooncake_node_data_duration_seconds_count{op="data_write"}')" -ge 8 ]
+	[ "$(value 'sum(mooncake_node_data_duration_seconds_count{op=~"data_write|data_write_end"})')" -ge 8 ]
 	[ "$(value 'mooncake_master_rpc_requests_total{op="put_start"}')" -ge 9 ]
 	run -0 query 'mooncake_build_info'
 	[ "$(wc -l <<<"$output")" = 2 ]		# master and node
