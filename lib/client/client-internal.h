@@ -234,14 +234,21 @@ static inline void mc_crew_error(int *err, int r)
 
 struct mc_segsrv;
 
+/* When a small put is ended by its node (client-put.c). */
+enum mc_node_end_use {
+	MC_NODE_END_NEVER,
+	MC_NODE_END_ALWAYS,
+	MC_NODE_END_AUTO,	/* while another put of this process is in progress */
+};
+
 struct mc_client {
 	char master[MC_MAX_SEGMENT_NAME + 8];
 	char tenant[MC_MAX_TENANT_LEN + 1];
 	int timeout_ms;
 	struct mc_uuid id;
 	bool use_shm;
-	bool node_end;			/* small puts ended by their node (client-put.c);
-					 * $MC_PUT_NODE_END=0: never */
+	enum mc_node_end_use node_end;	/* small puts ended by their node (client-put.c);
+					 * $MC_PUT_NODE_END: 0 never, 1 always, auto */
 	bool disk_stage;		/* batch gets stage LOCAL_DISK objects (client-stage.c);
 					 * MC_DISK_STAGE=0: per object */
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */

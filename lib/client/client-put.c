@@ -15,8 +15,14 @@
  * 3-trip way and the node is not asked again.  Shared memory, RDMA,
  * several replicas, write-through, upserts and values over NODE_END_MAX
  * always go the 3-trip way (a progress callback hears of the whole value
- * at once); so do all puts with
- * $MC_PUT_NODE_END=0.
+ * at once); so do all puts with $MC_PUT_NODE_END=0.
+ *
+ * By default (auto) only a put that starts while another put of this
+ * process (any client of it) is in progress goes the node's way.  The node-ended put saves the
+ * master a request only when ends coalesce; a lone put pays the node's two
+ * thread hand-offs instead (idle, oplog_sync=false, one thread: 6.5 k puts/s
+ * against 9.3 k the 3-trip way; 16 threads: 20.1 k against 16.7 k).
+ * $MC_PUT_NODE_END=1: every put that can.
  */
 #include <string.h>
 #include <xxhash.h>
@@ -191,6 +197,10 @@ static int write_copies(struct mc_client *c, const struct mc_replica_desc *reps,
  * several connections (client-xfer.c). */
 #define NODE_END_MAX (1u << 20)
 
+/* The puts in progress in this process, of every client (write_end's
+ * auto choice: the node's ends coalesce only under concurrency). */
+static unsigned puts_active;	/* atomic */
+
 /* The bytes of a put placed as p and its end in one DATA_WRITE_END.  0:
  * written and ended; 1: this put cannot go that way (the caller writes
  * and ends it); else the error (the caller revokes the put). */
@@ -199,8 +209,10 @@ static int write_end(struct mc_client *c, const struct mc_msg_put_start_resp *p,
 		     const struct mc_put_opts *o)
 {
 	struct mc_target t;
-	if (!c->node_end || o->upsert || len > NODE_END_MAX || p->n_replicas != 1 ||
-	    p->replicas[0].type != MC_REPLICA_MEMORY)
+	if (c->node_end == MC_NODE_END_NEVER || o->upsert || len > NODE_END_MAX ||
+	    p->n_replicas != 1 || p->replicas[0].type != MC_REPLICA_MEMORY ||
+	    (c->node_end == MC_NODE_END_AUTO &&
+	     __atomic_load_n(&puts_active, __ATOMIC_RELAXED) < 2))
 		return 1;
 	int r = mc_target_of(c, &p->replicas[0], &t);
 	if (r < 0)
@@ -234,8 +246,8 @@ static int write_end(struct mc_client *c, const struct mc_msg_put_start_resp *p,
 	return r;
 }
 
-static int put(struct mc_client *c, const void *key, size_t klen, const void *buf, size_t len,
-	       const struct mc_put_opts *opts)
+static int put_one(struct mc_client *c, const void *key, size_t klen, const void *buf,
+		   size_t len, const struct mc_put_opts *opts)
 {
 	struct mc_msg_put_config cfg;
 	struct mc_bytes pref[MC_MAX_PREFERRED_SEGMENTS];
@@ -289,6 +301,18 @@ static int put(struct mc_client *c, const void *key, size_t klen, const void *bu
 	if (r == 0 && o.placed)
 		*o.placed = p.n_replicas;
 	mc_pool_put(&c->mpool, cn);
+	return r;
+}
+
+/* Counts the puts in progress. */
+static int put(struct mc_client *c, const void *key, size_t klen, const void *buf, size_t len,
+	       const struct mc_put_opts *opts)
+{
+	if (!c)
+		return MC_ERR_INVALID_PARAMS;
+	__atomic_add_fetch(&puts_active, 1, __ATOMIC_RELAXED);
+	int r = put_one(c, key, klen, buf, len, opts);
+	__atomic_sub_fetch(&puts_active, 1, __ATOMIC_RELAXED);
 	return r;
 }
 

@@ -159,7 +159,8 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	const char *ds = getenv("MC_DISABLE_SHM");
 	c->use_shm = !o.disable_shm && !(ds && *ds && strcmp(ds, "0") != 0);
 	const char *ne = getenv("MC_PUT_NODE_END");
-	c->node_end = !(ne && !strcmp(ne, "0"));
+	c->node_end = !ne || !*ne || !strcmp(ne, "auto") ? MC_NODE_END_AUTO :
+		      !strcmp(ne, "0") ? MC_NODE_END_NEVER : MC_NODE_END_ALWAYS;
 	const char *dst = getenv("MC_DISK_STAGE");
 	c->disk_stage = !(dst && !strcmp(dst, "0"));
 	c->test_read_delay_ms = env_u64("MC_TEST_READ_DELAY_MS");

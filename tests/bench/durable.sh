@@ -19,8 +19,9 @@
 # Which put path ran is printed per mode and client count ("durable path_..."):
 # puts ended by their node (DATA_WRITE_END: two round trips, the node's ends
 # batched into BATCH_NODE_PUT_END calls) and puts the client ended (PUT_END:
-# three round trips).  MC_PUT_NODE_END=0 in the environment measures the
-# 3-trip put (client.c).
+# three round trips; by default a client's lone put, as at 1 client).
+# MC_PUT_NODE_END=0 in the environment measures the 3-trip put, =1 the
+# node-ended one wherever it applies (client-put.c).
 set -eu
 O=${O:-.output}
 RUNS=${RUNS:-5}

@@ -14,6 +14,7 @@ setup() {
 	mc_init
 	[ -x "$NODE" ] && [ -x "$CTL" ] && [ -x "$RPC" ] || skip "daemons, mooncakectl or mc-rpc not built"
 	export MC_DISABLE_SHM=1		# the TCP data path: co-located puts would use shm
+	export MC_PUT_NODE_END=1	# every put that can (the default: concurrent ones only)
 }
 
 teardown() {
@@ -148,4 +149,21 @@ put_ends() { master_metric 'mooncake_master_rpc_requests_total{op="put_end"}'; }
 	[ "$b" -le "$e" ]
 	[ "$(node_metric n1 mooncake_node_put_ends_failed_total)" = 0 ]
 	[ "$(put_ends)" = 0 ]
+}
+
+@test "by default a lone put is ended by its client, concurrent puts by the node" {
+	unset MC_PUT_NODE_END
+	start_master
+	start_node n1 --segment_size=128M --workers=2
+	put_random lone 4K
+	run -0 get_compare lone
+	[ "$(node_metric n1 mooncake_node_put_ends_total)" = 0 ]
+	[ "$(put_ends)" = 1 ]
+	mkdir -p "$MC_DIR/load"
+	run -0 "$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 3 8 200
+	verify_load
+	e=$(node_metric n1 mooncake_node_put_ends_total)
+	echo "# $e of the load's puts ended by the node" >&3
+	[ "$e" -gt 0 ]
+	[ "$(node_metric n1 mooncake_node_put_ends_failed_total)" = 0 ]
 }
