@@ -43,7 +43,6 @@ int mc_disk_open(const char *backend, const struct mc_disk_config *c, struct mc_
 		d->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		pthread_mutex_init(&d->sync_lock, NULL);
 		pthread_cond_init(&d->sync_cond, NULL);
-		d->syncing = false;
 		d->sync_started = d->sync_done = d->sync_failed = d->sync_calls = d->syncs = 0;
 		pthread_rwlock_init(&d->fence, NULL);
 		d->fence_clock = 1;	/* tickets are > MC_DISK_NEWEST */
@@ -74,17 +73,15 @@ int mc_disk_sync(struct mc_disk *d)
 	/* The first generation to start from now on covers this call. */
 	uint64_t want = d->sync_started + 1;
 	while (d->sync_done < want) {
-		if (d->syncing) {
+		if (d->sync_started != d->sync_done) {	/* a sync runs */
 			pthread_cond_wait(&d->sync_cond, &d->sync_lock);
 			continue;
 		}
 		uint64_t gen = ++d->sync_started;
-		d->syncing = true;
 		d->syncs++;
 		pthread_mutex_unlock(&d->sync_lock);
 		bool ok = d->ops->sync ? d->ops->sync(d) == 0 : syncfs(d->dirfd) == 0;
 		pthread_mutex_lock(&d->sync_lock);
-		d->syncing = false;
 		d->sync_done = gen;
 		if (!ok)
 			d->sync_failed = gen;

@@ -171,8 +171,8 @@ struct mc_disk {
 	/* group commit (disk.c): sync_lock is a leaf */
 	pthread_mutex_t sync_lock;
 	pthread_cond_t sync_cond;
-	bool syncing;
-	uint64_t sync_started, sync_done, sync_failed;	/* generations; 0: none */
+	uint64_t sync_started, sync_done, sync_failed;	/* generations; 0: none; one sync
+							 * runs while started != done */
 	uint64_t sync_calls, syncs;
 	/* write order (disk.c): fence is taken after nothing else of disk.c */
 	pthread_rwlock_t fence;
