@@ -96,7 +96,9 @@ enum mc_grant_mode {
 	X(BAD_MAC,     "bad_mac")      /* forged or altered */ \
 	X(WRONG_MODE,  "wrong_mode")   /* e.g. a write grant used to read */ \
 	X(RANGE,       "out_of_range") /* another segment, or beyond the granted range */ \
-	X(EXPIRED,     "expired")
+	X(EXPIRED,     "expired") \
+	X(FENCED,      "fenced")       /* a write under a key from before the node's last \
+					* (re)mount: node-grant.h, the write fence */
 
 enum mc_grant_refusal {
 #define MC__GR(N, s) MC_GRANT_REFUSED_##N,
