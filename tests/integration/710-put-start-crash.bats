@@ -5,7 +5,12 @@
 # between PutStart and PutEnd loses the unfinished write, which is what
 # recovery must give: after kill -9 and a restart the key does not exist,
 # its client retries the put and succeeds, and what was acknowledged
-# before is intact (nothing acknowledged depended on the PutStart).
+# before is intact (nothing acknowledged depended on the PutStart).  The
+# lost put's writer still holds a valid write grant: the node fences the
+# writes under its older keys before it remounts (node-grant.h), so a late
+# write cannot land on the range the restored master gives to another put.
+# A full cache (PutStarts that evict: they wait for their DELETEs) stays
+# correct over kill -9.
 bats_require_minimum_version 1.5.0
 
 load helpers
@@ -70,7 +75,7 @@ refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}";
 	wait_readable k0
 	# the restored master does not know the put: its end fails cleanly
 	run -0 "$RPC" "$MASTER_ADDR" put_end lost 99
-	[[ "$output" != OK* ]]
+	[[ "$output" == OBJECT_NOT_FOUND* ]]
 	run -0 "$RPC" "$MASTER_ADDR" get lost
 	[[ "$output" == OBJECT_NOT_FOUND* ]]
 	# a new put takes the freed range (first fit: the same offset)
@@ -83,9 +88,14 @@ refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}";
 	[[ "$output" == OK* ]]
 	# the late write of the lost put, under the old grant: refused, counted
 	before=$(refusals fenced)
+	before=${before:-0}
 	run -0 "$RPC" "$ep" write "$seg" "$off" "$len" "$grant" 0x41
 	[ "$output" = GRANT_DENIED ]
 	[ "$(refusals fenced)" -gt "${before:-0}" ]
+	# and its node-ended form (DATA_WRITE_END) likewise, before any end
+	run -0 "$RPC" "$ep" write_end "$seg" "$off" "$len" "$grant" 99 lost 0x41
+	[ "$output" = GRANT_DENIED ]
+	[ "$(refusals fenced)" -gt $((before + 1)) ]
 	# the new object still reads as its own bytes (0x4e)
 	run -0 "$RPC" "$MASTER_ADDR" where new
 	IFS=, read -r ep3 seg3 off3 len3 grant3 <<<"$(rep_of "$output" 1)"
