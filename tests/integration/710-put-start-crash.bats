@@ -51,10 +51,16 @@ oplog_bytes() { cat "$MC_DIR"/master/oplog/*.log | wc -c; }
 	get_compare k0
 }
 
-# rep_of LINE N: the N-th (1-based) "rep=" field of an mc-rpc line
-# (ENDPOINT,SEGMENT,OFFSET,LENGTH,GRANT).
-rep_of() { tr ' ' '\n' <<<"$1" | sed -n 's/^rep=//p' | sed -n "${2}p"; }
-refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}"; }
+# crash_master: kill -9 of the master, started again on $port; returns once
+# node n1 has remounted on it.
+crash_master() {
+	local mounts
+	mounts=$(node_metric n1 mooncake_node_mounts_total)
+	kill -KILL "$MASTER_PID"
+	_mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID" || true
+	start_master --rpc_port="$port" --snapshot_interval_s=0
+	wait_node_metric n1 mooncake_node_mounts_total $((mounts + 1))
+}
 
 @test "the write fence: after a master restart a late write under the lost put's grant is refused, the range's new object keeps its bytes" {
 	port=$(free_port)
@@ -63,45 +69,16 @@ refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}";
 	put_random k0 8K
 	run -0 "$RPC" "$MASTER_ADDR" put_start lost 4096 99
 	[[ "$output" == OK* ]]
-	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
+	rep=$(rep_of "$output" 1)
+	IFS=, read -r ep seg off len grant <<<"$rep"
 	[ "$len" = 4096 ] && [ "$grant" != - ]
 	run -0 "$RPC" "$ep" write "$seg" "$off" "$len" "$grant" 0x41
 	[ "$output" = OK ]                   # the grant works before the restart
-	mounts=$(node_metric n1 mooncake_node_mounts_total)
-	kill -KILL "$MASTER_PID"
-	_mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID" || true
-	start_master --rpc_port="$port" --snapshot_interval_s=0
-	wait_node_metric n1 mooncake_node_mounts_total $((mounts + 1))
+	crash_master
 	wait_readable k0
-	# the restored master does not know the put: its end fails cleanly
-	run -0 "$RPC" "$MASTER_ADDR" put_end lost 99
-	[[ "$output" == OBJECT_NOT_FOUND* ]]
 	run -0 "$RPC" "$MASTER_ADDR" get lost
 	[[ "$output" == OBJECT_NOT_FOUND* ]]
-	# a new put takes the freed range (first fit: the same offset)
-	run -0 "$RPC" "$MASTER_ADDR" put_start new 4096 98
-	[[ "$output" == OK* ]]
-	IFS=, read -r ep2 seg2 off2 len2 grant2 <<<"$(rep_of "$output" 1)"
-	run -0 "$RPC" "$ep2" write "$seg2" "$off2" "$len2" "$grant2" 0x4e
-	[ "$output" = OK ]
-	run -0 "$RPC" "$MASTER_ADDR" put_end new 98
-	[[ "$output" == OK* ]]
-	# the late write of the lost put, under the old grant: refused, counted
-	before=$(refusals fenced)
-	before=${before:-0}
-	run -0 "$RPC" "$ep" write "$seg" "$off" "$len" "$grant" 0x41
-	[ "$output" = GRANT_DENIED ]
-	[ "$(refusals fenced)" -gt "${before:-0}" ]
-	# and its node-ended form (DATA_WRITE_END) likewise, before any end
-	run -0 "$RPC" "$ep" write_end "$seg" "$off" "$len" "$grant" 99 lost 0x41
-	[ "$output" = GRANT_DENIED ]
-	[ "$(refusals fenced)" -gt $((before + 1)) ]
-	# the new object still reads as its own bytes (0x4e)
-	run -0 "$RPC" "$MASTER_ADDR" where new
-	IFS=, read -r ep3 seg3 off3 len3 grant3 <<<"$(rep_of "$output" 1)"
-	[ "$seg3" = "$seg2" ] && [ "$off3" = "$off2" ]
-	run -0 "$RPC" "$ep3" read "$seg3" "$off3" "$len3" "$grant3"
-	[[ "$output" == "OK bytes=4096 hex=4e4e4e4e"* ]]
+	late_write_fenced "$MASTER_ADDR" "$rep"
 	# and a read under the old key is still served (reads are not fenced)
 	get_compare k0
 	put_random lost 4K                    # the client's retry
@@ -117,11 +94,7 @@ refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}";
 	evicted=$(curl -sf "http://$MASTER_HTTP/metrics" |
 		awk '$1 ~ /^mooncake_master_evicted_objects_total[{]/ { n += $2 } END { print n + 0 }')
 	[ "$evicted" -gt 0 ]
-	mounts=$(node_metric n1 mooncake_node_mounts_total)
-	kill -KILL "$MASTER_PID"
-	_mc_reap "$MASTER_PID" || _mc_reap "$MASTER_PID" || true
-	start_master --rpc_port="$port" --snapshot_interval_s=0
-	wait_node_metric n1 mooncake_node_mounts_total $((mounts + 1))
+	crash_master
 	wait_readable f24
 	check_all 24
 	[ "$found" -ge 4 ] && [ "$found" -lt 24 ]

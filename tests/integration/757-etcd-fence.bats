@@ -22,9 +22,6 @@ teardown() {
 	stop_all
 }
 
-rep_of() { tr ' ' '\n' <<<"$1" | sed -n 's/^rep=//p' | sed -n "${2}p"; }
-refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}"; }
-
 @test "oplog=etcd: a late write under a grant of the killed leader is refused once the node remounted on the new leader" {
 	start_etcd
 	start_ha a
@@ -36,7 +33,8 @@ refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}";
 	B=127.0.0.1:${HA_RPC[b]}
 	run -0 "$RPC" "$A" put_start lost 4096 99
 	[[ "$output" == OK* ]]
-	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
+	rep=$(rep_of "$output" 1)
+	IFS=, read -r ep seg off len grant <<<"$rep"
 	[ "$len" = 4096 ] && [ "$grant" != - ]
 	run -0 "$RPC" "$ep" write "$seg" "$off" "$len" "$grant" 0x41
 	[ "$output" = OK ]
@@ -44,23 +42,7 @@ refusals() { node_metric n1 "mooncake_node_grant_refusals_total{reason=\"$1\"}";
 	failover a b
 	wait_node_metric n1 mooncake_node_mounts_total $((mounts + 1))
 	wait_readable k0
-	run -0 "$RPC" "$B" put_end lost 99
-	[[ "$output" == OBJECT_NOT_FOUND* ]]
-	run -0 "$RPC" "$B" put_start new 4096 98
-	[[ "$output" == OK* ]]
-	IFS=, read -r ep2 seg2 off2 len2 grant2 <<<"$(rep_of "$output" 1)"
-	run -0 "$RPC" "$ep2" write "$seg2" "$off2" "$len2" "$grant2" 0x4e
-	[ "$output" = OK ]
-	run -0 "$RPC" "$B" put_end new 98
-	[[ "$output" == OK* ]]
-	before=$(refusals fenced)
-	run -0 "$RPC" "$ep" write "$seg" "$off" "$len" "$grant" 0x41
-	[ "$output" = GRANT_DENIED ]
-	[ "$(refusals fenced)" -gt "${before:-0}" ]
-	run -0 "$RPC" "$B" where new
-	IFS=, read -r ep3 seg3 off3 len3 grant3 <<<"$(rep_of "$output" 1)"
-	run -0 "$RPC" "$ep3" read "$seg3" "$off3" "$len3" "$grant3"
-	[[ "$output" == "OK bytes=4096 hex=4e4e4e4e"* ]]
+	late_write_fenced "$B" "$rep"
 	get_compare k0
 	put_random lost 4K
 	get_compare lost
