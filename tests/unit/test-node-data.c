@@ -533,6 +533,7 @@ static void test_rates(void **state)
 struct fence_arg {
 	struct fixture *f;
 	struct mc_grant_key key;	/* the old key: signs every write */
+	uint64_t off;			/* its own range (two puts never share one) */
 	volatile int stop;		/* set once the fence has returned */
 	int after_ok;			/* writes answered OK after the fence returned */
 	int done_ok, refused;
@@ -545,10 +546,10 @@ static void *fence_writer(void *arg)
 	struct mc_uuid s0 = a->f->segs.seg[0].id;
 	uint8_t *src = malloc(FENCE_LEN), g[MC_GRANT_MAX_LEN];
 	memset(src, 0xaa, FENCE_LEN);
-	struct mc_bytes gr = sign_with(&a->key, MC_GRANT_WRITE, s0, FENCE_OFF, FENCE_LEN, 10000, g);
+	struct mc_bytes gr = sign_with(&a->key, MC_GRANT_WRITE, s0, a->off, FENCE_LEN, 10000, g);
 	for (int extra = 0; extra < 20;) {
 		int stopped = __atomic_load_n(&a->stop, __ATOMIC_ACQUIRE);
-		struct mc_msg_data_write_req q = { .segment_id = s0, .offset = FENCE_OFF,
+		struct mc_msg_data_write_req q = { .segment_id = s0, .offset = a->off,
 						   .length = FENCE_LEN, .grant = gr };
 		struct iovec iov = { src, FENCE_LEN };
 		struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
@@ -558,7 +559,7 @@ static void *fence_writer(void *arg)
 		int r = mc_rpc_call(c, MC_OP_DATA_WRITE, &q, &resp, &ar, &at);
 		mc_arena_free(&ar);
 		if (r == 0)
-			a->done_ok++;
+			__atomic_add_fetch(&a->done_ok, 1, __ATOMIC_RELAXED);
 		else if (r == MC_ERR_GRANT_DENIED)
 			a->refused++;
 		if (stopped) {
@@ -573,7 +574,7 @@ static void *fence_writer(void *arg)
 }
 
 /* A write begun before the fence ends before it returns; none under the old
- * key lands after it (8 writers of one range against the fence); reads
+ * key lands after it (8 writers, a range each, against the fence); reads
  * under the old key stay; an attachment abandoned in the middle is no
  * write in progress any more; the next key writes again. */
 static void test_fence(void **state)
@@ -588,7 +589,7 @@ static void test_fence(void **state)
 	memset(f->grants.refused, 0, sizeof(f->grants.refused));
 	assert_int_equal(mc_node_grants_writing(&f->grants), 0);
 	for (int i = 0; i < N; i++) {
-		a[i] = (struct fence_arg){ .f = f, .key = f->key };
+		a[i] = (struct fence_arg){ .f = f, .key = f->key, .off = FENCE_OFF + i * FENCE_LEN };
 		assert_int_equal(pthread_create(&t[i], NULL, fence_writer, &a[i]), 0);
 	}
 	/* let them write for a while, then fence */
@@ -601,8 +602,8 @@ static void test_fence(void **state)
 		usleep(1000);
 	}
 	assert_int_equal(mc_node_grants_fence(&f->grants, 10000), 0);
-	/* the range's new owner writes it; nothing under the old key may follow */
-	memset(f->segs.seg[0].base + FENCE_OFF, 0x00, FENCE_LEN);
+	/* the ranges' new owners write them; nothing under the old key may follow */
+	memset(f->segs.seg[0].base + FENCE_OFF, 0x00, N * FENCE_LEN);
 	for (int i = 0; i < N; i++)
 		__atomic_store_n(&a[i].stop, 1, __ATOMIC_RELEASE);
 	int refused_all = 0;
@@ -612,7 +613,7 @@ static void test_fence(void **state)
 		assert_true(a[i].done_ok > 0);
 		refused_all += a[i].refused;
 	}
-	for (uint64_t i = 0; i < FENCE_LEN; i++)
+	for (uint64_t i = 0; i < N * FENCE_LEN; i++)
 		if (f->segs.seg[0].base[FENCE_OFF + i] != 0)
 			fail_msg("byte %llu overwritten after the fence", (unsigned long long)i);
 	assert_int_equal(refused(MC_GRANT_REFUSED_FENCED), refused_all);
