@@ -42,7 +42,9 @@
  * segment s is granted when the grant decodes, names s, was signed by a key
  * the node holds for s (its current key, or the one before: a remount
  * replaces the key while older grants are still in flight), has mode m,
- * covers [o, o+l), and has not expired.
+ * covers [o, o+l), and has not expired; a write (WRITE, DISK_WRITE) also
+ * needs a key installed since the node's last (re)mount began: the write
+ * fence, segsrv/node-grant.h (reason FENCED).
  *
  * Clock skew: the expiry is in the master's clock.  The master sends its
  * clock's "now" in every MOUNT_SEGMENT, REMOUNT_SEGMENTS and PING reply;
