@@ -167,7 +167,7 @@ static void lane_items(struct mc_client *c, struct mc_node *n, struct rdma_lane 
 			y->lbuf = x->buf;
 			y->lkey = mr->lkey;
 		} else {
-			if (staged + x->len > STAGE_BYTES)
+			if (staged + x->len > STAGE_BYTES || mc_rdma_lane_stage(r, p) < 0)
 				continue;
 			y->lbuf = (char *)p->stage + staged;
 			y->lkey = p->stage_mr->lkey;

@@ -92,7 +92,8 @@ static bool lane_holds(struct rdma_lane *l, const struct mc_target *t, uint64_t 
 
 /* A lane of t's node, locked: a free one that holds the keys of the
  * transfer if any (so that a hot key is asked for once, not once per
- * lane), else a free one, else wait for one. */
+ * lane), else a free connected one, else a free one, else wait for
+ * one. */
 int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len,
 			   bool write, struct rdma_lane **ret)
 {
@@ -124,10 +125,16 @@ int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len,
 			*ret = l;
 			return 0;
 		}
-		if (free_lane)
+		/* a connected lane before one that would connect first: one
+		 * transfer after another reuses the same QPs (a connection costs
+		 * rdma_cm round trips and a key request more) */
+		if (free_lane && (free_lane->connected || !l->connected)) {
 			pthread_mutex_unlock(&l->mu);
-		else
+		} else {
+			if (free_lane)
+				pthread_mutex_unlock(&free_lane->mu);
 			free_lane = l;
+		}
 	}
 	if (free_lane) {
 		*ret = free_lane;
@@ -224,6 +231,21 @@ static int adopt_device(struct mc_rdma *r, struct ibv_context *ctx)
 	return ret;
 }
 
+/* MC_TEST_RDMA_TRACE=1: what the connection made of the QP (the bench
+ * compares it with perftest's), on stderr. */
+static void trace_qp(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	if (ibv_query_qp(qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_PATH_MTU |
+			 IBV_QP_CAP, &ia) == 0)
+		fprintf(stderr, "libmooncake rdma qp: max_rd_atomic %u max_dest_rd_atomic %u "
+			"timeout %u retry_cnt %u rnr_retry %u path_mtu %d max_send_wr %u\n",
+			a.max_rd_atomic, a.max_dest_rd_atomic, a.timeout, a.retry_cnt, a.rnr_retry,
+			128 << a.path_mtu, a.cap.max_send_wr);
+}
+
 /* rdma_qps connections to the node's listener (host of its endpoint). */
 int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
 			 struct rdma_lane *p)
@@ -293,10 +315,20 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 		if (rdma_connect(id, &cp) != 0)
 			return MC_ERR_NOT_SUPPORTED;
 	}
+	if (mc_rdma_trace_on())
+		trace_qp(p->id[0]->qp);
+	p->connected = true;
+	return 0;
+}
+
+int mc_rdma_lane_stage(struct mc_rdma *r, struct rdma_lane *p)
+{
+	if (p->stage_mr)
+		return 0;
+	free(p->stage);
 	if (!(p->stage = aligned_alloc(4096, STAGE_BYTES)) ||
 	    !(p->stage_mr = ibv_reg_mr(r->pd, p->stage, STAGE_BYTES, IBV_ACCESS_LOCAL_WRITE)))
 		return MC_ERR_NO_MEMORY;
-	p->connected = true;
 	return 0;
 }
 

@@ -13,7 +13,8 @@
  * util/rdma-keys.h, so a get of an object whose lease runs, or of a cached
  * descriptor, needs no request; a transfer that fails with cached keys
  * tears the QPs down, which drops the cache, and asks again) and a staging buffer
- * registered once (STAGE_BYTES).  A transfer holds one lane's mutex (a
+ * (STAGE_BYTES) registered at its first use (a client whose buffers are all
+ * registered never makes one).  A transfer holds one lane's mutex (a
  * free lane if any): a node carries up to that many transfers of one
  * client at once, each spread over its lane's QPs.
  *
@@ -504,6 +505,8 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	if ((rc = mc_rdma_remote_addr(keep.addr, keep.size, t->offset, len, &raddr)) < 0)
 		goto out;
 	struct ibv_mr *mr = mc_rdma_buffer_mr(c, r, buf, len);
+	if (!mr && (rc = mc_rdma_lane_stage(r, p)) < 0)
+		goto out;
 	uint64_t t0 = mc_now_ns();
 	char *lbuf = NULL;
 	uint64_t off = 0, n = 0;
@@ -537,6 +540,8 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 				p->nreg = 1;
 			}
 			if (!mr) {	/* a new staging buffer */
+				if (mc_rdma_lane_stage(r, p) < 0)
+					break;
 				lbuf = p->stage;
 				if (write)
 					memcpy(lbuf, src, n);
