@@ -233,7 +233,7 @@ static int adopt_device(struct mc_rdma *r, struct ibv_context *ctx)
 
 /* MC_TEST_RDMA_TRACE=1: what the connection made of the QP (the bench
  * compares it with perftest's), on stderr. */
-static void trace_qp(struct ibv_qp *qp)
+static void trace_qp(struct ibv_qp *qp, uint64_t ms)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
@@ -241,9 +241,9 @@ static void trace_qp(struct ibv_qp *qp)
 			 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_PATH_MTU |
 			 IBV_QP_CAP, &ia) == 0)
 		fprintf(stderr, "libmooncake rdma qp: max_rd_atomic %u max_dest_rd_atomic %u "
-			"timeout %u retry_cnt %u rnr_retry %u path_mtu %d max_send_wr %u\n",
-			a.max_rd_atomic, a.max_dest_rd_atomic, a.timeout, a.retry_cnt, a.rnr_retry,
-			128 << a.path_mtu, a.cap.max_send_wr);
+			"timeout %u retry_cnt %u rnr_retry %u path_mtu %d max_send_wr %u; connected "
+			"in %llu ms\n", a.max_rd_atomic, a.max_dest_rd_atomic, a.timeout, a.retry_cnt,
+			a.rnr_retry, 128 << a.path_mtu, a.cap.max_send_wr, (unsigned long long)ms);
 }
 
 /* rdma_qps connections to the node's listener (host of its endpoint). */
@@ -254,6 +254,7 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 	struct sockaddr_storage dst, src;
 	struct sockaddr *srcp = NULL;
 	int tmo = c->timeout_ms > 0 ? c->timeout_ms : 10000;
+	uint64_t t0 = mc_now_ms();
 	int rc = mc_rdma_endpoint_host(n->endpoint, strlen(n->endpoint), host, sizeof(host));
 	if (rc < 0 || (rc = resolve(host, p->port, &dst)) < 0)
 		return rc;
@@ -281,8 +282,11 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 		if (rdma_resolve_addr(id, srcp, (struct sockaddr *)&dst, tmo) != 0 ||
 		    rdma_resolve_route(id, tmo) != 0)
 			return MC_ERR_NOT_SUPPORTED;
-		(void)rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_ID_ACK_TIMEOUT, &ackt,
-				      sizeof(ackt));	/* older kernels: the default */
+		/* an option of the id (RDMA_OPTION_ID; kernels before 5.4 have
+		 * none: the CM's, from the path's packet life time, 19 on rxe) */
+		if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ackt,
+				    sizeof(ackt)) != 0 && i == 0)
+			mc_rdma_trace_fail("RDMA_OPTION_ID_ACK_TIMEOUT refused", -1);
 		if ((rc = adopt_device(r, id->verbs)) < 0)
 			return rc;
 		if (!p->cq && !(p->cq = ibv_create_cq(id->verbs, (int)(QP_DEPTH * MC_RDMA_MAX_QPS),
@@ -316,7 +320,7 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 			return MC_ERR_NOT_SUPPORTED;
 	}
 	if (mc_rdma_trace_on())
-		trace_qp(p->id[0]->qp);
+		trace_qp(p->id[0]->qp, mc_now_ms() - t0);
 	p->connected = true;
 	return 0;
 }

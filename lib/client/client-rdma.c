@@ -227,9 +227,13 @@ struct ibv_mr *mc_rdma_buffer_mr(struct mc_client *c, struct mc_rdma *r, const v
 			r->mrs = nm;
 			r->cap = nc;
 		}
+		uint64_t t0 = mc_now_ms();
 		mr = ibv_reg_mr(r->pd, (void *)start, blen, IBV_ACCESS_LOCAL_WRITE);
 		if (mr)
 			r->mrs[r->nmrs++] = (struct rdma_bufmr){ start, blen, mr };
+		if (mr && mc_rdma_trace_on())
+			fprintf(stderr, "libmooncake rdma: buffer of %zu B registered in %llu ms\n", blen,
+				(unsigned long long)(mc_now_ms() - t0));
 	}
 out:
 	pthread_mutex_unlock(&r->mu);
