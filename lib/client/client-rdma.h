@@ -28,7 +28,7 @@
  *                                       transfers of one client to one node in
  *                                       flight at once
  *   (none)          MC_RDMA_ACK_TIMEOUT the QPs' ACK timeout, 4.096 us x 2^n,
- *                                       1..31; 18 (about 1 s; perftest uses 14)
+ *                                       1..31; 14 (67 ms, as perftest)
  *   (none)          MC_RDMA_BATCH_KEYS  1: a batch put or get asks for its
  *                                       small objects' keys in one request per
  *                                       node (DATA_RDMA_INFO_BATCH); 0: one each

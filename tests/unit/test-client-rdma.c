@@ -53,7 +53,7 @@ static void test_defaults(void **state)
 	assert_int_equal(r->slice, 1u << 20);
 	assert_int_equal(r->depth, 0);
 	assert_int_equal(r->lanes, 4);
-	assert_int_equal(r->ack_timeout, 18);
+	assert_int_equal(r->ack_timeout, 14);
 	assert_int_equal(r->gid_index, -1);
 	assert_true(r->batch_keys);
 	/* depth 0: 4 MiB worth per QP, 2..QP_DEPTH */
@@ -75,7 +75,7 @@ static void test_env_bounds(void **state)
 		const char *name, *val;
 		int rc;
 	} cases[] = {
-		{ "MC_RDMA_ACK_TIMEOUT", "14", 0 },
+		{ "MC_RDMA_ACK_TIMEOUT", "18", 0 },
 		{ "MC_RDMA_ACK_TIMEOUT", "1", 0 },
 		{ "MC_RDMA_ACK_TIMEOUT", "31", 0 },
 		{ "MC_RDMA_ACK_TIMEOUT", "0", MC_ERR_INVALID_PARAMS },
