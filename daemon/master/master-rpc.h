@@ -20,7 +20,11 @@ struct mc_oplog;
  * Durability: a handler of an op flagged MC_OPF_DURABLE in proto.def
  * (segment ops, PutStart - its evictions -, PutEnd, Remove, pins, the
  * batch and scan removes) replies only once the oplog records its mutation
- * appended are durable.  With the server's defer hooks set
+ * appended, or depends on, are durable.  The flag says "may need to wait";
+ * each call decides (h_durable: the thread's pending sequence,
+ * mc_meta_oplog_pending, is 0 when the call needs nothing).  So the table
+ * stays the source of truth for which ops may wait, and no op waits
+ * without a record to wait for.  With the server's defer hooks set
  * (mc_master_rpc_defer_poll/_count as cfg.defer_poll/defer_count, and
  * mc_rpc_server_wake as the oplog's notify function) the reply is parked
  * (rpc-server.h) and the worker serves on; without them the worker blocks
@@ -29,7 +33,28 @@ struct mc_oplog;
  * flush), and an op that appended nothing (a PutStart that evicted
  * nothing: unfinished writes are not logged) answers at once.  A PutStart
  * that evicted waits for its DELETE records: the client is about to
- * overwrite the evicted bytes, which must not come back after a crash.
+ * overwrite the evicted bytes, which must not come back after a crash; so
+ * does one placed while the newest space-freeing record (a DELETE, an
+ * upsert's replacing OBJECT: meta_log_depend_frees) is not durable yet.
+ *
+ * A PutStart lost with its master (restart, failover: it was never
+ * logged) leaves a writer with a valid WRITE grant on space the next
+ * master thinks free.  The next master places nothing on a restored
+ * segment before its node remounts it (MC_SEG_RESTORED; a promoted
+ * standby's segments came from the log the same way), and the node
+ * fences the writes under its older keys before it remounts
+ * (lib/segsrv/node-grant.h, the write fence): TCP writes, write-through
+ * disk writes and RDMA write windows.  What the fence does not cover: a
+ * co-located client copying into a mapped segment (shm) without the node.
+ * Such a copy that began before the master died and is still running
+ * after the new master is up, the node has remounted and a new put has
+ * been placed and written at the same range (in practice: a memcpy
+ * stalled for longer than the restart plus the node's reconnect, at least
+ * 100 ms) can overwrite the new object; the reader then finds its checksum
+ * wrong (CHECKSUM_MISMATCH: the client tries another replica), it is not
+ * returned as good bytes.  A PutEnd (or a node's end) of a lost put
+ * answers an error (the put is unknown: OBJECT_NOT_FOUND / INVALID_REPLICA)
+ * and the client's put fails; its retry starts over.
  *
  * Failures (oplog.h): while the log is failed, durable ops are refused
  * with PERSISTENT_FAIL before they change anything.  A mutation whose

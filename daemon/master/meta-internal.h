@@ -92,6 +92,7 @@ struct mc_meta {
 	struct meta_away *away;             /* disk copies of nodes away (meta-away.c) */
 	uint64_t away_lost;                 /* ... not remembered (full) */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
+	uint64_t free_seq_durable;          /* a free_seq value seen durable (no wait for it) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;
 	bool evict_woken;                   /* evict_wake called, the evictor not run yet */
@@ -513,8 +514,10 @@ int meta_log_replace(struct mc_meta *m, const struct mc_object *o);
 /* A write placed on space that a logged DELETE freed must not be answered
  * before that record is durable: PutStart does not log, so after a crash
  * the old object would come back over the new bytes.  Makes the calling
- * mutation's reply wait for the latest DELETE (mc_meta_oplog_pending);
- * one already durable costs nothing. */
+ * mutation's reply wait for the latest DELETE (mc_meta_oplog_pending)
+ * while it is not durable; once it is (asked of the log once per value:
+ * free_seq_durable), the call waits for nothing (the common case: a cache
+ * that is not full answers PutStart without waiting, or parking). */
 void meta_log_depend_frees(struct mc_meta *m);
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec);
 void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment);

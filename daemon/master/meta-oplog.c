@@ -237,8 +237,17 @@ int meta_log_replace(struct mc_meta *m, const struct mc_object *o)
 void meta_log_depend_frees(struct mc_meta *m)
 {
 	uint64_t s = __atomic_load_n(&m->free_seq, __ATOMIC_ACQUIRE);
-	if (s > pending_seq)
-		pending_seq = s;
+	if (s <= pending_seq || s <= __atomic_load_n(&m->free_seq_durable, __ATOMIC_RELAXED))
+		return;
+	struct mc_oplog *l = __atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE);
+	if (l && mc_oplog_poll(l, s) == 0) {   /* durable: remember it, wait for nothing */
+		uint64_t cur = __atomic_load_n(&m->free_seq_durable, __ATOMIC_RELAXED);
+		while (cur < s && !__atomic_compare_exchange_n(&m->free_seq_durable, &cur, s, false,
+							       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		return;
+	}
+	pending_seq = s;
 }
 
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec)

@@ -34,20 +34,24 @@ int mc_node_data_disk_write(void *ctx, const struct mc_rpc_call *call, void *res
 		return MC_ERR_NOT_SUPPORTED;
 	if (!q->size || mc_disk_key_split(q->disk_key.p, q->disk_key.len, &t, &k) < 0)
 		return MC_ERR_INVALID_PARAMS;
+	mc_node_grants_write_begin(gr);   /* the write fence (node-grant.h) */
 	int r = mc_node_data_check(gr, MC_GRANT_WRITE, q->segment_id, q->offset, q->size, q->grant,
 				   &g);
 	if (r == 0)
 		r = mc_node_grants_check(gr, MC_GRANT_DISK_WRITE, q->segment_id,
 					 mc_disk_key_tag(q->disk_key.p, q->disk_key.len), q->size,
 					 q->disk_grant.p, q->disk_grant.len);
-	if (r < 0)
+	if (r < 0) {
+		mc_node_grants_write_end(gr);
 		return r;
+	}
 	struct mc_node_disk_xfer x = { .key = q->disk_key.p, .klen = q->disk_key.len,
 				       .segment = q->segment_id, .offset = q->offset, .len = q->size };
 	r = mc_node_disk_offload(gr->disk, gr->segs, MC_DISK_NEWEST, &x, 1);   /* after any
 		OFFLOAD of the key picked before (disk.h, write order) */
 	if (r == 0)
 		r = mc_disk_sync(gr->disk);
+	mc_node_grants_write_end(gr);
 	__atomic_add_fetch(r == 0 ? &n_written : &n_failed, 1, __ATOMIC_RELAXED);
 	return r;
 }

@@ -45,6 +45,7 @@ struct rdma_window {
 	struct ibv_mr *mr;		/* [base, base + len) of the grant */
 	struct ibv_mw *mw;
 	uint64_t deadline_ms;		/* the grant's expiry, node clock */
+	bool writes;			/* bound for a WRITE grant */
 };
 
 struct mc_node_transport {
@@ -82,6 +83,9 @@ extern struct mc_node_transport *node_rdma_the;
 /* The windows whose grant expired (all of id's when id is not NULL, all
  * when now is 0 and id NULL) go; under mu. */
 void node_rdma_windows_sweep(struct mc_node_transport *t, struct rdma_cm_id *id, uint64_t now);
+/* The grants' fence hook (node-grant.h, the write fence; ctx: the
+ * transport): every window bound for a write goes, its rkey with it. */
+void node_rdma_fence_writes(void *ctx);
 /* The TCP handlers of DATA_RDMA_INFO and DATA_RDMA_INFO_BATCH. */
 int node_rdma_h_info(void *ctx, const struct mc_rpc_call *call, void *resp);
 int node_rdma_h_info_batch(void *ctx, const struct mc_rpc_call *call, void *resp);

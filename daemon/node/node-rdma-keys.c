@@ -39,6 +39,18 @@ void node_rdma_windows_sweep(struct mc_node_transport *t, struct rdma_cm_id *id,
 			pp = &(*pp)->next;
 }
 
+void node_rdma_fence_writes(void *ctx)
+{
+	struct mc_node_transport *t = ctx;
+	pthread_mutex_lock(&t->mu);
+	for (struct rdma_window **pp = &t->windows; *pp;)
+		if ((*pp)->writes)
+			window_free(t, pp);
+		else
+			pp = &(*pp)->next;
+	pthread_mutex_unlock(&t->mu);
+}
+
 /* The oldest window of c (the list is newest first); under mu. */
 static void window_drop_oldest(struct mc_node_transport *t, struct rdma_conn *c)
 {
@@ -94,6 +106,7 @@ static int bind_windows(struct mc_node_transport *t, const uint8_t *session, uns
 		nw[i]->id = by_idx[i]->id;
 		nw[i]->conn = by_idx[i];
 		nw[i]->deadline_ms = deadline;
+		nw[i]->writes = acc & IBV_ACCESS_REMOTE_WRITE;
 		uint32_t rkey = ibv_inc_rkey(nw[i]->mw->rkey);
 		struct ibv_send_wr wr = {
 			.wr_id = i, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,

@@ -436,6 +436,8 @@ static int rdma_start(const struct mc_node_transport_config *cfg, struct mc_node
 		goto fail;
 	}
 	node_rdma_the = t;
+	cfg->grants->fence_ctx = t;	/* the write fence drops the write windows */
+	cfg->grants->fence_hook = node_rdma_fence_writes;
 	struct mc_rpc_handlers h;
 	mc_node_data_handlers(&h);
 	h.fn[MC_OPI_DATA_RDMA_INFO] = node_rdma_h_info;
@@ -489,6 +491,8 @@ static void rdma_stop(struct mc_node_transport *t)
 	mc_rpc_server_stop(t->srv);	/* no DATA_RDMA_INFO runs past this */
 	if (node_rdma_the == t)
 		node_rdma_the = NULL;
+	if (t->grants && t->grants->fence_ctx == t)
+		t->grants->fence_hook = NULL;	/* (the master link is stopped first) */
 	while (t->conns) {
 		struct rdma_cm_id *id = t->conns->id;
 		rdma_disconnect(id);

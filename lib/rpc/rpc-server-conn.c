@@ -36,6 +36,8 @@ void rpcs_conn_close(struct worker *w, struct conn *c)
 	close(c->fd);
 	mc_frame_reader_free(&c->rd);
 	mc_wbuf_free(&c->out);
+	if (c->in.active && w->srv->h.attach_end)   /* the rest of it will not come */
+		w->srv->h.attach_end(w->srv->ctx, &c->in.hdr);
 	free(c->in.body);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -233,12 +235,14 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 		status = admit_request(w, c, info);
 	if (status == 0 && !s->h.fn[info->index])
 		status = MC_ERR_NOT_SUPPORTED;
+	bool accepted = false;   /* an attach hook gave a destination */
 	if (status == 0 && (info->flags & MC_OPF_ATTACH_REQ)) {
 		void *dst = NULL;
 		mc_rpc_attach_fn hook = s->h.attach[info->index];
 		struct mc_rpc_call call = { .hdr = &f->hdr, .info = info, .req = &w->req,
 					    .arena = &w->arena, .worker = w->index };
 		status = hook ? hook(s->ctx, &call, &dst) : MC_ERR_NOT_SUPPORTED;
+		accepted = status == 0;
 		if (status > 0)
 			status = MC_ERR_INTERNAL_ERROR;
 		if (status == 0 && f->hdr.attach_len && !dst)
@@ -265,6 +269,8 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 		run_handler(w, c, &f->hdr, info);
 	else
 		rpcs_respond(w, c, f->hdr.opcode, f->hdr.req_id, status, NULL, NULL);
+	if (accepted && s->h.attach_end)
+		s->h.attach_end(s->ctx, &f->hdr);
 	mc_arena_reset(&w->arena);
 }
 
@@ -282,6 +288,8 @@ static void attach_finish(struct worker *w, struct conn *c)
 		run_handler(w, c, &f.hdr, info);
 	else		/* cannot happen: it decoded before */
 		rpcs_respond(w, c, f.hdr.opcode, f.hdr.req_id, status, NULL, NULL);
+	if (w->srv->h.attach_end)
+		w->srv->h.attach_end(w->srv->ctx, &f.hdr);
 	mc_arena_reset(&w->arena);
 	free(c->in.body);
 	memset(&c->in, 0, sizeof(c->in));

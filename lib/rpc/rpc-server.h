@@ -118,12 +118,21 @@ int mc_rpc_hello(void *ctx, const struct mc_rpc_call *call, void *resp);
  * MC_ERR_* code: the attachment is skipped and that status answered.
  */
 typedef int (*mc_rpc_attach_fn)(void *ctx, const struct mc_rpc_call *call, void **dst);
+/*
+ * Optional: called once for every attach hook call that returned 0, when no
+ * more bytes will go to its destination: after the handler ran, when the
+ * request was answered an error instead, or when the connection closed in
+ * the middle of the attachment (hdr: the request's header).  A node counts
+ * its writes in progress with it (node-grant.h, the write fence).
+ */
+typedef void (*mc_rpc_attach_end_fn)(void *ctx, const struct mc_frame_hdr *hdr);
 
 /* Handlers by dense op index (MC_OPI_*); NULL entries answer NOT_SUPPORTED.
  * attach[i] is needed (and used) only by ops flagged MC_OPF_ATTACH_REQ. */
 struct mc_rpc_handlers {
 	mc_rpc_handler_fn fn[MC_OP_COUNT];
 	mc_rpc_attach_fn attach[MC_OP_COUNT];
+	mc_rpc_attach_end_fn attach_end;    /* NULL: none */
 };
 
 /* Reports go through the daemons' one log callback type (util/logfn.h). */

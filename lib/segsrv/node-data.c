@@ -37,15 +37,20 @@ _Static_assert(offsetof(struct mc_msg_data_write_end_req, segment_id) ==
 	       offsetof(struct mc_msg_data_write_req, grant),
 	       "DATA_WRITE_END starts with DATA_WRITE's fields (proto.def)");
 
-/* Where a write goes: the checked range of a WRITE grant. */
+/* Where a write goes: the checked range of a WRITE grant.  Counted as a
+ * write in progress (node-grant.h, the write fence) from before the check
+ * to the end of the attachment (a_end; the server calls it only when this
+ * returned 0). */
 static int write_dst(void *ctx, const struct mc_msg_data_write_req *q, uint64_t attach_len,
 		     void **dst)
 {
 	const struct mc_node_segment *g = NULL;
 	if (q->length != attach_len)
 		return MC_ERR_INVALID_PARAMS;
+	mc_node_grants_write_begin(ctx);
 	int r = mc_node_data_check(ctx, MC_GRANT_WRITE, q->segment_id, q->offset, q->length, q->grant, &g);
 	if (r < 0) {
+		mc_node_grants_write_end(ctx);
 		mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
 		return r;
 	}
@@ -74,6 +79,13 @@ static int a_data_write_end(void *ctx, const struct mc_rpc_call *call, void **ds
 	     (g.tenant_len && memcmp(g.tenant, q->tenant.p, g.tenant_len) != 0)))
 		return MC_ERR_GRANT_DENIED;
 	return write_dst(ctx, call->req, call->hdr->attach_len, dst);
+}
+
+/* A write's attachment is over (rpc-server.h): no more bytes go to its range. */
+static void a_end(void *ctx, const struct mc_frame_hdr *hdr)
+{
+	if (hdr->opcode == MC_OP_DATA_WRITE || hdr->opcode == MC_OP_DATA_WRITE_END)
+		mc_node_grants_write_end(ctx);
 }
 
 /* DATA_WRITE, after it: the bytes are in place. */
@@ -200,4 +212,5 @@ void mc_node_data_handlers(struct mc_rpc_handlers *h)
 	memcpy(h->fn, node_fn, sizeof(h->fn));
 	h->attach[MC_OPI_DATA_WRITE] = a_data_write;
 	h->attach[MC_OPI_DATA_WRITE_END] = a_data_write_end;
+	h->attach_end = a_end;
 }

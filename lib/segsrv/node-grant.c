@@ -2,10 +2,13 @@
 /* node-grant.c - see node-grant.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mooncake/error.h"
 #include "segsrv/node-grant.h"
 #include "util/clock.h"
+
+#define FENCE_POLL_US 1000
 
 int mc_node_grants_init(struct mc_node_grants *g, const struct mc_node_segments *segs)
 {
@@ -47,8 +50,10 @@ void mc_node_grants_install(struct mc_node_grants *g, struct mc_uuid id,
 	struct mc_node_grant_keys *s = &g->keys[i];
 	s->prev = s->cur;
 	s->has_prev = s->has_cur;
+	s->prev_writes = s->cur_writes;
 	s->cur = *k;
 	s->has_cur = true;
+	s->cur_writes = true;
 	pthread_rwlock_unlock(&g->lock);
 }
 
@@ -71,7 +76,7 @@ int mc_node_grants_check(struct mc_node_grants *g, uint8_t mode, struct mc_uuid 
 {
 	struct mc_grant gr;
 	struct mc_grant_key k;
-	bool found = false;
+	bool found = false, writes = false;
 	int64_t off;
 
 	if (!len)
@@ -83,9 +88,9 @@ int mc_node_grants_check(struct mc_node_grants *g, uint8_t mode, struct mc_uuid 
 	if (i >= 0) {
 		const struct mc_node_grant_keys *s = &g->keys[i];
 		if (s->has_cur && s->cur.id == gr.key_id)
-			k = s->cur, found = true;
+			k = s->cur, found = true, writes = s->cur_writes;
 		else if (s->has_prev && s->prev.id == gr.key_id)
-			k = s->prev, found = true;
+			k = s->prev, found = true, writes = s->prev_writes;
 	}
 	off = g->offset_ms;
 	pthread_rwlock_unlock(&g->lock);
@@ -99,7 +104,44 @@ int mc_node_grants_check(struct mc_node_grants *g, uint8_t mode, struct mc_uuid 
 		segment = gr.segment;	/* any segment of the node */
 	int why = mc_grant_covers(&gr, mode, segment, offset, length,
 				  (uint64_t)((int64_t)mc_now_ms() + off));
+	if (why < 0 && !writes && (mode == MC_GRANT_WRITE || mode == MC_GRANT_DISK_WRITE))
+		why = MC_GRANT_REFUSED_FENCED;
 	return why < 0 ? 0 : refuse(g, (unsigned)why);
+}
+
+void mc_node_grants_write_begin(struct mc_node_grants *g)
+{
+	__atomic_add_fetch(&g->writing, 1, __ATOMIC_SEQ_CST);
+}
+
+void mc_node_grants_write_end(struct mc_node_grants *g)
+{
+	__atomic_sub_fetch(&g->writing, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t mc_node_grants_writing(const struct mc_node_grants *g)
+{
+	return __atomic_load_n(&g->writing, __ATOMIC_ACQUIRE);
+}
+
+uint64_t mc_node_grants_fence(struct mc_node_grants *g, unsigned wait_ms)
+{
+	/* A write counts itself before its check reads a key under the read
+	 * lock: once this section is over, a write not counted yet sees the
+	 * fence, and one that passed before is counted (the lock orders both). */
+	pthread_rwlock_wrlock(&g->lock);
+	for (unsigned i = 0; i < g->segs->n; i++)
+		g->keys[i].cur_writes = g->keys[i].prev_writes = false;
+	pthread_rwlock_unlock(&g->lock);
+	__atomic_add_fetch(&g->fences, 1, __ATOMIC_RELAXED);
+	if (g->fence_hook)
+		g->fence_hook(g->fence_ctx);
+	uint64_t end = mc_now_ms() + wait_ms, n;
+	while ((n = __atomic_load_n(&g->writing, __ATOMIC_SEQ_CST)) && mc_now_ms() < end)
+		nanosleep(&(struct timespec){ .tv_nsec = FENCE_POLL_US * 1000 }, NULL);
+	if (n)
+		__atomic_add_fetch(&g->fence_timeouts, 1, __ATOMIC_RELAXED);
+	return n;
 }
 
 uint64_t mc_node_grants_deadline(struct mc_node_grants *g, const uint8_t *grant, uint32_t len)

@@ -16,6 +16,7 @@
 #define POLL_MS 250		/* PING and NODE_POLL, with a disk tier */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
+#define FENCE_WAIT_MS 5000	/* the most a (re)mount waits for writes begun before */
 
 struct mc_node_master {
 	struct mc_node_master_config cfg;
@@ -74,8 +75,22 @@ static int install_key(struct mc_node_master *m, const struct mc_msg_segment_key
 	return 0;
 }
 
+/* Before the master (again) learns of the segments: no write under a key
+ * handed out before goes on (node-grant.h, the write fence).  The first
+ * mount has no key to fence. */
+static void fence(struct mc_node_master *m)
+{
+	if (!m->mounted_once)
+		return;
+	uint64_t left = mc_node_grants_fence(m->cfg.grants, FENCE_WAIT_MS);
+	if (left)
+		report(m, MC_LOG_WARNING, "write fence: %llu write(s) still in progress after %u ms; "
+		       "mounting anyway", (unsigned long long)left, FENCE_WAIT_MS);
+}
+
 static int mount_all(struct mc_node_master *m)
 {
+	fence(m);
 	for (unsigned i = 0; i < mc_node_segments_mounted(m->cfg.segs); i++) {
 		struct mc_msg_mount_segment_req q = { .client_id = m->cfg.segs->client_id };
 		union mc_msg_any p;
@@ -101,6 +116,7 @@ static int remount_all(struct mc_node_master *m)
 		return MC_ERR_NO_MEMORY;
 	for (unsigned i = 0; i < n; i++)
 		fill_segment(m, i, &a[i]);
+	fence(m);
 	struct mc_msg_remount_segments_req q = { .client_id = m->cfg.segs->client_id,
 						 .n_segments = n, .segments = a };
 	union mc_msg_any p;

@@ -42,7 +42,9 @@
  * segment s is granted when the grant decodes, names s, was signed by a key
  * the node holds for s (its current key, or the one before: a remount
  * replaces the key while older grants are still in flight), has mode m,
- * covers [o, o+l), and has not expired.
+ * covers [o, o+l), and has not expired; a write (WRITE, DISK_WRITE) also
+ * needs a key installed since the node's last (re)mount began: the write
+ * fence, segsrv/node-grant.h (reason FENCED).
  *
  * Clock skew: the expiry is in the master's clock.  The master sends its
  * clock's "now" in every MOUNT_SEGMENT, REMOUNT_SEGMENTS and PING reply;
@@ -96,7 +98,9 @@ enum mc_grant_mode {
 	X(BAD_MAC,     "bad_mac")      /* forged or altered */ \
 	X(WRONG_MODE,  "wrong_mode")   /* e.g. a write grant used to read */ \
 	X(RANGE,       "out_of_range") /* another segment, or beyond the granted range */ \
-	X(EXPIRED,     "expired")
+	X(EXPIRED,     "expired") \
+	X(FENCED,      "fenced")       /* a write under a key from before the node's last \
+					* (re)mount: node-grant.h, the write fence */
 
 enum mc_grant_refusal {
 #define MC__GR(N, s) MC_GRANT_REFUSED_##N,

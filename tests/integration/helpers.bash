@@ -368,6 +368,44 @@ wait_readable() {
 	get_compare "$1" || { sed "s|^|# |" "$MC_DIR"/*.log >&2; return 1; }
 }
 
+# ---- the write fence (710-put-start-crash, 757-etcd-fence) ----
+
+# rep_of LINE N: the N-th (1-based) "rep=" field of an mc-rpc line
+# (ENDPOINT,SEGMENT,OFFSET,LENGTH,GRANT).
+rep_of() { tr ' ' '\n' <<<"$1" | sed -n 's/^rep=//p' | sed -n "${2}p"; }
+
+# late_write_fenced MASTER REP: REP is the rep= field of a put MASTER no
+# longer knows (lost with the master before it), whose node n1 has since
+# remounted.  Its PutEnd answers OBJECT_NOT_FOUND; a new 4 KiB put through
+# MASTER writes 0x4e; the late write under REP's grant, plain and
+# node-ended, is refused GRANT_DENIED and counted on n1 as "fenced"; the
+# new object still reads 0x4e.
+late_write_fenced() {
+	local m=$1 ep seg off len grant ep2 seg2 off2 len2 grant2 before
+	IFS=, read -r ep seg off len grant <<<"$2"
+	run -0 "$RPC" "$m" put_end lost 99
+	[[ "$output" == OBJECT_NOT_FOUND* ]]
+	run -0 "$RPC" "$m" put_start new 4096 98
+	[[ "$output" == OK* ]]
+	IFS=, read -r ep2 seg2 off2 len2 grant2 <<<"$(rep_of "$output" 1)"
+	run -0 "$RPC" "$ep2" write "$seg2" "$off2" "$len2" "$grant2" 0x4e
+	[ "$output" = OK ]
+	run -0 "$RPC" "$m" put_end new 98
+	[[ "$output" == OK* ]]
+	before=$(node_metric n1 'mooncake_node_grant_refusals_total{reason="fenced"}')
+	run -0 "$RPC" "$ep" write "$seg" "$off" "$len" "$grant" 0x41
+	[ "$output" = GRANT_DENIED ]
+	run -0 "$RPC" "$ep" write_end "$seg" "$off" "$len" "$grant" 99 lost 0x41
+	[ "$output" = GRANT_DENIED ]
+	[ "$(node_metric n1 'mooncake_node_grant_refusals_total{reason="fenced"}')" -ge \
+		$((${before:-0} + 2)) ]
+	run -0 "$RPC" "$m" where new
+	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
+	[ "$seg" = "$seg2" ] && [ "$off" = "$off2" ]
+	run -0 "$RPC" "$ep" read "$seg" "$off" "$len" "$grant"
+	[[ "$output" == "OK bytes=4096 hex=4e4e4e4e"* ]]
+}
+
 # ---- nodes with a disk tier (250-node-disk, 260-local-disk, 265-disk-report) ----
 
 # node_http NAME: the node's HTTP address, from its log.

@@ -6,7 +6,7 @@
  * read back byte for byte, bounds and overflow checks, length != attach,
  * unknown segment, pipelined garbage, concurrent clients, DATA_STAT, and
  * the shared-memory view of a co-located client, and granted ranges
- * (every refusal reason, key rotation, DATA_STAT).  Prints the transfer
+ * (every refusal reason, key rotation, DATA_STAT), and the write fence.  Prints the transfer
  * rates of 1 MiB and 64 MiB writes and reads as TAP comments.  The test
  * plays the master: it installs a key per segment and signs the grants.
  */
@@ -525,6 +525,146 @@ static void test_rates(void **state)
 	mc_rpc_conn_close(c);
 }
 
+/* ---- the write fence (node-grant.h) ---------------------------------------------------- */
+
+#define FENCE_OFF (1ull << 20)
+#define FENCE_LEN (64u << 10)
+
+struct fence_arg {
+	struct fixture *f;
+	struct mc_grant_key key;	/* the old key: signs every write */
+	uint64_t off;			/* its own range (two puts never share one) */
+	volatile int stop;		/* set once the fence has returned */
+	int after_ok;			/* writes answered OK after the fence returned */
+	int done_ok, refused;
+};
+
+static void *fence_writer(void *arg)
+{
+	struct fence_arg *a = arg;
+	struct mc_rpc_conn *c = open_conn(a->f);
+	struct mc_uuid s0 = a->f->segs.seg[0].id;
+	uint8_t *src = malloc(FENCE_LEN), g[MC_GRANT_MAX_LEN];
+	memset(src, 0xaa, FENCE_LEN);
+	struct mc_bytes gr = sign_with(&a->key, MC_GRANT_WRITE, s0, a->off, FENCE_LEN, 10000, g);
+	for (int extra = 0; extra < 20;) {
+		int stopped = __atomic_load_n(&a->stop, __ATOMIC_ACQUIRE);
+		struct mc_msg_data_write_req q = { .segment_id = s0, .offset = a->off,
+						   .length = FENCE_LEN, .grant = gr };
+		struct iovec iov = { src, FENCE_LEN };
+		struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
+		struct mc_arena ar;
+		union mc_msg_any resp;
+		mc_arena_init(&ar);
+		int r = mc_rpc_call(c, MC_OP_DATA_WRITE, &q, &resp, &ar, &at);
+		mc_arena_free(&ar);
+		if (r == 0)
+			__atomic_add_fetch(&a->done_ok, 1, __ATOMIC_RELAXED);
+		else if (r == MC_ERR_GRANT_DENIED)
+			a->refused++;
+		if (stopped) {
+			extra++;
+			if (r == 0)
+				a->after_ok++;
+		}
+	}
+	mc_rpc_conn_close(c);
+	free(src);
+	return NULL;
+}
+
+/* A write begun before the fence ends before it returns; none under the old
+ * key lands after it (8 writers, a range each, against the fence); reads
+ * under the old key stay; an attachment abandoned in the middle is no
+ * write in progress any more; the next key writes again. */
+static void test_fence(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 8 };
+	struct mc_uuid s0 = f->segs.seg[0].id;
+	uint8_t g[MC_GRANT_MAX_LEN];
+	struct fence_arg a[N];
+	pthread_t t[N];
+
+	memset(f->grants.refused, 0, sizeof(f->grants.refused));
+	assert_int_equal(mc_node_grants_writing(&f->grants), 0);
+	for (int i = 0; i < N; i++) {
+		a[i] = (struct fence_arg){ .f = f, .key = f->key, .off = FENCE_OFF + i * FENCE_LEN };
+		assert_int_equal(pthread_create(&t[i], NULL, fence_writer, &a[i]), 0);
+	}
+	/* let them write for a while, then fence */
+	for (int k = 0; k < 2000; k++) {
+		int ok = 0;
+		for (int i = 0; i < N; i++)
+			ok += __atomic_load_n(&a[i].done_ok, __ATOMIC_RELAXED) > 2;
+		if (ok == N)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(mc_node_grants_fence(&f->grants, 10000), 0);
+	/* the ranges' new owners write them; nothing under the old key may follow */
+	memset(f->segs.seg[0].base + FENCE_OFF, 0x00, N * FENCE_LEN);
+	for (int i = 0; i < N; i++)
+		__atomic_store_n(&a[i].stop, 1, __ATOMIC_RELEASE);
+	int refused_all = 0;
+	for (int i = 0; i < N; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(a[i].after_ok, 0);
+		assert_true(a[i].done_ok > 0);
+		refused_all += a[i].refused;
+	}
+	for (uint64_t i = 0; i < N * FENCE_LEN; i++)
+		if (f->segs.seg[0].base[FENCE_OFF + i] != 0)
+			fail_msg("byte %llu overwritten after the fence", (unsigned long long)i);
+	assert_int_equal(refused(MC_GRANT_REFUSED_FENCED), refused_all);
+	assert_int_equal(mc_node_grants_writing(&f->grants), 0);
+
+	/* reads under the old key are served */
+	struct mc_rpc_conn *c = open_conn(f);
+	assert_int_equal(granted(c, MC_GRANT_READ, s0, FENCE_OFF, 4096,
+				 sign(MC_GRANT_READ, s0, FENCE_OFF, 4096, g)), 0);
+
+	/* an attachment abandoned in the middle: counted while it goes, not after */
+	struct sockaddr_storage sa;
+	socklen_t len;
+	assert_int_equal(mc_sock_parse(f->addr, &sa, &len), 0);
+	int fd = mc_sock_connect(&sa, len, 5000);
+	assert_true(fd >= 0);
+	struct mc_grant_key k2;
+	assert_int_equal(mc_grant_key_new(&k2), 0);
+	k2.id = f->key.id + 1;
+	for (unsigned i = 0; i < f->segs.n; i++)
+		mc_node_grants_install(&f->grants, f->segs.seg[i].id, &k2);
+	struct mc_wbuf w;
+	mc_wbuf_init(&w, 1 << 20);
+	struct mc_msg_data_write_req wq = { .segment_id = s0, .offset = 0, .length = 100000,
+					    .grant = sign_with(&k2, MC_GRANT_WRITE, s0, 0, 100000,
+							       10000, g) };
+	assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_WRITE, 1, &wq, 100000), 0);
+	mc_wbuf_put_raw(&w, f->segs.seg[1].base, 1000);
+	assert_int_equal(mc_write_full(fd, w.p, w.len), 0);
+	mc_wbuf_free(&w);
+	for (int k = 0; k < 5000 && mc_node_grants_writing(&f->grants) != 1; k++)
+		usleep(1000);
+	assert_int_equal(mc_node_grants_writing(&f->grants), 1);
+	close(fd);
+	for (int k = 0; k < 5000 && mc_node_grants_writing(&f->grants) != 0; k++)
+		usleep(1000);
+	assert_int_equal(mc_node_grants_writing(&f->grants), 0);
+
+	/* the new key (installed after the fence) writes; the old one still not */
+	assert_int_equal(granted(c, MC_GRANT_WRITE, s0, 0, 4096,
+				 sign_with(&k2, MC_GRANT_WRITE, s0, 0, 4096, 10000, g)), 0);
+	assert_int_equal(granted(c, MC_GRANT_WRITE, s0, FENCE_OFF, 4096,
+				 sign(MC_GRANT_WRITE, s0, FENCE_OFF, 4096, g)), MC_ERR_GRANT_DENIED);
+	mc_rpc_conn_close(c);
+	/* a later fence with nothing in progress returns at once */
+	assert_int_equal(mc_node_grants_fence(&f->grants, 10000), 0);
+	f->key = k2;
+	for (unsigned i = 0; i < f->segs.n; i++)
+		mc_node_grants_install(&f->grants, f->segs.seg[i].id, &k2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -535,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_grants),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_rates),
+		cmocka_unit_test(test_fence),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
