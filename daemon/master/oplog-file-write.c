@@ -273,13 +273,17 @@ int oplogf_append(struct mc_oplog *b, uint16_t type, const void *rec, uint32_t l
 	l->appended++;
 	l->bytes += len;
 	l->appended_any = true;
-	if (!before) {
+	bool wake = !before || (before < l->cfg.buffer_bytes / 4 &&
+				l->cur.buf.len >= l->cfg.buffer_bytes / 4);
+	if (!before)
 		l->batch_t0_ns = mc_now_ns();
-		pthread_cond_signal(&l->work_cv);
-	} else if (before < l->cfg.buffer_bytes / 4 && l->cur.buf.len >= l->cfg.buffer_bytes / 4) {
-		pthread_cond_signal(&l->work_cv);
-	}
 	pthread_mutex_unlock(&l->mu);
+	/* After the unlock: signalled under mu, the flusher wakes only to wait
+	 * for it (two more futex calls and a context switch per batch).  It
+	 * cannot miss it: it looks at the buffer under mu before it waits, and
+	 * the log outlives its appenders. */
+	if (wake)
+		pthread_cond_signal(&l->work_cv);
 	if (ret_seq)
 		*ret_seq = seq;
 	return 0;

@@ -69,9 +69,15 @@ int mc_node_end_submit(struct mc_node_end *e, const struct mc_msg_node_put_end_i
 	pthread_mutex_lock(&e->lock);
 	*e->tail = x;
 	e->tail = &x->next;
-	if (!e->queued++)
-		pthread_cond_signal(&e->cond);
+	bool first = !e->queued++;
 	pthread_mutex_unlock(&e->lock);
+	/* After the unlock: signalled under the lock, the sender wakes only to
+	 * wait for it (two more futex calls and a context switch per end at
+	 * one client).  It cannot miss this: it checks the queue under the
+	 * lock before it waits, and mc_node_end_stop() joins it only after
+	 * the transport (every submitter) has stopped. */
+	if (first)
+		pthread_cond_signal(&e->cond);
 	__atomic_add_fetch(&e->st.ends, 1, __ATOMIC_RELAXED);
 	*ret_ticket = (uint64_t)(uintptr_t)x;
 	return 0;
