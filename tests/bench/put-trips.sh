@@ -3,8 +3,8 @@
 # tests/bench/put-trips.sh -- what one 4 KiB put costs, the node-ended put
 # (DATA_WRITE_END: two round trips for the client, the node's ends batched
 # to the master) against the 3-trip put (MC_PUT_NODE_END=0: PUT_START,
-# DATA_WRITE, PUT_END), each on a fresh durable cluster (oplog_sync=true)
-# over TCP: CONC client threads put COUNT values each (client-bench puts),
+# DATA_WRITE, PUT_END), each on a fresh cluster (durable: oplog_sync=true,
+# unless SYNC=false) over TCP: CONC client threads put COUNT values each (client-bench puts),
 # and per put
 #   - the requests each server answered (its rpc_requests_total metrics,
 #     heartbeats left out): the round trips;
@@ -14,14 +14,22 @@
 #     thread: the difference of a run of 2 x N puts and one of N, over N)
 #     and of the master and the node (both run under callgrind; counters
 #     zeroed before N puts of one thread and dumped after, over N).
+# Then a hot 4 KiB get (descriptors cached: one round trip to the node),
+# path "hotget": the same counts per get, each the difference of a run of
+# 2 x COUNT gets per thread and one of COUNT (client-bench gets: the puts
+# of the hot set, its first gets and the removes cancel out).
 # Counts, not wall-clock figures: they hold on a loaded machine.  Prints
 # "put-trips <path> <metric> <value>" lines.
-#   O=DIR (default .output), CONC (16), COUNT (200), N (500).
+#   O=DIR (default .output), CONC (16), COUNT (200), N (500),
+#   SYNC (true: the master's oplog_sync; false: Redis-defaults mode),
+#   GETS (1: the hot-get counts too; 0: puts only).
 set -eu
 O=${O:-.output}
 CONC=${CONC:-16}
 COUNT=${COUNT:-200}
 N=${N:-500}
+SYNC=${SYNC:-true}
+GETS=${GETS:-1}
 cd "$(dirname "$0")/../.."
 . tests/bench/bench-lib.sh
 for t in strace curl; do command -v "$t" >/dev/null || { echo "put-trips: $t missing" >&2; exit 1; }; done
@@ -42,7 +50,7 @@ cluster() {
 	local mport hport
 	mport=$(free_port); hport=$(free_port)
 	$VG "$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
-		--state_dir="$tmp/m-$1" --oplog_sync=true --log_level=warning 2>"$tmp/master-$1.log" &
+		--state_dir="$tmp/m-$1" --oplog_sync="$SYNC" --log_level=warning 2>"$tmp/master-$1.log" &
 	MPID=$!
 	pids+=($MPID)
 	sleep 0.2
@@ -63,6 +71,21 @@ requests() {
 		!/op="(ping|hello)"/ { n += $2 } END { print n + 0 }'
 }
 calls() { awk '$NF == "total" { print $(NF - 2) }' "$1"; }   # strace -c: the calls column
+# strace_run TAG ARGS...: client-bench ARGS under strace -c -f, the master
+# and the node attached meanwhile; TAG-{client,master,node}.strace
+strace_run() {
+	local tag=$1 sm sn
+	shift
+	strace -c -f -o "$tmp/$tag-master.strace" -p "$MPID" 2>/dev/null &
+	sm=$!
+	strace -c -f -o "$tmp/$tag-node.strace" -p "$NPID" 2>/dev/null &
+	sn=$!
+	sleep 1
+	MC_DISABLE_SHM=1 strace -c -f -o "$tmp/$tag-client.strace" \
+		"$O/tests/bench/client-bench" "$M" "$@" >/dev/null
+	kill -INT "$sm" "$sn"
+	wait "$sm" "$sn" 2>/dev/null || true
+}
 
 VG=
 puts=$((CONC * COUNT))
@@ -70,15 +93,7 @@ for path in node client; do
 	env=$([ "$path" = client ] && echo 0 || echo 1)
 	cluster "$path"
 	m0=$(requests "$MH"); n0=$(requests "$NH")
-	strace -c -f -o "$tmp/$path-master.strace" -p "$MPID" 2>/dev/null &
-	sm=$!
-	strace -c -f -o "$tmp/$path-node.strace" -p "$NPID" 2>/dev/null &
-	sn=$!
-	sleep 1
-	MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 strace -c -f -o "$tmp/$path-client.strace" \
-		"$O/tests/bench/client-bench" "$M" puts "$CONC" "$COUNT" >"$tmp/$path.out"
-	kill -INT "$sm" "$sn"
-	wait "$sm" "$sn" 2>/dev/null || true
+	MC_PUT_NODE_END=$env strace_run "$path" puts "$CONC" "$COUNT"
 	m1=$(requests "$MH"); n1=$(requests "$NH")
 	ends=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_ends_total" { print $2 }')
 	batches=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_end_batches_total" { print $2 }')
@@ -107,6 +122,29 @@ for path in node client; do
 	fi
 	stop_cluster
 done
+
+if [ "$GETS" = 1 ]; then
+	cluster hotget
+	MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" gets 1 10 >/dev/null   # warm up
+	strace_run g1 gets "$CONC" "$COUNT"
+	strace_run g2 gets "$CONC" $((COUNT * 2))
+	for who in client master node; do
+		awk -v w="$who" -v a="$(calls "$tmp/g1-$who.strace")" -v b="$(calls "$tmp/g2-$who.strace")" \
+			-v n=$((CONC * COUNT)) \
+			'BEGIN { printf "put-trips hotget %s_syscalls_per_get %.2f\n", w, (b - a) / n }'
+	done
+	if [ "${CALLGRIND:-0}" = 1 ]; then
+		for k in 1 2; do
+			MC_DISABLE_SHM=1 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg-get-$k" \
+				"$O/tests/bench/client-bench" "$M" gets 1 $((N * k)) >/dev/null 2>"$tmp/cg-get-$k.log"
+		done
+		i1=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg-get-1.log")
+		i2=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg-get-2.log")
+		awk -v a="$i1" -v b="$i2" -v n="$N" \
+			'BEGIN { printf "put-trips hotget client_instructions_per_get %.0f\n", (b - a) / n }'
+	fi
+	stop_cluster
+fi
 
 # collected FILE: the instructions of a callgrind dump
 collected() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
