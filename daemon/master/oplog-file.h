@@ -56,6 +56,8 @@ struct flog {
 	uint64_t taken_seq;		/* the last seq the flusher has taken */
 	int failed;			/* 0 or MC_ERR_PERSISTENT_FAIL, until resumed */
 	bool closing, appended_any;
+	bool ticking;			/* sync false, busy: the flusher looks every window
+					   by itself, appends do not wake it (oplog-file-write.c) */
 	pthread_t flusher;
 	/* failures (see oplog.h): records <= done_seq are settled (durable or
 	 * lost); lost ones are [fail_lo, done_seq] while failed, and the

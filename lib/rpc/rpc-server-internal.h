@@ -59,6 +59,7 @@ struct conn {
 	uint64_t t0_ns;			/* op_transfer: the request in progress began */
 	int att_series;			/* op_transfer: its series, observed once att is sent */
 	bool resume;			/* reading stopped for output: resume when drained */
+	bool drained;			/* the last recv() emptied the socket (conn_read) */
 	struct conn *prev, *next;
 	/* parked replies (rpc-server.h), oldest first; the connection is on
 	 * its worker's plist while it has any */

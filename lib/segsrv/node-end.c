@@ -2,6 +2,7 @@
 /* node-end.c - see node-end.h. */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +25,15 @@ struct end {
 struct mc_node_end {
 	struct mc_node_end_config cfg;
 	pthread_t thread;
-	pthread_mutex_t lock;		/* queue, srv, stop */
-	pthread_cond_t cond;
+	pthread_mutex_t lock;		/* queue, srv, stop, sleeping */
+	pthread_cond_t cond;		/* the test delay's wait (stop ends it) */
+	/* The sender sleeps on a semaphore, not on cond: the mutex a
+	 * pthread_cond_wait() takes back is marked contended, so its next
+	 * unlock is a futex call whether anyone waits or not (one more per
+	 * batch).  sleeping: it waits or is about to; whoever clears it posts
+	 * once (at most one post outstanding). */
+	sem_t wake;
+	bool sleeping;
 	struct end *head, **tail;
 	uint32_t queued;
 	bool stop;
@@ -69,9 +77,15 @@ int mc_node_end_submit(struct mc_node_end *e, const struct mc_msg_node_put_end_i
 	pthread_mutex_lock(&e->lock);
 	*e->tail = x;
 	e->tail = &x->next;
-	if (!e->queued++)
-		pthread_cond_signal(&e->cond);
+	e->queued++;
+	bool wake = e->sleeping;
+	e->sleeping = false;
 	pthread_mutex_unlock(&e->lock);
+	/* After the unlock: posted under the lock, the sender would wake only
+	 * to wait for it.  mc_node_end_stop() joins it only after the
+	 * transport (every submitter) has stopped. */
+	if (wake)
+		sem_post(&e->wake);
 	__atomic_add_fetch(&e->st.ends, 1, __ATOMIC_RELAXED);
 	*ret_ticket = (uint64_t)(uintptr_t)x;
 	return 0;
@@ -152,8 +166,13 @@ static void *end_main(void *arg)
 	struct mc_node_end *e = arg;
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		while (!e->stop && !e->head)
-			pthread_cond_wait(&e->cond, &e->lock);
+		while (!e->stop && !e->head) {
+			e->sleeping = true;
+			pthread_mutex_unlock(&e->lock);
+			while (sem_wait(&e->wake) < 0 && errno == EINTR)
+				;
+			pthread_mutex_lock(&e->lock);
+		}
 		if (e->stop)
 			break;
 		/* Everything queued, up to a batch. */
@@ -194,9 +213,11 @@ int mc_node_end_start(const struct mc_node_end_config *cfg, struct mc_node_end *
 	e->delay_ms = d ? (unsigned)strtoul(d, NULL, 10) : 0;
 	pthread_mutex_init(&e->lock, NULL);
 	mc_cond_init_monotonic(&e->cond);
+	sem_init(&e->wake, 0, 0);
 	mc_arena_init(&e->arena);
 	if (pthread_create(&e->thread, NULL, end_main, e)) {
 		mc_arena_free(&e->arena);
+		sem_destroy(&e->wake);
 		pthread_cond_destroy(&e->cond);
 		pthread_mutex_destroy(&e->lock);
 		free(e);
@@ -227,12 +248,17 @@ void mc_node_end_stop(struct mc_node_end *e)
 	pthread_mutex_lock(&e->lock);
 	e->stop = true;
 	e->srv = NULL;
+	bool wake = e->sleeping;
+	e->sleeping = false;
 	pthread_cond_signal(&e->cond);
 	pthread_mutex_unlock(&e->lock);
+	if (wake)
+		sem_post(&e->wake);
 	pthread_join(e->thread, NULL);	/* a call in flight ends within RPC_TIMEOUT_MS */
 	settle(e, e->head, NULL, 0, MC_ERR_RPC_FAIL);
 	e->conn = mc_rpc_conn_close(e->conn);
 	mc_arena_free(&e->arena);
+	sem_destroy(&e->wake);
 	pthread_cond_destroy(&e->cond);
 	pthread_mutex_destroy(&e->lock);
 	free(e);

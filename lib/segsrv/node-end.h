@@ -14,8 +14,9 @@
  * the batch fails with that error.  An end is never lost silently: its
  * reply says what the master said, or the link's error.
  *
- * Threads: one sender thread; the data plane's workers submit, poll and
- * release.  Lock: the ender's mutex (queue, the server to wake), a leaf;
+ * Threads: one sender thread (asleep on a semaphore while nothing is
+ * queued: node-end.c); the data plane's workers submit, poll and release.
+ * Lock: the ender's mutex (queue, the server to wake), a leaf;
  * mc_rpc_server_wake() is called under it (it only writes eventfds).
  */
 #ifndef MC_NODE_END_H

@@ -8,6 +8,9 @@
  *   client-bench MASTER puts CONC COUNT       COUNT 4 KiB puts per thread, CONC threads, and
  *                                             nothing else (kept: per-put syscall and
  *                                             instruction counts, tests/bench/put-trips.sh)
+ *   client-bench MASTER gets CONC COUNT       COUNT 4 KiB gets per thread over a hot set of
+ *                                             MC_BENCH_HOT (64) keys it put first (counts
+ *                                             per hot get: the difference of two COUNTs)
  *   client-bench MASTER connect COUNT N       connections/s: COUNT new clients, each one
  *                                             connection to the master (N is ignored)
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE,
@@ -162,34 +165,53 @@ static void *small_main(void *arg)
 	return NULL;
 }
 
-/* `puts`: COUNT puts of 4 KiB by each of CONC threads, nothing else. */
+/* `puts`: COUNT puts of 4 KiB by each of CONC threads, nothing else.
+ * `gets`: each thread puts a hot set of MC_BENCH_HOT keys (64 by default),
+ * then makes COUNT gets over it (descriptors cached after each key's first
+ * get), then removes them. */
 struct put_worker {
 	pthread_t th;
 	int id, count, errors;
+	bool gets;
 };
+
+static int PID;		/* the keys' prefix: getpid() is a syscall per call */
 
 static void *puts_main(void *arg)
 {
 	struct put_worker *w = arg;
-	char key[64], val[4096];
+	char key[64], val[4096], out[4096];
+	size_t len;
+	int nput = w->gets ? (int)(HOT ? HOT : 64) : w->count;
 	memset(val, 'p', sizeof(val));
-	for (int i = 0; i < w->count; i++) {
-		snprintf(key, sizeof(key), "puts-%d-%d-%d", (int)getpid(), w->id, i);
+	for (int i = 0; i < nput; i++) {
+		snprintf(key, sizeof(key), "puts-%d-%d-%d", PID, w->id, i);
 		if (mc_put(C, key, strlen(key), val, sizeof(val), NULL) < 0)
 			w->errors++;
+	}
+	for (int i = 0; w->gets && i < w->count; i++) {
+		snprintf(key, sizeof(key), "puts-%d-%d-%d", PID, w->id, i % nput);
+		if (mc_get_into(C, key, strlen(key), out, sizeof(out), &len) < 0 ||
+		    len != sizeof(out) || out[0] != 'p')
+			w->errors++;
+	}
+	for (int i = 0; w->gets && i < nput; i++) {
+		snprintf(key, sizeof(key), "puts-%d-%d-%d", PID, w->id, i);
+		mc_remove(C, key, strlen(key), true);
 	}
 	return NULL;
 }
 
-static int run_puts(int conc, int count)
+static int run_puts(int conc, int count, bool gets)
 {
 	struct put_worker w[256];
 	int errors = 0;
 	if (conc < 1 || conc > 256)
 		return 2;
+	PID = (int)getpid();
 	uint64_t t0 = mc_now_ns();
 	for (int i = 0; i < conc; i++) {
-		w[i] = (struct put_worker){ .id = i, .count = count };
+		w[i] = (struct put_worker){ .id = i, .count = count, .gets = gets };
 		pthread_create(&w[i].th, NULL, puts_main, &w[i]);
 	}
 	for (int i = 0; i < conc; i++) {
@@ -197,7 +219,8 @@ static int run_puts(int conc, int count)
 		errors += w[i].errors;
 	}
 	double s = (double)(mc_now_ns() - t0) / 1e9;
-	printf("client-bench puts_c%d %d puts %.0f ops/s\n", conc, conc * count, conc * count / s);
+	printf("client-bench %s_c%d %d %s %.0f ops/s\n", gets ? "gets" : "puts", conc, conc * count,
+	       gets ? "gets" : "puts", conc * count / s);
 	if (errors)
 		printf("client-bench errors_c%d %d ops\n", conc, errors);
 	return errors ? 1 : 0;
@@ -445,7 +468,7 @@ static int run_connect(const struct mc_client_opts *o, int count)
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
-		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER puts CONC COUNT"
+		fprintf(stderr, "usage: client-bench MASTER small CONC SECONDS | MASTER puts|gets CONC COUNT"
 			" | MASTER large|largeput|largeget SIZE COUNT | MASTER connect COUNT 0"
 			" | MASTER kvput|kvget|kvhot BATCH,SIZE ROUNDS\n");
 		return 2;
@@ -475,8 +498,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (strcmp(argv[2], "puts") == 0) {
-		r = run_puts(atoi(argv[3]), atoi(argv[4]));
+	if (strcmp(argv[2], "puts") == 0 || strcmp(argv[2], "gets") == 0) {
+		r = run_puts(atoi(argv[3]), atoi(argv[4]), argv[2][0] == 'g');
 	} else if (strcmp(argv[2], "small") == 0) {
 		SECONDS = atoi(argv[4]);
 		r = run_small(atoi(argv[3]));

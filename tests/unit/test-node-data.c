@@ -318,6 +318,60 @@ static void test_raw_pipeline_and_garbage(void **state)
 	mc_rpc_conn_close(c);
 }
 
+/* Reads pipelined in one write: each answer carries an attachment, which
+ * stops the reading until it is sent; the frames read ahead are then served
+ * without asking the socket again (rpc-server-conn.c conn_read: a resume
+ * keeps "the socket is empty"), and what comes later is still read. */
+static void test_pipelined_reads(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 32, LEN = 1000 };
+	struct sockaddr_storage sa;
+	socklen_t len;
+	assert_int_equal(mc_sock_parse(f->addr, &sa, &len), 0);
+	struct mc_rpc_conn *c = open_conn(f);
+	static uint8_t payload[N * LEN];
+	fill_random(payload, sizeof(payload));
+	assert_int_equal(dwrite(c, f->segs.seg[0].id, 4096, sizeof(payload), payload,
+				sizeof(payload)), 0);
+	mc_rpc_conn_close(c);
+	int fd = mc_sock_connect(&sa, len, 5000);
+	assert_true(fd >= 0);
+	uint8_t g[N][MC_GRANT_MAX_LEN];
+	for (int round = 0; round < 3; round++) {
+		struct mc_wbuf w;
+		mc_wbuf_init(&w, 1 << 20);
+		for (int i = 0; i < N; i++) {
+			uint64_t off = 4096 + (uint64_t)i * LEN;
+			struct mc_msg_data_read_req rq = {
+				.segment_id = f->segs.seg[0].id, .offset = off, .length = LEN,
+				.grant = sign(MC_GRANT_READ, f->segs.seg[0].id, off, LEN, g[i]) };
+			assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_READ,
+								 (uint32_t)(round * N + i), &rq, 0), 0);
+		}
+		/* round 1: in two writes, the second once the first is answered */
+		size_t first = round == 1 ? w.len / 2 : w.len;
+		assert_int_equal(mc_write_full(fd, w.p, first), 0);
+		for (int i = 0; i < N; i++) {
+			uint8_t hdr[MC_FRAME_HDR_LEN], body[256], back[LEN];
+			struct mc_frame_hdr h;
+			if (round == 1 && i == N / 2 - 1)
+				assert_int_equal(mc_write_full(fd, w.p + first, w.len - first), 0);
+			assert_int_equal(mc_read_full(fd, hdr, sizeof(hdr)), 0);
+			assert_int_equal(mc_frame_hdr_decode(hdr, &h), 0);
+			assert_int_equal(h.req_id, round * N + i);
+			assert_int_equal(h.status, 0);
+			assert_int_equal(h.attach_len, LEN);
+			assert_true(h.body_len <= sizeof(body));
+			assert_int_equal(mc_read_full(fd, body, h.body_len), 0);
+			assert_int_equal(mc_read_full(fd, back, LEN), 0);
+			assert_memory_equal(back, payload + i * LEN, LEN);
+		}
+		mc_wbuf_free(&w);
+	}
+	close(fd);
+}
+
 /* A raw DATA_READ / DATA_WRITE (mode) of [off, off+len) with grant g. */
 static int granted(struct mc_rpc_conn *c, uint8_t mode, struct mc_uuid seg, uint64_t off,
 		   uint64_t len, struct mc_bytes g)
@@ -672,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_stat_and_shm),
 		cmocka_unit_test(test_raw_pipeline_and_garbage),
+		cmocka_unit_test(test_pipelined_reads),
 		cmocka_unit_test(test_grants),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_rates),
