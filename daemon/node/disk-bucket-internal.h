@@ -41,6 +41,7 @@ struct bk_bucket {
 	atomic_uint refs;		/* 1 while it has live objects, + readers' */
 	uint32_t nlive;			/* space lock */
 	uint32_t n;
+	uint32_t version;		/* its record layout (disk-bucket-meta.c): 2, or 1 */
 	pthread_mutex_t meta_lock;
 	struct bk_entry **ents;
 };

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test-disk-format.c - the disk tier's files from older nodes, on a real
+ * file system (a directory under $MC_DISK_TEST_DIR, else /var/tmp): a
+ * version 1 bucket (MCBMETA1, records [key][value][pad], written here byte
+ * by byte as disk-bucket-meta.c specifies) still opens, reads back byte for
+ * byte beside a new version 2 bucket, stays version 1 when one of its
+ * objects is deleted (its .meta rewritten), and a corrupted value byte in
+ * it is detected and dropped.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mooncake/error.h"
+#include "node/disk-bucket.h"
+#include "node/disk-record.h"
+#include "node/disk.h"
+
+static char dir[256];
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag, (void)f;
+	return remove(p);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed * 7 + (i >> 12));
+}
+
+static void write_file(const char *name, const void *p, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, p, n), (ssize_t)n);
+	close(fd);
+}
+
+static void read_file(const char *name, uint8_t *p, size_t cap, size_t *n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	ssize_t r = read(fd, p, cap);
+	assert_true(r >= 0);
+	*n = (size_t)r;
+	close(fd);
+}
+
+/* Bucket 7, version 1: keys "old-a" (5000 B) and "old-b" (3 B). */
+static void write_v1_bucket(uint8_t *va, uint8_t *vb)
+{
+	static const char *keys[2] = { "old-a", "old-b" };
+	uint8_t *vals[2] = { va, vb };
+	uint64_t lens[2] = { 5000, 3 }, off = 0;
+	uint8_t data[16384] = { 0 }, meta[256];
+	uint8_t *q = meta + MC_BK_META_HDR;
+	for (int i = 0; i < 2; i++) {
+		uint32_t kl = (uint32_t)strlen(keys[i]);
+		memcpy(data + off, keys[i], kl);
+		memcpy(data + off + kl, vals[i], lens[i]);
+		uint32_t crc = mc_crc32c_final(
+			mc_crc32c(mc_crc32c(MC_CRC_INIT, keys[i], kl), vals[i], lens[i]));
+		struct mc_bk_meta_ent e = { .off = off, .vlen = lens[i], .crc = crc, .klen = kl,
+					    .key = (const uint8_t *)keys[i] };
+		q = mc_bk_meta_put_ent(q, &e);
+		off += mc_bk_rec_len(1, kl, lens[i]);
+	}
+	assert_int_equal(off, 12288);
+	struct mc_bk_meta m = { .id = 7, .count = 2, .dlen = off, .version = 1 };
+	mc_bk_meta_put_hdr(meta, (size_t)(q - meta), &m);
+	assert_memory_equal(meta, "MCBMETA1", 8);
+	write_file("7.bucket", data, off);
+	write_file("7.meta", meta, (size_t)(q - meta));
+}
+
+static struct mc_disk *open_bucket(void)
+{
+	struct mc_disk_config c = { .dir = dir, .size = 64ull << 20 };
+	struct mc_disk *d;
+	assert_int_equal(mc_disk_open("bucket", &c, &d), 0);
+	return d;
+}
+
+static int get1(struct mc_disk *d, const char *key, void *buf, uint64_t cap, uint64_t *len)
+{
+	struct mc_disk_get g = { .key = key, .klen = (uint32_t)strlen(key), .buf = buf, .cap = cap };
+	int r = mc_disk_get(d, &g, 1);
+	if (len)
+		*len = g.len;
+	return r;
+}
+
+static void test_bucket_v1(void **state)
+{
+	(void)state;
+	uint8_t va[5000], vb[3] = { 1, 2, 3 }, vn[8192], b[8192];
+	uint64_t len;
+	fill(va, sizeof(va), 1);
+	fill(vn, sizeof(vn), 2);
+	write_v1_bucket(va, vb);
+	struct mc_disk *d = open_bucket();
+	struct mc_disk_stats st;
+	mc_disk_stats(d, &st);
+	assert_int_equal(st.objects, 2);
+	assert_int_equal(st.corrupt, 0);
+	assert_int_equal(get1(d, "old-a", b, sizeof(b), &len), 0);
+	assert_int_equal(len, sizeof(va));
+	assert_memory_equal(b, va, sizeof(va));
+	/* a new bucket beside it is version 2 */
+	struct mc_disk_put p = { .key = "new", .klen = 3, .val = vn, .len = sizeof(vn) };
+	assert_int_equal(mc_disk_put(d, &p, 1), 0);
+	/* deleting old-b rewrites bucket 7's .meta, still version 1 */
+	assert_int_equal(mc_disk_del(d, "old-b", 5), 0);
+	mc_disk_close(d);
+
+	uint8_t meta[256];
+	size_t n;
+	struct mc_bk_meta m;
+	read_file("7.meta", meta, sizeof(meta), &n);
+	assert_int_equal(mc_bk_meta_decode(meta, n, &m, NULL, NULL), 0);
+	assert_int_equal(m.version, 1);
+	assert_int_equal(m.count, 1);
+	read_file("8.meta", meta, sizeof(meta), &n);
+	assert_int_equal(mc_bk_meta_decode(meta, n, &m, NULL, NULL), 0);
+	assert_int_equal(m.version, 2);
+	assert_memory_equal(meta, "MCBMETA2", 8);
+	/* the new record is a disk-record.h record: its value at 4096 */
+	uint8_t rec[16384];
+	read_file("8.bucket", rec, sizeof(rec), &n);
+	assert_int_equal(n, 4096 + sizeof(vn));
+	assert_memory_equal(rec, "MCDR", 4);
+	assert_memory_equal(rec + MC_REC_HDR, "new", 3);
+	assert_memory_equal(rec + 4096, vn, sizeof(vn));
+
+	d = open_bucket();
+	assert_int_equal(get1(d, "old-a", b, sizeof(b), &len), 0);
+	assert_memory_equal(b, va, sizeof(va));
+	assert_int_equal(get1(d, "old-b", b, sizeof(b), NULL), MC_ERR_OBJECT_NOT_FOUND);
+	assert_int_equal(get1(d, "new", b, sizeof(b), &len), 0);
+	assert_int_equal(len, sizeof(vn));
+	assert_memory_equal(b, vn, sizeof(vn));
+	mc_disk_close(d);
+
+	/* a value byte of old-a flipped: detected, dropped, counted */
+	read_file("7.bucket", rec, sizeof(rec), &n);
+	rec[5 + 1000] ^= 0x40;
+	write_file("7.bucket", rec, n);
+	d = open_bucket();
+	assert_int_equal(get1(d, "old-a", b, sizeof(b), NULL), MC_ERR_CHECKSUM_MISMATCH);
+	assert_int_equal(get1(d, "old-a", b, sizeof(b), NULL), MC_ERR_OBJECT_NOT_FOUND);
+	mc_disk_stats(d, &st);
+	assert_int_equal(st.corrupt, 1);
+	assert_int_equal(get1(d, "new", b, sizeof(b), &len), 0);
+	mc_disk_close(d);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	const char *base = getenv("MC_DISK_TEST_DIR");
+	snprintf(dir, sizeof(dir), "%s/mc-disk-format.XXXXXX", base && *base ? base : "/var/tmp");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bucket_v1, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
