@@ -368,6 +368,20 @@ static int get_end(struct bk_entry *e, struct mc_disk_get *g, struct mc_rec_io *
 	return mc_rec_io_read_end(x, &h, e->key, g->buf);
 }
 
+struct get_batch {
+	struct mc_disk_get *g;
+	struct mc_rec_io *x;
+	struct bk_entry **e;
+	int *chk;	/* per object: its check's result, 1 before it ran */
+};
+
+/* Object i's reads are done: its copy and CRC check, while the rest read. */
+static void get_check(void *ctx, size_t i)
+{
+	struct get_batch *b = ctx;
+	b->chk[i] = get_end(b->e[i], &b->g[i], &b->x[i], b->x[i].bounce);
+}
+
 static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 {
 	struct bk *s = container_of(d, struct bk, base);
@@ -375,13 +389,14 @@ static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 	struct mc_dio_op *ops = calloc(2 * n, sizeof(*ops));
 	struct mc_rec_io *x = calloc(n, sizeof(*x));
 	unsigned *first = calloc(n + 1, sizeof(*first)), nops = 0;
-	int ret = 0;
-	if (!e || !ops || !x || !first) {
+	int *chk = malloc(n * sizeof(*chk)), ret = 0;
+	if (!e || !ops || !x || !first || !chk) {
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		first[i] = nops;
+		chk[i] = 1;
 		g[i].status = 0;
 		atomic_fetch_add(&s->gets, 1);
 		if (!g[i].klen || g[i].klen > MC_MAX_KEY_LEN) {
@@ -415,12 +430,15 @@ static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			nops += k;
 	}
 	first[n] = nops;
-	mc_dio_run(s->dio, ops, nops);
+	struct get_batch gb = { .g = g, .x = x, .e = e, .chk = chk };
+	mc_dio_run_groups(s->dio, ops, first, n, get_check, &gb);
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned k = first[i]; k < first[i + 1] && !g[i].status; k++)
 			g[i].status = ops[k].status;
 		if (!g[i].status && e[i]) {
-			g[i].status = get_end(e[i], &g[i], &x[i], x[i].bounce);
+			if (chk[i] == 1)	/* not checked yet (a value of 0 bytes) */
+				get_check(&gb, i);
+			g[i].status = chk[i];
 			if (g[i].status) {
 				if (entry_remove(s, e[i], true))
 					atomic_fetch_add(&s->corrupt, 1);
@@ -441,6 +459,7 @@ out:
 	free(ops);
 	free(x);
 	free(first);
+	free(chk);
 	return ret;
 }
 

@@ -330,6 +330,21 @@ out:
 	return ret;
 }
 
+struct get_batch {
+	struct mc_disk_get *g;
+	struct mc_rec_io *x;
+	struct mc_rec_hdr *h;
+	struct fs_entry **e;
+	int *chk;	/* per object: its check's result, 1 before it ran */
+};
+
+/* Object i's reads are done: its copy and CRC check, while the rest read. */
+static void get_check(void *ctx, size_t i)
+{
+	struct get_batch *b = ctx;
+	b->chk[i] = mc_rec_io_read_end(&b->x[i], &b->h[i], b->e[i]->key, b->g[i].buf);
+}
+
 static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 {
 	struct fs *s = container_of(d, struct fs, base);
@@ -338,8 +353,8 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 	struct mc_rec_io *x = calloc(n, sizeof(*x));
 	struct mc_dio_op *ops = calloc(2 * n, sizeof(*ops));
 	unsigned *first = calloc(n + 1, sizeof(*first));
-	int *fd = malloc(n * sizeof(*fd)), ret = 0;
-	if (!e || !h || !x || !ops || !first || !fd) {
+	int *fd = malloc(n * sizeof(*fd)), *chk = malloc(n * sizeof(*chk)), ret = 0;
+	if (!e || !h || !x || !ops || !first || !fd || !chk) {
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
@@ -347,6 +362,7 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		unsigned k = 0;
 		uint64_t v;
+		chk[i] = 1;
 		fd[i] = -1;
 		first[i] = nops;
 		g[i].status = 0;
@@ -384,12 +400,15 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		nops += k;
 	}
 	first[n] = nops;
-	mc_dio_run(s->dio, ops, nops);
+	struct get_batch gb = { .g = g, .x = x, .h = h, .e = e, .chk = chk };
+	mc_dio_run_groups(s->dio, ops, first, n, get_check, &gb);
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned k = first[i]; k < first[i + 1] && !g[i].status; k++)
 			g[i].status = ops[k].status;
 		if (!g[i].status) {
-			g[i].status = mc_rec_io_read_end(&x[i], &h[i], e[i]->key, g[i].buf);
+			if (chk[i] == 1)	/* not checked yet (a value of 0 bytes) */
+				get_check(&gb, i);
+			g[i].status = chk[i];
 			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && entry_drop(s, e[i]))
 				atomic_fetch_add(&s->corrupt, 1);
 			if (!g[i].status) {
@@ -412,6 +431,7 @@ out:
 	free(ops);
 	free(first);
 	free(fd);
+	free(chk);
 	return ret;
 }
 

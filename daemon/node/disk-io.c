@@ -142,7 +142,19 @@ static void op_fail(struct mc_dio_op *o, int e)
 		o->status = o->write ? MC_ERR_FILE_WRITE_FAIL : MC_ERR_FILE_READ_FAIL;
 }
 
-int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
+/* Called once per op, when it is final (done or failed). */
+struct op_hook {
+	void (*fn)(void *ctx, size_t op);
+	void *ctx;
+};
+
+static void hook(const struct op_hook *h, size_t i)
+{
+	if (h)
+		h->fn(h->ctx, i);
+}
+
+static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct op_hook *h)
 {
 	struct ring *r = ring_take(d);
 	size_t next = 0, left = n;	/* next: first op never submitted */
@@ -221,21 +233,25 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 			if (c->res < 0) {
 				op_fail(o, -c->res);
 				left--;
+				hook(h, c->user_data);
 				continue;
 			}
 			if (c->res == 0) {	/* end of file before len */
 				op_fail(o, o->write ? EIO : ENODATA);
 				o->status = o->write ? MC_ERR_FILE_WRITE_FAIL : MC_ERR_FILE_READ_FAIL;
 				left--;
+				hook(h, c->user_data);
 				continue;
 			}
 			o->done += (uint64_t)c->res;
 			if (o->iovcnt)
 				iov_advance(o, (uint64_t)c->res);
-			if (o->done < o->len)
+			if (o->done < o->len) {
 				redo[nredo++] = c->user_data;
-			else
+			} else {
 				left--;
+				hook(h, c->user_data);
+			}
 		}
 		io_uring_cq_advance(&r->ring, seen);
 		(void)queued;
@@ -246,6 +262,63 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 		if (ops[i].status)
 			return ops[i].status;
 	return 0;
+}
+
+int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
+{
+	return run(d, ops, n, NULL);
+}
+
+struct groups {
+	const struct mc_dio_op *ops;
+	const unsigned *first;
+	size_t nobj;
+	unsigned *left;		/* per object: ops not final yet */
+	void (*fn)(void *ctx, size_t obj);
+	void *ctx;
+};
+
+static void group_op_done(void *ctx, size_t op)
+{
+	struct groups *g = ctx;
+	/* the object whose range holds op: first[lo] <= op < first[lo + 1] */
+	size_t lo = 0, hi = g->nobj;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (g->first[mid] <= op)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (--g->left[lo])
+		return;
+	for (unsigned k = g->first[lo]; k < g->first[lo + 1]; k++)
+		if (g->ops[k].status)
+			return;
+	g->fn(g->ctx, lo);
+}
+
+int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *first,
+		      size_t nobj, void (*fn)(void *ctx, size_t obj), void *ctx)
+{
+	size_t n = nobj ? first[nobj] : 0;
+	struct groups g = { .ops = ops, .first = first, .nobj = nobj, .fn = fn, .ctx = ctx };
+	if (!n)
+		return 0;
+	if (!(g.left = malloc(nobj * sizeof(*g.left))))
+		return run(d, ops, n, NULL);	/* fn not called: the caller checks after */
+	for (size_t i = 0; i < nobj; i++)
+		g.left[i] = first[i + 1] - first[i];
+	/* an op of length 0 is never submitted: final at once */
+	for (size_t i = 0; i < n; i++)
+		if (!ops[i].len) {
+			ops[i].status = 0;
+			group_op_done(&g, i);
+		}
+	struct op_hook h = { group_op_done, &g };
+	int r = run(d, ops, n, &h);
+	free(g.left);
+	return r;
 }
 
 int mc_file_write_all(int fd, const void *buf, size_t n)

@@ -48,6 +48,16 @@ int mc_dio_new(unsigned depth, struct mc_dio **ret);
 void mc_dio_free(struct mc_dio *d);
 /* Runs every op; 0 if all succeeded, else the first op's failure. */
 int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n);
+/*
+ * The same for the ops of nobj objects, object i's being ops[first[i] ..
+ * first[i + 1]) (first[] increasing, first[nobj] the number of ops): fn(ctx,
+ * i) is called, on the calling thread, as soon as every op of object i has
+ * succeeded, while the batch's other ops are still in flight (so checking
+ * one object's bytes overlaps the reads of the rest).  Not called for an
+ * object with no op or a failed one.
+ */
+int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *first,
+		      size_t nobj, void (*fn)(void *ctx, size_t obj), void *ctx);
 
 /* Buffered I/O of the index files: every byte or MC_ERR_FILE_WRITE_FAIL /
  * MC_ERR_FILE_READ_FAIL (also for an early end of file). */
