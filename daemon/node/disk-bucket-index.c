@@ -62,11 +62,14 @@ int bk_meta_write(struct bk *s, struct bk_bucket *b)
 		r = MC_ERR_FILE_WRITE_FAIL;
 	else {
 		r = mc_file_write_all(fd, p, len);
-		close(fd);
 		if (r == 0 && renameat(s->dirfd, tmp, s->dirfd, name) < 0)
 			r = MC_ERR_FILE_WRITE_FAIL;
-		if (r < 0)
+		if (r < 0) {
+			close(fd);
 			(void)unlinkat(s->dirfd, tmp, 0);
+		} else {
+			mc_dirty_add(&s->dirty, fd);	/* mc_disk_sync() flushes it */
+		}
 	}
 	free(p);
 	pthread_mutex_unlock(&b->meta_lock);

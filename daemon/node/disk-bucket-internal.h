@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "node/disk-dirty.h"
 #include "node/disk.h"
 #include "util/map.h"
 
@@ -57,6 +58,7 @@ struct bk {
 	int dirfd;
 	uint64_t cap;
 	struct mc_dio *dio;
+	struct mc_dirty dirty;		/* files written since the last sync */
 	struct bk_shard *shards;
 	pthread_mutex_t space;
 	struct bk_link lru;		/* next: least recently used */

@@ -303,6 +303,8 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		r = mc_dio_run(s->dio, ops, n);
 	for (size_t i = 0; i < n; i++)
 		mc_rec_io_release(&x[i]);
+	if (!r)	/* mc_disk_sync() flushes the .bucket; b->fd stays for reads */
+		mc_dirty_add(&s->dirty, dup(b->fd));
 	b->nlive = b->n;
 	if (!r)
 		r = bk_meta_write(s, b);	/* the commit point */
@@ -529,6 +531,7 @@ static void bk_free(struct bk *s)
 		free(s->shards);
 	}
 	mc_dio_free(s->dio);
+	mc_dirty_release(&s->dirty);
 	if (s->dirfd >= 0)
 		close(s->dirfd);
 	pthread_mutex_destroy(&s->space);
@@ -555,7 +558,7 @@ static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	s->lru.next = s->lru.prev = &s->lru;
 	atomic_init(&s->next_id, 1);
 	pthread_mutex_init(&s->space, NULL);
-	if (!(s->dir = strdup(c->dir)) ||
+	if (mc_dirty_init(&s->dirty) < 0 || !(s->dir = strdup(c->dir)) ||
 	    !(s->shards = aligned_alloc(64, BK_SHARDS * sizeof(*s->shards)))) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
@@ -597,6 +600,14 @@ fail:
 	return r;
 }
 
+/* The .bucket and .meta files written since the last sync, and the
+ * directory (their renames, the removals of dead buckets). */
+static int bk_sync(struct mc_disk *d)
+{
+	struct bk *s = container_of(d, struct bk, base);
+	return mc_dirty_sync(&s->dirty, s->dio, &s->dirfd, 1);
+}
+
 const struct mc_disk_ops mc_disk_bucket_ops = {
 	.name = "bucket",
 	.open = bk_open,
@@ -606,4 +617,5 @@ const struct mc_disk_ops mc_disk_bucket_ops = {
 	.del = bk_del,
 	.foreach = bk_foreach,
 	.stats = bk_stats,
+	.sync = bk_sync,
 };

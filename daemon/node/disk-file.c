@@ -43,6 +43,7 @@
 
 #include "mooncake/common.h"
 #include "mooncake/error.h"
+#include "node/disk-dirty.h"
 #include "node/disk-io.h"
 #include "node/disk-record.h"
 #include "node/disk.h"
@@ -79,6 +80,7 @@ struct fs {
 	int objfd, tmpfd;		/* O_DIRECTORY fds of objects/ and tmp/ */
 	uint64_t cap;
 	struct mc_dio *dio;
+	struct mc_dirty dirty;		/* files written since the last sync */
 	struct fs_shard *shards;
 	pthread_mutex_t space;
 	struct fs_link fifo;
@@ -301,10 +303,12 @@ static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned k = first[i]; k < first[i + 1] && !p[i].status; k++)
 			p[i].status = ops[k].status;
-		if (fd[i] >= 0)
-			close(fd[i]);
 		if (!p[i].status)
 			p[i].status = commit(s, e[i], tmp[i]);
+		if (fd[i] >= 0 && !p[i].status)	/* mc_disk_sync() flushes it */
+			mc_dirty_add(&s->dirty, fd[i]);
+		else if (fd[i] >= 0)
+			close(fd[i]);
 		if (p[i].status) {
 			if (fd[i] >= 0)
 				(void)unlinkat(s->tmpfd, tmp[i], 0);
@@ -506,6 +510,7 @@ static void fs_free(struct fs *s)
 		free(s->shards);
 	}
 	mc_dio_free(s->dio);
+	mc_dirty_release(&s->dirty);
 	if (s->objfd >= 0)
 		close(s->objfd);
 	if (s->tmpfd >= 0)
@@ -701,7 +706,8 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 		r = mc_err_from_errno(errno);
 		goto fail;
 	}
-	if ((r = subdir(s, "objects", &s->objfd)) < 0 || (r = subdir(s, "tmp", &s->tmpfd)) < 0 ||
+	if ((r = mc_dirty_init(&s->dirty)) < 0 || (r = subdir(s, "objects", &s->objfd)) < 0 ||
+	    (r = subdir(s, "tmp", &s->tmpfd)) < 0 ||
 	    (r = mc_dio_new(c->queue_depth, &s->dio)) < 0 || (r = fs_scan(s)) < 0)
 		goto fail;
 	*ret = &s->base;
@@ -709,6 +715,14 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 fail:
 	fs_free(s);
 	return r;
+}
+
+/* The files put since the last sync, and objects/ (their renames, the
+ * unlinks of deletes and evictions). */
+static int fs_sync(struct mc_disk *d)
+{
+	struct fs *s = container_of(d, struct fs, base);
+	return mc_dirty_sync(&s->dirty, s->dio, &s->objfd, 1);
 }
 
 const struct mc_disk_ops mc_disk_file_ops = {
@@ -720,4 +734,5 @@ const struct mc_disk_ops mc_disk_file_ops = {
 	.del = fs_del,
 	.foreach = fs_foreach,
 	.stats = fs_stats,
+	.sync = fs_sync,
 };

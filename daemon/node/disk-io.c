@@ -169,7 +169,7 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 		ops[i].status = 0;
 		ops[i].err = 0;
 		ops[i].done = 0;
-		if (!ops[i].len)
+		if (!ops[i].len && !ops[i].datasync)
 			left--;
 	}
 	while (left) {
@@ -178,7 +178,7 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 			size_t i;
 			if (nredo)
 				i = redo[--nredo];
-			else if (!ops[next].len) {
+			else if (!ops[next].len && !ops[next].datasync) {
 				next++;
 				continue;
 			} else
@@ -190,7 +190,9 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 				break;
 			}
 			uint64_t want = MC_MIN(o->len - o->done, (uint64_t)SQE_MAX);
-			if (o->iovcnt && o->write)
+			if (o->datasync)
+				io_uring_prep_fsync(sqe, o->fd, o->fullsync ? 0 : IORING_FSYNC_DATASYNC);
+			else if (o->iovcnt && o->write)
 				io_uring_prep_writev(sqe, o->fd, o->iov, o->iovcnt, o->off + o->done);
 			else if (o->iovcnt)
 				io_uring_prep_readv(sqe, o->fd, o->iov, o->iovcnt, o->off + o->done);
@@ -208,7 +210,8 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY) {
 			/* the ring itself failed: fail what is not done */
 			for (size_t i = 0; i < n; i++)
-				if (ops[i].len && ops[i].done < ops[i].len && !ops[i].status)
+				if ((ops[i].datasync ? !ops[i].done : ops[i].done < ops[i].len) &&
+				    !ops[i].status)
 					op_fail(&ops[i], -e);
 			/* drain what is in flight before the ring is reused */
 			while (inflight) {
@@ -232,6 +235,12 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 			}
 			if (c->res < 0) {
 				op_fail(o, -c->res);
+				left--;
+				hook(h, c->user_data);
+				continue;
+			}
+			if (o->datasync) {	/* res 0: done */
+				o->done = 1;
 				left--;
 				hook(h, c->user_data);
 				continue;
@@ -311,7 +320,7 @@ int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *f
 		g.left[i] = first[i + 1] - first[i];
 	/* an op of length 0 is never submitted: final at once */
 	for (size_t i = 0; i < n; i++)
-		if (!ops[i].len) {
+		if (!ops[i].len && !ops[i].datasync) {
 			ops[i].status = 0;
 			group_op_done(&g, i);
 		}
@@ -319,6 +328,20 @@ int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *f
 	int r = run(d, ops, n, &h);
 	free(g.left);
 	return r;
+}
+
+int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull)
+{
+	struct mc_dio_op op[8], *ops = n <= 8 ? op : calloc(n, sizeof(*ops));
+	if (!ops)
+		return MC_ERR_NO_MEMORY;
+	for (size_t i = 0; i < n; i++)
+		ops[i] = (struct mc_dio_op){ .fd = fds[i], .write = true, .datasync = true,
+					     .fullsync = i + nfull >= n };
+	int r = run(d, ops, n, NULL);
+	if (ops != op)
+		free(ops);
+	return r < 0 ? MC_ERR_FILE_WRITE_FAIL : 0;
 }
 
 int mc_file_write_all(int fd, const void *buf, size_t n)

@@ -6,7 +6,10 @@
  * by byte as disk-bucket-meta.c specifies) still opens, reads back byte for
  * byte beside a new version 2 bucket, stays version 1 when one of its
  * objects is deleted (its .meta rewritten), and a corrupted value byte in
- * it is detected and dropped.
+ * it is detected and dropped.  Also the file and bucket backends' sync of
+ * their own files (disk-dirty.h): the fds of written files are held until
+ * mc_disk_sync() and closed by it, and never more than MC_DIRTY_MAX of them
+ * (past that the sync is a syncfs()).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 
 #include "mooncake/error.h"
 #include "node/disk-bucket.h"
+#include "node/disk-dirty.h"
 #include "node/disk-record.h"
 #include "node/disk.h"
 
@@ -170,6 +175,67 @@ static void test_bucket_v1(void **state)
 	mc_disk_close(d);
 }
 
+static unsigned open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* puts n objects, one put each: keys prefix-0.. */
+static void put_n(struct mc_disk *d, const char *prefix, unsigned n, const uint8_t *v)
+{
+	for (unsigned i = 0; i < n; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "%s-%u", prefix, i);
+		struct mc_disk_put p = { .key = key, .klen = (uint32_t)strlen(key), .val = v,
+					 .len = 4096 };
+		assert_int_equal(mc_disk_put(d, &p, 1), 0);
+	}
+}
+
+static void sync_fds(const char *backend)
+{
+	uint8_t *v = aligned_alloc(4096, 4096);
+	memset(v, 0x33, 4096);
+	unsigned n0 = open_fds();
+	struct mc_disk_config c = { .dir = dir, .size = 64ull << 20 };
+	struct mc_disk *d;
+	assert_int_equal(mc_disk_open(backend, &c, &d), 0);
+	unsigned n1 = open_fds();
+	/* a bucket keeps one fd per bucket for its reads, besides the sync's */
+	unsigned per_put = strcmp(backend, "bucket") == 0 ? 1 : 0;
+	put_n(d, "a", 10, v);
+	assert_true(open_fds() > n1 + 10 * per_put);	/* held for the sync */
+	assert_int_equal(mc_disk_sync(d), 0);
+	assert_int_equal(open_fds(), n1 + 10 * per_put);	/* closed by it */
+	put_n(d, "b", MC_DIRTY_MAX + 100, v);	/* nobody syncs: bounded */
+	assert_true(open_fds() <= n1 + (10 + MC_DIRTY_MAX + 100) * per_put + MC_DIRTY_MAX);
+	assert_int_equal(mc_disk_sync(d), 0);	/* a syncfs() */
+	assert_int_equal(open_fds(), n1 + (10 + MC_DIRTY_MAX + 100) * per_put);
+	put_n(d, "c", 3, v);
+	assert_int_equal(mc_disk_sync(d), 0);
+	mc_disk_close(d);
+	assert_int_equal(open_fds(), n0);
+	free(v);
+}
+
+static void test_sync_file(void **state)
+{
+	(void)state;
+	sync_fds("file");
+}
+
+static void test_sync_bucket(void **state)
+{
+	(void)state;
+	sync_fds("bucket");
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -189,6 +255,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_bucket_v1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sync_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sync_bucket, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
