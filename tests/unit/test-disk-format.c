@@ -9,7 +9,11 @@
  * it is detected and dropped.  Also the file and bucket backends' sync of
  * their own files (disk-dirty.h): the fds of written files are held until
  * mc_disk_sync() and closed by it, and never more than MC_DIRTY_MAX of them
- * (past that the sync is a syncfs()).
+ * (past that the sync is a syncfs()).  And the offset backend's index.log,
+ * preallocated with zeros and written in place, after a process died
+ * without closing: it is not grown by puts, its entries up to the zeros are
+ * replayed, a torn entry or a log truncated inside one ends it there, and a
+ * log without the zeros (as older nodes appended them) still reads.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,11 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mooncake/error.h"
 #include "node/disk-bucket.h"
 #include "node/disk-dirty.h"
+#include "node/disk-offset.h"
 #include "node/disk-record.h"
 #include "node/disk.h"
 
@@ -236,6 +243,116 @@ static void test_sync_bucket(void **state)
 	sync_fds("bucket");
 }
 
+/* In a child that dies without closing: puts each key (4 KiB) in its own put. */
+static void offset_child_puts(const char *const *keys, unsigned n)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct mc_disk_config c = { .dir = dir, .size = 64ull << 20 };
+		struct mc_disk *d;
+		uint8_t *v = aligned_alloc(4096, 4096);
+		if (!v || mc_disk_open("offset", &c, &d))
+			_exit(1);
+		for (unsigned i = 0; i < n; i++) {
+			memset(v, (int)i + 1, 4096);
+			struct mc_disk_put p = { .key = keys[i], .klen = (uint32_t)strlen(keys[i]),
+						 .val = v, .len = 4096 };
+			if (mc_disk_put(d, &p, 1))
+				_exit(2);
+		}
+		_exit(0);	/* no close: as if killed */
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The offset in index.log of key's entry (its fixed part, 31 bytes before the key). */
+static long log_entry_of(const char *key)
+{
+	static uint8_t log[OFS_LOG_CHUNK];
+	size_t n;
+	read_file("index.log", log, sizeof(log), &n);
+	assert_int_equal(n, OFS_LOG_CHUNK);	/* puts did not grow it */
+	uint8_t *hit = memmem(log, n, key, strlen(key));
+	assert_non_null(hit);
+	return (long)(hit - log) - 31;
+}
+
+static void log_flip(long at)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/index.log", dir);
+	int fd = open(path, O_RDWR);
+	uint8_t c;
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 0x5a;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+static void log_truncate(long len)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/index.log", dir);
+	assert_int_equal(truncate(path, len), 0);
+}
+
+static void expect(struct mc_disk *d, const char *key, int want)
+{
+	uint8_t *b = aligned_alloc(4096, 4096);
+	uint64_t len;
+	assert_int_equal(get1(d, key, b, 4096, &len), want);
+	if (!want)
+		assert_int_equal(len, 4096);
+	free(b);
+}
+
+static void test_offset_log_crash(void **state)
+{
+	(void)state;
+	struct mc_disk_config c = { .dir = dir, .size = 64ull << 20 };
+	struct mc_disk *d;
+	struct stat st;
+	char path[512];
+	static const char *k1[] = { "log-key-a", "log-key-b", "log-key-c" };
+	static const char *k2[] = { "log-key-d", "log-key-e" };
+	static const char *k3[] = { "log-key-f" };
+
+	/* a torn last entry (a byte of its key): a and b replayed, c not */
+	offset_child_puts(k1, 3);
+	long c_at = log_entry_of("log-key-c");
+	assert_true(c_at > log_entry_of("log-key-b"));
+	log_flip(c_at + 31 + 4);
+	assert_int_equal(mc_disk_open("offset", &c, &d), 0);
+	expect(d, "log-key-a", 0);
+	expect(d, "log-key-b", 0);
+	expect(d, "log-key-c", MC_ERR_OBJECT_NOT_FOUND);
+	mc_disk_close(d);
+
+	/* truncated inside d's entry: d and e lost, the rest kept */
+	offset_child_puts(k2, 2);
+	log_truncate(log_entry_of("log-key-d") + 20);
+	assert_int_equal(mc_disk_open("offset", &c, &d), 0);
+	expect(d, "log-key-a", 0);
+	expect(d, "log-key-d", MC_ERR_OBJECT_NOT_FOUND);
+	expect(d, "log-key-e", MC_ERR_OBJECT_NOT_FOUND);
+	snprintf(path, sizeof(path), "%s/index.log", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, OFS_LOG_CHUNK);	/* a fresh one */
+	mc_disk_close(d);
+
+	/* an appended log with no zeros after its last entry (older nodes) */
+	offset_child_puts(k3, 1);
+	log_truncate(log_entry_of("log-key-f") + 31 + 9 + 4);
+	assert_int_equal(mc_disk_open("offset", &c, &d), 0);
+	expect(d, "log-key-f", 0);
+	expect(d, "log-key-b", 0);
+	mc_disk_close(d);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -257,6 +374,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bucket_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_bucket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_offset_log_crash, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
