@@ -230,7 +230,7 @@ struct mc_place_req {
 					 * and tries again); else it is, when nothing else fits */
 	void *owner;
 	bool want_disk;                 /* the first replica on a segment whose node has a
-					 * disk tier (disk_tier YES, or UNKNOWN: not polled
+					 * disk tier (disk_tier YES; else UNKNOWN: not polled
 					 * yet) when one takes the block, else as usual (a
 					 * write-through put: its rep[0] makes the copy) */
 };

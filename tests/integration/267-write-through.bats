@@ -169,3 +169,21 @@ field_of() {
 	[ "$(disk_objects ld)" -eq 12 ]
 	for n in 1 6 12; do run -0 get_compare "t$n"; done
 }
+
+@test "write-through with one replica is placed on the node that has a disk tier" {
+	start_master --offload_watermark=1 --promote_after_reads=0
+	start_node nd --segment_size=16M
+	start_node ld --segment_size=16M --disk_size=128M
+	for i in $(seq 1 100); do
+		[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ]
+	# one replica: nothing to reorder, placement itself picks ld (about
+	# half would land on nd and fail without it)
+	for n in $(seq 1 12); do run -0 put_random "o$n" 64K --replicas 1 --write-through; done
+	[ "$(node_metric ld mooncake_node_disk_write_through_total)" -eq 12 ]
+	[ "$(node_metric ld mooncake_node_disk_write_through_failures_total)" -eq 0 ]
+	[ "$(disk_objects ld)" -eq 12 ]
+	for n in 1 6 12; do run -0 get_compare "o$n"; done
+}

@@ -584,7 +584,7 @@ static void test_write_through_picks_disk(void **state)
 }
 
 /* One replica: placement itself steers it to the node with a disk tier
- * (or not polled yet), never to the one without. */
+ * (else one not polled yet), never to the one without. */
 static void test_write_through_one_replica(void **state)
 {
 	struct fx *f = *state;
@@ -602,6 +602,14 @@ static void test_write_through_one_replica(void **state)
 		assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(2)));
 		assert_int_equal(rs.r[1].type, MC_REPLICA_LOCAL_DISK);
 		assert_true(mc_uuid_eq(rs.r[1].seg, seg_id(2)));
+	}
+	/* a node said to have a disk is taken before one not polled yet (a
+	 * node without a disk may never poll) */
+	assert_rc(mount_seg(f->m, client_id(3), 3, "n3", 1024 * KiB), 0);
+	for (int i = 0; i < 32; i++) {
+		snprintf(k, sizeof(k), "q%d", i);
+		assert_rc(put_wt(f->m, k, 1, &rs), 0);
+		assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(2)));
 	}
 	/* a put without write-through still goes anywhere */
 	int on1 = 0;
