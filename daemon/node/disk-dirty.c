@@ -30,10 +30,10 @@ void mc_dirty_release(struct mc_dirty *t)
 
 void mc_dirty_add(struct mc_dirty *t, int fd)
 {
-	if (fd < 0)
-		return;
 	pthread_mutex_lock(&t->lock);
-	if (t->n < MC_DIRTY_MAX) {
+	if (fd < 0) {	/* a failed dup: the file cannot be named, sync them all */
+		t->overflow = true;
+	} else if (t->n < MC_DIRTY_MAX) {
 		t->fds[t->n++] = fd;
 		fd = -1;
 	} else {

@@ -33,7 +33,8 @@ struct mc_dirty {
 int mc_dirty_init(struct mc_dirty *t);
 /* Closes the fds held. */
 void mc_dirty_release(struct mc_dirty *t);
-/* Takes fd (closed by the list); fd < 0 is ignored. */
+/* Takes fd (closed by the list); fd < 0 (a failed dup) makes the next
+ * sync a syncfs(). */
 void mc_dirty_add(struct mc_dirty *t, int fd);
 /* Flushes the files listed and the ndirs directories dirs: 0 or
  * MC_ERR_FILE_WRITE_FAIL. */
