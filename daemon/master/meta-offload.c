@@ -37,9 +37,12 @@
  * new object ON_DISK while it is PROCESSING (meta_write_through(); no other
  * PROCESSING object has it) and its descriptors gain a LOCAL_DISK one
  * after rep[0]'s, naming rep[0]'s segment with a DISK_WRITE grant
- * (master-rpc.c).  rep[0] is the first placed replica whose node reported
- * a disk tier in its polls (else one not polled yet; meta_write_through_order()),
- * so the put fails with NOT_SUPPORTED only when none of its nodes has one.  The writer fills its memory replicas, asks rep[0]'s
+ * (master-rpc.c).  Placement puts the first replica on a node that
+ * reported a disk tier in its polls, or was not polled yet, when one takes
+ * the block (mc_place_req.want_disk), whatever the replica count; rep[0]
+ * is then the first placed replica whose node reported a disk tier (else
+ * one not polled yet; meta_write_through_order()), so the put fails with
+ * NOT_SUPPORTED only when no node with a disk had room.  The writer fills its memory replicas, asks rep[0]'s
  * node to copy its block to the disk tier (the bytes do not travel again)
  * and ends the put only when that succeeded, else revokes it; so PutEnd
  * finds the object ON_DISK and logs it so, exactly as step 2 leaves an

@@ -122,7 +122,7 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	struct mc_place_req req = {
 		.size = a->size, .nrep = want, .preferred = a->cfg->preferred,
 		.npreferred = a->cfg->npreferred, .strategy = m->cfg.place_strategy,
-		.no_wait = a->no_wait, .owner = o,
+		.no_wait = a->no_wait, .owner = o, .want_disk = a->cfg->write_through,
 	};
 	r = want ? mc_segmgr_place_locked(&m->segs, &req, placed) : 0;
 	if (r < 0) {

@@ -497,6 +497,8 @@ struct place_state {
 	bool distinct_hosts;		/* this pass also keeps known hosts apart */
 	bool skip_busy;			/* this pass passes segments whose lock is taken */
 	bool busy;			/* ... and passed one */
+	uint8_t disk_only;		/* this pass takes only nodes whose disk_tier is
+					 * YES (2), or not NONE (1); 0: any */
 	uint32_t used_names[MC_MAX_REPLICAS];
 	const struct mc_segment *used[MC_MAX_REPLICAS];
 };
@@ -532,7 +534,9 @@ static bool try_name(struct mc_segmgr *m, struct place_state *st, uint32_t idx, 
 	uint32_t start = sn->nsegs > 1 ? (uint32_t)(mc_rand() % sn->nsegs) : 0;
 	for (uint32_t i = 0; i < sn->nsegs; i++) {
 		struct mc_segment *s = m->slots[sn->segs[(start + i) % sn->nsegs]];
-		if (node_used(st, s))
+		uint8_t dt = __atomic_load_n(&s->disk_tier, __ATOMIC_RELAXED);
+		if (node_used(st, s) || (st->disk_only == 2 && dt != MC_SEG_DISK_YES) ||
+		    (st->disk_only == 1 && dt == MC_SEG_DISK_NONE))
 			continue;
 		bool *busy = st->skip_busy && !wait ? &st->busy : NULL;
 		if (segment_alloc(m, s, st->req->size, st->req->owner, busy, &st->out[st->n]) == 0) {
@@ -606,6 +610,18 @@ int mc_segmgr_place_locked(struct mc_segmgr *m, const struct mc_place_req *req,
 
 	if (!want || !req->size)
 		return MC_ERR_INVALID_PARAMS;
+	/* The first replica on a node that said it has a disk, else on one
+	 * not polled yet (a node without a disk may never poll), if any takes it. */
+	for (uint8_t level = 2; req->want_disk && !st.n && level >= 1; level--) {
+		st.disk_only = level;
+		st.skip_busy = true;
+		place_pass(m, &st, 1);
+		st.skip_busy = false;
+		if (!st.n && st.busy && !req->no_wait)
+			place_pass(m, &st, 1);
+		st.busy = false;
+	}
+	st.disk_only = 0;
 	/* A segment whose lock is taken (the evictor picking a victim there,
 	 * say) is passed over first: a put waits for it only when no other
 	 * segment takes the block (and never with no_wait), so eviction stays

@@ -229,6 +229,10 @@ struct mc_place_req {
 					 * never waited for (the caller makes room elsewhere
 					 * and tries again); else it is, when nothing else fits */
 	void *owner;
+	bool want_disk;                 /* the first replica on a segment whose node has a
+					 * disk tier (disk_tier YES; else UNKNOWN: not polled
+					 * yet) when one takes the block, else as usual (a
+					 * write-through put: its rep[0] makes the copy) */
 };
 int mc_segmgr_place(struct mc_segmgr *m, const struct mc_place_req *req,
 		    struct mc_placed *ret);

@@ -52,7 +52,8 @@ int bk_meta_write(struct bk *s, struct bk_bucket *b)
 		pthread_mutex_unlock(&b->meta_lock);
 		return MC_ERR_NO_MEMORY;
 	}
-	struct mc_bk_meta m = { .id = b->id, .count = count, .dlen = b->size };
+	struct mc_bk_meta m = { .id = b->id, .count = count, .dlen = b->size,
+				.version = b->version };
 	mc_bk_meta_put_hdr(p, len, &m);
 	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".meta.tmp", b->id);
 	snprintf(name, sizeof(name), "%" PRIu64 ".meta", b->id);
@@ -61,11 +62,14 @@ int bk_meta_write(struct bk *s, struct bk_bucket *b)
 		r = MC_ERR_FILE_WRITE_FAIL;
 	else {
 		r = mc_file_write_all(fd, p, len);
-		close(fd);
 		if (r == 0 && renameat(s->dirfd, tmp, s->dirfd, name) < 0)
 			r = MC_ERR_FILE_WRITE_FAIL;
-		if (r < 0)
+		if (r < 0) {
+			close(fd);
 			(void)unlinkat(s->dirfd, tmp, 0);
+		} else {
+			mc_dirty_add(&s->dirty, fd);	/* mc_disk_sync() flushes it */
+		}
 	}
 	free(p);
 	pthread_mutex_unlock(&b->meta_lock);
@@ -127,6 +131,7 @@ static int load_bucket(struct bk *s, uint64_t id, struct bk_bucket **ret)
 			struct scan_ctx c = { .s = s, .b = b };
 			snprintf(name, sizeof(name), "%" PRIu64 ".bucket", id);
 			b->size = m.dlen;
+			b->version = m.version;
 			b->fd = openat(s->dirfd, name, O_RDONLY | O_DIRECT | O_CLOEXEC);
 			if (b->fd < 0 || fstat(b->fd, &st) < 0 || (uint64_t)st.st_size < m.dlen ||
 			    mc_bk_meta_decode(p, n, &m, scan_ent, &c) < 0) {

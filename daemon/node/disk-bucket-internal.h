@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "node/disk-dirty.h"
 #include "node/disk.h"
 #include "util/map.h"
 
@@ -41,6 +42,7 @@ struct bk_bucket {
 	atomic_uint refs;		/* 1 while it has live objects, + readers' */
 	uint32_t nlive;			/* space lock */
 	uint32_t n;
+	uint32_t version;		/* its record layout (disk-bucket-meta.c): 2, or 1 */
 	pthread_mutex_t meta_lock;
 	struct bk_entry **ents;
 };
@@ -56,6 +58,7 @@ struct bk {
 	int dirfd;
 	uint64_t cap;
 	struct mc_dio *dio;
+	struct mc_dirty dirty;		/* files written since the last sync */
 	struct bk_shard *shards;
 	pthread_mutex_t space;
 	struct bk_link lru;		/* next: least recently used */

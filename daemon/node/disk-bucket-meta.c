@@ -3,7 +3,8 @@
  * disk-bucket-meta.c - the bucket backend's <id>.meta file (disk-bucket.c
  * writes and reads it; see disk-bucket.h).  All integers little-endian:
  *
- *      0  8  magic  "MCBMETA1"
+ *      0  8  magic  "MCBMETA2" (version 2), or "MCBMETA1" (version 1: still
+ *            read, and rewritten as version 1 while its .bucket lives)
  *      8  8  id     the bucket's id (the file's name)
  *     16  8  count  entries
  *     24  8  dlen   bytes of <id>.bucket the entries cover
@@ -12,8 +13,16 @@
  *     40  -  count entries of { off u64, vlen u64, crc u32 (CRC32C of the
  *            key then the value), klen u16, key[klen] } (22 + klen bytes)
  *
- * Each entry's record in <id>.bucket is [key][value][zeros to the next
- * 4 KiB] at off (a multiple of 4096), inside dlen.
+ * Each entry's record in <id>.bucket is at off (a multiple of 4096), inside
+ * dlen:
+ *   version 2: a disk-record.h record, [24-byte header][key][zeros to the
+ *              next 4 KiB][value][zeros to the next 4 KiB], whose header's
+ *              seq is the bucket's id; the entry's crc is the record's
+ *              (CRC32C of header bytes 0..19, the key, the value).  The
+ *              value is 4 KiB-aligned in the file, so it moves between the
+ *              disk and an aligned buffer with no copy.
+ *   version 1: [key][value][zeros to the next 4 KiB]; crc is the CRC32C of
+ *              the key then the value.
  */
 #include <string.h>
 
@@ -55,7 +64,7 @@ uint8_t *mc_bk_meta_put_ent(uint8_t *q, const struct mc_bk_meta_ent *e)
 
 void mc_bk_meta_put_hdr(uint8_t *p, size_t n, const struct mc_bk_meta *m)
 {
-	memcpy(p, MC_BK_META_MAGIC, 8);
+	memcpy(p, m->version == 1 ? MC_BK_META_MAGIC_V1 : MC_BK_META_MAGIC, 8);
 	put_le(p + 8, m->id, 8);
 	put_le(p + 16, m->count, 8);
 	put_le(p + 24, m->dlen, 8);
@@ -66,12 +75,15 @@ void mc_bk_meta_put_hdr(uint8_t *p, size_t n, const struct mc_bk_meta *m)
 int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
 		      int (*fn)(const struct mc_bk_meta_ent *e, void *ctx), void *ctx)
 {
-	if (n < MC_BK_META_HDR || memcmp(p, MC_BK_META_MAGIC, 8) != 0 ||
-	    get_le(p + 36, 4) != crc(p, 36) ||
+	uint32_t version = n < MC_BK_META_HDR ? 0
+			   : memcmp(p, MC_BK_META_MAGIC, 8) == 0	 ? 2
+			   : memcmp(p, MC_BK_META_MAGIC_V1, 8) == 0 ? 1
+								    : 0;
+	if (!version || get_le(p + 36, 4) != crc(p, 36) ||
 	    get_le(p + 32, 4) != crc(p + MC_BK_META_HDR, n - MC_BK_META_HDR))
 		return MC_ERR_DESERIALIZE_FAIL;
 	struct mc_bk_meta m = { .id = get_le(p + 8, 8), .count = get_le(p + 16, 8),
-				.dlen = get_le(p + 24, 8) };
+				.dlen = get_le(p + 24, 8), .version = version };
 	if (m.count > (n - MC_BK_META_HDR) / ENT)
 		return MC_ERR_DESERIALIZE_FAIL;
 	/* everything is checked before the first call: a damaged file adds nothing */
@@ -85,7 +97,7 @@ int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
 						    .klen = (uint32_t)get_le(q + 20, 2), .key = q + ENT };
 			if (!e.klen || e.klen > MC_MAX_KEY_LEN || (size_t)(end - q) < ENT + e.klen ||
 			    (e.off & 4095u) || e.vlen > MC_REC_MAX_VLEN ||
-			    e.off > m.dlen || mc_bk_rec_len(e.klen, e.vlen) > m.dlen - e.off)
+			    e.off > m.dlen || mc_bk_rec_len(version, e.klen, e.vlen) > m.dlen - e.off)
 				return MC_ERR_DESERIALIZE_FAIL;
 			q += ENT + e.klen;
 			int r;

@@ -4,8 +4,14 @@
  * of files; eviction removes the least recently used bucket whole.
  *
  * Files in dir (all integers little-endian):
- *   <id>.bucket  the batch's objects, each at a 4 KiB-aligned offset:
- *                [key][value][zeros to the next 4 KiB]
+ *   <id>.bucket  the batch's objects, each at a 4 KiB-aligned offset, as
+ *                disk-record.h records ([24-byte header][key][zeros to
+ *                4 KiB][value][zeros to 4 KiB], seq = <id>), so a value
+ *                moves between the disk and an aligned buffer with no copy:
+ *                one writev per record, one read of the value per get.
+ *                Buckets of version 1 ([key][value][zeros to 4 KiB], from
+ *                older nodes; disk-bucket-meta.c) are still read, through
+ *                a bounce buffer.
  *   <id>.meta    its keys and offsets (format: disk-bucket-meta.c), written
  *                after the .bucket's bytes are on disk (as <id>.meta.tmp,
  *                then renamed: the commit point), and rewritten the same way
@@ -58,10 +64,6 @@ static uint32_t crc(const void *p, size_t n)
 	return mc_crc32c_final(mc_crc32c(MC_CRC_INIT, p, n));
 }
 
-static uint64_t rec_len(uint32_t klen, uint64_t vlen)
-{
-	return mc_bk_rec_len(klen, vlen);
-}
 
 struct bk_shard *bk_shard_of(struct bk *s, const void *key, uint32_t klen)
 {
@@ -94,6 +96,7 @@ struct bk_bucket *bk_bucket_new(uint64_t id, uint32_t n)
 	}
 	b->id = id;
 	b->fd = -1;
+	b->version = 2;
 	atomic_init(&b->refs, 1);
 	pthread_mutex_init(&b->meta_lock, NULL);
 	return b;
@@ -252,6 +255,7 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 {
 	struct bk *s = container_of(d, struct bk, base);
 	struct mc_dio_op *ops = calloc(n, sizeof(*ops));
+	struct mc_rec_io *x = calloc(n, sizeof(*x));
 	struct bk_bucket *b = NULL;
 	uint64_t total = 0;
 	int r = 0;
@@ -262,9 +266,10 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		    (!p[i].val && p[i].len))
 			r = MC_ERR_INVALID_PARAMS;
 		else
-			total += rec_len(p[i].klen, p[i].len);
+			total += mc_rec_len(p[i].klen, p[i].len);
 	}
-	if (!r && (!ops || !(b = bk_bucket_new(atomic_fetch_add(&s->next_id, 1), (uint32_t)n))))
+	if (!r && (!ops || !x ||
+		   !(b = bk_bucket_new(atomic_fetch_add(&s->next_id, 1), (uint32_t)n))))
 		r = MC_ERR_NO_MEMORY;
 	if (!r && (r = reserve(s, total)) < 0) {
 		bk_bucket_free(b);
@@ -279,30 +284,27 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		r = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
 	uint64_t off = 0;
 	for (size_t i = 0; i < n && !r; i++) {
-		uint64_t rl = rec_len(p[i].klen, p[i].len);
 		struct bk_entry *e = calloc(1, sizeof(*e) + p[i].klen);
-		uint8_t *buf = mc_dio_alloc_raw(rl);
-		if (!e || !buf) {
+		struct mc_rec_hdr h = { .klen = p[i].klen, .vlen = p[i].len, .seq = b->id };
+		unsigned k;
+		if (!e || (r = mc_rec_io_write(&x[i], b->fd, off, &h, p[i].key, p[i].val, &ops[i],
+					       &k)) < 0) {
 			free(e);
-			free(buf);
-			r = MC_ERR_NO_MEMORY;
+			r = r < 0 ? r : MC_ERR_NO_MEMORY;
 			break;
 		}
-		memcpy(buf, p[i].key, p[i].klen);
-		if (p[i].len)
-			memcpy(buf + p[i].klen, p[i].val, p[i].len);
-		memset(buf + p[i].klen + p[i].len, 0, rl - p[i].klen - p[i].len);	/* the pad */
 		*e = (struct bk_entry){ .b = b, .off = off, .vlen = p[i].len, .live = true,
-					.klen = p[i].klen, .crc = crc(buf, p[i].klen + p[i].len) };
+					.klen = p[i].klen, .crc = h.crc };
 		memcpy(e->key, p[i].key, p[i].klen);
 		b->ents[b->n++] = e;
-		ops[i] = (struct mc_dio_op){ .fd = b->fd, .write = true, .buf = buf, .len = rl, .off = off };
-		off += rl;
+		off += mc_rec_len(p[i].klen, p[i].len);
 	}
 	if (!r)
 		r = mc_dio_run(s->dio, ops, n);
 	for (size_t i = 0; i < n; i++)
-		free(ops[i].buf);
+		mc_rec_io_release(&x[i]);
+	if (!r)	/* mc_disk_sync() flushes the .bucket; b->fd stays for reads */
+		mc_dirty_add(&s->dirty, dup(b->fd));
 	b->nlive = b->n;
 	if (!r)
 		r = bk_meta_write(s, b);	/* the commit point */
@@ -323,6 +325,7 @@ out:
 		if (p[i].status)
 			r = p[i].status;
 	free(ops);
+	free(x);
 	return r;
 }
 
@@ -351,18 +354,51 @@ static void touch(struct bk *s, struct bk_bucket *b)
 	pthread_mutex_unlock(&s->space);
 }
 
+/* Checks the record of e just read (v1: in v1buf; v2: staged in x) and
+ * fills g: 0 or MC_ERR_CHECKSUM_MISMATCH. */
+static int get_end(struct bk_entry *e, struct mc_disk_get *g, struct mc_rec_io *x,
+		   const uint8_t *v1buf)
+{
+	if (e->b->version == 1) {
+		if (memcmp(v1buf, e->key, e->klen) != 0 || crc(v1buf, e->klen + e->vlen) != e->crc)
+			return MC_ERR_CHECKSUM_MISMATCH;
+		if (e->vlen)
+			memcpy(g->buf, v1buf + e->klen, e->vlen);
+		return 0;
+	}
+	struct mc_rec_hdr h = { .klen = e->klen, .vlen = e->vlen, .seq = e->b->id, .crc = e->crc };
+	return mc_rec_io_read_end(x, &h, e->key, g->buf);
+}
+
+struct get_batch {
+	struct mc_disk_get *g;
+	struct mc_rec_io *x;
+	struct bk_entry **e;
+	int *chk;	/* per object: its check's result, 1 before it ran */
+};
+
+/* Object i's reads are done: its copy and CRC check, while the rest read. */
+static void get_check(void *ctx, size_t i)
+{
+	struct get_batch *b = ctx;
+	b->chk[i] = get_end(b->e[i], &b->g[i], &b->x[i], b->x[i].bounce);
+}
+
 static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 {
 	struct bk *s = container_of(d, struct bk, base);
 	struct bk_entry **e = calloc(n, sizeof(*e));
-	struct mc_dio_op *ops = calloc(n, sizeof(*ops));
-	int ret = 0;
-	if (!e || !ops) {
-		free(e);
-		free(ops);
-		return MC_ERR_NO_MEMORY;
+	struct mc_dio_op *ops = calloc(2 * n, sizeof(*ops));
+	struct mc_rec_io *x = calloc(n, sizeof(*x));
+	unsigned *first = calloc(n + 1, sizeof(*first)), nops = 0;
+	int *chk = malloc(n * sizeof(*chk)), ret = 0;
+	if (!e || !ops || !x || !first || !chk) {
+		ret = MC_ERR_NO_MEMORY;
+		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
+		first[i] = nops;
+		chk[i] = 1;
 		g[i].status = 0;
 		atomic_fetch_add(&s->gets, 1);
 		if (!g[i].klen || g[i].klen > MC_MAX_KEY_LEN) {
@@ -378,41 +414,54 @@ static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			g[i].len = e[i]->vlen;
 			continue;
 		}
-		uint64_t rl = rec_len(e[i]->klen, e[i]->vlen);
-		ops[i] = (struct mc_dio_op){ .fd = e[i]->b->fd, .buf = mc_dio_alloc_raw(rl), .len = rl,
-					     .off = e[i]->off };
-		if (!ops[i].buf) {
-			ops[i].len = 0;
-			g[i].status = MC_ERR_NO_MEMORY;
+		const struct bk_bucket *b = e[i]->b;
+		unsigned k = 1;
+		if (b->version == 1) {	/* the whole record through a bounce buffer */
+			uint64_t rl = mc_bk_rec_len(1, e[i]->klen, e[i]->vlen);
+			x[i].bounce = mc_dio_alloc_raw(rl);
+			ops[nops] = (struct mc_dio_op){ .fd = b->fd, .buf = x[i].bounce, .len = rl,
+							.off = e[i]->off };
+			if (!x[i].bounce)
+				g[i].status = MC_ERR_NO_MEMORY;
+		} else {
+			g[i].status = mc_rec_io_read(&x[i], b->fd, e[i]->off,
+						     mc_rec_head_len(e[i]->klen), e[i]->vlen,
+						     g[i].buf, &ops[nops], &k);
 		}
+		if (!g[i].status)
+			nops += k;
 	}
-	mc_dio_run(s->dio, ops, n);
+	first[n] = nops;
+	struct get_batch gb = { .g = g, .x = x, .e = e, .chk = chk };
+	mc_dio_run_groups(s->dio, ops, first, n, get_check, &gb);
 	for (size_t i = 0; i < n; i++) {
-		if (!g[i].status && ops[i].len && ops[i].status)
-			g[i].status = ops[i].status;
+		for (unsigned k = first[i]; k < first[i + 1] && !g[i].status; k++)
+			g[i].status = ops[k].status;
 		if (!g[i].status && e[i]) {
-			const uint8_t *rec = ops[i].buf;
-			if (memcmp(rec, e[i]->key, e[i]->klen) != 0 ||
-			    crc(rec, e[i]->klen + e[i]->vlen) != e[i]->crc) {
-				g[i].status = MC_ERR_CHECKSUM_MISMATCH;
+			if (chk[i] == 1)	/* not checked yet (a value of 0 bytes) */
+				get_check(&gb, i);
+			g[i].status = chk[i];
+			if (g[i].status) {
 				if (entry_remove(s, e[i], true))
 					atomic_fetch_add(&s->corrupt, 1);
 			} else {
-				if (e[i]->vlen)
-					memcpy(g[i].buf, rec + e[i]->klen, e[i]->vlen);
 				g[i].len = e[i]->vlen;
 				atomic_fetch_add(&s->hits, 1);
 				touch(s, e[i]->b);
 			}
 		}
-		free(ops[i].buf);
+		mc_rec_io_release(&x[i]);
 		if (e[i])
 			bk_bucket_unref(e[i]->b);
 		if (g[i].status && !ret)
 			ret = g[i].status;
 	}
+out:
 	free(e);
 	free(ops);
+	free(x);
+	free(first);
+	free(chk);
 	return ret;
 }
 
@@ -482,6 +531,7 @@ static void bk_free(struct bk *s)
 		free(s->shards);
 	}
 	mc_dio_free(s->dio);
+	mc_dirty_release(&s->dirty);
 	if (s->dirfd >= 0)
 		close(s->dirfd);
 	pthread_mutex_destroy(&s->space);
@@ -508,7 +558,7 @@ static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	s->lru.next = s->lru.prev = &s->lru;
 	atomic_init(&s->next_id, 1);
 	pthread_mutex_init(&s->space, NULL);
-	if (!(s->dir = strdup(c->dir)) ||
+	if (mc_dirty_init(&s->dirty) < 0 || !(s->dir = strdup(c->dir)) ||
 	    !(s->shards = aligned_alloc(64, BK_SHARDS * sizeof(*s->shards)))) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
@@ -550,6 +600,14 @@ fail:
 	return r;
 }
 
+/* The .bucket and .meta files written since the last sync, and the
+ * directory (their renames, the removals of dead buckets). */
+static int bk_sync(struct mc_disk *d)
+{
+	struct bk *s = container_of(d, struct bk, base);
+	return mc_dirty_sync(&s->dirty, s->dio, &s->dirfd, 1);
+}
+
 const struct mc_disk_ops mc_disk_bucket_ops = {
 	.name = "bucket",
 	.open = bk_open,
@@ -559,4 +617,5 @@ const struct mc_disk_ops mc_disk_bucket_ops = {
 	.del = bk_del,
 	.foreach = bk_foreach,
 	.stats = bk_stats,
+	.sync = bk_sync,
 };

@@ -10,11 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MC_BK_META_MAGIC "MCBMETA1"
+#include "node/disk-record.h"
+
+#define MC_BK_META_MAGIC "MCBMETA2"	/* version 2, written by this code */
+#define MC_BK_META_MAGIC_V1 "MCBMETA1"	/* version 1, still read */
 #define MC_BK_META_HDR 40u
 
 struct mc_bk_meta {
 	uint64_t id, count, dlen;
+	uint32_t version;	/* 1 or 2: the .bucket's record layout */
 };
 
 struct mc_bk_meta_ent {
@@ -23,14 +27,16 @@ struct mc_bk_meta_ent {
 	const uint8_t *key;	/* into the decoded bytes */
 };
 
-/* Bytes a record takes in the .bucket: key + value, padded to 4 KiB. */
-static inline uint64_t mc_bk_rec_len(uint32_t klen, uint64_t vlen)
+/* Bytes a record takes in the .bucket: version 1 [key][value] padded to
+ * 4 KiB; version 2 a disk-record.h record (mc_rec_len()). */
+static inline uint64_t mc_bk_rec_len(uint32_t version, uint32_t klen, uint64_t vlen)
 {
-	return (klen + vlen + 4095u) & ~4095ull;
+	return version == 1 ? (klen + vlen + 4095u) & ~4095ull : mc_rec_len(klen, vlen);
 }
 
 /* Encoding: entries from p + MC_BK_META_HDR on (each put_ent returns where
- * the next goes; 22 + klen bytes each), then the header over p[0..n). */
+ * the next goes; 22 + klen bytes each), then the header over p[0..n)
+ * (m->version chooses the magic). */
 uint8_t *mc_bk_meta_put_ent(uint8_t *q, const struct mc_bk_meta_ent *e);
 void mc_bk_meta_put_hdr(uint8_t *p, size_t n, const struct mc_bk_meta *m);
 

@@ -43,6 +43,7 @@
 
 #include "mooncake/common.h"
 #include "mooncake/error.h"
+#include "node/disk-dirty.h"
 #include "node/disk-io.h"
 #include "node/disk-record.h"
 #include "node/disk.h"
@@ -79,6 +80,7 @@ struct fs {
 	int objfd, tmpfd;		/* O_DIRECTORY fds of objects/ and tmp/ */
 	uint64_t cap;
 	struct mc_dio *dio;
+	struct mc_dirty dirty;		/* files written since the last sync */
 	struct fs_shard *shards;
 	pthread_mutex_t space;
 	struct fs_link fifo;
@@ -301,10 +303,12 @@ static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned k = first[i]; k < first[i + 1] && !p[i].status; k++)
 			p[i].status = ops[k].status;
-		if (fd[i] >= 0)
-			close(fd[i]);
 		if (!p[i].status)
 			p[i].status = commit(s, e[i], tmp[i]);
+		if (fd[i] >= 0 && !p[i].status)	/* mc_disk_sync() flushes it */
+			mc_dirty_add(&s->dirty, fd[i]);
+		else if (fd[i] >= 0)
+			close(fd[i]);
 		if (p[i].status) {
 			if (fd[i] >= 0)
 				(void)unlinkat(s->tmpfd, tmp[i], 0);
@@ -330,6 +334,21 @@ out:
 	return ret;
 }
 
+struct get_batch {
+	struct mc_disk_get *g;
+	struct mc_rec_io *x;
+	struct mc_rec_hdr *h;
+	struct fs_entry **e;
+	int *chk;	/* per object: its check's result, 1 before it ran */
+};
+
+/* Object i's reads are done: its copy and CRC check, while the rest read. */
+static void get_check(void *ctx, size_t i)
+{
+	struct get_batch *b = ctx;
+	b->chk[i] = mc_rec_io_read_end(&b->x[i], &b->h[i], b->e[i]->key, b->g[i].buf);
+}
+
 static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 {
 	struct fs *s = container_of(d, struct fs, base);
@@ -338,8 +357,8 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 	struct mc_rec_io *x = calloc(n, sizeof(*x));
 	struct mc_dio_op *ops = calloc(2 * n, sizeof(*ops));
 	unsigned *first = calloc(n + 1, sizeof(*first));
-	int *fd = malloc(n * sizeof(*fd)), ret = 0;
-	if (!e || !h || !x || !ops || !first || !fd) {
+	int *fd = malloc(n * sizeof(*fd)), *chk = malloc(n * sizeof(*chk)), ret = 0;
+	if (!e || !h || !x || !ops || !first || !fd || !chk) {
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
@@ -347,6 +366,7 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		unsigned k = 0;
 		uint64_t v;
+		chk[i] = 1;
 		fd[i] = -1;
 		first[i] = nops;
 		g[i].status = 0;
@@ -384,12 +404,15 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		nops += k;
 	}
 	first[n] = nops;
-	mc_dio_run(s->dio, ops, nops);
+	struct get_batch gb = { .g = g, .x = x, .h = h, .e = e, .chk = chk };
+	mc_dio_run_groups(s->dio, ops, first, n, get_check, &gb);
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned k = first[i]; k < first[i + 1] && !g[i].status; k++)
 			g[i].status = ops[k].status;
 		if (!g[i].status) {
-			g[i].status = mc_rec_io_read_end(&x[i], &h[i], e[i]->key, g[i].buf);
+			if (chk[i] == 1)	/* not checked yet (a value of 0 bytes) */
+				get_check(&gb, i);
+			g[i].status = chk[i];
 			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && entry_drop(s, e[i]))
 				atomic_fetch_add(&s->corrupt, 1);
 			if (!g[i].status) {
@@ -412,6 +435,7 @@ out:
 	free(ops);
 	free(first);
 	free(fd);
+	free(chk);
 	return ret;
 }
 
@@ -486,6 +510,7 @@ static void fs_free(struct fs *s)
 		free(s->shards);
 	}
 	mc_dio_free(s->dio);
+	mc_dirty_release(&s->dirty);
 	if (s->objfd >= 0)
 		close(s->objfd);
 	if (s->tmpfd >= 0)
@@ -681,7 +706,8 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 		r = mc_err_from_errno(errno);
 		goto fail;
 	}
-	if ((r = subdir(s, "objects", &s->objfd)) < 0 || (r = subdir(s, "tmp", &s->tmpfd)) < 0 ||
+	if ((r = mc_dirty_init(&s->dirty)) < 0 || (r = subdir(s, "objects", &s->objfd)) < 0 ||
+	    (r = subdir(s, "tmp", &s->tmpfd)) < 0 ||
 	    (r = mc_dio_new(c->queue_depth, &s->dio)) < 0 || (r = fs_scan(s)) < 0)
 		goto fail;
 	*ret = &s->base;
@@ -689,6 +715,14 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 fail:
 	fs_free(s);
 	return r;
+}
+
+/* The files put since the last sync, and objects/ (their renames, the
+ * unlinks of deletes and evictions). */
+static int fs_sync(struct mc_disk *d)
+{
+	struct fs *s = container_of(d, struct fs, base);
+	return mc_dirty_sync(&s->dirty, s->dio, &s->objfd, 1);
 }
 
 const struct mc_disk_ops mc_disk_file_ops = {
@@ -700,4 +734,5 @@ const struct mc_disk_ops mc_disk_file_ops = {
 	.del = fs_del,
 	.foreach = fs_foreach,
 	.stats = fs_stats,
+	.sync = fs_sync,
 };

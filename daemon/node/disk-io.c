@@ -142,7 +142,19 @@ static void op_fail(struct mc_dio_op *o, int e)
 		o->status = o->write ? MC_ERR_FILE_WRITE_FAIL : MC_ERR_FILE_READ_FAIL;
 }
 
-int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
+/* Called once per op, when it is final (done or failed). */
+struct op_hook {
+	void (*fn)(void *ctx, size_t op);
+	void *ctx;
+};
+
+static void hook(const struct op_hook *h, size_t i)
+{
+	if (h)
+		h->fn(h->ctx, i);
+}
+
+static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct op_hook *h)
 {
 	struct ring *r = ring_take(d);
 	size_t next = 0, left = n;	/* next: first op never submitted */
@@ -157,7 +169,7 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 		ops[i].status = 0;
 		ops[i].err = 0;
 		ops[i].done = 0;
-		if (!ops[i].len)
+		if (!ops[i].len && !ops[i].datasync)
 			left--;
 	}
 	while (left) {
@@ -166,7 +178,7 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 			size_t i;
 			if (nredo)
 				i = redo[--nredo];
-			else if (!ops[next].len) {
+			else if (!ops[next].len && !ops[next].datasync) {
 				next++;
 				continue;
 			} else
@@ -178,7 +190,9 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 				break;
 			}
 			uint64_t want = MC_MIN(o->len - o->done, (uint64_t)SQE_MAX);
-			if (o->iovcnt && o->write)
+			if (o->datasync)
+				io_uring_prep_fsync(sqe, o->fd, o->fullsync ? 0 : IORING_FSYNC_DATASYNC);
+			else if (o->iovcnt && o->write)
 				io_uring_prep_writev(sqe, o->fd, o->iov, o->iovcnt, o->off + o->done);
 			else if (o->iovcnt)
 				io_uring_prep_readv(sqe, o->fd, o->iov, o->iovcnt, o->off + o->done);
@@ -196,7 +210,8 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY) {
 			/* the ring itself failed: fail what is not done */
 			for (size_t i = 0; i < n; i++)
-				if (ops[i].len && ops[i].done < ops[i].len && !ops[i].status)
+				if ((ops[i].datasync ? !ops[i].done : ops[i].done < ops[i].len) &&
+				    !ops[i].status)
 					op_fail(&ops[i], -e);
 			/* drain what is in flight before the ring is reused */
 			while (inflight) {
@@ -221,21 +236,31 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 			if (c->res < 0) {
 				op_fail(o, -c->res);
 				left--;
+				hook(h, c->user_data);
+				continue;
+			}
+			if (o->datasync) {	/* res 0: done */
+				o->done = 1;
+				left--;
+				hook(h, c->user_data);
 				continue;
 			}
 			if (c->res == 0) {	/* end of file before len */
 				op_fail(o, o->write ? EIO : ENODATA);
 				o->status = o->write ? MC_ERR_FILE_WRITE_FAIL : MC_ERR_FILE_READ_FAIL;
 				left--;
+				hook(h, c->user_data);
 				continue;
 			}
 			o->done += (uint64_t)c->res;
 			if (o->iovcnt)
 				iov_advance(o, (uint64_t)c->res);
-			if (o->done < o->len)
+			if (o->done < o->len) {
 				redo[nredo++] = c->user_data;
-			else
+			} else {
 				left--;
+				hook(h, c->user_data);
+			}
 		}
 		io_uring_cq_advance(&r->ring, seen);
 		(void)queued;
@@ -246,6 +271,77 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 		if (ops[i].status)
 			return ops[i].status;
 	return 0;
+}
+
+int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
+{
+	return run(d, ops, n, NULL);
+}
+
+struct groups {
+	const struct mc_dio_op *ops;
+	const unsigned *first;
+	size_t nobj;
+	unsigned *left;		/* per object: ops not final yet */
+	void (*fn)(void *ctx, size_t obj);
+	void *ctx;
+};
+
+static void group_op_done(void *ctx, size_t op)
+{
+	struct groups *g = ctx;
+	/* the object whose range holds op: first[lo] <= op < first[lo + 1] */
+	size_t lo = 0, hi = g->nobj;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (g->first[mid] <= op)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (--g->left[lo])
+		return;
+	for (unsigned k = g->first[lo]; k < g->first[lo + 1]; k++)
+		if (g->ops[k].status)
+			return;
+	g->fn(g->ctx, lo);
+}
+
+int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *first,
+		      size_t nobj, void (*fn)(void *ctx, size_t obj), void *ctx)
+{
+	size_t n = nobj ? first[nobj] : 0;
+	struct groups g = { .ops = ops, .first = first, .nobj = nobj, .fn = fn, .ctx = ctx };
+	if (!n)
+		return 0;
+	if (!(g.left = malloc(nobj * sizeof(*g.left))))
+		return run(d, ops, n, NULL);	/* fn not called: the caller checks after */
+	for (size_t i = 0; i < nobj; i++)
+		g.left[i] = first[i + 1] - first[i];
+	/* an op of length 0 is never submitted: final at once */
+	for (size_t i = 0; i < n; i++)
+		if (!ops[i].len && !ops[i].datasync) {
+			ops[i].status = 0;
+			group_op_done(&g, i);
+		}
+	struct op_hook h = { group_op_done, &g };
+	int r = run(d, ops, n, &h);
+	free(g.left);
+	return r;
+}
+
+int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull)
+{
+	struct mc_dio_op op[8], *ops = n <= 8 ? op : calloc(n, sizeof(*ops));
+	if (!ops)
+		return MC_ERR_NO_MEMORY;
+	for (size_t i = 0; i < n; i++)
+		ops[i] = (struct mc_dio_op){ .fd = fds[i], .write = true, .datasync = true,
+					     .fullsync = i + nfull >= n };
+	int r = run(d, ops, n, NULL);
+	if (ops != op)
+		free(ops);
+	return r < 0 ? MC_ERR_FILE_WRITE_FAIL : 0;
 }
 
 int mc_file_write_all(int fd, const void *buf, size_t n)

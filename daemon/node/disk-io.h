@@ -28,6 +28,11 @@ struct iovec;
 struct mc_dio_op {
 	int fd;
 	bool write;
+	/* Instead of a transfer: fdatasync(fd) (IORING_OP_FSYNC with
+	 * IORING_FSYNC_DATASYNC), or fsync(fd) if also fullsync (a directory);
+	 * buf, len, off and iov are ignored.  Several in one batch run at once
+	 * (the data file's and the log's, say). */
+	bool datasync, fullsync;
 	void *buf;
 	uint64_t len;
 	uint64_t off;
@@ -48,6 +53,19 @@ int mc_dio_new(unsigned depth, struct mc_dio **ret);
 void mc_dio_free(struct mc_dio *d);
 /* Runs every op; 0 if all succeeded, else the first op's failure. */
 int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n);
+/*
+ * The same for the ops of nobj objects, object i's being ops[first[i] ..
+ * first[i + 1]) (first[] increasing, first[nobj] the number of ops): fn(ctx,
+ * i) is called, on the calling thread, as soon as every op of object i has
+ * succeeded, while the batch's other ops are still in flight (so checking
+ * one object's bytes overlaps the reads of the rest).  Not called for an
+ * object with no op or a failed one.
+ */
+int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *first,
+		      size_t nobj, void (*fn)(void *ctx, size_t obj), void *ctx);
+/* fdatasync of n files, the last nfull of them fsync (directories),
+ * submitted together: 0, or MC_ERR_FILE_WRITE_FAIL. */
+int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull);
 
 /* Buffered I/O of the index files: every byte or MC_ERR_FILE_WRITE_FAIL /
  * MC_ERR_FILE_READ_FAIL (also for an early end of file). */

@@ -4,8 +4,14 @@
  * every entry plus a log of the puts and deletes since, and the rebuild at
  * open.  All integers little-endian.
  *
- * index.log, one entry per put or delete, appended (write(2)) before the put
- * is acknowledged or the deleted record's bytes are reused:
+ * index.log, one entry per put or delete, written (pwrite(2), one per put
+ * batch) before the put is acknowledged or the deleted record's bytes are
+ * reused.  The file is created as OFS_LOG_CHUNK bytes of zeros, written and
+ * fdatasync'd (as index.log.new, then renamed), and the entries are written
+ * in place from offset 0 on, one after the other; when they reach its end it
+ * is grown by another chunk of zeros first.  So an fdatasync of the log
+ * flushes its pages without changing its size or allocating blocks (no
+ * journal commit for the log).  Entries:
  *   0   1  op      1 PUT, 2 DEL
  *   1   2  klen    1..4096
  *   3   8  seq     the record's seq (a DEL names the record it removes)
@@ -14,7 +20,11 @@
  *  27   4  crc     the record's CRC32C
  *  31   k  key
  *  31+k 4  CRC32C of bytes 0 .. 31+k-1
- * A torn or damaged entry ends the log (what follows it is ignored).
+ * A torn or damaged entry ends the log (what follows it is ignored), and
+ * so do the zeros after the last one (op 0).  A log is only written in the
+ * life of the process that created it (open starts a new one), so nothing
+ * written before a crash can follow the end of the entries a replay finds.
+ * Logs of older nodes (appended, no zeros) read the same way.
  *
  * index.snap, written to index.snap.tmp, fsync'd and renamed:
  *   0   8  magic   "MCOSNAP1"
@@ -106,12 +116,62 @@ static size_t log_encode(uint8_t op, const struct ofs_entry *e, uint8_t *b)
 	return LOG_FIXED + e->klen + 4;
 }
 
+/* Writes len zeros at off (buffered). */
+static int write_zeros(int fd, uint64_t off, uint64_t len)
+{
+	static const uint8_t z[65536];
+	while (len) {
+		size_t k = len < sizeof(z) ? (size_t)len : sizeof(z);
+		ssize_t w = pwrite(fd, z, k, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return MC_ERR_FILE_WRITE_FAIL;
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
+	}
+	return 0;
+}
+
+/* A new log: index.log.new, OFS_LOG_CHUNK zeros on disk; its fd or < 0. */
+static int log_fresh(struct ofs *s, int *ret)
+{
+	char path[4096];
+	path_of(s, "index.log.new", path, sizeof(path));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return mc_err_from_errno(errno);
+	if (write_zeros(fd, 0, OFS_LOG_CHUNK) < 0 || fdatasync(fd) < 0) {
+		close(fd);
+		unlink(path);
+		return MC_ERR_FILE_WRITE_FAIL;
+	}
+	*ret = fd;
+	return 0;
+}
+
 static int log_write(struct ofs *s, const uint8_t *b, size_t len, size_t n)
 {
+	int r = 0;
 	pthread_mutex_lock(&s->log_lock);
-	int r = mc_file_write_all(s->log_fd, b, len);
-	if (r == 0)
+	if (s->log_off + len > s->log_cap) {	/* grow by zeros first */
+		uint64_t more = MC_ALIGN_UP(s->log_off + len - s->log_cap, (uint64_t)OFS_LOG_CHUNK);
+		if ((r = write_zeros(s->log_fd, s->log_cap, more)) == 0)
+			s->log_cap += more;
+	}
+	for (size_t done = 0; r == 0 && done < len;) {
+		ssize_t w = pwrite(s->log_fd, b + done, len - done, (off_t)(s->log_off + done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			r = MC_ERR_FILE_WRITE_FAIL;
+		else
+			done += (size_t)w;
+	}
+	if (r == 0) {
+		s->log_off += len;
 		atomic_fetch_add(&s->log_n, n);
+	}
 	pthread_mutex_unlock(&s->log_lock);
 	return r;
 }
@@ -234,37 +294,70 @@ static int buf_grow(struct buf *b, size_t more)
 	return 0;
 }
 
+static void sync_dir(const struct ofs *s)
+{
+	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0)
+		(void)fsync(dfd);
+}
+
+/* Makes fd (index.log.new, fresh) the log s writes from now on. */
+static void log_install(struct ofs *s, int fd)
+{
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+	s->log_fd = fd;
+	s->log_off = 0;
+	s->log_cap = OFS_LOG_CHUNK;
+	atomic_store(&s->log_n, 0);
+}
+
+static int snap_write(struct ofs *s);
+
 int ofs_snapshot(struct ofs *s)
 {
-	char cur[4096], old[4096], tmp[4096], snap[4096];
-	struct buf b = { 0 };
-	uint64_t count = 0;
-	int r;
+	char cur[4096], old[4096], new[4096];
+	int fd, r;
 	path_of(s, "index.log", cur, sizeof(cur));
 	path_of(s, "index.log.old", old, sizeof(old));
-	path_of(s, "index.snap.tmp", tmp, sizeof(tmp));
-	path_of(s, "index.snap", snap, sizeof(snap));
+	path_of(s, "index.log.new", new, sizeof(new));
 
 	/* Rotate the log, unless a failed snapshot left index.log.old. */
+	if ((r = log_fresh(s, &fd)) < 0)
+		return r;	/* the log keeps growing */
 	pthread_mutex_lock(&s->log_lock);
 	if (access(old, F_OK) < 0 && s->log_fd >= 0 && rename(cur, old) == 0) {
-		int fd = open(cur, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-		if (fd >= 0) {
+		if (rename(new, cur) == 0) {
 			/* mc_disk_sync() syncs the new log only: the old one's
-			 * appends and both names are made durable here */
+			 * entries and both names are made durable here */
 			(void)fdatasync(s->log_fd);
-			_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (dfd >= 0)
-				(void)fsync(dfd);
-			close(s->log_fd);
-			s->log_fd = fd;
-			atomic_store(&s->log_n, 0);
+			sync_dir(s);
+			log_install(s, fd);
+			fd = -1;
 		} else {
-			(void)rename(old, cur);	/* keep appending where we were */
+			(void)rename(old, cur);	/* keep writing where we were */
 		}
 	}
 	pthread_mutex_unlock(&s->log_lock);
+	if (fd >= 0) {
+		close(fd);
+		unlink(new);
+	}
+	if ((r = snap_write(s)) < 0)
+		return r;
+	unlink(old);
+	return 0;
+}
 
+/* Writes index.snap from the maps (tmp, fsync, rename, fsync of dir). */
+static int snap_write(struct ofs *s)
+{
+	char tmp[4096], snap[4096];
+	struct buf b = { 0 };
+	uint64_t count = 0;
+	int r;
+	path_of(s, "index.snap.tmp", tmp, sizeof(tmp));
+	path_of(s, "index.snap", snap, sizeof(snap));
 	if ((r = buf_grow(&b, SNAP_HDR)) < 0)
 		return r;
 	b.n = SNAP_HDR;
@@ -317,10 +410,7 @@ int ofs_snapshot(struct ofs *s)
 		unlink(tmp);
 		return r;
 	}
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0)
-		(void)fsync(dfd);
-	unlink(old);
+	sync_dir(s);
 	return 0;
 }
 
@@ -493,6 +583,8 @@ int ofs_index_load(struct ofs *s)
 	size_t n;
 	uint64_t seq = 0;
 	int r;
+	path_of(s, "index.log.new", path, sizeof(path));
+	unlink(path);	/* a rotation that did not finish */
 	path_of(s, "index.snap", path, sizeof(path));
 	if ((r = slurp(path, &p, &n)) < 0)
 		return r;
@@ -545,10 +637,22 @@ int ofs_index_load(struct ofs *s)
 	atomic_store(&s->objects, live);
 	free(v);
 
-	path_of(s, "index.log", path, sizeof(path));
-	s->log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (s->log_fd < 0)
-		return mc_err_from_errno(errno);
-	/* A fresh snapshot: the logs are folded in, the dropped entries gone. */
-	return ofs_snapshot(s);
+	/* A fresh snapshot (the logs are folded in, the dropped entries gone)
+	 * and a fresh log in place of both old ones: never written on after a
+	 * restart (see the top). */
+	int fd;
+	char cur[4096], new[4096];
+	path_of(s, "index.log", cur, sizeof(cur));
+	path_of(s, "index.log.new", new, sizeof(new));
+	if ((r = log_fresh(s, &fd)) < 0)
+		return r;
+	log_install(s, fd);
+	if ((r = snap_write(s)) < 0 || rename(new, cur) < 0) {
+		unlink(new);
+		return r < 0 ? r : mc_err_from_errno(errno);
+	}
+	path_of(s, "index.log.old", path, sizeof(path));
+	unlink(path);
+	sync_dir(s);
+	return 0;
 }

@@ -400,17 +400,20 @@ static void ofs_stats(struct mc_disk *d, struct mc_disk_stats *r)
 }
 
 /* The data file's O_DIRECT writes (the device's cache) and the log's
- * appends (rotated logs are synced by the rotation, ofs_snapshot()). */
+ * appends (rotated logs are synced by the rotation, ofs_snapshot()): both
+ * fdatasyncs submitted together through io_uring. */
 static int ofs_sync(struct mc_disk *d)
 {
 	struct ofs *s = container_of(d, struct ofs, base);
 	pthread_mutex_lock(&s->log_lock);
 	int lfd = s->log_fd >= 0 ? dup(s->log_fd) : -1;	/* a rotation may close it */
 	pthread_mutex_unlock(&s->log_lock);
-	bool ok = lfd >= 0 && fdatasync(s->fd) == 0 && fdatasync(lfd) == 0;
-	if (lfd >= 0)
-		close(lfd);
-	return ok ? 0 : MC_ERR_FILE_WRITE_FAIL;
+	if (lfd < 0)
+		return MC_ERR_FILE_WRITE_FAIL;
+	int fds[2] = { s->fd, lfd };
+	int r = mc_dio_sync(s->dio, fds, 2, 0);	/* both at once */
+	close(lfd);
+	return r;
 }
 
 static void ofs_free(struct ofs *s)

@@ -19,6 +19,9 @@
 #define OFS_SHARDS 1024u
 /* A snapshot is written when the log holds this many entries (default). */
 #define OFS_LOG_COMPACT 65536u
+/* The log is created, and grown, by this many bytes of zeros (then written
+ * in place: its fdatasync does not change its size). */
+#define OFS_LOG_CHUNK (4u << 20)
 
 struct ofs_link {
 	struct ofs_link *prev, *next;	/* NULL: not in the list */
@@ -54,8 +57,9 @@ struct ofs {
 	struct ofs_link fifo;		/* sentinel: next = oldest */
 	uint64_t used;
 
-	pthread_mutex_t log_lock;	/* a leaf: log_fd, log_n */
+	pthread_mutex_t log_lock;	/* a leaf: log_fd, log_off, log_cap, log_n */
 	int log_fd;
+	uint64_t log_off, log_cap;	/* the log's next entry; its length (zeros past off) */
 	atomic_uint_fast64_t log_n;
 	uint64_t log_compact;		/* snapshot when log_n reaches it */
 	pthread_mutex_t snap_lock;	/* one snapshot at a time */

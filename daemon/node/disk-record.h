@@ -68,8 +68,6 @@ void mc_rec_encode(const struct mc_rec_hdr *h, uint8_t out[MC_REC_HDR]);
  */
 int mc_rec_decode(const uint8_t *p, size_t n, struct mc_rec_hdr *ret, const uint8_t **ret_key);
 
-#endif
-
 /*
  * Staging of one record's transfer for O_DIRECT: the head block and the
  * value's last partial block go through small aligned buffers; the value's
@@ -97,3 +95,5 @@ int mc_rec_io_read(struct mc_rec_io *x, int fd, uint64_t off, uint64_t hlen, uin
 int mc_rec_io_read_end(struct mc_rec_io *x, const struct mc_rec_hdr *h, const void *key,
 		       void *buf);
 void mc_rec_io_release(struct mc_rec_io *x);
+
+#endif

@@ -6,7 +6,9 @@
 # offload round), the object's eviction from memory writes nothing more,
 # it survives the node's memory (kill -9, shm files gone, the node away
 # past client_ttl_ms), a put whose copy cannot be made fails and leaves
-# nothing, and the node copies only what the put's grants cover.  The masters here never offload in the background
+# nothing, and the node copies only what the put's grants cover, and
+# the copy goes to a node with a disk tier with one replica or two.  The
+# masters here never offload in the background
 # (offload_watermark=1), so every disk write counted is a write-through.
 bats_require_minimum_version 1.5.0
 
@@ -23,6 +25,20 @@ teardown() {
 
 # disk_objects NAME: how many objects the node's disk tier holds.
 disk_objects() { node_metric "$1" mooncake_node_disk_objects; }
+
+# A master and two nodes: nd without a disk tier, ld with one, which the
+# master knows from ld's polls (PING then NODE_POLL each tick, one thread:
+# a second PING follows the first poll); nd never polls.
+nodes_nd_ld() {
+	start_master --offload_watermark=1 --promote_after_reads=0
+	start_node nd --segment_size=16M
+	start_node ld --segment_size=16M --disk_size=128M
+	for i in $(seq 1 100); do
+		[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ]
+}
 
 @test "a write-through put is on the node's disk when acknowledged; its eviction writes nothing more" {
 	start_master --offload_watermark=1 --promote_after_reads=0 --lease_ttl_ms=500
@@ -152,20 +168,22 @@ field_of() {
 }
 
 @test "write-through with two replicas copies on the node that has a disk tier" {
-	start_master --offload_watermark=1 --promote_after_reads=0
-	start_node nd --segment_size=16M
-	start_node ld --segment_size=16M --disk_size=128M
-	# ld's polls tell the master it has a disk (PING then NODE_POLL each tick,
-	# one thread: a second PING follows the first poll); nd never polls
-	for i in $(seq 1 100); do
-		[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ] && break
-		sleep 0.1
-	done
-	[ "$(node_metric ld mooncake_node_heartbeats_total)" -ge 2 ]
+	nodes_nd_ld
 	# the placement order is random: without the pick about half would fail
 	for n in $(seq 1 12); do run -0 put_random "t$n" 64K --replicas 2 --write-through; done
 	[ "$(node_metric ld mooncake_node_disk_write_through_total)" -eq 12 ]
 	[ "$(node_metric ld mooncake_node_disk_write_through_failures_total)" -eq 0 ]
 	[ "$(disk_objects ld)" -eq 12 ]
 	for n in 1 6 12; do run -0 get_compare "t$n"; done
+}
+
+@test "write-through with one replica is placed on the node that has a disk tier" {
+	nodes_nd_ld
+	# one replica: nothing to reorder, placement itself picks ld (about
+	# half would land on nd and fail without it)
+	for n in $(seq 1 12); do run -0 put_random "o$n" 64K --replicas 1 --write-through; done
+	[ "$(node_metric ld mooncake_node_disk_write_through_total)" -eq 12 ]
+	[ "$(node_metric ld mooncake_node_disk_write_through_failures_total)" -eq 0 ]
+	[ "$(disk_objects ld)" -eq 12 ]
+	for n in 1 6 12; do run -0 get_compare "o$n"; done
 }

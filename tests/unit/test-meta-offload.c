@@ -583,6 +583,45 @@ static void test_write_through_picks_disk(void **state)
 	}
 }
 
+/* One replica: placement itself steers it to the node with a disk tier
+ * (else one not polled yet), never to the one without. */
+static void test_write_through_one_replica(void **state)
+{
+	struct fx *f = *state;
+	struct rep_sink rs;
+	char k[16];
+	assert_rc(mount_seg(f->m, C1, 1, "n1", 1024 * KiB), 0);
+	assert_rc(mount_seg(f->m, C2, 2, "n2", 1024 * KiB), 0);
+	mc_meta_node_disk(f->m, C1, false);
+	for (int i = 0; i < 32; i++) {   /* C2 not polled yet, then with a disk */
+		if (i == 16)
+			mc_meta_node_disk(f->m, C2, true);
+		snprintf(k, sizeof(k), "o%d", i);
+		assert_rc(put_wt(f->m, k, 1, &rs), 0);
+		assert_int_equal(rs.n, 2);
+		assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(2)));
+		assert_int_equal(rs.r[1].type, MC_REPLICA_LOCAL_DISK);
+		assert_true(mc_uuid_eq(rs.r[1].seg, seg_id(2)));
+	}
+	/* a node said to have a disk is taken before one not polled yet (a
+	 * node without a disk may never poll) */
+	assert_rc(mount_seg(f->m, client_id(3), 3, "n3", 1024 * KiB), 0);
+	for (int i = 0; i < 32; i++) {
+		snprintf(k, sizeof(k), "q%d", i);
+		assert_rc(put_wt(f->m, k, 1, &rs), 0);
+		assert_true(mc_uuid_eq(rs.r[0].seg, seg_id(2)));
+	}
+	/* a put without write-through still goes anywhere */
+	int on1 = 0;
+	for (int i = 0; i < 64; i++) {
+		snprintf(k, sizeof(k), "m%d", i);
+		assert_rc(put(f->m, C1, DFLT, k, K4, 1), 0);
+		assert_int_equal(type_of(f->m, k, &rs), MC_REPLICA_MEMORY);
+		on1 += mc_uuid_eq(rs.r[0].seg, seg_id(1));
+	}
+	assert_true(on1 > 0);
+}
+
 /* A node's report of its disk: known copies, adopted ones (the master lost
  * its state), stale ones (removed, replaced, never confirmed). */
 static void test_disk_report(void **state)
@@ -729,6 +768,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disk_report, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_write_through, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_write_through_picks_disk, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_write_through_one_replica, setup_off, teardown),
 		cmocka_unit_test_setup_teardown(test_stress, setup_off, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
