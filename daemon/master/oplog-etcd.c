@@ -631,4 +631,5 @@ const struct mc_oplog_ops oploge_ops = {
 	.waiter_arrives = elog_waiter_arrives,
 	.failed = elog_failed,
 	.resume = oploge_resume,
+	.resumable = oploge_resumable,
 };
