@@ -213,7 +213,7 @@ teardown() {
 	verify_load
 }
 
-@test "oplog=etcd: etcd down: mutations refused, /health 503 naming etcd, then RPC and REST NOT_LEADER; etcd back: the same leader serves again" {
+@test "oplog=etcd: etcd down: mutations refused, /health 503 naming etcd, then RPC and REST NOT_LEADER, no resume snapshot forked meanwhile; etcd back: the same leader serves again" {
 	start_etcd
 	start_ha a
 	wait_leader a
@@ -247,8 +247,16 @@ teardown() {
 	[ "${lines[-1]}" = 503 ]
 	[[ "$output" == *NOT_LEADER*"not sure it still leads"*etcd* ]]
 	health a | jq -e '.role == "leader" and (.reason | contains("etcd"))'
+	# no resume snapshot (a forked writer) while etcd is down: said once
+	for i in $(seq 1 50); do
+		grep -q 'no resume snapshot until' "$MC_DIR/master-a.log" && break
+		sleep 0.1
+	done
+	[ "$(grep -c 'no resume snapshot until' "$MC_DIR/master-a.log")" -eq 1 ]
 	start_etcd
 	wait_put_ok a
+	grep -q 'oplog resumed after snapshot' "$MC_DIR/master-a.log"
+	[ "$(grep -c 'no resume snapshot until' "$MC_DIR/master-a.log")" -eq 1 ]
 	[ "$(health a | jq -r .status)" = ok ]
 	kill -0 "${HA_PID[a]}"
 	get_compare k1
