@@ -10,7 +10,8 @@
  * (mc_oplog_tail_*) polling while 8 threads append; compaction waits for
  * the slowest standby's published position, within standby_lag; batches
  * after a gap (committed out of order, never acknowledged): a reader stops
- * at the gap, a new leader deletes them. */
+ * at the gap, a new leader deletes them.  MC_TEST_ETCD_PIPELINE sets the
+ * transactions in flight (default: the library's, 3). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,6 +126,7 @@ static struct mc_oplog *open_log(struct fixture *f, bool (*cancelled)(void *))
 	struct mc_oplog_etcd_config c = {
 		.endpoints = f->url, .cluster_id = f->cluster, .lease_ttl_s = 2,
 		.leader_value = "unit", .sync = true, .deposed = on_deposed, .cancelled = cancelled,
+		.pipeline = (unsigned)atoi(getenv("MC_TEST_ETCD_PIPELINE") ?: "0"),
 	};
 	struct mc_oplog *l = NULL;
 	char err[256];
