@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/http-server.h"
+#include "rpc/rpc-conn.h"
 #include "rpc/rpc-server.h"
 #include "master/master-http.h"
 #include "master/master-rpc.h"
@@ -45,9 +46,12 @@ static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
 		return MC_ERR_NO_MEMORY;
 	pthread_mutex_lock(&s->mu);
 	memcpy(l, s->leader_rpc, sizeof(s->leader_rpc));
+	bool ok = s->ok;
 	pthread_mutex_unlock(&s->mu);
-	/* a standby names a leader even before it knows one ("?": ask again) */
-	p->leader = mc_bytes_str(l[0] ? l : "?");
+	/* a standby names a leader even before it knows one ("?": ask again);
+	 * cut off from etcd, it says so ("?etcd", not the last leader it knew:
+	 * callers can tell that no master may be elected, rpc-conn.h) */
+	p->leader = mc_bytes_str(!ok ? MC_HELLO_NO_ETCD : l[0] ? l : "?");
 	return 0;
 }
 

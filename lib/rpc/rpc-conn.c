@@ -264,7 +264,14 @@ static unsigned list_index(const char *addrs, const char *one)
 int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
 			  unsigned *cur, struct mc_rpc_conn **ret)
 {
+	return mc_rpc_conn_open_list_why(addrs, timeout_ms, cred, cur, ret, NULL);
+}
+
+int mc_rpc_conn_open_list_why(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
+			      unsigned *cur, struct mc_rpc_conn **ret, bool *no_leader_can)
+{
 	unsigned n = 1, start = __atomic_load_n(cur, __ATOMIC_RELAXED);
+	unsigned cut_off = 0, unsure = 0;	/* answers "?etcd", "?" */
 	int r = MC_ERR_INVALID_PARAMS;
 	for (const char *p = addrs; *p; p++)
 		n += *p == ',';
@@ -284,7 +291,11 @@ int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc
 			__atomic_store_n(cur, i, __ATOMIC_RELAXED);
 			return 0;
 		}
-		if (r == MC_ERR_NOT_LEADER && leader[0] && strcmp(leader, one)) {
+		if (r == MC_ERR_NOT_LEADER && !strcmp(leader, MC_HELLO_NO_ETCD))
+			cut_off++;
+		else if (r == MC_ERR_NOT_LEADER && !strcmp(leader, "?"))
+			unsure++;
+		if (r == MC_ERR_NOT_LEADER && leader[0] && leader[0] != '?' && strcmp(leader, one)) {
 			int r2 = open_one(leader, timeout_ms, cred, ret, NULL, 0);
 			if (r2 == 0) {	/* next time from the leader's index, if listed */
 				unsigned j = list_index(addrs, leader);
@@ -296,6 +307,9 @@ int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc
 		if (r == MC_ERR_AUTH_FAILED || r == MC_ERR_NO_MEMORY)
 			return r;
 	}
+	/* (a second unsure leader cannot be: a standby from before "?etcd") */
+	if (no_leader_can)
+		*no_leader_can = cut_off && unsure <= 1 && cut_off + unsure == n;
 	return r;
 }
 
