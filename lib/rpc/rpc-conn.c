@@ -291,14 +291,20 @@ int mc_rpc_conn_open_list_why(const char *addrs, int timeout_ms, const struct mc
 			__atomic_store_n(cur, i, __ATOMIC_RELAXED);
 			return 0;
 		}
-		if (r == MC_ERR_NOT_LEADER && !strcmp(leader, MC_HELLO_NO_ETCD))
+		/* "?etcd" may name the last leader the standby knew: tried too */
+		const char *to = leader;
+		size_t ne = strlen(MC_HELLO_NO_ETCD);
+		if (r == MC_ERR_NOT_LEADER && !strncmp(leader, MC_HELLO_NO_ETCD, ne) &&
+		    (!leader[ne] || leader[ne] == ' ')) {
 			cut_off++;
-		else if (r == MC_ERR_NOT_LEADER && !strcmp(leader, "?"))
+			to = leader[ne] ? leader + ne + 1 : "";
+		} else if (r == MC_ERR_NOT_LEADER && !strcmp(leader, "?")) {
 			unsure++;
-		if (r == MC_ERR_NOT_LEADER && leader[0] && leader[0] != '?' && strcmp(leader, one)) {
-			int r2 = open_one(leader, timeout_ms, cred, ret, NULL, 0);
+		}
+		if (r == MC_ERR_NOT_LEADER && to[0] && to[0] != '?' && strcmp(to, one)) {
+			int r2 = open_one(to, timeout_ms, cred, ret, NULL, 0);
 			if (r2 == 0) {	/* next time from the leader's index, if listed */
-				unsigned j = list_index(addrs, leader);
+				unsigned j = list_index(addrs, to);
 				if (j < n)
 					__atomic_store_n(cur, j, __ATOMIC_RELAXED);
 				return 0;

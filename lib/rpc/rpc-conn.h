@@ -56,7 +56,8 @@ int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc
 /* The same; when none answered as the leader, *no_leader_can (may be NULL)
  * tells whether that is known to last: every master of the list answered
  * HELLO, none named a leader, at least one said it cannot reach etcd
- * ("?etcd", proto.def) and the others "?" (a leader unsure of its lease:
+ * ("?etcd", proto.def; the last leader it names is tried, as a named
+ * leader, and did not answer as one) and the others "?" (a leader unsure of its lease:
  * cut off from etcd too, or it would know).  No master can be elected or
  * renew its lease until etcd answers one of them again: callers need not
  * wait for a failover.  A refused connection, a named leader, or a

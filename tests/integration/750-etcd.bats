@@ -280,11 +280,11 @@ teardown() {
 	_mc_reap "$ETCD_PID"
 	for i in $(seq 1 100); do
 		grep -q 'no lease renewal for a whole TTL' "$MC_DIR/master-a.log" &&
-			"$RPC" "127.0.0.1:${HA_RPC[b]}" hello 2>/dev/null | grep -q 'leader=?etcd' && break
+			"$RPC" "127.0.0.1:${HA_RPC[b]}" hello 2>/dev/null | grep -q "leader=?etcd 127.0.0.1:${HA_RPC[a]}" && break
 		sleep 0.1
 	done
 	"$RPC" "127.0.0.1:${HA_RPC[a]}" hello | grep -q 'leader=?$'
-	"$RPC" "127.0.0.1:${HA_RPC[b]}" hello | grep -q 'leader=?etcd'
+	"$RPC" "127.0.0.1:${HA_RPC[b]}" hello | grep -q "leader=?etcd 127.0.0.1:${HA_RPC[a]}"
 	# both answer, none can lead until etcd is back: no failover to wait for
 	local t0 ms
 	t0=$(date +%s%N)
