@@ -128,8 +128,10 @@ for mode in $modes; do
 		awk -v b="$(($(metric mooncake_master_oplog_batches_total) - b0))" -v m="${mode}_c$c" \
 		    -v e="$((ce1 - ce0))" -v k="$((cm1 - cm0))" -v local="$([ "$mode" = local ] && echo 1)" \
 			'BEGIN { if (b > 0) {
-				if (!local) printf "etcd %s_etcd_cpu_ms_per_batch %.3f ms\n", m, e / b
-				printf "etcd %s_master_cpu_ms_per_batch %.3f ms\n", m, k / b } }'
+				if (!local) printf "etcd %s_etcd_cpu_ms_per_batch %.3f ms (%d ms in %d)\n",
+					m, e / b, e, b
+				printf "etcd %s_master_cpu_ms_per_batch %.3f ms (%d ms in %d)\n", m, k / b,
+					k, b } }'
 	done
 	recs=$(metric mooncake_master_oplog_records_total)
 	bats=$(metric mooncake_master_oplog_batches_total)
