@@ -44,7 +44,8 @@
 
 #define WRITER_POLL_MAX_MS 50	/* a take looks at its writer child after 1, 2, 4... ms */
 #define WRITER_STUCK_MS 20000	/* default writer_stuck_ms */
-#define RESUME_BACKOFF_MAX_S 16	/* failed resume snapshots: tries at most that far apart */
+#define RESUME_BACKOFF_MAX_S 4	/* failed resume snapshots: tries at most that far apart
+				 * (space back in the state_dir: resumed within it) */
 
 struct mc_snapshots {
 	struct mc_meta *meta;
@@ -528,7 +529,7 @@ int mc_snapshot_take_json(void *ctx, json_t **ret_object)
  * snapshot has resumed it.  Between them, every second, a resume snapshot
  * is written only if the log could take it (mc_oplog_resumable: the etcd
  * log waits for etcd first, said once), and after a failed one the next
- * try waits 1, 2, 4... up to RESUME_BACKOFF_MAX_S seconds (said once): a
+ * try waits 1, 2, then RESUME_BACKOFF_MAX_S seconds (said once): a
  * failed log no longer forks a writer child every second. */
 struct oplog_watch {
 	bool failed;		/* said so */
@@ -572,7 +573,7 @@ static void watch_oplog(struct mc_snapshots *s, struct oplog_watch *w)
 	w->next_ms = mc_now_ms() + 1000u * w->backoff_s;
 	if (w->backoff_s > 1 && !w->backing_off) {
 		slog(s->log, LOG_ERR, "oplog: a resume snapshot failed (%s); the next tries wait "
-		     "2, 4... up to %u s", mc_strerror(r), RESUME_BACKOFF_MAX_S);
+		     "2, then %u s", mc_strerror(r), RESUME_BACKOFF_MAX_S);
 		w->backing_off = true;
 	}
 }
