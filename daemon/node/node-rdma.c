@@ -283,6 +283,15 @@ static void on_connect_request(struct mc_node_transport *t, struct rdma_cm_event
 		return;
 	}
 	__atomic_add_fetch(&t->accepted, 1, __ATOMIC_RELAXED);
+	const char *tr = getenv("MC_TEST_RDMA_TRACE");
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	if (tr && *tr && strcmp(tr, "0") &&	/* the bench compares these with perftest's */
+	    ibv_query_qp(id->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_TIMEOUT | IBV_QP_PATH_MTU, &ia) == 0)
+		say(t, MC_LOG_NOTICE, "rdma: QP %u accepted: max_dest_rd_atomic %u max_rd_atomic %u "
+		    "timeout %u path_mtu %d", id->qp->qp_num, a.max_dest_rd_atomic,
+		    a.max_rd_atomic, a.timeout, 128 << a.path_mtu);
 }
 
 static void *cm_thread(void *arg)

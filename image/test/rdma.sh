@@ -12,7 +12,9 @@
 # the VMs' run disk, so an image built from an older tree still tests this
 # one.  What each VM does: image/test/rdma/run.  Consoles and results in
 # OUT.  --bench also runs the benchmark (out/bench.txt of vm2), its parts
-# chosen by RDMA_BENCH_PARTS, FAIR_ROUNDS, FAIR_DEPTH (image/test/rdma/bench).
+# chosen by RDMA_BENCH_PARTS, FAIR_ROUNDS, FAIR_DEPTH, FAIR_VARIANTS
+# (image/test/rdma/bench); RDMA_BENCH_ONLY=1 skips the test steps (a
+# measurement only: not a test).
 #
 # Exit 0 passed, 1 failed, 77 skipped: no image and none can be built
 # (not root, no network), or qemu missing.
@@ -42,7 +44,7 @@ if [ "$bench" = 1 ]; then
 	cp "$cb" "$stage/bin/"
 	cp "$here/rdma/bench" "$stage/bench"
 	# which parts and how (image/test/rdma/bench)
-	for v in RDMA_BENCH_PARTS FAIR_ROUNDS FAIR_DEPTH; do
+	for v in RDMA_BENCH_PARTS FAIR_ROUNDS FAIR_DEPTH FAIR_VARIANTS RDMA_BENCH_ONLY; do
 		[ -n "${!v:-}" ] && echo "$v=${!v}"
 	done >"$stage/bench.env"
 fi

@@ -4,7 +4,9 @@
  * work requests per QP (client-rdma.h mc_rdma_transfer_items): the batch
  * gets of client-batch.c read the objects whose keys a lane already holds
  * (a window of a lease that still runs, util/rdma-keys.h, or a
- * whole-segment key) this way, with no request to the node at all.
+ * whole-segment key) this way, with no request to the node at all; the
+ * keys of those it does not hold yet are asked per node in one
+ * DATA_RDMA_INFO_BATCH first (ask_keys, as for a batch put's writes).
  *
  * Per node and lane (each holds the keys bound on its own QPs), locked in
  * turn, connected already (else nothing is done there).  Each item of at most MC_RDMA_BATCH_MAX bytes whose keys the lane
@@ -167,7 +169,7 @@ static void lane_items(struct mc_client *c, struct mc_node *n, struct rdma_lane 
 			y->lbuf = x->buf;
 			y->lkey = mr->lkey;
 		} else {
-			if (staged + x->len > STAGE_BYTES)
+			if (staged + x->len > STAGE_BYTES || mc_rdma_lane_stage(r, p) < 0)
 				continue;
 			y->lbuf = (char *)p->stage + staged;
 			y->lkey = p->stage_mr->lkey;
@@ -244,6 +246,106 @@ void mc_rdma_transfer_items(struct mc_client *c, struct mc_rdma_item *it, size_t
 	}
 }
 
+/* One node's ranges of a batch, asked together. */
+struct key_group {
+	struct mc_node *node;
+	struct mc_target *t[MC_PROTO_RDMA_MAX_RANGES];
+	uint64_t len[MC_PROTO_RDMA_MAX_RANGES];
+	unsigned n;
+};
+
+/* The group's ranges that lane p (locked, connected) does not hold yet,
+ * asked in one DATA_RDMA_INFO_BATCH. */
+static void lane_ask(struct mc_client *c, struct rdma_lane *p, const struct key_group *g,
+		     bool write)
+{
+	struct key_group want = { .node = g->node };
+	for (unsigned i = 0; i < g->n; i++)
+		if (!mc_rdma_find_region(p, g->t[i]->seg) &&
+		    !mc_rdma_keys_find(&p->keys, g->t[i]->seg, g->t[i]->offset, g->len[i], write,
+				       mc_now_ms())) {
+			want.t[want.n] = g->t[i];
+			want.len[want.n++] = g->len[i];
+		}
+	if (want.n > 0)
+		(void)mc_rdma_lane_keys_batch(c, p, want.t, want.len, want.n, write);
+}
+
+/* The group's keys on a free lane of its node: a connected one if any,
+ * else one connected here by asking for the first range's keys alone (the
+ * way a transfer does: mc_rdma_lane_keys); nothing when every lane is busy
+ * or the node's RDMA setup failed lately. */
+static void group_keys(struct mc_client *c, struct key_group *g, bool write)
+{
+	struct mc_rdma *r = c->rdma;
+	struct rdma_lane *idle = NULL, *p;
+	if (mc_rdma_lane_of(r, g->t[0], g->len[0], write, &p) < 0)
+		return;
+	/* mc_rdma_lane_of prefers a lane holding the first range's keys; any
+	 * connected free lane does */
+	if (!p->connected) {
+		struct mc_rdma_peer *np = __atomic_load_n(&g->node->rdma, __ATOMIC_ACQUIRE);
+		for (unsigned l = 0; np && l < r->lanes; l++) {
+			struct rdma_lane *q = &np->lane[l];
+			if (q == p || pthread_mutex_trylock(&q->mu) != 0)
+				continue;
+			if (q->connected) {
+				idle = p;
+				p = q;
+				break;
+			}
+			pthread_mutex_unlock(&q->mu);
+		}
+	}
+	if (idle)
+		pthread_mutex_unlock(&idle->mu);
+	if (!p->connected && mc_now_ms() >= p->retry_at_ms) {
+		struct rdma_region reg;
+		if (mc_rdma_lane_keys(c, r, g->t[0], g->len[0], write, p, &reg) == 0 && !reg.scoped &&
+		    !mc_rdma_find_region(p, reg.seg)) {
+			if (p->nreg == MAX_REGIONS)
+				p->nreg = 0;
+			p->reg[p->nreg++] = reg;
+		}
+	}
+	if (p->connected)
+		lane_ask(c, p, g, write);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* The keys of the n one-slice ranges t[i] (len[i] bytes), per node in one
+ * request of at most MC_PROTO_RDMA_MAX_RANGES ranges (what a node keeps per
+ * QP; the rest, and a node with one range, ask on their own). */
+static void ask_keys(struct mc_client *c, struct mc_target *t, const uint64_t *len, size_t n,
+		     bool write)
+{
+	struct mc_rdma *r = c->rdma;
+	struct key_group *g = calloc(MC_MAX_REPLICAS * 2, sizeof(*g));
+	unsigned ng = 0;
+	if (!g)
+		return;
+	for (size_t j = 0; j < n; j++) {
+		unsigned i = 0;
+		while (i < ng && g[i].node != t[j].node)
+			i++;
+		if (i == ng) {
+			if (ng == MC_MAX_REPLICAS * 2)
+				continue;	/* more nodes than that: the rest ask alone */
+			g[ng++].node = t[j].node;
+		}
+		if (g[i].n == MC_PROTO_RDMA_MAX_RANGES)
+			continue;
+		g[i].t[g[i].n] = &t[j];
+		g[i].len[g[i].n++] = len[j];
+	}
+	/* the device list is read only when RDMA would carry something, as
+	 * by mc_rdma_transfer; one object: its transfer asks as well */
+	for (unsigned i = 0; i < ng; i++)
+		if (g[i].n > 1 && mc_rdma_ready(r))
+			group_keys(c, &g[i], write);
+	free(g);
+}
+
 /* The replica an item's read would take first (co-located ones first, then
  * the master's order, nodes that failed lately last: mc_read_object) when
  * it is a node's memory over RDMA, into t; false otherwise. */
@@ -274,7 +376,8 @@ uint64_t mc_rdma_batch_get(struct mc_client *c, const struct mc_msg_batch_replic
 	struct mc_target *t = calloc(n ? n : 1, sizeof(*t));
 	struct mc_rdma_item *it = calloc(n ? n : 1, sizeof(*it));
 	uint32_t *at = calloc(n ? n : 1, sizeof(*at)), m = 0;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, *olen = NULL;
+	struct mc_target *one = NULL;
 	if (!t || !it || !at || !mc_rdma_enabled(c->rdma))
 		goto out;
 	for (uint32_t j = 0; j < n; j++) {
@@ -284,6 +387,18 @@ uint64_t mc_rdma_batch_get(struct mc_client *c, const struct mc_msg_batch_replic
 			continue;
 		it[m] = (struct mc_rdma_item){ .t = &t[m], .buf = bufs[idx[j]], .len = x->size };
 		at[m++] = j;
+	}
+	/* the READ keys of the one-slice items not held yet, per node in one
+	 * request: a first read of the batch then goes in the chain too */
+	if (m > 1 && c->rdma->batch_keys && (one = calloc(m, sizeof(*one))) &&
+	    (olen = calloc(m, sizeof(*olen)))) {
+		size_t no = 0;
+		for (uint32_t k = 0; k < m; k++)
+			if (mc_rdma_plan(it[k].len, c->rdma->slice, c->rdma->nqps, 0, NULL, 0) == 1) {
+				one[no] = t[k];
+				olen[no++] = it[k].len;
+			}
+		ask_keys(c, one, olen, no, false);
 	}
 	mc_rdma_transfer_items(c, it, m, false);
 	uint64_t now = mc_now_ms();
@@ -304,73 +419,9 @@ out:
 	free(t);
 	free(it);
 	free(at);
+	free(one);
+	free(olen);
 	return bytes;
-}
-
-/* One node's ranges of a batch put, asked together. */
-struct key_group {
-	struct mc_node *node;
-	struct mc_target *t[MC_PROTO_RDMA_MAX_RANGES];
-	uint64_t len[MC_PROTO_RDMA_MAX_RANGES];
-	unsigned n;
-};
-
-/* The group's ranges that lane p (locked, connected) does not hold yet,
- * asked in one DATA_RDMA_INFO_BATCH. */
-static void lane_ask(struct mc_client *c, struct rdma_lane *p, const struct key_group *g)
-{
-	struct key_group want = { .node = g->node };
-	for (unsigned i = 0; i < g->n; i++)
-		if (!mc_rdma_find_region(p, g->t[i]->seg) &&
-		    !mc_rdma_keys_find(&p->keys, g->t[i]->seg, g->t[i]->offset, g->len[i], true,
-				       mc_now_ms())) {
-			want.t[want.n] = g->t[i];
-			want.len[want.n++] = g->len[i];
-		}
-	if (want.n > 0)
-		(void)mc_rdma_lane_keys_batch(c, p, want.t, want.len, want.n, true);
-}
-
-/* The group's keys on a free lane of its node: a connected one if any,
- * else one connected here by asking for the first range's keys alone (the
- * way a transfer does: mc_rdma_lane_keys); nothing when every lane is busy
- * or the node's RDMA setup failed lately. */
-static void group_keys(struct mc_client *c, struct key_group *g)
-{
-	struct mc_rdma *r = c->rdma;
-	struct rdma_lane *idle = NULL, *p;
-	if (mc_rdma_lane_of(r, g->t[0], g->len[0], true, &p) < 0)
-		return;
-	/* mc_rdma_lane_of prefers a lane holding the first range's keys; any
-	 * connected free lane does */
-	if (!p->connected) {
-		struct mc_rdma_peer *np = __atomic_load_n(&g->node->rdma, __ATOMIC_ACQUIRE);
-		for (unsigned l = 0; np && l < r->lanes; l++) {
-			struct rdma_lane *q = &np->lane[l];
-			if (q == p || pthread_mutex_trylock(&q->mu) != 0)
-				continue;
-			if (q->connected) {
-				idle = p;
-				p = q;
-				break;
-			}
-			pthread_mutex_unlock(&q->mu);
-		}
-	}
-	if (idle)
-		pthread_mutex_unlock(&idle->mu);
-	if (!p->connected && mc_now_ms() >= p->retry_at_ms) {
-		struct rdma_region reg;
-		if (mc_rdma_lane_keys(c, r, g->t[0], g->len[0], true, p, &reg) == 0 && !reg.scoped &&
-		    !mc_rdma_find_region(p, reg.seg)) {
-			if (p->nreg == MAX_REGIONS)
-				p->nreg = 0;
-			p->reg[p->nreg++] = reg;
-		}
-	}
-	if (p->connected)
-		lane_ask(c, p, g);
-	pthread_mutex_unlock(&p->mu);
 }
 
 void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_item *items,
@@ -380,9 +431,9 @@ void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_i
 	if (n < 2 || !mc_rdma_enabled(r) || !r->batch_keys)
 		return;
 	struct mc_target *t = calloc(n * MC_MAX_REPLICAS, sizeof(*t));
-	struct key_group *g = calloc(MC_MAX_REPLICAS * 2, sizeof(*g));
-	unsigned ng = 0, nt = 0;
-	if (!t || !g)
+	uint64_t *len = calloc(n * MC_MAX_REPLICAS, sizeof(*len));
+	size_t nt = 0;
+	if (!t || !len)
 		goto out;
 	for (uint32_t j = 0; j < n; j++) {
 		const struct mc_msg_batch_put_item *x = &items[j];
@@ -394,27 +445,11 @@ void mc_rdma_batch_put_keys(struct mc_client *c, const struct mc_msg_batch_put_i
 			if (x->replicas[k].type != MC_REPLICA_MEMORY || mc_target_of(c, &x->replicas[k], u) < 0 ||
 			    u->shm || u->transport != MC_TRANSPORT_RDMA || !u->node)
 				continue;
-			unsigned i = 0;
-			while (i < ng && g[i].node != u->node)
-				i++;
-			if (i == ng) {
-				if (ng == MC_MAX_REPLICAS * 2)
-					continue;	/* more nodes than that: the rest ask alone */
-				g[ng++].node = u->node;
-			}
-			if (g[i].n == MC_PROTO_RDMA_MAX_RANGES)
-				continue;	/* a node keeps that many windows per QP */
-			g[i].t[g[i].n] = u;
-			g[i].len[g[i].n++] = sizes[j];
-			nt++;
+			len[nt++] = sizes[j];
 		}
 	}
-	/* the device list is read only when RDMA would carry something, as
-	 * by mc_rdma_transfer; one object: its transfer asks as well */
-	for (unsigned i = 0; i < ng; i++)
-		if (g[i].n > 1 && mc_rdma_ready(r))
-			group_keys(c, &g[i]);
+	ask_keys(c, t, len, nt, true);
 out:
 	free(t);
-	free(g);
+	free(len);
 }

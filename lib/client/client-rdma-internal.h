@@ -113,12 +113,16 @@ struct ibv_mr *mc_rdma_buffer_mr(struct mc_client *c, struct mc_rdma *r, const v
 				 size_t len);
 /* A lane of t's node, locked: a free one that holds the keys of the
  * transfer if any (so that a hot key is asked for once, not once per
- * lane), else a free one, else wait for one. */
+ * lane), else a free connected one, else a free one, else wait for
+ * one. */
 int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len, bool write,
 		    struct rdma_lane **ret);
+/* Lane p's staging buffer (for buffers not given to mc_register_buffer),
+ * registered at its first use: 0 or MC_ERR_NO_MEMORY. */
+int mc_rdma_lane_stage(struct mc_rdma *r, struct rdma_lane *p);
 /* Connects lane p's rdma_qps QPs to the node's listener (the host of n's
- * endpoint, the port and ticket of the last DATA_RDMA_INFO) and registers
- * its staging buffer.  0 or negative MC_ERR_* (the caller resets p). */
+ * endpoint, the port and ticket of the last DATA_RDMA_INFO).  0 or
+ * negative MC_ERR_* (the caller resets p). */
 int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
 			 struct rdma_lane *p);
 /* The keys of transfer t (DATA_RDMA_INFO) into *reg, connecting p first

@@ -92,7 +92,8 @@ static bool lane_holds(struct rdma_lane *l, const struct mc_target *t, uint64_t 
 
 /* A lane of t's node, locked: a free one that holds the keys of the
  * transfer if any (so that a hot key is asked for once, not once per
- * lane), else a free one, else wait for one. */
+ * lane), else a free connected one, else a free one, else wait for
+ * one. */
 int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len,
 			   bool write, struct rdma_lane **ret)
 {
@@ -124,10 +125,16 @@ int mc_rdma_lane_of(struct mc_rdma *r, const struct mc_target *t, uint64_t len,
 			*ret = l;
 			return 0;
 		}
-		if (free_lane)
+		/* a connected lane before one that would connect first: one
+		 * transfer after another reuses the same QPs (a connection costs
+		 * rdma_cm round trips and a key request more) */
+		if (free_lane && (free_lane->connected || !l->connected)) {
 			pthread_mutex_unlock(&l->mu);
-		else
+		} else {
+			if (free_lane)
+				pthread_mutex_unlock(&free_lane->mu);
 			free_lane = l;
+		}
 	}
 	if (free_lane) {
 		*ret = free_lane;
@@ -224,6 +231,21 @@ static int adopt_device(struct mc_rdma *r, struct ibv_context *ctx)
 	return ret;
 }
 
+/* MC_TEST_RDMA_TRACE=1: what the connection made of the QP (the bench
+ * compares it with perftest's), on stderr. */
+static void trace_qp(struct ibv_qp *qp, uint64_t ms)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	if (ibv_query_qp(qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_PATH_MTU |
+			 IBV_QP_CAP, &ia) == 0)
+		fprintf(stderr, "libmooncake rdma qp: max_rd_atomic %u max_dest_rd_atomic %u "
+			"timeout %u retry_cnt %u rnr_retry %u path_mtu %d max_send_wr %u; connected "
+			"in %llu ms\n", a.max_rd_atomic, a.max_dest_rd_atomic, a.timeout, a.retry_cnt,
+			a.rnr_retry, 128 << a.path_mtu, a.cap.max_send_wr, (unsigned long long)ms);
+}
+
 /* rdma_qps connections to the node's listener (host of its endpoint). */
 int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node *n,
 			 struct rdma_lane *p)
@@ -232,6 +254,7 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 	struct sockaddr_storage dst, src;
 	struct sockaddr *srcp = NULL;
 	int tmo = c->timeout_ms > 0 ? c->timeout_ms : 10000;
+	uint64_t t0 = mc_now_ms();
 	int rc = mc_rdma_endpoint_host(n->endpoint, strlen(n->endpoint), host, sizeof(host));
 	if (rc < 0 || (rc = resolve(host, p->port, &dst)) < 0)
 		return rc;
@@ -259,8 +282,11 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 		if (rdma_resolve_addr(id, srcp, (struct sockaddr *)&dst, tmo) != 0 ||
 		    rdma_resolve_route(id, tmo) != 0)
 			return MC_ERR_NOT_SUPPORTED;
-		(void)rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_ID_ACK_TIMEOUT, &ackt,
-				      sizeof(ackt));	/* older kernels: the default */
+		/* an option of the id (RDMA_OPTION_ID; kernels before 5.4 have
+		 * none: the CM's, from the path's packet life time, 19 on rxe) */
+		if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ackt,
+				    sizeof(ackt)) != 0 && i == 0)
+			mc_rdma_trace_fail("RDMA_OPTION_ID_ACK_TIMEOUT refused", -1);
 		if ((rc = adopt_device(r, id->verbs)) < 0)
 			return rc;
 		if (!p->cq && !(p->cq = ibv_create_cq(id->verbs, (int)(QP_DEPTH * MC_RDMA_MAX_QPS),
@@ -293,10 +319,20 @@ int mc_rdma_lane_connect(struct mc_client *c, struct mc_rdma *r, struct mc_node 
 		if (rdma_connect(id, &cp) != 0)
 			return MC_ERR_NOT_SUPPORTED;
 	}
+	if (mc_rdma_trace_on())
+		trace_qp(p->id[0]->qp, mc_now_ms() - t0);
+	p->connected = true;
+	return 0;
+}
+
+int mc_rdma_lane_stage(struct mc_rdma *r, struct rdma_lane *p)
+{
+	if (p->stage_mr)
+		return 0;
+	free(p->stage);
 	if (!(p->stage = aligned_alloc(4096, STAGE_BYTES)) ||
 	    !(p->stage_mr = ibv_reg_mr(r->pd, p->stage, STAGE_BYTES, IBV_ACCESS_LOCAL_WRITE)))
 		return MC_ERR_NO_MEMORY;
-	p->connected = true;
 	return 0;
 }
 

@@ -28,10 +28,10 @@
  *                                       transfers of one client to one node in
  *                                       flight at once
  *   (none)          MC_RDMA_ACK_TIMEOUT the QPs' ACK timeout, 4.096 us x 2^n,
- *                                       1..31; 18 (about 1 s; perftest uses 14)
- *   (none)          MC_RDMA_BATCH_KEYS  1: a batch put asks for its small
- *                                       objects' keys in one request per node
- *                                       (DATA_RDMA_INFO_BATCH); 0: one each
+ *                                       1..31; 14 (67 ms, as perftest)
+ *   (none)          MC_RDMA_BATCH_KEYS  1: a batch put or get asks for its
+ *                                       small objects' keys in one request per
+ *                                       node (DATA_RDMA_INFO_BATCH); 0: one each
  */
 #ifndef MC_CLIENT_RDMA_H
 #define MC_CLIENT_RDMA_H
@@ -104,7 +104,10 @@ struct mc_msg_batch_replica_item;
 /*
  * The reads of a batch get's chunk that mc_rdma_transfer_items can do
  * (items j with res[j] == 0 of n, whose first replica is a node's memory
- * over RDMA, of at most MC_RDMA_BATCH_MAX bytes, with keys held): on
+ * over RDMA, of at most MC_RDMA_BATCH_MAX bytes, with keys held; the keys
+ * of its one-slice items not held yet are first asked per node in one
+ * DATA_RDMA_INFO_BATCH, as mc_rdma_batch_put_keys does, unless
+ * MC_RDMA_BATCH_KEYS=0): on
  * success (and a matching checksum, within the lease from query_ms) the
  * item's lens[idx[j]] and status[idx[j]] (0) are set and res[j] = 1; the
  * others are left to the usual read.  Returns the bytes read.

@@ -3,8 +3,9 @@
  * test-client-rdma.c - the client's RDMA settings without a device
  * (lib/client/client-rdma.c): options and their environment variables with
  * defaults and bounds (MC_RDMA_ACK_TIMEOUT, MC_RDMA_BATCH_KEYS), the work requests in
- * flight per QP, "none" turning RDMA off, and the counts the bench reads
- * per get (MC_TEST_RDMA_TRACE=1 prints them when the client goes).
+ * flight per QP, "none" turning RDMA off, the counts the bench reads
+ * per get (MC_TEST_RDMA_TRACE=1 prints them when the client goes), and
+ * which of a node's lanes a transfer takes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 
 #include "mooncake/client.h"
 #include "mooncake/error.h"
+#include "client/client-internal.h"
 #include "client/client-rdma.h"
 #include "client/client-rdma-internal.h"
 
@@ -51,7 +53,7 @@ static void test_defaults(void **state)
 	assert_int_equal(r->slice, 1u << 20);
 	assert_int_equal(r->depth, 0);
 	assert_int_equal(r->lanes, 4);
-	assert_int_equal(r->ack_timeout, 18);
+	assert_int_equal(r->ack_timeout, 14);
 	assert_int_equal(r->gid_index, -1);
 	assert_true(r->batch_keys);
 	/* depth 0: 4 MiB worth per QP, 2..QP_DEPTH */
@@ -73,7 +75,7 @@ static void test_env_bounds(void **state)
 		const char *name, *val;
 		int rc;
 	} cases[] = {
-		{ "MC_RDMA_ACK_TIMEOUT", "14", 0 },
+		{ "MC_RDMA_ACK_TIMEOUT", "18", 0 },
 		{ "MC_RDMA_ACK_TIMEOUT", "1", 0 },
 		{ "MC_RDMA_ACK_TIMEOUT", "31", 0 },
 		{ "MC_RDMA_ACK_TIMEOUT", "0", MC_ERR_INVALID_PARAMS },
@@ -172,6 +174,47 @@ static void test_stats(void **state)
 			    "work_requests 512 doorbells 130\n");
 }
 
+/* A transfer takes a free lane that is connected before one that would
+ * connect first (one get after another reuses the same QPs), and a free
+ * unconnected one before waiting for a busy connected one. */
+static void test_lane_pick(void **state)
+{
+	(void)state;
+	struct mc_rdma *r = NULL;
+	assert_int_equal(new_rdma(NULL, &r), 0);
+	struct mc_node n = { .endpoint = "10.0.0.1:50052" };
+	struct mc_target t = { .node = &n, .offset = 4096, .size = 65536 };
+	struct rdma_lane *p = NULL, *q = NULL, *first;
+	assert_int_equal(mc_rdma_lane_of(r, &t, 65536, false, &p), 0);
+	assert_non_null(n.rdma);
+	first = p;
+	first->connected = true;	/* as mc_rdma_lane_connect leaves it */
+	pthread_mutex_unlock(&first->mu);
+	/* the rotor moves on at every pick: still the connected lane */
+	for (unsigned i = 0; i < 2 * r->lanes; i++) {
+		assert_int_equal(mc_rdma_lane_of(r, &t, 65536, i % 2, &p), 0);
+		assert_ptr_equal(p, first);
+		pthread_mutex_unlock(&p->mu);
+	}
+	/* the connected lane busy: a free one (which will connect) */
+	pthread_mutex_lock(&first->mu);
+	assert_int_equal(mc_rdma_lane_of(r, &t, 65536, false, &q), 0);
+	assert_ptr_not_equal(q, first);
+	assert_false(q->connected);
+	q->connected = true;
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_unlock(&first->mu);
+	/* two connected: either, never an unconnected one */
+	for (unsigned i = 0; i < 2 * r->lanes; i++) {
+		assert_int_equal(mc_rdma_lane_of(r, &t, 65536, false, &p), 0);
+		assert_true(p == first || p == q);
+		pthread_mutex_unlock(&p->mu);
+	}
+	first->connected = q->connected = false;	/* no QPs to tear down */
+	mc_rdma_peer_free(n.rdma);
+	mc_rdma_free(r);
+}
+
 int main(void)
 {
 	/* read once, at the first call */
@@ -181,6 +224,7 @@ int main(void)
 		cmocka_unit_test_setup(test_env_bounds, clear_env),
 		cmocka_unit_test_setup(test_opts_and_none, clear_env),
 		cmocka_unit_test_setup(test_stats, clear_env),
+		cmocka_unit_test_setup(test_lane_pick, clear_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
