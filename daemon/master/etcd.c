@@ -177,10 +177,17 @@ static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char 
 int mc_etcd_call(struct mc_etcd *e, const char *path, json_t *req, json_t **ret)
 {
 	char *s = json_dumps(req, JSON_COMPACT);
-	int r = MC_ERR_ETCD_OPERATION_ERROR;
-	long code = 0;
 	if (!s)
 		return MC_ERR_NO_MEMORY;
+	int r = mc_etcd_call_text(e, path, s, ret);
+	free(s);
+	return r;
+}
+
+int mc_etcd_call_text(struct mc_etcd *e, const char *path, const char *s, json_t **ret)
+{
+	int r = MC_ERR_ETCD_OPERATION_ERROR;
+	long code = 0;
 	e->err[0] = 0;
 	for (unsigned k = 0; k < e->neps; k++) {
 		unsigned i = (e->cur + k) % e->neps;
@@ -189,7 +196,6 @@ int mc_etcd_call(struct mc_etcd *e, const char *path, json_t *req, json_t **ret)
 			break;
 		}
 	}
-	free(s);
 	if (r)
 		return r;
 	json_error_t jerr;
@@ -211,6 +217,12 @@ int mc_etcd_call(struct mc_etcd *e, const char *path, json_t *req, json_t **ret)
 	}
 	*ret = o;
 	return 0;
+}
+
+size_t mc_etcd_b64_into(char *dst, const void *p, size_t n)
+{
+	EVP_EncodeBlock((unsigned char *)dst, p, (int)n);
+	return MC_ETCD_B64_LEN(n);
 }
 
 json_t *mc_etcd_b64(const void *p, size_t n)

@@ -50,6 +50,12 @@ void mc_etcd_stats_add(const struct mc_etcd *e, struct mc_etcd_stats *sum);
  * an "error" or "code" member (a gRPC error) is MC_ERR_ETCD_OPERATION_ERROR
  * too, with its message. */
 int mc_etcd_call(struct mc_etcd *e, const char *path, json_t *req, json_t **ret);
+/* The same with the request already as JSON text (NUL-terminated). */
+int mc_etcd_call_text(struct mc_etcd *e, const char *path, const char *req, json_t **ret);
+/* Writes the base64 of n bytes to dst (room for MC_ETCD_B64_LEN(n) + 1
+ * bytes, NUL-terminated); returns its length, MC_ETCD_B64_LEN(n). */
+#define MC_ETCD_B64_LEN(n) (4 * (((size_t)(n) + 2) / 3))
+size_t mc_etcd_b64_into(char *dst, const void *p, size_t n);
 
 /* base64 of n bytes as a new JSON string (NULL without memory). */
 json_t *mc_etcd_b64(const void *p, size_t n);

@@ -73,7 +73,8 @@ static const struct mc_option options[] = {
 	  .unit = "records"),
 	O(etcd_pipeline, MC_OPT_U64, "1",
 	  "with oplog = etcd: transactions in flight at once, each on its own connection; they "
-	  "may commit out of order, records are acknowledged in order (1: one at a time)",
+	  "may commit out of order, records are acknowledged in order; more than one goes in "
+	  "flight only when records come faster than their waiters return (1: one at a time)",
 	  .min = 1, .max = MC_OPLOG_ETCD_PIPELINE_MAX),
 	O(oplog_sync, MC_OPT_BOOL, "true",
 	  "acknowledge a mutation only once its oplog record is fsynced; false: reply at once, "

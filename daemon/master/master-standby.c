@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/http-server.h"
+#include "rpc/rpc-conn.h"
 #include "rpc/rpc-server.h"
 #include "master/master-http.h"
 #include "master/master-rpc.h"
@@ -40,14 +41,24 @@ static int h_hello(void *ctx, const struct mc_rpc_call *call, void *resp)
 	int r = mc_rpc_hello(NULL, call, resp);
 	if (r < 0)
 		return r;
-	char *l = mc_arena_alloc(call->arena, sizeof(s->leader_rpc), 1);
+	size_t cap = sizeof(MC_HELLO_NO_ETCD) + sizeof(s->leader_rpc);
+	char *l = mc_arena_alloc(call->arena, cap, 1);
 	if (!l)
 		return MC_ERR_NO_MEMORY;
 	pthread_mutex_lock(&s->mu);
-	memcpy(l, s->leader_rpc, sizeof(s->leader_rpc));
+	/* a standby names a leader even before it knows one ("?": ask again);
+	 * cut off from etcd, it says so ("?etcd", then the last leader it
+	 * knew, if any, after a space: callers can tell that no master may be
+	 * elected, rpc-conn.h) */
+	bool name = s->leader_rpc[0] &&
+		    strlen(MC_HELLO_NO_ETCD " ") + strlen(s->leader_rpc) <= MC_MAX_SEGMENT_NAME;
+	if (!s->ok)
+		snprintf(l, cap, "%s%s%s", MC_HELLO_NO_ETCD, name ? " " : "",
+			 name ? s->leader_rpc : "");
+	else
+		snprintf(l, cap, "%s", s->leader_rpc[0] ? s->leader_rpc : "?");
 	pthread_mutex_unlock(&s->mu);
-	/* a standby names a leader even before it knows one ("?": ask again) */
-	p->leader = mc_bytes_str(l[0] ? l : "?");
+	p->leader = mc_bytes_str(l);
 	return 0;
 }
 

@@ -28,6 +28,9 @@ struct mc_oplog_ops {
 	void (*waiter_arrives)(struct mc_oplog *l, uint64_t seq);
 	int (*failed)(struct mc_oplog *l, char *why, size_t n);
 	int (*resume)(struct mc_oplog *l, uint64_t covered);
+	/* Whether resume() could succeed now (mc_oplog_resumable); NULL:
+	 * only trying tells. */
+	bool (*resumable)(struct mc_oplog *l);
 };
 
 /* What every backend shares (oplog.c: waiting, parked waiters, the notify

@@ -237,14 +237,30 @@ int oploge_compact(struct mc_oplog *b, uint64_t seq)
 	return compact_to(l, seq);
 }
 
+/* Whether the log waits for etcd or for records in flight (under mu). */
+static bool unsettled(const struct elog *l)
+{
+	return l->deposed || l->unreachable || l->overdue || l->cur.buf.len ||
+	       l->done_seq < l->next_seq - 1;
+}
+
+bool oploge_resumable(struct mc_oplog *b)
+{
+	struct elog *l = to_elog(b);
+
+	pthread_mutex_lock(&l->mu);
+	bool r = l->need_resume && !unsettled(l);
+	pthread_mutex_unlock(&l->mu);
+	return r;
+}
+
 int oploge_resume(struct mc_oplog *b, uint64_t covered)
 {
 	struct elog *l = to_elog(b);
 	int r = 0;
 
 	pthread_mutex_lock(&l->mu);
-	if (l->deposed || l->unreachable || l->overdue || l->cur.buf.len ||
-	    l->done_seq < l->next_seq - 1)
+	if (unsettled(l))
 		r = MC_ERR_UNAVAILABLE_IN_CURRENT_STATUS;
 	else if (covered < l->next_seq - 1)
 		r = MC_ERR_INVALID_PARAMS;

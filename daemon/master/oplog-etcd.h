@@ -102,6 +102,7 @@ void oploge_tell(struct elog *l);
 int oploge_replay(struct mc_oplog *b, uint64_t after, mc_oplog_fn fn, void *ctx);
 int oploge_compact(struct mc_oplog *b, uint64_t seq);
 int oploge_resume(struct mc_oplog *b, uint64_t covered);
+bool oploge_resumable(struct mc_oplog *b);
 void oploge_log(const struct elog *l, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void *oploge_flusher(void *arg);

@@ -183,3 +183,8 @@ int mc_oplog_resume(struct mc_oplog *l, uint64_t covered)
 {
 	return l ? l->ops->resume(l, covered) : MC_ERR_INVALID_PARAMS;
 }
+
+bool mc_oplog_resumable(struct mc_oplog *l)
+{
+	return l && (!l->ops->resumable || l->ops->resumable(l));
+}

@@ -268,6 +268,11 @@ int mc_oplog_failed(struct mc_oplog *l, char *why, size_t n);
  * MC_ERR_NOT_LEADER (nothing done) when false. */
 bool mc_oplog_leads(struct mc_oplog *l);
 int mc_oplog_resume(struct mc_oplog *l, uint64_t covered);
+/* Whether a resume could succeed now, before anyone writes a snapshot for
+ * it: false while the etcd log waits for etcd (a batch's outcome unknown,
+ * the lease's renewal overdue) or for records in flight to settle, and
+ * once it is deposed; true for the local log (only a snapshot tells). */
+bool mc_oplog_resumable(struct mc_oplog *l);
 
 /* Whether other processes write the log too (etcd): a gap between a
  * snapshot and the log is then never accepted (snapshot.c). */

@@ -44,6 +44,8 @@
 
 #define WRITER_POLL_MAX_MS 50	/* a take looks at its writer child after 1, 2, 4... ms */
 #define WRITER_STUCK_MS 20000	/* default writer_stuck_ms */
+#define RESUME_BACKOFF_MAX_S 4	/* failed resume snapshots: tries at most that far apart
+				 * (space back in the state_dir: resumed within it) */
 
 struct mc_snapshots {
 	struct mc_meta *meta;
@@ -524,22 +526,55 @@ int mc_snapshot_take_json(void *ctx, json_t **ret_object)
 /* ---- the periodic thread --------------------------------------------------------------------- */
 
 /* The oplog's failures (oplog.h): one log line when it fails, one when a
- * snapshot has resumed it; between them a resume is tried every second. */
-static void watch_oplog(struct mc_snapshots *s, bool *failed)
+ * snapshot has resumed it.  Between them, every second, a resume snapshot
+ * is written only if the log could take it (mc_oplog_resumable: the etcd
+ * log waits for etcd first, said once), and after a failed one the next
+ * try waits 1, 2, then RESUME_BACKOFF_MAX_S seconds (said once): a
+ * failed log no longer forks a writer child every second. */
+struct oplog_watch {
+	bool failed;		/* said so */
+	bool waiting;		/* said that the log waits before a resume */
+	bool backing_off;	/* said that failed resumes back off */
+	unsigned backoff_s;	/* after the last failed resume (0: none) */
+	uint64_t next_ms;	/* no resume before */
+};
+
+static void watch_oplog(struct mc_snapshots *s, struct oplog_watch *w)
 {
 	char why[256];
 	struct mc_snapshot_info info;
-	if (!s->oplog || !mc_oplog_failed(s->oplog, why, sizeof(why)))
+	if (!s->oplog || !mc_oplog_failed(s->oplog, why, sizeof(why))) {
+		*w = (struct oplog_watch){ 0 };
 		return;
-	if (!*failed)
+	}
+	if (!w->failed)
 		slog(s->log, LOG_ERR, "%s: mutations are refused (PERSISTENT_FAIL) until a snapshot "
-		     "can be written and the oplog resumes; free space in the state_dir (retried "
-		     "every second)", why);
-	*failed = true;
-	if (mc_snapshot_take_resume(s, &info) == 0) {
+		     "can be written and the oplog resumes (free space in the state_dir; tried "
+		     "every second, failed tries back off)", why);
+	w->failed = true;
+	if (!mc_oplog_resumable(s->oplog)) {
+		if (!w->waiting)
+			slog(s->log, LOG_NOTICE, "oplog: no resume snapshot until the log can take "
+			     "one (%s); checked every second", why);
+		w->waiting = true;
+		return;
+	}
+	uint64_t now = mc_now_ms();
+	if (now < w->next_ms)
+		return;
+	int r = mc_snapshot_take_resume(s, &info);
+	if (r == 0) {
 		slog(s->log, LOG_NOTICE, "oplog resumed after snapshot %" PRIu64 " (position %" PRIu64
 		     "): mutations are accepted again", info.id, info.oplog_seq);
-		*failed = false;
+		*w = (struct oplog_watch){ 0 };
+		return;
+	}
+	w->backoff_s = w->backoff_s ? MC_MIN(2 * w->backoff_s, RESUME_BACKOFF_MAX_S) : 1;
+	w->next_ms = mc_now_ms() + 1000u * w->backoff_s;
+	if (w->backoff_s > 1 && !w->backing_off) {
+		slog(s->log, LOG_ERR, "oplog: a resume snapshot failed (%s); the next tries wait "
+		     "2, then %u s", mc_strerror(r), RESUME_BACKOFF_MAX_S);
+		w->backing_off = true;
 	}
 }
 
@@ -547,7 +582,7 @@ static void *snap_thread(void *arg)
 {
 	struct mc_snapshots *s = arg;
 	uint64_t next = s->interval_s ? mc_now_ms() + s->interval_s * 1000u : UINT64_MAX;
-	bool failed = false;
+	struct oplog_watch w = { 0 };
 	pthread_mutex_lock(&s->wake_lock);
 	while (!s->stop) {
 		struct timespec ts;
@@ -566,7 +601,7 @@ static void *snap_thread(void *arg)
 		if (s->stop)
 			break;
 		pthread_mutex_unlock(&s->wake_lock);
-		watch_oplog(s, &failed);
+		watch_oplog(s, &w);
 		if (mc_now_ms() >= next) {
 			mc_snapshot_take(s, NULL);
 			next = mc_now_ms() + s->interval_s * 1000u;

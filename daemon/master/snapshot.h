@@ -6,7 +6,9 @@
  *
  * Threads: mc_snapshots_start() runs one thread that takes a snapshot every
  * interval_s and, with an oplog, watches it every second (a failed log is
- * logged once and resumed by mc_snapshot_take_resume()); mc_snapshot_take() may also be called from any thread (HTTP).
+ * logged once and resumed by mc_snapshot_take_resume(): a resume snapshot
+ * only once the log can take one, failed ones backing off up to 4 s);
+ * mc_snapshot_take() may also be called from any thread (HTTP).
  * Takes are serialized by the module's mutex, which also guards every use
  * of sqlite in this process (a fork() must not happen while another thread
  * is inside sqlite).  Lock order: that mutex is taken before any metadata

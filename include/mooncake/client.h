@@ -129,7 +129,10 @@ struct mc_client_opts {
  * until one leads or failover_wait_ms (default 15 s, twice the expected
  * failover: lease TTL plus catch-up) have passed since its first miss; it
  * then fails with the last error: NOT_LEADER (masters answered, none
- * leads) or RPC_FAIL / RPC_TIMEOUT (none answered).  Any call retries when
+ * leads) or RPC_FAIL / RPC_TIMEOUT (none answered).  It fails at once with
+ * NOT_LEADER when every master of the list answers and none can lead until
+ * etcd is back (the standbys say they cannot reach etcd, the leader is
+ * unsure of its lease): no failover is coming.  Any call retries when
  * the master surely did not act (no connection, NOT_LEADER).  When the
  * connection drops before the reply, only calls safe to repeat retry
  * (reads, exist, list, query; the end or revoke of a put); the others

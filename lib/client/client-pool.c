@@ -7,7 +7,10 @@
  * reaches no leader goes on down the list, with a backoff (50 ms doubling
  * to 1 s), until failover_ms after its first miss, then fails with the
  * last error (NOT_LEADER: a master answered that it does not lead;
- * RPC_FAIL / RPC_TIMEOUT: none answered).  A miss is one the master surely
+ * RPC_FAIL / RPC_TIMEOUT: none answered).  It fails at once (NOT_LEADER)
+ * when every master of the list answered and none can lead until etcd
+ * answers one of them (mc_rpc_conn_open_list_why: the standbys cannot
+ * reach etcd, the leader is unsure of its lease): no failover will come.  A miss is one the master surely
  * did not act on (no connection, a connect refused, NOT_LEADER), which any
  * op may retry, or, for an op safe to repeat only, a connection dropped
  * before the reply.  A timeout of a sent request, and a dropped
@@ -66,7 +69,15 @@ void mc_pool_destroy(struct mc_pool *p)
 	pthread_mutex_destroy(&p->mu);
 }
 
+static int pool_get(struct mc_pool *p, struct mc_conn **ret, bool *no_leader_can);
+
 int mc_pool_get(struct mc_pool *p, struct mc_conn **ret)
+{
+	return pool_get(p, ret, NULL);
+}
+
+/* *no_leader_can (may be NULL): see mc_rpc_conn_open_list_why(). */
+static int pool_get(struct mc_pool *p, struct mc_conn **ret, bool *no_leader_can)
 {
 	pthread_mutex_lock(&p->mu);
 	struct mc_conn *cn, *dead = NULL;
@@ -94,7 +105,8 @@ int mc_pool_get(struct mc_pool *p, struct mc_conn **ret)
 	if (!cn)
 		return MC_ERR_NO_MEMORY;
 	mc_arena_init(&cn->arena);
-	int r = mc_rpc_conn_open_list(p->addr, p->timeout_ms, p->cred, &p->cur, &cn->rpc);
+	int r = mc_rpc_conn_open_list_why(p->addr, p->timeout_ms, p->cred, &p->cur, &cn->rpc,
+					  no_leader_can);
 	if (r < 0) {
 		free(cn);
 		return r;
@@ -184,7 +196,9 @@ static bool unreached(int r)
 static int pool_get_wait(struct mc_pool *p, struct mc_conn **ret, struct wait *w)
 {
 	int r;
-	while ((r = mc_pool_get(p, ret)) < 0 && unreached(r) && failover_wait(p, w))
+	bool no_leader_can = false;
+	while ((r = pool_get(p, ret, &no_leader_can)) < 0 && unreached(r) && !no_leader_can &&
+	       failover_wait(p, w))
 		;
 	return r;
 }

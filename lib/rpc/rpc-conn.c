@@ -264,7 +264,14 @@ static unsigned list_index(const char *addrs, const char *one)
 int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
 			  unsigned *cur, struct mc_rpc_conn **ret)
 {
+	return mc_rpc_conn_open_list_why(addrs, timeout_ms, cred, cur, ret, NULL);
+}
+
+int mc_rpc_conn_open_list_why(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
+			      unsigned *cur, struct mc_rpc_conn **ret, bool *no_leader_can)
+{
 	unsigned n = 1, start = __atomic_load_n(cur, __ATOMIC_RELAXED);
+	unsigned cut_off = 0, unsure = 0;	/* answers "?etcd", "?" */
 	int r = MC_ERR_INVALID_PARAMS;
 	for (const char *p = addrs; *p; p++)
 		n += *p == ',';
@@ -284,10 +291,20 @@ int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc
 			__atomic_store_n(cur, i, __ATOMIC_RELAXED);
 			return 0;
 		}
-		if (r == MC_ERR_NOT_LEADER && leader[0] && strcmp(leader, one)) {
-			int r2 = open_one(leader, timeout_ms, cred, ret, NULL, 0);
+		/* "?etcd" may name the last leader the standby knew: tried too */
+		const char *to = leader;
+		size_t ne = strlen(MC_HELLO_NO_ETCD);
+		if (r == MC_ERR_NOT_LEADER && !strncmp(leader, MC_HELLO_NO_ETCD, ne) &&
+		    (!leader[ne] || leader[ne] == ' ')) {
+			cut_off++;
+			to = leader[ne] ? leader + ne + 1 : "";
+		} else if (r == MC_ERR_NOT_LEADER && !strcmp(leader, "?")) {
+			unsure++;
+		}
+		if (r == MC_ERR_NOT_LEADER && to[0] && to[0] != '?' && strcmp(to, one)) {
+			int r2 = open_one(to, timeout_ms, cred, ret, NULL, 0);
 			if (r2 == 0) {	/* next time from the leader's index, if listed */
-				unsigned j = list_index(addrs, leader);
+				unsigned j = list_index(addrs, to);
 				if (j < n)
 					__atomic_store_n(cur, j, __ATOMIC_RELAXED);
 				return 0;
@@ -296,6 +313,9 @@ int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc
 		if (r == MC_ERR_AUTH_FAILED || r == MC_ERR_NO_MEMORY)
 			return r;
 	}
+	/* (a second unsure leader cannot be: a standby from before "?etcd") */
+	if (no_leader_can)
+		*no_leader_can = cut_off && unsure <= 1 && cut_off + unsure == n;
 	return r;
 }
 

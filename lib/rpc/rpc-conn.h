@@ -53,6 +53,19 @@ int mc_rpc_conn_open(const char *addr, int timeout_ms, struct mc_rpc_conn **ret)
  * once). */
 int mc_rpc_conn_open_list(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
 			  unsigned *cur, struct mc_rpc_conn **ret);
+/* The same; when none answered as the leader, *no_leader_can (may be NULL)
+ * tells whether that is known to last: every master of the list answered
+ * HELLO, none named a leader, at least one said it cannot reach etcd
+ * ("?etcd", proto.def; the last leader it names is tried, as a named
+ * leader, and did not answer as one) and the others "?" (a leader unsure of its lease:
+ * cut off from etcd too, or it would know).  No master can be elected or
+ * renew its lease until etcd answers one of them again: callers need not
+ * wait for a failover.  A refused connection, a named leader, or a
+ * standby's "?" alone (an election may be pending) is not that. */
+int mc_rpc_conn_open_list_why(const char *addrs, int timeout_ms, const struct mc_rpc_cred *cred,
+			      unsigned *cur, struct mc_rpc_conn **ret, bool *no_leader_can);
+/* HELLO's leader from a standby that cannot reach etcd (proto.def). */
+#define MC_HELLO_NO_ETCD "?etcd"
 struct mc_rpc_conn *mc_rpc_conn_close(struct mc_rpc_conn *c);
 bool mc_rpc_conn_ok(const struct mc_rpc_conn *c);
 /* For an idle connection about to be reused: false (and marked broken)

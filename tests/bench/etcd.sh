@@ -17,7 +17,8 @@
 # each (per client count, and over the whole mode), and what a transaction
 # costs on the wire: HTTP requests and bytes per transaction, connections
 # opened, curl's time to the answer's first byte of its time per request
-# (mooncake_master_oplog_etcd_*).
+# (mooncake_master_oplog_etcd_*), and in CPU: etcd's and the master's CPU
+# time per transaction (per fsync for local; /proc/PID/stat).
 # Prints "etcd <metric> <value> <unit>" and
 # "etcd ratio <name> <x>" lines; the goal is ratio put4k_c64_etcd_vs_local
 # >= 0.5.
@@ -49,6 +50,7 @@ etcd --name b0 --data-dir "$tmp/etcd" --listen-client-urls "$E" --advertise-clie
 	--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
 	--initial-cluster "b0=http://127.0.0.1:$pp" --log-level error >"$tmp/etcd.log" 2>&1 &
 pids+=($!)
+etcd_pid=$!
 for _ in $(seq 1 100); do curl -sf "$E/health" 2>/dev/null | grep -q true && break; sleep 0.1; done
 
 # cluster MODE: a master (oplog=MODE) and a node; sets M, H and cpids.
@@ -72,6 +74,9 @@ cluster() {
 	M=127.0.0.1:$mport
 	H=127.0.0.1:$hport
 }
+# cpu_ms PID: the CPU time (user + system) PID has used, in ms
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / hz }' \
+	"/proc/$1/stat" 2>/dev/null || echo 0; }
 stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
@@ -89,10 +94,12 @@ for mode in $modes; do
 		t0=$(metric mooncake_master_oplog_etcd_seconds_total)
 		f0=$(metric mooncake_master_oplog_etcd_first_byte_seconds_total)
 		k0=$(metric mooncake_master_oplog_etcd_connects_total)
+		ce0=$(cpu_ms "$etcd_pid"); cm0=$(cpu_ms "${cpids[0]}")
 		for _ in $(seq 1 "$RUNS"); do
 			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >>"$tmp/out"
 			sleep 2.2   # the leases end, the removed objects' space comes back
 		done
+		ce1=$(cpu_ms "$etcd_pid"); cm1=$(cpu_ms "${cpids[0]}")
 		put[$mode$c]=$(awk -v m="put4k_c$c" '$2 == m {print $3}' "$tmp/out" | median)
 		echo "etcd ${mode}_put4k_c$c ${put[$mode$c]} ops/s"
 		# counts, not wall clock: they hold on a loaded machine too
@@ -115,6 +122,16 @@ for mode in $modes; do
 				printf "etcd %s_http_connects %d connections\n", m, k
 				printf "etcd %s_http_first_byte_ms %.3f ms (of %.3f ms per request)\n", m,
 					1000 * (f - f0) / q, 1000 * (t - t0) / q } }'
+		# CPU per transaction (per fsync for local): etcd's (the whole
+		# process: gateway, raft, WAL, bbolt) against the master's (all
+		# its work, the puts' RPCs included); CPU time, not wall clock
+		awk -v b="$(($(metric mooncake_master_oplog_batches_total) - b0))" -v m="${mode}_c$c" \
+		    -v e="$((ce1 - ce0))" -v k="$((cm1 - cm0))" -v local="$([ "$mode" = local ] && echo 1)" \
+			'BEGIN { if (b > 0) {
+				if (!local) printf "etcd %s_etcd_cpu_ms_per_batch %.3f ms (%d ms in %d)\n",
+					m, e / b, e, b
+				printf "etcd %s_master_cpu_ms_per_batch %.3f ms (%d ms in %d)\n", m, k / b,
+					k, b } }'
 	done
 	recs=$(metric mooncake_master_oplog_records_total)
 	bats=$(metric mooncake_master_oplog_batches_total)

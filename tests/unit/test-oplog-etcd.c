@@ -10,7 +10,9 @@
  * (mc_oplog_tail_*) polling while 8 threads append; compaction waits for
  * the slowest standby's published position, within standby_lag; batches
  * after a gap (committed out of order, never acknowledged): a reader stops
- * at the gap, a new leader deletes them. */
+ * at the gap, a new leader deletes them; a transaction whose answer was
+ * lost finds its own records on its next try.  MC_TEST_ETCD_PIPELINE sets the
+ * transactions in flight (default: the library's, 3). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,6 +127,7 @@ static struct mc_oplog *open_log(struct fixture *f, bool (*cancelled)(void *))
 	struct mc_oplog_etcd_config c = {
 		.endpoints = f->url, .cluster_id = f->cluster, .lease_ttl_s = 2,
 		.leader_value = "unit", .sync = true, .deposed = on_deposed, .cancelled = cancelled,
+		.pipeline = (unsigned)atoi(getenv("MC_TEST_ETCD_PIPELINE") ?: "0"),
 	};
 	struct mc_oplog *l = NULL;
 	char err[256];
@@ -657,6 +660,36 @@ static void test_gap(void **state)
 	mc_etcd_free(e);
 }
 
+/* A transaction whose answer was lost, tried again: its batch key holds
+ * exactly the records it sends (its first try went through): committed,
+ * acknowledged.  The key holding other records deposes the log. */
+static void test_answer_lost(void **state)
+{
+	struct fixture *f = *state;
+	NEED_ETCD(f);
+	snprintf(f->cluster, sizeof(f->cluster), "lost%d", (int)getpid());
+	struct mc_oplog *l = open_log(f, NULL);
+	assert_int_equal(mc_oplog_replay(l, 0, check_rec, &(struct check){ 0 }), 0);
+	append_n(l, 2);
+	struct mc_etcd *e;
+	assert_int_equal(mc_etcd_new(f->url, 1000, &e), 0);
+	put_batch(e, f, 3, 3);		/* "our first try" of record 3 */
+	uint64_t seq;
+	assert_int_equal(mc_oplog_append(l, 0, "g", 1, &seq), 0);
+	assert_int_equal(seq, 3);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), 0);
+	assert_int_equal(mc_oplog_failed(l, NULL, 0), 0);
+	put_batch(e, f, 4, 4);		/* not what record 4 holds */
+	__atomic_store_n(&deposed_called, false, __ATOMIC_RELEASE);
+	assert_int_equal(mc_oplog_append(l, 0, "h", 1, &seq), 0);
+	assert_int_equal(mc_oplog_wait_durable(l, seq), MC_ERR_PERSISTENT_FAIL);
+	char why[256];
+	assert_int_equal(mc_oplog_failed(l, why, sizeof(why)), MC_ERR_PERSISTENT_FAIL);
+	assert_non_null(strstr(why, "oplog/00000000000000000004 exists with other records"));
+	mc_oplog_close(l);
+	mc_etcd_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -667,6 +700,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_compact_standby, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_lost, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
  * truncated / bit-flipped / newer-version snapshot files, recovery falling
  * back to an older snapshot, replay of a real oplog (idempotent), a stuck
  * writer child killed (no progress, or the snapshots stopping: a master's
- * SIGTERM never waits for it).  Stores
+ * SIGTERM never waits for it), a failed oplog's resume: no writer forked
+ * while the log cannot take a resume (etcd down), failed resumes backing
+ * off, each said once in the log.  Stores
  * are compared through the core's persistence boundary (mc_meta_dump), as
  * a standby master would see them.
  */
@@ -30,6 +32,7 @@
 #include <sqlite3.h>
 
 #include "master/meta.h"
+#include "master/oplog-backend.h"
 #include "master/oplog.h"
 #include "master/snapshot.h"
 #include "mooncake/error.h"
@@ -426,6 +429,139 @@ static void test_stuck_writer(void **state)
 	mc_meta_free(a);
 }
 
+/* ---- a failed oplog's resume (the snapshot thread's watch) ------------------------------------ */
+
+/* An oplog that is failed until a resume succeeds; whether it can take one
+ * (resumable) and whether the resume fails are the test's to set.  Every
+ * writer child forked for a resume is counted: take_locked() reads
+ * last_seq right before it forks. */
+static struct mock_log {
+	struct mc_oplog base;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int failed, resumable, resume_fails;	/* atomics */
+	int forks, resumes;			/* atomics */
+	uint64_t first_fork_ms, third_fork_ms;
+	int said_wait, said_backoff, said_resumed;	/* log lines (atomics) */
+} mock;
+
+static uint64_t mock_last_seq(struct mc_oplog *l)
+{
+	(void)l;
+	int n = __atomic_add_fetch(&mock.forks, 1, __ATOMIC_SEQ_CST);
+	if (n == 1)
+		mock.first_fork_ms = mc_now_ms();
+	if (n == 3)
+		mock.third_fork_ms = mc_now_ms();
+	return 7;
+}
+
+static int mock_failed(struct mc_oplog *l, char *why, size_t n)
+{
+	(void)l;
+	if (!__atomic_load_n(&mock.failed, __ATOMIC_SEQ_CST))
+		return 0;
+	if (why && n)
+		snprintf(why, n, "mock: etcd does not answer");
+	return MC_ERR_PERSISTENT_FAIL;
+}
+
+static bool mock_resumable(struct mc_oplog *l)
+{
+	(void)l;
+	return __atomic_load_n(&mock.resumable, __ATOMIC_SEQ_CST);
+}
+
+static int mock_resume(struct mc_oplog *l, uint64_t covered)
+{
+	(void)l;
+	assert_int_equal(covered, 7);
+	if (__atomic_load_n(&mock.resume_fails, __ATOMIC_SEQ_CST))
+		return MC_ERR_PERSISTENT_FAIL;
+	__atomic_store_n(&mock.failed, 0, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&mock.resumes, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int mock_compact(struct mc_oplog *l, uint64_t seq)
+{
+	(void)l, (void)seq;
+	return 0;
+}
+
+static void mock_log(void *ctx, int level, const char *msg)
+{
+	(void)ctx, (void)level;
+	if (strstr(msg, "no resume snapshot until"))
+		__atomic_add_fetch(&mock.said_wait, 1, __ATOMIC_SEQ_CST);
+	if (strstr(msg, "the next tries wait"))
+		__atomic_add_fetch(&mock.said_backoff, 1, __ATOMIC_SEQ_CST);
+	if (strstr(msg, "oplog resumed after snapshot"))
+		__atomic_add_fetch(&mock.said_resumed, 1, __ATOMIC_SEQ_CST);
+}
+
+static int load(int *p)
+{
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+/* Waits (bounded: 30 s) until *p >= n. */
+static void wait_at_least(int *p, int n)
+{
+	for (int i = 0; i < 3000 && load(p) < n; i++)
+		usleep(10000);
+	assert_true(load(p) >= n);
+}
+
+/* While the log cannot take a resume (etcd down), the watch forks no
+ * writer (it used to fork one every second) and says so once; once it
+ * can, a failed resume backs off (1, 2, 4 s: the third try comes >= 3 s
+ * after the first, where every second it came after 2), said once; then a
+ * resume that works resumes the log. */
+static void test_resume_backoff(void **state)
+{
+	(void)state;
+	static const struct mc_oplog_ops ops = {
+		.name = "mock", .last_seq = mock_last_seq, .compact = mock_compact,
+		.failed = mock_failed, .resume = mock_resume, .resumable = mock_resumable,
+	};
+	struct mc_meta *a = fresh();
+	populate(a, 100);
+	char d[300];
+	snprintf(d, sizeof(d), "%s/resume", dir);
+	pthread_mutex_init(&mock.mu, NULL);
+	pthread_cond_init(&mock.cv, NULL);
+	mc_oplog_base_init(&mock.base, &ops, &mock.mu, &mock.cv);
+	mock.failed = 1;
+	mock.resume_fails = 1;
+	struct mc_snapshot_config cfg = { .dir = d, .retain = 2, .log = mock_log };
+	struct mc_snapshots *s;
+	assert_rc(mc_snapshots_new(a, &mock.base, &cfg, &s), 0);
+	assert_rc(mc_snapshots_start(s), 0);
+	/* the watch has looked (said it waits) and looks again every second */
+	wait_at_least(&mock.said_wait, 1);
+	usleep(2500 * 1000);
+	assert_int_equal(load(&mock.forks), 0);
+	assert_int_equal(load(&mock.said_wait), 1);
+
+	__atomic_store_n(&mock.resumable, 1, __ATOMIC_SEQ_CST);
+	wait_at_least(&mock.forks, 3);
+	assert_true(mock.third_fork_ms - mock.first_fork_ms >= 3000);
+	wait_at_least(&mock.said_backoff, 1);
+	assert_int_equal(load(&mock.said_backoff), 1);
+	assert_int_equal(load(&mock.resumes), 0);
+
+	__atomic_store_n(&mock.resume_fails, 0, __ATOMIC_SEQ_CST);
+	wait_at_least(&mock.resumes, 1);
+	wait_at_least(&mock.said_resumed, 1);
+	assert_int_equal(load(&mock.said_wait), 1);
+	mc_snapshots_free(s);
+	assert_int_equal(load(&mock.resumes), 1);
+	pthread_mutex_destroy(&mock.mu);
+	pthread_cond_destroy(&mock.cv);
+	mc_meta_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_recover_falls_back),
 		cmocka_unit_test(test_oplog_replay),
 		cmocka_unit_test(test_stuck_writer),
+		cmocka_unit_test(test_resume_backoff),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
