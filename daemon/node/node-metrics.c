@@ -26,7 +26,8 @@ enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBE
        V_DISK_WRITE_THROUGH, V_DISK_WRITE_THROUGH_FAILED, V_DISK_PROMOTES_LATE,
        V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
        V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE,
-       V_PUT_ENDS, V_PUT_END_BATCHES, V_PUT_ENDS_FAILED, V_COUNT };
+       V_PUT_ENDS, V_PUT_END_BATCHES, V_PUT_ENDS_FAILED,
+       V_WRITE_FENCES, V_WRITE_FENCE_TIMEOUTS, V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
 struct node_metrics {
@@ -123,6 +124,9 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_PUT_ENDS] = (double)es.ends;
 	v[V_PUT_END_BATCHES] = (double)es.batches;
 	v[V_PUT_ENDS_FAILED] = (double)es.failed;
+	v[V_WRITE_FENCES] = (double)__atomic_load_n(&nm->grants->fences, __ATOMIC_RELAXED);
+	v[V_WRITE_FENCE_TIMEOUTS] =
+		(double)__atomic_load_n(&nm->grants->fence_timeouts, __ATOMIC_RELAXED);
 	v[V_RDMA_ACCEPTED] = (double)rs.accepted;
 	v[V_RDMA_REJECTED] = (double)rs.rejected;
 	v[V_RDMA_INFOS] = (double)rs.infos;
@@ -228,6 +232,13 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_PUT_ENDS_FAILED] = { MC_METRIC_COUNTER, "mooncake_node_put_ends_failed_total",
 					"Of the put ends, those answered with an error (the master's "
 					"or the link's)." },
+		[V_WRITE_FENCES] = { MC_METRIC_COUNTER, "mooncake_node_write_fences_total",
+				     "Write fences: before each mount or remount on a master, "
+				     "every key held stopped allowing writes." },
+		[V_WRITE_FENCE_TIMEOUTS] = { MC_METRIC_COUNTER,
+					     "mooncake_node_write_fence_timeouts_total",
+					     "Write fences that gave up waiting for writes already "
+					     "past their grant check (the node remounted anyway)." },
 		[V_DISK_CORRUPT] = { MC_METRIC_COUNTER, "mooncake_node_disk_corrupt_total",
 				     "Disk tier records dropped because their CRC32C or header "
 				     "did not match." },

@@ -399,6 +399,8 @@ late_write_fenced() {
 	[ "$output" = GRANT_DENIED ]
 	[ "$(node_metric n1 'mooncake_node_grant_refusals_total{reason="fenced"}')" -ge \
 		$((${before:-0} + 2)) ]
+	[ "$(node_metric n1 mooncake_node_write_fences_total)" -ge 1 ]
+	[ "$(node_metric n1 mooncake_node_write_fence_timeouts_total)" = 0 ]
 	run -0 "$RPC" "$m" where new
 	IFS=, read -r ep seg off len grant <<<"$(rep_of "$output" 1)"
 	[ "$seg" = "$seg2" ] && [ "$off" = "$off2" ]
