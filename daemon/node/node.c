@@ -28,8 +28,10 @@
  *   huge pages     unless shm_dir is a huge tmpfs (or huge_pages=false):
  *                  folds each segment's pages into 2 MiB folios, 2 MiB
  *                  at a time (mc_node_segment_collapse, node-segment.h),
- *                  at nice 19, then logs how much it folded and exits; it
- *                  touches no shared state, and the stop joins it first.
+ *                  at nice 19, in up to 4 passes (ranges the kernel could
+ *                  not fold yet are tried again after 1, 2, 3 s), then
+ *                  logs how much it folded and exits; it touches no
+ *                  shared state, and the stop joins it first.
  *   master link    node-master.c: connect, MOUNT_SEGMENT each segment,
  *                  PING every 1 s, REMOUNT_SEGMENTS on NEED_REMOUNT,
  *                  reconnect with backoff; READY=1 after the first mount.
@@ -204,30 +206,54 @@ struct node {
 static void node_free(struct node *n, bool unmount);
 
 /* The huge pages thread (see the top): each 2 MiB of each segment, until
- * done, the node stops or the kernel cannot. */
+ * done, the node stops or the kernel cannot.  A range the kernel could not
+ * fold now (pages busy under a write, no free 2 MiB page) is tried again in
+ * up to HUGE_PASSES - 1 more passes, each after a longer pause; a pass over
+ * ranges already folded costs little (the kernel finds them mapped huge). */
+#define HUGE_PASSES 4
+
+static int huge_pass(struct node *n, uint64_t *done, uint64_t *total)
+{
+	int r = 0;
+	*done = *total = 0;
+	for (unsigned i = 0; i < n->segs.n; i++) {
+		const struct mc_node_segment *g = &n->segs.seg[i];
+		for (uint64_t off = 0; off + MC_SEGMENT_HUGE <= g->size; off += MC_SEGMENT_HUGE) {
+			if (atomic_load_explicit(&n->huge_stop, memory_order_relaxed))
+				return 1;
+			*total += MC_SEGMENT_HUGE;
+			if ((r = mc_node_segment_collapse(g, off)) < 0)
+				return r;
+			if (r > 0)
+				*done += MC_SEGMENT_HUGE;
+		}
+	}
+	return 0;
+}
+
 static void *huge_main(void *arg)
 {
 	struct node *n = arg;
 	uint64_t t0 = mc_now_ms(), done = 0, total = 0;
-	int r = 0;
+	unsigned passes = 0;
+	int r;
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
-	for (unsigned i = 0; i < n->segs.n && r >= 0; i++) {
-		const struct mc_node_segment *g = &n->segs.seg[i];
-		for (uint64_t off = 0; off + MC_SEGMENT_HUGE <= g->size && r >= 0; off += MC_SEGMENT_HUGE) {
+	while ((r = huge_pass(n, &done, &total)) == 0 && done < total && ++passes < HUGE_PASSES) {
+		for (unsigned t = 0; t < 10u * passes; t++) {	/* 1 s, 2 s, 3 s */
 			if (atomic_load_explicit(&n->huge_stop, memory_order_relaxed))
 				return NULL;
-			total += MC_SEGMENT_HUGE;
-			if ((r = mc_node_segment_collapse(g, off)) > 0)
-				done += MC_SEGMENT_HUGE;
+			usleep(100 * 1000);
 		}
 	}
+	if (r > 0)
+		return NULL;
 	if (r < 0)
 		log_info("segment memory stays in 4 KiB pages after %llu MiB: %s",
 			 (unsigned long long)(done >> 20), mc_strerror(r));
 	else
-		log_info("segment memory in 2 MiB pages: %llu of %llu MiB, in %llu ms",
+		log_info("segment memory in 2 MiB pages: %llu of %llu MiB, in %llu ms, passes: %u",
 			 (unsigned long long)(done >> 20), (unsigned long long)(total >> 20),
-			 (unsigned long long)(mc_now_ms() - t0));
+			 (unsigned long long)(mc_now_ms() - t0), passes + (done == total));
 	return NULL;
 }
 

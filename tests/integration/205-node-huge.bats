@@ -47,6 +47,7 @@ pmd_kb() {
 		put_random "before$i" $((i * 700))K
 	done
 	wait_fold n1
+	grep -o 'segment memory in 2 MiB pages.*' "$MC_DIR/node-n1.log" | sed 's/^/# /' >&3
 	grep -q 'segment memory in 2 MiB pages: 64 of 64 MiB' "$MC_DIR/node-n1.log"
 	[ "$(pmd_kb n1)" -gt 0 ]
 	for i in 1 2 3 4; do
