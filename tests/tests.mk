@@ -32,6 +32,8 @@ FUZZ_OPLOG_SRCS := $(wildcard daemon/master/oplog*.c) daemon/master/etcd.c daemo
 FUZZ_EXTRA_fuzz-oplog := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
 FUZZ_EXTRA_fuzz-oplog-etcd := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
 $(O)/fuzz/fuzz-oplog $(O)/fuzz/fuzz-oplog-etcd: $(FUZZ_OPLOG_SRCS) $(wildcard daemon/master/oplog*.h daemon/master/etcd*.h)
+FUZZ_EXTRA_fuzz-etcd-txn := daemon/master/etcd-txn.c
+$(O)/fuzz/fuzz-etcd-txn: daemon/master/etcd-txn.c daemon/master/etcd-txn.h
 FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
 	record.c segment.c objtab.c pinidx.c group.c oplog.c mdkv.c fsroot.c)
 $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)
