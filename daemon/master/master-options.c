@@ -58,7 +58,8 @@ static const struct mc_option options[] = {
 	  "and the others wait as standbys; "
 	  "off: a restart loses what the last snapshot does not hold", .choices = oplog_modes),
 	O(etcd_endpoints, MC_OPT_STR, "http://127.0.0.1:2379",
-	  "with oplog = etcd: etcd's client URLs, comma-separated (its v3 JSON gateway)",
+	  "with oplog = etcd: etcd's client URLs, comma-separated (its v3 JSON gateway and gRPC "
+	  "service)",
 	  .flags = MC_OPTF_NONEMPTY),
 	O(cluster_id, MC_OPT_STR, "mooncake",
 	  "with oplog = etcd: the cluster's name; its keys live under /mooncake/<cluster_id>/ "

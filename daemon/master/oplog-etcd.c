@@ -4,7 +4,8 @@
  * etcd, written by the elected leader only, in group-committed batches,
  * each transaction fenced on the leader's lease.
  *
- * Keys (etcd v3, through its JSON gateway, etcd.h), under
+ * Keys (etcd v3, through its JSON gateway, etcd.h; the batches' writes
+ * through its gRPC service, etcd-txn.h), under
  * P = "/mooncake/<cluster_id>/":
  *   P "leader"                  the leader key, attached to the leader's
  *                               lease; value: leader_value (the master's
@@ -61,7 +62,7 @@
  * is not split into small transactions across free flushers (etcd's cost
  * is per transaction), and more transactions go in flight only when the
  * queue outgrows them.  They may be applied by etcd out of order
- * (the JSON gateway does not keep the order of separate connections), so
+ * (etcd does not keep the order of separate connections), so
  * etcd can hold a batch whose predecessor is not committed yet: a gap.
  * Batches are settled in the order they were taken: a record is durable
  * (acknowledged) only once its batch and every earlier one committed; a
@@ -75,9 +76,12 @@
  *            create_revision(batch key) == 0      (never overwrite)
  *   success: put(batch key, records)
  *   failure: range(P leader), range(batch key)
- * sent as one POST of /v3/kv/txn, its JSON text written once per batch
- * (txn_text: the records' base64 straight into the text) and sent as is
- * on every try.
+ * sent as one gRPC call of etcdserverpb.KV/Txn (cfg.json false, the
+ * default: HTTP/2 on a kept connection, the protobuf of etcd-txn.c, the
+ * records as they are; etcd spends about half the CPU per transaction of
+ * the gateway's), or as one POST of the JSON gateway's /v3/kv/txn
+ * (txn_text: the records' base64 straight into the text); either built
+ * once per batch and sent as is on every try.
  * A failed compare whose batch key holds exactly our value is our own
  * earlier attempt (the answer to it was lost): committed.  Any other
  * failed compare deposes the log: the batch and everything after it are
