@@ -211,7 +211,9 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
  * request on a connection asks for prior knowledge and the later ones
  * for CURL_HTTP_VERSION_2_0, which reuses it.  Should that connection be
  * gone, curl opens an HTTP/1.1 one asking for an upgrade, which etcd
- * answers 404 without calling anything; then the call is made again. */
+ * answers 404 without calling anything; then the call is made again.  A
+ * call with prior knowledge opens a new connection (CURLOPT_FRESH_CONNECT:
+ * never the bug's reuse, whatever the cache holds after a failure). */
 static int grpc_one(struct mc_etcd *e, unsigned i, const char *path, const void *req, size_t n,
 		    bool *next)
 {
@@ -232,6 +234,7 @@ static int grpc_one(struct mc_etcd *e, unsigned i, const char *path, const void 
 	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, h2);
 	curl_easy_setopt(e->curl, CURLOPT_HTTP_VERSION, kept ? (long)CURL_HTTP_VERSION_2_0 :
 				  (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+	curl_easy_setopt(e->curl, CURLOPT_FRESH_CONNECT, kept ? 0L : 1L);
 	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)MC_MIN(e->timeout_ms, 1000u));
 	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
