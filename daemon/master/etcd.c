@@ -143,16 +143,14 @@ static void count(struct mc_etcd *e)
 	__atomic_fetch_add(&s->first_byte_us, (uint64_t)MC_MAX(first, 0), __ATOMIC_RELAXED);
 }
 
-/* One POST to endpoint i: 0 and *ret, or a transport error (e->err). */
-static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char *req,
-		    long *code)
+/* Sets e's handle up for a POST of req (n bytes) to url, with hdr. */
+static void post_setup(struct mc_etcd *e, const char *url, const void *req, size_t n,
+		       struct curl_slist *hdr)
 {
-	char url[512];
-	snprintf(url, sizeof(url), "%s%s", e->eps[i], path);
-	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	curl_easy_reset(e->curl);
 	curl_easy_setopt(e->curl, CURLOPT_URL, url);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
 	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)MC_MIN(e->timeout_ms, 1000u));
@@ -163,6 +161,16 @@ static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char 
 	e->len = 0;
 	if (e->body)
 		e->body[0] = 0;
+}
+
+/* One POST to endpoint i: 0 and *ret, or a transport error (e->err). */
+static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char *req,
+		    long *code)
+{
+	char url[512];
+	snprintf(url, sizeof(url), "%s%s", e->eps[i], path);
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	post_setup(e, url, req, strlen(req), hdr);
 	CURLcode c = curl_easy_perform(e->curl);
 	curl_slist_free_all(hdr);
 	count(e);
@@ -227,23 +235,12 @@ static int grpc_one(struct mc_etcd *e, unsigned i, const char *path, const void 
 		snprintf(e->err, sizeof(e->err), "out of memory");
 		return MC_ERR_NO_MEMORY;
 	}
-	curl_easy_reset(e->curl);
-	curl_easy_setopt(e->curl, CURLOPT_URL, url);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
-	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, h2);
+	post_setup(e, url, req, n, h2);
 	curl_easy_setopt(e->curl, CURLOPT_HTTP_VERSION, kept ? (long)CURL_HTTP_VERSION_2_0 :
 				  (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
 	curl_easy_setopt(e->curl, CURLOPT_FRESH_CONNECT, kept ? 0L : 1L);
-	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
-	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)MC_MIN(e->timeout_ms, 1000u));
-	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
 	curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
-	curl_easy_setopt(e->curl, CURLOPT_PROXY, "");
-	e->len = 0;
 	e->grpc_status = -1;
 	e->grpc_msg[0] = 0;
 	e->h2_ep = 0;
