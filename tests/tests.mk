@@ -28,10 +28,12 @@ FUZZ_CFLAGS = -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitiz
               -D_GNU_SOURCE -DMC_VERSION_STRING='"$(VERSION)"' -Iinclude -Ilib -Idaemon -I$(O)/gen
 # FUZZ_EXTRA_<target>: more sources a target needs (prerequisites too).
 # (oplog.c dispatches to every backend: the etcd one comes along)
-FUZZ_OPLOG_SRCS := $(wildcard daemon/master/oplog*.c) daemon/master/etcd.c
+FUZZ_OPLOG_SRCS := $(wildcard daemon/master/oplog*.c) daemon/master/etcd.c daemon/master/etcd-txn.c
 FUZZ_EXTRA_fuzz-oplog := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
 FUZZ_EXTRA_fuzz-oplog-etcd := $(FUZZ_OPLOG_SRCS) -ljansson -lcurl
-$(O)/fuzz/fuzz-oplog $(O)/fuzz/fuzz-oplog-etcd: $(FUZZ_OPLOG_SRCS) $(wildcard daemon/master/oplog*.h daemon/master/etcd.h)
+$(O)/fuzz/fuzz-oplog $(O)/fuzz/fuzz-oplog-etcd: $(FUZZ_OPLOG_SRCS) $(wildcard daemon/master/oplog*.h daemon/master/etcd*.h)
+FUZZ_EXTRA_fuzz-etcd-txn := daemon/master/etcd-txn.c
+$(O)/fuzz/fuzz-etcd-txn: daemon/master/etcd-txn.c daemon/master/etcd-txn.h
 FUZZ_EXTRA_fuzz-records := $(wildcard daemon/master/meta*.c) $(addprefix daemon/master/,\
 	record.c segment.c objtab.c pinidx.c group.c oplog.c mdkv.c fsroot.c)
 $(O)/fuzz/fuzz-records: $(FUZZ_EXTRA_fuzz-records) $(wildcard daemon/master/*.h)

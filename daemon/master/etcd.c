@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* etcd.c - the etcd v3 JSON gateway client (etcd.h). */
+/* etcd.c - the etcd v3 JSON gateway client, and unary gRPC calls (etcd.h). */
 #include <curl/curl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "master/etcd.h"
+#include "master/etcd-txn.h"
 #include "mooncake/error.h"
 #include "util/macro.h"
 
@@ -24,6 +26,9 @@ struct mc_etcd {
 	size_t len, cap;
 	char err[256];
 	struct mc_etcd_stats st;
+	unsigned h2_ep;			/* endpoint + 1 whose HTTP/2 connection is up */
+	int grpc_status;		/* of the last gRPC answer (-1: none came) */
+	char grpc_msg[160];
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -138,16 +143,14 @@ static void count(struct mc_etcd *e)
 	__atomic_fetch_add(&s->first_byte_us, (uint64_t)MC_MAX(first, 0), __ATOMIC_RELAXED);
 }
 
-/* One POST to endpoint i: 0 and *ret, or a transport error (e->err). */
-static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char *req,
-		    long *code)
+/* Sets e's handle up for a POST of req (n bytes) to url, with hdr. */
+static void post_setup(struct mc_etcd *e, const char *url, const void *req, size_t n,
+		       struct curl_slist *hdr)
 {
-	char url[512];
-	snprintf(url, sizeof(url), "%s%s", e->eps[i], path);
-	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	curl_easy_reset(e->curl);
 	curl_easy_setopt(e->curl, CURLOPT_URL, url);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
 	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)MC_MIN(e->timeout_ms, 1000u));
@@ -158,6 +161,16 @@ static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char 
 	e->len = 0;
 	if (e->body)
 		e->body[0] = 0;
+}
+
+/* One POST to endpoint i: 0 and *ret, or a transport error (e->err). */
+static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char *req,
+		    long *code)
+{
+	char url[512];
+	snprintf(url, sizeof(url), "%s%s", e->eps[i], path);
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	post_setup(e, url, req, strlen(req), hdr);
 	CURLcode c = curl_easy_perform(e->curl);
 	curl_slist_free_all(hdr);
 	count(e);
@@ -173,6 +186,118 @@ static int post_one(struct mc_etcd *e, unsigned i, const char *path, const char 
 	}
 	return 0;
 }
+
+/* ---- gRPC ----------------------------------------------------------------------------- */
+
+/* grpc-status and grpc-message: in the trailers (or, without a body, in
+ * the headers); curl hands both to the header callback. */
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	struct mc_etcd *e = ctx;
+	size_t k = size * n, m = k;
+	while (m && (p[m - 1] == '\n' || p[m - 1] == '\r'))
+		m--;
+	if (m > 12 && !strncasecmp(p, "grpc-status:", 12)) {
+		char v[16];
+		snprintf(v, sizeof(v), "%.*s", (int)MC_MIN(m - 12, sizeof(v) - 1), p + 12);
+		e->grpc_status = atoi(v);
+	} else if (m >= 13 && !strncasecmp(p, "grpc-message:", 13)) {
+		size_t a = 13;
+		while (a < m && p[a] == ' ')
+			a++;
+		snprintf(e->grpc_msg, sizeof(e->grpc_msg), "%.*s", (int)(m - a), p + a);
+	}
+	return k;
+}
+
+/* One gRPC POST to endpoint i: 0 (an answer with grpc-status 0), 1 (not
+ * answered in HTTP/2: make it again with prior knowledge), or an error
+ * (e->err; *next: try the next endpoint).
+ * libcurl 7.88 (Debian 12) fails a second request with
+ * CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE on a kept connection ("Error in the
+ * HTTP2 framing layer", curl issue #10634, fixed in 7.89), so the first
+ * request on a connection asks for prior knowledge and the later ones
+ * for CURL_HTTP_VERSION_2_0, which reuses it.  Should that connection be
+ * gone, curl opens an HTTP/1.1 one asking for an upgrade, which etcd
+ * answers 404 without calling anything; then the call is made again.  A
+ * call with prior knowledge opens a new connection (CURLOPT_FRESH_CONNECT:
+ * never the bug's reuse, whatever the cache holds after a failure). */
+static int grpc_one(struct mc_etcd *e, unsigned i, const char *path, const void *req, size_t n,
+		    bool *next)
+{
+	char url[512];
+	bool kept = e->h2_ep == i + 1;
+	snprintf(url, sizeof(url), "%s%s", e->eps[i], path);
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/grpc");
+	struct curl_slist *h2 = hdr ? curl_slist_append(hdr, "TE: trailers") : NULL;
+	if (!h2) {
+		curl_slist_free_all(hdr);
+		snprintf(e->err, sizeof(e->err), "out of memory");
+		return MC_ERR_NO_MEMORY;
+	}
+	post_setup(e, url, req, n, h2);
+	curl_easy_setopt(e->curl, CURLOPT_HTTP_VERSION, kept ? (long)CURL_HTTP_VERSION_2_0 :
+				  (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+	curl_easy_setopt(e->curl, CURLOPT_FRESH_CONNECT, kept ? 0L : 1L);
+	curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
+	e->grpc_status = -1;
+	e->grpc_msg[0] = 0;
+	e->h2_ep = 0;
+	CURLcode c = curl_easy_perform(e->curl);
+	curl_slist_free_all(h2);
+	count(e);
+	*next = true;
+	if (c != CURLE_OK) {
+		snprintf(e->err, sizeof(e->err), "%s: %s", e->eps[i], curl_easy_strerror(c));
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	long ver = 0, code = 0;
+	curl_easy_getinfo(e->curl, CURLINFO_HTTP_VERSION, &ver);
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (ver != CURL_HTTP_VERSION_2_0) {
+		if (kept)
+			return 1;
+		snprintf(e->err, sizeof(e->err), "%s: HTTP %ld, not HTTP/2", e->eps[i], code);
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	e->h2_ep = i + 1;
+	if (code != 200 || e->grpc_status != 0) {
+		/* 14 UNAVAILABLE, 4 DEADLINE_EXCEEDED: this member cannot serve */
+		*next = code >= 500 || e->grpc_status == 14 || e->grpc_status == 4;
+		snprintf(e->err, sizeof(e->err), "%s: HTTP %ld, grpc-status %d: %s", e->eps[i], code,
+			 e->grpc_status, e->grpc_msg[0] ? e->grpc_msg : "error");
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	return 0;
+}
+
+int mc_etcd_grpc(struct mc_etcd *e, const char *path, const void *req, size_t n,
+		 const uint8_t **ret, size_t *retn)
+{
+	int r = MC_ERR_ETCD_OPERATION_ERROR;
+	bool next = true;
+	e->err[0] = 0;
+	for (unsigned k = 0; k < e->neps && next; k++) {
+		unsigned i = (e->cur + k) % e->neps;
+		if ((r = grpc_one(e, i, path, req, n, &next)) == 1)
+			r = grpc_one(e, i, path, req, n, &next);
+		if (r == 0) {
+			e->cur = i;
+			break;
+		}
+	}
+	if (r)
+		return r;
+	if (mc_etcd_grpc_unframe((const uint8_t *)e->body, e->len, ret, retn)) {
+		snprintf(e->err, sizeof(e->err), "%s: an answer that is not one gRPC message "
+			 "(%zu bytes)", e->eps[e->cur], e->len);
+		return MC_ERR_ETCD_OPERATION_ERROR;
+	}
+	return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
 
 int mc_etcd_call(struct mc_etcd *e, const char *path, json_t *req, json_t **ret)
 {

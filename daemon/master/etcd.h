@@ -6,7 +6,8 @@
  * base64-encoded, 64-bit integers as decimal strings (the gateway's
  * protobuf-JSON mapping).
  *
- * A handle is one HTTP connection (kept alive) to one of the endpoints;
+ * A handle is one HTTP connection (kept alive) to one of the endpoints
+ * (and one HTTP/2 connection for mc_etcd_grpc());
  * it is not thread-safe: each thread that talks to etcd has its own.  A
  * call that cannot reach an endpoint (connection refused, timeout, an
  * HTTP 5xx) tries the next one once round; the one that answered stays
@@ -52,6 +53,16 @@ void mc_etcd_stats_add(const struct mc_etcd *e, struct mc_etcd_stats *sum);
 int mc_etcd_call(struct mc_etcd *e, const char *path, json_t *req, json_t **ret);
 /* The same with the request already as JSON text (NUL-terminated). */
 int mc_etcd_call_text(struct mc_etcd *e, const char *path, const char *req, json_t **ret);
+/* A unary gRPC call to etcd (HTTP/2 cleartext, prior knowledge; the
+ * oplog's transactions, etcd-txn.h): POSTs req (n bytes: a message in its
+ * gRPC frame) to path ("/etcdserverpb.KV/Txn"); *ret and *retn get the
+ * answer's message, without its frame, valid until the next call on e.
+ * The handle keeps its HTTP/2 connection between calls.  A grpc-status
+ * other than 0 is MC_ERR_ETCD_OPERATION_ERROR with its grpc-message
+ * (UNAVAILABLE and DEADLINE_EXCEEDED try the next endpoint first, as an
+ * HTTP 5xx does); so is an answer that is not exactly one message. */
+int mc_etcd_grpc(struct mc_etcd *e, const char *path, const void *req, size_t n,
+		 const uint8_t **ret, size_t *retn);
 /* Writes the base64 of n bytes to dst (room for MC_ETCD_B64_LEN(n) + 1
  * bytes, NUL-terminated); returns its length, MC_ETCD_B64_LEN(n). */
 #define MC_ETCD_B64_LEN(n) (4 * (((size_t)(n) + 2) / 3))

@@ -331,7 +331,7 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				      "local log, a transaction of the etcd one)." },
 		[V_ETCD_REQUESTS] = { MC_METRIC_COUNTER, "mooncake_master_oplog_etcd_requests_total",
 				      "oplog = etcd: HTTP requests the oplog's batch writers sent to "
-				      "etcd's gateway (each try; a batch takes one when etcd answers)." },
+				      "etcd (gRPC or JSON gateway; each try; a batch takes one when etcd answers)." },
 		[V_ETCD_CONNECTS] = { MC_METRIC_COUNTER, "mooncake_master_oplog_etcd_connects_total",
 				      "oplog = etcd: connections those requests opened (kept alive: "
 				      "one per writer unless etcd drops it)." },

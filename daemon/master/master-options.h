@@ -35,6 +35,7 @@ struct master_config {
 	uint64_t etcd_lease_ttl_s;
 	uint64_t etcd_standby_lag;
 	uint64_t etcd_pipeline;
+	char *etcd_transport;
 	char *admin_token_file;
 	uint64_t workers;
 	char *log_level;

@@ -233,7 +233,8 @@ static int open_etcd(struct master *m, const struct mc_meta_config *mcfg)
 		.lease_ttl_s = (uint32_t)c->etcd_lease_ttl_s, .leader_value = value,
 		.sync = c->oplog_sync, .log = mc_log_cb, .cancelled = stop_pending,
 		.deposed = on_deposed, .waiting = on_waiting, .applied = follow_applied,
-		.standby_lag = c->etcd_standby_lag, .pipeline = (unsigned)c->etcd_pipeline, .ctx = m,
+		.standby_lag = c->etcd_standby_lag, .pipeline = (unsigned)c->etcd_pipeline,
+		.json = !strcmp(c->etcd_transport, "json"), .ctx = m,
 	};
 	m->follow = f;
 	snprintf(value, sizeof(value), "rpc=%s:%llu http=%s:%llu", c->rpc_address,

@@ -12,8 +12,10 @@
 # serving and to the first put through the list after it (lease TTL 2 s;
 # median of FAILOVERS rounds, default 5; 0 skips).  Every other figure is
 # the median of RUNS runs (default 3).  Puts run with etcd_pipeline=3 (3
-# transactions in flight, "etcd") and with the default 1 ("etcd1", one at
-# a time), records per transaction and transactions per 1000 records for
+# transactions in flight, "etcd"), the same through etcd's JSON gateway
+# instead of its gRPC service (etcd_transport=json, "etcdjson": the
+# transport before session 10) and with the default pipeline 1 ("etcd1",
+# one at a time), records per transaction and transactions per 1000 records for
 # each (per client count, and over the whole mode), and what a transaction
 # costs on the wire: HTTP requests and bytes per transaction, connections
 # opened, curl's time to the answer's first byte of its time per request
@@ -60,6 +62,7 @@ cluster() {
 	local mode=$1 extra=
 	[ "$1" = etcd ] && extra=--etcd_pipeline=3
 	[ "$1" = etcd1 ] && mode=etcd extra=--etcd_pipeline=1
+	[ "$1" = etcdjson ] && mode=etcd extra="--etcd_pipeline=3 --etcd_transport=json"
 	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
 		--state_dir="$tmp/m-$1" --oplog="$mode" --etcd_endpoints="$E" --cluster_id="bench$RANDOM" \
 		--lease_ttl_ms=2000 --log_level=warning $extra 2>"$tmp/master-$1.log" &
@@ -81,7 +84,7 @@ stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/d
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 declare -A put
-modes="local etcd etcd1"
+modes="local etcd etcdjson etcd1"
 [ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
 for mode in $modes; do
 	cluster "$mode"
@@ -144,6 +147,8 @@ for c in 1 16 64; do
 	[ -n "$modes" ] || break
 	ratio "put4k_c${c}_etcd_vs_local" "${put[etcd$c]}" "${put[local$c]}"
 	ratio "put4k_c${c}_etcd_pipeline1_vs_local" "${put[etcd1$c]}" "${put[local$c]}"
+	ratio "put4k_c${c}_etcd_json_vs_local" "${put[etcdjson$c]}" "${put[local$c]}"
+	ratio "put4k_c${c}_etcd_grpc_vs_json" "${put[etcd$c]}" "${put[etcdjson$c]}"
 done
 if [ "${CHECK_PERF:-1}" != 0 ] && [ -n "$modes" ]; then
 	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)

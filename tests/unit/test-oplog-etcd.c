@@ -11,7 +11,9 @@
  * the slowest standby's published position, within standby_lag; batches
  * after a gap (committed out of order, never acknowledged): a reader stops
  * at the gap, a new leader deletes them; a transaction whose answer was
- * lost finds its own records on its next try.  MC_TEST_ETCD_PIPELINE sets the
+ * lost finds its own records on its next try.  All over gRPC (the
+ * default transport), then the writing ones again through the JSON
+ * gateway (etcd_transport = json).  MC_TEST_ETCD_PIPELINE sets the
  * transactions in flight (default: the library's, 3). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +117,7 @@ static int teardown(void **state)
 #define NEED_ETCD(f) do { if (!(f)->etcd) { \
 	fprintf(stderr, "# skipped: etcd not installed (Debian etcd-server)\n"); skip(); } } while (0)
 
+static bool use_json;		/* the transactions through the JSON gateway */
 static bool deposed_called;
 static void on_deposed(void *ctx)
 {
@@ -128,6 +131,7 @@ static struct mc_oplog *open_log(struct fixture *f, bool (*cancelled)(void *))
 		.endpoints = f->url, .cluster_id = f->cluster, .lease_ttl_s = 2,
 		.leader_value = "unit", .sync = true, .deposed = on_deposed, .cancelled = cancelled,
 		.pipeline = (unsigned)atoi(getenv("MC_TEST_ETCD_PIPELINE") ?: "0"),
+		.json = use_json,
 	};
 	struct mc_oplog *l = NULL;
 	char err[256];
@@ -702,5 +706,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_lost, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest json_tests[] = {
+		cmocka_unit_test_setup_teardown(test_stress_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_lost, setup, teardown),
+	};
+	int r = cmocka_run_group_tests_name("grpc", tests, NULL, NULL);
+	use_json = true;
+	return r + cmocka_run_group_tests_name("json", json_tests, NULL, NULL);
 }
