@@ -21,7 +21,11 @@
  *     writers:  -- chunk k ---------->
  *                          -- chunk k+1 (from START(k+1)'s answer) -->
  *
- * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  A get chunk's
+ * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  A put is not
+ * cut for its bytes when the client's last batch put chunk went all through
+ * shared memory (shm_batch_puts): there a chunk's copies are shorter than
+ * the round trip and oplog flush of its BATCH_PUT_END, so cutting costs more
+ * than it overlaps, and the batch costs one flush.  A get chunk's
  * small objects whose RDMA keys the client holds are read first, in one
  * chain of work requests per node (mc_rdma_batch_get, client-rdma-batch.c), and
  * its LOCAL_DISK objects are staged per node and read from the nodes' memory
@@ -232,6 +236,7 @@ struct pipe {
 	void *vctx;
 	int (*start)(struct stage *s);
 	void (*finish)(struct stage *s);
+	bool whole;	/* not cut for its bytes (co-located puts: see mc_batch_put) */
 };
 
 static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
@@ -239,7 +244,7 @@ static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
 	struct stage st[2];
 	int r0 = stage_alloc(&st[0], pp->n), r1 = stage_alloc(&st[1], pp->n);
 	int r = r0 < 0 ? r0 : r1;
-	uint64_t dcap = pipe_chunk_bytes(total_bytes(pp->n, dlen));
+	uint64_t dcap = pp->whole ? UINT64_MAX : pipe_chunk_bytes(total_bytes(pp->n, dlen));
 	for (int k = 0; k < 2; k++) {
 		st[k].ch.dlen = dlen;
 		st[k].ch.dcap = dcap;
@@ -340,6 +345,11 @@ static int put_start(struct stage *s)
 			todo++;
 		}
 	}
+	bool shm = todo > 0;
+	for (uint32_t j = 0; shm && j < ch->n; j++)
+		shm = s->res[j] || mc_shm_reaches(c, p->items[j].replicas, p->items[j].n_replicas);
+	if (todo > 0)
+		__atomic_store_n(&c->shm_batch_puts, shm, __ATOMIC_RELAXED);
 	/* the RDMA keys of its small objects in one request per node */
 	if (todo > 1)
 		mc_rdma_batch_put_keys(c, p->items, ch->n, s->sizes, s->res);
@@ -409,8 +419,13 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 	struct bput b = { .c = c, .bufs = bufs, .lens = lens, .cfg = &cfg,
 			  .exclusive = o.exclusive, .upsert = o.upsert, .status = status };
 	struct put_ctx pc = { bufs, lens, status };
+	/* Co-located puts (the last chunk's objects all went through shared
+	 * memory) are not pipelined: their copies take less time than the
+	 * master round trip and flush each chunk would add, so one chunk (one
+	 * BATCH_PUT_END, one flush of the master's oplog) is faster. */
 	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = status,
-			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish };
+			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish,
+			   .whole = __atomic_load_n(&c->shm_batch_puts, __ATOMIC_RELAXED) };
 	return pipe_run(&pp, lens, &b);
 }
 
