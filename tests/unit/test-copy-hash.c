@@ -10,17 +10,16 @@
 #include <string.h>
 
 #include "util/copy-hash.h"
+#include "util/rand.h"
 
 #define CH MC_COPY_HASH_CHUNK
 
 static void fill(uint8_t *p, size_t n, uint64_t seed)
 {
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (uint8_t)x;
+	mc_rand_seed(seed + 1);
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t x = mc_rand();
+		memcpy(p + i, &x, n - i < 8 ? n - i : 8);
 	}
 }
 
