@@ -269,8 +269,8 @@ struct mc_client {
 	struct mc_rdma *rdma;		/* client-rdma.c (options; device once used) */
 	struct mc_segsrv *segsrv;	/* the contributed segment (segsrv.h), or NULL */
 	struct mc_workers workers;	/* client-crew.c */
-	bool shm_batch_puts;		/* atomic: the last batch put chunk went all
-					 * through shared memory (client-batch.c) */
+	bool shm_batch_puts;		/* atomic: the last batch put (get) chunk */
+	bool shm_batch_gets;		/* went all through shared memory (client-batch.c) */
 };
 
 static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)

@@ -12,7 +12,7 @@
  *     flight), with an invalid key, a NULL buffer, an existing key, a
  *     missing key and a short buffer among them: per-key statuses, bytes
  *     exact, over TCP and shared memory (twice: the second co-located
- *     batch put in one chunk).
+ *     batch put and get in one chunk).
  *   - A failing node: a second cluster whose node B is stopped (SIGSTOP),
  *     then killed, in the middle of batches: the keys on B get errors, the
  *     others succeed, and no call waits much beyond the client's timeout.
@@ -205,8 +205,8 @@ static void pipeline_round(struct mc_client *c, bool shm, int round)
 	free(out);
 }
 
-/* Over shared memory twice: the second batch put is not cut (its client
- * learnt from the first that its puts are co-located: client-batch.c). */
+/* Over shared memory twice: the second batch put and get are not cut (their
+ * client learnt from the first that they are co-located: client-batch.c). */
 static void pipeline(bool shm)
 {
 	settle();
