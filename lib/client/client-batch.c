@@ -21,7 +21,12 @@
  *     writers:  -- chunk k ---------->
  *                          -- chunk k+1 (from START(k+1)'s answer) -->
  *
- * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  A get chunk's
+ * (gets: BATCH_GET_REPLICA_LIST(k+1) while chunk k is read).  A batch is
+ * not cut for its bytes when the client's last batch put (get) chunk went all
+ * through shared memory (shm_batch_puts, shm_batch_gets; all_shm): there a
+ * chunk's copies are shorter than the master round trips (and the oplog
+ * flush of a BATCH_PUT_END) each chunk adds, so cutting costs more than it
+ * overlaps, and a batch put costs one flush.  A get chunk's
  * small objects whose RDMA keys the client holds are read first, in one
  * chain of work requests per node (mc_rdma_batch_get, client-rdma-batch.c), and
  * its LOCAL_DISK objects are staged per node and read from the nodes' memory
@@ -232,6 +237,7 @@ struct pipe {
 	void *vctx;
 	int (*start)(struct stage *s);
 	void (*finish)(struct stage *s);
+	bool whole;	/* not cut for its bytes (co-located puts: see mc_batch_put) */
 };
 
 static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
@@ -239,7 +245,7 @@ static int pipe_run(struct pipe *pp, const size_t *dlen, void *ctx)
 	struct stage st[2];
 	int r0 = stage_alloc(&st[0], pp->n), r1 = stage_alloc(&st[1], pp->n);
 	int r = r0 < 0 ? r0 : r1;
-	uint64_t dcap = pipe_chunk_bytes(total_bytes(pp->n, dlen));
+	uint64_t dcap = pp->whole ? UINT64_MAX : pipe_chunk_bytes(total_bytes(pp->n, dlen));
 	for (int k = 0; k < 2; k++) {
 		st[k].ch.dlen = dlen;
 		st[k].ch.dcap = dcap;
@@ -296,6 +302,24 @@ struct bput {
 	int *status;
 };
 
+/* Whether the items of s's put (or get) chunk still to move (res 0) all go
+ * through shared memory: the client's next batch put (get) is then not cut
+ * for its bytes (see the top; shm_batch_puts, shm_batch_gets). */
+static bool all_shm(struct stage *s, bool put)
+{
+	struct mc_client *c = s->c;
+	for (uint32_t j = 0; j < s->ch.n; j++) {
+		if (s->res[j])
+			continue;
+		const struct mc_replica_desc *reps = put ? s->p.put.items[j].replicas :
+							   s->p.get.items[j].replicas;
+		uint32_t n = put ? s->p.put.items[j].n_replicas : s->p.get.items[j].n_replicas;
+		if (!mc_shm_reaches(c, reps, n))
+			return false;
+	}
+	return true;
+}
+
 static void put_item(struct stage *s, uint32_t j)
 {
 	const struct bput *b = s->ctx;
@@ -340,6 +364,8 @@ static int put_start(struct stage *s)
 			todo++;
 		}
 	}
+	if (todo > 0)
+		__atomic_store_n(&c->shm_batch_puts, all_shm(s, true), __ATOMIC_RELAXED);
 	/* the RDMA keys of its small objects in one request per node */
 	if (todo > 1)
 		mc_rdma_batch_put_keys(c, p->items, ch->n, s->sizes, s->res);
@@ -409,8 +435,13 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 	struct bput b = { .c = c, .bufs = bufs, .lens = lens, .cfg = &cfg,
 			  .exclusive = o.exclusive, .upsert = o.upsert, .status = status };
 	struct put_ctx pc = { bufs, lens, status };
+	/* Co-located puts (the last chunk's objects all went through shared
+	 * memory) are not pipelined: their copies take less time than the
+	 * master round trip and flush each chunk would add, so one chunk (one
+	 * BATCH_PUT_END, one flush of the master's oplog) is faster. */
 	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = status,
-			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish };
+			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish,
+			   .whole = __atomic_load_n(&c->shm_batch_puts, __ATOMIC_RELAXED) };
 	return pipe_run(&pp, lens, &b);
 }
 
@@ -465,6 +496,8 @@ static int get_start(struct stage *s)
 			todo++;
 		}
 	}
+	if (todo > 0)
+		__atomic_store_n(&c->shm_batch_gets, all_shm(s, false), __ATOMIC_RELAXED);
 	/* small objects whose RDMA keys are held: one chain of work requests
 	 * per node (client-rdma-batch.c); the rest below */
 	bytes -= mc_rdma_batch_get(c, p->items, ch->n, ch->idx, b->bufs, b->lens, b->status,
@@ -496,7 +529,8 @@ MC_API int mc_batch_get_into(struct mc_client *c, size_t n, const void *const *k
 		return MC_ERR_INVALID_PARAMS;
 	struct bget b = { .c = c, .bufs = bufs, .caps = caps, .lens = lens, .status = status };
 	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = status,
-			   .start = get_start, .finish = get_finish };
+			   .start = get_start, .finish = get_finish,   /* as mc_batch_put */
+			   .whole = __atomic_load_n(&c->shm_batch_gets, __ATOMIC_RELAXED) };
 	return pipe_run(&pp, caps, &b);
 }
 

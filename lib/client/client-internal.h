@@ -269,6 +269,8 @@ struct mc_client {
 	struct mc_rdma *rdma;		/* client-rdma.c (options; device once used) */
 	struct mc_segsrv *segsrv;	/* the contributed segment (segsrv.h), or NULL */
 	struct mc_workers workers;	/* client-crew.c */
+	bool shm_batch_puts;		/* atomic: the last batch put (get) chunk */
+	bool shm_batch_gets;		/* went all through shared memory (client-batch.c) */
 };
 
 static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)
@@ -292,6 +294,9 @@ void mc_client_nodes_free(struct mc_client *c);
 uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id,
 		       struct mc_bytes path, uint64_t off, uint64_t len, uint64_t **ret_warm);
 void mc_shm_unmap_all(struct mc_node *n);
+/* Whether every one of the n descriptors is a memory replica this client
+ * reaches through shared memory (mapping its segment if need be). */
+bool mc_shm_reaches(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n);
 struct mc_target;
 /* Before a memcpy of the first len bytes of t->shm: maps their page tables
  * in one call unless this process did so before (see shm.c). */

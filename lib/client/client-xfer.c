@@ -24,6 +24,7 @@
 #include "client/client-internal.h"
 #include "client/client-rdma.h"
 #include "util/clock.h"
+#include "util/copy-hash.h"
 #include "util/probes.h"
 #include "util/xfertrace.h"
 #include "util/rdma-plan.h"
@@ -61,8 +62,9 @@ int mc_target_of(struct mc_client *c, const struct mc_replica_desc *d, struct mc
 	return 0;
 }
 
-/* Bytes hashed per step while copying: the copy leaves them in L2, so the
- * checksum reads cache instead of memory (one pass over DRAM, not two). */
+/* Bytes hashed per step after they arrived over TCP (the checksum reads L2,
+ * not memory), and through shared memory the step between progress reports
+ * (each step copied and hashed in cache-sized pieces: util/copy-hash.h). */
 #define HASH_STEP (256u << 10)
 
 /* Whether t goes over RDMA (util/rdma-plan.h: per replica). */
@@ -176,7 +178,7 @@ static int tcp_move(struct mc_client *c, struct mc_target *t, bool write, uint8_
 	return r;
 }
 
-/* A value of at most HASH_STEP over TCP or shared memory moves in one piece
+/* A value of at most HASH_STEP over TCP moves in one piece
  * and is hashed in one call: the dispatched one-shot XXH3 (same value), no
  * state to allocate.  callgrind, a hot 4 KiB get: 6,433 -> 4,650 client
  * instructions (streaming: reset + update + digest + malloc/free). */
@@ -185,11 +187,68 @@ static bool one_shot(struct mc_client *c, const struct mc_target *t, uint64_t le
 	return len <= HASH_STEP && !t->fs && !t->disk_key.len && !over_rdma(c, t);
 }
 
+/* The co-located path: bytes copied into or out of the mapped segment and
+ * hashed from their destination in the same pass (util/copy-hash.h), the
+ * caller hearing of every HASH_STEP.  A write's checksum is therefore the
+ * one of the bytes as they landed in the segment; a read's, of the bytes
+ * the caller got.  *ret_sum may be NULL for a write (nothing hashed). */
+static int shm_move(struct mc_target *t, bool write, void *buf, uint64_t len, uint64_t *ret_sum,
+		    const struct mc_progress *pg)
+{
+	uint64_t t0 = mc_now_ns();
+	uint8_t *dst = write ? t->shm : buf;
+	const uint8_t *src = write ? buf : t->shm;
+	int r = 0;
+	if (!write)
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	mc_shm_populate(t, len, write);
+	if (ret_sum && len <= HASH_STEP) {
+		r = mc_copy_hash(dst, src, (size_t)len, ret_sum);
+		if (r == 0)
+			mc_progress_report(pg, len);
+	} else {
+		XXH3_state_t *st = NULL;
+		if (ret_sum && !(st = XXH3_createState()))
+			r = MC_ERR_NO_MEMORY;
+		if (st)
+			XXH3_64bits_reset(st);
+		for (uint64_t done = 0; r == 0 && done < len;) {
+			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
+			mc_copy_hash_update(st, dst + done, src + done, n);
+			done += n;
+			mc_progress_report(pg, done);
+		}
+		if (st) {
+			if (r == 0)
+				*ret_sum = XXH3_64bits_digest(st);
+			XXH3_freeState(st);
+		}
+	}
+	if (write)
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	mc_xfertrace_add(MC_SIDE_CLIENT, write ? MC_XFER_WRITE : MC_XFER_READ, MC_TRANSPORT_SHM, len,
+			 t->node->endpoint, r, t0);
+	return r;
+}
+
+/* The test hook: a read made slow (client.h test_read_delay_ms). */
+static void read_delay(const struct mc_client *c)
+{
+	if (!c->test_read_delay_ms)
+		return;
+	struct timespec ts = { (time_t)(c->test_read_delay_ms / 1000),
+			       (long)(c->test_read_delay_ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
 int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, uint64_t len,
 		    uint64_t *ret_sum, const struct mc_progress *pg)
 {
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
+	if (t->shm)
+		return shm_move(t, true, (void *)buf, len, ret_sum, pg);
 	if (ret_sum && one_shot(c, t, len)) {
 		uint64_t sum = XXH3_64bits(buf, (size_t)len);
 		int r = mc_target_write(c, t, buf, len, NULL, pg);
@@ -218,27 +277,14 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 	}
 	r = 0;
 	uint64_t t0 = mc_now_ns();
-	unsigned tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
-	if (t->shm) {
-		mc_shm_populate(t, len, true);
-		for (uint64_t done = 0; done < len;) {
-			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
-			memcpy(t->shm + done, (const char *)buf + done, n);
-			if (st)
-				XXH3_64bits_update(st, (const char *)buf + done, n);
-			done += n;
-			mc_progress_report(pg, done);
-		}
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-	} else {
-		r = tcp_move(c, t, true, (void *)buf, len, st, pg);
-	}
+	r = tcp_move(c, t, true, (void *)buf, len, st, pg);
 	if (st) {
 		if (r == 0)
 			*ret_sum = XXH3_64bits_digest(st);
 		XXH3_freeState(st);
 	}
-	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, tr, len, t->node->endpoint, r, t0);
+	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, MC_TRANSPORT_TCP, len, t->node->endpoint, r,
+			 t0);
 	return r;
 }
 
@@ -276,6 +322,15 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	int r = 0;
 	if (len > t->size)
 		return MC_ERR_INVALID_REPLICA;
+	if (t->shm) {
+		uint64_t sum;
+		r = shm_move(t, false, buf, len, &sum, pg);
+		if (r == 0) {
+			read_delay(c);
+			*ret_sum = sum;
+		}
+		return r;
+	}
 	XXH3_state_t *st = NULL;
 	if (!one_shot(c, t, len)) {
 		if (!(st = XXH3_createState()))
@@ -293,20 +348,9 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 		goto done;
 	r = 0;
 	t0 = mc_now_ns();
-	tr = t->shm ? MC_TRANSPORT_SHM : MC_TRANSPORT_TCP;
+	tr = MC_TRANSPORT_TCP;
 	if (t->disk_key.len) {
 		r = disk_read(t, buf, len, st, pg);
-	} else if (t->shm) {
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		mc_shm_populate(t, len, false);
-		for (uint64_t done = 0; done < len;) {
-			size_t n = len - done < HASH_STEP ? (size_t)(len - done) : HASH_STEP;
-			memcpy((char *)buf + done, t->shm + done, n);
-			if (st)
-				XXH3_64bits_update(st, (char *)buf + done, n);
-			done += n;
-			mc_progress_report(pg, done);
-		}
 	} else {
 		r = tcp_move(c, t, false, buf, len, st, pg);
 	}
@@ -319,13 +363,9 @@ done:;
 	} else if (r == 0) {
 		sum = XXH3_64bits(buf, (size_t)len);
 	}
-	if (r == 0 && c->test_read_delay_ms) {
-		struct timespec ts = { (time_t)(c->test_read_delay_ms / 1000),
-				       (long)(c->test_read_delay_ms % 1000) * 1000000L };
-		while (nanosleep(&ts, &ts) != 0)
-			;
-	}
-	if (r == 0)
+	if (r == 0) {
+		read_delay(c);
 		*ret_sum = sum;
+	}
 	return r;
 }

@@ -156,6 +156,21 @@ uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id
 	return p;
 }
 
+bool mc_shm_reaches(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mc_replica_desc *d = &reps[i];
+		struct mc_node *nd;
+		uint64_t *warm;
+		if ((d->type != MC_REPLICA_MEMORY && d->type != MC_REPLICA_NOF_SSD) ||
+		    mc_client_node(c, d->mem.endpoint, &nd) < 0 ||
+		    !mc_shm_locate(c, nd, d->mem.segment_id, d->mem.shm_path, d->mem.offset,
+				   d->mem.size, &warm))
+			return false;
+	}
+	return n > 0;
+}
+
 void mc_shm_unmap_all(struct mc_node *n)
 {
 	for (unsigned i = 0; i < n->nsegs; i++)

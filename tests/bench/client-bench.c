@@ -27,6 +27,8 @@
  *   client-bench MASTER kvget BATCH,SIZE ROUNDS  the same blocks read back (another
  *                                             process) with mc_batch_get_into into one
  *                                             registered buffer, checked, removed: get GB/s
+ *                                             (kvput and kvget also print the client's CPU
+ *                                             seconds per GB in the calls: *_cpu, s/GB)
  *   client-bench MASTER kvhot BATCH,SIZE ROUNDS  round 0's blocks (of a kvput with ROUNDS 1)
  *                                             read ROUNDS times by one process, checked, then
  *                                             removed: the first (cold) round's get GB/s and
@@ -48,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "mooncake/client.h"
@@ -375,6 +378,16 @@ static void kv_fill(unsigned char *p, size_t size, int r, int i)
 	}
 }
 
+/* CPU time of the whole process (all its threads) so far, in ns. */
+static uint64_t cpu_ns(void)
+{
+	struct rusage u;
+	if (getrusage(RUSAGE_SELF, &u) != 0)
+		return 0;
+	return (uint64_t)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1000ull;
+}
+
 static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 {
 	size_t total = (size_t)batch * size;
@@ -385,7 +398,7 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 	size_t *kl = calloc((size_t)batch, sizeof(*kl)), *lens = calloc((size_t)batch, sizeof(*lens));
 	size_t *caps = calloc((size_t)batch, sizeof(*caps));
 	int *st = calloc((size_t)batch, sizeof(*st)), rc = 0;
-	uint64_t ns = 0, ns0 = 0;
+	uint64_t ns = 0, ns0 = 0, cpu = 0;
 
 	if (!buf || (!put && !want) || !keys || !kp || !bp || !kl || !lens || !caps || !st)
 		return 1;
@@ -401,11 +414,12 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 			if (put)
 				kv_fill(bp[i], size, r, i);
 		}
-		uint64_t t0 = mc_now_ns();
+		uint64_t t0 = mc_now_ns(), c0 = cpu_ns();
 		int e = put ? mc_batch_put(C, (size_t)batch, kp, kl, (const void *const *)bp, lens,
 					   NULL, st)
 			    : mc_batch_get_into(C, (size_t)batch, kp, kl, bp, caps, lens, st);
 		ns += mc_now_ns() - t0;
+		cpu += cpu_ns() - c0;
 		if (r == 0)
 			ns0 = ns;	/* kvhot: the first (cold) round apart */
 		for (int i = 0; i < batch && !rc; i++) {
@@ -430,9 +444,13 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 		       (double)total / (double)ns0);
 		printf("client-bench kvhot_%dx%zuKiB %.4f GB/s\n", batch, size >> 10,
 		       (double)total * (rounds - 1) / (double)(ns - ns0));
-	} else if (!rc)
+	} else if (!rc) {
 		printf("client-bench kv%s_%dx%zuKiB %.6f GB/s\n", put ? "put" : "get", batch, size >> 10,
 		       (double)total * rounds / (double)ns);
+		/* the client's CPU time per GB moved, all threads (load changes it little) */
+		printf("client-bench kv%s_%dx%zuKiB_cpu %.4f s/GB\n", put ? "put" : "get", batch,
+		       size >> 10, (double)cpu / ((double)total * rounds));
+	}
 	mc_unregister_buffer(C, buf);
 	free(buf);
 	free(want);
