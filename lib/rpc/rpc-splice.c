@@ -39,6 +39,17 @@ static void key_init(void)
 	pipe_key_err = pthread_key_create(&pipe_key, tpipe_free);
 }
 
+int mc_splice_pipe_open(int fd[2], size_t *cap)
+{
+	if (pipe2(fd, O_CLOEXEC | O_NONBLOCK) < 0)
+		return MC_ERR_NOT_SUPPORTED;
+	int k = fcntl(fd[1], F_SETPIPE_SZ, PIPE_BYTES);
+	if (k < 0)
+		k = fcntl(fd[1], F_GETPIPE_SZ);
+	*cap = k > 0 ? (size_t)k : 65536;
+	return 0;
+}
+
 /* This thread's pipe, made on first use; NULL when there is none. */
 static struct tpipe *tpipe_get(void)
 {
