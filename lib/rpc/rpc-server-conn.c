@@ -31,15 +31,23 @@ static void observe_transfer(struct mc_rpc_server *s, struct conn *c, int series
 	c->t0_ns = 0;
 }
 
+/* The splice pipe, between large replies (rpc-splice.h). */
+static void pipe_close(struct conn *c)
+{
+	if (c->has_pipe) {
+		close(c->p[0]);
+		close(c->p[1]);
+		c->has_pipe = false;
+	}
+	c->piped = 0;
+}
+
 void rpcs_conn_close(struct worker *w, struct conn *c)
 {
 	rpcs_parked_drop_all(w, c);
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
-	if (c->has_pipe) {
-		close(c->p[0]);
-		close(c->p[1]);
-	}
+	pipe_close(c);
 	mc_frame_reader_free(&c->rd);
 	mc_wbuf_free(&c->out);
 	if (c->in.active && w->srv->h.attach_end)   /* the rest of it will not come */
@@ -64,6 +72,7 @@ static void att_sent(struct worker *w, struct conn *c, size_t a)
 	__atomic_add_fetch(&w->srv->attach_out, a, __ATOMIC_RELAXED);
 	if (!c->att_left) {
 		c->att = NULL;
+		pipe_close(c);
 		if (c->t0_ns)
 			observe_transfer(w->srv, c, c->att_series);
 	}
@@ -99,10 +108,8 @@ static int flush_splice(struct worker *w, struct conn *c)
 		k = vmsplice(c->p[1], &v, 1, SPLICE_F_NONBLOCK);
 		if (k > 0)
 			c->piped = (uint64_t)k;
-		else if (k < 0 && errno != EINTR) {	/* the rest by sendmsg */
+		else if (k == 0 || errno != EINTR)	/* the rest by sendmsg */
 			c->no_pipe = true;
-			return 1;
-		}
 		return 1;
 	} else {
 		/* worker threads block SIGPIPE (rpc-server.c): EPIPE comes back */

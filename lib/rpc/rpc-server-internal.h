@@ -59,7 +59,8 @@ struct conn {
 	uint64_t t0_ns;			/* op_transfer: the request in progress began */
 	int att_series;			/* op_transfer: its series, observed once att is sent */
 	/* splice (rpc-server.h cfg.splice): the first `piped` bytes of att sit
-	 * in the pipe p[0..1] (has_pipe), still counted in att_left */
+	 * in the pipe p[0..1] (has_pipe: while att is sent), still counted in
+	 * att_left */
 	bool has_pipe, no_pipe;		/* no_pipe: it could not be made, or vmsplice failed */
 	int p[2];
 	size_t pcap;

@@ -39,15 +39,22 @@ static void key_init(void)
 	pipe_key_err = pthread_key_create(&pipe_key, tpipe_free);
 }
 
-int mc_splice_pipe_open(int fd[2], size_t *cap)
+/* A pipe of PIPE_BYTES if allowed (past pipe-user-pages-soft the kernel
+ * gives a small one, which only costs more syscalls). */
+static int pipe_open(int fd[2], int flags, size_t *cap)
 {
-	if (pipe2(fd, O_CLOEXEC | O_NONBLOCK) < 0)
+	if (pipe2(fd, O_CLOEXEC | flags) < 0)
 		return MC_ERR_NOT_SUPPORTED;
 	int k = fcntl(fd[1], F_SETPIPE_SZ, PIPE_BYTES);
 	if (k < 0)
 		k = fcntl(fd[1], F_GETPIPE_SZ);
 	*cap = k > 0 ? (size_t)k : 65536;
 	return 0;
+}
+
+int mc_splice_pipe_open(int fd[2], size_t *cap)
+{
+	return pipe_open(fd, O_NONBLOCK, cap);
 }
 
 /* This thread's pipe, made on first use; NULL when there is none. */
@@ -60,14 +67,10 @@ static struct tpipe *tpipe_get(void)
 		return t;
 	if (!(t = malloc(sizeof(*t))))
 		return NULL;
-	if (pipe2(t->fd, O_CLOEXEC) < 0) {
+	if (pipe_open(t->fd, 0, &t->cap) < 0) {
 		free(t);
 		return NULL;
 	}
-	int cap = fcntl(t->fd[1], F_SETPIPE_SZ, PIPE_BYTES);
-	if (cap < 0)
-		cap = fcntl(t->fd[1], F_GETPIPE_SZ);
-	t->cap = cap > 0 ? (size_t)cap : 65536;
 	if (pthread_setspecific(pipe_key, t) != 0) {
 		tpipe_free(t);
 		return NULL;

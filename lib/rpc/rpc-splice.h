@@ -30,9 +30,11 @@
  * failure that may have sent a part (the stream is then unusable). */
 int mc_splice_send(int fd, const struct iovec *iov, int n);
 
-/* The server's side (rpc-server-conn.c): a pipe of its own per connection,
- * non-blocking, filled by vmsplice and drained into the socket as it takes
- * bytes.  0 and fd[0] (read end), fd[1], *cap; or MC_ERR_NOT_SUPPORTED. */
+/* The server's side (rpc-server-conn.c): a pipe of a connection's own
+ * while it sends a large reply (closed after it: pipes count against the
+ * user's pipe-user-pages-soft), non-blocking, filled by vmsplice and
+ * drained into the socket as it takes bytes.  0 and fd[0] (read end),
+ * fd[1], *cap; or MC_ERR_NOT_SUPPORTED. */
 int mc_splice_pipe_open(int fd[2], size_t *cap);
 
 #endif
