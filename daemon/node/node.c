@@ -89,6 +89,7 @@ struct node_config {
 	char *shm_dir;
 	bool huge_pages;
 	uint64_t workers;
+	bool tcp_splice;
 	char *log_level;
 	char *storage_backend;
 	char *disk_dir;
@@ -135,6 +136,10 @@ static const struct mc_option options[] = {
 	  "maps it 2 MiB at a time, not 4 KiB"),
 	O(workers, MC_OPT_U64, "2", "data plane worker threads", .min = 1, .max = 256,
 	  .unit = "threads"),
+	O(tcp_splice, MC_OPT_BOOL, "true",
+	  "DATA_READ replies of 64 KiB or more over TCP go from segment memory to the socket by "
+	  "vmsplice + splice: the reader copies them once, straight from the segment (over "
+	  "loopback one copy per byte instead of two)"),
 	O(log_level, MC_OPT_STR, "info", "the least severe messages logged",
 	  .choices = mc_config_log_levels),
 	O(storage_backend, MC_OPT_STR, "offset",
@@ -423,6 +428,7 @@ static int node_start(struct node *n)
 	struct mc_node_transport_config tc = {
 		.address = c->data_address, .port = (uint16_t)c->data_port,
 		.workers = (unsigned)c->workers, .segs = &n->segs, .grants = &n->grants,
+		.tcp_splice = c->tcp_splice,
 		.log = mc_log_cb, .metrics = mc_node_metrics_ops(n->metrics), .admit = n->admit,
 		.rdma_device = c->rdma_device, .rdma_gid_index = n->gid_index,
 		.rdma_port = (uint16_t)c->rdma_port,

@@ -118,7 +118,11 @@ struct mc_client_opts {
 				     $MC_CACHE_ENTRIES, else 4096 */
 	/* Failover (master a list of more than one master; see "Failover"). */
 	int failover_wait_ms;	  /* how long a call waits for a leader; 0:
-				     $MC_FAILOVER_WAIT_MS (ms), else 15000; < 0: no wait */
+				     $MC_FAILOVER_WAIT_MS (ms), else 15000; < 0: no wait */	/* TCP writes of 64 KiB or more: the bytes go from the caller's buffer to
+	 * the socket by vmsplice + splice, not copied into it (over loopback the
+	 * node copies them once, straight from the caller's pages). */
+	int tcp_splice;		  /* > 0: on; < 0: off; 0: off when $MC_TCP_SPLICE is "0",
+				     else on */
 };
 
 /*

@@ -256,6 +256,7 @@ struct mc_client {
 					 * sleeps this long halfway (test hook) */
 	unsigned tcp_stripes;		/* tcp_stripes, tcp_stripe_size (client.h) */
 	uint64_t tcp_stripe_size;
+	bool tcp_splice;		/* tcp_splice (client.h) */
 	uint8_t *secret, *token;	/* cluster secret, tenant token (NULL: none) */
 	size_t secret_len, token_len;
 	struct mc_rpc_cred cred;	/* both, and id: every connection's handshake */

@@ -5,8 +5,9 @@
  * both this client and the node have it (client-rdma.c; its own probes),
  * a LOCAL_DISK replica with DATA_DISK_READ from the node's disk tier,
  * a DISK or DFS replica from its file under the shared root (client-disk.c),
- * else DATA_WRITE / DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent with
- * writev from the caller's buffer and received straight into it.  The
+ * else DATA_WRITE / DATA_READ to the node over TCP, in chunks of XFER_CHUNK bytes, sent
+ * from the caller's buffer (by splice, client.h tcp_splice, else writev)
+ * and received straight into it.  The
  * caller's progress callback hears of every chunk (XFER_CHUNK over TCP,
  * HASH_STEP through shared memory).  Over TCP a large replica is striped:
  * up to tcp_stripes contiguous stripes of at least tcp_stripe_size bytes
@@ -85,8 +86,8 @@ bool mc_target_over_tcp(struct mc_client *c, const struct mc_target *t)
  * DATA_WRITE from buf + off, or DATA_READ into it.  st (or NULL) hashes
  * each chunk after it moved, pg (or NULL) hears of it.
  */
-static int tcp_range(struct mc_target *t, bool write, uint8_t *buf, uint64_t off, uint64_t len,
-		     XXH3_state_t *st, const struct mc_progress *pg)
+static int tcp_range(struct mc_client *c, struct mc_target *t, bool write, uint8_t *buf,
+		     uint64_t off, uint64_t len, XXH3_state_t *st, const struct mc_progress *pg)
 {
 	struct mc_conn *cn = NULL;
 	int r = 0;
@@ -99,7 +100,7 @@ static int tcp_range(struct mc_target *t, bool write, uint8_t *buf, uint64_t off
 							   .length = n, .grant = t->grant };
 			struct mc_msg_data_write_resp w;
 			struct iovec iov = { p, (size_t)n };
-			struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
+			struct mc_rpc_attach at = { .send = &iov, .nsend = 1, .splice = c->tcp_splice };
 			r = mc_pool_call(&t->node->pool, &cn, MC_OP_DATA_WRITE, &q, &w, &at);
 		} else {
 			struct mc_msg_data_read_req q = { .segment_id = t->seg,
@@ -125,6 +126,7 @@ static int tcp_range(struct mc_target *t, bool write, uint8_t *buf, uint64_t off
 
 /* The stripes of one transfer, taken in turn by the crew and the caller. */
 struct stripes {
+	struct mc_client *c;
 	struct mc_target *t;
 	bool write;
 	uint8_t *buf;
@@ -143,7 +145,7 @@ static void *stripes_run(void *arg)
 			return NULL;
 		uint64_t off = (uint64_t)k * s->size;
 		uint64_t n = s->len - off < s->size ? s->len - off : s->size;
-		mc_crew_error(&s->err, tcp_range(s->t, s->write, s->buf, off, n, NULL, NULL));
+		mc_crew_error(&s->err, tcp_range(s->c, s->t, s->write, s->buf, off, n, NULL, NULL));
 	}
 }
 
@@ -161,10 +163,10 @@ static int tcp_move(struct mc_client *c, struct mc_target *t, bool write, uint8_
 	if (n > c->tcp_stripes)
 		n = c->tcp_stripes;
 	if (n < 2 || (pg && pg->fn))
-		return tcp_range(t, write, buf, 0, len, st, pg);
+		return tcp_range(c, t, write, buf, 0, len, st, pg);
 	uint64_t size = (len + n - 1) / n;
 	size = (size + 4095) & ~(uint64_t)4095;
-	struct stripes s = { .t = t, .write = write, .buf = buf, .len = len, .size = size,
+	struct stripes s = { .c = c, .t = t, .write = write, .buf = buf, .len = len, .size = size,
 			     .n = (unsigned)((len + size - 1) / size) };
 	struct mc_crew crew;
 	mc_crew_start(&c->workers, &crew, s.n - 1, stripes_run, &s);

@@ -171,6 +171,8 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 		c->tcp_stripes = DEFAULT_TCP_STRIPES;
 	if (!c->tcp_stripe_size)
 		c->tcp_stripe_size = DEFAULT_TCP_STRIPE_SIZE;
+	const char *ts = getenv("MC_TCP_SPLICE");
+	c->tcp_splice = o.tcp_splice > 0 || (o.tcp_splice == 0 && !(ts && !strcmp(ts, "0")));
 	const char *dc = getenv("MC_CACHE_DESCRIPTORS");
 	bool cache = o.descriptor_cache > 0 || (o.descriptor_cache == 0 &&
 		     (o.cache_descriptors || !(dc && strcmp(dc, "0") == 0)));

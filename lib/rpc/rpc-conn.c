@@ -11,6 +11,7 @@
 
 #include "proto/handshake.h"
 #include "rpc/rpc-conn.h"
+#include "rpc/rpc-splice.h"
 #include "util/clock.h"
 #include "util/sock.h"
 #include "util/syserr.h"
@@ -102,11 +103,12 @@ static int fail(struct mc_rpc_conn *c, int e)
 	return e == MC_ERR_RPC_TIMEOUT ? MC_ERR_RPC_TIMEOUT : MC_ERR_RPC_FAIL;
 }
 
-static int send_iov(int fd, struct iovec *iov, int n)
+/* flags: MSG_MORE when an attachment follows by splice. */
+static int send_iov(int fd, struct iovec *iov, int n, int flags)
 {
 	while (n > 0) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | flags);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -147,7 +149,17 @@ int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
 	iov[0] = (struct iovec){ c->out.p, c->out.len };
 	for (int i = 0; at && i < at->nsend; i++)
 		iov[1 + i] = at->send[i];
-	if ((r = send_iov(c->fd, iov, 1 + (at ? at->nsend : 0))) < 0)
+	if (at && at->splice && send_len >= MC_SPLICE_MIN) {
+		/* the frame by sendmsg, the attachment by splice (or sendmsg after all) */
+		if ((r = send_iov(c->fd, iov, 1, MSG_MORE)) < 0)
+			return fail(c, r);
+		r = mc_splice_send(c->fd, iov + 1, at->nsend);
+		if (r == MC_ERR_NOT_SUPPORTED)
+			r = send_iov(c->fd, iov + 1, at->nsend, 0);
+	} else {
+		r = send_iov(c->fd, iov, 1 + (at ? at->nsend : 0), 0);
+	}
+	if (r < 0)
 		return fail(c, r);
 
 	if ((r = conn_read(c, hdr, sizeof(hdr))) < 0)
@@ -207,7 +219,7 @@ static int conn_handshake(struct mc_rpc_conn *c, const struct mc_rpc_cred *cred)
 		mc_hs_token_id(cred->token, cred->token_len, h.token_id);
 	mc_hs_hello_encode(&h, c1);
 	struct iovec iov = { c1, sizeof(c1) };
-	if ((r = send_iov(c->fd, &iov, 1)) < 0 || (r = conn_read(c, s1, sizeof(s1))) < 0)
+	if ((r = send_iov(c->fd, &iov, 1, 0)) < 0 || (r = conn_read(c, s1, sizeof(s1))) < 0)
 		return fail(c, r);
 	if (mc_hs_challenge_decode(s1, sizeof(s1), &ch) < 0)
 		return fail(c, MC_ERR_DESERIALIZE_FAIL);
@@ -228,7 +240,7 @@ static int conn_handshake(struct mc_rpc_conn *c, const struct mc_rpc_cred *cred)
 			  pr.token_proof);
 	mc_hs_proof_encode(&pr, c2);
 	iov = (struct iovec){ c2, sizeof(c2) };
-	if ((r = send_iov(c->fd, &iov, 1)) < 0 || (r = conn_read(c, s2, sizeof(s2))) < 0)
+	if ((r = send_iov(c->fd, &iov, 1, 0)) < 0 || (r = conn_read(c, s2, sizeof(s2))) < 0)
 		return fail(c, r);
 	if (mc_hs_verdict_decode(s2, sizeof(s2), &v) < 0)
 		return fail(c, MC_ERR_DESERIALIZE_FAIL);

@@ -78,6 +78,8 @@ struct mc_rpc_attach {
 	void *recv;                   /* where a response attachment goes (DATA_READ) */
 	uint64_t recv_cap;            /* its room; a larger attachment is an error */
 	uint64_t recv_len;            /* out: bytes received */
+	bool splice;                  /* the send attachment may go by splice (rpc-splice.h):
+					 its bytes stay unchanged until the call returns */
 };
 
 /* One request/response.  req is a struct mc_msg_<op>_req, resp a

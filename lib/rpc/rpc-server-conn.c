@@ -2,6 +2,7 @@
 /* rpc-server-conn.c - one connection of the RPC server: frames in, handlers,
  * replies out, attachments, admission (rpc-server-internal.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "rpc/rpc-server-internal.h"
+#include "rpc/rpc-splice.h"
 
 /* The series of an op (MC_OPI_*), -1 for none. */
 static int op_series(const struct mc_rpc_server *s, unsigned index)
@@ -29,11 +31,23 @@ static void observe_transfer(struct mc_rpc_server *s, struct conn *c, int series
 	c->t0_ns = 0;
 }
 
+/* The splice pipe, between large replies (rpc-splice.h). */
+static void pipe_close(struct conn *c)
+{
+	if (c->has_pipe) {
+		close(c->p[0]);
+		close(c->p[1]);
+		c->has_pipe = false;
+	}
+	c->piped = 0;
+}
+
 void rpcs_conn_close(struct worker *w, struct conn *c)
 {
 	rpcs_parked_drop_all(w, c);
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
+	pipe_close(c);
 	mc_frame_reader_free(&c->rd);
 	mc_wbuf_free(&c->out);
 	if (c->in.active && w->srv->h.attach_end)   /* the rest of it will not come */
@@ -50,12 +64,82 @@ void rpcs_conn_close(struct worker *w, struct conn *c)
 	free(c);
 }
 
+/* Bytes of the response attachment reached the socket. */
+static void att_sent(struct worker *w, struct conn *c, size_t a)
+{
+	c->att += a;
+	c->att_left -= a;
+	__atomic_add_fetch(&w->srv->attach_out, a, __ATOMIC_RELAXED);
+	if (!c->att_left) {
+		c->att = NULL;
+		pipe_close(c);
+		if (c->t0_ns)
+			observe_transfer(w->srv, c, c->att_series);
+	}
+}
+
+/* Whether the rest of the attachment goes by splice: it is in the pipe
+ * already, or large enough and the pipe is there (made here). */
+static bool use_splice(struct worker *w, struct conn *c)
+{
+	if (c->piped)
+		return true;
+	if (!w->srv->cfg.splice || c->att_left < MC_SPLICE_MIN || c->no_pipe)
+		return false;
+	if (!c->has_pipe)
+		c->has_pipe = mc_splice_pipe_open(c->p, &c->pcap) == 0;
+	c->no_pipe = !c->has_pipe;
+	return c->has_pipe;
+}
+
+/* One round of a spliced attachment: the output before it (MSG_MORE), or a
+ * pipe-full by vmsplice, or the pipe into the socket.  1: go on, 0: the
+ * socket is full, -1: close. */
+static int flush_splice(struct worker *w, struct conn *c)
+{
+	size_t head = out_pending(c);
+	ssize_t k;
+	if (head) {
+		k = send(c->fd, c->out.p + c->out_off, head, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE);
+		if (k >= 0)
+			c->out_off += (size_t)k;
+	} else if (!c->piped) {
+		struct iovec v = { (void *)c->att, c->att_left < c->pcap ? (size_t)c->att_left : c->pcap };
+		k = vmsplice(c->p[1], &v, 1, SPLICE_F_NONBLOCK);
+		if (k > 0)
+			c->piped = (uint64_t)k;
+		else if (k == 0 || errno != EINTR)	/* the rest by sendmsg */
+			c->no_pipe = true;
+		return 1;
+	} else {
+		/* worker threads block SIGPIPE (rpc-server.c): EPIPE comes back */
+		k = splice(c->p[0], NULL, c->fd, NULL, (size_t)c->piped,
+			   SPLICE_F_NONBLOCK | (c->att_left > c->piped ? SPLICE_F_MORE : 0));
+		if (k > 0) {
+			c->piped -= (uint64_t)k;
+			att_sent(w, c, (size_t)k);
+		}
+	}
+	if (k < 0)
+		return errno == EINTR ? 1 : errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	return 1;
+}
+
 /* Sends buffered output, then the pending response attachment, in one
- * sendmsg() per round.  0, or -1 when the connection must be closed. */
+ * sendmsg() per round (or by splice, flush_splice).  0, or -1 when the
+ * connection must be closed. */
 static int conn_flush(struct worker *w, struct conn *c)
 {
 	size_t chunk = w->srv->cfg.attach_chunk;
 	while (out_pending(c) || c->att_left) {
+		if (c->att_left && use_splice(w, c)) {
+			int r = flush_splice(w, c);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				break;
+			continue;
+		}
 		struct iovec iov[2];
 		int n = 0;
 		size_t head = out_pending(c);
@@ -75,16 +159,8 @@ static int conn_flush(struct worker *w, struct conn *c)
 		}
 		size_t a = (size_t)k > head ? (size_t)k - head : 0;
 		c->out_off += (size_t)k - a;
-		if (a) {
-			c->att += a;
-			c->att_left -= a;
-			__atomic_add_fetch(&w->srv->attach_out, a, __ATOMIC_RELAXED);
-			if (!c->att_left) {
-				c->att = NULL;
-				if (c->t0_ns)
-					observe_transfer(w->srv, c, c->att_series);
-			}
-		}
+		if (a)
+			att_sent(w, c, a);
 	}
 	if (!out_pending(c)) {
 		mc_wbuf_reset(&c->out);
@@ -447,7 +523,7 @@ void rpcs_conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		conn_read(w, c, false);
 	}
 	if ((ev & (EPOLLERR | EPOLLHUP)) && !(ev & EPOLLIN)) {
-		c->closing = true, mc_wbuf_reset(&c->out), c->out_off = 0, c->att_left = 0;
+		c->closing = true, mc_wbuf_reset(&c->out), c->out_off = 0, c->att_left = 0, c->piped = 0;
 		rpcs_parked_drop_all(w, c);	/* nobody left to answer */
 	}
 	/* A closing connection still answers its parked replies first. */

@@ -58,6 +58,13 @@ struct conn {
 	uint64_t att_left;
 	uint64_t t0_ns;			/* op_transfer: the request in progress began */
 	int att_series;			/* op_transfer: its series, observed once att is sent */
+	/* splice (rpc-server.h cfg.splice): the first `piped` bytes of att sit
+	 * in the pipe p[0..1] (has_pipe: while att is sent), still counted in
+	 * att_left */
+	bool has_pipe, no_pipe;		/* no_pipe: it could not be made, or vmsplice failed */
+	int p[2];
+	size_t pcap;
+	uint64_t piped;
 	bool resume;			/* reading stopped for output: resume when drained */
 	bool drained;			/* the last recv() emptied the socket (conn_read) */
 	struct conn *prev, *next;

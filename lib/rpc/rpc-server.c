@@ -2,6 +2,7 @@
 /* rpc-server.c - see rpc-server.h; the workers (rpc-server-internal.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +187,12 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct epoll_event ev[64];
+	/* splice() to a socket has no MSG_NOSIGNAL (rpc-server-conn.c,
+	 * flush_splice): a peer gone is EPIPE here, never a signal to the process */
+	sigset_t pipe_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	for (;;) {
 		int n = epoll_wait(w->epfd, ev, 64, SWEEP_MS);
 		if (n < 0) {

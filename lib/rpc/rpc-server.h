@@ -147,6 +147,10 @@ struct mc_rpc_server_config {
 	size_t max_out_bytes;               /* per-connection output that pauses reading; 0: 4 MiB */
 	int backlog;                        /* listen backlog; 0: 1024 */
 	size_t attach_chunk;                /* most attachment bytes per recv/sendmsg; 0: 8 MiB */
+	bool splice;                        /* response attachments of MC_SPLICE_MIN (64 KiB) or
+					       more go by vmsplice + splice (rpc-splice.h): the
+					       peer copies them straight from the handler's
+					       memory as the socket takes them, not at the reply */
 	mc_log_fn log;                      /* may be NULL */
 	void *log_ctx;
 	/* Optional per-op metrics (util/metrics.h), one series per op in

@@ -120,7 +120,10 @@ static int h_data_read(void *ctx, const struct mc_rpc_call *call, void *resp)
 	int r = mc_node_data_check(ctx, MC_GRANT_READ, q->segment_id, q->offset, q->length, q->grant, &g);
 	if (r == 0 && q->length > MC_PROTO_MAX_ATTACH)
 		r = MC_ERR_TOO_LARGE;
-	/* The reply is sent after the handler returns: the node's view of a read is its lookup. */
+	/* The reply is sent after the handler returns: the node's view of a read
+	 * is its lookup.  By splice (tcp_splice) the reader copies the bytes as
+	 * the socket takes them, which is within its lease (the bytes stay in
+	 * place until it ends), and checks them against the checksum. */
 	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_READ, MC_TRANSPORT_TCP, q->length, NULL, r, 0);
 	if (r < 0)
 		return r;

@@ -27,6 +27,7 @@ static int tcp_start(const struct mc_node_transport_config *cfg, struct mc_node_
 		.address = cfg->address,
 		.port = cfg->port,
 		.workers = cfg->workers,
+		.splice = cfg->tcp_splice,
 		.log = cfg->log,
 		.log_ctx = cfg->log_ctx,
 		.admit = cfg->admit,

@@ -29,6 +29,7 @@ struct mc_node_transport_config {
 	const char *address;		/* bind address */
 	uint16_t port;			/* 0: pick one */
 	unsigned workers;
+	bool tcp_splice;		/* TCP: DATA_READ replies by splice (rpc-server.h) */
 	const struct mc_node_segments *segs;	/* immutable while the transport runs */
 	struct mc_node_grants *grants;		/* over segs: checks every access */
 	mc_log_fn log;			/* reports (util/logfn.h); NULL: none */

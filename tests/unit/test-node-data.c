@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,9 @@ struct fixture {
 };
 
 static struct fixture *F;
+/* The second run of the group: DATA_WRITE attachments and DATA_READ replies
+ * by splice (rpc-splice.h), the node's tcp_splice. */
+static bool SPLICE;
 
 /* A grant as the master signs it, into buf (MC_GRANT_MAX_LEN bytes). */
 static struct mc_bytes sign_with(const struct mc_grant_key *k, uint8_t mode, struct mc_uuid seg,
@@ -73,7 +77,8 @@ static int setup(void **state)
 	mc_node_grants_sync(&f->grants, mc_now_ms());
 	F = f;
 	struct mc_node_transport_config c = { .address = "127.0.0.1", .port = 0, .workers = 2,
-					      .segs = &f->segs, .grants = &f->grants };
+					      .segs = &f->segs, .grants = &f->grants,
+					      .tcp_splice = SPLICE };
 	assert_int_equal(mc_node_tcp_transport.start(&c, &f->tr), 0);
 	snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u",
 		 (unsigned)mc_node_tcp_transport.port(f->tr));
@@ -105,7 +110,7 @@ static int dwrite(struct mc_rpc_conn *c, struct mc_uuid seg, uint64_t off, uint6
 	struct mc_msg_data_write_req q = { .segment_id = seg, .offset = off, .length = len,
 					   .grant = sign(MC_GRANT_WRITE, seg, off, len, g) };
 	struct iovec iov = { (void *)p, attach_len };
-	struct mc_rpc_attach at = { .send = &iov, .nsend = attach_len ? 1 : 0 };
+	struct mc_rpc_attach at = { .send = &iov, .nsend = attach_len ? 1 : 0, .splice = SPLICE };
 	struct mc_arena a;
 	union mc_msg_any resp;
 	mc_arena_init(&a);
@@ -719,6 +724,47 @@ static void test_fence(void **state)
 		mc_node_grants_install(&f->grants, f->segs.seg[i].id, &k2);
 }
 
+/* A reader gone in the middle of a large reply (spliced in the second
+ * run): the node drops that connection, raises no signal, and serves the
+ * next one. */
+static void test_reader_gone(void **state)
+{
+	struct fixture *f = *state;
+	enum { LEN = 48u << 20 };
+	struct sockaddr_storage sa;
+	socklen_t len;
+	assert_int_equal(mc_sock_parse(f->addr, &sa, &len), 0);
+	uint8_t g[MC_GRANT_MAX_LEN];
+	for (int round = 0; round < 4; round++) {
+		int fd = mc_sock_connect(&sa, len, 5000);
+		assert_true(fd >= 0);
+		struct mc_wbuf w;
+		mc_wbuf_init(&w, 1 << 20);
+		struct mc_msg_data_read_req rq = {
+			.segment_id = f->segs.seg[0].id, .offset = 0, .length = LEN,
+			.grant = sign(MC_GRANT_READ, f->segs.seg[0].id, 0, LEN, g) };
+		assert_int_equal(mc_proto_encode_request(&w, MC_OP_DATA_READ, 1, &rq, 0), 0);
+		assert_int_equal(mc_write_full(fd, w.p, w.len), 0);
+		mc_wbuf_free(&w);
+		static uint8_t some[1 << 16];
+		assert_int_equal(mc_read_full(fd, some, sizeof(some)), 0);
+		if (round % 2) {	/* a reset rather than a close */
+			struct linger lg = { 1, 0 };
+			setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		}
+		close(fd);
+	}
+	struct mc_rpc_conn *c = open_conn(f);
+	static uint8_t src[1u << 20], dst[1u << 20];
+	fill_random(src, sizeof(src));
+	uint64_t got = 0;
+	assert_int_equal(dwrite(c, f->segs.seg[1].id, 8192, sizeof(src), src, sizeof(src)), 0);
+	assert_int_equal(dread(c, f->segs.seg[1].id, 8192, sizeof(src), dst, sizeof(dst), &got), 0);
+	assert_int_equal(got, sizeof(src));
+	assert_memory_equal(dst, src, sizeof(src));
+	mc_rpc_conn_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +777,9 @@ int main(void)
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_fence),
+		cmocka_unit_test(test_reader_gone),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int r = cmocka_run_group_tests(tests, setup, teardown);
+	SPLICE = true;
+	return r | cmocka_run_group_tests(tests, setup, teardown);
 }
