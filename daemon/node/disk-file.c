@@ -287,7 +287,9 @@ static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		reserved[i] = true;
 		snprintf(tmp[i], sizeof(tmp[i]), "%llu", (unsigned long long)e[i]->seq);
 		fd[i] = openat(s->tmpfd, tmp[i], O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
-		if (fd[i] < 0) {
+		/* Blocks and length first: the write is then no extending write,
+		 * which ext4 runs synchronously (on an io_uring worker). */
+		if (fd[i] < 0 || mc_file_prealloc(fd[i], mc_rec_len(p[i].klen, p[i].len)) < 0) {
 			p[i].status = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
 			continue;
 		}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* disk-io.c - see disk-io.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -342,6 +343,13 @@ int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull)
 	if (ops != op)
 		free(ops);
 	return r < 0 ? MC_ERR_FILE_WRITE_FAIL : 0;
+}
+
+int mc_file_prealloc(int fd, uint64_t len)
+{
+	if (!len || fallocate(fd, 0, 0, (off_t)len) == 0)
+		return 0;
+	return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
 }
 
 int mc_file_write_all(int fd, const void *buf, size_t n)

@@ -72,6 +72,13 @@ int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull);
 int mc_file_write_all(int fd, const void *buf, size_t n);
 int mc_file_read_all(int fd, void *buf, size_t n);
 
+/* Allocates len bytes of a new file and sets its length (fallocate), so
+ * that O_DIRECT writes into it do not extend it: ext4 runs an extending
+ * write synchronously, which io_uring hands to a worker thread, one at a
+ * time per file.  0 (also where the file system cannot preallocate) or -1
+ * with errno set (ENOSPC...). */
+int mc_file_prealloc(int fd, uint64_t len);
+
 /* A zeroed buffer aligned to MC_DISK_BLOCK, len rounded up to it; free(). */
 void *mc_dio_alloc(uint64_t len);
 /* The same, not zeroed (the caller fills or reads into every byte). */

@@ -28,10 +28,14 @@
  * Without fio on PATH the fio lines say so and no ratio is printed.
  * Buffers are 4 KiB-aligned (the node's staging memory is), so values move
  * with no copy.  MC_BENCH_DISK_SECONDS sets each timed phase (default 2);
- * MC_BENCH_DISK_BACKENDS (e.g. "offset,file") limits the backends.
+ * MC_BENCH_DISK_BACKENDS (e.g. "offset,file") limits the backends;
+ * MC_BENCH_DISK_FIO=0 leaves fio out (to profile the backends alone).
+ * disk_<b>_cpu_us_per_object is the process's CPU time (user + system,
+ * its io_uring workers included) per object of each phase.
  */
 #include <ftw.h>
 #include <jansson.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +75,18 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
 
 struct figures {
 	double iops, wr_gbs, wrs_gbs, rd_gbs, batch_ms, open_s;
+	/* CPU time (user + system, io_uring workers included) per object */
+	double cpu_wr, cpu_wrs, cpu_rd, cpu_4k, cpu_b128;
 };
+
+/* The process's CPU time so far, in microseconds. */
+static double cpu_us(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 + u.ru_utime.tv_usec +
+	       u.ru_stime.tv_usec;
+}
 
 /* 1 MiB puts of n objects key prefix, batches of QD_BIG, each batch synced
  * if sync: GB/s. */
@@ -119,11 +134,16 @@ static void bench_backend(const char *b, struct figures *f)
 	/* 1 MiB sequential writes, then as many synced per batch */
 	struct mc_disk_put p[128];
 	struct mc_disk_get g[128];
+	double c0 = cpu_us();
 	f->wr_gbs = seqwrite(d, "big", NBIG, false, buf, keys);
+	f->cpu_wr = (cpu_us() - c0) / NBIG;
+	c0 = cpu_us();
 	f->wrs_gbs = seqwrite(d, "bigs", NBIG / 2, true, buf, keys);
+	f->cpu_wrs = (cpu_us() - c0) / (NBIG / 2);
 
 	/* 1 MiB sequential reads, repeated for the phase's time */
 	uint64_t done = 0;
+	c0 = cpu_us();
 	t0 = mc_now_ns();
 	while (elapsed(t0) < seconds) {
 		for (unsigned i = 0; i < NBIG; i += QD_BIG) {
@@ -138,6 +158,7 @@ static void bench_backend(const char *b, struct figures *f)
 		}
 	}
 	f->rd_gbs = (double)done / elapsed(t0) / 1e9;
+	f->cpu_rd = (cpu_us() - c0) / (double)(done / MiB);
 
 	/* 4 KiB objects, then random batched gets */
 	for (unsigned i = 0; i < NSMALL; i++)
@@ -151,6 +172,7 @@ static void bench_backend(const char *b, struct figures *f)
 			die("put 4 KiB", r);
 	}
 	uint64_t seed = 88172645463325252ull, n = 0;
+	c0 = cpu_us();
 	t0 = mc_now_ns();
 	while (elapsed(t0) < seconds) {
 		for (unsigned k = 0; k < QD_SMALL; k++) {
@@ -163,6 +185,7 @@ static void bench_backend(const char *b, struct figures *f)
 		n += QD_SMALL;
 	}
 	f->iops = (double)n / elapsed(t0);
+	f->cpu_4k = (cpu_us() - c0) / (double)n;
 
 	/* one get of 128 objects of 64 KiB */
 	for (unsigned k = 0; k < 128; k++) {
@@ -174,6 +197,7 @@ static void bench_backend(const char *b, struct figures *f)
 		die("put 64 KiB", r);
 	uint8_t *big = aligned_alloc(4096, 128 * 65536);
 	double ms[9];
+	c0 = cpu_us();
 	for (int rep = 0; rep < 9; rep++) {
 		for (unsigned k = 0; k < 128; k++)
 			g[k] = (struct mc_disk_get){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
@@ -183,6 +207,7 @@ static void bench_backend(const char *b, struct figures *f)
 			die("get 128", r);
 		ms[rep] = elapsed(t0) * 1e3;
 	}
+	f->cpu_b128 = (cpu_us() - c0) / (9 * 128);
 	for (int i = 0; i < 9; i++)	/* median */
 		for (int j = i + 1; j < 9; j++)
 			if (ms[j] < ms[i]) {
@@ -265,7 +290,9 @@ int main(void)
 	}
 	printf("# disk tier in %s, %.0f s per phase; fio: io_uring, O_DIRECT, one job\n", root,
 	       seconds);
-	bool have_fio = system("command -v fio >/dev/null 2>&1") == 0;
+	const char *nofio = getenv("MC_BENCH_DISK_FIO");
+	bool have_fio = !(nofio && !strcmp(nofio, "0")) &&
+			system("command -v fio >/dev/null 2>&1") == 0;
 	double f_iops = -1, f_wr = -1, f_rd = -1, f_b128 = -1;
 	double f_new = -1, f_over = -1, f_new_s = -1, f_over_s = -1;
 	if (have_fio) {
@@ -292,7 +319,8 @@ int main(void)
 		printf("fio_seqread_1m %.2f GB/s\n", f_rd);
 		printf("fio_randread_64k_qd128 %.2f GB/s\n", f_b128);
 	} else {
-		printf("# fio not found (packaging/deps.sh bench installs it): no ratios\n");
+		printf("# fio not run (not found: packaging/deps.sh bench installs it, or "
+		       "MC_BENCH_DISK_FIO=0): no ratios\n");
 	}
 	const char *only = getenv("MC_BENCH_DISK_BACKENDS");
 	for (const char *const *b = mc_disk_backends; *b; b++) {
@@ -316,6 +344,9 @@ int main(void)
 		if (f_b128 > 0)
 			printf(", %.2fx fio", b128 / f_b128);
 		printf(")\n");
+		printf("disk_%s_cpu_us_per_object write %.0f, synced write %.0f, 1m read %.0f, "
+		       "4k read %.1f, batch128 read %.1f\n",
+		       *b, f.cpu_wr, f.cpu_wrs, f.cpu_rd, f.cpu_4k, f.cpu_b128);
 		fflush(stdout);
 	}
 	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
