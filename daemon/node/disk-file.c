@@ -26,9 +26,18 @@
  * record fits.  A reader opens the file under its shard lock, so a later
  * replace or unlink does not disturb it (it keeps the old inode).
  *
- * Locks, in order: shard -> space.  No lock is held during data I/O.
- * open, rename and unlink are plain system calls; reads and writes of data
- * go through io_uring (disk-io.h).
+ * Open files: a get keeps the file it opened open, in the entry, for the
+ * next gets of the object (no open(2) and close(2) each), up to open_files
+ * files (mc_disk_config; by default half the soft RLIMIT_NOFILE, at most
+ * FS_OPEN_MAX): past that the files opened first are closed (FIFO).  An
+ * entry's fd is closed when the entry is freed (its last reference gone),
+ * or by that trimming, under the shard lock and only while nobody but the
+ * index and the trimmer holds the entry (readers take their reference
+ * under the shard lock), so a reader's fd stays open while it reads.
+ *
+ * Locks, in order: shard -> space, shard -> files.  No lock is held during
+ * data I/O.  open, fallocate, rename and unlink are plain system calls;
+ * reads and writes of data go through io_uring (disk-io.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +64,7 @@
 
 #define FS_SHARDS 1024u
 #define NAME_MAX_ENC 200u
+#define FS_OPEN_MAX 65536u
 
 struct fs_link {
 	struct fs_link *prev, *next;
@@ -61,9 +72,11 @@ struct fs_link {
 
 struct fs_entry {
 	struct fs_link fifo;		/* first; space lock */
+	struct fs_link open;		/* in fs.open while indexed with fd open; files lock */
 	uint64_t vlen, seq;
 	uint32_t crc;
-	atomic_uint refs;		/* the index's + evictors' */
+	int fd;				/* open for reads, or -1; shard lock (see the top) */
+	atomic_uint refs;		/* the index's + readers' + evictors' */
 	uint32_t klen;
 	char name[NAME_MAX_ENC + 8];
 	uint8_t key[];
@@ -85,6 +98,10 @@ struct fs {
 	pthread_mutex_t space;
 	struct fs_link fifo;
 	uint64_t used;			/* files + puts in flight */
+	pthread_mutex_t files;
+	struct fs_link open;		/* entries with an fd, first opened first */
+	unsigned open_max;
+	atomic_uint nopen;		/* entries' fds open */
 	atomic_uint_fast64_t seq;
 	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
 };
@@ -128,21 +145,21 @@ static struct fs_entry *entry_new(const void *key, uint32_t klen)
 	e->klen = klen;
 	memcpy(e->key, key, klen);
 	encode_name(key, klen, e->name);
+	e->fd = -1;
 	atomic_init(&e->refs, 1);
 	return e;
 }
 
-static void fifo_link(struct fs *s, struct fs_entry *e)
+static void link_tail(struct fs_link *head, struct fs_link *l)
 {
-	e->fifo.prev = s->fifo.prev;
-	e->fifo.next = &s->fifo;
-	s->fifo.prev->next = &e->fifo;
-	s->fifo.prev = &e->fifo;
+	l->prev = head->prev;
+	l->next = head;
+	head->prev->next = l;
+	head->prev = l;
 }
 
-static void fifo_unlink(struct fs_entry *e)
+static void link_del(struct fs_link *l)
 {
-	struct fs_link *l = &e->fifo;
 	if (!l->next)
 		return;
 	l->prev->next = l->next;
@@ -150,10 +167,72 @@ static void fifo_unlink(struct fs_entry *e)
 	l->prev = l->next = NULL;
 }
 
-static void entry_unref(struct fs_entry *e)
+static void fifo_link(struct fs *s, struct fs_entry *e)
 {
-	if (atomic_fetch_sub(&e->refs, 1) == 1)
-		free(e);
+	link_tail(&s->fifo, &e->fifo);
+}
+
+static void fifo_unlink(struct fs_entry *e)
+{
+	link_del(&e->fifo);
+}
+
+/* e leaves the index (shard lock held): its fd, if open, is no longer a
+ * trimming candidate; it is closed with the entry. */
+static void open_forget(struct fs *s, struct fs_entry *e)
+{
+	pthread_mutex_lock(&s->files);
+	link_del(&e->open);
+	pthread_mutex_unlock(&s->files);
+}
+
+static void entry_unref(struct fs *s, struct fs_entry *e)
+{
+	if (atomic_fetch_sub(&e->refs, 1) != 1)
+		return;
+	if (e->fd >= 0) {
+		close(e->fd);
+		atomic_fetch_sub(&s->nopen, 1);
+	}
+	free(e);
+}
+
+/* Closes the fds of the entries opened first until at most open_max are
+ * open, skipping those being read; at most 2 * want tries. */
+static void open_trim(struct fs *s, unsigned want)
+{
+	for (unsigned tries = 0; tries < 2 * want && atomic_load(&s->nopen) > s->open_max; tries++) {
+		pthread_mutex_lock(&s->files);
+		if (s->open.next == &s->open) {
+			pthread_mutex_unlock(&s->files);
+			return;
+		}
+		struct fs_entry *v = container_of(s->open.next, struct fs_entry, open);
+		link_del(&v->open);
+		atomic_fetch_add(&v->refs, 1);	/* indexed while listed: refs >= 1 */
+		pthread_mutex_unlock(&s->files);
+
+		struct fs_shard *sh = shard_of(s, v->key, v->klen);
+		uint64_t cur;
+		int fd = -1;
+		pthread_mutex_lock(&sh->lock);
+		bool indexed = mc_map_get(&sh->map, v->key, v->klen, &cur) == 0 &&
+			       (struct fs_entry *)cur == v;
+		if (indexed && atomic_load(&v->refs) == 2) {	/* the index's and ours */
+			fd = v->fd;
+			v->fd = -1;
+		} else if (indexed && v->fd >= 0) {	/* being read: later */
+			pthread_mutex_lock(&s->files);
+			link_tail(&s->open, &v->open);
+			pthread_mutex_unlock(&s->files);
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (fd >= 0) {
+			close(fd);
+			atomic_fetch_sub(&s->nopen, 1);
+		}
+		entry_unref(s, v);
+	}
 }
 
 /* Unmaps e and unlinks its file if it is still its key's entry (the caller
@@ -166,6 +245,7 @@ static bool entry_drop(struct fs *s, struct fs_entry *e)
 	pthread_mutex_lock(&sh->lock);
 	if (mc_map_get(&sh->map, e->key, e->klen, &cur) == 0 && (struct fs_entry *)cur == e) {
 		mc_map_del(&sh->map, e->key, e->klen, NULL);
+		open_forget(s, e);
 		(void)unlinkat(s->objfd, e->name, 0);
 		pthread_mutex_lock(&s->space);
 		fifo_unlink(e);
@@ -176,7 +256,7 @@ static bool entry_drop(struct fs *s, struct fs_entry *e)
 	}
 	pthread_mutex_unlock(&sh->lock);
 	if (dropped)
-		entry_unref(e);
+		entry_unref(s, e);
 	return dropped;
 }
 
@@ -200,7 +280,7 @@ static int reserve(struct fs *s, uint64_t len)
 			atomic_fetch_add(&s->evicted_bytes, mc_rec_len(v->klen, v->vlen));
 			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
-		entry_unref(v);
+		entry_unref(s, v);
 		pthread_mutex_lock(&s->space);
 	}
 	s->used += len;
@@ -235,6 +315,8 @@ static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 		pthread_mutex_unlock(&sh->lock);
 		return MC_ERR_FILE_WRITE_FAIL;
 	}
+	if (had)
+		open_forget(s, (struct fs_entry *)old);
 	pthread_mutex_lock(&s->space);
 	if (had) {
 		struct fs_entry *o = (struct fs_entry *)old;
@@ -247,7 +329,7 @@ static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 		atomic_fetch_add(&s->objects, 1);
 	pthread_mutex_unlock(&sh->lock);
 	if (had)
-		entry_unref((struct fs_entry *)old);
+		entry_unref(s, (struct fs_entry *)old);
 	return 0;
 }
 
@@ -317,7 +399,7 @@ static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 			if (reserved[i])
 				unreserve(s, mc_rec_len(p[i].klen, p[i].len));
 			if (e[i])
-				entry_unref(e[i]);
+				entry_unref(s, e[i]);
 		} else {
 			atomic_fetch_add(&s->puts, 1);
 		}
@@ -364,7 +446,7 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
-	unsigned nops = 0;
+	unsigned nops = 0, opened = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned k = 0;
 		uint64_t v;
@@ -384,7 +466,15 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			atomic_fetch_add(&e[i]->refs, 1);
 			h[i] = (struct mc_rec_hdr){ .klen = e[i]->klen, .vlen = e[i]->vlen,
 						    .seq = e[i]->seq, .crc = e[i]->crc };
-			fd[i] = openat(s->objfd, e[i]->name, O_RDONLY | O_DIRECT | O_CLOEXEC);
+			if (e[i]->fd < 0 &&
+			    (e[i]->fd = openat(s->objfd, e[i]->name, O_RDONLY | O_DIRECT | O_CLOEXEC)) >= 0) {
+				atomic_fetch_add(&s->nopen, 1);
+				opened++;
+				pthread_mutex_lock(&s->files);
+				link_tail(&s->open, &e[i]->open);
+				pthread_mutex_unlock(&s->files);
+			}
+			fd[i] = e[i]->fd;	/* ours while we hold e[i] (see the top) */
 		}
 		pthread_mutex_unlock(&sh->lock);
 		if (!e[i]) {
@@ -422,14 +512,14 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 				atomic_fetch_add(&s->hits, 1);
 			}
 		}
-		if (fd[i] >= 0)
-			close(fd[i]);
 		if (e[i])
-			entry_unref(e[i]);
+			entry_unref(s, e[i]);
 		mc_rec_io_release(&x[i]);
 		if (g[i].status && !ret)
 			ret = g[i].status;
 	}
+	if (opened)
+		open_trim(s, opened);
 out:
 	free(e);
 	free(h);
@@ -458,7 +548,7 @@ static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	if (!e)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	bool dropped = entry_drop(s, e);
-	entry_unref(e);
+	entry_unref(s, e);
 	return dropped ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
@@ -504,8 +594,12 @@ static void fs_free(struct fs *s)
 		for (unsigned i = 0; i < FS_SHARDS; i++) {
 			const struct mc_map_entry *me;
 			uint32_t it = 0;
-			while ((me = mc_map_next(&s->shards[i].map, &it)))
-				free((void *)me->value);
+			while ((me = mc_map_next(&s->shards[i].map, &it))) {
+				struct fs_entry *e = (struct fs_entry *)me->value;
+				if (e->fd >= 0)
+					close(e->fd);
+				free(e);
+			}
 			mc_map_release(&s->shards[i].map);
 			pthread_mutex_destroy(&s->shards[i].lock);
 		}
@@ -518,6 +612,7 @@ static void fs_free(struct fs *s)
 	if (s->tmpfd >= 0)
 		close(s->tmpfd);
 	pthread_mutex_destroy(&s->space);
+	pthread_mutex_destroy(&s->files);
 	free(s->dir);
 	free(s);
 }
@@ -663,7 +758,7 @@ static int fs_scan(struct fs *s)
 			atomic_fetch_add(&s->evictions, 1);
 			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
-		entry_unref(v);
+		entry_unref(s, v);
 	}
 	return r;
 }
@@ -690,7 +785,16 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	s->objfd = s->tmpfd = -1;
 	s->cap = c->size & ~4095ull;
 	s->fifo.next = s->fifo.prev = &s->fifo;
+	s->open.next = s->open.prev = &s->open;
 	pthread_mutex_init(&s->space, NULL);
+	pthread_mutex_init(&s->files, NULL);
+	s->open_max = c->open_files;
+	if (!s->open_max) {
+		struct rlimit rl;
+		rlim_t half = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 2 : 512;
+		s->open_max = (unsigned)MC_MIN(half, (rlim_t)FS_OPEN_MAX);
+	}
+	s->open_max = MC_MIN(s->open_max, FS_OPEN_MAX);
 	if (!(s->dir = strdup(c->dir)) ||
 	    !(s->shards = aligned_alloc(64, FS_SHARDS * sizeof(*s->shards)))) {
 		r = MC_ERR_NO_MEMORY;
