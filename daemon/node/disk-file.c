@@ -28,7 +28,8 @@
  *
  * Open files: a get keeps the file it opened open, in the entry, for the
  * next gets of the object (no open(2) and close(2) each), up to open_files
- * files (mc_disk_config; by default half the soft RLIMIT_NOFILE, at most
+ * files (mc_disk_config; by default the soft RLIMIT_NOFILE less
+ * FS_OPEN_RESERVE, or an eighth of a limit under twice that, at most
  * FS_OPEN_MAX): past that the files opened first are closed (FIFO).  An
  * entry's fd is closed when the entry is freed (its last reference gone),
  * or by that trimming, under the shard lock and only while nobody but the
@@ -65,6 +66,9 @@
 #define FS_SHARDS 1024u
 #define NAME_MAX_ENC 200u
 #define FS_OPEN_MAX 65536u
+/* Descriptors the default open_files leaves to the rest of the node: the
+ * RPC server's default 4096 connections and 1024 more. */
+#define FS_OPEN_RESERVE 5120u
 
 struct fs_link {
 	struct fs_link *prev, *next;
@@ -791,8 +795,9 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	s->open_max = c->open_files;
 	if (!s->open_max) {
 		struct rlimit rl;
-		rlim_t half = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 2 : 512;
-		s->open_max = (unsigned)MC_MIN(half, (rlim_t)FS_OPEN_MAX);
+		rlim_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+		n = n > 2 * FS_OPEN_RESERVE ? n - FS_OPEN_RESERVE : n / 8;
+		s->open_max = (unsigned)MC_MAX(MC_MIN(n, (rlim_t)FS_OPEN_MAX), (rlim_t)1);
 	}
 	s->open_max = MC_MIN(s->open_max, FS_OPEN_MAX);
 	if (!(s->dir = strdup(c->dir)) ||

@@ -33,7 +33,9 @@
  * Buffers are 4 KiB-aligned (the node's staging memory is), so values move
  * with no copy.  MC_BENCH_DISK_SECONDS sets each timed phase (default 2);
  * MC_BENCH_DISK_BACKENDS (e.g. "offset,file") limits the backends;
- * MC_BENCH_DISK_FIO=0 leaves fio out (to profile the backends alone).
+ * MC_BENCH_DISK_FIO=0 leaves fio out (to profile the backends alone);
+ * MC_BENCH_DISK_PHASES (e.g. "sync") runs only the phases named among
+ * write, sync, read, rand4k, batch128 (read writes its objects first).
  * disk_<b>_cpu_us_per_object is the process's CPU time (user + system,
  * its io_uring workers included) per object of each phase.
  */
@@ -57,6 +59,12 @@
 #define QD_BIG 16u
 
 static double seconds = 2;
+static const char *phases;	/* MC_BENCH_DISK_PHASES, NULL: all */
+
+static bool phase(const char *name)
+{
+	return !phases || strstr(phases, name);
+}
 static char root[512];
 
 static uint64_t rnd(uint64_t *s)
@@ -140,17 +148,21 @@ static void bench_backend(const char *b, struct figures *f)
 	struct mc_disk_put p[128];
 	struct mc_disk_get g[128];
 	double c0 = cpu_us();
-	f->wr_gbs = seqwrite(d, "big", NBIG, false, buf, keys);
-	f->cpu_wr = (cpu_us() - c0) / NBIG;
+	if (phase("write") || phase("read")) {
+		f->wr_gbs = seqwrite(d, "big", NBIG, false, buf, keys);
+		f->cpu_wr = (cpu_us() - c0) / NBIG;
+	}
 	c0 = cpu_us();
-	f->wrs_gbs = seqwrite(d, "bigs", NBIG / 2, true, buf, keys);
-	f->cpu_wrs = (cpu_us() - c0) / (NBIG / 2);
+	if (phase("sync")) {
+		f->wrs_gbs = seqwrite(d, "bigs", NBIG / 2, true, buf, keys);
+		f->cpu_wrs = (cpu_us() - c0) / (NBIG / 2);
+	}
 
 	/* 1 MiB sequential reads, repeated for the phase's time */
 	uint64_t done = 0;
 	c0 = cpu_us();
 	t0 = mc_now_ns();
-	while (elapsed(t0) < seconds) {
+	while (phase("read") && elapsed(t0) < seconds) {
 		for (unsigned i = 0; i < NBIG; i += QD_BIG) {
 			for (unsigned k = 0; k < QD_BIG; k++) {
 				snprintf(keys[k], sizeof(keys[k]), "big-%u", i + k);
@@ -163,12 +175,12 @@ static void bench_backend(const char *b, struct figures *f)
 		}
 	}
 	f->rd_gbs = (double)done / elapsed(t0) / 1e9;
-	f->cpu_rd = (cpu_us() - c0) / (double)(done / MiB);
+	f->cpu_rd = done ? (cpu_us() - c0) / (double)(done / MiB) : 0;
 
 	/* 4 KiB objects, then random batched gets */
 	for (unsigned i = 0; i < NSMALL; i++)
 		snprintf(keys[i], sizeof(keys[i]), "small-%u", i);
-	for (unsigned i = 0; i < NSMALL; i += 128) {
+	for (unsigned i = 0; phase("rand4k") && i < NSMALL; i += 128) {
 		for (unsigned k = 0; k < 128; k++)
 			p[k] = (struct mc_disk_put){ .key = keys[i + k],
 						     .klen = (uint32_t)strlen(keys[i + k]),
@@ -179,7 +191,7 @@ static void bench_backend(const char *b, struct figures *f)
 	uint64_t seed = 88172645463325252ull, n = 0;
 	c0 = cpu_us();
 	t0 = mc_now_ns();
-	while (elapsed(t0) < seconds) {
+	while (phase("rand4k") && elapsed(t0) < seconds) {
 		for (unsigned k = 0; k < QD_SMALL; k++) {
 			unsigned i = (unsigned)(rnd(&seed) % NSMALL);
 			g[k] = (struct mc_disk_get){ .key = keys[i], .klen = (uint32_t)strlen(keys[i]),
@@ -190,7 +202,7 @@ static void bench_backend(const char *b, struct figures *f)
 		n += QD_SMALL;
 	}
 	f->iops = (double)n / elapsed(t0);
-	f->cpu_4k = (cpu_us() - c0) / (double)n;
+	f->cpu_4k = n ? (cpu_us() - c0) / (double)n : 0;
 
 	/* one get of 128 objects of 64 KiB */
 	for (unsigned k = 0; k < 128; k++) {
@@ -198,12 +210,16 @@ static void bench_backend(const char *b, struct figures *f)
 		p[k] = (struct mc_disk_put){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
 					     .val = buf + (k % 16) * 65536, .len = 65536 };
 	}
-	if ((r = mc_disk_put(d, p, 128)) < 0)
+	if (phase("batch128") && (r = mc_disk_put(d, p, 128)) < 0)
 		die("put 64 KiB", r);
 	uint8_t *big = aligned_alloc(4096, 128 * 65536);
 	double ms[9];
 	c0 = cpu_us();
 	for (int rep = 0; rep < 9; rep++) {
+		if (!phase("batch128")) {
+			ms[rep] = 0;
+			continue;
+		}
 		for (unsigned k = 0; k < 128; k++)
 			g[k] = (struct mc_disk_get){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
 						     .buf = big + k * 65536, .cap = 65536 };
@@ -316,6 +332,7 @@ int main(void)
 		base = getenv("TMPDIR");
 	if (!base || !*base)
 		base = "/var/tmp";
+	phases = getenv("MC_BENCH_DISK_PHASES");
 	if (getenv("MC_BENCH_DISK_SECONDS"))
 		seconds = atof(getenv("MC_BENCH_DISK_SECONDS"));
 	snprintf(root, sizeof(root), "%s/mc-bench-disk.XXXXXX", base);
