@@ -337,88 +337,103 @@ static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 	return 0;
 }
 
+struct put_batch {
+	struct fs *s;
+	struct mc_disk_put *p;
+	struct fs_entry **e;
+	struct mc_rec_io *x;
+	struct mc_dio_op *ops;	/* one per object */
+	int *fd;
+	char (*tmp)[24];
+	bool *reserved;
+};
+
+/* Object i's file, made and filled while the objects before it write
+ * (mc_dio_run_fed()): 0, or p[i].status. */
+static int put_prep(void *ctx, size_t i)
+{
+	struct put_batch *b = ctx;
+	struct fs *s = b->s;
+	struct mc_disk_put *p = &b->p[i];
+	unsigned k = 0;
+	b->fd[i] = -1;
+	p->status = 0;
+	if (!p->klen || p->klen > MC_MAX_KEY_LEN || p->len > MC_REC_MAX_VLEN || (!p->val && p->len))
+		return p->status = MC_ERR_INVALID_PARAMS;
+	struct fs_entry *e = b->e[i] = entry_new(p->key, p->klen);
+	if (!e)
+		return p->status = MC_ERR_NO_MEMORY;
+	e->vlen = p->len;
+	e->seq = atomic_fetch_add(&s->seq, 1) + 1;
+	if ((p->status = reserve(s, mc_rec_len(p->klen, p->len))) < 0)
+		return p->status;
+	b->reserved[i] = true;
+	snprintf(b->tmp[i], sizeof(b->tmp[i]), "%llu", (unsigned long long)e->seq);
+	b->fd[i] = openat(s->tmpfd, b->tmp[i], O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC,
+			  0600);
+	/* Blocks and length first: the write is then no extending write,
+	 * which ext4 runs synchronously (on an io_uring worker). */
+	if (b->fd[i] < 0 || mc_file_prealloc(b->fd[i], mc_rec_len(p->klen, p->len)) < 0)
+		return p->status = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
+	struct mc_rec_hdr h = { .klen = p->klen, .vlen = p->len, .seq = e->seq };
+	if ((p->status = mc_rec_io_write(&b->x[i], b->fd[i], 0, &h, p->key, p->val, &b->ops[i],
+					 &k)) < 0)
+		return p->status;
+	e->crc = h.crc;
+	return 0;
+}
+
 static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 {
 	struct fs *s = container_of(d, struct fs, base);
-	struct fs_entry **e = calloc(n, sizeof(*e));
-	struct mc_rec_io *x = calloc(n, sizeof(*x));
-	struct mc_dio_op *ops = calloc(3 * n, sizeof(*ops));
-	unsigned *first = calloc(n + 1, sizeof(*first));
-	int *fd = malloc(n * sizeof(*fd)), ret = 0;
-	char (*tmp)[24] = calloc(n, sizeof(*tmp));
-	bool *reserved = calloc(n, sizeof(*reserved));
-	if (!e || !x || !ops || !first || !fd || !tmp || !reserved) {
+	struct put_batch b = {
+		.s = s, .p = p, .e = calloc(n, sizeof(*b.e)), .x = calloc(n, sizeof(*b.x)),
+		.ops = calloc(n, sizeof(*b.ops)), .fd = malloc(n * sizeof(*b.fd)),
+		.tmp = calloc(n, sizeof(*b.tmp)), .reserved = calloc(n, sizeof(*b.reserved)),
+	};
+	int ret = 0;
+	if (!b.e || !b.x || !b.ops || !b.fd || !b.tmp || !b.reserved) {
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
-	unsigned nops = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned k = 0;
-		fd[i] = -1;
-		first[i] = nops;
+	for (size_t i = 0; i < n; i++) {	/* as left if the run cannot start */
+		b.fd[i] = -1;
 		p[i].status = 0;
-		if (!p[i].klen || p[i].klen > MC_MAX_KEY_LEN || p[i].len > MC_REC_MAX_VLEN ||
-		    (!p[i].val && p[i].len)) {
-			p[i].status = MC_ERR_INVALID_PARAMS;
-			continue;
-		}
-		if (!(e[i] = entry_new(p[i].key, p[i].klen))) {
-			p[i].status = MC_ERR_NO_MEMORY;
-			continue;
-		}
-		e[i]->vlen = p[i].len;
-		e[i]->seq = atomic_fetch_add(&s->seq, 1) + 1;
-		if ((p[i].status = reserve(s, mc_rec_len(p[i].klen, p[i].len))) < 0)
-			continue;
-		reserved[i] = true;
-		snprintf(tmp[i], sizeof(tmp[i]), "%llu", (unsigned long long)e[i]->seq);
-		fd[i] = openat(s->tmpfd, tmp[i], O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
-		/* Blocks and length first: the write is then no extending write,
-		 * which ext4 runs synchronously (on an io_uring worker). */
-		if (fd[i] < 0 || mc_file_prealloc(fd[i], mc_rec_len(p[i].klen, p[i].len)) < 0) {
-			p[i].status = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
-			continue;
-		}
-		struct mc_rec_hdr h = { .klen = p[i].klen, .vlen = p[i].len, .seq = e[i]->seq };
-		if ((p[i].status = mc_rec_io_write(&x[i], fd[i], 0, &h, p[i].key, p[i].val,
-						   ops + nops, &k)) < 0)
-			continue;
-		e[i]->crc = h.crc;
-		nops += k;
+		b.ops[i].status = MC_ERR_NO_MEMORY;
 	}
-	first[n] = nops;
-	mc_dio_run(s->dio, ops, nops);
+	/* Each object's file is created and its write under way before the
+	 * next is created: creating an inode can cost as much as the write. */
+	mc_dio_run_fed(s->dio, b.ops, n, put_prep, &b);
 	for (size_t i = 0; i < n; i++) {
-		for (unsigned k = first[i]; k < first[i + 1] && !p[i].status; k++)
-			p[i].status = ops[k].status;
 		if (!p[i].status)
-			p[i].status = commit(s, e[i], tmp[i]);
-		if (fd[i] >= 0 && !p[i].status)	/* mc_disk_sync() flushes it */
-			mc_dirty_add(&s->dirty, fd[i]);
-		else if (fd[i] >= 0)
-			close(fd[i]);
+			p[i].status = b.ops[i].status;
+		if (!p[i].status)
+			p[i].status = commit(s, b.e[i], b.tmp[i]);
+		if (b.fd[i] >= 0 && !p[i].status)	/* mc_disk_sync() flushes it */
+			mc_dirty_add(&s->dirty, b.fd[i]);
+		else if (b.fd[i] >= 0)
+			close(b.fd[i]);
 		if (p[i].status) {
-			if (fd[i] >= 0)
-				(void)unlinkat(s->tmpfd, tmp[i], 0);
-			if (reserved[i])
+			if (b.fd[i] >= 0)
+				(void)unlinkat(s->tmpfd, b.tmp[i], 0);
+			if (b.reserved[i])
 				unreserve(s, mc_rec_len(p[i].klen, p[i].len));
-			if (e[i])
-				entry_unref(s, e[i]);
+			if (b.e[i])
+				entry_unref(s, b.e[i]);
 		} else {
 			atomic_fetch_add(&s->puts, 1);
 		}
-		mc_rec_io_release(&x[i]);
+		mc_rec_io_release(&b.x[i]);
 		if (p[i].status && !ret)
 			ret = p[i].status;
 	}
 out:
-	free(e);
-	free(x);
-	free(ops);
-	free(first);
-	free(fd);
-	free(tmp);
-	free(reserved);
+	free(b.e);
+	free(b.x);
+	free(b.ops);
+	free(b.fd);
+	free(b.tmp);
+	free(b.reserved);
 	return ret;
 }
 
