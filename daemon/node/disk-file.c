@@ -54,7 +54,7 @@
 
 #include "mooncake/common.h"
 #include "mooncake/error.h"
-#include "node/disk-dirty.h"
+#include "node/disk-file-internal.h"
 #include "node/disk-io.h"
 #include "node/disk-record.h"
 #include "node/disk.h"
@@ -63,55 +63,8 @@
 #include "util/map.h"
 #include "util/syserr.h"
 
-#define FS_SHARDS 1024u
-#define NAME_MAX_ENC 200u
-#define FS_OPEN_MAX 65536u
-/* Descriptors the default open_files leaves to the rest of the node: the
- * RPC server's default 4096 connections and 1024 more. */
-#define FS_OPEN_RESERVE 5120u
-
-struct fs_link {
-	struct fs_link *prev, *next;
-};
-
-struct fs_entry {
-	struct fs_link fifo;		/* first; space lock */
-	struct fs_link open;		/* in fs.open while indexed with fd open; files lock */
-	uint64_t vlen, seq;
-	uint32_t crc;
-	int fd;				/* open for reads, or -1; shard lock (see the top) */
-	atomic_uint refs;		/* the index's + readers' + evictors' */
-	uint32_t klen;
-	char name[NAME_MAX_ENC + 8];
-	uint8_t key[];
-};
-
-struct fs_shard {
-	pthread_mutex_t lock;
-	struct mc_map map;
-} __attribute__((aligned(64)));
-
-struct fs {
-	struct mc_disk base;
-	char *dir;
-	int objfd, tmpfd;		/* O_DIRECTORY fds of objects/ and tmp/ */
-	uint64_t cap;
-	struct mc_dio *dio;
-	struct mc_dirty dirty;		/* files written since the last sync */
-	struct fs_shard *shards;
-	pthread_mutex_t space;
-	struct fs_link fifo;
-	uint64_t used;			/* files + puts in flight */
-	pthread_mutex_t files;
-	struct fs_link open;		/* entries with an fd, first opened first */
-	unsigned open_max;
-	atomic_uint nopen;		/* entries' fds open */
-	atomic_uint_fast64_t seq;
-	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
-};
-
 /* The file name of a key (see the top); NUL-terminated in out. */
-static void encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC + 8])
+void fs_encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC + 8])
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = 0;
@@ -136,19 +89,19 @@ static void encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC
 	out[n] = 0;
 }
 
-static struct fs_shard *shard_of(struct fs *s, const void *key, uint32_t klen)
+struct fs_shard *fs_shard_of(struct fs *s, const void *key, uint32_t klen)
 {
 	return &s->shards[mc_hash(key, klen) & (FS_SHARDS - 1)];
 }
 
-static struct fs_entry *entry_new(const void *key, uint32_t klen)
+struct fs_entry *fs_entry_new(const void *key, uint32_t klen)
 {
 	struct fs_entry *e = calloc(1, sizeof(*e) + klen);
 	if (!e)
 		return NULL;
 	e->klen = klen;
 	memcpy(e->key, key, klen);
-	encode_name(key, klen, e->name);
+	fs_encode_name(key, klen, e->name);
 	e->fd = -1;
 	atomic_init(&e->refs, 1);
 	return e;
@@ -171,7 +124,7 @@ static void link_del(struct fs_link *l)
 	l->prev = l->next = NULL;
 }
 
-static void fifo_link(struct fs *s, struct fs_entry *e)
+void fs_fifo_link(struct fs *s, struct fs_entry *e)
 {
 	link_tail(&s->fifo, &e->fifo);
 }
@@ -190,7 +143,7 @@ static void open_forget(struct fs *s, struct fs_entry *e)
 	pthread_mutex_unlock(&s->files);
 }
 
-static void entry_unref(struct fs *s, struct fs_entry *e)
+void fs_entry_unref(struct fs *s, struct fs_entry *e)
 {
 	if (atomic_fetch_sub(&e->refs, 1) != 1)
 		return;
@@ -216,7 +169,7 @@ static void open_trim(struct fs *s, unsigned want)
 		atomic_fetch_add(&v->refs, 1);	/* indexed while listed: refs >= 1 */
 		pthread_mutex_unlock(&s->files);
 
-		struct fs_shard *sh = shard_of(s, v->key, v->klen);
+		struct fs_shard *sh = fs_shard_of(s, v->key, v->klen);
 		uint64_t cur;
 		int fd = -1;
 		pthread_mutex_lock(&sh->lock);
@@ -235,15 +188,15 @@ static void open_trim(struct fs *s, unsigned want)
 			close(fd);
 			atomic_fetch_sub(&s->nopen, 1);
 		}
-		entry_unref(s, v);
+		fs_entry_unref(s, v);
 	}
 }
 
 /* Unmaps e and unlinks its file if it is still its key's entry (the caller
  * holds a reference).  Returns whether it did. */
-static bool entry_drop(struct fs *s, struct fs_entry *e)
+bool fs_entry_drop(struct fs *s, struct fs_entry *e)
 {
-	struct fs_shard *sh = shard_of(s, e->key, e->klen);
+	struct fs_shard *sh = fs_shard_of(s, e->key, e->klen);
 	uint64_t cur;
 	bool dropped = false;
 	pthread_mutex_lock(&sh->lock);
@@ -260,7 +213,7 @@ static bool entry_drop(struct fs *s, struct fs_entry *e)
 	}
 	pthread_mutex_unlock(&sh->lock);
 	if (dropped)
-		entry_unref(s, e);
+		fs_entry_unref(s, e);
 	return dropped;
 }
 
@@ -279,12 +232,12 @@ static int reserve(struct fs *s, uint64_t len)
 		fifo_unlink(v);
 		atomic_fetch_add(&v->refs, 1);
 		pthread_mutex_unlock(&s->space);
-		if (entry_drop(s, v)) {
+		if (fs_entry_drop(s, v)) {
 			atomic_fetch_add(&s->evictions, 1);
 			atomic_fetch_add(&s->evicted_bytes, mc_rec_len(v->klen, v->vlen));
 			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
-		entry_unref(s, v);
+		fs_entry_unref(s, v);
 		pthread_mutex_lock(&s->space);
 	}
 	s->used += len;
@@ -302,7 +255,7 @@ static void unreserve(struct fs *s, uint64_t len)
 /* Renames the written tmp file over the key's name and maps e. */
 static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 {
-	struct fs_shard *sh = shard_of(s, e->key, e->klen);
+	struct fs_shard *sh = fs_shard_of(s, e->key, e->klen);
 	uint64_t old = 0;
 	int r;
 	pthread_mutex_lock(&sh->lock);
@@ -327,13 +280,13 @@ static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 		fifo_unlink(o);
 		s->used -= mc_rec_len(o->klen, o->vlen);
 	}
-	fifo_link(s, e);
+	fs_fifo_link(s, e);
 	pthread_mutex_unlock(&s->space);
 	if (!had)
 		atomic_fetch_add(&s->objects, 1);
 	pthread_mutex_unlock(&sh->lock);
 	if (had)
-		entry_unref(s, (struct fs_entry *)old);
+		fs_entry_unref(s, (struct fs_entry *)old);
 	return 0;
 }
 
@@ -360,7 +313,7 @@ static int put_prep(void *ctx, size_t i)
 	p->status = 0;
 	if (!p->klen || p->klen > MC_MAX_KEY_LEN || p->len > MC_REC_MAX_VLEN || (!p->val && p->len))
 		return p->status = MC_ERR_INVALID_PARAMS;
-	struct fs_entry *e = b->e[i] = entry_new(p->key, p->klen);
+	struct fs_entry *e = b->e[i] = fs_entry_new(p->key, p->klen);
 	if (!e)
 		return p->status = MC_ERR_NO_MEMORY;
 	e->vlen = p->len;
@@ -419,7 +372,7 @@ static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 			if (b.reserved[i])
 				unreserve(s, mc_rec_len(p[i].klen, p[i].len));
 			if (b.e[i])
-				entry_unref(s, b.e[i]);
+				fs_entry_unref(s, b.e[i]);
 		} else {
 			atomic_fetch_add(&s->puts, 1);
 		}
@@ -478,7 +431,7 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			g[i].status = MC_ERR_INVALID_PARAMS;
 			continue;
 		}
-		struct fs_shard *sh = shard_of(s, g[i].key, g[i].klen);
+		struct fs_shard *sh = fs_shard_of(s, g[i].key, g[i].klen);
 		pthread_mutex_lock(&sh->lock);
 		if (mc_map_get(&sh->map, g[i].key, g[i].klen, &v) == 0) {
 			e[i] = (struct fs_entry *)v;
@@ -524,7 +477,7 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			if (chk[i] == 1)	/* not checked yet (a value of 0 bytes) */
 				get_check(&gb, i);
 			g[i].status = chk[i];
-			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && entry_drop(s, e[i]))
+			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && fs_entry_drop(s, e[i]))
 				atomic_fetch_add(&s->corrupt, 1);
 			if (!g[i].status) {
 				g[i].len = h[i].vlen;
@@ -532,7 +485,7 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			}
 		}
 		if (e[i])
-			entry_unref(s, e[i]);
+			fs_entry_unref(s, e[i]);
 		mc_rec_io_release(&x[i]);
 		if (g[i].status && !ret)
 			ret = g[i].status;
@@ -555,7 +508,7 @@ static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	struct fs *s = container_of(d, struct fs, base);
 	if (!klen || klen > MC_MAX_KEY_LEN)
 		return MC_ERR_INVALID_PARAMS;
-	struct fs_shard *sh = shard_of(s, key, klen);
+	struct fs_shard *sh = fs_shard_of(s, key, klen);
 	struct fs_entry *e = NULL;
 	uint64_t v;
 	pthread_mutex_lock(&sh->lock);
@@ -566,8 +519,8 @@ static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	pthread_mutex_unlock(&sh->lock);
 	if (!e)
 		return MC_ERR_OBJECT_NOT_FOUND;
-	bool dropped = entry_drop(s, e);
-	entry_unref(s, e);
+	bool dropped = fs_entry_drop(s, e);
+	fs_entry_unref(s, e);
 	return dropped ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
@@ -639,147 +592,6 @@ static void fs_free(struct fs *s)
 static void fs_close(struct mc_disk *d)
 {
 	fs_free(container_of(d, struct fs, base));
-}
-
-static int cmp_seq(const void *a, const void *b)
-{
-	const struct fs_entry *x = *(struct fs_entry *const *)a, *y = *(struct fs_entry *const *)b;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Empties tmp/, then indexes objects/ (see the top). */
-#define SCAN_BATCH 256u
-static int scan_batch(struct fs *s, char **names, size_t n, struct fs_entry ***all, size_t *nall)
-{
-	struct mc_dio_op ops[SCAN_BATCH];
-	int fds[SCAN_BATCH];
-	uint64_t size[SCAN_BATCH];
-	const uint64_t stride = mc_rec_head_len(MC_MAX_KEY_LEN);
-	uint8_t *blk = mc_dio_alloc(SCAN_BATCH * stride);
-	if (!blk)
-		return MC_ERR_NO_MEMORY;
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		ops[i] = (struct mc_dio_op){ .fd = -1 };
-		size[i] = 0;
-		fds[i] = openat(s->objfd, names[i], O_RDONLY | O_DIRECT | O_CLOEXEC);
-		if (fds[i] < 0 || fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		size[i] = (uint64_t)st.st_size;
-		ops[i] = (struct mc_dio_op){ .fd = fds[i], .buf = blk + i * stride,
-					     .len = MC_MIN(size[i], stride) & ~4095ull };
-	}
-	mc_dio_run(s->dio, ops, n);
-	int r = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct mc_rec_hdr h;
-		const uint8_t *key;
-		char name[NAME_MAX_ENC + 8];
-		struct fs_entry *e = NULL;
-		bool ok = ops[i].len && !ops[i].status &&
-			  mc_rec_decode(blk + i * stride, ops[i].len, &h, &key) == 0 &&
-			  size[i] == mc_rec_len(h.klen, h.vlen);
-		if (ok) {
-			encode_name(key, h.klen, name);
-			ok = strcmp(name, names[i]) == 0;
-		}
-		if (fds[i] >= 0)
-			close(fds[i]);
-		if (!ok) {
-			(void)unlinkat(s->objfd, names[i], 0);
-			atomic_fetch_add(&s->corrupt, 1);
-			continue;
-		}
-		struct fs_shard *sh = shard_of(s, key, h.klen);
-		struct fs_entry **grown = realloc(*all, (*nall + 1) * sizeof(**all));
-		if (!grown || !(e = entry_new(key, h.klen)) ||
-		    mc_map_put(&sh->map, key, h.klen, (uint64_t)(uintptr_t)e) < 0) {
-			if (grown)
-				*all = grown;
-			free(e);
-			r = MC_ERR_NO_MEMORY;
-			break;
-		}
-		*all = grown;
-		e->vlen = h.vlen;
-		e->seq = h.seq;
-		e->crc = h.crc;
-		(*all)[(*nall)++] = e;
-		s->used += size[i];
-		if (h.seq > atomic_load(&s->seq))
-			atomic_store(&s->seq, h.seq);
-	}
-	free(blk);
-	return r;
-}
-
-static int fs_scan(struct fs *s)
-{
-	struct dirent *de;
-	int fd = dup(s->tmpfd);
-	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dh) {
-		if (fd >= 0)
-			close(fd);
-		return mc_err_from_errno(errno);
-	}
-	while ((de = readdir(dh)))
-		if (de->d_name[0] != '.')
-			(void)unlinkat(s->tmpfd, de->d_name, 0);
-	closedir(dh);
-
-	fd = dup(s->objfd);
-	if (fd < 0 || !(dh = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return mc_err_from_errno(errno);
-	}
-	char *names[SCAN_BATCH];
-	size_t n = 0, nall = 0;
-	struct fs_entry **all = NULL;
-	int r = 0;
-	for (;;) {
-		de = readdir(dh);
-		if (de && (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")))
-			continue;
-		if (de && !(names[n] = strdup(de->d_name))) {
-			r = MC_ERR_NO_MEMORY;
-			break;
-		}
-		if (de)
-			n++;
-		if (n == SCAN_BATCH || (!de && n)) {
-			r = scan_batch(s, names, n, &all, &nall);
-			while (n)
-				free(names[--n]);
-			if (r < 0)
-				break;
-		}
-		if (!de)
-			break;
-	}
-	while (n)
-		free(names[--n]);
-	closedir(dh);
-	if (r == 0) {
-		if (nall)
-			qsort(all, nall, sizeof(*all), cmp_seq);
-		for (size_t i = 0; i < nall; i++)
-			fifo_link(s, all[i]);
-		atomic_store(&s->objects, nall);
-	}
-	free(all);
-	/* A smaller disk_size than before: the oldest go. */
-	while (r == 0 && s->used > s->cap && s->fifo.next != &s->fifo) {
-		struct fs_entry *v = container_of(s->fifo.next, struct fs_entry, fifo);
-		atomic_fetch_add(&v->refs, 1);
-		if (entry_drop(s, v)) {
-			atomic_fetch_add(&s->evictions, 1);
-			mc_disk_evicted(&s->base, v->key, v->klen);
-		}
-		entry_unref(s, v);
-	}
-	return r;
 }
 
 static int subdir(struct fs *s, const char *name, int *ret)
