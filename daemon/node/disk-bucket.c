@@ -280,7 +280,7 @@ static int bk_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 	b->size = total;
 	snprintf(name, sizeof(name), "%" PRIu64 ".bucket", b->id);
 	b->fd = openat(s->dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
-	if (b->fd < 0)
+	if (b->fd < 0 || mc_file_prealloc(b->fd, total) < 0)	/* no extending writes */
 		r = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
 	uint64_t off = 0;
 	for (size_t i = 0; i < n && !r; i++) {

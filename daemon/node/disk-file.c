@@ -26,9 +26,19 @@
  * record fits.  A reader opens the file under its shard lock, so a later
  * replace or unlink does not disturb it (it keeps the old inode).
  *
- * Locks, in order: shard -> space.  No lock is held during data I/O.
- * open, rename and unlink are plain system calls; reads and writes of data
- * go through io_uring (disk-io.h).
+ * Open files: a get keeps the file it opened open, in the entry, for the
+ * next gets of the object (no open(2) and close(2) each), up to open_files
+ * files (mc_disk_config; by default the soft RLIMIT_NOFILE less
+ * FS_OPEN_RESERVE, or an eighth of a limit under twice that, at most
+ * FS_OPEN_MAX): past that the files opened first are closed (FIFO).  An
+ * entry's fd is closed when the entry is freed (its last reference gone),
+ * or by that trimming, under the shard lock and only while nobody but the
+ * index and the trimmer holds the entry (readers take their reference
+ * under the shard lock), so a reader's fd stays open while it reads.
+ *
+ * Locks, in order: shard -> space, shard -> files.  No lock is held during
+ * data I/O.  open, fallocate, rename and unlink are plain system calls;
+ * reads and writes of data go through io_uring (disk-io.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,12 +48,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "mooncake/common.h"
 #include "mooncake/error.h"
-#include "node/disk-dirty.h"
+#include "node/disk-file-internal.h"
 #include "node/disk-io.h"
 #include "node/disk-record.h"
 #include "node/disk.h"
@@ -52,45 +63,8 @@
 #include "util/map.h"
 #include "util/syserr.h"
 
-#define FS_SHARDS 1024u
-#define NAME_MAX_ENC 200u
-
-struct fs_link {
-	struct fs_link *prev, *next;
-};
-
-struct fs_entry {
-	struct fs_link fifo;		/* first; space lock */
-	uint64_t vlen, seq;
-	uint32_t crc;
-	atomic_uint refs;		/* the index's + evictors' */
-	uint32_t klen;
-	char name[NAME_MAX_ENC + 8];
-	uint8_t key[];
-};
-
-struct fs_shard {
-	pthread_mutex_t lock;
-	struct mc_map map;
-} __attribute__((aligned(64)));
-
-struct fs {
-	struct mc_disk base;
-	char *dir;
-	int objfd, tmpfd;		/* O_DIRECTORY fds of objects/ and tmp/ */
-	uint64_t cap;
-	struct mc_dio *dio;
-	struct mc_dirty dirty;		/* files written since the last sync */
-	struct fs_shard *shards;
-	pthread_mutex_t space;
-	struct fs_link fifo;
-	uint64_t used;			/* files + puts in flight */
-	atomic_uint_fast64_t seq;
-	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
-};
-
 /* The file name of a key (see the top); NUL-terminated in out. */
-static void encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC + 8])
+void fs_encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC + 8])
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = 0;
@@ -115,34 +89,34 @@ static void encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC
 	out[n] = 0;
 }
 
-static struct fs_shard *shard_of(struct fs *s, const void *key, uint32_t klen)
+struct fs_shard *fs_shard_of(struct fs *s, const void *key, uint32_t klen)
 {
 	return &s->shards[mc_hash(key, klen) & (FS_SHARDS - 1)];
 }
 
-static struct fs_entry *entry_new(const void *key, uint32_t klen)
+struct fs_entry *fs_entry_new(const void *key, uint32_t klen)
 {
 	struct fs_entry *e = calloc(1, sizeof(*e) + klen);
 	if (!e)
 		return NULL;
 	e->klen = klen;
 	memcpy(e->key, key, klen);
-	encode_name(key, klen, e->name);
+	fs_encode_name(key, klen, e->name);
+	e->fd = -1;
 	atomic_init(&e->refs, 1);
 	return e;
 }
 
-static void fifo_link(struct fs *s, struct fs_entry *e)
+static void link_tail(struct fs_link *head, struct fs_link *l)
 {
-	e->fifo.prev = s->fifo.prev;
-	e->fifo.next = &s->fifo;
-	s->fifo.prev->next = &e->fifo;
-	s->fifo.prev = &e->fifo;
+	l->prev = head->prev;
+	l->next = head;
+	head->prev->next = l;
+	head->prev = l;
 }
 
-static void fifo_unlink(struct fs_entry *e)
+static void link_del(struct fs_link *l)
 {
-	struct fs_link *l = &e->fifo;
 	if (!l->next)
 		return;
 	l->prev->next = l->next;
@@ -150,22 +124,85 @@ static void fifo_unlink(struct fs_entry *e)
 	l->prev = l->next = NULL;
 }
 
-static void entry_unref(struct fs_entry *e)
+void fs_fifo_link(struct fs *s, struct fs_entry *e)
 {
-	if (atomic_fetch_sub(&e->refs, 1) == 1)
-		free(e);
+	link_tail(&s->fifo, &e->fifo);
+}
+
+static void fifo_unlink(struct fs_entry *e)
+{
+	link_del(&e->fifo);
+}
+
+/* e leaves the index (shard lock held): its fd, if open, is no longer a
+ * trimming candidate; it is closed with the entry. */
+static void open_forget(struct fs *s, struct fs_entry *e)
+{
+	pthread_mutex_lock(&s->files);
+	link_del(&e->open);
+	pthread_mutex_unlock(&s->files);
+}
+
+void fs_entry_unref(struct fs *s, struct fs_entry *e)
+{
+	if (atomic_fetch_sub(&e->refs, 1) != 1)
+		return;
+	if (e->fd >= 0) {
+		close(e->fd);
+		atomic_fetch_sub(&s->nopen, 1);
+	}
+	free(e);
+}
+
+/* Closes the fds of the entries opened first until at most open_max are
+ * open, skipping those being read; at most 2 * want tries. */
+static void open_trim(struct fs *s, unsigned want)
+{
+	for (unsigned tries = 0; tries < 2 * want && atomic_load(&s->nopen) > s->open_max; tries++) {
+		pthread_mutex_lock(&s->files);
+		if (s->open.next == &s->open) {
+			pthread_mutex_unlock(&s->files);
+			return;
+		}
+		struct fs_entry *v = container_of(s->open.next, struct fs_entry, open);
+		link_del(&v->open);
+		atomic_fetch_add(&v->refs, 1);	/* indexed while listed: refs >= 1 */
+		pthread_mutex_unlock(&s->files);
+
+		struct fs_shard *sh = fs_shard_of(s, v->key, v->klen);
+		uint64_t cur;
+		int fd = -1;
+		pthread_mutex_lock(&sh->lock);
+		bool indexed = mc_map_get(&sh->map, v->key, v->klen, &cur) == 0 &&
+			       (struct fs_entry *)cur == v;
+		if (indexed && atomic_load(&v->refs) == 2) {	/* the index's and ours */
+			fd = v->fd;
+			v->fd = -1;
+		} else if (indexed && v->fd >= 0) {	/* being read: later */
+			pthread_mutex_lock(&s->files);
+			link_tail(&s->open, &v->open);
+			pthread_mutex_unlock(&s->files);
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (fd >= 0) {
+			close(fd);
+			atomic_fetch_sub(&s->nopen, 1);
+		}
+		fs_entry_unref(s, v);
+	}
 }
 
 /* Unmaps e and unlinks its file if it is still its key's entry (the caller
  * holds a reference).  Returns whether it did. */
-static bool entry_drop(struct fs *s, struct fs_entry *e)
+bool fs_entry_drop(struct fs *s, struct fs_entry *e)
 {
-	struct fs_shard *sh = shard_of(s, e->key, e->klen);
+	struct fs_shard *sh = fs_shard_of(s, e->key, e->klen);
 	uint64_t cur;
 	bool dropped = false;
 	pthread_mutex_lock(&sh->lock);
 	if (mc_map_get(&sh->map, e->key, e->klen, &cur) == 0 && (struct fs_entry *)cur == e) {
 		mc_map_del(&sh->map, e->key, e->klen, NULL);
+		open_forget(s, e);
 		(void)unlinkat(s->objfd, e->name, 0);
 		pthread_mutex_lock(&s->space);
 		fifo_unlink(e);
@@ -176,7 +213,7 @@ static bool entry_drop(struct fs *s, struct fs_entry *e)
 	}
 	pthread_mutex_unlock(&sh->lock);
 	if (dropped)
-		entry_unref(e);
+		fs_entry_unref(s, e);
 	return dropped;
 }
 
@@ -195,12 +232,12 @@ static int reserve(struct fs *s, uint64_t len)
 		fifo_unlink(v);
 		atomic_fetch_add(&v->refs, 1);
 		pthread_mutex_unlock(&s->space);
-		if (entry_drop(s, v)) {
+		if (fs_entry_drop(s, v)) {
 			atomic_fetch_add(&s->evictions, 1);
 			atomic_fetch_add(&s->evicted_bytes, mc_rec_len(v->klen, v->vlen));
 			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
-		entry_unref(v);
+		fs_entry_unref(s, v);
 		pthread_mutex_lock(&s->space);
 	}
 	s->used += len;
@@ -218,7 +255,7 @@ static void unreserve(struct fs *s, uint64_t len)
 /* Renames the written tmp file over the key's name and maps e. */
 static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 {
-	struct fs_shard *sh = shard_of(s, e->key, e->klen);
+	struct fs_shard *sh = fs_shard_of(s, e->key, e->klen);
 	uint64_t old = 0;
 	int r;
 	pthread_mutex_lock(&sh->lock);
@@ -235,102 +272,121 @@ static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 		pthread_mutex_unlock(&sh->lock);
 		return MC_ERR_FILE_WRITE_FAIL;
 	}
+	if (had)
+		open_forget(s, (struct fs_entry *)old);
 	pthread_mutex_lock(&s->space);
 	if (had) {
 		struct fs_entry *o = (struct fs_entry *)old;
 		fifo_unlink(o);
 		s->used -= mc_rec_len(o->klen, o->vlen);
 	}
-	fifo_link(s, e);
+	fs_fifo_link(s, e);
 	pthread_mutex_unlock(&s->space);
 	if (!had)
 		atomic_fetch_add(&s->objects, 1);
 	pthread_mutex_unlock(&sh->lock);
 	if (had)
-		entry_unref((struct fs_entry *)old);
+		fs_entry_unref(s, (struct fs_entry *)old);
+	return 0;
+}
+
+struct put_batch {
+	struct fs *s;
+	struct mc_disk_put *p;
+	struct fs_entry **e;
+	struct mc_rec_io *x;
+	struct mc_dio_op *ops;	/* one per object */
+	int *fd;
+	char (*tmp)[24];
+	bool *reserved;
+};
+
+/* Object i's file, made and filled while the objects before it write
+ * (mc_dio_run_fed()): 0, or p[i].status. */
+static int put_prep(void *ctx, size_t i)
+{
+	struct put_batch *b = ctx;
+	struct fs *s = b->s;
+	struct mc_disk_put *p = &b->p[i];
+	unsigned k = 0;
+	b->fd[i] = -1;
+	p->status = 0;
+	if (!p->klen || p->klen > MC_MAX_KEY_LEN || p->len > MC_REC_MAX_VLEN || (!p->val && p->len))
+		return p->status = MC_ERR_INVALID_PARAMS;
+	struct fs_entry *e = b->e[i] = fs_entry_new(p->key, p->klen);
+	if (!e)
+		return p->status = MC_ERR_NO_MEMORY;
+	e->vlen = p->len;
+	e->seq = atomic_fetch_add(&s->seq, 1) + 1;
+	if ((p->status = reserve(s, mc_rec_len(p->klen, p->len))) < 0)
+		return p->status;
+	b->reserved[i] = true;
+	snprintf(b->tmp[i], sizeof(b->tmp[i]), "%llu", (unsigned long long)e->seq);
+	b->fd[i] = openat(s->tmpfd, b->tmp[i], O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC,
+			  0600);
+	/* Blocks and length first: the write is then no extending write,
+	 * which ext4 runs synchronously (on an io_uring worker). */
+	if (b->fd[i] < 0 || mc_file_prealloc(b->fd[i], mc_rec_len(p->klen, p->len)) < 0)
+		return p->status = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
+	struct mc_rec_hdr h = { .klen = p->klen, .vlen = p->len, .seq = e->seq };
+	if ((p->status = mc_rec_io_write(&b->x[i], b->fd[i], 0, &h, p->key, p->val, &b->ops[i],
+					 &k)) < 0)
+		return p->status;
+	e->crc = h.crc;
 	return 0;
 }
 
 static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 {
 	struct fs *s = container_of(d, struct fs, base);
-	struct fs_entry **e = calloc(n, sizeof(*e));
-	struct mc_rec_io *x = calloc(n, sizeof(*x));
-	struct mc_dio_op *ops = calloc(3 * n, sizeof(*ops));
-	unsigned *first = calloc(n + 1, sizeof(*first));
-	int *fd = malloc(n * sizeof(*fd)), ret = 0;
-	char (*tmp)[24] = calloc(n, sizeof(*tmp));
-	bool *reserved = calloc(n, sizeof(*reserved));
-	if (!e || !x || !ops || !first || !fd || !tmp || !reserved) {
+	struct put_batch b = {
+		.s = s, .p = p, .e = calloc(n, sizeof(*b.e)), .x = calloc(n, sizeof(*b.x)),
+		.ops = calloc(n, sizeof(*b.ops)), .fd = malloc(n * sizeof(*b.fd)),
+		.tmp = calloc(n, sizeof(*b.tmp)), .reserved = calloc(n, sizeof(*b.reserved)),
+	};
+	int ret = 0;
+	if (!b.e || !b.x || !b.ops || !b.fd || !b.tmp || !b.reserved) {
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
-	unsigned nops = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned k = 0;
-		fd[i] = -1;
-		first[i] = nops;
+	for (size_t i = 0; i < n; i++) {	/* as left if the run cannot start */
+		b.fd[i] = -1;
 		p[i].status = 0;
-		if (!p[i].klen || p[i].klen > MC_MAX_KEY_LEN || p[i].len > MC_REC_MAX_VLEN ||
-		    (!p[i].val && p[i].len)) {
-			p[i].status = MC_ERR_INVALID_PARAMS;
-			continue;
-		}
-		if (!(e[i] = entry_new(p[i].key, p[i].klen))) {
-			p[i].status = MC_ERR_NO_MEMORY;
-			continue;
-		}
-		e[i]->vlen = p[i].len;
-		e[i]->seq = atomic_fetch_add(&s->seq, 1) + 1;
-		if ((p[i].status = reserve(s, mc_rec_len(p[i].klen, p[i].len))) < 0)
-			continue;
-		reserved[i] = true;
-		snprintf(tmp[i], sizeof(tmp[i]), "%llu", (unsigned long long)e[i]->seq);
-		fd[i] = openat(s->tmpfd, tmp[i], O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
-		if (fd[i] < 0) {
-			p[i].status = errno == ENOSPC ? MC_ERR_FILE_WRITE_FAIL : mc_err_from_errno(errno);
-			continue;
-		}
-		struct mc_rec_hdr h = { .klen = p[i].klen, .vlen = p[i].len, .seq = e[i]->seq };
-		if ((p[i].status = mc_rec_io_write(&x[i], fd[i], 0, &h, p[i].key, p[i].val,
-						   ops + nops, &k)) < 0)
-			continue;
-		e[i]->crc = h.crc;
-		nops += k;
+		b.ops[i].status = MC_ERR_NO_MEMORY;
 	}
-	first[n] = nops;
-	mc_dio_run(s->dio, ops, nops);
+	/* Each object's file is created and its write under way before the
+	 * next is created: creating an inode can cost as much as the write. */
+	mc_dio_run_fed(s->dio, b.ops, n, put_prep, &b);
 	for (size_t i = 0; i < n; i++) {
-		for (unsigned k = first[i]; k < first[i + 1] && !p[i].status; k++)
-			p[i].status = ops[k].status;
 		if (!p[i].status)
-			p[i].status = commit(s, e[i], tmp[i]);
-		if (fd[i] >= 0 && !p[i].status)	/* mc_disk_sync() flushes it */
-			mc_dirty_add(&s->dirty, fd[i]);
-		else if (fd[i] >= 0)
-			close(fd[i]);
+			p[i].status = b.ops[i].status;
+		if (!p[i].status)
+			p[i].status = commit(s, b.e[i], b.tmp[i]);
+		if (b.fd[i] >= 0 && !p[i].status)	/* mc_disk_sync() flushes it */
+			mc_dirty_add(&s->dirty, b.fd[i]);
+		else if (b.fd[i] >= 0)
+			close(b.fd[i]);
 		if (p[i].status) {
-			if (fd[i] >= 0)
-				(void)unlinkat(s->tmpfd, tmp[i], 0);
-			if (reserved[i])
+			if (b.fd[i] >= 0)
+				(void)unlinkat(s->tmpfd, b.tmp[i], 0);
+			if (b.reserved[i])
 				unreserve(s, mc_rec_len(p[i].klen, p[i].len));
-			if (e[i])
-				entry_unref(e[i]);
+			if (b.e[i])
+				fs_entry_unref(s, b.e[i]);
 		} else {
 			atomic_fetch_add(&s->puts, 1);
 		}
-		mc_rec_io_release(&x[i]);
+		mc_rec_io_release(&b.x[i]);
 		if (p[i].status && !ret)
 			ret = p[i].status;
 	}
 out:
-	free(e);
-	free(x);
-	free(ops);
-	free(first);
-	free(fd);
-	free(tmp);
-	free(reserved);
+	free(b.e);
+	free(b.x);
+	free(b.ops);
+	free(b.fd);
+	free(b.tmp);
+	free(b.reserved);
 	return ret;
 }
 
@@ -362,7 +418,7 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
-	unsigned nops = 0;
+	unsigned nops = 0, opened = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned k = 0;
 		uint64_t v;
@@ -375,14 +431,22 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			g[i].status = MC_ERR_INVALID_PARAMS;
 			continue;
 		}
-		struct fs_shard *sh = shard_of(s, g[i].key, g[i].klen);
+		struct fs_shard *sh = fs_shard_of(s, g[i].key, g[i].klen);
 		pthread_mutex_lock(&sh->lock);
 		if (mc_map_get(&sh->map, g[i].key, g[i].klen, &v) == 0) {
 			e[i] = (struct fs_entry *)v;
 			atomic_fetch_add(&e[i]->refs, 1);
 			h[i] = (struct mc_rec_hdr){ .klen = e[i]->klen, .vlen = e[i]->vlen,
 						    .seq = e[i]->seq, .crc = e[i]->crc };
-			fd[i] = openat(s->objfd, e[i]->name, O_RDONLY | O_DIRECT | O_CLOEXEC);
+			if (e[i]->fd < 0 &&
+			    (e[i]->fd = openat(s->objfd, e[i]->name, O_RDONLY | O_DIRECT | O_CLOEXEC)) >= 0) {
+				atomic_fetch_add(&s->nopen, 1);
+				opened++;
+				pthread_mutex_lock(&s->files);
+				link_tail(&s->open, &e[i]->open);
+				pthread_mutex_unlock(&s->files);
+			}
+			fd[i] = e[i]->fd;	/* ours while we hold e[i] (see the top) */
 		}
 		pthread_mutex_unlock(&sh->lock);
 		if (!e[i]) {
@@ -413,21 +477,21 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			if (chk[i] == 1)	/* not checked yet (a value of 0 bytes) */
 				get_check(&gb, i);
 			g[i].status = chk[i];
-			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && entry_drop(s, e[i]))
+			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && fs_entry_drop(s, e[i]))
 				atomic_fetch_add(&s->corrupt, 1);
 			if (!g[i].status) {
 				g[i].len = h[i].vlen;
 				atomic_fetch_add(&s->hits, 1);
 			}
 		}
-		if (fd[i] >= 0)
-			close(fd[i]);
 		if (e[i])
-			entry_unref(e[i]);
+			fs_entry_unref(s, e[i]);
 		mc_rec_io_release(&x[i]);
 		if (g[i].status && !ret)
 			ret = g[i].status;
 	}
+	if (opened)
+		open_trim(s, opened);
 out:
 	free(e);
 	free(h);
@@ -444,7 +508,7 @@ static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	struct fs *s = container_of(d, struct fs, base);
 	if (!klen || klen > MC_MAX_KEY_LEN)
 		return MC_ERR_INVALID_PARAMS;
-	struct fs_shard *sh = shard_of(s, key, klen);
+	struct fs_shard *sh = fs_shard_of(s, key, klen);
 	struct fs_entry *e = NULL;
 	uint64_t v;
 	pthread_mutex_lock(&sh->lock);
@@ -455,8 +519,8 @@ static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	pthread_mutex_unlock(&sh->lock);
 	if (!e)
 		return MC_ERR_OBJECT_NOT_FOUND;
-	bool dropped = entry_drop(s, e);
-	entry_unref(e);
+	bool dropped = fs_entry_drop(s, e);
+	fs_entry_unref(s, e);
 	return dropped ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
@@ -502,8 +566,12 @@ static void fs_free(struct fs *s)
 		for (unsigned i = 0; i < FS_SHARDS; i++) {
 			const struct mc_map_entry *me;
 			uint32_t it = 0;
-			while ((me = mc_map_next(&s->shards[i].map, &it)))
-				free((void *)me->value);
+			while ((me = mc_map_next(&s->shards[i].map, &it))) {
+				struct fs_entry *e = (struct fs_entry *)me->value;
+				if (e->fd >= 0)
+					close(e->fd);
+				free(e);
+			}
 			mc_map_release(&s->shards[i].map);
 			pthread_mutex_destroy(&s->shards[i].lock);
 		}
@@ -516,6 +584,7 @@ static void fs_free(struct fs *s)
 	if (s->tmpfd >= 0)
 		close(s->tmpfd);
 	pthread_mutex_destroy(&s->space);
+	pthread_mutex_destroy(&s->files);
 	free(s->dir);
 	free(s);
 }
@@ -523,147 +592,6 @@ static void fs_free(struct fs *s)
 static void fs_close(struct mc_disk *d)
 {
 	fs_free(container_of(d, struct fs, base));
-}
-
-static int cmp_seq(const void *a, const void *b)
-{
-	const struct fs_entry *x = *(struct fs_entry *const *)a, *y = *(struct fs_entry *const *)b;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Empties tmp/, then indexes objects/ (see the top). */
-#define SCAN_BATCH 256u
-static int scan_batch(struct fs *s, char **names, size_t n, struct fs_entry ***all, size_t *nall)
-{
-	struct mc_dio_op ops[SCAN_BATCH];
-	int fds[SCAN_BATCH];
-	uint64_t size[SCAN_BATCH];
-	const uint64_t stride = mc_rec_head_len(MC_MAX_KEY_LEN);
-	uint8_t *blk = mc_dio_alloc(SCAN_BATCH * stride);
-	if (!blk)
-		return MC_ERR_NO_MEMORY;
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		ops[i] = (struct mc_dio_op){ .fd = -1 };
-		size[i] = 0;
-		fds[i] = openat(s->objfd, names[i], O_RDONLY | O_DIRECT | O_CLOEXEC);
-		if (fds[i] < 0 || fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		size[i] = (uint64_t)st.st_size;
-		ops[i] = (struct mc_dio_op){ .fd = fds[i], .buf = blk + i * stride,
-					     .len = MC_MIN(size[i], stride) & ~4095ull };
-	}
-	mc_dio_run(s->dio, ops, n);
-	int r = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct mc_rec_hdr h;
-		const uint8_t *key;
-		char name[NAME_MAX_ENC + 8];
-		struct fs_entry *e = NULL;
-		bool ok = ops[i].len && !ops[i].status &&
-			  mc_rec_decode(blk + i * stride, ops[i].len, &h, &key) == 0 &&
-			  size[i] == mc_rec_len(h.klen, h.vlen);
-		if (ok) {
-			encode_name(key, h.klen, name);
-			ok = strcmp(name, names[i]) == 0;
-		}
-		if (fds[i] >= 0)
-			close(fds[i]);
-		if (!ok) {
-			(void)unlinkat(s->objfd, names[i], 0);
-			atomic_fetch_add(&s->corrupt, 1);
-			continue;
-		}
-		struct fs_shard *sh = shard_of(s, key, h.klen);
-		struct fs_entry **grown = realloc(*all, (*nall + 1) * sizeof(**all));
-		if (!grown || !(e = entry_new(key, h.klen)) ||
-		    mc_map_put(&sh->map, key, h.klen, (uint64_t)(uintptr_t)e) < 0) {
-			if (grown)
-				*all = grown;
-			free(e);
-			r = MC_ERR_NO_MEMORY;
-			break;
-		}
-		*all = grown;
-		e->vlen = h.vlen;
-		e->seq = h.seq;
-		e->crc = h.crc;
-		(*all)[(*nall)++] = e;
-		s->used += size[i];
-		if (h.seq > atomic_load(&s->seq))
-			atomic_store(&s->seq, h.seq);
-	}
-	free(blk);
-	return r;
-}
-
-static int fs_scan(struct fs *s)
-{
-	struct dirent *de;
-	int fd = dup(s->tmpfd);
-	DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dh) {
-		if (fd >= 0)
-			close(fd);
-		return mc_err_from_errno(errno);
-	}
-	while ((de = readdir(dh)))
-		if (de->d_name[0] != '.')
-			(void)unlinkat(s->tmpfd, de->d_name, 0);
-	closedir(dh);
-
-	fd = dup(s->objfd);
-	if (fd < 0 || !(dh = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return mc_err_from_errno(errno);
-	}
-	char *names[SCAN_BATCH];
-	size_t n = 0, nall = 0;
-	struct fs_entry **all = NULL;
-	int r = 0;
-	for (;;) {
-		de = readdir(dh);
-		if (de && (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")))
-			continue;
-		if (de && !(names[n] = strdup(de->d_name))) {
-			r = MC_ERR_NO_MEMORY;
-			break;
-		}
-		if (de)
-			n++;
-		if (n == SCAN_BATCH || (!de && n)) {
-			r = scan_batch(s, names, n, &all, &nall);
-			while (n)
-				free(names[--n]);
-			if (r < 0)
-				break;
-		}
-		if (!de)
-			break;
-	}
-	while (n)
-		free(names[--n]);
-	closedir(dh);
-	if (r == 0) {
-		if (nall)
-			qsort(all, nall, sizeof(*all), cmp_seq);
-		for (size_t i = 0; i < nall; i++)
-			fifo_link(s, all[i]);
-		atomic_store(&s->objects, nall);
-	}
-	free(all);
-	/* A smaller disk_size than before: the oldest go. */
-	while (r == 0 && s->used > s->cap && s->fifo.next != &s->fifo) {
-		struct fs_entry *v = container_of(s->fifo.next, struct fs_entry, fifo);
-		atomic_fetch_add(&v->refs, 1);
-		if (entry_drop(s, v)) {
-			atomic_fetch_add(&s->evictions, 1);
-			mc_disk_evicted(&s->base, v->key, v->klen);
-		}
-		entry_unref(v);
-	}
-	return r;
 }
 
 static int subdir(struct fs *s, const char *name, int *ret)
@@ -688,7 +616,17 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	s->objfd = s->tmpfd = -1;
 	s->cap = c->size & ~4095ull;
 	s->fifo.next = s->fifo.prev = &s->fifo;
+	s->open.next = s->open.prev = &s->open;
 	pthread_mutex_init(&s->space, NULL);
+	pthread_mutex_init(&s->files, NULL);
+	s->open_max = c->open_files;
+	if (!s->open_max) {
+		struct rlimit rl;
+		rlim_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+		n = n > 2 * FS_OPEN_RESERVE ? n - FS_OPEN_RESERVE : n / 8;
+		s->open_max = (unsigned)MC_MAX(MC_MIN(n, (rlim_t)FS_OPEN_MAX), (rlim_t)1);
+	}
+	s->open_max = MC_MIN(s->open_max, FS_OPEN_MAX);
 	if (!(s->dir = strdup(c->dir)) ||
 	    !(s->shards = aligned_alloc(64, FS_SHARDS * sizeof(*s->shards)))) {
 		r = MC_ERR_NO_MEMORY;

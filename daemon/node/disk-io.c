@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* disk-io.c - see disk-io.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -154,7 +155,15 @@ static void hook(const struct op_hook *h, size_t i)
 		h->fn(h->ctx, i);
 }
 
-static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct op_hook *h)
+/* feed (optional): fills op i just before it is queued (see
+ * mc_dio_run_fed()). */
+struct op_feed {
+	int (*fn)(void *ctx, size_t op);
+	void *ctx;
+};
+
+static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct op_hook *h,
+	       const struct op_feed *feed)
 {
 	struct ring *r = ring_take(d);
 	size_t next = 0, left = n;	/* next: first op never submitted */
@@ -169,20 +178,30 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 		ops[i].status = 0;
 		ops[i].err = 0;
 		ops[i].done = 0;
-		if (!ops[i].len && !ops[i].datasync)
+		if (!feed && !ops[i].len && !ops[i].datasync)
 			left--;
 	}
 	while (left) {
 		unsigned queued = 0;
 		while (inflight < r->depth && (nredo || next < n)) {
 			size_t i;
-			if (nredo)
+			if (nredo) {
 				i = redo[--nredo];
-			else if (!ops[next].len && !ops[next].datasync) {
+			} else if (feed) {
+				int st = feed->fn(feed->ctx, next);
+				if (st < 0 || (!ops[next].len && !ops[next].datasync)) {
+					ops[next].status = st < 0 ? st : 0;
+					left--;
+					hook(h, next++);
+					continue;
+				}
+				i = next++;
+			} else if (!ops[next].len && !ops[next].datasync) {
 				next++;
 				continue;
-			} else
+			} else {
 				i = next++;
+			}
 			struct mc_dio_op *o = &ops[i];
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 			if (!sqe) {
@@ -205,12 +224,17 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 			io_uring_sqe_set_data64(sqe, i);
 			inflight++;
 			queued++;
+			if (feed)	/* under way while the next one is fed */
+				(void)io_uring_submit(&r->ring);
 		}
+		if (!left)	/* the last ops fed were not to run */
+			break;
 		int e = io_uring_submit_and_wait(&r->ring, 1);
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY) {
 			/* the ring itself failed: fail what is not done */
 			for (size_t i = 0; i < n; i++)
-				if ((ops[i].datasync ? !ops[i].done : ops[i].done < ops[i].len) &&
+				if (((feed && i >= next) ||
+				     (ops[i].datasync ? !ops[i].done : ops[i].done < ops[i].len)) &&
 				    !ops[i].status)
 					op_fail(&ops[i], -e);
 			/* drain what is in flight before the ring is reused */
@@ -275,7 +299,14 @@ static int run(struct mc_dio *d, struct mc_dio_op *ops, size_t n, const struct o
 
 int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n)
 {
-	return run(d, ops, n, NULL);
+	return run(d, ops, n, NULL, NULL);
+}
+
+int mc_dio_run_fed(struct mc_dio *d, struct mc_dio_op *ops, size_t n,
+		   int (*fn)(void *ctx, size_t op), void *ctx)
+{
+	struct op_feed f = { fn, ctx };
+	return run(d, ops, n, NULL, &f);
 }
 
 struct groups {
@@ -315,7 +346,7 @@ int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *f
 	if (!n)
 		return 0;
 	if (!(g.left = malloc(nobj * sizeof(*g.left))))
-		return run(d, ops, n, NULL);	/* fn not called: the caller checks after */
+		return run(d, ops, n, NULL, NULL);	/* fn not called: the caller checks after */
 	for (size_t i = 0; i < nobj; i++)
 		g.left[i] = first[i + 1] - first[i];
 	/* an op of length 0 is never submitted: final at once */
@@ -325,7 +356,7 @@ int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *f
 			group_op_done(&g, i);
 		}
 	struct op_hook h = { group_op_done, &g };
-	int r = run(d, ops, n, &h);
+	int r = run(d, ops, n, &h, NULL);
 	free(g.left);
 	return r;
 }
@@ -338,10 +369,17 @@ int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull)
 	for (size_t i = 0; i < n; i++)
 		ops[i] = (struct mc_dio_op){ .fd = fds[i], .write = true, .datasync = true,
 					     .fullsync = i + nfull >= n };
-	int r = run(d, ops, n, NULL);
+	int r = run(d, ops, n, NULL, NULL);
 	if (ops != op)
 		free(ops);
 	return r < 0 ? MC_ERR_FILE_WRITE_FAIL : 0;
+}
+
+int mc_file_prealloc(int fd, uint64_t len)
+{
+	if (!len || fallocate(fd, 0, 0, (off_t)len) == 0)
+		return 0;
+	return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
 }
 
 int mc_file_write_all(int fd, const void *buf, size_t n)

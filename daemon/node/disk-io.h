@@ -63,6 +63,16 @@ int mc_dio_run(struct mc_dio *d, struct mc_dio_op *ops, size_t n);
  */
 int mc_dio_run_groups(struct mc_dio *d, struct mc_dio_op *ops, const unsigned *first,
 		      size_t nobj, void (*fn)(void *ctx, size_t obj), void *ctx);
+/*
+ * The same, for n ops that fn(ctx, i) fills one at a time, in order, on the
+ * calling thread, each just before it is queued: each op is submitted as
+ * soon as it is filled, so that its transfer runs while the next is
+ * prepared (a file created, a CRC computed).  fn returns 0, or a negative
+ * MC_ERR_* that becomes op i's status (the op is not run); an op left
+ * with len 0 is not run either.
+ */
+int mc_dio_run_fed(struct mc_dio *d, struct mc_dio_op *ops, size_t n,
+		   int (*fn)(void *ctx, size_t op), void *ctx);
 /* fdatasync of n files, the last nfull of them fsync (directories),
  * submitted together: 0, or MC_ERR_FILE_WRITE_FAIL. */
 int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull);
@@ -71,6 +81,13 @@ int mc_dio_sync(struct mc_dio *d, const int *fds, size_t n, size_t nfull);
  * MC_ERR_FILE_READ_FAIL (also for an early end of file). */
 int mc_file_write_all(int fd, const void *buf, size_t n);
 int mc_file_read_all(int fd, void *buf, size_t n);
+
+/* Allocates len bytes of a new file and sets its length (fallocate), so
+ * that O_DIRECT writes into it do not extend it: ext4 runs an extending
+ * write synchronously, which io_uring hands to a worker thread, one at a
+ * time per file.  0 (also where the file system cannot preallocate) or -1
+ * with errno set (ENOSPC...). */
+int mc_file_prealloc(int fd, uint64_t len);
 
 /* A zeroed buffer aligned to MC_DISK_BLOCK, len rounded up to it; free(). */
 void *mc_dio_alloc(uint64_t len);

@@ -46,6 +46,10 @@ struct mc_disk_config {
 	 * (disk_size bytes of writes, once) instead of fallocate(2), so that
 	 * every put is an overwrite (no unwritten-extent conversion). */
 	bool prewrite;
+	/* file: object files kept open between gets (so a get of a recent
+	 * object is no open(2) and close(2)); 0: what the soft RLIMIT_NOFILE
+	 * leaves to spare (disk-file.c). */
+	unsigned open_files;
 	/* Called for each object the store evicts to make room (from the
 	 * thread of the put that needs it, or from open when disk_size
 	 * shrank), not for deletes or replacements; it must not call into the

@@ -23,18 +23,29 @@
  * for offset, which runs with prewrite (its data file written at open, the
  * time printed as disk_offset_prewrite_s, so puts are overwrites); the
  * synced figures beside fio's --fdatasync=16 (and fio's figure with
- * O_DSYNC writes instead, --sync=dsync, for the RWF_DSYNC question).  fio's streaming figure
+ * O_DSYNC writes instead, --sync=dsync, for the RWF_DSYNC question).
+ * fio's "new" file is one file fallocated before the run; the file backend
+ * creates a file per put, so its writes are also compared with fio writing
+ * 512 new files of 1 MiB created during the run (fio_seqwrite_1m_batch16_files:
+ * on ext4 an inode's creation can cost more than its 1 MiB write).  fio's streaming figure
  * (time_based, 16 always in flight, mostly overwrites) is printed too.
  * Without fio on PATH the fio lines say so and no ratio is printed.
  * Buffers are 4 KiB-aligned (the node's staging memory is), so values move
  * with no copy.  MC_BENCH_DISK_SECONDS sets each timed phase (default 2);
- * MC_BENCH_DISK_BACKENDS (e.g. "offset,file") limits the backends.
+ * MC_BENCH_DISK_BACKENDS (e.g. "offset,file") limits the backends;
+ * MC_BENCH_DISK_FIO=0 leaves fio out (to profile the backends alone);
+ * MC_BENCH_DISK_PHASES (e.g. "sync") runs only the phases named among
+ * write, sync, read, rand4k, batch128 (read writes its objects first).
+ * disk_<b>_cpu_us_per_object is the process's CPU time (user + system,
+ * its io_uring workers included) per object of each phase.
  */
 #include <ftw.h>
 #include <jansson.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mooncake/error.h"
@@ -48,6 +59,12 @@
 #define QD_BIG 16u
 
 static double seconds = 2;
+static const char *phases;	/* MC_BENCH_DISK_PHASES, NULL: all */
+
+static bool phase(const char *name)
+{
+	return !phases || strstr(phases, name);
+}
 static char root[512];
 
 static uint64_t rnd(uint64_t *s)
@@ -71,7 +88,18 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
 
 struct figures {
 	double iops, wr_gbs, wrs_gbs, rd_gbs, batch_ms, open_s;
+	/* CPU time (user + system, io_uring workers included) per object */
+	double cpu_wr, cpu_wrs, cpu_rd, cpu_4k, cpu_b128;
 };
+
+/* The process's CPU time so far, in microseconds. */
+static double cpu_us(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 + u.ru_utime.tv_usec +
+	       u.ru_stime.tv_usec;
+}
 
 /* 1 MiB puts of n objects key prefix, batches of QD_BIG, each batch synced
  * if sync: GB/s. */
@@ -119,13 +147,22 @@ static void bench_backend(const char *b, struct figures *f)
 	/* 1 MiB sequential writes, then as many synced per batch */
 	struct mc_disk_put p[128];
 	struct mc_disk_get g[128];
-	f->wr_gbs = seqwrite(d, "big", NBIG, false, buf, keys);
-	f->wrs_gbs = seqwrite(d, "bigs", NBIG / 2, true, buf, keys);
+	double c0 = cpu_us();
+	if (phase("write") || phase("read")) {
+		f->wr_gbs = seqwrite(d, "big", NBIG, false, buf, keys);
+		f->cpu_wr = (cpu_us() - c0) / NBIG;
+	}
+	c0 = cpu_us();
+	if (phase("sync")) {
+		f->wrs_gbs = seqwrite(d, "bigs", NBIG / 2, true, buf, keys);
+		f->cpu_wrs = (cpu_us() - c0) / (NBIG / 2);
+	}
 
 	/* 1 MiB sequential reads, repeated for the phase's time */
 	uint64_t done = 0;
+	c0 = cpu_us();
 	t0 = mc_now_ns();
-	while (elapsed(t0) < seconds) {
+	while (phase("read") && elapsed(t0) < seconds) {
 		for (unsigned i = 0; i < NBIG; i += QD_BIG) {
 			for (unsigned k = 0; k < QD_BIG; k++) {
 				snprintf(keys[k], sizeof(keys[k]), "big-%u", i + k);
@@ -138,11 +175,12 @@ static void bench_backend(const char *b, struct figures *f)
 		}
 	}
 	f->rd_gbs = (double)done / elapsed(t0) / 1e9;
+	f->cpu_rd = done ? (cpu_us() - c0) / (double)(done / MiB) : 0;
 
 	/* 4 KiB objects, then random batched gets */
 	for (unsigned i = 0; i < NSMALL; i++)
 		snprintf(keys[i], sizeof(keys[i]), "small-%u", i);
-	for (unsigned i = 0; i < NSMALL; i += 128) {
+	for (unsigned i = 0; phase("rand4k") && i < NSMALL; i += 128) {
 		for (unsigned k = 0; k < 128; k++)
 			p[k] = (struct mc_disk_put){ .key = keys[i + k],
 						     .klen = (uint32_t)strlen(keys[i + k]),
@@ -151,8 +189,9 @@ static void bench_backend(const char *b, struct figures *f)
 			die("put 4 KiB", r);
 	}
 	uint64_t seed = 88172645463325252ull, n = 0;
+	c0 = cpu_us();
 	t0 = mc_now_ns();
-	while (elapsed(t0) < seconds) {
+	while (phase("rand4k") && elapsed(t0) < seconds) {
 		for (unsigned k = 0; k < QD_SMALL; k++) {
 			unsigned i = (unsigned)(rnd(&seed) % NSMALL);
 			g[k] = (struct mc_disk_get){ .key = keys[i], .klen = (uint32_t)strlen(keys[i]),
@@ -163,6 +202,7 @@ static void bench_backend(const char *b, struct figures *f)
 		n += QD_SMALL;
 	}
 	f->iops = (double)n / elapsed(t0);
+	f->cpu_4k = n ? (cpu_us() - c0) / (double)n : 0;
 
 	/* one get of 128 objects of 64 KiB */
 	for (unsigned k = 0; k < 128; k++) {
@@ -170,11 +210,16 @@ static void bench_backend(const char *b, struct figures *f)
 		p[k] = (struct mc_disk_put){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
 					     .val = buf + (k % 16) * 65536, .len = 65536 };
 	}
-	if ((r = mc_disk_put(d, p, 128)) < 0)
+	if (phase("batch128") && (r = mc_disk_put(d, p, 128)) < 0)
 		die("put 64 KiB", r);
 	uint8_t *big = aligned_alloc(4096, 128 * 65536);
 	double ms[9];
+	c0 = cpu_us();
 	for (int rep = 0; rep < 9; rep++) {
+		if (!phase("batch128")) {
+			ms[rep] = 0;
+			continue;
+		}
 		for (unsigned k = 0; k < 128; k++)
 			g[k] = (struct mc_disk_get){ .key = keys[k], .klen = (uint32_t)strlen(keys[k]),
 						     .buf = big + k * 65536, .cap = 65536 };
@@ -183,6 +228,7 @@ static void bench_backend(const char *b, struct figures *f)
 			die("get 128", r);
 		ms[rep] = elapsed(t0) * 1e3;
 	}
+	f->cpu_b128 = (cpu_us() - c0) / (9 * 128);
 	for (int i = 0; i < 9; i++)	/* median */
 		for (int j = i + 1; j < 9; j++)
 			if (ms[j] < ms[i]) {
@@ -243,6 +289,36 @@ static double fio_batch_write(bool over, bool sync, bool dsync)
 	return v;
 }
 
+/* fio's 512 MiB of 1 MiB writes in batches of 16 into 512 new files of
+ * 1 MiB, each created (and fallocated) when its turn comes, as the file
+ * backend does for each put. */
+static double fio_files_write(void)
+{
+	char dir[700], cmd[2048];
+	snprintf(dir, sizeof(dir), "%s/fio-files", root);
+	if (mkdir(dir, 0700) < 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "fio --name=b --directory=%s --rw=write --bs=1m --iodepth=%u --ioengine=io_uring "
+		 "--direct=1 --nrfiles=%u --filesize=1m --openfiles=%u --file_service_type=sequential "
+		 "--create_on_open=1 --iodepth_batch_submit=%u --iodepth_batch_complete_min=%u "
+		 "--numjobs=1 --output-format=json 2>/dev/null",
+		 dir, QD_BIG, NBIG, QD_BIG, QD_BIG, QD_BIG);
+	FILE *f = popen(cmd, "r");
+	double v = -1;
+	if (f) {
+		json_error_t e;
+		json_t *j = json_loadf(f, 0, &e);
+		pclose(f);
+		json_t *w = json_object_get(json_array_get(json_object_get(j, "jobs"), 0), "write");
+		if (w)
+			v = json_number_value(json_object_get(w, "bw_bytes")) / 1e9;
+		json_decref(j);
+	}
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return v;
+}
+
 static void ratio(double us, double fio_v)
 {
 	if (fio_v > 0)
@@ -256,6 +332,7 @@ int main(void)
 		base = getenv("TMPDIR");
 	if (!base || !*base)
 		base = "/var/tmp";
+	phases = getenv("MC_BENCH_DISK_PHASES");
 	if (getenv("MC_BENCH_DISK_SECONDS"))
 		seconds = atof(getenv("MC_BENCH_DISK_SECONDS"));
 	snprintf(root, sizeof(root), "%s/mc-bench-disk.XXXXXX", base);
@@ -265,9 +342,11 @@ int main(void)
 	}
 	printf("# disk tier in %s, %.0f s per phase; fio: io_uring, O_DIRECT, one job\n", root,
 	       seconds);
-	bool have_fio = system("command -v fio >/dev/null 2>&1") == 0;
+	const char *nofio = getenv("MC_BENCH_DISK_FIO");
+	bool have_fio = !(nofio && !strcmp(nofio, "0")) &&
+			system("command -v fio >/dev/null 2>&1") == 0;
 	double f_iops = -1, f_wr = -1, f_rd = -1, f_b128 = -1;
-	double f_new = -1, f_over = -1, f_new_s = -1, f_over_s = -1;
+	double f_new = -1, f_over = -1, f_new_s = -1, f_over_s = -1, f_files = -1;
 	if (have_fio) {
 		char path[700];
 		f_new = fio_batch_write(false, false, false);
@@ -275,6 +354,7 @@ int main(void)
 		f_new_s = fio_batch_write(false, true, false);
 		f_over_s = fio_batch_write(true, true, false);
 		double f_over_d = fio_batch_write(true, false, true);
+		f_files = fio_files_write();
 		f_wr = fio("write", "1m", QD_BIG, "512m", false, NULL);
 		f_rd = fio("read", "1m", QD_BIG, "512m", false, NULL);
 		f_iops = fio("randread", "4k", QD_SMALL, "512m", true, NULL);
@@ -289,10 +369,13 @@ int main(void)
 		printf("fio_seqwrite_1m_batch16_over_fdatasync %.2f GB/s\n", f_over_s);
 		printf("fio_seqwrite_1m_batch16_over_dsync %.2f GB/s (O_DSYNC writes, no fdatasync)\n",
 		       f_over_d);
+		printf("fio_seqwrite_1m_batch16_files %.2f GB/s (a new file per 1 MiB, created "
+		       "in the run)\n", f_files);
 		printf("fio_seqread_1m %.2f GB/s\n", f_rd);
 		printf("fio_randread_64k_qd128 %.2f GB/s\n", f_b128);
 	} else {
-		printf("# fio not found (packaging/deps.sh bench installs it): no ratios\n");
+		printf("# fio not run (not found: packaging/deps.sh bench installs it, or "
+		       "MC_BENCH_DISK_FIO=0): no ratios\n");
 	}
 	const char *only = getenv("MC_BENCH_DISK_BACKENDS");
 	for (const char *const *b = mc_disk_backends; *b; b++) {
@@ -307,6 +390,8 @@ int main(void)
 		ratio(f.iops, f_iops);
 		printf("\ndisk_%s_seqwrite_1m %.2f GB/s", *b, f.wr_gbs);
 		ratio(f.wr_gbs, over ? f_over : f_new);
+		if (!strcmp(*b, "file") && f_files > 0)	/* the same pattern: a file per put */
+			printf(" (%.2fx fio files)", f.wr_gbs / f_files);
 		printf("\ndisk_%s_seqwrite_1m_sync %.2f GB/s", *b, f.wrs_gbs);
 		ratio(f.wrs_gbs, over ? f_over_s : f_new_s);
 		printf("\ndisk_%s_seqread_1m %.2f GB/s", *b, f.rd_gbs);
@@ -316,6 +401,9 @@ int main(void)
 		if (f_b128 > 0)
 			printf(", %.2fx fio", b128 / f_b128);
 		printf(")\n");
+		printf("disk_%s_cpu_us_per_object write %.0f, synced write %.0f, 1m read %.0f, "
+		       "4k read %.1f, batch128 read %.1f\n",
+		       *b, f.cpu_wr, f.cpu_wrs, f.cpu_rd, f.cpu_4k, f.cpu_b128);
 		fflush(stdout);
 	}
 	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);

@@ -94,8 +94,11 @@ static int teardown(void **state)
 
 static struct mc_disk *open_store(struct t *t, uint64_t size)
 {
-	/* offset: a snapshot every 97 log entries, so that they run during the tests */
-	struct mc_disk_config c = { .dir = t->dir, .size = size, .snapshot_every = 97 };
+	/* offset: a snapshot every 97 log entries, so that they run during the
+	 * tests; file: 8 files kept open, so that gets close them (under the
+	 * stress test's threads too) */
+	struct mc_disk_config c = { .dir = t->dir, .size = size, .snapshot_every = 97,
+				    .open_files = 8 };
 	struct mc_disk *d = NULL;
 	int r = mc_disk_open(t->backend, &c, &d);
 	if (r)
