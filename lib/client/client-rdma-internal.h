@@ -45,7 +45,7 @@ struct mc_rdma_stats {
 	uint64_t key_requests;		/* DATA_RDMA_INFO round trips */
 	uint64_t wrs;			/* RDMA READ / WRITE work requests posted */
 	uint64_t doorbells;		/* ibv_post_send calls */
-	uint64_t empty_polls;		/* ibv_poll_cq calls that found nothing */
+	uint64_t empty_polls;		/* ibv_poll_cq calls that found nothing (traced only) */
 };
 
 static inline void mc_rdma_count(uint64_t *ctr, uint64_t n)

@@ -298,7 +298,8 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 		*deadline = mc_rdma_deadline(c);
 		return k;
 	}
-	mc_rdma_count(&c->rdma->st.empty_polls, 1);
+	if (mc_rdma_trace_on())	/* (a shared line: not bounced by every poller otherwise) */
+		mc_rdma_count(&c->rdma->st.empty_polls, 1);
 	if (mc_coarse_ms() > *deadline) {
 		mc_rdma_trace_fail(what, -1);
 		return MC_ERR_TRANSFER_FAIL;	/* timeout */
