@@ -5,14 +5,22 @@
 # collect what they print, and say whether each one passed.
 #
 #   image/vm.sh [--image DIR] [--out DIR] [--timeout S] [--mem MIB] [--smp N]
-#               [--net] --vm SPEC [--vm SPEC ...]
+#               [--net] [--link mcast|stream] --vm SPEC [--vm SPEC ...]
 #
 # Every VM boots the same image (image/build.sh's rootfs.img, vmlinuz,
 # initrd.img; writes go to a throw-away overlay, so each boot is a first
 # boot) with qemu's direct kernel boot: KVM when /dev/kvm is usable, TCG
 # otherwise.  With more than one VM (or --net) they share a private
-# Ethernet segment, a qemu socket network on a random multicast group of
-# 127.0.0.1 that nothing else joins; VM i has address 10.77.0.i/24.
+# Ethernet segment; VM i has address 10.77.0.i/24.  The segment (--link):
+#   mcast   (default) a qemu socket network on a random multicast group of
+#           127.0.0.1 that nothing else joins; any number of VMs.  Lossy:
+#           a frame that finds the receiving qemu's UDP buffer full
+#           (net.core.rmem_default, 208 KiB on Debian) is dropped (the
+#           host's Udp RcvbufErrors), so bursts cost TCP and RDMA resends;
+#   stream  exactly two VMs joined by one Unix stream socket (qemu's
+#           -netdev stream: the first VM listens, the second connects once
+#           the socket is there); lossless: a full socket holds the sender
+#           back instead of dropping.
 #
 # SPEC is key=value pairs separated by commas:
 #   name=NAME       console log NAME.console in --out (default vmI)
@@ -38,8 +46,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 image=${IMAGE_DIR:-$here/../.output/image}
-out= timeout=1200 mem=1024 smp=2 net=0 specs=()
-usage() { sed -n '4,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+out= timeout=1200 mem=1024 smp=2 net=0 link=mcast specs=()
+usage() { sed -n '4,44p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--image) image=$2; shift 2 ;;
@@ -48,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--mem) mem=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--net) net=1; shift ;;
+	--link) link=$2; shift 2 ;;
 	--vm) specs+=("$2"); shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "vm.sh: unknown argument $1" >&2; usage ;;
@@ -78,6 +87,11 @@ fi
 n=${#specs[@]}
 [ "$n" -gt 1 ] && net=1
 [ "$n" -le 200 ] || die "at most 200 VMs"
+case "$link" in
+mcast) ;;
+stream) [ "$n" = 2 ] || die "--link stream joins exactly two VMs, not $n" ;;
+*) die "--link $link: mcast or stream" ;;
+esac
 declare -a name role address master run expect killon append keep
 first_master=
 for i in $(seq 1 "$n"); do
@@ -113,12 +127,17 @@ for i in $(seq 1 "$n"); do
 	peers="$peers ${name[i]}=${address[i]%/*}"
 done
 
-# A multicast group and port of our own: concurrent runs never share a network.
+# A multicast group and port of our own: concurrent runs never share a
+# network.  --link stream: a socket of our own (a short path: sun_path holds
+# 107 bytes).
 group=239.255.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)):$((RANDOM % 30000 + 20000))
+sockdir=
+[ "$link" = stream ] && sockdir=$(mktemp -d /tmp/mc-vmnet.XXXXXX)
 
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	[ -z "$sockdir" ] || rm -rf "$sockdir"
 }
 trap cleanup EXIT INT TERM
 
@@ -156,11 +175,27 @@ for i in $(seq 1 "$n"); do
 	fi
 	cmd="$cmd${append[i]}"
 	nic=(-nic none)
-	if [ "$net" = 1 ]; then
+	if [ "$net" = 1 ] && [ "$link" = stream ]; then
+		# the first VM listens; the second connects (qemu 7.2 does not
+		# retry a refused connect), so it starts once the first listens
+		srv=off
+		[ "$i" = 1 ] && srv=on
+		if [ "$i" = 2 ]; then
+			for _ in $(seq 1 100); do
+				[ -S "$sockdir/link" ] && break
+				kill -0 "${pids[1]}" 2>/dev/null || break
+				sleep 0.2
+			done
+			[ -S "$sockdir/link" ] || die "${name[1]}'s qemu did not listen on $sockdir/link: $(tail -n 5 "$out/${name[1]}.qemu.log")"
+			sleep 0.5	# (bound, then listening)
+		fi
+		nic=(-netdev "stream,id=n0,server=$srv,addr.type=unix,addr.path=$sockdir/link"
+		     -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:$(printf %02x "$i")")
+	elif [ "$net" = 1 ]; then
 		nic=(-netdev "socket,id=n0,mcast=$group,localaddr=127.0.0.1"
 		     -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:$(printf %02x "$i")")
 	fi
-	echo "vm.sh: $nm: ${role[i]} ${address[i]:-(no network)} ${master[i]:+master ${master[i]}} run=${run[i]} ($accel_name)"
+	echo "vm.sh: $nm: ${role[i]} ${address[i]:-(no network)} ${master[i]:+master ${master[i]}} run=${run[i]} ($accel_name${address[i]:+, link $link})"
 	TMPDIR=$out qemu-system-x86_64 -nodefaults -machine q35 "${accel[@]}" -smp "$smp" -m "$mem" \
 		-display none -no-reboot -serial "file:$console" \
 		-kernel "$image/vmlinuz" -initrd "$image/initrd.img" -append "$cmd" \

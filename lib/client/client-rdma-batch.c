@@ -88,7 +88,7 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 	}
 	for (unsigned q = 0; q < MC_RDMA_MAX_QPS; q++)
 		pos[q] = head[q];
-	uint64_t deadline = mc_now_ms() + mc_rdma_stall_ms(c);
+	uint64_t deadline = mc_rdma_deadline(c);
 	for (;;) {
 		for (unsigned q = 0; q < p->nqps; q++) {
 			if (out[q] || pos[q] == n)

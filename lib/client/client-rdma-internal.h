@@ -45,6 +45,7 @@ struct mc_rdma_stats {
 	uint64_t key_requests;		/* DATA_RDMA_INFO round trips */
 	uint64_t wrs;			/* RDMA READ / WRITE work requests posted */
 	uint64_t doorbells;		/* ibv_post_send calls */
+	uint64_t empty_polls;		/* ibv_poll_cq calls that found nothing (traced only) */
 };
 
 static inline void mc_rdma_count(uint64_t *ctr, uint64_t n)
@@ -153,6 +154,8 @@ unsigned mc_rdma_window(const struct mc_rdma *r);
 /* How long a transfer may go without a completion (the client's timeout_ms,
  * else 10 s): slow is fine, stuck is not. */
 uint64_t mc_rdma_stall_ms(const struct mc_client *c);
+/* A stall deadline from now for mc_rdma_poll, on the coarse clock. */
+uint64_t mc_rdma_deadline(const struct mc_client *c);
 /* Polls lane p's completion queue once: the number of completions put in
  * wc (at most max; *deadline then moves on by mc_rdma_stall_ms()), 0 after
  * a sched_yield() when none came yet, MC_ERR_TRANSFER_FAIL when polling

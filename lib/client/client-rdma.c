@@ -169,9 +169,10 @@ void mc_rdma_free(struct mc_rdma *r)
 		return;
 	if (mc_rdma_trace_on() && r->st.xfers)
 		fprintf(stderr, "libmooncake rdma stats: transfers %llu bytes %llu key_requests %llu "
-			"work_requests %llu doorbells %llu\n", (unsigned long long)r->st.xfers,
-			(unsigned long long)r->st.bytes, (unsigned long long)r->st.key_requests,
-			(unsigned long long)r->st.wrs, (unsigned long long)r->st.doorbells);
+			"work_requests %llu doorbells %llu empty_polls %llu\n",
+			(unsigned long long)r->st.xfers, (unsigned long long)r->st.bytes,
+			(unsigned long long)r->st.key_requests, (unsigned long long)r->st.wrs,
+			(unsigned long long)r->st.doorbells, (unsigned long long)r->st.empty_polls);
 	for (size_t i = 0; i < r->nmrs; i++)
 		ibv_dereg_mr(r->mrs[i].mr);
 	free(r->mrs);
@@ -278,6 +279,15 @@ uint64_t mc_rdma_stall_ms(const struct mc_client *c)
 	return (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 10000);
 }
 
+/* The stall deadline runs on the coarse clock (mc_rdma_deadline): the fine
+ * one reads the VM's clock source when its vDSO cannot (an emulated HPET
+ * under qemu's TCG: a trip through the emulator's global lock, which its
+ * network back end needs too), once per empty poll, between every READ. */
+uint64_t mc_rdma_deadline(const struct mc_client *c)
+{
+	return mc_coarse_ms() + mc_rdma_stall_ms(c);
+}
+
 int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *wc, int max,
 		 uint64_t *deadline, const char *what)
 {
@@ -285,10 +295,12 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 	if (k < 0)
 		return MC_ERR_TRANSFER_FAIL;
 	if (k > 0) {
-		*deadline = mc_now_ms() + mc_rdma_stall_ms(c);
+		*deadline = mc_rdma_deadline(c);
 		return k;
 	}
-	if (mc_now_ms() > *deadline) {
+	if (mc_rdma_trace_on())	/* (a shared line: not bounced by every poller otherwise) */
+		mc_rdma_count(&c->rdma->st.empty_polls, 1);
+	if (mc_coarse_ms() > *deadline) {
 		mc_rdma_trace_fail(what, -1);
 		return MC_ERR_TRANSFER_FAIL;	/* timeout */
 	}
@@ -334,7 +346,7 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 	for (size_t i = n; i-- > 0;)
 		next[sl[i].qp] = i;
 	/* the timeout runs from the last completion: slow is fine, stuck is not */
-	uint64_t deadline = mc_now_ms() + mc_rdma_stall_ms(c);
+	uint64_t deadline = mc_rdma_deadline(c);
 	for (;;) {
 		/* one doorbell per QP: chain what fits in its send queue */
 		for (unsigned q = 0; q < p->nqps; q++) {

@@ -154,6 +154,7 @@ static void test_stats(void **state)
 	mc_rdma_count(&r->st.wrs, 256);
 	mc_rdma_count(&r->st.wrs, 256);
 	mc_rdma_count(&r->st.doorbells, 130);
+	mc_rdma_count(&r->st.empty_polls, 7);
 	assert_int_equal(r->st.wrs, 512);
 	char path[] = "/tmp/test-client-rdma-XXXXXX";
 	int fd = mkstemp(path);
@@ -171,7 +172,7 @@ static void test_stats(void **state)
 	close(fd);
 	unlink(path);
 	assert_string_equal(buf, "libmooncake rdma stats: transfers 2 bytes 33554432 key_requests 2 "
-			    "work_requests 512 doorbells 130\n");
+			    "work_requests 512 doorbells 130 empty_polls 7\n");
 }
 
 /* A transfer takes a free lane that is connected before one that would
