@@ -694,6 +694,22 @@ static void test_answer_lost(void **state)
 	mc_etcd_free(e);
 }
 
+/* The writing tests again with the transactions through the JSON gateway. */
+static int setup_json(void **state)
+{
+	use_json = true;
+	return setup(state);
+}
+
+static int teardown_json(void **state)
+{
+	int r = teardown(state);
+	use_json = false;
+	return r;
+}
+
+#define JSON(t) { "json " #t, t, setup_json, teardown_json, NULL }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -705,14 +721,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_compact_standby, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_lost, setup, teardown),
+		JSON(test_stress_reopen),
+		JSON(test_fence),
+		JSON(test_gap),
+		JSON(test_answer_lost),
 	};
-	const struct CMUnitTest json_tests[] = {
-		cmocka_unit_test_setup_teardown(test_stress_reopen, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fence, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_answer_lost, setup, teardown),
-	};
-	int r = cmocka_run_group_tests_name("grpc", tests, NULL, NULL);
-	use_json = true;
-	return r + cmocka_run_group_tests_name("json", json_tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
