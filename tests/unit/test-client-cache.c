@@ -24,9 +24,9 @@
  *     bytes), and its entry is gone;
  *   - fork() while a thread reads a hot key: the children find it in the
  *     parent's cache and free the parent's client, no lock left held;
- *   - a stress of 6 threads on one client (and a second client removing and
- *     upserting) reading, removing and upserting the same keys, every
- *     returned value checked (also under TSan: tests.mk TSAN_TESTS).
+ *   - a stress of 6 threads on three clients (one with a cache of 4 keys:
+ *     more keys than fit), all reading, removing and upserting the same
+ *     keys, every returned value checked (also under TSan: tests.mk TSAN_TESTS).
  *
  * MC_BUILD (default .output) names the build tree holding the daemons.
  */
@@ -703,10 +703,17 @@ static void test_stress(void **state)
 		for (int j = 0; j < S_VALS; j++)
 			fill(s_vals[k][j], S_SZ, 1000u + (unsigned)(k * S_VALS + j));
 	struct mc_client *c1 = client_c(NULL, true, true), *c2 = client_c(NULL, false, true);
+	/* and a cache of one set of 4 ways: more keys than fit (8 shared, the
+	 * own keys of its threads), ways taken, refused and given up at once */
+	struct mc_client_opts o3 = { .sz = sizeof(o3), .master = master_addr, .timeout_ms = 10000,
+				     .disable_shm = true, .descriptor_cache_entries = 4 };
+	struct mc_client *c3 = NULL;
+	assert_int_equal(mc_client_new(&o3, &c3), 0);
 	pthread_t th[T];
 	struct stress s[T];
 	for (int i = 0; i < T; i++) {
-		s[i] = (struct stress){ .c = i == T - 1 ? c2 : c1, .seed = 77u + (unsigned)i };
+		s[i] = (struct stress){ .c = i == T - 1 ? c2 : i % 2 ? c3 : c1,
+					.seed = 77u + (unsigned)i };
 		assert_int_equal(pthread_create(&th[i], NULL, stress_main, &s[i]), 0);
 	}
 	for (int i = 0; i < T; i++) {
@@ -721,6 +728,7 @@ static void test_stress(void **state)
 	}
 	mc_client_free(c1);
 	mc_client_free(c2);
+	mc_client_free(c3);
 }
 
 int main(void)
