@@ -49,11 +49,11 @@
  * keys that fit instead of each key evicting the next one read (with the
  * lease-ordered choice of before, a loop over 4097+ keys missed on every
  * get), and a key that stopped being read gives its way up one margin
- * later.  Each bucket is under one of CACHE_LOCKS mutexes
- * (entries are copied in and out whole under it; `tags`, `ends` and `used`
- * hold the hashes, until_ms and last uses of its ways, the lines a lookup
- * or a victim search scans instead of the 2.7 KiB entries) and has a generation, bumped
- * by every drop in it: the answer of a lookup sent before a drop in its
+ * later.  Each bucket is under one of CACHE_LOCKS mutexes (entries are
+ * copied in and out whole under it; `tags`, `ends` and `used` hold the
+ * hashes, until_ms and last uses of its ways, the lines a lookup or a
+ * victim search scans instead of the 2.7 KiB entries) and has a
+ * generation, bumped by every drop in it: the answer of a lookup sent before a drop in its
  * bucket is not put (so a remove or upsert through this client is never
  * undone by a lookup or renewal that was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
  * CACHE_MAX_REPS replicas and objects with other than memory replicas are
