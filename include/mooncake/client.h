@@ -223,8 +223,13 @@ struct mc_client_opts {
  * key gone at the master is dropped).  A key read steadily thus never asks
  * the master on its read path; the reads themselves never wait for a
  * renewal.  Bounds: descriptor_cache_entries keys (default 4096), each
- * slot about 2.7 KiB of memory, taken as slots are used (direct mapped by
- * the key's hash: a newer key replaces an older one in its slot).  Keys of
+ * slot about 2.7 KiB of memory, taken as slots are used (sets of 8 slots
+ * chosen by the key's hash).  A new key takes a free or ended slot of its
+ * set, else the one unread longest if it has gone unread for the margin
+ * (a quarter of the lease, at least 200 ms), else it is not kept: its gets
+ * ask the master until a slot frees.  So a key read again within the
+ * margin keeps its slot, and more keys than fit, read in turn, keep
+ * hitting on those that fit.  Keys of
  * more than 128 bytes and objects of more than 4 replicas or with replicas
  * other than memory ones (disk, DFS) are not cached.  A child of fork()
  * keeps its parent's entries (and renews from a thread of its own).  With the

@@ -38,14 +38,22 @@
  *
  * Layout: `nbuckets` buckets of `ways` entries (CACHE_WAYS, or fewer when
  * descriptor_cache_entries is smaller; at most that many entries in all),
- * a key in the bucket of its hash, in any of its ways: a new key takes an
- * empty or ended way, else the one whose lease ends first (a chain of keys
- * of a prefix query does not lose its keys to each other as it would in a
- * direct-mapped table).  Each bucket is under one of CACHE_LOCKS mutexes
- * (entries are copied in and out whole under it; `tags` and `ends` hold
- * the hashes and until_ms of its ways, the lines a lookup or a victim
- * search scans instead of the 2.7 KiB entries) and has a generation, bumped
- * by every drop in it: the answer of a lookup sent before a drop in its
+ * a key in the bucket of its hash, in any of its ways (a chain of keys of a
+ * prefix query does not lose its keys to each other as it would in a
+ * direct-mapped table).  Replacement: a new key takes an empty or ended
+ * way, else the live way idle longest (`used`: its last hit or store) if
+ * that one has been idle for the margin at least (idle_ms()), else it is
+ * not cached (the get is answered all the same; the next one asks the
+ * master again).  So a key read again within the margin keeps its way: a
+ * working set larger than the cache, read in a loop, keeps hitting on the
+ * keys that fit instead of each key evicting the next one read (with the
+ * lease-ordered choice of before, a loop over 4097+ keys missed on every
+ * get), and a key that stopped being read gives its way up one margin
+ * later.  Each bucket is under one of CACHE_LOCKS mutexes (entries are
+ * copied in and out whole under it; `tags`, `ends` and `used` hold the
+ * hashes, until_ms and last uses of its ways, the lines a lookup or a
+ * victim search scans instead of the 2.7 KiB entries) and has a
+ * generation, bumped by every drop in it: the answer of a lookup sent before a drop in its
  * bucket is not put (so a remove or upsert through this client is never
  * undone by a lookup or renewal that was in flight).  Keys longer than CACHE_MAX_KEY, objects of more than
  * CACHE_MAX_REPS replicas and objects with other than memory replicas are
@@ -81,6 +89,7 @@ struct mc_dcache {
 	struct mc_dcache_entry *e;		/* nbuckets x ways, calloc'ed: used ones take memory */
 	uint64_t *tags;				/* nbuckets x ways: the hash of a live way, else 0 */
 	uint64_t *ends;				/* nbuckets x ways: its entry's until_ms */
+	uint64_t *used;				/* nbuckets x ways: its last hit or store, ms */
 	uint64_t *gen;				/* nbuckets: drops in the bucket */
 	/* renewal */
 	pthread_mutex_t rmu;
@@ -104,6 +113,14 @@ static uint64_t margin_ms(uint64_t lease_ms)
 {
 	uint64_t m = lease_ms / 4;
 	return m < 200 ? (lease_ms < 400 ? lease_ms / 2 : 200) : m;
+}
+
+/* How long a live entry must have gone unread before a new key may take
+ * its way: the margin of the new key's lease (the cache's leases are the
+ * master's lease_ttl_ms: 500 ms of a 2 s lease, 2.5 s of the default 10 s). */
+static uint64_t idle_ms(uint64_t lease_ms)
+{
+	return margin_ms(lease_ms);
 }
 
 static unsigned long fork_count;	/* forks this process has come out of */
@@ -152,11 +169,13 @@ int mc_dcache_new(struct mc_client *c, unsigned entries, struct mc_dcache **ret)
 	d->e = calloc(n, sizeof(*d->e));
 	d->tags = calloc(n, sizeof(*d->tags));
 	d->ends = calloc(n, sizeof(*d->ends));
+	d->used = calloc(n, sizeof(*d->used));
 	d->gen = calloc(d->nbuckets, sizeof(*d->gen));
-	if (!d->e || !d->tags || !d->ends || !d->gen) {
+	if (!d->e || !d->tags || !d->ends || !d->used || !d->gen) {
 		free(d->e);
 		free(d->tags);
 		free(d->ends);
+		free(d->used);
 		free(d->gen);
 		free(d);
 		return MC_ERR_NO_MEMORY;
@@ -191,6 +210,7 @@ void mc_dcache_free(struct mc_dcache *d)
 	free(d->e);
 	free(d->tags);
 	free(d->ends);
+	free(d->used);
 	free(d->gen);
 	free(d);
 }
@@ -235,17 +255,19 @@ static void forget(struct mc_dcache *d, struct mc_dcache_entry *e)
 }
 
 /* Where a new key goes in bucket b: an empty or ended way, else the way
- * whose entry ends first.  b's lock held. */
-static struct mc_dcache_entry *victim(struct mc_dcache *d, uint32_t b, uint64_t now)
+ * unread longest if it has been for idle ms at least, else NULL (the key
+ * is not cached).  b's lock held. */
+static struct mc_dcache_entry *victim(struct mc_dcache *d, uint32_t b, uint64_t now,
+				      uint64_t idle)
 {
 	size_t base = (size_t)b * d->ways, v = base;
 	for (size_t i = base; i < base + d->ways; i++) {
 		if (!d->tags[i] || now >= d->ends[i])
 			return &d->e[i];
-		if (d->ends[i] < d->ends[v])
+		if (d->used[i] < d->used[v])
 			v = i;
 	}
-	return &d->e[v];
+	return d->used[v] + idle <= now ? &d->e[v] : NULL;
 }
 
 /* Points the copied descriptors' strings and grants at the entry's own
@@ -312,12 +334,11 @@ static void store(struct mc_dcache *d, struct mc_dcache_entry *x, const void *ke
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
 	struct mc_dcache_entry *e = find(d, b, x->hash, key, klen);
-	if (d->gen[b] == gen) {
-		if (!e)
-			e = victim(d, b, now);
+	if (d->gen[b] == gen && (e || (e = victim(d, b, now, idle_ms(x->lease_ms))))) {
 		entry_copy(e, x);
 		d->tags[e - d->e] = x->hash;
 		d->ends[e - d->e] = x->until_ms;
+		d->used[e - d->e] = now;
 	}
 	pthread_mutex_unlock(mu);
 }
@@ -532,6 +553,7 @@ bool mc_dcache_get(struct mc_dcache *d, const void *key, size_t klen,
 	struct mc_dcache_entry *e = find(d, b, h, key, klen);
 	if (e && e->kind == MC_DC_DESC && now < e->until_ms) {
 		entry_copy(ret, e);
+		d->used[e - d->e] = now;
 		hit = true;
 		if (!e->renew_queued && now >= e->query_ms + e->lease_ms / 2)
 			renew = e->renew_queued = true;

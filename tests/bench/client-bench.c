@@ -4,7 +4,8 @@
  * cluster (tests/bench/cluster.sh starts one and compares the figures with
  * Redis, a raw loopback stream and memcpy measured in the same run).
  *
- *   client-bench MASTER small CONC SECONDS    4 KiB put then get ops/s with CONC threads
+ *   client-bench MASTER small CONC SECONDS    4 KiB put then hot get ops/s with CONC threads
+ *                                             (gets: a hot set per thread, see below)
  *   client-bench MASTER puts CONC COUNT       COUNT 4 KiB puts per thread, CONC threads, and
  *                                             nothing else (kept: per-put syscall and
  *                                             instruction counts, tests/bench/put-trips.sh)
@@ -37,10 +38,19 @@
  * MC_DISABLE_SHM=1 in the environment forces the TCP data path; without it a
  * client on the node's host uses the shared segment.  The client has the
  * descriptor cache (the default; MC_CACHE_DESCRIPTORS=0 turns it off).
- * MC_BENCH_HOT=N makes each thread's gets cycle over its first N keys only
- * (a hot set).  MC_BENCH_UNCACHED=1 adds to `small` a third phase: the same
- * gets again through a second client without the cache (get4k_uncached_*
- * figures).  MC_BENCH_KEEP=1: kvget and kvhot do not remove the blocks
+ * `small`'s get4k figures are hot gets: each thread reads its first HOT
+ * keys once (untimed: the first reads, which ask the master and fill the
+ * cache), then cycles over them for SECONDS/2 s (a key read again within
+ * its lease: the descriptor cache's gets).  HOT is MC_BENCH_HOT=N if set,
+ * else 64, at most 2048 / CONC (the hot sets of all threads take at most
+ * half the cache's default 4096 keys), at most the keys the thread put; it
+ * is printed (get4k_hotset_cN).  Cycling over every key put instead (as
+ * before) read more keys than the cache holds at 16 and 64 clients: most
+ * of those gets asked the master.  MC_BENCH_HOT=N makes `gets` mode's
+ * gets cycle over N keys per thread (default 64).
+ * MC_BENCH_UNCACHED=1 adds to `small` a third phase: the same gets through
+ * a second client without the cache, each asking the master (first reads:
+ * get4k_uncached_* figures).  MC_BENCH_KEEP=1: kvget and kvhot do not remove the blocks
  * (tests/bench/disk-batch.sh reads the same LOCAL_DISK blocks both ways).  Output:
  * "client-bench <metric> <value> <unit>" lines.
  */
@@ -69,6 +79,7 @@ static bool KEEP;	/* MC_BENCH_KEEP=1: kvget / kvhot leave the blocks in place */
 struct worker {
 	pthread_t th;
 	int id;
+	uint64_t hot, span;	/* the hot set asked for, and read (at most the keys put) */
 	uint64_t puts, gets, ugets, errors;
 	double put_s, get_s, uget_s;
 	uint32_t *lat_put, *lat_get, *lat_uget;	/* ns, up to MAXLAT each */
@@ -132,10 +143,16 @@ static void *small_main(void *arg)
 		lat_add(w->lat_put, &w->nlat_put, u - t);
 		t = u;
 	}
+	uint64_t span = w->hot < n ? w->hot : n;	/* the hot set */
+	w->span = span;
+	for (uint64_t i = 0; i < span; i++) {	/* first reads, untimed: the cache filled */
+		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
+		if (mc_get_into(C, key, strlen(key), out, sizeof(out), &len) < 0)
+			w->errors++;
+	}
 	uint64_t t1 = mc_now_ns();
 	end = t1 + (uint64_t)SECONDS * 500000000u;
-	uint64_t span = HOT && HOT < n ? HOT : n;	/* MC_BENCH_HOT: read a hot set only */
-	for (uint64_t i = 0, t = t1; t < end; i = (i + 1) % span) {
+	for (uint64_t i = 0, t = t1; span && t < end; i = (i + 1) % span) {
 		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
 		if (mc_get_into(C, key, strlen(key), out, sizeof(out), &len) == 0)
 			w->gets++;
@@ -147,7 +164,7 @@ static void *small_main(void *arg)
 	}
 	uint64_t t2 = mc_now_ns(), t3 = t2;
 	end = t2 + (uint64_t)SECONDS * 500000000u;
-	for (uint64_t i = 0, t = t2; C_OFF && t < end; i = (i + 1) % span) {
+	for (uint64_t i = 0, t = t2; C_OFF && span && t < end; i = (i + 1) % span) {
 		snprintf(key, sizeof(key), "bench-%d-%" PRIu64, w->id, i);
 		if (mc_get_into(C_OFF, key, strlen(key), out, sizeof(out), &len) == 0)
 			w->ugets++;
@@ -231,11 +248,17 @@ static int run_puts(int conc, int count, bool gets)
 
 static int run_small(int conc)
 {
+	if (conc < 1 || conc > 256)
+		return 2;
 	struct worker *w = calloc((size_t)conc, sizeof(*w));
 	double puts = 0, gets = 0, ugets = 0;
-	uint64_t errors = 0;
+	uint64_t errors = 0, span = 0;
+	uint64_t hot = HOT ? HOT : 64;
+	if (!HOT && hot > 2048u / (unsigned)conc)
+		hot = 2048u / (unsigned)conc ? 2048u / (unsigned)conc : 1;
 	for (int i = 0; i < conc; i++) {
 		w[i].id = i;
+		w[i].hot = hot;
 		w[i].lat_put = malloc(MAXLAT * sizeof(uint32_t));
 		w[i].lat_get = malloc(MAXLAT * sizeof(uint32_t));
 		w[i].lat_uget = C_OFF ? malloc(MAXLAT * sizeof(uint32_t)) : NULL;
@@ -247,9 +270,11 @@ static int run_small(int conc)
 		gets += (double)w[i].gets / w[i].get_s;
 		ugets += w[i].uget_s > 0 ? (double)w[i].ugets / w[i].uget_s : 0;
 		errors += w[i].errors;
+		span += w[i].span;
 	}
 	printf("client-bench put4k_c%d %.0f ops/s\n", conc, puts);
 	printf("client-bench get4k_c%d %.0f ops/s\n", conc, gets);
+	printf("client-bench get4k_hotset_c%d %.1f keys/thread\n", conc, (double)span / conc);
 	if (C_OFF)
 		printf("client-bench get4k_uncached_c%d %.0f ops/s\n", conc, ugets);
 	if (errors)

@@ -7,8 +7,9 @@
 #   fast:     oplog_sync=false    vs  Redis with its defaults
 # at 1, 16 and 64 clients (TCP data path), with p50/p99/p999 at 16 clients
 # (Redis prints p50 and p99 only).  The gets run with the client's
-# descriptor cache (the default): each thread cycles over the keys it put, so
-# the keys it reads again within their lease take one round trip; the same
+# descriptor cache (the default): each thread cycles over a hot set of the
+# keys it put (client-bench small: 64, 32 at 64 clients), read again within
+# their lease: one round trip each; the same
 # gets through a client without the cache follow in the same run
 # (uncached_get4k, MC_BENCH_UNCACHED=1 of client-bench), and in fast mode the
 # gets again over a hot set of 64 keys per client (MC_BENCH_HOT=64).  Every figure is the median of RUNS runs
@@ -92,17 +93,23 @@ redis() {
 	for _ in $(seq 1 50); do redis-cli -p "$R" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
 # rb PORT TEST CONC COLUMN: the median of COLUMN (2 rps, 5 p50, 7 p99 in ms) of RUNS runs
+# (GETs read the 1000 keys rpop set: all exist, a 4 KiB reply as ours)
 rb() {
 	for _ in $(seq 1 "$RUNS"); do
-		redis-benchmark -p "$1" -q --csv -t "$2" -d 4096 -c "$3" -n $((5000 + $3 * 500)) -r 100000 |
+		redis-benchmark -p "$1" -q --csv -t "$2" -d 4096 -c "$3" -n $((5000 + $3 * 500)) \
+			-r "$([ "$2" = get ] && echo 1000 || echo 100000)" |
 			awk -F'"' -v c=$(( $4 * 2 )) 'NR == 2 {print $c}'
 	done | median
 }
 
+# rpop PORT: sets the 1000 keys of -r 1000 (each ~20 times) for rb's GETs
+rpop() { redis-benchmark -p "$1" -q -t set -d 4096 -c 16 -n 20000 -r 1000 >/dev/null; }
 redis always --appendonly yes --appendfsync always --save ''
 raw=$R
+rpop "$raw"
 redis defaults
 rdef=$R
+rpop "$rdef"
 
 for mode in true false; do
 	cluster "$mode"

@@ -16,14 +16,17 @@
  *     not hold; hit prefixes are kept whole (16 of them), ended by this
  *     client's own put, and renewed in the background when asked in the
  *     second half of their lease;
+ *   - more keys than the cache holds, read in a loop: those that fit keep
+ *     hitting, the others ask the master; a new key gets a way once the
+ *     loop's keys have gone unread for the margin;
  *   - a node killed under a cached entry: the read goes on from the other
  *     replica, a key only on that node fails with an error (never stale
  *     bytes), and its entry is gone;
  *   - fork() while a thread reads a hot key: the children find it in the
  *     parent's cache and free the parent's client, no lock left held;
- *   - a stress of 6 threads on one client (and a second client removing and
- *     upserting) reading, removing and upserting the same keys, every
- *     returned value checked (also under TSan: tests.mk TSAN_TESTS).
+ *   - a stress of 6 threads on three clients (one with a cache of 4 keys:
+ *     more keys than fit), all reading, removing and upserting the same
+ *     keys, every returned value checked (also under TSan: tests.mk TSAN_TESTS).
  *
  * MC_BUILD (default .output) names the build tree holding the daemons.
  */
@@ -263,6 +266,58 @@ static void test_renewal(void **state)
 	assert_true(bg >= 2);
 	assert_true(gets > 20);
 	assert_int_equal(mc_remove(c2, "hot", 3, true), 0);
+	mc_client_free(c1);
+	mc_client_free(c2);
+}
+
+/* More keys than the cache holds, read in a loop: the keys that fit keep
+ * their ways and hit (a new key takes a live way only once it has gone
+ * unread for the margin, 500 ms of the 2 s lease), the others ask the
+ * master; once the loop stops, a new key gets a way one margin later. */
+static void test_loop_larger_than_cache(void **state)
+{
+	NEED_NODE();
+	enum { N = 12, LOOPS = 3, WAYS = 8 };
+	struct mc_client_opts o = { .sz = sizeof(o), .master = master_addr, .timeout_ms = 10000,
+				    .disable_shm = true, .descriptor_cache_entries = WAYS };
+	struct mc_client *c1 = NULL, *c2 = client_c(NULL, false, false);
+	assert_int_equal(mc_client_new(&o, &c1), 0);
+	uint8_t v[N][1024], out[1024];
+	char k[32];
+	size_t len;
+	for (int i = 0; i < N; i++) {
+		fill(v[i], sizeof(v[i]), 300u + (unsigned)i);
+		snprintf(k, sizeof(k), "loop-%d", i);
+		put_v(c2, k, v[i], sizeof(v[i]), false);
+	}
+	uint64_t fg0 = rpc_count("get_replica_list");
+	for (int l = 0; l < LOOPS; l++)
+		for (int i = 0; i < N; i++) {
+			snprintf(k, sizeof(k), "loop-%d", i);
+			assert_int_equal(get_v(c1, k, out, sizeof(out), &len), 0);
+			assert_int_equal(len, sizeof(out));
+			assert_memory_equal(out, v[i], sizeof(out));
+		}
+	/* the first loop asks for every key, the later ones for the N - WAYS
+	 * keys that found no way (when each new key evicted the next one read,
+	 * every get asked: N a loop) */
+	uint64_t fg = rpc_count_since(http_port, "get_replica_list", fg0, N);
+	assert_true(fg >= N + (LOOPS - 1) * (N - WAYS));
+	assert_true(fg <= N + (LOOPS - 1) * (N - WAYS) + 2);
+	/* the loop's keys unread for the margin: a new key takes a way */
+	usleep(700000);
+	put_v(c2, "loop-new", v[0], sizeof(v[0]), false);
+	fg0 = rpc_count("get_replica_list");
+	for (int j = 0; j < 3; j++) {
+		assert_int_equal(get_v(c1, "loop-new", out, sizeof(out), &len), 0);
+		assert_memory_equal(out, v[0], sizeof(out));
+	}
+	assert_int_equal(rpc_count_since(http_port, "get_replica_list", fg0, 1), 1);
+	for (int i = 0; i < N; i++) {
+		snprintf(k, sizeof(k), "loop-%d", i);
+		mc_remove(c2, k, strlen(k), true);
+	}
+	mc_remove(c2, "loop-new", 8, true);
 	mc_client_free(c1);
 	mc_client_free(c2);
 }
@@ -648,10 +703,17 @@ static void test_stress(void **state)
 		for (int j = 0; j < S_VALS; j++)
 			fill(s_vals[k][j], S_SZ, 1000u + (unsigned)(k * S_VALS + j));
 	struct mc_client *c1 = client_c(NULL, true, true), *c2 = client_c(NULL, false, true);
+	/* and a cache of one set of 4 ways: more keys than fit (8 shared, the
+	 * own keys of its threads), ways taken, refused and given up at once */
+	struct mc_client_opts o3 = { .sz = sizeof(o3), .master = master_addr, .timeout_ms = 10000,
+				     .disable_shm = true, .descriptor_cache_entries = 4 };
+	struct mc_client *c3 = NULL;
+	assert_int_equal(mc_client_new(&o3, &c3), 0);
 	pthread_t th[T];
 	struct stress s[T];
 	for (int i = 0; i < T; i++) {
-		s[i] = (struct stress){ .c = i == T - 1 ? c2 : c1, .seed = 77u + (unsigned)i };
+		s[i] = (struct stress){ .c = i == T - 1 ? c2 : i % 2 ? c3 : c1,
+					.seed = 77u + (unsigned)i };
 		assert_int_equal(pthread_create(&th[i], NULL, stress_main, &s[i]), 0);
 	}
 	for (int i = 0; i < T; i++) {
@@ -666,6 +728,7 @@ static void test_stress(void **state)
 	}
 	mc_client_free(c1);
 	mc_client_free(c2);
+	mc_client_free(c3);
 }
 
 int main(void)
@@ -674,6 +737,7 @@ int main(void)
 		cmocka_unit_test(test_forced_remove_within_lease),
 		cmocka_unit_test(test_own_changes),
 		cmocka_unit_test(test_renewal),
+		cmocka_unit_test(test_loop_larger_than_cache),
 		cmocka_unit_test(test_query_prefix),
 		cmocka_unit_test(test_prefix_records),
 		cmocka_unit_test(test_prefix_renewal),
