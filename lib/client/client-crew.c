@@ -116,17 +116,15 @@ void mc_crew_join(struct mc_crew *cr)
 	struct mc_workers *w = cr->w;
 	if (!cr->fn)
 		return;
+	cr->fn(cr->arg);	/* the work left, beside the workers that took a ticket */
 	pthread_mutex_lock(&w->mu);
-	if (cr->queued) {   /* withdraw what no worker took */
+	if (cr->queued) {   /* withdraw what no worker took: no work is left for it */
 		struct mc_crew **p = &w->head;
 		while (*p != cr)
 			p = &(*p)->next;
 		*p = cr->next;
 		cr->queued = 0;
 	}
-	pthread_mutex_unlock(&w->mu);
-	cr->fn(cr->arg);	/* the work left, if any */
-	pthread_mutex_lock(&w->mu);
 	while (cr->running)
 		pthread_cond_wait(&w->done, &w->mu);
 	pthread_mutex_unlock(&w->mu);
