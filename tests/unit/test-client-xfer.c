@@ -250,6 +250,7 @@ static void test_stripe_cut(void **state)
 	struct mc_client *w = client_x(NULL, false, 1, 0, 30000);
 	fill(v, n, 400);
 	assert_int_equal(mc_put(w, "cut-get", 7, v, n, NULL), 0);
+	mc_client_free(w);	/* its connection to the node closed: only the reader's remain */
 	for (int round = 0; round < 3; round++) {
 		struct mc_client *c = client_x(NULL, false, 4, 1u << 20, 30000);
 		struct cutter k;
@@ -269,6 +270,7 @@ static void test_stripe_cut(void **state)
 		}
 		mc_client_free(c);
 	}
+	w = client_x(NULL, false, 1, 0, 30000);
 	assert_int_equal(mc_remove(w, "cut-get", 7, true), 0);
 	mc_client_free(w);
 	/* the cut landed mid-transfer at least once (else the test proves nothing) */
