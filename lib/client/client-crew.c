@@ -9,12 +9,16 @@
  * A crew asks for n runs of fn(arg): n tickets queued on the client.  A
  * worker takes one ticket at a time.  fn takes its work from arg (an atomic
  * counter) until none is left, so a run can do any share of it, all of it
- * or nothing.  mc_crew_join() withdraws the crew's tickets no worker has
- * taken, runs fn on the caller (the work left, if any) and waits for the
- * runs already under way.  A join therefore never waits for a ticket that
- * has not started, and a crew started from a worker (the stripes of an
- * object of a batch) cannot deadlock the pool: with every worker busy its
- * caller does the work itself.
+ * or nothing.  mc_crew_join() runs fn on the caller (the work left, if
+ * any, shared with the workers that took a ticket meanwhile), then
+ * withdraws the tickets no worker has taken (no work is left for them) and
+ * waits for the runs already under way.  A join therefore never waits for
+ * a ticket that has not started, and a crew started from a worker (the
+ * stripes of an object of a batch) cannot deadlock the pool: with every
+ * worker busy its caller does the work itself.  (Withdrawn before the
+ * caller's run, the tickets of a crew joined right after its start, as a
+ * co-located batch of one chunk or client-stage.c's reads are, were mostly
+ * gone before a worker woke: the caller did the work alone.)
  *
  * After a fork() the child has none of the threads: its first crew or
  * mc_client_free() sees another pid and starts anew (threads, lock and
@@ -116,17 +120,15 @@ void mc_crew_join(struct mc_crew *cr)
 	struct mc_workers *w = cr->w;
 	if (!cr->fn)
 		return;
+	cr->fn(cr->arg);	/* the work left, beside the workers that took a ticket */
 	pthread_mutex_lock(&w->mu);
-	if (cr->queued) {   /* withdraw what no worker took */
+	if (cr->queued) {   /* withdraw what no worker took: no work is left for it */
 		struct mc_crew **p = &w->head;
 		while (*p != cr)
 			p = &(*p)->next;
 		*p = cr->next;
 		cr->queued = 0;
 	}
-	pthread_mutex_unlock(&w->mu);
-	cr->fn(cr->arg);	/* the work left, if any */
-	pthread_mutex_lock(&w->mu);
 	while (cr->running)
 		pthread_cond_wait(&w->done, &w->mu);
 	pthread_mutex_unlock(&w->mu);

@@ -16,6 +16,11 @@
  *   - A failing node: a second cluster whose node B is stopped (SIGSTOP),
  *     then killed, in the middle of batches: the keys on B get errors, the
  *     others succeed, and no call waits much beyond the client's timeout.
+ *   - A stripe's connection lost: one of the connections of a large striped
+ *     put or get shut down mid-transfer (as a reset by the peer would): the
+ *     call fails with a transport error or succeeds with the exact bytes,
+ *     never other bytes; a retry on the same client succeeds and the node
+ *     goes on serving.
  *   - A stress of 6 threads sharing two clients (TCP striped, shared memory)
  *     with batch puts, gets and removes, bytes checked (also under TSan:
  *     tests.mk TSAN_TESTS).
@@ -30,7 +35,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include "mooncake/client.h"
 #include "client-fixture.h"
@@ -135,6 +143,142 @@ static void test_striping(void **state)
 	mc_client_free(s4);
 	mc_client_free(s2);
 	mc_client_free(s1);
+}
+
+/* ---- a stripe's connection lost --------------------------------------------------- */
+
+#define CUT_SIZE ((16u << 20) + 5)
+
+/* Whether fd is a TCP connection of ours to a node's data port. */
+static bool to_data_port(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t l = sizeof(a);
+	if (getpeername(fd, (struct sockaddr *)&a, &l) != 0 || a.sin_family != AF_INET)
+		return false;
+	int p = ntohs(a.sin_port);
+	return p == node1.port || p == node2.port;
+}
+
+/* Once the client has two connections to the data ports (a striped
+ * transfer under way; the client is new, so it has none before), shuts
+ * the newest one down after delay_us: its recv() sees EOF, its send()
+ * EPIPE, the node a closed stream. */
+struct cutter {
+	pthread_t th;
+	unsigned delay_us;
+	int stop;	/* atomic */
+	int cut;	/* atomic: 1 once a connection was shut down */
+};
+
+static void *cut_run(void *arg)
+{
+	struct cutter *k = arg;
+	while (!__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
+		int n = 0, last = -1;
+		for (int fd = 3; fd < 1024; fd++)
+			if (to_data_port(fd)) {
+				n++;
+				last = fd;
+			}
+		if (n >= 2) {
+			usleep(k->delay_us);
+			if (to_data_port(last) && shutdown(last, SHUT_RDWR) == 0)
+				__atomic_store_n(&k->cut, 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
+		usleep(50);
+	}
+	return NULL;
+}
+
+static void cut_start(struct cutter *k, unsigned delay_us)
+{
+	*k = (struct cutter){ .delay_us = delay_us };
+	assert_int_equal(pthread_create(&k->th, NULL, cut_run, k), 0);
+}
+
+static bool cut_end(struct cutter *k)
+{
+	__atomic_store_n(&k->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(k->th, NULL);
+	return __atomic_load_n(&k->cut, __ATOMIC_RELAXED);
+}
+
+/* What a call that lost a connection may return: a transport error. */
+static bool transport_error(int r)
+{
+	return r == MC_ERR_RPC_FAIL || r == MC_ERR_TRANSFER_FAIL || r == MC_ERR_RPC_TIMEOUT;
+}
+
+static void test_stripe_cut(void **state)
+{
+	NEED_NODE();
+	settle();
+	size_t n = CUT_SIZE, len = 0;
+	uint8_t *v = malloc(n), *out = malloc(n);
+	assert_non_null(v);
+	assert_non_null(out);
+	int failed = 0, put_failed;
+	/* puts: each on a new client (4 stripes of 4 MiB), one stripe cut */
+	for (int round = 0; round < 3; round++) {
+		struct mc_client *c = client_x(NULL, false, 4, 1u << 20, 30000);
+		struct cutter k;
+		fill(v, n, 300 + round);
+		cut_start(&k, 200u * round);
+		int r = mc_put(c, "cut-put", 7, v, n, NULL);
+		bool cut = cut_end(&k);
+		assert_true(r == 0 || (cut && transport_error(r)));
+		failed += r != 0;
+		if (r != 0) {	/* the retry, on the same client, once the space the
+				 * revoked put held is back (its write grant ended) */
+			settle();
+			assert_int_equal(mc_put(c, "cut-put", 7, v, n, NULL), 0);
+		}
+		struct mc_client *g = client_x(NULL, false, 1, 0, 30000);
+		memset(out, 0, n);
+		assert_int_equal(mc_get_into(g, "cut-put", 7, out, n, &len), 0);
+		assert_int_equal(len, n);
+		assert_memory_equal(out, v, n);
+		assert_int_equal(mc_remove(g, "cut-put", 7, true), 0);
+		mc_client_free(g);
+		mc_client_free(c);
+	}
+	put_failed = failed;
+	/* gets of one object, each on a new client, one stripe cut */
+	settle();
+	struct mc_client *w = client_x(NULL, false, 1, 0, 30000);
+	fill(v, n, 400);
+	assert_int_equal(mc_put(w, "cut-get", 7, v, n, NULL), 0);
+	mc_client_free(w);	/* its connection to the node closed: only the reader's remain */
+	for (int round = 0; round < 3; round++) {
+		struct mc_client *c = client_x(NULL, false, 4, 1u << 20, 30000);
+		struct cutter k;
+		memset(out, 0, n);
+		cut_start(&k, 200u * round);
+		int r = mc_get_into(c, "cut-get", 7, out, n, &len);
+		bool cut = cut_end(&k);
+		assert_true(r == 0 || (cut && transport_error(r)));
+		if (r == 0)
+			assert_memory_equal(out, v, n);
+		failed += r != 0;
+		if (r != 0) {   /* the retry, on the same client */
+			memset(out, 0, n);
+			assert_int_equal(mc_get_into(c, "cut-get", 7, out, n, &len), 0);
+			assert_int_equal(len, n);
+			assert_memory_equal(out, v, n);
+		}
+		mc_client_free(c);
+	}
+	w = client_x(NULL, false, 1, 0, 30000);
+	assert_int_equal(mc_remove(w, "cut-get", 7, true), 0);
+	mc_client_free(w);
+	/* the cut landed mid-transfer at least once (else the test proves nothing) */
+	fprintf(stderr, "# %d of 3 puts and %d of 3 gets lost a connection mid-way\n", put_failed,
+		failed - put_failed);
+	assert_true(failed > 0);
+	free(v);
+	free(out);
 }
 
 /* ---- pipelined batches ---------------------------------------------------------- */
@@ -501,6 +645,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stripe_opts),
 		cmocka_unit_test(test_striping),
+		cmocka_unit_test(test_stripe_cut),
 		cmocka_unit_test(test_pipeline_tcp),
 		cmocka_unit_test(test_pipeline_shm),
 		cmocka_unit_test(test_node_failure),
