@@ -93,7 +93,7 @@ modes=${MODES:-local etcd etcd3 etcdjson}	# MODES: a subset, in this order
 [ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
 for mode in $modes; do
 	cluster "$mode"
-	for c in 1 16 64; do
+	for c in ${CLIENTS:-1 16 64}; do
 		: >"$tmp/out"
 		r0=$(metric mooncake_master_oplog_records_total)
 		b0=$(metric mooncake_master_oplog_batches_total)
