@@ -89,7 +89,7 @@ declare -A put
 modes=${MODES:-local etcd etcd3 etcdjson}	# MODES: a subset, in this order
 # BASE_O=DIR: also the default etcd mode with DIR's master ("etcdbase": a
 # build to compare with, e.g. main's, in the same run)
-[ -n "${BASE_O:-}" ] && modes="$modes etcdbase"
+[ -n "${BASE_O:-}" ] && [[ " $modes " != *" etcdbase "* ]] && modes="$modes etcdbase"
 [ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
 for mode in $modes; do
 	cluster "$mode"
