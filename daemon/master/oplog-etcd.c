@@ -44,7 +44,7 @@
  * replies) have come for its records as there were waiters when the last
  * batch settled, or a grace after that (3/2 of how long the answered
  * waiters took to come back, at most twice the last transaction's time
- * and MAX_GRACE_NS: oplog-etcd-gather.h), whichever is first: the clients just answered
+ * and MC_GATHER_MAX_NS: util/gather.h), whichever is first: the clients just answered
  * come back with their next records (a put's PutEnd after its data write)
  * and share the next transaction, instead of the first one to come back
  * taking a transaction of its own and the others waiting for it (clients
@@ -476,14 +476,14 @@ static bool take_now(const struct elog *l, uint64_t now_ns)
 		return true;
 	if (l->inflight)
 		return l->cur.nrec >= 2 * l->inflight_rec && l->cur.nrec >= l->g.expect;
-	return now_ns >= egather_deadline(&l->g);
+	return now_ns >= mc_gather_deadline(&l->g);
 }
 
 /* A waiter came for seq (under mu): see the top. */
 static void elog_waiter_arrives(struct mc_oplog *b, uint64_t seq)
 {
 	struct elog *l = to_elog(b);
-	if (egather_arrived(&l->g, mc_now_ns(), seq > l->taken_seq) && !l->inflight)
+	if (mc_gather_arrived(&l->g, mc_now_ns(), seq > l->taken_seq) && !l->inflight)
 		pthread_cond_signal(&l->work_cv);
 }
 
@@ -494,7 +494,7 @@ static void wait_work(struct elog *l)
 		uint64_t now = mc_now_ns();
 		if (take_now(l, now) || l->closing)
 			return;
-		uint64_t until = l->cur.buf.len && !l->inflight ? egather_deadline(&l->g) : 0;
+		uint64_t until = l->cur.buf.len && !l->inflight ? mc_gather_deadline(&l->g) : 0;
 		if (!until) {
 			pthread_cond_wait(&l->work_cv, &l->mu);
 			continue;
@@ -517,7 +517,7 @@ void *oploge_flusher(void *arg)
 			break;
 		struct batch t = f->b;
 		l->taken_seq = l->cur.last_seq;
-		egather_taken(&l->g);
+		mc_gather_taken(&l->g);
 		f->b = l->cur;
 		l->cur = t;
 		mc_wbuf_truncate(&l->cur.buf, 0);
@@ -544,7 +544,7 @@ void *oploge_flusher(void *arg)
 		f->state = r ? FL_FAIL : FL_OK;
 		settle(l);
 		/* counted before the waiters just settled leave (see the top) */
-		egather_settled(&l->g, t1, t1 - t0, l->base.waiters);
+		mc_gather_settled(&l->g, t1, t1 - t0, l->base.waiters);
 		if (take_now(l, t1) || (!l->inflight && l->cur.buf.len))
 			pthread_cond_signal(&l->work_cv);   /* another idle flusher */
 		pthread_mutex_unlock(&l->io_mu);

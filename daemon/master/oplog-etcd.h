@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "master/etcd.h"
-#include "master/oplog-etcd-gather.h"
+#include "util/gather.h"
 #include "master/oplog-file.h"	/* struct batch, the record header */
 
 #define ETCD_MAX_BATCH	(1u << 20)	/* bytes of records in one etcd value */
@@ -54,7 +54,7 @@ struct elog {
 	unsigned inflight;		/* transactions sent and not answered yet */
 	unsigned space_waiters;		/* appends waiting for room in cur */
 	uint64_t inflight_rec;		/* the records of those */
-	struct egather g;		/* when the buffer is taken (take_now) */
+	struct mc_gather g;		/* when the buffer is taken (take_now) */
 	uint64_t taken_idx;		/* batches taken by flushers */
 	uint64_t settled_idx;		/* batches settled, in order (< taken_idx) */
 	bool broken;			/* a batch failed: no later one is durable */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test-oplog-etcd-gather.c - the etcd oplog's gather rule
- * (daemon/master/oplog-etcd-gather.c), driven by a simulated flusher at
+/* test-gather.c - group commit's gather rule (lib/util/gather.c: the
+ * etcd oplog's flusher, the node's put-end sender), driven by a simulated
+ * committer at
  * etcd_pipeline=1 and simulated writers (no clock, no etcd): each writer
  * appends a record, waits for it, and comes back a given time after its
  * answer.  Writers back within the transaction's time all share every
@@ -8,7 +9,7 @@
  * split them in two groups taking turns); a lone writer is never held
  * back; a writer that does not come back holds the others no longer than
  * the others' return time, not a fraction of a slow transaction; the
- * grace stays within twice the transaction's time and MAX_GRACE_NS. */
+ * grace stays within twice the transaction's time and MC_GATHER_MAX_NS. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,8 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "master/oplog-etcd-gather.h"
-#include "master/oplog-file.h"	/* MAX_GRACE_NS */
+#include "util/gather.h"
 
 #define US 1000u
 #define MAXW 64
@@ -39,7 +39,7 @@ struct sim {
  * them not counted). */
 static struct sim run(unsigned n, uint64_t txn_ns, back_fn back, unsigned cycles, unsigned warm)
 {
-	struct egather g = { 0 };
+	struct mc_gather g = { 0 };
 	enum { CUR, FLIGHT, AWAY } st[MAXW];
 	uint64_t at[MAXW];			/* AWAY: when it is back; CUR: when it came */
 	struct sim s = { 0 };
@@ -50,7 +50,7 @@ static struct sim run(unsigned n, uint64_t txn_ns, back_fn back, unsigned cycles
 	for (unsigned w = 0; w < n; w++) {
 		st[w] = CUR;
 		at[w] = now;
-		assert_false(egather_arrived(&g, now, true) && w + 1 < n);
+		assert_false(mc_gather_arrived(&g, now, true) && w + 1 < n);
 	}
 	for (unsigned c = 0; c < cycles; c++) {
 		/* take: at once (no settle yet, or every expected writer came),
@@ -63,7 +63,7 @@ static struct sim run(unsigned n, uint64_t txn_ns, back_fn back, unsigned cycles
 				if (st[w] == AWAY && at[w] != NEVER && (next == MAXW || at[w] < at[next]))
 					next = w;
 			}
-			uint64_t dl = egather_deadline(&g);
+			uint64_t dl = mc_gather_deadline(&g);
 			if (cur && (!dl || dl <= take))
 				break;				/* take now */
 			if (cur && (next == MAXW || dl <= at[next])) {
@@ -73,7 +73,7 @@ static struct sim run(unsigned n, uint64_t txn_ns, back_fn back, unsigned cycles
 			assert_true(next < MAXW);		/* someone comes back */
 			take = at[next] > take ? at[next] : take;
 			st[next] = CUR;
-			if (egather_arrived(&g, take, true))
+			if (mc_gather_arrived(&g, take, true))
 				break;
 		}
 		unsigned k = 0;
@@ -84,7 +84,7 @@ static struct sim run(unsigned n, uint64_t txn_ns, back_fn back, unsigned cycles
 				first = at[w] < first ? at[w] : first;
 				k++;
 			}
-		egather_taken(&g);
+		mc_gather_taken(&g);
 		if (c >= warm) {
 			s.txns++;
 			s.records += k;
@@ -101,13 +101,13 @@ static struct sim run(unsigned n, uint64_t txn_ns, back_fn back, unsigned cycles
 			if (next == MAXW)
 				break;
 			st[next] = CUR;
-			egather_arrived(&g, at[next], true);
+			mc_gather_arrived(&g, at[next], true);
 		}
 		/* it settles: every waiter counted, then the answered ones go */
 		unsigned waiters = 0;
 		for (unsigned w = 0; w < n; w++)
 			waiters += st[w] != AWAY;
-		egather_settled(&g, settle, txn_ns, waiters);
+		mc_gather_settled(&g, settle, txn_ns, waiters);
 		for (unsigned w = 0; w < n; w++)
 			if (st[w] == FLIGHT) {
 				uint64_t b = back(w, c);
@@ -163,22 +163,22 @@ static uint64_t back_lone(unsigned w, unsigned c)
 static void test_lone(void **state)
 {
 	(void)state;
-	struct egather g = { 0 };
-	assert_int_equal(egather_deadline(&g), 0);		/* nobody waits */
-	assert_false(egather_arrived(&g, 5, true));		/* the first: expect 0 */
-	egather_settled(&g, 100 * US, 1000 * US, 0);
-	assert_int_equal(egather_deadline(&g), 0);		/* nobody waited */
+	struct mc_gather g = { 0 };
+	assert_int_equal(mc_gather_deadline(&g), 0);		/* nobody waits */
+	assert_false(mc_gather_arrived(&g, 5, true));		/* the first: expect 0 */
+	mc_gather_settled(&g, 100 * US, 1000 * US, 0);
+	assert_int_equal(mc_gather_deadline(&g), 0);		/* nobody waited */
 	struct sim s = run(1, 1000 * US, back_lone, 200, 10);
 	assert_int_equal(s.records, s.txns);
 	/* every take at its writer's arrival */
 	assert_int_equal(s.max_hold, 0);
 	/* and the same when it comes back after the grace */
-	g = (struct egather){ 0 };
-	egather_settled(&g, 100 * US, 1000 * US, 1);
-	uint64_t dl = egather_deadline(&g);
+	g = (struct mc_gather){ 0 };
+	mc_gather_settled(&g, 100 * US, 1000 * US, 1);
+	uint64_t dl = mc_gather_deadline(&g);
 	assert_int_equal(dl, (100 + 500) * US);			/* no figure yet: T / 2 */
-	assert_true(egather_arrived(&g, 900 * US, true));
-	assert_int_equal(egather_deadline(&g), 0);
+	assert_true(mc_gather_arrived(&g, 900 * US, true));
+	assert_int_equal(mc_gather_deadline(&g), 0);
 }
 
 /* Writer 0 answered, then away for 30 ms (it reads); the others back
@@ -206,24 +206,24 @@ static uint64_t back_slow(unsigned w, unsigned c)
 }
 
 /* Writers back long after: the grace is bounded (2 x the transaction's
- * time, MAX_GRACE_NS). */
+ * time, MC_GATHER_MAX_NS). */
 static void test_bounds(void **state)
 {
 	(void)state;
 	struct sim s = run(8, 1000 * US, back_slow, 100, 10);
 	assert_true(s.max_hold <= 2000 * US);
-	struct egather g = { 0 };
-	egather_settled(&g, 0, 1000 * US, 2);
-	egather_arrived(&g, 40000 * US, false);		/* one back, its record taken */
-	egather_arrived(&g, 40000 * US, false);
-	egather_settled(&g, 50000 * US, 1000 * US, 2);
-	assert_int_equal(egather_deadline(&g), (50000 + 2000) * US);
-	egather_settled(&g, 60000 * US, 10000 * US, 2);
-	assert_int_equal(egather_deadline(&g), 60000 * US + MAX_GRACE_NS);
+	struct mc_gather g = { 0 };
+	mc_gather_settled(&g, 0, 1000 * US, 2);
+	mc_gather_arrived(&g, 40000 * US, false);		/* one back, its record taken */
+	mc_gather_arrived(&g, 40000 * US, false);
+	mc_gather_settled(&g, 50000 * US, 1000 * US, 2);
+	assert_int_equal(mc_gather_deadline(&g), (50000 + 2000) * US);
+	mc_gather_settled(&g, 60000 * US, 10000 * US, 2);
+	assert_int_equal(mc_gather_deadline(&g), 60000 * US + MC_GATHER_MAX_NS);
 	/* every expected waiter came: no grace */
-	assert_false(egather_arrived(&g, 60001 * US, true));
-	assert_true(egather_arrived(&g, 60002 * US, true));
-	assert_int_equal(egather_deadline(&g), 0);
+	assert_false(mc_gather_arrived(&g, 60001 * US, true));
+	assert_true(mc_gather_arrived(&g, 60002 * US, true));
+	assert_int_equal(mc_gather_deadline(&g), 0);
 }
 
 int main(void)
