@@ -61,16 +61,16 @@ for _ in $(seq 1 100); do curl -sf "$E/health" 2>/dev/null | grep -q true && bre
 cluster() {
 	local mport dport hport
 	mport=$(free_port); dport=$(free_port); hport=$(free_port)
-	local mode=$1 extra= bin=$O/bin/mooncake-master
-	[ "$1" = etcd3 ] && mode=etcd extra=--etcd_pipeline=3
-	[ "$1" = etcdjson ] && mode=etcd extra=--etcd_transport=json
-	[ "$1" = etcdbase ] && mode=etcd bin=$BASE_O/bin/mooncake-master
-	"$bin" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
+	local mode=${1%base} extra= bin=$O/bin
+	[ "$mode" = "$1" ] || bin=$BASE_O/bin
+	[ "$mode" = etcd3 ] && mode=etcd extra=--etcd_pipeline=3
+	[ "$mode" = etcdjson ] && mode=etcd extra=--etcd_transport=json
+	"$bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
 		--state_dir="$tmp/m-$1" --oplog="$mode" --etcd_endpoints="$E" --cluster_id="bench$RANDOM" \
 		--lease_ttl_ms=2000 --log_level=warning $extra 2>"$tmp/master-$1.log" &
 	cpids=($!)
 	sleep 0.3
-	"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
+	"$bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
 		--http_port=0 --segment_size=1G --segments=1 --state_dir="$tmp/n-$1" \
 		2>"$tmp/node-$1.log" &
 	cpids+=($!)
@@ -87,9 +87,14 @@ metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 declare -A put
 modes=${MODES:-local etcd etcd3 etcdjson}	# MODES: a subset, in this order
-# BASE_O=DIR: also the default etcd mode with DIR's master ("etcdbase": a
-# build to compare with, e.g. main's, in the same run)
-[ -n "${BASE_O:-}" ] && [[ " $modes " != *" etcdbase "* ]] && modes="$modes etcdbase"
+# BASE_O=DIR: also local and the default etcd mode with DIR's master and
+# node ("localbase", "etcdbase": a build to compare with, e.g. main's, in
+# the same run; any mode + "base" in MODES)
+if [ -n "${BASE_O:-}" ]; then
+	for m in localbase etcdbase; do
+		[[ " $modes " == *" $m "* ]] || modes="$modes $m"
+	done
+fi
 [ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
 for mode in $modes; do
 	cluster "$mode"
@@ -155,6 +160,8 @@ for c in 1 16 64; do
 	ratio "put4k_c${c}_etcd_json_vs_local" "${put[etcdjson$c]:-}" "${put[local$c]:-}"
 	ratio "put4k_c${c}_etcd_grpc_vs_json" "${put[etcd$c]:-}" "${put[etcdjson$c]:-}"
 	ratio "put4k_c${c}_etcd_vs_base" "${put[etcd$c]:-}" "${put[etcdbase$c]:-}"
+	ratio "put4k_c${c}_local_vs_base" "${put[local$c]:-}" "${put[localbase$c]:-}"
+	ratio "put4k_c${c}_base_etcd_vs_local" "${put[etcdbase$c]:-}" "${put[localbase$c]:-}"
 done
 if [ "${CHECK_PERF:-1}" != 0 ] && [ -n "$modes" ]; then
 	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)
