@@ -44,9 +44,9 @@
  * replies) have come for its records as there were waiters when the last
  * batch settled, or a grace after that (3/2 of how long the answered
  * waiters took to come back, at most twice the last transaction's time
- * and MC_GATHER_MAX_NS: util/gather.h), whichever is first: the clients just answered
- * come back with their next records (a put's PutEnd after its data write)
- * and share the next transaction, instead of the first one to come back
+ * and MC_GATHER_MAX_NS: util/gather.h), whichever is first: the clients
+ * just answered come back with their next records (a put's PutEnd after
+ * its data write) and share the next transaction, instead of the first one to come back
  * taking a transaction of its own and the others waiting for it (clients
  * split into groups that take turns).  With some in flight, only once it
  * holds twice as many records as they do together, and at least as many

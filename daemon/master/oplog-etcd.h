@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "master/etcd.h"
-#include "util/gather.h"
 #include "master/oplog-file.h"	/* struct batch, the record header */
+#include "util/gather.h"
 
 #define ETCD_MAX_BATCH	(1u << 20)	/* bytes of records in one etcd value */
 #define ETCD_MAX_RECORD	(ETCD_MAX_BATCH - REC_HDR_LEN)

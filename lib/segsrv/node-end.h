@@ -8,12 +8,13 @@
  * answered to come back with their next ends, bounded (util/gather.h:
  * until as many ends are queued as were answered plus queued then, or a
  * grace of 3/2 of how long they took to come back, at most twice the
- * call's time and 5 ms; at once for a lone client): sent at once, the
+ * call's time and 5 ms; at once for a lone client).  Sent at once, the
  * ends queued during the call went alone and the answered clients' ends
  * waited for the whole next call: two groups taking turns, half the
- * clients per call (8 of 16 with oplog=etcd, issue 15).  The client's reply is parked (rpc-server.h "Parked
- * replies") until the master has answered: the ticket of a parked reply is
- * its end (mc_node_end_submit), settled by this module's thread.
+ * clients per call (8 of 16 with oplog=etcd, issue 15).  The client's
+ * reply is parked (rpc-server.h "Parked replies") until the master has
+ * answered: the ticket of a parked reply is its end (mc_node_end_submit),
+ * settled by this module's thread.
  *
  * Failures: the master unreachable, a broken connection or NOT_LEADER
  * reconnect (through the list of masters) and send the batch once more
