@@ -42,7 +42,7 @@ CLIENT_SO   := $(O)/lib/libmooncake.so.$(SOVERSION)
 # type names, version): not the daemons' metrics, allocator or hash map.
 # The shared library is linked with -z defs, so a missing one fails the build.
 CLIENT_UTIL := error sock types version rdma-plan rdma-keys grant metrics rand logfn tracebuf xfertrace \
-               copy-hash
+               copy-hash gather
 CLIENT_ALL_OBJS := $(CLIENT_OBJS) $(SEGSRV_OBJS) $(RPC_OBJS) $(PROTO_OBJS) \
                    $(CLIENT_UTIL:%=$(O)/lib/util/%.o)
 

@@ -42,10 +42,11 @@
  * which flusher is free (take_now): with no transaction in flight, the
  * buffer is taken once as many waiters (threads in wait_durable(), parked
  * replies) have come for its records as there were waiters when the last
- * batch settled, or a grace after that (half the last transaction's time,
- * at most MAX_GRACE_NS), whichever is first: the clients just answered
- * come back with their next records (a put's PutEnd after its data write)
- * and share the next transaction, instead of the first one to come back
+ * batch settled, or a grace after that (3/2 of how long the answered
+ * waiters took to come back, at most twice the last transaction's time
+ * and MC_GATHER_MAX_NS: util/gather.h), whichever is first: the clients
+ * just answered come back with their next records (a put's PutEnd after
+ * its data write) and share the next transaction, instead of the first one to come back
  * taking a transaction of its own and the others waiting for it (clients
  * split into groups that take turns).  With some in flight, only once it
  * holds twice as many records as they do together, and at least as many
@@ -466,15 +467,6 @@ static void settle(struct elog *l)
 	}
 }
 
-/* Until when an idle flusher may hold the buffer back while no transaction
- * is in flight (see the top): 0, not at all. */
-static uint64_t grace_end(const struct elog *l)
-{
-	if (!l->expect || l->cur_waiters >= l->expect)
-		return 0;
-	return l->settled_ns + MC_MIN(l->txn_ns / 2, MAX_GRACE_NS);
-}
-
 /* Whether an idle flusher takes the buffer now (under mu; see the top). */
 static bool take_now(const struct elog *l, uint64_t now_ns)
 {
@@ -483,15 +475,15 @@ static bool take_now(const struct elog *l, uint64_t now_ns)
 	if (l->closing || l->deposed || l->space_waiters || l->cur.buf.len >= ETCD_MAX_BATCH / 2)
 		return true;
 	if (l->inflight)
-		return l->cur.nrec >= 2 * l->inflight_rec && l->cur.nrec >= l->expect;
-	return now_ns >= grace_end(l);
+		return l->cur.nrec >= 2 * l->inflight_rec && l->cur.nrec >= l->g.expect;
+	return now_ns >= mc_gather_deadline(&l->g);
 }
 
 /* A waiter came for seq (under mu): see the top. */
 static void elog_waiter_arrives(struct mc_oplog *b, uint64_t seq)
 {
 	struct elog *l = to_elog(b);
-	if (seq > l->taken_seq && ++l->cur_waiters == l->expect && !l->inflight)
+	if (mc_gather_arrived(&l->g, mc_now_ns(), seq > l->taken_seq) && !l->inflight)
 		pthread_cond_signal(&l->work_cv);
 }
 
@@ -502,7 +494,7 @@ static void wait_work(struct elog *l)
 		uint64_t now = mc_now_ns();
 		if (take_now(l, now) || l->closing)
 			return;
-		uint64_t until = l->cur.buf.len && !l->inflight ? grace_end(l) : 0;
+		uint64_t until = l->cur.buf.len && !l->inflight ? mc_gather_deadline(&l->g) : 0;
 		if (!until) {
 			pthread_cond_wait(&l->work_cv, &l->mu);
 			continue;
@@ -525,7 +517,7 @@ void *oploge_flusher(void *arg)
 			break;
 		struct batch t = f->b;
 		l->taken_seq = l->cur.last_seq;
-		l->cur_waiters = 0;
+		mc_gather_taken(&l->g);
 		f->b = l->cur;
 		l->cur = t;
 		mc_wbuf_truncate(&l->cur.buf, 0);
@@ -552,9 +544,7 @@ void *oploge_flusher(void *arg)
 		f->state = r ? FL_FAIL : FL_OK;
 		settle(l);
 		/* counted before the waiters just settled leave (see the top) */
-		l->expect = l->base.waiters;
-		l->settled_ns = t1;
-		l->txn_ns = t1 - t0;
+		mc_gather_settled(&l->g, t1, t1 - t0, l->base.waiters);
 		if (take_now(l, t1) || (!l->inflight && l->cur.buf.len))
 			pthread_cond_signal(&l->work_cv);   /* another idle flusher */
 		pthread_mutex_unlock(&l->io_mu);

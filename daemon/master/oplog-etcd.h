@@ -13,6 +13,7 @@
 
 #include "master/etcd.h"
 #include "master/oplog-file.h"	/* struct batch, the record header */
+#include "util/gather.h"
 
 #define ETCD_MAX_BATCH	(1u << 20)	/* bytes of records in one etcd value */
 #define ETCD_MAX_RECORD	(ETCD_MAX_BATCH - REC_HDR_LEN)
@@ -53,9 +54,7 @@ struct elog {
 	unsigned inflight;		/* transactions sent and not answered yet */
 	unsigned space_waiters;		/* appends waiting for room in cur */
 	uint64_t inflight_rec;		/* the records of those */
-	uint32_t expect;		/* waiters when the last batch settled */
-	uint32_t cur_waiters;		/* waiters come for records not taken yet */
-	uint64_t settled_ns, txn_ns;	/* when the last batch settled, how long it took */
+	struct mc_gather g;		/* when the buffer is taken (take_now) */
 	uint64_t taken_idx;		/* batches taken by flushers */
 	uint64_t settled_idx;		/* batches settled, in order (< taken_idx) */
 	bool broken;			/* a batch failed: no later one is durable */

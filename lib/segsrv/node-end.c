@@ -8,6 +8,7 @@
 
 #include "segsrv/node-end.h"
 #include "util/clock.h"
+#include "util/gather.h"
 
 #define RPC_TIMEOUT_MS 5000
 
@@ -30,12 +31,16 @@ struct mc_node_end {
 	/* The sender sleeps on a semaphore, not on cond: the mutex a
 	 * pthread_cond_wait() takes back is marked contended, so its next
 	 * unlock is a futex call whether anyone waits or not (one more per
-	 * batch).  sleeping: it waits or is about to; whoever clears it posts
-	 * once (at most one post outstanding). */
+	 * batch).  sleeping: it waits or is about to (until sleep_until, 0:
+	 * until posted); whoever clears it posts once, but the sender itself
+	 * when its time came (a post that crossed it wakes its next wait
+	 * once, for nothing). */
 	sem_t wake;
 	bool sleeping;
+	uint64_t sleep_until;		/* CLOCK_MONOTONIC ns */
 	struct end *head, **tail;
 	uint32_t queued;
+	struct mc_gather g;		/* when the queue is sent (end_main) */
 	bool stop;
 	unsigned delay_ms;		/* $MC_TEST_NODE_END_DELAY_MS: each batch waits that long
 					   first (tests: a node killed between a write and its end) */
@@ -78,8 +83,12 @@ int mc_node_end_submit(struct mc_node_end *e, const struct mc_msg_node_put_end_i
 	*e->tail = x;
 	e->tail = &x->next;
 	e->queued++;
-	bool wake = e->sleeping;
-	e->sleeping = false;
+	/* a sender holding the queue back for the clients just answered
+	 * (end_main) wakes once they have all come, or at its deadline */
+	bool all = mc_gather_arrived(&e->g, mc_now_ns(), true);
+	bool wake = e->sleeping && (all || !e->sleep_until || e->queued >= MC_MAX_BATCH);
+	if (wake)
+		e->sleeping = false;
 	pthread_mutex_unlock(&e->lock);
 	/* After the unlock: posted under the lock, the sender would wake only
 	 * to wait for it.  mc_node_end_stop() joins it only after the
@@ -161,17 +170,40 @@ static int send_batch(struct mc_node_end *e, struct end *b, uint32_t n,
 	return r;
 }
 
+/* Whether the sender sends the queue now (under lock); else *until: how
+ * long it holds it back for the clients just answered (0: until an end
+ * comes).  See node-end.h. */
+static bool send_now(const struct mc_node_end *e, uint64_t *until)
+{
+	*until = 0;
+	if (e->stop)
+		return true;
+	if (!e->head)
+		return false;
+	uint64_t dl = mc_gather_deadline(&e->g);
+	if (!dl || e->queued >= MC_MAX_BATCH || mc_now_ns() >= dl)
+		return true;
+	*until = dl;
+	return false;
+}
+
 static void *end_main(void *arg)
 {
 	struct mc_node_end *e = arg;
+	uint64_t until;
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		while (!e->stop && !e->head) {
+		while (!send_now(e, &until)) {
 			e->sleeping = true;
+			e->sleep_until = until;
 			pthread_mutex_unlock(&e->lock);
-			while (sem_wait(&e->wake) < 0 && errno == EINTR)
+			struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
+					       .tv_nsec = (long)(until % 1000000000u) };
+			while ((until ? sem_clockwait(&e->wake, CLOCK_MONOTONIC, &ts) :
+					sem_wait(&e->wake)) < 0 && errno == EINTR)
 				;
 			pthread_mutex_lock(&e->lock);
+			e->sleeping = false;	/* woken, or its time came */
 		}
 		if (e->stop)
 			break;
@@ -185,6 +217,7 @@ static void *end_main(void *arg)
 		if (!e->head)
 			e->tail = &e->head;
 		e->queued -= n;
+		mc_gather_taken(&e->g);
 		struct timespec ts = mc_deadline_ts(e->delay_ms);
 		while (e->delay_ms && !e->stop &&
 		       pthread_cond_timedwait(&e->cond, &e->lock, &ts) != ETIMEDOUT)
@@ -192,8 +225,14 @@ static void *end_main(void *arg)
 		pthread_mutex_unlock(&e->lock);
 
 		struct mc_msg_batch_node_put_end_resp p = { 0 };
+		uint64_t t0 = mc_now_ns();
 		int r = send_batch(e, b, n, &p);
+		uint64_t t1 = mc_now_ns();
 		__atomic_add_fetch(&e->st.batches, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&e->lock);
+		/* the n clients answered now, and those queued meanwhile */
+		mc_gather_settled(&e->g, t1, t1 - t0, n + e->queued);
+		pthread_mutex_unlock(&e->lock);
 		settle(e, b, p.status, p.n_status, r);
 		mc_arena_reset(&e->arena);
 		pthread_mutex_lock(&e->lock);

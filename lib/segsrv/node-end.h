@@ -4,9 +4,17 @@
  * DATA_WRITE_END (proto.def) writes the bytes of a put, then its end goes
  * to the master from here, over the node's own connection, gathered with
  * the ends of other clients' writes into one BATCH_NODE_PUT_END while one
- * is in flight.  The client's reply is parked (rpc-server.h "Parked
- * replies") until the master has answered: the ticket of a parked reply is
- * its end (mc_node_end_submit), settled by this module's thread.
+ * is in flight.  When one returns, the next waits for the clients it
+ * answered to come back with their next ends, bounded (util/gather.h:
+ * until as many ends are queued as were answered plus queued then, or a
+ * grace of 3/2 of how long they took to come back, at most twice the
+ * call's time and 5 ms; at once for a lone client).  Sent at once, the
+ * ends queued during the call went alone and the answered clients' ends
+ * waited for the whole next call: two groups taking turns, half the
+ * clients per call (8 of 16 with oplog=etcd, issue 15).  The client's
+ * reply is parked (rpc-server.h "Parked replies") until the master has
+ * answered: the ticket of a parked reply is its end (mc_node_end_submit),
+ * settled by this module's thread.
  *
  * Failures: the master unreachable, a broken connection or NOT_LEADER
  * reconnect (through the list of masters) and send the batch once more

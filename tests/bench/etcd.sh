@@ -11,11 +11,13 @@
 # list of both masters, kill -9 of the leader: the time to the standby
 # serving and to the first put through the list after it (lease TTL 2 s;
 # median of FAILOVERS rounds, default 5; 0 skips).  Every other figure is
-# the median of RUNS runs (default 3).  Puts run with etcd_pipeline=3 (3
-# transactions in flight, "etcd"), the same through etcd's JSON gateway
-# instead of its gRPC service (etcd_transport=json, "etcdjson": the
-# transport before session 10) and with the default pipeline 1 ("etcd1",
-# one at a time), records per transaction and transactions per 1000 records for
+# the median of RUNS runs (default 3).  Puts run with the product's
+# defaults ("etcd": gRPC, etcd_pipeline=1, one transaction in flight: the
+# main ratio, put4k_cN_etcd_vs_local), and as extra lines with
+# etcd_pipeline=3 ("etcd3", 3 transactions in flight) and through etcd's
+# JSON gateway instead of its gRPC service (etcd_transport=json,
+# "etcdjson": the transport before session 10; pipeline 1), records per
+# transaction and transactions per 1000 records for
 # each (per client count, and over the whole mode), and what a transaction
 # costs on the wire: HTTP requests and bytes per transaction, connections
 # opened, curl's time to the answer's first byte of its time per request
@@ -44,7 +46,7 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (b > 0) printf "etcd ratio %s %.2f\n", n, a / b }'; }
+ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (a != "" && b > 0) printf "etcd ratio %s %.2f\n", n, a / b }'; }
 
 cp=$(free_port); pp=$(free_port)
 E=http://127.0.0.1:$cp
@@ -59,16 +61,16 @@ for _ in $(seq 1 100); do curl -sf "$E/health" 2>/dev/null | grep -q true && bre
 cluster() {
 	local mport dport hport
 	mport=$(free_port); dport=$(free_port); hport=$(free_port)
-	local mode=$1 extra=
-	[ "$1" = etcd ] && extra=--etcd_pipeline=3
-	[ "$1" = etcd1 ] && mode=etcd extra=--etcd_pipeline=1
-	[ "$1" = etcdjson ] && mode=etcd extra="--etcd_pipeline=3 --etcd_transport=json"
-	"$O/bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
+	local mode=${1%base} extra= bin=$O/bin
+	[ "$mode" = "$1" ] || bin=$BASE_O/bin
+	[ "$mode" = etcd3 ] && mode=etcd extra=--etcd_pipeline=3
+	[ "$mode" = etcdjson ] && mode=etcd extra=--etcd_transport=json
+	"$bin/mooncake-master" --rpc_address=127.0.0.1 --rpc_port="$mport" --http_port="$hport" \
 		--state_dir="$tmp/m-$1" --oplog="$mode" --etcd_endpoints="$E" --cluster_id="bench$RANDOM" \
 		--lease_ttl_ms=2000 --log_level=warning $extra 2>"$tmp/master-$1.log" &
 	cpids=($!)
 	sleep 0.3
-	"$O/bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
+	"$bin/mooncake-node" --master=127.0.0.1:"$mport" --data_address=127.0.0.1 --data_port="$dport" \
 		--http_port=0 --segment_size=1G --segments=1 --state_dir="$tmp/n-$1" \
 		2>"$tmp/node-$1.log" &
 	cpids+=($!)
@@ -84,11 +86,19 @@ stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/d
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 declare -A put
-modes="local etcd etcdjson etcd1"
+modes=${MODES:-local etcd etcd3 etcdjson}	# MODES: a subset, in this order
+# BASE_O=DIR: also local and the default etcd mode with DIR's master and
+# node ("localbase", "etcdbase": a build to compare with, e.g. main's, in
+# the same run; any mode + "base" in MODES)
+if [ -n "${BASE_O:-}" ]; then
+	for m in localbase etcdbase; do
+		[[ " $modes " == *" $m "* ]] || modes="$modes $m"
+	done
+fi
 [ "${PUTS:-1}" = 0 ] && modes=	# PUTS=0: the failover rounds only
 for mode in $modes; do
 	cluster "$mode"
-	for c in 1 16 64; do
+	for c in ${CLIENTS:-1 16 64}; do
 		: >"$tmp/out"
 		r0=$(metric mooncake_master_oplog_records_total)
 		b0=$(metric mooncake_master_oplog_batches_total)
@@ -145,16 +155,19 @@ for mode in $modes; do
 done
 for c in 1 16 64; do
 	[ -n "$modes" ] || break
-	ratio "put4k_c${c}_etcd_vs_local" "${put[etcd$c]}" "${put[local$c]}"
-	ratio "put4k_c${c}_etcd_pipeline1_vs_local" "${put[etcd1$c]}" "${put[local$c]}"
-	ratio "put4k_c${c}_etcd_json_vs_local" "${put[etcdjson$c]}" "${put[local$c]}"
-	ratio "put4k_c${c}_etcd_grpc_vs_json" "${put[etcd$c]}" "${put[etcdjson$c]}"
+	ratio "put4k_c${c}_etcd_vs_local" "${put[etcd$c]:-}" "${put[local$c]:-}"
+	ratio "put4k_c${c}_etcd_pipeline3_vs_local" "${put[etcd3$c]:-}" "${put[local$c]:-}"
+	ratio "put4k_c${c}_etcd_json_vs_local" "${put[etcdjson$c]:-}" "${put[local$c]:-}"
+	ratio "put4k_c${c}_etcd_grpc_vs_json" "${put[etcd$c]:-}" "${put[etcdjson$c]:-}"
+	ratio "put4k_c${c}_etcd_vs_base" "${put[etcd$c]:-}" "${put[etcdbase$c]:-}"
+	ratio "put4k_c${c}_local_vs_base" "${put[local$c]:-}" "${put[localbase$c]:-}"
+	ratio "put4k_c${c}_base_etcd_vs_local" "${put[etcdbase$c]:-}" "${put[localbase$c]:-}"
 done
 if [ "${CHECK_PERF:-1}" != 0 ] && [ -n "$modes" ]; then
 	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)
 	tput=$(sed -n 's/.*Throughput is \([0-9.]*\) writes\/s.*/\1/p' <<<"$out" | head -n1)
 	echo "etcd etcdctl_check_perf_small ${tput:-?} writes/s"
-	[ -n "$tput" ] && ratio "put4k_c64_etcd_vs_etcdctl_check_perf" "${put[etcd64]}" "$tput"
+	[ -n "$tput" ] && ratio "put4k_c64_etcd_vs_etcdctl_check_perf" "${put[etcd64]:-}" "$tput"
 fi
 
 # ---- failover under load (median of FAILOVERS rounds) ---------------------------------------

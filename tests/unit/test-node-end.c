@@ -5,8 +5,11 @@
  * submit ends at once and wait for them as the data plane does (poll, then
  * the server's +1 / -1); every end reaches the master exactly once, with
  * its own status back (keys "bad..." are refused), in fewer calls than
- * ends; a master that is not there fails every end with the link's error;
- * stopping with ends queued fails them.  Under TSan too (make test-tsan).
+ * ends; clients that come back a little after each answer (a put's next
+ * data write) share the calls (the sender waits for them: util/gather.h),
+ * every end still once; a master that is not there fails every end with
+ * the link's error; stopping with ends queued fails them.  Under TSan too
+ * (make test-tsan).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +29,7 @@
 #define PER_THREAD 400
 
 static uint64_t items_seen, calls_seen;	/* atomics: the fake master's counts */
+static unsigned call_us;		/* atomic: how long the fake master takes a call */
 static const struct mc_uuid NODE = { 0x6e6f6465, 7 };
 /* the handshake binds the connection to the node's id (rpc-admit.h) */
 static const struct mc_rpc_cred CRED = { .client_id = { 0x6e6f6465, 7 } };
@@ -41,6 +46,9 @@ static int fake_end(void *ctx, const struct mc_rpc_call *call, void *resp)
 	for (uint32_t i = 0; i < q->n_items; i++)
 		st[i] = q->items[i].key.len >= 3 && !memcmp(q->items[i].key.p, "bad", 3) ?
 			MC_ERR_ILLEGAL_CLIENT : 0;
+	unsigned us = __atomic_load_n(&call_us, __ATOMIC_RELAXED);
+	if (us)
+		nanosleep(&(struct timespec){ .tv_nsec = (long)us * 1000 }, NULL);
 	__atomic_add_fetch(&items_seen, q->n_items, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&calls_seen, 1, __ATOMIC_RELAXED);
 	p->n_status = q->n_items;
@@ -144,6 +152,66 @@ static void test_ends_concurrent(void **state)
 	mc_rpc_server_stop(m);
 }
 
+#define RETURNING 16
+#define ROUNDS 100
+
+/* One end at a time, back 300 us after each answer (its next write). */
+static void *returning_main(void *arg)
+{
+	struct submitter *s = arg;
+	char key[32];
+	for (int i = 0; i < ROUNDS; i++) {
+		int n = snprintf(key, sizeof(key), "k-%d-%d", s->id, i);
+		struct mc_msg_node_put_end_item it = {
+			.client_id = { 1, (uint64_t)s->id }, .tenant = mc_bytes_str("t"),
+			.key = MC_BYTES(key, (uint32_t)n), .segment_id = { 2, 3 },
+			.offset = (uint64_t)i * 4096, .length = 4096 };
+		uint64_t t;
+		assert_int_equal(mc_node_end_submit(s->e, &it, &t), 0);
+		if (wait_end(s->e, t) == 0)
+			s->ok++;
+		else
+			s->other++;
+		nanosleep(&(struct timespec){ .tv_nsec = 300000 }, NULL);
+	}
+	return NULL;
+}
+
+static void test_ends_returning(void **state)
+{
+	char addr[64];
+	__atomic_store_n(&items_seen, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&calls_seen, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&call_us, 1000, __ATOMIC_RELAXED);	/* a commit of 1 ms */
+	struct mc_rpc_server *m = fake_master(addr, sizeof(addr));
+	struct mc_node_end *e;
+	struct mc_node_end_config cfg = { .master = addr, .node_id = NODE, .cred = &CRED };
+	assert_int_equal(mc_node_end_start(&cfg, &e), 0);
+	struct submitter s[RETURNING];
+	for (int i = 0; i < RETURNING; i++) {
+		s[i] = (struct submitter){ .e = e, .id = i };
+		assert_int_equal(pthread_create(&s[i].th, NULL, returning_main, &s[i]), 0);
+	}
+	int ok = 0;
+	for (int i = 0; i < RETURNING; i++) {
+		pthread_join(s[i].th, NULL);
+		ok += s[i].ok;
+		assert_int_equal(s[i].other, 0);
+	}
+	struct mc_node_end_stats st;
+	mc_node_end_get_stats(e, &st);
+	print_message("# returning clients: %d ends in %llu calls (%.1f per call, %d clients)\n",
+		      ok, (unsigned long long)st.batches, (double)ok / (double)st.batches, RETURNING);
+	assert_int_equal(ok, RETURNING * ROUNDS);
+	assert_int_equal(__atomic_load_n(&items_seen, __ATOMIC_RELAXED), RETURNING * ROUNDS);
+	assert_int_equal(st.batches, __atomic_load_n(&calls_seen, __ATOMIC_RELAXED));
+	/* timing-bound on a loaded machine: only that they share calls */
+	assert_true(2 * st.batches <= st.ends);
+	mc_node_end_stop(e);
+	mc_rpc_server_stop(m);
+	__atomic_store_n(&call_us, 0, __ATOMIC_RELAXED);
+}
+
 static void test_no_master(void **state)
 {
 	char addr[64];
@@ -185,6 +253,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ends_concurrent),
+		cmocka_unit_test(test_ends_returning),
 		cmocka_unit_test(test_no_master),
 		cmocka_unit_test(test_stop_fails_queued),
 	};
