@@ -46,9 +46,9 @@
  * waiters took to come back, at most twice the last transaction's time
  * and MC_GATHER_MAX_NS: util/gather.h), whichever is first: the clients
  * just answered come back with their next records (a put's PutEnd after
- * its data write) and share the next transaction, instead of the first one to come back
- * taking a transaction of its own and the others waiting for it (clients
- * split into groups that take turns).  With some in flight, only once it
+ * its data write) and share the next transaction, instead of the first
+ * one to come back taking a transaction of its own and the others waiting
+ * for it (clients split into groups that take turns).  With some in flight, only once it
  * holds twice as many records as they do together, and at least as many
  * as there were waiters when the last batch settled: records of clients
  * that came back after a grace cut short wait for the batch in flight to

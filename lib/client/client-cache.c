@@ -42,8 +42,9 @@
  * prefix query does not lose its keys to each other as it would in a
  * direct-mapped table).  Replacement: a new key takes an empty or ended
  * way, else the live way idle longest (`used`: its last hit or store) if
- * that one has been idle for the margin at least (idle_ms()), else it is
- * not cached (the get is answered all the same; the next one asks the
+ * that one has been idle for the margin at least (margin_ms() of the new
+ * key's lease: 500 ms of a 2 s lease, 2.5 s of the default 10 s), else it
+ * is not cached (the get is answered all the same; the next one asks the
  * master again).  So a key read again within the margin keeps its way: a
  * working set larger than the cache, read in a loop, keeps hitting on the
  * keys that fit instead of each key evicting the next one read (with the
@@ -113,14 +114,6 @@ static uint64_t margin_ms(uint64_t lease_ms)
 {
 	uint64_t m = lease_ms / 4;
 	return m < 200 ? (lease_ms < 400 ? lease_ms / 2 : 200) : m;
-}
-
-/* How long a live entry must have gone unread before a new key may take
- * its way: the margin of the new key's lease (the cache's leases are the
- * master's lease_ttl_ms: 500 ms of a 2 s lease, 2.5 s of the default 10 s). */
-static uint64_t idle_ms(uint64_t lease_ms)
-{
-	return margin_ms(lease_ms);
 }
 
 static unsigned long fork_count;	/* forks this process has come out of */
@@ -334,7 +327,7 @@ static void store(struct mc_dcache *d, struct mc_dcache_entry *x, const void *ke
 	uint64_t now = mc_now_ms();
 	pthread_mutex_lock(mu);
 	struct mc_dcache_entry *e = find(d, b, x->hash, key, klen);
-	if (d->gen[b] == gen && (e || (e = victim(d, b, now, idle_ms(x->lease_ms))))) {
+	if (d->gen[b] == gen && (e || (e = victim(d, b, now, margin_ms(x->lease_ms))))) {
 		entry_copy(e, x);
 		d->tags[e - d->e] = x->hash;
 		d->ends[e - d->e] = x->until_ms;

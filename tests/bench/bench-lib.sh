@@ -26,3 +26,10 @@ rm_node_segments() {
 	awk -v d="$shm" '$1 == "segment" { print d "/mooncake-" $2 }' \
 		$(for s in "$@"; do echo "$s/node.id"; done) 2>/dev/null | xargs -r rm -f
 }
+
+# redis_fill PORT: sets the 1000 keys of `-r 1000` (each about 20 times), so
+# that the Redis GET baselines read keys that exist: a 4 KiB reply, as ours
+# (a GET of a key never set answers nil).
+redis_fill() {
+	redis-benchmark -p "$1" -q -t set -d 4096 -c 16 -n 20000 -r 1000 >/dev/null
+}

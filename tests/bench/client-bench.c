@@ -255,7 +255,7 @@ static int run_small(int conc)
 	uint64_t errors = 0, span = 0;
 	uint64_t hot = HOT ? HOT : 64;
 	if (!HOT && hot > 2048u / (unsigned)conc)
-		hot = 2048u / (unsigned)conc ? 2048u / (unsigned)conc : 1;
+		hot = 2048u / (unsigned)conc;	/* >= 8: conc <= 256 */
 	for (int i = 0; i < conc; i++) {
 		w[i].id = i;
 		w[i].hot = hot;

@@ -106,10 +106,9 @@ redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemon
 	>"$tmp/redis.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
-# Redis GETs read keys that exist (a 4 KiB reply, as ours): the 1000 keys of
-# -r 1000, each set ~20 times over here (the SETs' -r 100000 runs leave ~70%
-# of such a keyspace unset, and a GET of those answers nil)
-redis-benchmark -p "$rport" -q -t set -d 4096 -c 16 -n 20000 -r 1000 >/dev/null
+# Redis GETs read the 1000 keys of -r 1000, all set (the SETs' -r 100000
+# runs leave ~70% of such a keyspace unset)
+redis_fill "$rport"
 for c in 1 16 64; do
 	MC_BENCH_UNCACHED=1 MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M" small "$c" 2
 	put=$(pick "put4k_c$c"); get=$(pick "get4k_c$c"); uget=$(pick "get4k_uncached_c$c")

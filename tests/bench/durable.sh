@@ -93,7 +93,7 @@ redis() {
 	for _ in $(seq 1 50); do redis-cli -p "$R" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
 # rb PORT TEST CONC COLUMN: the median of COLUMN (2 rps, 5 p50, 7 p99 in ms) of RUNS runs
-# (GETs read the 1000 keys rpop set: all exist, a 4 KiB reply as ours)
+# (GETs read the 1000 keys redis_fill set: all exist, a 4 KiB reply as ours)
 rb() {
 	for _ in $(seq 1 "$RUNS"); do
 		redis-benchmark -p "$1" -q --csv -t "$2" -d 4096 -c "$3" -n $((5000 + $3 * 500)) \
@@ -102,14 +102,12 @@ rb() {
 	done | median
 }
 
-# rpop PORT: sets the 1000 keys of -r 1000 (each ~20 times) for rb's GETs
-rpop() { redis-benchmark -p "$1" -q -t set -d 4096 -c 16 -n 20000 -r 1000 >/dev/null; }
 redis always --appendonly yes --appendfsync always --save ''
 raw=$R
-rpop "$raw"
+redis_fill "$raw"
 redis defaults
 rdef=$R
-rpop "$rdef"
+redis_fill "$rdef"
 
 for mode in true false; do
 	cluster "$mode"
