@@ -6,7 +6,8 @@
 # 64 clients (client-bench, TCP data path), the records per etcd
 # transaction (group commit: /metrics, records / batches), and what the
 # same single-member etcd does alone (`etcdctl check perf`, its small
-# workload: 60 s; CHECK_PERF=0 skips it), and the failover time under
+# workload: 60 s; CHECK_PERF=0 skips it) and for one writer alone (the
+# oplog's transaction back to back: bench-etcd-txn), and the failover time under
 # load: a leader, a warm standby and a node, 16 clients putting through the
 # list of both masters, kill -9 of the leader: the time to the standby
 # serving and to the first put through the list after it (lease TTL 2 s;
@@ -86,6 +87,7 @@ stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/d
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 declare -A put
+: >"$tmp/txn"
 modes=${MODES:-local etcd etcd3 etcdjson}	# MODES: a subset, in this order
 # BASE_O=DIR: also local and the default etcd mode with DIR's master and
 # node ("localbase", "etcdbase": a build to compare with, e.g. main's, in
@@ -108,11 +110,19 @@ for mode in $modes; do
 		f0=$(metric mooncake_master_oplog_etcd_first_byte_seconds_total)
 		k0=$(metric mooncake_master_oplog_etcd_connects_total)
 		ce0=$(cpu_ms "$etcd_pid"); cm0=$(cpu_ms "${cpids[0]}")
+		alone=0	# etcd's CPU in the bench-etcd-txn runs below, not the master's batches
 		for _ in $(seq 1 "$RUNS"); do
 			MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >>"$tmp/out"
 			sleep 2.2   # the leases end, the removed objects' space comes back
+			# etcd alone for one writer, run by run beside the lone client
+			# (the same etcd, as full as it is then): see the ratios below
+			if [ "$mode$c" = etcd1 ] && [ -x "$O/tests/bench/bench-etcd-txn" ]; then
+				a0=$(cpu_ms "$etcd_pid")
+				"$O/tests/bench/bench-etcd-txn" "$E" "$SECS" >>"$tmp/txn"
+				alone=$((alone + $(cpu_ms "$etcd_pid") - a0))
+			fi
 		done
-		ce1=$(cpu_ms "$etcd_pid"); cm1=$(cpu_ms "${cpids[0]}")
+		ce1=$(($(cpu_ms "$etcd_pid") - alone)); cm1=$(cpu_ms "${cpids[0]}")
 		put[$mode$c]=$(awk -v m="put4k_c$c" '$2 == m {print $3}' "$tmp/out" | median)
 		echo "etcd ${mode}_put4k_c$c ${put[$mode$c]} ops/s"
 		# counts, not wall clock: they hold on a loaded machine too
@@ -163,6 +173,17 @@ for c in 1 16 64; do
 	ratio "put4k_c${c}_local_vs_base" "${put[local$c]:-}" "${put[localbase$c]:-}"
 	ratio "put4k_c${c}_base_etcd_vs_local" "${put[etcdbase$c]:-}" "${put[localbase$c]:-}"
 done
+# etcd alone for one writer: the oplog's transaction back to back over one
+# kept gRPC connection (bench-etcd-txn), the ceiling of a lone client's
+# puts with oplog=etcd (each waits for one such transaction); against it,
+# the lone client's puts, and the local oplog's lone puts
+if [ -s "$tmp/txn" ]; then
+	txn=$(awk '$2 == "txn_per_s" {print $3}' "$tmp/txn" | median)
+	echo "etcd etcd_txn_alone_c1 $txn txn/s (p50 $(awk '$2 == "txn_p50_us" {print $3}' \
+		"$tmp/txn" | median) us)"
+	ratio put4k_c1_etcd_vs_etcd_txn_alone "${put[etcd1]:-}" "$txn"
+	ratio etcd_txn_alone_vs_local_put4k_c1 "$txn" "${put[local1]:-}"
+fi
 if [ "${CHECK_PERF:-1}" != 0 ] && [ -n "$modes" ]; then
 	out=$(ETCDCTL_API=3 etcdctl --endpoints="$E" check perf --load=s 2>&1 || true)
 	tput=$(sed -n 's/.*Throughput is \([0-9.]*\) writes\/s.*/\1/p' <<<"$out" | head -n1)
