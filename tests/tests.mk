@@ -97,7 +97,7 @@ bench: $(BENCH_BINS)
 # more than TSan's deadlock detector can track (64); it is not a finding.
 TSAN_O     ?= .output-tsan
 TSAN_TESTS := test-fsroot test-node-segment-huge test-tracebuf test-meta-stress test-meta-upsert test-meta-evict-stress test-meta-evict-yield test-meta-offload test-offalloc test-oplog-stress test-oplog-etcd test-rpc-server test-grant test-rpc-admit \
-              test-meta-tenants test-log \
+              test-meta-tenants test-log test-rpc-durable \
               test-metrics test-disk test-client-xfer test-client-cache test-client-failover test-node-stage test-node-end test-node-data
 .PHONY: test-tsan
 test-tsan:
@@ -107,6 +107,14 @@ test-tsan:
 		TSAN_OPTIONS="detect_deadlocks=0 halt_on_error=1 exitcode=66 $$TSAN_OPTIONS" \
 		$(TSAN_O)/tests/unit/$$t >$(TSAN_O)/tests/unit/$$t.tsan.log 2>&1 || \
 		{ fail=1; tail -n 60 $(TSAN_O)/tests/unit/$$t.tsan.log; }; done; exit $$fail
+
+# Everything `make test` builds, with DEVELOPER=1's strict warnings as
+# errors (-Werror, -Wnull-dereference...), in its own build: the variant the
+# README offers stays buildable.
+WERROR_O ?= .output-werror
+.PHONY: test-werror
+test-werror:
+	$(Q)$(MAKE) --no-print-directory O=$(WERROR_O) DEVELOPER=1 test-build
 
 # The fast suite (unit + integration) under AddressSanitizer and UBSan, in
 # its own build; a sanitizer report fails the test that got it (the unit
