@@ -210,6 +210,8 @@ static bool start(struct mc_meta *m, struct mc_uuid client, const struct queued 
 		goto out;
 	}
 	struct mc_segment *s = mc_segmgr_get(&m->segs, pl.slot);
+	if (!s)
+		goto out;   /* not reached: s0's node, under segs.lock */
 	struct mc_offload_item it = { .tenant = tenant, .key = key, .segment = s->id,
 				      .offset = pl.offset, .size = o->size };
 	if (fn(ctx, &it) < 0) {
@@ -257,6 +259,8 @@ bool meta_promote_revert(struct mc_meta *m, struct mc_object *o)
 {
 	struct mc_segment *s = mc_segmgr_get(&m->segs, o->rep[0].seg);
 	bool had = o->flags & MC_OBJ_ON_DISK;
+	if (!s)
+		return false;   /* not reached: callers hold segs.lock, its segment mounted */
 	mc_segment_release_block(s, o->rep[0].node);   /* the node is done with it */
 	o->rep[0] = (struct mc_replica){ .seg = s->slot, .node = MC_OFFALLOC_NONE, .offset = 0,
 					 .type = MC_REPLICA_LOCAL_DISK,

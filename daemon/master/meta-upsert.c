@@ -74,6 +74,8 @@ int meta_upsert_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t pos, uint
 		    bool has_checksum, uint64_t checksum, uint64_t now)
 {
 	struct mc_objtab *pend = meta_pending_of(tab);
+	if (!pend)
+		return MC_ERR_INTERNAL_ERROR;   /* no table: not reached (callers found ppos in it) */
 	struct mc_object *old = mc_objtab_ptr(tab->slot[pos]);
 	struct mc_object *o = mc_objtab_ptr(pend->slot[ppos]);
 

@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 		return r;
 	if (cfg.check)
 		r = trace_check();
-	else if ((r = trace_new(&cfg, &tr)) == 0 && (r = trace_start(tr, d)) == 0) {
+	else if ((r = trace_new(&cfg, &tr)) == 0 && tr && (r = trace_start(tr, d)) == 0) {
 		mc_notify("READY=1");
 		r = mc_daemon_run(d);
 	}

@@ -93,14 +93,19 @@ static int run_chains(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *
 		for (unsigned q = 0; q < p->nqps; q++) {
 			if (out[q] || pos[q] == n)
 				continue;
-			struct ibv_send_wr *first = &wr[pos[q]], *last = NULL, *bad = NULL;
-			unsigned chained = 0;
+			/* the QP's first slice, then the rest of its queue (pos[q] < n
+			 * and out[q] == 0 < window here) up to the window */
+			struct ibv_send_wr *first = &wr[pos[q]], *last = first, *bad = NULL;
+			unsigned chained = 1;
+			first->next = NULL;
+			first->send_flags = 0;
+			out[q]++;
+			pos[q] = nextq[pos[q]];
 			while (pos[q] < n && out[q] < window) {
 				struct ibv_send_wr *w = &wr[pos[q]];
 				w->next = NULL;
 				w->send_flags = 0;
-				if (last)
-					last->next = w;
+				last->next = w;
 				last = w;
 				out[q]++;
 				chained++;

@@ -47,7 +47,8 @@ static void test_parsers(void **state)
  * mc_config_load()'s result, the message in err. */
 static int load(struct tcfg *c, const char *file_text, char *err, size_t len, ...)
 {
-	char *argv[16] = { "test-config" }, path[] = "/tmp/test-config-XXXXXX", opt[64];
+	char arg0[] = "test-config", path[] = "/tmp/test-config-XXXXXX", opt[64];
+	char *argv[16] = { arg0 };
 	int argc = 1;
 	va_list ap;
 	va_start(ap, len);
