@@ -44,6 +44,7 @@ cluster() {
 		2>"$tmp/$name/node.log" &
 	pids+=($!)
 	wait_log auth "$tmp/$name/node.log" mounted
+	wait_fold auth "$tmp/$name/node.log"
 	eval "M_$name=127.0.0.1:$mport"
 }
 cluster plain

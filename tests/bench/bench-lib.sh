@@ -16,6 +16,20 @@ wait_log() {
 	exit 1
 }
 
+# wait_fold WHO FILE [SHM_DIR]: off a huge tmpfs, a node folds its segments
+# into 2 MiB pages in the background after it is ready (its huge_pages
+# option): a second or two of a CPU copying the whole segment, and TLB
+# flushes in the node.  Waits for the node's log line saying it is done (at
+# most 120 s unless MC_BENCH_START_S), so that what follows is measured
+# without it.  SHM_DIR (the node's shm_dir, default /dev/shm) on a tmpfs
+# with huge=always or within_size: nothing to wait for (node-segment.c).
+wait_fold() {
+	case "$(findmnt -no FSTYPE,OPTIONS --target "${3:-/dev/shm}" 2>/dev/null)" in
+	tmpfs*huge=always* | tmpfs*huge=within_size*) return 0 ;;
+	esac
+	MC_BENCH_START_S=${MC_BENCH_START_S:-120} wait_log "$1" "$2" "segment memory .* pages"
+}
+
 # rm_node_segments SHM_DIR STATE_DIR...: deletes the segment files of the
 # nodes whose state directories are given.  A stopped node keeps them (to
 # outlive a restart); a bench's nodes must not leave them in a shared

@@ -72,10 +72,7 @@ sleep 0.2
 pids+=($!)
 wait_log cluster "$tmp/node.log" ready
 M=127.0.0.1:$mport
-# Off a huge tmpfs the node folds its segment into 2 MiB pages in the
-# background (its huge_pages option): measure once that is done.
-[ "$shm" != /dev/shm ] || MC_BENCH_START_S=${MC_BENCH_START_S:-120} \
-	wait_log cluster "$tmp/node.log" "segment memory .* pages"
+wait_fold cluster "$tmp/node.log" "$shm"
 grep -o "segment memory .*" "$tmp/node.log" | sed 's/^/cluster node: /' || true
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -175,8 +172,7 @@ sleep 0.2
 n2pid=$!
 pids+=("$m2pid" "$n2pid")
 wait_log cluster "$tmp/node2.log" ready
-[ "$shm" != /dev/shm ] || MC_BENCH_START_S=${MC_BENCH_START_S:-120} \
-	wait_log cluster "$tmp/node2.log" "segment memory .* pages"
+wait_fold cluster "$tmp/node2.log" "$shm"
 M2=127.0.0.1:$m2port
 MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M2" large $((1 << 20)) 256
 otput=$(pick put_1MiB); otget=$(pick get_1MiB)

@@ -60,6 +60,7 @@ sleep 0.2
 	--disk_dir="$tmp/disk" 2>"$tmp/node.log" &
 pids+=($!)
 wait_log disk-batch "$tmp/node.log" ready
+wait_fold disk-batch "$tmp/node.log"
 M=127.0.0.1:$mport
 http=$(sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$tmp/node.log" | tail -n1)
 metric() { curl -sf "http://$http/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }

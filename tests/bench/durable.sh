@@ -62,6 +62,7 @@ cluster() {
 	cpids+=($!)
 	pids+=("${cpids[@]}")
 	wait_log durable "$tmp/node-$1.log" ready
+	wait_fold durable "$tmp/node-$1.log"
 	M=127.0.0.1:$mport
 	H=127.0.0.1:$hport
 }

@@ -79,6 +79,7 @@ cluster() {
 	cpids+=($!)
 	pids+=("${cpids[@]}")
 	wait_log etcd "$tmp/node-$1.log" mounted
+	wait_fold etcd "$tmp/node-$1.log"
 	M=127.0.0.1:$mport
 	H=127.0.0.1:$hport
 }

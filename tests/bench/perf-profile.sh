@@ -51,6 +51,7 @@ cluster() {
 	cpids+=($!)
 	pids+=("${cpids[@]}")
 	wait_log perf-profile "$tmp/node.log" ready
+	wait_fold perf-profile "$tmp/node.log"
 	M=127.0.0.1:$mport
 }
 stop_cluster() {

@@ -65,6 +65,7 @@ cluster() {
 	NPID=$!
 	pids+=($NPID)
 	wait_log put-trips "$tmp/node-$1.log" mounted
+	wait_fold put-trips "$tmp/node-$1.log" "$tmp"
 	M=127.0.0.1:$mport
 	MH=127.0.0.1:$hport
 	NH=$(sed -n 's/.*ready: data on .*, http on \([^ ,]*\),.*/\1/p' "$tmp/node-$1.log" | tail -n1)

@@ -44,6 +44,7 @@ M=$(sed -n 's/.*ready: rpc on \([^ ,]*\),.*/\1/p' "$tmp/master.log")
 	--segment_size=512M --state_dir="$tmp/n" 2>"$tmp/node.log" &
 pids+=($!)
 wait_log trace "$tmp/node.log" mounted
+wait_fold trace "$tmp/node.log"
 
 attach() {
 	"$O/bin/mooncake-trace" --http_port=0 --pin_path="$pin" --scan_under="$tmp/" \
