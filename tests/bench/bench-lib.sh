@@ -30,6 +30,20 @@ wait_fold() {
 	MC_BENCH_START_S=${MC_BENCH_START_S:-120} wait_log "$1" "$2" "segment memory .* pages"
 }
 
+# cpu_ms PID: the CPU time (user + system) PID has used, in ms
+cpu_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / hz }' \
+		"/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# cpu_of OUT CMD...: runs CMD (its output to /dev/null); OUT gets the CPU
+# time (user + system) it used, in ms
+cpu_of() {
+	local t TIMEFORMAT='%3U %3S'
+	t=$({ time "${@:2}" >/dev/null 2>&1; } 2>&1)
+	printf -v "$1" '%d' "$(awk -v t="$t" 'BEGIN { split(t, a, " "); print (a[1] + a[2]) * 1000 }')"
+}
+
 # rm_node_segments SHM_DIR STATE_DIR...: deletes the segment files of the
 # nodes whose state directories are given.  A stopped node keeps them (to
 # outlive a restart); a bench's nodes must not leave them in a shared

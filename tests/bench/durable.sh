@@ -6,7 +6,8 @@
 #             record is fsynced)  vs  Redis appendonly yes + appendfsync always
 #   fast:     oplog_sync=false    vs  Redis with its defaults
 # at 1, 16 and 64 clients (TCP data path), with p50/p99/p999 at 16 clients
-# (Redis prints p50 and p99 only).  The gets run with the client's
+# (Redis prints p50 and p99 only), and the CPU time of a put at 16 clients,
+# per process, against a SET's (cpu_per_put below).  The gets run with the client's
 # descriptor cache (the default): each thread cycles over a hot set of the
 # keys it put (client-bench small: 64, 32 at 64 clients), read again within
 # their lease: one round trip each; the same
@@ -81,15 +82,46 @@ path_counts() {
 		$1 == "mooncake_node_put_ends_total" {e = $2}
 		END {print p + 0, b + 0, e + 0}'
 }
+# cpu_per_put: the CPU time (user + system) of a 4 KiB put at 16 clients,
+# per process (client-bench puts: 16 threads x 1000 new keys; the master
+# and the node from /proc), against a Redis SET's (redis-benchmark and
+# redis-server), 16000 each, the median of RUNS runs: CPU time, which load
+# changes far less than throughput.  On 2 vCPUs, where every process of a
+# run shares the CPUs, its inverse bounds the ops/s.
+cpu_per_put() {
+	local n=16000 i m0 n0 r0 cc rc
+	: >"$tmp/cpu"
+	for ((i = 0; i < RUNS; i++)); do
+		m0=$(cpu_ms "${cpids[0]}"); n0=$(cpu_ms "${cpids[1]}")
+		cpu_of cc env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 16 1000
+		r0=$(cpu_ms "$rpid")
+		cpu_of rc redis-benchmark -p "$rport" -q -t set -d 4096 -c 16 -n "$n" -r 100000
+		echo "$cc $(($(cpu_ms "${cpids[0]}") - m0)) $(($(cpu_ms "${cpids[1]}") - n0))" \
+			"$rc $(($(cpu_ms "$rpid") - r0))" >>"$tmp/cpu"
+		sleep 4.2
+	done
+	for col in 1 2 3 4 5; do
+		awk -v c=$col -v n=$n '{ print $c * 1000 / n }' "$tmp/cpu" | median
+	done | paste -sd' ' | {
+		read -r c m d rb rs
+		echo "durable ${name}_put4k_c16_cpu_us client $c master $m node $d total $(awk \
+			-v a="$c" -v b="$m" -v d="$d" 'BEGIN { print a + b + d }') us"
+		echo "durable redis_${name}_set4k_c16_cpu_us benchmark $rb server $rs total $(awk \
+			-v a="$rb" -v b="$rs" 'BEGIN { print a + b }') us"
+		ratio "${name}_put4k_c16_cpu_redis_vs_ours" "$(awk -v a="$rb" -v b="$rs" 'BEGIN { print a + b }')" \
+			"$(awk -v a="$c" -v b="$m" -v d="$d" 'BEGIN { print a + b + d }')"
+	}
+}
 stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
 
-# redis NAME ARGS...: a redis-server with ARGS; sets R (its port).
+# redis NAME ARGS...: a redis-server with ARGS; sets R (its port) and RPID.
 redis() {
 	local name=$1; shift
 	R=$(free_port)
 	mkdir -p "$tmp/redis-$name"
 	redis-server --port "$R" --bind 127.0.0.1 --dir "$tmp/redis-$name" --daemonize no "$@" \
 		>"$tmp/redis-$name.log" 2>&1 &
+	RPID=$!
 	pids+=($!)
 	for _ in $(seq 1 50); do redis-cli -p "$R" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
@@ -104,16 +136,17 @@ rb() {
 }
 
 redis always --appendonly yes --appendfsync always --save ''
-raw=$R
+raw=$R rawpid=$RPID
 redis_fill "$raw"
 redis defaults
-rdef=$R
+rdef=$R rdefpid=$RPID
 redis_fill "$rdef"
 
 for mode in true false; do
 	cluster "$mode"
 	name=$([ "$mode" = true ] && echo durable || echo fast)
 	rport=$([ "$mode" = true ] && echo "$raw" || echo "$rdef")
+	rpid=$([ "$mode" = true ] && echo "$rawpid" || echo "$rdefpid")
 	for c in 1 16 64; do
 		: > "$tmp/out"
 		read -r r0 b0 < <(oplog_counts)
@@ -160,6 +193,7 @@ for mode in true false; do
 				echo "durable redis_${name}_${op}4k_c16_p50 $(awk -v v="$(rb "$rport" "$op" 16 5)" 'BEGIN {print v * 1000}') us"
 				echo "durable redis_${name}_${op}4k_c16_p99 $(awk -v v="$(rb "$rport" "$op" 16 7)" 'BEGIN {print v * 1000}') us"
 			done
+			cpu_per_put
 		fi
 	done
 	stop_cluster

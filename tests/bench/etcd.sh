@@ -83,9 +83,6 @@ cluster() {
 	M=127.0.0.1:$mport
 	H=127.0.0.1:$hport
 }
-# cpu_ms PID: the CPU time (user + system) PID has used, in ms
-cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / hz }' \
-	"/proc/$1/stat" 2>/dev/null || echo 0; }
 stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
 metric() { curl -s "http://$H/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
