@@ -29,7 +29,7 @@ struct daemon {
 static char tmpdir[256];
 static char bindir[512];
 static bool have_node;
-static uint64_t now_ms(void)
+static inline uint64_t now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -37,7 +37,7 @@ static uint64_t now_ms(void)
 }
 
 /* Waits until the log holds needle; the number after it in *port (if asked). */
-static bool wait_log(struct daemon *d, const char *needle, int *port)
+static inline bool wait_log(struct daemon *d, const char *needle, int *port)
 {
 	for (int i = 0; i < 200; i++) {
 		char buf[16384];
@@ -60,7 +60,7 @@ static bool wait_log(struct daemon *d, const char *needle, int *port)
 	return false;
 }
 
-static bool spawn(struct daemon *d, const char *name, char *const argv[])
+static inline bool spawn(struct daemon *d, const char *name, char *const argv[])
 {
 	snprintf(d->log, sizeof(d->log), "%s/%s.log", tmpdir, name);
 	d->pid = fork();
@@ -75,10 +75,10 @@ static bool spawn(struct daemon *d, const char *name, char *const argv[])
 }
 
 /* A master; extra, extra2 (or NULL): more options. */
-static bool start_master2(struct daemon *d, const char *name, const char *extra,
-			  const char *extra2)
+static inline bool start_master2(struct daemon *d, const char *name, const char *extra,
+				 const char *extra2)
 {
-	char bin[600], state[300], a1[] = "--rpc_address=127.0.0.1", a2[] = "--rpc_port=0",
+	char bin[600], state[400], a1[] = "--rpc_address=127.0.0.1", a2[] = "--rpc_port=0",
 	     a3[] = "--http_port=0";
 	snprintf(bin, sizeof(bin), "%s/mooncake-master", bindir);
 	snprintf(state, sizeof(state), "--state_dir=%s/%s", tmpdir, name);
@@ -88,15 +88,16 @@ static bool start_master2(struct daemon *d, const char *name, const char *extra,
 	return spawn(d, name, argv) && wait_log(d, "ready: rpc on 127.0.0.1:", &d->port);
 }
 
-static bool start_master(struct daemon *d, const char *name, const char *extra)
+static inline bool start_master(struct daemon *d, const char *name, const char *extra)
 {
 	return start_master2(d, name, extra, NULL);
 }
 
 /* A node with a 128 MiB segment; extra (or NULL): one more option. */
-static bool start_node_opt(struct daemon *d, const char *name, int master_port, const char *extra)
+static inline bool start_node_opt(struct daemon *d, const char *name, int master_port,
+				  const char *extra)
 {
-	char bin[600], state[300], m[64], nm[64], a1[] = "--data_address=127.0.0.1",
+	char bin[600], state[400], m[64], nm[64], a1[] = "--data_address=127.0.0.1",
 	     a2[] = "--data_port=0", a3[] = "--segment_size=128M", a4[] = "--segments=1",
 	     a5[] = "--http_port=0";
 	snprintf(bin, sizeof(bin), "%s/mooncake-node", bindir);
@@ -108,13 +109,13 @@ static bool start_node_opt(struct daemon *d, const char *name, int master_port, 
 	       wait_log(d, "mounted", NULL);
 }
 
-static bool start_node(struct daemon *d, const char *name, int master_port)
+static inline bool start_node(struct daemon *d, const char *name, int master_port)
 {
 	return start_node_opt(d, name, master_port, NULL);
 }
 
 /* Stops a daemon; for a node also unlinks the /dev/shm files its log names. */
-static void stop(struct daemon *d)
+static inline void stop(struct daemon *d)
 {
 	if (d->pid > 0) {
 		kill(d->pid, SIGTERM);
@@ -136,7 +137,7 @@ static void stop(struct daemon *d)
 	}
 }
 
-static void fill(uint8_t *p, size_t n, uint64_t seed)
+static inline void fill(uint8_t *p, size_t n, uint64_t seed)
 {
 	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
 	for (size_t i = 0; i < n; i++) {
@@ -153,7 +154,7 @@ static void fill(uint8_t *p, size_t n, uint64_t seed)
 static struct daemon master, node1, node2;
 static char master_addr[64];
 
-static int fixture_start(const char *template, const char *extra, const char *extra2)
+static inline int fixture_start(const char *template, const char *extra, const char *extra2)
 {
 	const char *b = getenv("MC_BUILD");
 	snprintf(bindir, sizeof(bindir), "%s/bin", b && *b ? b : ".output");
@@ -179,7 +180,7 @@ static int fixture_start(const char *template, const char *extra, const char *ex
 }
 
 /* MC_KEEP=1 leaves the daemons running and their folder in place. */
-static int fixture_stop(void)
+static inline int fixture_stop(void)
 {
 	if (getenv("MC_KEEP"))
 		return 0;
