@@ -8,146 +8,17 @@
  * with a record of every type (oplog-v1/) and a snapshot of the same state
  * (snapshot-v1.db, VACUUMed to 4 KiB pages: the rows are as written).
  * Every record in them decodes, re-encodes to the same bytes, and rebuilds
- * the state they describe; both rebuild the same store.  oplog-v2/ and
- * snapshot-v2.db (schema 2) hold the metadata KV's records (MDPUT, MDDEL)
- * and table, written by the build that added them (gen-samples.c v2).
- * Then the codec's rules, byte by byte.
+ * the state they describe; both rebuild the same store.  Then the codec's
+ * rules, byte by byte, and upserts replayed.  The metadata KV's records and
+ * the version-2 samples: test-record-mdkv.c.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <libgen.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <sqlite3.h>
-
-#include "master/meta.h"
-#include "master/oplog.h"
-#include "master/record.h"
-#include "master/snapshot.h"
-#include "mooncake/error.h"
-
-#include "meta-helpers.h"
-#include "meta-dump.h"
-#include "oplog-helpers.h"
-
-#define SAMPLE_OPLOG_FILE "oplog-v1/00000000000000000001.log"
-#define SAMPLE_SNAPSHOT "snapshot-v1.db"
-#define SAMPLE_OPLOG_V2 "oplog-v2/00000000000000000001.log"
-#define SAMPLE_SNAPSHOT_V2 "snapshot-v2.db"
-
-static char samples[400], tmp[256];
-
-static int group_setup(void **state)
-{
-	const char *src = getenv("MC_TEST_SAMPLES");
-	char here[300];
-	snprintf(here, sizeof(here), "%s", __FILE__);   /* tests/unit/test-record.c */
-	snprintf(samples, sizeof(samples), "%s", src ? src : "");
-	if (!src)
-		snprintf(samples, sizeof(samples), "%s/samples", dirname(here));
-	snprintf(tmp, sizeof(tmp), "/tmp/test-record.%d", (int)getpid());
-	return mkdir(tmp, 0700);
-}
-
-static int group_teardown(void **state)
-{
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static void copy_file(const char *from, const char *to)
-{
-	char cmd[1200];
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
-	assert_int_equal(system(cmd), 0);
-}
-
-static struct mc_meta *fresh(void)
-{
-	struct mc_meta *m;
-	assert_rc(mc_meta_new(NULL, &m), 0);
-	return m;
-}
-
-static bool bytes_is(struct mc_bytes b, const void *p, size_t n)
-{
-	return b.len == n && (n == 0 || memcmp(b.p, p, n) == 0);
-}
-
-static bool bytes_str(struct mc_bytes b, const char *s)
-{
-	return bytes_is(b, s, strlen(s));
-}
+#include "record-fixture.h"
 
 /* ---- the sample oplog ------------------------------------------------------------ */
-
-struct logged {
-	uint32_t n;
-	uint16_t type[32];
-	struct mc_wbuf bytes[32];
-};
-
-static int keep(void *ctx, uint64_t seq, uint16_t type, const void *rec, uint32_t len)
-{
-	struct logged *g = ctx;
-	assert_int_equal(seq, g->n + 1);
-	assert_true(g->n < 32);
-	g->type[g->n] = type;
-	mc_wbuf_init(&g->bytes[g->n], 1 << 20);
-	assert_rc(mc_wbuf_put_raw(&g->bytes[g->n], rec, len), 0);
-	g->n++;
-	return 0;
-}
-
-static struct mc_oplog *open_log_file(const char *name, const char *file, uint64_t records)
-{
-	char dir[300], from[500], to[400];
-	struct mc_oplog *l;
-	struct mc_oplog_recovery rec;
-	snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
-	mkdir(dir, 0700);
-	snprintf(from, sizeof(from), "%s/%s", samples, file);
-	snprintf(to, sizeof(to), "%s/%s", dir, strrchr(file, '/') + 1);
-	copy_file(from, to);
-	struct mc_oplog_config cfg = { .sync = true, .segment_bytes = 1 << 20 };
-	assert_rc(mc_oplog_open_local(dir, &cfg, &l, &rec), 0);
-	assert_int_equal(rec.truncated_bytes, 0);
-	assert_int_equal(rec.records, records);
-	return l;
-}
 
 static struct mc_oplog *open_sample_log(const char *name)
 {
 	return open_log_file(name, SAMPLE_OPLOG_FILE, 14);
-}
-
-/* Reads the n records of l into g, of the types want: each decodes (into
- * r) and re-encodes to its own bytes. */
-static void decode_logged(struct mc_oplog *l, const uint16_t *want, uint32_t n, struct logged *g,
-			  struct mc_record *r)
-{
-	assert_rc(mc_oplog_replay(l, 0, keep, g), 0);
-	assert_int_equal(g->n, n);
-	for (uint32_t i = 0; i < g->n; i++) {
-		struct mc_wbuf w;
-		assert_int_equal(g->type[i], want[i]);
-		assert_rc(mc_record_decode(g->type[i], g->bytes[i].p, g->bytes[i].len, &r[i]), 0);
-		assert_int_equal(r[i].type, want[i]);
-		mc_wbuf_init(&w, 1 << 20);
-		assert_rc(mc_record_encode(&w, &r[i]), 0);
-		assert_int_equal(w.len, g->bytes[i].len);
-		assert_memory_equal(w.p, g->bytes[i].p, w.len);
-		mc_wbuf_free(&w);
-	}
 }
 
 static void test_sample_oplog(void **state)
@@ -230,30 +101,6 @@ static void test_sample_oplog(void **state)
 
 /* ---- the sample snapshot ---------------------------------------------------------- */
 
-/* The rows of sql (one record of type each) decode and re-encode to
- * their own bytes; returns how many. */
-static uint32_t rec_rows(sqlite3 *db, const char *sql, uint16_t type)
-{
-	sqlite3_stmt *st;
-	uint32_t rows = 0;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const void *p = sqlite3_column_blob(st, 0);
-		size_t len = (size_t)sqlite3_column_bytes(st, 0);
-		struct mc_record r;
-		struct mc_wbuf w;
-		mc_wbuf_init(&w, 1 << 20);
-		assert_rc(mc_record_decode(type, p, len, &r), 0);
-		assert_rc(mc_record_encode(&w, &r), 0);
-		assert_int_equal(w.len, len);
-		assert_memory_equal(w.p, p, len);
-		mc_wbuf_free(&w);
-		rows++;
-	}
-	sqlite3_finalize(st);
-	return rows;
-}
-
 /* Every row of the sample decodes and re-encodes to its own bytes. */
 static void check_rows(const char *path)
 {
@@ -326,12 +173,6 @@ static void test_sample_snapshot(void **state)
 }
 
 /* ---- the codec's rules ---------------------------------------------------------------- */
-
-static void encode(const struct mc_record *r, struct mc_wbuf *w)
-{
-	mc_wbuf_init(w, 1 << 20);
-	assert_rc(mc_record_encode(w, r), 0);
-}
 
 /* Little-endian, byte by byte, whatever the host. */
 static void test_bytes(void **state)
@@ -653,245 +494,6 @@ static void test_upsert_lost_record(void **state)
 	mc_meta_free(m);
 }
 
-/* ---- the metadata KV's records and the version-2 samples ------------------------------ */
-
-static void md_is(struct mc_meta *m, const void *key, size_t klen, const void *v, size_t vlen)
-{
-	char *got;
-	size_t len;
-	assert_rc(mc_meta_md_get(m, key, klen, &got, &len), 0);
-	assert_int_equal(len, vlen);
-	assert_memory_equal(got, v, vlen);
-	assert_int_equal(got[len], 0);
-	free(got);
-}
-
-#define SEG_JSON "{\"name\":\"node-a:17000\",\"protocol\":\"tcp\",\"buffers\":[]}"
-#define RPC_JSON "{\"ip\":\"10.0.0.1\",\"port\":17001}"
-
-/* The KV of the samples (gen-samples.c, v2): four keys, one gone. */
-static void check_v2_kv(struct mc_meta *m)
-{
-	uint64_t keys, bytes;
-	md_is(m, "mooncake/ram/node-a:17000", 25, SEG_JSON, sizeof(SEG_JSON) - 1);
-	md_is(m, "mooncake/rpc_meta/node-a:17000", 30, RPC_JSON, sizeof(RPC_JSON) - 1);
-	md_is(m, "bin\0\xff", 5, "\0\x01\xff", 3);
-	md_is(m, "empty", 5, "now set", 7);
-	char *v;
-	size_t len;
-	assert_rc(mc_meta_md_get(m, "gone", 4, &v, &len), MC_ERR_OBJECT_NOT_FOUND);
-	mc_meta_md_usage(m, &keys, &bytes);
-	assert_int_equal(keys, 4);
-	assert_int_equal(bytes, 25 + sizeof(SEG_JSON) - 1 + 30 + sizeof(RPC_JSON) - 1 + 5 + 3 + 5 + 7);
-}
-
-static void test_sample_v2(void **state)
-{
-	static const uint16_t want[9] = {
-		MC_REC_MOUNT, MC_REC_OBJECT, MC_REC_MDPUT, MC_REC_MDPUT, MC_REC_MDPUT,
-		MC_REC_MDPUT, MC_REC_MDPUT, MC_REC_MDPUT, MC_REC_MDDEL,
-	};
-	struct mc_oplog *l = open_log_file("logv2", SAMPLE_OPLOG_V2, 9);
-	struct logged g = { 0 };
-	struct mc_record r[9];
-
-	decode_logged(l, want, 9, &g, r);
-	assert_true(bytes_str(r[2].mdput.key, "mooncake/ram/node-a:17000"));
-	assert_true(bytes_str(r[2].mdput.value, SEG_JSON));
-	assert_true(bytes_is(r[4].mdput.key, "bin\0\xff", 5));
-	assert_true(bytes_is(r[4].mdput.value, "\0\x01\xff", 3));
-	assert_true(bytes_str(r[5].mdput.key, "empty") && r[5].mdput.value.len == 0);
-	assert_true(bytes_str(r[8].mddel.key, "gone"));
-	for (uint32_t i = 0; i < g.n; i++)
-		mc_wbuf_free(&g.bytes[i]);
-
-	struct mc_meta *b = fresh();
-	struct mc_meta_replay_stats rs;
-	assert_rc(mc_meta_replay(b, l, 0, &rs), 0);
-	assert_int_equal(rs.bad_records, 0);
-	check_v2_kv(b);
-	assert_rc(mc_meta_check(b), 0);
-	mc_oplog_close(l);
-
-	/* The snapshot of the same state: its mdkv rows re-encode to their
-	 * bytes, and it loads into the same store. */
-	char from[500], path[300], err[256];
-	struct mc_snapshot_info info;
-	snprintf(from, sizeof(from), "%s/%s", samples, SAMPLE_SNAPSHOT_V2);
-	snprintf(path, sizeof(path), "%s/%s", tmp, SAMPLE_SNAPSHOT_V2);
-	copy_file(from, path);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(rec_rows(db, "SELECT rec FROM mdkv", MC_REC_MDPUT), 4);
-	assert_int_equal(rec_rows(db, "SELECT rec FROM segments", MC_REC_MOUNT), 1);
-	sqlite3_close(db);
-
-	struct mc_meta *a = fresh();
-	assert_rc(mc_snapshot_load(path, a, &info, err, sizeof(err)), 0);
-	assert_int_equal(info.id, 8);
-	assert_int_equal(info.oplog_seq, 9);
-	check_v2_kv(a);
-	dump_compare(a, b);
-	mc_meta_free(a);
-
-	/* A row changed or gone: refused (the digest and the count cover them). */
-	copy_file(from, path);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DELETE FROM mdkv WHERE rowid = (SELECT min(rowid) FROM mdkv)",
-				      NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
-	a = fresh();
-	assert_rc(mc_snapshot_load(path, a, &info, err, sizeof(err)), MC_ERR_PERSISTENT_FAIL);
-	mc_meta_free(a);
-
-	/* A store's own snapshot round trip keeps the KV. */
-	snprintf(path, sizeof(path), "%s/round-v2.db", tmp);
-	assert_rc(mc_snapshot_write_file(b, path, 9, 9, &info), 0);
-	a = fresh();
-	assert_rc(mc_snapshot_load(path, a, &info, err, sizeof(err)), 0);
-	check_v2_kv(a);
-	dump_compare(a, b);
-	mc_meta_free(a);
-	mc_meta_free(b);
-}
-
-/* MDPUT and MDDEL byte by byte, and their rules. */
-static void test_mdkv_bytes(void **state)
-{
-	struct mc_wbuf w;
-	struct mc_record d;
-	struct mc_record put = { .type = MC_REC_MDPUT, .mdput = {
-		.key = MC_BYTES("k", 1), .value = MC_BYTES("v1", 2) } };
-	static const uint8_t want_put[] = { 1, 0, 'k', 2, 0, 0, 0, 'v', '1' };
-	struct mc_record del = { .type = MC_REC_MDDEL, .mddel = { .key = MC_BYTES("k", 1) } };
-	static const uint8_t want_del[] = { 1, 0, 'k' };
-	const struct mc_record *all[] = { &put, &del };
-	const uint8_t *want[] = { want_put, want_del };
-	const size_t nwant[] = { sizeof(want_put), sizeof(want_del) };
-
-	for (size_t k = 0; k < 2; k++) {   /* (truncations: test_truncated) */
-		encode(all[k], &w);
-		assert_int_equal(w.len, nwant[k]);
-		assert_memory_equal(w.p, want[k], nwant[k]);
-		assert_rc(mc_record_decode(all[k]->type, w.p, w.len, &d), 0);
-		mc_wbuf_free(&w);
-	}
-	assert_string_equal(mc_record_type_name(MC_REC_MDPUT), "MDPUT");
-	assert_string_equal(mc_record_type_name(MC_REC_MDDEL), "MDDEL");
-
-	/* No key, a key too long, a value too long: refused by the decoder. */
-	static const uint8_t nokey[] = { 0, 0, 0, 0, 0, 0 };
-	assert_rc(mc_record_decode(MC_REC_MDPUT, nokey, sizeof(nokey), &d), MC_ERR_DESERIALIZE_FAIL);
-	assert_rc(mc_record_decode(MC_REC_MDDEL, nokey, 2, &d), MC_ERR_DESERIALIZE_FAIL);
-	static char big[MC_RECORD_MAX_MDVALUE + 1];
-	memset(big, 'v', sizeof(big));
-	put.mdput.key = MC_BYTES(big, MC_RECORD_MAX_MDKEY);
-	put.mdput.value = MC_BYTES(big, MC_RECORD_MAX_MDVALUE);
-	mc_wbuf_init(&w, 2u << 20);
-	assert_rc(mc_record_encode(&w, &put), 0);   /* the largest record */
-	assert_rc(mc_record_decode(MC_REC_MDPUT, w.p, w.len, &d), 0);
-	assert_true(w.len < (1u << 20) - 64);      /* fits an etcd batch */
-	mc_wbuf_reset(&w);
-	put.mdput.key = MC_BYTES(big, MC_RECORD_MAX_MDKEY + 1);
-	put.mdput.value = MC_BYTES("v", 1);
-	assert_rc(mc_record_encode(&w, &put), 0);   /* str16 holds it; the rule does not */
-	assert_rc(mc_record_decode(MC_REC_MDPUT, w.p, w.len, &d), MC_ERR_DESERIALIZE_FAIL);
-	mc_wbuf_reset(&w);
-	put.mdput.key = MC_BYTES("k", 1);
-	put.mdput.value = MC_BYTES(big, MC_RECORD_MAX_MDVALUE + 1);
-	assert_rc(mc_record_encode(&w, &put), MC_ERR_INVALID_PARAMS);
-	mc_wbuf_reset(&w);
-	mc_wbuf_put_u16(&w, 1);
-	mc_wbuf_put_u8(&w, 'k');
-	mc_wbuf_put_u32(&w, MC_RECORD_MAX_MDVALUE + 1);
-	mc_wbuf_put_raw(&w, big, MC_RECORD_MAX_MDVALUE + 1);
-	assert_rc(mc_record_decode(MC_REC_MDPUT, w.p, w.len, &d), MC_ERR_DESERIALIZE_FAIL);
-	mc_wbuf_free(&w);
-}
-
-static int md_apply(struct mc_meta *m, const struct mc_record *r)
-{
-	struct mc_wbuf w;
-	encode(r, &w);
-	int rc = mc_meta_apply(m, r->type, w.p, (uint32_t)w.len, NULL);
-	mc_wbuf_free(&w);
-	return rc;
-}
-
-/* The store's KV: limits, the rpc_meta rule (create only), logging and
- * replay; applied records ignore the limits. */
-static void test_mdkv_store(void **state)
-{
-	struct mc_meta_config cfg;
-	struct mc_meta *m;
-	uint64_t keys, bytes;
-	char *v;
-	size_t len;
-
-	mc_meta_config_defaults(&cfg);
-	cfg.mdkv_max_keys = 2;
-	cfg.mdkv_max_bytes = 20;
-	assert_rc(mc_meta_new(&cfg, &m), 0);
-	char dir[300];
-	struct mc_oplog *l;
-	snprintf(dir, sizeof(dir), "%s/mdkvlog", tmp);
-	assert_rc(mc_oplog_open_local(dir, NULL, &l, NULL), 0);
-	mc_meta_set_oplog(m, l);
-
-	assert_rc(mc_meta_md_put(m, "", 0, "v", 1, 0), MC_ERR_INVALID_KEY);
-	assert_rc(mc_meta_md_put(m, "a", 1, "12345", 5, 0), 0);         /* 6 bytes */
-	assert_rc(mc_meta_md_put(m, "b", 1, "123", 3, MC_MDKV_CREATE_ONLY), 0);   /* 10 */
-	assert_rc(mc_meta_md_put(m, "b", 1, "x", 1, MC_MDKV_CREATE_ONLY),
-		  MC_ERR_OBJECT_ALREADY_EXISTS);
-	md_is(m, "b", 1, "123", 3);
-	assert_rc(mc_meta_md_put(m, "c", 1, "", 0, 0), MC_ERR_METADATA_KV_FULL);   /* 3 keys */
-	assert_rc(mc_meta_md_put(m, "a", 1, "1234567890123456", 16, 0), MC_ERR_METADATA_KV_FULL);
-	assert_rc(mc_meta_md_put(m, "a", 1, "123456789012345", 15, 0), 0);   /* 20 bytes: fits */
-	mc_meta_md_usage(m, &keys, &bytes);
-	assert_int_equal(keys, 2);
-	assert_int_equal(bytes, 20);
-	assert_rc(mc_meta_md_del(m, "c", 1), MC_ERR_OBJECT_NOT_FOUND);
-	assert_rc(mc_meta_md_del(m, "b", 1), 0);
-	assert_rc(mc_meta_md_get(m, "b", 1, &v, &len), MC_ERR_OBJECT_NOT_FOUND);
-	assert_rc(mc_meta_md_put(m, "c", 1, "", 0, 0), 0);
-	assert_rc(mc_meta_check(m), 0);
-	bool failed = true;
-	uint64_t seq = mc_meta_oplog_pending(&failed);
-	assert_false(failed);
-	assert_int_equal(seq, 5);   /* a, b, a, del b, c: the refused ones are not logged */
-	assert_rc(mc_oplog_wait_durable(l, seq), 0);
-	mc_meta_set_oplog(m, NULL);
-	mc_oplog_close(l);
-
-	/* The log rebuilds it. */
-	assert_rc(mc_oplog_open_local(dir, NULL, &l, NULL), 0);
-	struct mc_meta *b = fresh();
-	assert_rc(mc_meta_replay(b, l, 0, NULL), 0);
-	mc_meta_md_usage(b, &keys, &bytes);
-	assert_int_equal(keys, 2);
-	assert_int_equal(bytes, 17);   /* a: 1 + 15, c: 1 + 0 */
-	md_is(b, "a", 1, "123456789012345", 15);
-	md_is(b, "c", 1, "", 0);
-	mc_oplog_close(l);
-
-	/* Applied records are not refused for the limits (the leader checked
-	 * them); deleting a missing key does nothing. */
-	struct mc_record r = { .type = MC_REC_MDPUT, .mdput = {
-		.key = MC_BYTES("zz", 2), .value = MC_BYTES("a long value, over 20 bytes", 27) } };
-	assert_rc(md_apply(m, &r), 0);
-	md_is(m, "zz", 2, "a long value, over 20 bytes", 27);
-	mc_meta_md_usage(m, &keys, &bytes);
-	assert_int_equal(keys, 3);
-	struct mc_record del = { .type = MC_REC_MDDEL, .mddel = { .key = MC_BYTES("nope", 4) } };
-	assert_rc(md_apply(m, &del), 0);
-	del.mddel.key = MC_BYTES("zz", 2);
-	assert_rc(md_apply(m, &del), 0);
-	assert_rc(mc_meta_md_get(m, "zz", 2, &v, &len), MC_ERR_OBJECT_NOT_FOUND);
-	assert_rc(mc_meta_check(m), 0);
-	mc_meta_free(b);
-	mc_meta_free(m);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -902,9 +504,6 @@ int main(void)
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_upsert_replay),
 		cmocka_unit_test(test_upsert_lost_record),
-		cmocka_unit_test(test_sample_v2),
-		cmocka_unit_test(test_mdkv_bytes),
-		cmocka_unit_test(test_mdkv_store),
 	};
 	return cmocka_run_group_tests_name("record", tests, group_setup, group_teardown);
 }
