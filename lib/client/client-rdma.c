@@ -55,6 +55,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,26 @@ bool mc_rdma_trace_on(void)
 	return __atomic_load_n(&on, __ATOMIC_RELAXED) == 1;
 }
 
+void mc_rdma_tracef(const char *fmt, ...)
+{
+	va_list ap;
+	if (!mc_rdma_trace_on())
+		return;
+	va_start(ap, fmt);
+	fputs("libmooncake rdma: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* The state of QP qp (ibv_qp_state), or -1. */
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	return ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0 ? (int)a.qp_state : -1;
+}
+
 void mc_rdma_trace_fail(const char *what, int status)
 {
 	if (mc_rdma_trace_on())
@@ -383,6 +404,10 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		struct ibv_wc wc[16];
 		int k = mc_rdma_poll(c, p, wc, 16, &deadline, "no completion within the timeout");
 		if (k < 0) {
+			for (unsigned q = 0; q < p->nqps; q++)
+				mc_rdma_tracef("  QP %u (qpn %u, state %d): %u of its WRs out; %zu of %zu "
+					       "slices done", q, p->id[q]->qp->qp_num,
+					       qp_state(p->id[q]->qp), outstanding[q], done, n);
 			ret = k;
 			goto out;
 		}
@@ -390,6 +415,16 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= n) {
 				mc_rdma_trace_fail(write ? "RDMA WRITE completion" : "RDMA READ completion",
 					   (int)wc[i].status);
+				if (wc[i].wr_id < n) {
+					const struct mc_rdma_slice *f = &sl[wc[i].wr_id];
+					mc_rdma_tracef("  slice %llu of %zu (%u B at +%llu) on QP %u (qpn %u, "
+						       "state %d), vendor_err %u; %zu slices done before, "
+						       "%u of its QP's out",
+						       (unsigned long long)wc[i].wr_id, n, f->len,
+						       (unsigned long long)f->off, f->qp, wc[i].qp_num,
+						       qp_state(p->id[f->qp]->qp), wc[i].vendor_err, done,
+						       outstanding[f->qp]);
+				}
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
 			}
@@ -545,15 +580,20 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 				       raddr + off, keep.rkey, keep.scoped, n);
 			if (rc != MC_ERR_TRANSFER_FAIL || a == ROUND_ATTEMPTS)
 				break;
+			mc_rdma_tracef("round of %llu B at +%llu failed (attempt %d of %d): new QPs",
+				       (unsigned long long)n, (unsigned long long)off, a, ROUND_ATTEMPTS);
 			/* new QPs; windows were bound on the old ones: new keys too
 			 * (as long as the grant lasts) */
 			mc_rdma_lane_reset(p);
 			if (keep.scoped) {
 				struct rdma_region nk;
-				if (mc_rdma_lane_keys(c, r, t, len, write, p, &nk) < 0)
+				if (mc_rdma_lane_keys(c, r, t, len, write, p, &nk) < 0) {
+					mc_rdma_tracef("no new keys after the failed round");
 					break;
+				}
 				keep = nk;
 			} else if (mc_rdma_lane_connect(c, r, t->node, p) < 0) {
+				mc_rdma_tracef("no new QPs after the failed round");
 				break;
 			} else {
 				p->reg[0] = keep;
