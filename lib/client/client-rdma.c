@@ -270,12 +270,28 @@ void mc_rdma_tracef(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The state of QP qp (ibv_qp_state), or -1. */
-static int qp_state(struct ibv_qp *qp)
+/* MC_TEST_RDMA_TRACE=1, a round failed: QP q's state and next send PSN, sampled
+ * 20 times 50 ms apart (soft-RoCE resends from its oldest unacknowledged PSN
+ * at each retry: the lowest seen is about that), and its next receive PSN.
+ * The node traces its end's PSNs when the QP goes (node-rdma.c). */
+static void trace_qp_psn(struct rdma_lane *p, unsigned q)
 {
-	struct ibv_qp_attr a;
+	struct ibv_qp_attr a = { 0 };
 	struct ibv_qp_init_attr ia;
-	return ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0 ? (int)a.qp_state : -1;
+	uint32_t lo = UINT32_MAX, hi = 0;
+	int state = -1;
+	for (int i = 0; i < 20; i++) {
+		if (ibv_query_qp(p->id[q]->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN,
+				 &ia) != 0)
+			break;
+		state = (int)a.qp_state;
+		lo = a.sq_psn < lo ? a.sq_psn : lo;
+		hi = a.sq_psn > hi ? a.sq_psn : hi;
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	mc_rdma_tracef("  QP %u (qpn %u): state %d, sq_psn %#x..%#x over 1 s, rq_psn %#x", q,
+		       p->id[q]->qp->qp_num, state, lo, hi, a.rq_psn);
 }
 
 void mc_rdma_trace_fail(const char *what, int status)
@@ -330,10 +346,11 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 }
 
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
- * (lkey) to / from remote raddr.  0 or MC_ERR_TRANSFER_FAIL. */
+ * (lkey) to / from remote raddr, at most window WRs in flight per QP.  0 or
+ * MC_ERR_TRANSFER_FAIL. */
 static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
 		     char *lbuf, uint32_t lkey, uint64_t raddr, const uint32_t *rkey, bool scoped,
-		     uint64_t len)
+		     uint64_t len, unsigned window)
 {
 	/* windows are bound on the first QPs only (qps_used): start at QP 0 */
 	unsigned first = scoped ? 0 : p->next_qp;
@@ -347,7 +364,6 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		goto out;
 	}
 	mc_rdma_plan(len, r->slice, p->nqps, first, sl, n);
-	unsigned window = mc_rdma_window(r);
 	p->next_qp = (p->next_qp + 1) % p->nqps;
 	for (size_t i = 0; i < n; i++) {
 		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)(lbuf + sl[i].off), .length = sl[i].len,
@@ -404,10 +420,11 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		struct ibv_wc wc[16];
 		int k = mc_rdma_poll(c, p, wc, 16, &deadline, "no completion within the timeout");
 		if (k < 0) {
-			for (unsigned q = 0; q < p->nqps; q++)
-				mc_rdma_tracef("  QP %u (qpn %u, state %d): %u of its WRs out; %zu of %zu "
-					       "slices done", q, p->id[q]->qp->qp_num,
-					       qp_state(p->id[q]->qp), outstanding[q], done, n);
+			for (unsigned q = 0; q < p->nqps && mc_rdma_trace_on(); q++) {
+				mc_rdma_tracef("  QP %u: %u of its WRs out; %zu of %zu slices done", q,
+					       outstanding[q], done, n);
+				trace_qp_psn(p, q);
+			}
 			ret = k;
 			goto out;
 		}
@@ -415,15 +432,15 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= n) {
 				mc_rdma_trace_fail(write ? "RDMA WRITE completion" : "RDMA READ completion",
 					   (int)wc[i].status);
-				if (wc[i].wr_id < n) {
+				if (wc[i].wr_id < n && mc_rdma_trace_on()) {
 					const struct mc_rdma_slice *f = &sl[wc[i].wr_id];
-					mc_rdma_tracef("  slice %llu of %zu (%u B at +%llu) on QP %u (qpn %u, "
-						       "state %d), vendor_err %u; %zu slices done before, "
-						       "%u of its QP's out",
-						       (unsigned long long)wc[i].wr_id, n, f->len,
-						       (unsigned long long)f->off, f->qp, wc[i].qp_num,
-						       qp_state(p->id[f->qp]->qp), wc[i].vendor_err, done,
+					mc_rdma_tracef("  slice %llu of %zu (%u B at +%llu) on QP %u (qpn %u), "
+						       "vendor_err %u; %zu slices done before, %u of its "
+						       "QP's out", (unsigned long long)wc[i].wr_id, n,
+						       f->len, (unsigned long long)f->off, f->qp,
+						       wc[i].qp_num, wc[i].vendor_err, done,
 						       outstanding[f->qp]);
+					trace_qp_psn(p, f->qp);
 				}
 				ret = MC_ERR_TRANSFER_FAIL;
 				goto out;
@@ -503,6 +520,14 @@ static void scope_probe(struct mc_client *c, struct mc_rdma *r, struct rdma_lane
 	mc_rdma_lane_reset(p);
 }
 
+/* MC_TEST_RDMA_RETRY_FULL_WINDOW=1 (a test hook): a failed round runs again
+ * with the full window, as before session 12 (the bench's A/B). */
+static bool retry_full_window(void)
+{
+	const char *e = getenv("MC_TEST_RDMA_RETRY_FULL_WINDOW");
+	return e && *e && strcmp(e, "0") != 0;
+}
+
 bool mc_rdma_ready(struct mc_rdma *r)
 {
 	if (!mc_rdma_enabled(r))
@@ -565,6 +590,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	uint64_t t0 = mc_now_ns();
 	char *lbuf = NULL;
 	uint64_t off = 0, n = 0;
+	unsigned window = mc_rdma_window(r);
 	while (off < len && rc == 0) {
 		n = mr ? len : (len - off < STAGE_BYTES ? len - off : STAGE_BYTES);
 		char *src = (char *)buf + off;
@@ -577,11 +603,16 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 		}
 		for (int a = 1;; a++) {
 			rc = run_round(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey,
-				       raddr + off, keep.rkey, keep.scoped, n);
+				       raddr + off, keep.rkey, keep.scoped, n, window);
 			if (rc != MC_ERR_TRANSFER_FAIL || a == ROUND_ATTEMPTS)
 				break;
-			mc_rdma_tracef("round of %llu B at +%llu failed (attempt %d of %d): new QPs",
-				       (unsigned long long)n, (unsigned long long)off, a, ROUND_ATTEMPTS);
+			/* the rest of the transfer with one WR in flight per QP (see
+			 * RETRY_WINDOW) */
+			if (!retry_full_window())
+				window = 1;
+			mc_rdma_tracef("round of %llu B at +%llu failed (attempt %d of %d): new QPs, "
+				       "%u WR(s) in flight per QP", (unsigned long long)n,
+				       (unsigned long long)off, a, ROUND_ATTEMPTS, window);
 			/* new QPs; windows were bound on the old ones: new keys too
 			 * (as long as the grant lasts) */
 			mc_rdma_lane_reset(p);
