@@ -32,9 +32,11 @@
  * signalled; the CQ is polled (busy, yielding the CPU between empty polls)
  * until every slice completes or the client's timeout passes with no
  * completion.  An error completion or a timeout tears the peer's QPs down
- * and runs the round again on new ones (ROUND_ATTEMPTS in all); then the
- * transfer fails with MC_ERR_TRANSFER_FAIL (the caller moves to another
- * replica; the next transfer connects again).
+ * and runs the round again on new ones (ROUND_ATTEMPTS in all), with one
+ * WR in flight per QP for the rest of the transfer (several were what
+ * failed on soft-RoCE: see retry_full_window); then the transfer fails
+ * with MC_ERR_TRANSFER_FAIL (the caller moves to another replica; the
+ * next transfer connects again).
  *
  * Setup failures (no device, DATA_RDMA_INFO refused or unsupported, a
  * connection refused) move nothing and answer MC_ERR_NOT_SUPPORTED: the
