@@ -202,9 +202,23 @@ static int bind_listener(struct mc_node_transport *t, const struct mc_node_trans
 	return 0;
 }
 
+/* MC_TEST_RDMA_TRACE=1 (a test hook): the bench's QP lines, on the log. */
+static bool trace_on(void)
+{
+	const char *tr = getenv("MC_TEST_RDMA_TRACE");
+	return tr && *tr && strcmp(tr, "0");
+}
+
 /* Under mu. */
 static void conn_drop(struct mc_node_transport *t, struct rdma_cm_id *id)
 {
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	/* the client's end traces its PSNs when a round fails (client-rdma.c) */
+	if (trace_on() && id->qp &&
+	    ibv_query_qp(id->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia) == 0)
+		say(t, MC_LOG_NOTICE, "rdma: QP %u goes: state %d, rq_psn %#x, sq_psn %#x",
+		    id->qp->qp_num, (int)a.qp_state, a.rq_psn, a.sq_psn);
 	node_rdma_windows_sweep(t, id, 0);
 	for (struct rdma_conn **pp = &t->conns; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == id) {
@@ -283,10 +297,9 @@ static void on_connect_request(struct mc_node_transport *t, struct rdma_cm_event
 		return;
 	}
 	__atomic_add_fetch(&t->accepted, 1, __ATOMIC_RELAXED);
-	const char *tr = getenv("MC_TEST_RDMA_TRACE");
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
-	if (tr && *tr && strcmp(tr, "0") &&	/* the bench compares these with perftest's */
+	if (trace_on() &&	/* the bench compares these with perftest's */
 	    ibv_query_qp(id->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
 			 IBV_QP_TIMEOUT | IBV_QP_PATH_MTU, &ia) == 0)
 		say(t, MC_LOG_NOTICE, "rdma: QP %u accepted: max_dest_rd_atomic %u max_rd_atomic %u "

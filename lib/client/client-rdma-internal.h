@@ -165,6 +165,8 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 /* MC_TEST_RDMA_TRACE=1: why a transfer failed, on stderr (status: an
  * ibv_wc_status, or -1). */
 void mc_rdma_trace_fail(const char *what, int status);
+/* MC_TEST_RDMA_TRACE=1: a line on stderr ("libmooncake rdma: " first). */
+void mc_rdma_tracef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Whether MC_TEST_RDMA_TRACE=1. */
 bool mc_rdma_trace_on(void);
 
