@@ -51,12 +51,12 @@ int main(int argc, char **argv)
 	const char *ep = argc > 1 ? argv[1] : getenv("MC_BENCH_ETCD");
 	double secs = argc > 2 ? atof(argv[2]) : 2.0;
 	size_t vlen = argc > 3 ? strtoul(argv[3], NULL, 10) : 160;
-	char lk[96], bk[96], lv[32];
+	char lk[96], bk[96], lv[32], bprefix[64];
 	struct mc_etcd *e;
 	json_t *req, *ans;
 	uint64_t *lat, t0, end;
-	uint8_t *val, *pb;
-	size_t n = 0, pbn;
+	uint8_t *val, *pb = NULL;
+	size_t n = 0, pbn = 0;
 	int64_t leader_rev;
 
 	if (!ep || !*ep) {
@@ -70,7 +70,8 @@ int main(int argc, char **argv)
 	if (mc_etcd_new(ep, 5000, &e))
 		die("mc_etcd_new", NULL);
 	/* the leader key the transactions are fenced on, as a leader's */
-	snprintf(lk, sizeof(lk), "/bench-etcd-txn/%d/leader", (int)getpid());
+	snprintf(bprefix, sizeof(bprefix), "/bench-etcd-txn/%d/", (int)getpid());
+	snprintf(lk, sizeof(lk), "%sleader", bprefix);
 	snprintf(lv, sizeof(lv), "bench");
 	req = json_pack("{s:o, s:o}", "key", mc_etcd_b64(lk, strlen(lk)),
 			"value", mc_etcd_b64(lv, strlen(lv)));
@@ -96,22 +97,22 @@ int main(int argc, char **argv)
 		size_t mn;
 		uint64_t s = mc_now_ns();
 
-		snprintf(bk, sizeof(bk), "/bench-etcd-txn/%d/oplog/%020zu", (int)getpid(), n);
+		snprintf(bk, sizeof(bk), "%soplog/%020zu", bprefix, n);
 		t.cmp[0] = (struct mc_etcd_cmp){ lk, strlen(lk), leader_rev };
 		t.cmp[1] = (struct mc_etcd_cmp){ bk, strlen(bk), 0 };
 		t.put_key = bk, t.put_klen = strlen(bk), t.put_val = val, t.put_vlen = vlen;
 		t.range_key[0] = lk, t.range_klen[0] = strlen(lk);
 		t.range_key[1] = bk, t.range_klen[1] = strlen(bk);
-		pbn = mc_etcd_txn_size(&t);
-		pb = malloc(pbn);
-		if (!pb)
-			die("out of memory", NULL);
+		if (!pb) {	/* every request has the same size: fixed-width keys */
+			pbn = mc_etcd_txn_size(&t);
+			if (!(pb = malloc(pbn)))
+				die("out of memory", NULL);
+		}
 		mc_etcd_txn_encode(&t, pb);
 		if (mc_etcd_grpc(e, "/etcdserverpb.KV/Txn", pb, pbn, &msg, &mn))
 			die("txn", e);
 		if (mc_etcd_txn_decode(msg, mn, &a) || !a.succeeded)
 			die("txn: not succeeded", NULL);
-		free(pb);
 		lat[n++] = mc_now_ns() - s;
 	}
 	t0 = mc_now_ns() - t0;
@@ -119,6 +120,7 @@ int main(int argc, char **argv)
 	printf("etcdtxn txn_per_s %.0f txn/s\n", n / (t0 / 1e9));
 	printf("etcdtxn txn_p50_us %.0f us\n", lat[n / 2] / 1e3);
 	printf("etcdtxn txn_p99_us %.0f us\n", lat[n * 99 / 100] / 1e3);
+	free(pb);
 	free(lat);
 	free(val);
 	mc_etcd_free(e);

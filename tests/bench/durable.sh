@@ -94,23 +94,19 @@ cpu_per_put() {
 	for ((i = 0; i < RUNS; i++)); do
 		m0=$(cpu_ms "${cpids[0]}"); n0=$(cpu_ms "${cpids[1]}")
 		cpu_of cc env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 16 1000
+		echo -n "$cc $(($(cpu_ms "${cpids[0]}") - m0)) $(($(cpu_ms "${cpids[1]}") - n0)) " >>"$tmp/cpu"
 		r0=$(cpu_ms "$rpid")
 		cpu_of rc redis-benchmark -p "$rport" -q -t set -d 4096 -c 16 -n "$n" -r 100000
-		echo "$cc $(($(cpu_ms "${cpids[0]}") - m0)) $(($(cpu_ms "${cpids[1]}") - n0))" \
-			"$rc $(($(cpu_ms "$rpid") - r0))" >>"$tmp/cpu"
+		echo "$rc $(($(cpu_ms "$rpid") - r0))" >>"$tmp/cpu"
 		sleep 4.2
 	done
 	for col in 1 2 3 4 5; do
 		awk -v c=$col -v n=$n '{ print $c * 1000 / n }' "$tmp/cpu" | median
-	done | paste -sd' ' | {
-		read -r c m d rb rs
-		echo "durable ${name}_put4k_c16_cpu_us client $c master $m node $d total $(awk \
-			-v a="$c" -v b="$m" -v d="$d" 'BEGIN { print a + b + d }') us"
-		echo "durable redis_${name}_set4k_c16_cpu_us benchmark $rb server $rs total $(awk \
-			-v a="$rb" -v b="$rs" 'BEGIN { print a + b }') us"
-		ratio "${name}_put4k_c16_cpu_redis_vs_ours" "$(awk -v a="$rb" -v b="$rs" 'BEGIN { print a + b }')" \
-			"$(awk -v a="$c" -v b="$m" -v d="$d" 'BEGIN { print a + b + d }')"
-	}
+	done | paste -sd' ' | awk -v m="$name" '{
+		us = $1 + $2 + $3; rs = $4 + $5
+		printf "durable %s_put4k_c16_cpu_us client %g master %g node %g total %g us\n", m, $1, $2, $3, us
+		printf "durable redis_%s_set4k_c16_cpu_us benchmark %g server %g total %g us\n", m, $4, $5, rs
+		if (us > 0) printf "durable ratio %s_put4k_c16_cpu_redis_vs_ours %.2f\n", m, rs / us }'
 }
 stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
 
