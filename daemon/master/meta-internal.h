@@ -391,6 +391,10 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
  * the tenant's quota, when allowed.  True if anything was freed: retry.
  * Holds stripe and segs.lock (read), no shard lock. */
 bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a);
+/* Frees the deferred blocks of every segment whose time has come (at now):
+ * mc_meta_tick(), and a PutStart that found no room.  Returns the bytes
+ * freed.  Holds segs.lock, maybe a shard's lock (no segment lock). */
+uint64_t meta_release_due_locked(struct mc_meta *m, uint64_t now);
 /* Hold the shard's write lock. */
 int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
 	       struct mc_ref key, bool has_checksum, uint64_t checksum, uint64_t now);

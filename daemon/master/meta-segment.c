@@ -314,6 +314,17 @@ static void reap_abandoned(struct mc_meta *m, uint64_t now)
 	}
 }
 
+uint64_t meta_release_due_locked(struct mc_meta *m, uint64_t now)
+{
+	uint64_t freed = 0;
+	for (uint32_t n = 0; n < m->segs.nnames; n++) {
+		struct mc_segname *sn = &m->segs.names[n];
+		for (uint32_t i = 0; i < sn->nsegs; i++)
+			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
+	}
+	return freed;
+}
+
 uint64_t mc_meta_tick(struct mc_meta *m)
 {
 	uint64_t now = meta_now(m), freed = 0;
@@ -323,11 +334,7 @@ uint64_t mc_meta_tick(struct mc_meta *m)
 	reap_abandoned(m, now);
 	mc_meta_reclaim_tenants(m);	/* after the reaper: its tenants may be empty now */
 	pthread_rwlock_rdlock(&m->segs.lock);
-	for (uint32_t n = 0; n < m->segs.nnames; n++) {
-		struct mc_segname *sn = &m->segs.names[n];
-		for (uint32_t i = 0; i < sn->nsegs; i++)
-			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
-	}
+	freed += meta_release_due_locked(m, now);
 	pthread_rwlock_unlock(&m->segs.lock);
 	if (m->fs)
 		mc_fsroot_tick(m->fs, now);   /* DISK files, DFS ranges (meta-fs.c) */

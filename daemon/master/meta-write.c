@@ -125,6 +125,11 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		.no_wait = a->no_wait, .owner = o, .want_disk = a->cfg->write_through,
 	};
 	r = want ? mc_segmgr_place_locked(&m->segs, &req, placed) : 0;
+	/* No room: the blocks whose hold has ended (a revoked put's, a removed
+	 * object's) come back now, not at the next tick, and before anything
+	 * is evicted; a put retried after its revoke finds its space. */
+	if (r == MC_ERR_NO_AVAILABLE_HANDLE && meta_release_due_locked(m, now))
+		r = mc_segmgr_place_locked(&m->segs, &req, placed);
 	if (r < 0) {
 		__atomic_sub_fetch(&t->charged_bytes, a->size * (want + nfs), __ATOMIC_RELAXED);
 		meta_fs_unplace(m, fsrep, nfs);

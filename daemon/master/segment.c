@@ -454,10 +454,11 @@ int mc_segment_defer_block(struct mc_segment *s, uint32_t node, uint64_t release
 		s->deferred_cap = ncap;
 	}
 	s->deferred[s->ndeferred] = (struct mc_deferred){ .node = node, .release_ms = release_ms };
+	if (!s->next_release_ms || release_ms < s->next_release_ms)
+		__atomic_store_n(&s->next_release_ms, release_ms, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->deferred_bytes, mc_offalloc_node_size(s->alloc, node),
 			   __ATOMIC_RELAXED);
-	/* Atomic: mc_segment_release_expired() peeks at the count unlocked. */
-	__atomic_store_n(&s->ndeferred, s->ndeferred + 1, __ATOMIC_RELAXED);
+	s->ndeferred++;
 out:
 	pthread_mutex_unlock(&s->lock);
 	return r;
@@ -465,12 +466,15 @@ out:
 
 uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms)
 {
-	uint64_t freed = 0;
-	if (!__atomic_load_n(&s->ndeferred, __ATOMIC_RELAXED))
+	uint64_t freed = 0, next = 0;
+	uint64_t due = __atomic_load_n(&s->next_release_ms, __ATOMIC_RELAXED);
+	if (!due || due > now_ms)
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	for (uint32_t i = 0; i < s->ndeferred;) {
-		if (s->deferred[i].release_ms > now_ms) {
+		uint64_t at = s->deferred[i].release_ms;
+		if (at > now_ms) {
+			next = !next || at < next ? at : next;
 			i++;
 			continue;
 		}
@@ -481,9 +485,9 @@ uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms)
 			account_release(s, got);
 			freed += got;
 		}
-		s->deferred[i] = s->deferred[s->ndeferred - 1];
-		__atomic_store_n(&s->ndeferred, s->ndeferred - 1, __ATOMIC_RELAXED);
+		s->deferred[i] = s->deferred[--s->ndeferred];
 	}
+	__atomic_store_n(&s->next_release_ms, next, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
 	return freed;
 }

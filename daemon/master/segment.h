@@ -112,7 +112,9 @@ struct mc_segment {
 	uint64_t ndisk;           /* LOCAL_DISK replicas naming this segment (atomic;
 				   * meta-offload.c) */
 	struct mc_deferred *deferred;
-	uint32_t ndeferred, deferred_cap;   /* ndeferred: atomic stores (peeked at unlocked) */
+	uint32_t ndeferred, deferred_cap;
+	uint64_t next_release_ms; /* the earliest release_ms in deferred, 0: none (atomic
+				   * stores under lock, peeked at unlocked) */
 	pthread_mutex_t key_lock;  /* guards key (leaf) */
 	struct mc_grant_key key;  /* signs the grants of this segment's ranges (util/grant.h);
 				   * new at every mount, sent to the node in the reply */
@@ -259,7 +261,9 @@ int mc_segment_alloc_block(struct mc_segmgr *m, struct mc_segment *s, uint64_t s
 void mc_segment_release_block(struct mc_segment *s, uint32_t node);
 /* Queues a block to be freed at release_ms (nobody may read it until then). */
 int mc_segment_defer_block(struct mc_segment *s, uint32_t node, uint64_t release_ms);
-/* Frees the deferred blocks whose time has come; returns bytes freed. */
+/* Frees the deferred blocks whose time has come; returns bytes freed.  When
+ * none has, it costs an unlocked peek (PutStart asks whenever it finds no
+ * room). */
 uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms);
 static inline uint64_t mc_segment_used(const struct mc_segment *s)
 {

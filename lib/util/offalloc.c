@@ -34,7 +34,7 @@
  * of r units sits in round_down(r), where the next request of r looks first.
  * Filling 1 GiB with uniform KV-block sizes (4 KiB, 16 KiB + 17, 64 KiB,
  * 1 MiB, 4 MiB + 1) gives 0.996..1.0 utilisation, still so after random churn
- * (tests/unit/test-offalloc.c, tests/bench/bench-offalloc.c).
+ * (tests/unit/test-offalloc-random.c, tests/bench/bench-offalloc.c).
  *
  * Release is O(1): the node absorbs its previous and next address neighbours
  * if they are free (their slots go to the slot stack) and joins the bin of

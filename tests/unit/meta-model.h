@@ -79,6 +79,7 @@ static struct {
 	struct {                /* what the run went through (each must happen) */
 		uint32_t rc[16];
 		uint32_t takeover, unmount_drop, unmount_erase, tick_freed, deferred;
+		uint32_t put_freed;     /* puts without room that freed due blocks */
 		uint32_t upsert_start, upsert_swap, upsert_promote;
 	} cov;
 } M;
@@ -273,6 +274,21 @@ static inline void model_drop_blocks(const struct mobj *o, uint64_t release_ms)
 	}
 }
 
+/* The deferred blocks whose time has come leave; returns their bytes. */
+static inline uint64_t model_release_due(void)
+{
+	uint64_t freed = 0;
+	for (uint32_t i = 0; i < M.ndef;) {
+		if (M.def[i].release <= now()) {
+			freed += M.def[i].size;
+			M.def[i] = M.def[--M.ndef];
+		} else {
+			i++;
+		}
+	}
+	return freed;
+}
+
 /* PutStart (UpsertStart with upsert); *ret_o: the object placed. */
 static inline int model_put_start(int t, int k, int c, uint64_t size, uint32_t nrep, bool upsert,
 			   uint32_t *placed, struct mobj **ret_o)
@@ -298,8 +314,10 @@ static inline int model_put_start(int t, int k, int c, uint64_t size, uint32_t n
 	if (M.quota[t] && model_charged(t) + size * nrep > M.quota[t])
 		return MC_ERR_TENANT_QUOTA_EXCEEDED;
 	uint32_t names = model_names_avail();
-	if (!names)
+	if (!names) {
+		M.cov.put_freed += model_release_due() > 0;   /* what is due goes at once */
 		return MC_ERR_NO_AVAILABLE_HANDLE;
+	}
 	*placed = MC_MIN(nrep, names);
 	*o = (struct mobj){ .state = PROC, .writer = (uint8_t)c, .size = size, .time = now() };
 	M.cov.upsert_start += o == &M.pend[t][k];
@@ -475,7 +493,6 @@ static inline void model_erase(struct mobj *o);
 
 static inline uint64_t model_tick(void)
 {
-	uint64_t freed = 0;
 	/* Writes abandoned for the release timeout are revoked (blocks freed
 	 * at once; not part of what the tick reports). */
 	for (int t = 0; t < NTEN; t++)
@@ -485,15 +502,7 @@ static inline uint64_t model_tick(void)
 			if (M.pend[t][k].state == PROC && M.pend[t][k].time + RELEASE <= now())
 				model_erase(&M.pend[t][k]);   /* the old value stays */
 		}
-	for (uint32_t i = 0; i < M.ndef;) {
-		if (M.def[i].release <= now()) {
-			freed += M.def[i].size;
-			M.def[i] = M.def[--M.ndef];
-		} else {
-			i++;
-		}
-	}
-	return freed;
+	return model_release_due();
 }
 
 static inline void model_unmount(int s)

@@ -556,17 +556,18 @@ static void run_seed(uint64_t seed)
 	for (uint32_t i = 0; i < NCOVERED; i++)
 		EXPECT(M.cov.rc[i] > 0, "the run never saw %s", mc_error_name(covered_rcs[i]));
 	EXPECT(M.cov.takeover && M.cov.unmount_drop && M.cov.unmount_erase && M.cov.tick_freed &&
-	       M.cov.deferred, "takeovers %u, unmount drops %u/%u, ticks freeing %u, deferrals %u",
+	       M.cov.deferred && M.cov.put_freed,
+	       "takeovers %u, unmount drops %u/%u, ticks freeing %u, deferrals %u, puts freeing %u",
 	       M.cov.takeover, M.cov.unmount_drop, M.cov.unmount_erase, M.cov.tick_freed,
-	       M.cov.deferred);
+	       M.cov.deferred, M.cov.put_freed);
 	EXPECT(M.cov.upsert_start && M.cov.upsert_swap, "upserts beside a value %u, swapped %u",
 	       M.cov.upsert_start, M.cov.upsert_swap);
 	if (getenv("MC_TEST_VERBOSE")) {
 		for (uint32_t i = 0; i < NCOVERED; i++)
 			print_message("# %-24s %u\n", mc_error_name(covered_rcs[i]), M.cov.rc[i]);
-		print_message("# takeovers %u, unmount drops %u (objects %u), ticks freeing %u, deferrals %u\n",
-			      M.cov.takeover, M.cov.unmount_drop, M.cov.unmount_erase,
-			      M.cov.tick_freed, M.cov.deferred);
+		print_message("# takeovers %u, unmount drops %u (objects %u), ticks freeing %u, "
+			      "deferrals %u, puts freeing %u\n", M.cov.takeover, M.cov.unmount_drop,
+			      M.cov.unmount_erase, M.cov.tick_freed, M.cov.deferred, M.cov.put_freed);
 		print_message("# upserts beside a value %u, swapped %u, promoted by an unmount %u\n",
 			      M.cov.upsert_start, M.cov.upsert_swap, M.cov.upsert_promote);
 	}

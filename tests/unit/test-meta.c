@@ -264,6 +264,44 @@ static void test_put_end_and_revoke(void **state)
 	assert_rc(put(m, C2, DFLT, "r", 10, 1), 0);
 }
 
+/* A put that finds no room takes the blocks whose hold has ended at once,
+ * not at the next tick (up to a second later in the master): a put retried
+ * after its revoke (a cut connection), or after a remove, of the same size. */
+static void test_put_takes_released_blocks(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	struct mc_put_config cfg = pcfg(1);
+	struct mc_ref key = ref_str("b");
+	uint64_t size = 3 * MiB;
+	int st = 1;
+
+	assert_rc(mount_seg(m, C1, 1, "node-a", 4 * MiB), 0);
+	uint64_t t0 = now_of(f);
+	assert_rc(put_start(m, C1, DFLT, "r", size, 1), 0);
+	assert_rc(mc_meta_put_revoke(m, C1, DFLT, ref_str("r")), 0);
+	/* held while the writer's grants may still write */
+	set_now(f, t0 + GRANT - 1);
+	assert_rc(put_start(m, C1, DFLT, "r", size, 1), MC_ERR_NO_AVAILABLE_HANDLE);
+	assert_int_equal(meta_allocated(m), size);
+	/* their end: the retry gets them, no tick in between */
+	set_now(f, t0 + GRANT);
+	assert_rc(put(m, C1, DFLT, "r", size, 1), 0);
+	assert_int_equal(meta_allocated(m), size);
+
+	/* a removed object's blocks, to a batch put */
+	uint64_t t1 = now_of(f);
+	assert_rc(mc_meta_remove(m, DFLT, ref_str("r"), false), 0);
+	set_now(f, t1 + GRANT - 1);
+	assert_rc(mc_meta_batch_put_start(m, C1, DFLT, &key, &size, 1, &cfg, &st, NULL, NULL), 0);
+	assert_rc(st, MC_ERR_NO_AVAILABLE_HANDLE);
+	set_now(f, t1 + GRANT);
+	assert_rc(mc_meta_batch_put_start(m, C1, DFLT, &key, &size, 1, &cfg, &st, NULL, NULL), 0);
+	assert_rc(st, 0);
+	assert_int_equal(meta_allocated(m), size);
+	assert_int_equal(mc_meta_tick(m), 0);   /* nothing was left for it */
+}
+
 /* ---- leases and Remove -------------------------------------------------------- */
 
 static void test_exist_grants_lease(void **state)
@@ -601,6 +639,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_stale_takeover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_end_and_revoke, setup_grant, teardown),
 		cmocka_unit_test_setup_teardown(test_write_grant_holds_blocks, setup_grant, teardown),
+		cmocka_unit_test_setup_teardown(test_put_takes_released_blocks, setup_grant, teardown),
 		cmocka_unit_test_setup_teardown(test_exist_grants_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get_lease_and_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_processing, setup, teardown),
