@@ -13,7 +13,7 @@
 # one.  What each VM does: image/test/rdma/run.  Consoles and results in
 # OUT.  --bench also runs the benchmark (out/bench.txt of vm2), its parts
 # chosen by RDMA_BENCH_PARTS, FAIR_ROUNDS, FAIR_DEPTH, FAIR_VARIANTS,
-# LARGE_ROUNDS, LARGE_COUNT, PUT4_ROUNDS, PERF_TIMEOUT
+# LARGE_ROUNDS, LARGE_COUNT, PUT4_ROUNDS, W4_ROUNDS, W4_VARIANTS, PERF_TIMEOUT
 # (image/test/rdma/bench); RDMA_BENCH_ONLY=1 skips the test steps (a
 # measurement only: not a test).
 #
@@ -52,7 +52,7 @@ if [ "$bench" = 1 ]; then
 	cp "$cb" "$stage/bin/"
 	cp "$here/rdma/bench" "$stage/bench"
 	# which parts and how (image/test/rdma/bench)
-	for v in RDMA_BENCH_PARTS FAIR_ROUNDS FAIR_DEPTH FAIR_VARIANTS LARGE_ROUNDS LARGE_COUNT PUT4_ROUNDS PERF_TIMEOUT RDMA_BENCH_ONLY; do
+	for v in RDMA_BENCH_PARTS FAIR_ROUNDS FAIR_DEPTH FAIR_VARIANTS LARGE_ROUNDS LARGE_COUNT PUT4_ROUNDS W4_ROUNDS W4_VARIANTS PERF_TIMEOUT RDMA_BENCH_ONLY; do
 		[ -n "${!v:-}" ] && echo "$v=${!v}"
 	done >"$stage/bench.env"
 fi
