@@ -283,8 +283,8 @@ static void trace_qp_psn(struct rdma_lane *p, unsigned q)
 	struct ibv_qp_attr a = { 0 };
 	struct ibv_qp_init_attr ia;
 	uint32_t lo = UINT32_MAX, hi = 0;
-	int state = -1;
-	for (int i = 0; i < 20; i++) {
+	int state = -1, i;
+	for (i = 0; i < 20; i++) {
 		if (ibv_query_qp(p->id[q]->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN,
 				 &ia) != 0)
 			break;
@@ -296,8 +296,8 @@ static void trace_qp_psn(struct rdma_lane *p, unsigned q)
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	mc_rdma_tracef("  QP %u (qpn %u): state %d, sq_psn %#x..%#x over 1 s, rq_psn %#x", q,
-		       p->id[q]->qp->qp_num, state, lo, hi, a.rq_psn);
+	mc_rdma_tracef("  QP %u (qpn %u): state %d, sq_psn %#x..%#x over %d ms, rq_psn %#x", q,
+		       p->id[q]->qp->qp_num, state, lo, hi, i * 50, a.rq_psn);
 }
 
 void mc_rdma_trace_fail(const char *what, int status)
@@ -460,12 +460,8 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 		}
 	}
 out:
-	/* the slices are in order: the landed prefix ends at the first one not done */
-	for (size_t i = 0; ok && i <= n; i++)
-		if (i == n || !ok[i]) {
-			*landed = i == n ? len : sl[i].off;
-			break;
-		}
+	if (ok)
+		*landed = mc_rdma_landed(sl, ok, n, len);
 	free(ok);
 	free(sl);
 	free(wr);
