@@ -351,6 +351,26 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 	return 0;
 }
 
+/* MC_TEST_RDMA_FAIL_AT=K (a test hook, like MC_TEST_RDMA_TRACE): the first
+ * round of the process with more than K slices fails at slice K's
+ * completion (as an error completion would; the slice itself landed), so
+ * that a test sees a failed round resume byte-exact.  Once per process. */
+static bool fail_at(size_t slice, size_t n)
+{
+	static long long at = -2;	/* -2: not read yet; -1: off, or fired */
+	long long k = __atomic_load_n(&at, __ATOMIC_RELAXED);
+	if (k == -2) {
+		const char *e = getenv("MC_TEST_RDMA_FAIL_AT");
+		k = e && *e ? (long long)strtoull(e, NULL, 10) : -1;
+		__atomic_store_n(&at, k, __ATOMIC_RELAXED);
+	}
+	if (k < 0 || (size_t)k != slice || (size_t)k >= n ||
+	    !__atomic_compare_exchange_n(&at, &k, -1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return false;
+	mc_rdma_tracef("MC_TEST_RDMA_FAIL_AT: slice %zu of %zu fails", slice, n);
+	return true;
+}
+
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr, at most window WRs in flight per QP.  0 or
  * MC_ERR_TRANSFER_FAIL; *landed (on failure too: where a retry may start)
@@ -438,6 +458,11 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 			goto out;
 		}
 		for (int i = 0; i < k; i++) {
+			if (wc[i].wr_id < n && wc[i].status == IBV_WC_SUCCESS &&
+			    fail_at(wc[i].wr_id, n)) {
+				ret = MC_ERR_TRANSFER_FAIL;
+				goto out;
+			}
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= n) {
 				mc_rdma_trace_fail(write ? "RDMA WRITE completion" : "RDMA READ completion",
 					   (int)wc[i].status);
