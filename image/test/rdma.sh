@@ -13,9 +13,10 @@
 # one.  What each VM does: image/test/rdma/run.  Consoles and results in
 # OUT.  --bench also runs the benchmark (out/bench.txt of vm2), its parts
 # chosen by RDMA_BENCH_PARTS, FAIR_ROUNDS, FAIR_DEPTH, FAIR_VARIANTS,
-# LARGE_ROUNDS, LARGE_COUNT, PUT4_ROUNDS, PERF_TIMEOUT
-# (image/test/rdma/bench); RDMA_BENCH_ONLY=1 skips the test steps (a
-# measurement only: not a test).
+# LARGE_ROUNDS, LARGE_COUNT, PUT4_ROUNDS, W4_ROUNDS, W4_VARIANTS,
+# W4_IB_TIMEOUTS, PERF_TIMEOUT (image/test/rdma/bench), and RDMA_BENCH_BINS
+# (files put into its bin/, e.g. another tree's client-bench);
+# RDMA_BENCH_ONLY=1 skips the test steps (a measurement only: not a test).
 #
 # The VMs' link: RDMA_NET_LINK (image/vm.sh --link), stream by default (one
 # Unix stream socket between the two qemus: lossless); mcast is the shared
@@ -51,8 +52,10 @@ if [ "$bench" = 1 ]; then
 	[ -x "$cb" ] || { echo "test-rdma: $cb is missing: make test-build"; exit 1; }
 	cp "$cb" "$stage/bin/"
 	cp "$here/rdma/bench" "$stage/bench"
+	# more client-bench builds for the bench's variants (CB=NAME)
+	for b in ${RDMA_BENCH_BINS:-}; do cp "$b" "$stage/bin/"; done
 	# which parts and how (image/test/rdma/bench)
-	for v in RDMA_BENCH_PARTS FAIR_ROUNDS FAIR_DEPTH FAIR_VARIANTS LARGE_ROUNDS LARGE_COUNT PUT4_ROUNDS PERF_TIMEOUT RDMA_BENCH_ONLY; do
+	for v in RDMA_BENCH_PARTS FAIR_ROUNDS FAIR_DEPTH FAIR_VARIANTS LARGE_ROUNDS LARGE_COUNT PUT4_ROUNDS W4_ROUNDS W4_VARIANTS W4_IB_TIMEOUTS PERF_TIMEOUT RDMA_BENCH_ONLY; do
 		[ -n "${!v:-}" ] && echo "$v=${!v}"
 	done >"$stage/bench.env"
 fi

@@ -32,7 +32,8 @@
  * signalled; the CQ is polled (busy, yielding the CPU between empty polls)
  * until every slice completes or the client's timeout passes with no
  * completion.  An error completion or a timeout tears the peer's QPs down
- * and runs the round again on new ones (ROUND_ATTEMPTS in all), with one
+ * and runs the rest of the round again on new ones, from its first slice
+ * that did not complete (ROUND_ATTEMPTS in all), with one
  * WR in flight per QP for the rest of the transfer (several were what
  * failed on soft-RoCE: see retry_full_window); then the transfer fails
  * with MC_ERR_TRANSFER_FAIL (the caller moves to another replica; the
@@ -274,26 +275,29 @@ void mc_rdma_tracef(const char *fmt, ...)
 
 /* MC_TEST_RDMA_TRACE=1, a round failed: QP q's state and next send PSN, sampled
  * 20 times 50 ms apart (soft-RoCE resends from its oldest unacknowledged PSN
- * at each retry: the lowest seen is about that), and its next receive PSN.
+ * at each retry: the lowest seen is about that; once, in the error state),
+ * and its next receive PSN.
  * The node traces its end's PSNs when the QP goes (node-rdma.c). */
 static void trace_qp_psn(struct rdma_lane *p, unsigned q)
 {
 	struct ibv_qp_attr a = { 0 };
 	struct ibv_qp_init_attr ia;
 	uint32_t lo = UINT32_MAX, hi = 0;
-	int state = -1;
-	for (int i = 0; i < 20; i++) {
+	int state = -1, i;
+	for (i = 0; i < 20; i++) {
 		if (ibv_query_qp(p->id[q]->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN,
 				 &ia) != 0)
 			break;
 		state = (int)a.qp_state;
 		lo = a.sq_psn < lo ? a.sq_psn : lo;
 		hi = a.sq_psn > hi ? a.sq_psn : hi;
+		if (a.qp_state == IBV_QPS_ERR)
+			break;	/* it sends no more: one sample (no 1 s in the bench's time) */
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	mc_rdma_tracef("  QP %u (qpn %u): state %d, sq_psn %#x..%#x over 1 s, rq_psn %#x", q,
-		       p->id[q]->qp->qp_num, state, lo, hi, a.rq_psn);
+	mc_rdma_tracef("  QP %u (qpn %u): state %d, sq_psn %#x..%#x over %d ms, rq_psn %#x", q,
+		       p->id[q]->qp->qp_num, state, lo, hi, i * 50, a.rq_psn);
 }
 
 void mc_rdma_trace_fail(const char *what, int status)
@@ -347,12 +351,33 @@ int mc_rdma_poll(const struct mc_client *c, struct rdma_lane *p, struct ibv_wc *
 	return 0;
 }
 
+/* MC_TEST_RDMA_FAIL_AT=K (a test hook, like MC_TEST_RDMA_TRACE): the first
+ * round of the process with more than K slices fails at slice K's
+ * completion (as an error completion would; the slice itself landed), so
+ * that a test sees a failed round resume byte-exact.  Once per process. */
+static bool fail_at(size_t slice, size_t n)
+{
+	static long long at = -2;	/* -2: not read yet; -1: off, or fired */
+	long long k = __atomic_load_n(&at, __ATOMIC_RELAXED);
+	if (k == -2) {
+		const char *e = getenv("MC_TEST_RDMA_FAIL_AT");
+		k = e && *e ? (long long)strtoull(e, NULL, 10) : -1;
+		__atomic_store_n(&at, k, __ATOMIC_RELAXED);
+	}
+	if (k < 0 || (size_t)k != slice || (size_t)k >= n ||
+	    !__atomic_compare_exchange_n(&at, &k, -1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return false;
+	mc_rdma_tracef("MC_TEST_RDMA_FAIL_AT: slice %zu of %zu fails", slice, n);
+	return true;
+}
+
 /* Posts and completes the slices of one round: local [lbuf, lbuf + len)
  * (lkey) to / from remote raddr, at most window WRs in flight per QP.  0 or
- * MC_ERR_TRANSFER_FAIL. */
+ * MC_ERR_TRANSFER_FAIL; *landed (on failure too: where a retry may start)
+ * the bytes from the start whose slices all completed successfully. */
 static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p, bool write,
 		     char *lbuf, uint32_t lkey, uint64_t raddr, const uint32_t *rkey, bool scoped,
-		     uint64_t len, unsigned window)
+		     uint64_t len, unsigned window, uint64_t *landed)
 {
 	/* windows are bound on the first QPs only (qps_used): start at QP 0 */
 	unsigned first = scoped ? 0 : p->next_qp;
@@ -360,8 +385,10 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 	struct mc_rdma_slice *sl = calloc(n, sizeof(*sl));
 	struct ibv_send_wr *wr = calloc(n, sizeof(*wr));
 	struct ibv_sge *sge = calloc(n, sizeof(*sge));
+	bool *ok = calloc(n, sizeof(*ok));
 	int ret = 0;
-	if (!sl || !wr || !sge) {
+	*landed = 0;
+	if (!sl || !wr || !sge || !ok) {
 		ret = MC_ERR_NO_MEMORY;
 		goto out;
 	}
@@ -431,6 +458,11 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 			goto out;
 		}
 		for (int i = 0; i < k; i++) {
+			if (wc[i].wr_id < n && wc[i].status == IBV_WC_SUCCESS &&
+			    fail_at(wc[i].wr_id, n)) {
+				ret = MC_ERR_TRANSFER_FAIL;
+				goto out;
+			}
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= n) {
 				mc_rdma_trace_fail(write ? "RDMA WRITE completion" : "RDMA READ completion",
 					   (int)wc[i].status);
@@ -448,10 +480,14 @@ static int run_round(struct mc_client *c, struct mc_rdma *r, struct rdma_lane *p
 				goto out;
 			}
 			outstanding[sl[wc[i].wr_id].qp]--;
+			ok[wc[i].wr_id] = true;
 			done++;
 		}
 	}
 out:
+	if (ok)
+		*landed = mc_rdma_landed(sl, ok, n, len);
+	free(ok);
 	free(sl);
 	free(wr);
 	free(sge);
@@ -610,18 +646,29 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 			if (st)
 				XXH3_64bits_update(st, src, n);
 		}
+		/* at: the bytes of this round that landed (a failed attempt's
+		 * completed prefix is not moved again) */
+		uint64_t at = 0;
 		for (int a = 1;; a++) {
-			rc = run_round(c, r, p, write, lbuf, mr ? mr->lkey : p->stage_mr->lkey,
-				       raddr + off, keep.rkey, keep.scoped, n, window);
+			uint64_t landed;
+			rc = run_round(c, r, p, write, lbuf + at, mr ? mr->lkey : p->stage_mr->lkey,
+				       raddr + off + at, keep.rkey, keep.scoped, n - at, window, &landed);
+			if (rc == 0)
+				break;
+			/* a READ's landed bytes leave the staging buffer before it goes */
+			if (!mr && !write)
+				memcpy(src + at, lbuf + at, landed);
+			at += landed;
 			if (rc != MC_ERR_TRANSFER_FAIL || a == ROUND_ATTEMPTS)
 				break;
 			/* the rest of the transfer with one WR in flight per QP (see
-			 * RETRY_WINDOW) */
+			 * retry_full_window) */
 			if (!retry_full_window())
 				window = 1;
-			mc_rdma_tracef("round of %llu B at +%llu failed (attempt %d of %d): new QPs, "
-				       "%u WR(s) in flight per QP", (unsigned long long)n,
-				       (unsigned long long)off, a, ROUND_ATTEMPTS, window);
+			mc_rdma_tracef("round of %llu B at +%llu failed (attempt %d of %d) with %llu B "
+				       "landed: new QPs, the rest with %u WR(s) in flight per QP",
+				       (unsigned long long)n, (unsigned long long)off, a, ROUND_ATTEMPTS,
+				       (unsigned long long)at, window);
 			/* new QPs; windows were bound on the old ones: new keys too
 			 * (as long as the grant lasts) */
 			mc_rdma_lane_reset(p);
@@ -644,14 +691,14 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 					break;
 				lbuf = p->stage;
 				if (write)
-					memcpy(lbuf, src, n);
+					memcpy(lbuf + at, src + at, n - at);
 			}
 		}
 		if (rc < 0)
 			break;
 		if (!write) {
 			if (!mr)
-				memcpy(src, lbuf, n);
+				memcpy(src + at, lbuf + at, n - at);
 			if (st)
 				XXH3_64bits_update(st, src, n);
 		}

@@ -37,6 +37,14 @@ size_t mc_rdma_plan(uint64_t len, uint64_t slice, unsigned nqps, unsigned first,
 	return n;
 }
 
+uint64_t mc_rdma_landed(const struct mc_rdma_slice *sl, const bool *done, size_t n, uint64_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!done[i])
+			return sl[i].off;
+	return len;
+}
+
 enum mc_transport mc_rdma_choose(const struct mc_rdma_choice *c)
 {
 	if (c->shm)

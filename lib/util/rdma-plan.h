@@ -7,7 +7,7 @@
  *
  *   - which transport carries one replica's transfer (mc_rdma_choose);
  *   - how a transfer is cut into slices spread over the QPs of a peer
- *     (mc_rdma_plan);
+ *     (mc_rdma_plan), and where a failed round may resume (mc_rdma_landed);
  *   - whether a remote range lies inside the memory region the node
  *     advertised for the segment, and its remote address
  *     (mc_rdma_remote_addr);
@@ -49,6 +49,16 @@ struct mc_rdma_slice {
  */
 size_t mc_rdma_plan(uint64_t len, uint64_t slice, unsigned nqps, unsigned first,
 		    struct mc_rdma_slice *out, size_t max);
+
+/*
+ * The bytes from the start of a round of len bytes, cut into the n slices
+ * sl (mc_rdma_plan: in order) of which done[i] completed, that all
+ * landed: the offset of the first slice not done, len when all are.  A
+ * round that failed runs again from there (the slices after it that did
+ * complete are moved again: a WRITE or READ of the same range is
+ * idempotent).
+ */
+uint64_t mc_rdma_landed(const struct mc_rdma_slice *sl, const bool *done, size_t n, uint64_t len);
 
 /* What a transfer needs to know to choose its transport. */
 struct mc_rdma_choice {

@@ -3,10 +3,10 @@
  * test-rdma-plan.c - what the RDMA data plane decides without a device
  * (util/rdma-plan.h) and the bytes of DATA_RDMA_INFO (proto.def): slices
  * cover a transfer exactly once, in order, spread over the QPs and within
- * the slice size; the transport choice per replica (shm, RDMA, TCP
- * fallback); remote ranges outside the node's region refused (overflow
- * included); the rdma_cm host of an endpoint; DATA_RDMA_INFO's layout and
- * DATA_RDMA_INFO_BATCH's.
+ * the slice size; a failed round's landed prefix; the transport choice per
+ * replica (shm, RDMA, TCP fallback); remote ranges outside the node's
+ * region refused (overflow included); the rdma_cm host of an endpoint;
+ * DATA_RDMA_INFO's layout and DATA_RDMA_INFO_BATCH's.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,6 +84,25 @@ static void test_plan_shapes(void **state)
 	/* 16 QPs at most */
 	assert_int_equal(mc_rdma_plan(64u << 20, 1 << 20, 1000, 0, s, 64), 64);
 	assert_int_equal(s[17].qp, 1);
+}
+
+/* A failed round resumes at its first slice not done: what completed
+ * after it (another QP's slices) is moved again, nothing before it is. */
+static void test_landed(void **state)
+{
+	(void)state;
+	struct mc_rdma_slice s[8];
+	bool done[8] = { false };
+	uint64_t len = (7u << 16) + 100;
+	assert_int_equal(mc_rdma_plan(len, 1 << 16, 2, 1, s, 8), 8);
+	assert_int_equal(mc_rdma_landed(s, done, 8, len), 0);
+	done[0] = done[1] = done[3] = done[4] = true;	/* slice 2 (a QP's) failed */
+	assert_int_equal(mc_rdma_landed(s, done, 8, len), 2u << 16);
+	done[2] = done[5] = done[6] = true;
+	assert_int_equal(mc_rdma_landed(s, done, 8, len), 7u << 16);
+	done[7] = true;
+	assert_int_equal(mc_rdma_landed(s, done, 8, len), len);
+	assert_int_equal(mc_rdma_landed(s, done, 0, 0), 0);
 }
 
 static void test_choose(void **state)
@@ -277,6 +296,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_plan_shapes),
+		cmocka_unit_test(test_landed),
 		cmocka_unit_test(test_choose),
 		cmocka_unit_test(test_remote_range),
 		cmocka_unit_test(test_endpoint_host),
