@@ -420,7 +420,8 @@ static int node_start(struct node *n)
 	n->cred = (struct mc_rpc_cred){ .secret = n->admit.secret, .secret_len = n->admit.secret_len,
 					.client_id = n->segs.client_id };
 	struct mc_node_end_config ec = { .master = c->master, .cred = &n->cred,
-					 .node_id = n->segs.client_id, .log = mc_log_cb };
+					 .node_id = n->segs.client_id, .grants = &n->grants,
+					 .log = mc_log_cb };
 	int r = c->end_puts ? mc_node_end_start(&ec, &n->ender) : 0;
 	if (r < 0)
 		return r;

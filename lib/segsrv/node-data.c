@@ -64,6 +64,16 @@ static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 	return write_dst(ctx, call->req, call->hdr->attach_len, dst);
 }
 
+/* Whether a grant's tenant is the request's (the master signed it for
+ * that tenant); a grant that does not decode fails its check later. */
+static bool tenant_of_grant(struct mc_bytes grant, struct mc_bytes tenant)
+{
+	struct mc_grant g;
+	return mc_grant_decode(grant.p, grant.len, &g) < 0 ||
+	       (g.tenant_len == tenant.len && (!g.tenant_len || memcmp(g.tenant, tenant.p,
+								       g.tenant_len) == 0));
+}
+
 /* DATA_WRITE_END, before the attachment: DATA_WRITE's checks, and the
  * put it ends must be of the tenant its grant names (the master signed
  * the grant for that put: node-end.h, proto.def). */
@@ -71,21 +81,53 @@ static int a_data_write_end(void *ctx, const struct mc_rpc_call *call, void **ds
 {
 	const struct mc_node_grants *gr = ctx;
 	const struct mc_msg_data_write_end_req *q = call->req;
-	struct mc_grant g;
 	if (!gr->ender)
 		return MC_ERR_NOT_SUPPORTED;	/* the client ends its put itself */
-	if (mc_grant_decode(q->grant.p, q->grant.len, &g) == 0 &&
-	    (g.tenant_len != q->tenant.len ||
-	     (g.tenant_len && memcmp(g.tenant, q->tenant.p, g.tenant_len) != 0)))
+	if (!tenant_of_grant(q->grant, q->tenant))
 		return MC_ERR_GRANT_DENIED;
 	return write_dst(ctx, call->req, call->hdr->attach_len, dst);
 }
 
-/* A write's attachment is over (rpc-server.h): no more bytes go to its range. */
-static void a_end(void *ctx, const struct mc_frame_hdr *hdr)
+/* DATA_PUT, before the attachment: the PUT grant of the segment (its
+ * tenant the put's), then the value goes into a buffer of the ender's
+ * (node-end.h "Relayed puts"). */
+static int a_data_put(void *ctx, const struct mc_rpc_call *call, void **dst)
 {
+	struct mc_node_grants *gr = ctx;
+	const struct mc_msg_data_put_req *q = call->req;
+	const struct mc_node_segment *g = mc_node_segment_find(gr->segs, q->segment_id);
+	if (!gr->ender)
+		return MC_ERR_NOT_SUPPORTED;
+	if (!tenant_of_grant(q->grant, q->tenant))
+		return MC_ERR_GRANT_DENIED;
+	int r = mc_node_grants_check(gr, MC_GRANT_PUT, q->segment_id, 0, g ? g->size : 0,
+				     q->grant.p, q->grant.len);
+	if (r == 0 && !g)
+		r = MC_ERR_SEGMENT_NOT_FOUND;
+	if (r == 0)
+		r = mc_node_end_put_new(gr->ender, q, call->hdr->attach_len, dst);
+	return r;
+}
+
+/* DATA_PUT, after it: the value is all there; the reply waits for the
+ * put's start, copy and end (node-end.h). */
+static int h_data_put(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_grants *gr = ctx;
+	if (!call->defer || !call->attach)	/* a data plane without parked replies */
+		return MC_ERR_NOT_SUPPORTED;
+	return mc_node_end_put_submit(gr->ender, call->attach, call->defer);
+}
+
+/* A write's attachment is over (rpc-server.h): no more bytes go to its
+ * range; a relayed put's buffer is the ender's from now on. */
+static void a_end(void *ctx, const struct mc_frame_hdr *hdr, void *dst)
+{
+	const struct mc_node_grants *gr = ctx;
 	if (hdr->opcode == MC_OP_DATA_WRITE || hdr->opcode == MC_OP_DATA_WRITE_END)
 		mc_node_grants_write_end(ctx);
+	else if (hdr->opcode == MC_OP_DATA_PUT && dst)
+		mc_node_end_put_release(gr->ender, dst);
 }
 
 /* DATA_WRITE, after it: the bytes are in place. */
@@ -215,5 +257,6 @@ void mc_node_data_handlers(struct mc_rpc_handlers *h)
 	memcpy(h->fn, node_fn, sizeof(h->fn));
 	h->attach[MC_OPI_DATA_WRITE] = a_data_write;
 	h->attach[MC_OPI_DATA_WRITE_END] = a_data_write_end;
+	h->attach[MC_OPI_DATA_PUT] = a_data_put;
 	h->attach_end = a_end;
 }
