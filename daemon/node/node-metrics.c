@@ -232,7 +232,8 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				 "Puts this node ended at the master for their clients "
 				 "(DATA_WRITE_END)." },
 		[V_PUT_END_BATCHES] = { MC_METRIC_COUNTER, "mooncake_node_put_end_batches_total",
-					"BATCH_NODE_PUT_END calls that carried them to the master." },
+					"BATCH_NODE_PUT_END calls that carried them (and the relayed "
+					"puts' ends) to the master." },
 		[V_PUT_ENDS_FAILED] = { MC_METRIC_COUNTER, "mooncake_node_put_ends_failed_total",
 					"Of the put ends and relayed puts, those answered with an "
 					"error (the master's or the link's)." },
