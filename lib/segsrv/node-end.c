@@ -141,6 +141,16 @@ static struct end *end_of_value(void *dst)
 	return x;
 }
 
+/* b copied to *p (moved past it): the copy. */
+static struct mc_bytes copy_in(uint8_t **p, struct mc_bytes b)
+{
+	struct mc_bytes r = MC_BYTES(*p, b.len);
+	if (b.len)
+		memcpy(*p, b.p, b.len);
+	*p += b.len;
+	return r;
+}
+
 int mc_node_end_put_new(struct mc_node_end *e, const struct mc_msg_data_put_req *q, size_t len,
 			void **ret_dst)
 {
@@ -176,14 +186,9 @@ int mc_node_end_put_new(struct mc_node_end *e, const struct mc_msg_data_put_req 
 						   .has_checksum = q->has_checksum,
 						   .checksum = q->checksum };
 	x->config = *c;
-	memcpy(p, q->tenant.p, q->tenant.len);
-	x->it.tenant = MC_BYTES(p, q->tenant.len);
-	p += q->tenant.len;
-	memcpy(p, q->key.p, q->key.len);
-	x->it.key = MC_BYTES(p, q->key.len);
-	p += q->key.len;
-	memcpy(p, c->group_id.p, c->group_id.len);
-	x->config.group_id = MC_BYTES(p, c->group_id.len);
+	x->it.tenant = copy_in(&p, q->tenant);
+	x->it.key = copy_in(&p, q->key);
+	x->config.group_id = copy_in(&p, c->group_id);
 	x->config.preferred_segments = NULL;
 	x->value = (uint8_t *)x + voff;
 	memcpy(x->value - sizeof(x), &x, sizeof(x));
