@@ -181,6 +181,48 @@ int h_batch_node_put_end(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return mrpc_batch_statuses(call->arena, st, n, &p->status, &p->n_status);
 }
 
+/* The starts of puts a node holds for its clients (DATA_PUT): each placed
+ * on its item's segment or nowhere (mc_meta_node_put_start), with the
+ * block's WRITE grant for the node's write fence. */
+int h_batch_node_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	struct mc_master_rpc *m = ctx;
+	REQ(batch_node_put_start_req);
+	RESP(batch_node_put_start_resp);
+	uint32_t n = q->n_items;
+	struct mc_msg_node_put_start_placed *out = mc_arena_calloc(call->arena, n ? n : 1,
+								   sizeof(*out));
+	if (!out)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mc_msg_node_put_start_item *it = &q->items[i];
+		struct mc_put_config cfg;
+		struct mrpc_sink s;
+		int r = mrpc_put_config(call->arena, &it->config, &cfg);
+		if (r == 0)
+			r = mrpc_sink_init(&s, call->arena, 1,
+					   mrpc_grant_of(m, MC_GRANT_WRITE, it->tenant));
+		if (r == 0)
+			r = mc_meta_node_put_start(m->meta, q->client_id, it->client_id,
+						   ref(it->tenant), ref(it->key), it->size,
+						   it->segment_id, &cfg, mrpc_sink_fn, &s);
+		if (r == 0 && s.err)
+			r = s.err;	/* started, but no reply: it expires as a lost put */
+		const struct mc_replica_desc *d = r == 0 ? mrpc_sink_of(&s, 0) : NULL;
+		if (r == 0 && (s.cnt[0] != 1 || d->type != MC_REPLICA_MEMORY ||
+			       !mc_uuid_eq(d->mem.segment_id, it->segment_id)))
+			r = MC_ERR_INTERNAL_ERROR;	/* cannot be: placed there or nowhere */
+		out[i].status = (int16_t)r;
+		if (r == 0) {
+			out[i].offset = d->mem.offset;
+			out[i].grant = d->mem.grant;
+		}
+	}
+	p->n_items = n;
+	p->items = out;
+	return 0;
+}
+
 int h_batch_put_revoke(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	struct mc_master_rpc *m = ctx;

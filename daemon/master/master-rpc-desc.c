@@ -55,7 +55,8 @@ int mrpc_batch_statuses(struct mc_arena *a, const int *st, uint32_t n, const int
 struct mc_grant mrpc_grant_of(struct mc_master_rpc *m, uint8_t mode, struct mc_bytes tenant)
 {
 	const struct mc_meta_config *cfg = mc_meta_get_config(m->meta);
-	uint64_t ttl = mode == MC_GRANT_WRITE ? cfg->write_grant_ttl_ms : cfg->lease_ttl_ms;
+	uint64_t ttl = mode == MC_GRANT_WRITE ? cfg->write_grant_ttl_ms :
+		       mode == MC_GRANT_PUT ? MC_PROTO_PUT_GRANT_TTL_MS : cfg->lease_ttl_ms;
 	return (struct mc_grant){ .mode = mode, .tenant = tenant.p,
 				  .tenant_len = (uint16_t)tenant.len,
 				  .expiry_ms = mc_meta_now(m->meta) + ttl };
@@ -67,6 +68,8 @@ int mrpc_sink_init(struct mrpc_sink *s, struct mc_arena *a, uint32_t n, struct m
 	s->n = n;
 	s->err = 0;
 	s->grant = grant;
+	s->put.mode = 0;
+	s->put_grant = (struct mc_bytes){ 0 };
 	s->d = mc_arena_calloc(a, (size_t)(n ? n : 1) * MC_MAX_REPLICAS, sizeof(*s->d));
 	s->cnt = mc_arena_calloc(a, n ? n : 1, sizeof(*s->cnt));
 	return s->d && s->cnt ? 0 : MC_ERR_NO_MEMORY;
@@ -191,6 +194,11 @@ void mrpc_sink_fn(void *ctx, uint32_t index, const struct mc_replica_view *v)
 	if (index >= s->n || s->cnt[index] >= MC_MAX_REPLICAS)
 		return;
 	if (!mrpc_fill_desc(s->a, &s->d[(size_t)index * MC_MAX_REPLICAS + s->cnt[index]], v, &s->grant)) {
+		s->err = MC_ERR_NO_MEMORY;
+		return;
+	}
+	if (s->put.mode && index == 0 && s->cnt[0] == 0 && v->type == MC_REPLICA_MEMORY && v->seg &&
+	    !sign_grant(s->a, &s->put, 0, v->seg, 0, v->seg->size, &s->put_grant)) {
 		s->err = MC_ERR_NO_MEMORY;
 		return;
 	}

@@ -42,10 +42,15 @@ struct mrpc_sink {
 	uint32_t *cnt;				/* n */
 	int err;
 	struct mc_grant grant;			/* mode, tenant, expiry of the grants to sign */
+	struct mc_grant put;			/* mode PUT: a PUT grant of key 0's first memory
+						   replica's segment into put_grant (PUT_START's
+						   want_put_grant); 0: none */
+	struct mc_bytes put_grant;
 };
 /* The grant every descriptor of a call gets (util/grant.h): READ until the
  * read lease ends, WRITE for write_grant_ttl_ms (meta.h: no block is
- * reused before either ends); the range and the segment are each replica's. */
+ * reused before either ends); the range and the segment are each replica's.
+ * PUT (a whole segment) lasts MC_PROTO_PUT_GRANT_TTL_MS. */
 struct mc_grant mrpc_grant_of(struct mc_master_rpc *m, uint8_t mode, struct mc_bytes tenant);
 int mrpc_sink_init(struct mrpc_sink *s, struct mc_arena *a, uint32_t n, struct mc_grant grant);
 void mrpc_sink_fn(void *ctx, uint32_t index, const struct mc_replica_view *v);
@@ -64,7 +69,7 @@ int mrpc_put_config(struct mc_arena *a, const struct mc_msg_put_config *c,
 #define MC_MASTER_RPC_BATCH_OPS(X) \
 	X(batch_exist) X(batch_get_replica_list) X(batch_put_start) X(batch_upsert_start) \
 	X(batch_query_prefix) X(batch_put_end) X(batch_put_revoke) X(batch_remove) \
-	X(batch_node_put_end)
+	X(batch_node_put_end) X(batch_node_put_start)
 #define h_batch_exist mc_master_rpc_batch_exist
 #define h_batch_get_replica_list mc_master_rpc_batch_get_replica_list
 #define h_batch_put_start mc_master_rpc_batch_put_start
@@ -74,6 +79,7 @@ int mrpc_put_config(struct mc_arena *a, const struct mc_msg_put_config *c,
 #define h_batch_put_revoke mc_master_rpc_batch_put_revoke
 #define h_batch_remove mc_master_rpc_batch_remove
 #define h_batch_node_put_end mc_master_rpc_batch_node_put_end
+#define h_batch_node_put_start mc_master_rpc_batch_node_put_start
 #define MC__MRPC_DECL(op) int h_##op(void *ctx, const struct mc_rpc_call *call, void *resp);
 MC_MASTER_RPC_BATCH_OPS(MC__MRPC_DECL)
 #undef MC__MRPC_DECL

@@ -118,10 +118,12 @@ static int h_unmount_segment(void *ctx, const struct mc_rpc_call *call, void *re
 
 /* PUT_START and UPSERT_START (their messages have the same fields). */
 static int start_one(struct mc_master_rpc *m, const struct mc_rpc_call *call, bool upsert,
-		     struct mc_uuid client, struct mc_bytes tenant, struct mc_bytes key,
-		     uint64_t size, const struct mc_msg_put_config *config,
-		     uint32_t *ret_n, const struct mc_replica_desc **ret_reps)
+		     const struct mc_msg_put_start_req *q, struct mc_msg_put_start_resp *p)
 {
+	struct mc_uuid client = q->client_id;
+	struct mc_bytes tenant = q->tenant, key = q->key;
+	uint64_t size = q->size;
+	const struct mc_msg_put_config *config = &q->config;
 	struct mc_put_config cfg;
 	struct mrpc_sink s;
 	int r;
@@ -129,30 +131,28 @@ static int start_one(struct mc_master_rpc *m, const struct mc_rpc_call *call, bo
 	    (r = mrpc_sink_init(&s, call->arena, 1, mrpc_grant_of(m, MC_GRANT_WRITE, tenant))) < 0)
 		return r;
 	cfg.upsert = upsert;
+	if (q->want_put_grant)
+		s.put = mrpc_grant_of(m, MC_GRANT_PUT, tenant);
 	r = mc_meta_put_start(m->meta, client, ref(tenant), ref(key), size, &cfg, mrpc_sink_fn, &s);
 	if (r < 0)
 		return r;
 	if (s.err)
 		return s.err;
-	*ret_n = s.cnt[0];
-	*ret_reps = mrpc_sink_of(&s, 0);
+	p->n_replicas = s.cnt[0];
+	p->replicas = mrpc_sink_of(&s, 0);
+	p->put_grant = s.put_grant;
 	return 0;
 }
 
 static int h_put_start(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
-	REQ(put_start_req);
-	RESP(put_start_resp);
-	return start_one(ctx, call, false, q->client_id, q->tenant, q->key, q->size, &q->config,
-			 &p->n_replicas, &p->replicas);
+	return start_one(ctx, call, false, call->req, resp);
 }
 
 static int h_upsert_start(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
-	REQ(upsert_start_req);
-	RESP(upsert_start_resp);
-	return start_one(ctx, call, true, q->client_id, q->tenant, q->key, q->size, &q->config,
-			 &p->n_replicas, &p->replicas);
+	/* UPSERT_START's messages are PUT_START's (proto.def) */
+	return start_one(ctx, call, true, call->req, resp);
 }
 
 static int h_put_end(void *ctx, const struct mc_rpc_call *call, void *resp)

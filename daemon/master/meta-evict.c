@@ -519,6 +519,18 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 	return freed;
 }
 
+uint64_t meta_reclaim_only_locked(struct mc_meta *m, uint64_t size, struct mc_uuid id)
+{
+	uint64_t slot;
+	if (mc_map_get(&m->segs.by_id, &id, sizeof(id), &slot) < 0)
+		return 0;
+	struct mc_segment *s = m->segs.slots[slot];
+	if (!s || __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
+	    mc_offalloc_capacity(s->alloc) < size)
+		return 0;
+	return meta_evict_segment(m, s, 0, size, 1024, -1, MC_EVICT_PUT);
+}
+
 uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 				       const struct mc_bytes_ref *pref, uint32_t npref)
 {

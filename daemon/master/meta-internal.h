@@ -420,6 +420,8 @@ int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_e
  * tenant's objects (want > 0).  Returns the bytes freed. */
 uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,
 			     uint64_t want);
+/* Makes room for a block of size on segment id (a relayed put's); the bytes freed. */
+uint64_t meta_reclaim_only_locked(struct mc_meta *m, uint64_t size, struct mc_uuid id);
 /* Makes room for a block of size on one of the preferred segments, first. */
 uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 				       const struct mc_bytes_ref *pref, uint32_t npref);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* meta-node-end.c - PutEnd on behalf of a client, sent by the node that
- * holds the put's only replica (meta.h mc_meta_node_put_end, proto.def
- * BATCH_NODE_PUT_END): the checks of who may end whose put, then PutEnd. */
+/* meta-node-end.c - PutStart and PutEnd on behalf of a client, sent by
+ * the node that holds (or is to hold) the put's only replica (meta.h
+ * mc_meta_node_put_start / mc_meta_node_put_end, proto.def
+ * BATCH_NODE_PUT_START / BATCH_NODE_PUT_END): the checks of who may start
+ * or end whose put, then PutStart or PutEnd. */
 #include "master/meta-internal.h"
 #include "mooncake/error.h"
 
@@ -40,4 +42,22 @@ int mc_meta_node_put_end(struct mc_meta *m, struct mc_uuid node, const struct mc
 			       meta_now(m));
 	meta_key_unlock(&k);
 	return r;
+}
+
+int mc_meta_node_put_start(struct mc_meta *m, struct mc_uuid node, struct mc_uuid client,
+			   struct mc_ref tenant, struct mc_ref key, uint64_t size, struct mc_uuid seg,
+			   const struct mc_put_config *cfg, mc_replica_fn fn, void *ctx)
+{
+	if (!cfg || cfg->replica_num != 1 || cfg->disk_replica_num || cfg->dfs_replica_num ||
+	    cfg->write_through || cfg->npreferred || cfg->upsert || cfg->only_segment)
+		return MC_ERR_INVALID_PARAMS;
+	struct mc_uuid owner;
+	int r = mc_segmgr_owner(&m->segs, seg, &owner);
+	if (r < 0)
+		return r;
+	if (!mc_uuid_eq(owner, node))
+		return MC_ERR_ILLEGAL_CLIENT;
+	struct mc_put_config c = *cfg;
+	c.only_segment = &seg;
+	return mc_meta_put_start(m, client, tenant, key, size, &c, fn, ctx);
 }

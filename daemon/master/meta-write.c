@@ -121,7 +121,8 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 	memcpy(mc_object_key(o), a->key.p, a->key.len);
 	struct mc_place_req req = {
 		.size = a->size, .nrep = want, .preferred = a->cfg->preferred,
-		.npreferred = a->cfg->npreferred, .strategy = m->cfg.place_strategy,
+		.npreferred = a->cfg->npreferred, .only = a->cfg->only_segment,
+		.strategy = m->cfg.place_strategy,
 		.no_wait = a->no_wait, .owner = o, .want_disk = a->cfg->write_through,
 	};
 	r = want ? mc_segmgr_place_locked(&m->segs, &req, placed) : 0;
@@ -231,6 +232,8 @@ bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a)
 {
 	if (!m->cfg.evict_on_full)
 		return false;
+	if (r == MC_ERR_NO_AVAILABLE_HANDLE && a->cfg->only_segment)
+		return meta_reclaim_only_locked(m, a->size, *a->cfg->only_segment) > 0;
 	if (r == MC_ERR_NO_AVAILABLE_HANDLE) {
 		/* Preferred segments first, so placement lands where it was asked to. */
 		if (meta_reclaim_preferred_locked(m, a->size, a->cfg->preferred, a->cfg->npreferred))

@@ -150,6 +150,8 @@ struct mc_put_config {
 					     * is not; all of them are placed or the put fails,
 					     * but memory stays best effort */
 	struct mc_bytes_ref group;          /* group id (len 0: none): shared lease, evicted all-or-none */
+	const struct mc_uuid *only_segment; /* the block on this segment or nowhere (set by
+					     * mc_meta_node_put_start only), or NULL */
 	bool upsert;                        /* UpsertStart: a complete object under the key is
 					     * replaced (see mc_meta_put_start) */
 	bool write_through;                 /* the node of the first memory replica (one with a
@@ -261,6 +263,16 @@ struct mc_meta_node_end {
 	uint64_t checksum;
 };
 int mc_meta_node_put_end(struct mc_meta *m, struct mc_uuid node, const struct mc_meta_node_end *e);
+/* PutStart sent by node for a put of client (BATCH_NODE_PUT_START,
+ * proto.def; meta-node-end.c), placed on segment seg or nowhere: seg must
+ * be mounted by node (else MC_ERR_ILLEGAL_CLIENT; not mounted:
+ * SEGMENT_NOT_FOUND), cfg of one memory replica without preferred
+ * segments, disk, DFS or write-through copies, not an upsert (else
+ * INVALID_PARAMS); no room there even after evicting on it:
+ * NO_AVAILABLE_HANDLE; then PutStart's own answers, fn as its. */
+int mc_meta_node_put_start(struct mc_meta *m, struct mc_uuid node, struct mc_uuid client,
+			   struct mc_ref tenant, struct mc_ref key, uint64_t size, struct mc_uuid seg,
+			   const struct mc_put_config *cfg, mc_replica_fn fn, void *ctx);
 /* Readable replicas and a read lease.  OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY
  * (a put not finished, or no replica left readable), or
  * UNAVAILABLE_IN_CURRENT_STATUS when the only replicas sit on restored

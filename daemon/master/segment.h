@@ -161,6 +161,8 @@ int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
 int mc_segmgr_restore(struct mc_segmgr *m, struct mc_uuid client,
 		      const struct mc_segment_spec *spec, uint32_t *ret_slot);
 
+/* The client (node) that mounted segment id, or MC_ERR_SEGMENT_NOT_FOUND. */
+int mc_segmgr_owner(struct mc_segmgr *m, struct mc_uuid id, struct mc_uuid *ret_client);
 /* The slot of a mounted segment id, or MC_ERR_SEGMENT_NOT_FOUND. */
 int mc_segmgr_find(struct mc_segmgr *m, struct mc_uuid id, uint32_t *ret_slot);
 
@@ -231,6 +233,8 @@ struct mc_place_req {
 					 * never waited for (the caller makes room elsewhere
 					 * and tries again); else it is, when nothing else fits */
 	void *owner;
+	const struct mc_uuid *only;     /* the one segment the block may be on (a relayed
+					 * put, mc_meta_node_put_start), or NULL */
 	bool want_disk;                 /* the first replica on a segment whose node has a
 					 * disk tier (disk_tier YES; else UNKNOWN: not polled
 					 * yet) when one takes the block, else as usual (a

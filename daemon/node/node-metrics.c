@@ -26,7 +26,8 @@ enum { V_SEGMENTS, V_SEGMENT_BYTES, V_MOUNTED, V_MOUNTS, V_HEARTBEATS, V_HEARTBE
        V_DISK_WRITE_THROUGH, V_DISK_WRITE_THROUGH_FAILED, V_DISK_PROMOTES_LATE,
        V_RDMA_ACCEPTED, V_RDMA_REJECTED, V_RDMA_INFOS,
        V_RDMA_SCOPED, V_RDMA_WINDOWS, V_RDMA_WINDOWS_LIVE,
-       V_PUT_ENDS, V_PUT_END_BATCHES, V_PUT_ENDS_FAILED,
+       V_PUT_ENDS, V_PUT_END_BATCHES, V_PUT_ENDS_FAILED, V_PUT_RELAYS, V_PUT_RELAY_STARTS,
+       V_PUT_RELAYS_BUSY,
        V_WRITE_FENCES, V_WRITE_FENCE_TIMEOUTS, V_COUNT };
 
 /* The state of the node's metrics (mc_daemon_metrics_state()). */
@@ -124,6 +125,9 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 	v[V_PUT_ENDS] = (double)es.ends;
 	v[V_PUT_END_BATCHES] = (double)es.batches;
 	v[V_PUT_ENDS_FAILED] = (double)es.failed;
+	v[V_PUT_RELAYS] = (double)es.relayed;
+	v[V_PUT_RELAY_STARTS] = (double)es.start_batches;
+	v[V_PUT_RELAYS_BUSY] = (double)es.relay_busy;
 	v[V_WRITE_FENCES] = (double)__atomic_load_n(&nm->grants->fences, __ATOMIC_RELAXED);
 	v[V_WRITE_FENCE_TIMEOUTS] =
 		(double)__atomic_load_n(&nm->grants->fence_timeouts, __ATOMIC_RELAXED);
@@ -228,10 +232,20 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 				 "Puts this node ended at the master for their clients "
 				 "(DATA_WRITE_END)." },
 		[V_PUT_END_BATCHES] = { MC_METRIC_COUNTER, "mooncake_node_put_end_batches_total",
-					"BATCH_NODE_PUT_END calls that carried them to the master." },
+					"BATCH_NODE_PUT_END calls that carried them (and the relayed "
+					"puts' ends) to the master." },
 		[V_PUT_ENDS_FAILED] = { MC_METRIC_COUNTER, "mooncake_node_put_ends_failed_total",
-					"Of the put ends, those answered with an error (the master's "
-					"or the link's)." },
+					"Of the put ends and relayed puts, those answered with an "
+					"error (the master's or the link's)." },
+		[V_PUT_RELAYS] = { MC_METRIC_COUNTER, "mooncake_node_put_relays_total",
+				   "Puts this node started, wrote and ended for their clients "
+				   "in one client round trip (DATA_PUT)." },
+		[V_PUT_RELAY_STARTS] = { MC_METRIC_COUNTER,
+					 "mooncake_node_put_relay_start_batches_total",
+					 "BATCH_NODE_PUT_START calls that started them at the master." },
+		[V_PUT_RELAYS_BUSY] = { MC_METRIC_COUNTER, "mooncake_node_put_relays_busy_total",
+					"Relayed puts refused because the node held 64 MiB of "
+					"them already (the client put them the usual way)." },
 		[V_WRITE_FENCES] = { MC_METRIC_COUNTER, "mooncake_node_write_fences_total",
 				     "Write fences: before each mount or remount on a master, "
 				     "every key held stopped allowing writes." },

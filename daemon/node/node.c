@@ -42,6 +42,9 @@
  *                  from here (BATCH_NODE_PUT_END, its own connection; the
  *                  ends that come while one is in flight go in the next),
  *                  then the parked replies are settled and the workers woken.
+ *                  A relayed put (DATA_PUT) is started here first
+ *                  (BATCH_NODE_PUT_START), its value copied into its block
+ *                  on this thread, then ended with the others.
  *
  * Locks: the segment table is immutable while the workers run (no lock on
  * the data plane; the master hands out disjoint ranges).  The locks are
@@ -172,8 +175,9 @@ static const struct mc_option options[] = {
 	  "rdma_cm port of the RDMA listener (0: pick a free one; clients learn it over TCP)"),
 	O(end_puts, MC_OPT_BOOL, "true",
 	  "end the small puts clients write here at the master for them (DATA_WRITE_END: a put "
-	  "in two round trips, the ends of many clients in one message to the master); false: "
-	  "clients end their puts themselves (three round trips)"),
+	  "in two round trips, the ends of many clients in one message to the master), and "
+	  "start, write and end those they send whole (DATA_PUT: one round trip); false: "
+	  "clients start and end their puts themselves (three round trips)"),
 	MC_RPC_ADMIT_OPTIONS(O)
 };
 #undef O
@@ -420,7 +424,8 @@ static int node_start(struct node *n)
 	n->cred = (struct mc_rpc_cred){ .secret = n->admit.secret, .secret_len = n->admit.secret_len,
 					.client_id = n->segs.client_id };
 	struct mc_node_end_config ec = { .master = c->master, .cred = &n->cred,
-					 .node_id = n->segs.client_id, .log = mc_log_cb };
+					 .node_id = n->segs.client_id, .grants = &n->grants,
+					 .log = mc_log_cb };
 	int r = c->end_puts ? mc_node_end_start(&ec, &n->ender) : 0;
 	if (r < 0)
 		return r;

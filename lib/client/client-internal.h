@@ -241,6 +241,17 @@ enum mc_node_end_use {
 	MC_NODE_END_AUTO,	/* while another put of this process is in progress */
 };
 
+/* client-relay.c: a PUT grant this client holds (proto.def DATA_PUT). */
+#define MC_RELAY_GRANTS 16u
+struct mc_relay_grant {
+	struct mc_node *node;		/* NULL: a free slot */
+	struct mc_uuid seg;
+	uint64_t until_ms;		/* mc_now_ms(): used until then (a margin before it ends) */
+	bool local;			/* the segment is reached by shm or RDMA here */
+	uint32_t len;
+	uint8_t grant[MC_PROTO_MAX_GRANT];
+};
+
 struct mc_client {
 	char master[MC_MAX_SEGMENT_NAME + 8];
 	char tenant[MC_MAX_TENANT_LEN + 1];
@@ -249,6 +260,11 @@ struct mc_client {
 	bool use_shm;
 	enum mc_node_end_use node_end;	/* small puts ended by their node (client-put.c);
 					 * $MC_PUT_NODE_END: 0 never, 1 always, auto */
+	enum mc_node_end_use relay;	/* small puts relayed by a node in one round trip
+					 * (client-relay.c); $MC_PUT_RELAY: 0, 1, auto */
+	pthread_mutex_t relay_mu;	/* relay_grants, relay_next */
+	struct mc_relay_grant relay_grants[MC_RELAY_GRANTS];
+	unsigned relay_next;
 	bool disk_stage;		/* batch gets stage LOCAL_DISK objects (client-stage.c);
 					 * MC_DISK_STAGE=0: per object */
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
@@ -278,6 +294,23 @@ static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)
 {
 	return mc_bytes_str(c->tenant);
 }
+
+/* client-relay.c: a put in one round trip through a node (proto.def
+ * DATA_PUT).  Whether the put of len bytes with options o and cfg may go
+ * that way (concurrent: another put of this process is under way). */
+bool mc_relay_eligible(struct mc_client *c, const struct mc_put_opts *o, size_t len,
+		       bool concurrent);
+/* Whether a PUT_START should ask for a PUT grant (fewer fresh ones held
+ * than wanted). */
+bool mc_relay_want_grant(struct mc_client *c);
+/* Keeps the PUT grant of a PUT_START's answer p, if any. */
+void mc_relay_keep(struct mc_client *c, const struct mc_msg_put_start_resp *p);
+/* The put relayed by a node whose grant this client holds: 0 done;
+ * 1 not relayed, nothing started (no grant, refused: put the usual way);
+ * OBJECT_ALREADY_EXISTS as PUT_START; another error: the put may be in
+ * progress (the caller revokes it). */
+int mc_relay_put(struct mc_client *c, struct mc_bytes tenant, struct mc_bytes key,
+		 const void *buf, size_t len, const struct mc_msg_put_config *cfg);
 
 /* Whether [ptr, ptr+len) lies inside one registered buffer. */
 bool mc_client_is_registered(struct mc_client *c, const void *ptr, size_t len);

@@ -23,6 +23,10 @@
  * thread hand-offs instead (idle, oplog_sync=false, one thread: 6.5 k puts/s
  * against 9.3 k the 3-trip way; 16 threads: 20.1 k against 16.7 k).
  * $MC_PUT_NODE_END=1: every put that can.
+ *
+ * A put of the same shape may take one round trip: its bytes go to a node
+ * whose PUT grant we hold, and the node starts, writes and ends it
+ * (DATA_PUT, client-relay.c); that is tried first when it may.
  */
 #include "util/hash-data.h"	/* first: the dispatched XXH3 (the value's checksum) */
 
@@ -268,6 +272,30 @@ static int put_one(struct mc_client *c, const void *key, size_t klen, const void
 	/* Our own gets must not read an old value (a leased one another client
 	 * removed, or the one an upsert replaces): again after PutEnd, below. */
 	mc_dcache_drop(c->dcache, key, klen);
+	if (mc_relay_eligible(c, &o, len, __atomic_load_n(&puts_active, __ATOMIC_RELAXED) >= 2)) {
+		/* In one round trip through a node (client-relay.c). */
+		r = mc_relay_put(c, tenant, k, buf, len, &cfg);
+		if (r == 0 || r == MC_ERR_OBJECT_ALREADY_EXISTS) {
+			mc_dcache_drop(c->dcache, key, klen);
+			if (r == 0) {
+				struct mc_progress pg = { .fn = o.progress, .ctx = o.progress_ctx,
+							  .total = len };
+				mc_progress_report(&pg, len);
+			}
+			if (o.placed && (r == 0 || !o.exclusive))
+				*o.placed = r == 0;
+			return r == 0 || !o.exclusive ? 0 : r;
+		}
+		if (r < 0) {
+			struct mc_msg_put_revoke_req v = { .client_id = c->id, .tenant = tenant,
+							   .key = k };
+			struct mc_msg_put_revoke_resp vp;
+			mc_pool_call(&c->mpool, &cn, MC_OP_PUT_REVOKE, &v, &vp, NULL);
+			mc_pool_put(&c->mpool, cn);
+			return r;
+		}
+	}
+	q.want_put_grant = mc_relay_want_grant(c) && mc_relay_eligible(c, &o, len, true);
 	/* UPSERT_START's messages are PUT_START's, field for field. */
 	r = mc_pool_call(&c->mpool, &cn, o.upsert ? MC_OP_UPSERT_START : MC_OP_PUT_START, &q, &p,
 			 NULL);
@@ -279,6 +307,8 @@ static int put_one(struct mc_client *c, const void *key, size_t klen, const void
 	}
 	if (r == 0) {
 		/* p points into cn: keep cn until the writes are done. */
+		if (q.want_put_grant)
+			mc_relay_keep(c, &p);
 		int w = write_end(c, &p, tenant, k, buf, len, &o);
 		if (w == 0)	/* ended by the node */
 			mc_dcache_drop(c->dcache, key, klen);

@@ -161,6 +161,9 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	const char *ne = getenv("MC_PUT_NODE_END");
 	c->node_end = !ne || !*ne || !strcmp(ne, "auto") ? MC_NODE_END_AUTO :
 		      !strcmp(ne, "0") ? MC_NODE_END_NEVER : MC_NODE_END_ALWAYS;
+	const char *rl = getenv("MC_PUT_RELAY");
+	c->relay = !rl || !*rl || !strcmp(rl, "auto") ? MC_NODE_END_AUTO :
+		   !strcmp(rl, "0") ? MC_NODE_END_NEVER : MC_NODE_END_ALWAYS;
 	const char *dst = getenv("MC_DISK_STAGE");
 	c->disk_stage = !(dst && !strcmp(dst, "0"));
 	c->test_read_delay_ms = env_u64("MC_TEST_READ_DELAY_MS");
@@ -198,6 +201,7 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	}
 	pthread_mutex_init(&c->nodes_mu, NULL);
 	pthread_mutex_init(&c->bufs_mu, NULL);
+	pthread_mutex_init(&c->relay_mu, NULL);
 	int fw = o.failover_wait_ms ? o.failover_wait_ms : env_int("MC_FAILOVER_WAIT_MS");
 	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms,
 		     fw == 0 ? DEFAULT_FAILOVER_WAIT_MS : fw);
@@ -231,6 +235,7 @@ MC_API void mc_client_free(struct mc_client *c)
 	mc_pool_destroy(&c->mpool);
 	pthread_mutex_destroy(&c->nodes_mu);
 	pthread_mutex_destroy(&c->bufs_mu);
+	pthread_mutex_destroy(&c->relay_mu);
 	free(c->bufs);
 	mc_hs_key_free(c->secret, c->secret_len);
 	mc_hs_key_free(c->token, c->token_len);

@@ -51,7 +51,7 @@ void rpcs_conn_close(struct worker *w, struct conn *c)
 	mc_frame_reader_free(&c->rd);
 	mc_wbuf_free(&c->out);
 	if (c->in.active && w->srv->h.attach_end)   /* the rest of it will not come */
-		w->srv->h.attach_end(w->srv->ctx, &c->in.hdr);
+		w->srv->h.attach_end(w->srv->ctx, &c->in.hdr, c->in.start);
 	free(c->in.body);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -240,13 +240,13 @@ void rpcs_count_reply(struct mc_rpc_server *s, struct conn *c, uint16_t op, int 
 
 /* Calls the handler of a decoded request and queues the response. */
 static void run_handler(struct worker *w, struct conn *c, const struct mc_frame_hdr *hdr,
-			const struct mc_op_info *info)
+			const struct mc_op_info *info, void *attach)
 {
 	struct mc_rpc_server *s = w->srv;
 	struct iovec att = { NULL, 0 };
 	uint64_t ticket = 0;
 	struct mc_rpc_call call = { .hdr = hdr, .info = info, .req = &w->req,
-				    .arena = &w->arena, .worker = w->index,
+				    .arena = &w->arena, .worker = w->index, .attach = attach,
 				    .resp_attach = (info->flags & MC_OPF_ATTACH_RESP) ? &att : NULL,
 				    .defer = s->cfg.defer_poll ? &ticket : NULL };
 	struct timespec t0, t1;
@@ -312,8 +312,8 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 	if (status == 0 && !s->h.fn[info->index])
 		status = MC_ERR_NOT_SUPPORTED;
 	bool accepted = false;   /* an attach hook gave a destination */
+	void *dst = NULL;
 	if (status == 0 && (info->flags & MC_OPF_ATTACH_REQ)) {
-		void *dst = NULL;
 		mc_rpc_attach_fn hook = s->h.attach[info->index];
 		struct mc_rpc_call call = { .hdr = &f->hdr, .info = info, .req = &w->req,
 					    .arena = &w->arena, .worker = w->index };
@@ -334,6 +334,7 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 				c->in.active = true;
 				c->in.hdr = f->hdr;
 				c->in.body = copy;
+				c->in.start = dst;
 				c->in.dst = dst;
 				c->in.left = f->hdr.attach_len;
 				mc_arena_reset(&w->arena);
@@ -342,11 +343,11 @@ static void handle_frame(struct worker *w, struct conn *c, const struct mc_frame
 		}
 	}
 	if (status == 0)
-		run_handler(w, c, &f->hdr, info);
+		run_handler(w, c, &f->hdr, info, dst);
 	else
 		rpcs_respond(w, c, f->hdr.opcode, f->hdr.req_id, status, NULL, NULL);
 	if (accepted && s->h.attach_end)
-		s->h.attach_end(s->ctx, &f->hdr);
+		s->h.attach_end(s->ctx, &f->hdr, dst);
 	mc_arena_reset(&w->arena);
 }
 
@@ -361,11 +362,11 @@ static void attach_finish(struct worker *w, struct conn *c)
 	if (status == 0)
 		status = admit_request(w, c, info);
 	if (status == 0)
-		run_handler(w, c, &f.hdr, info);
+		run_handler(w, c, &f.hdr, info, c->in.start);
 	else		/* cannot happen: it decoded before */
 		rpcs_respond(w, c, f.hdr.opcode, f.hdr.req_id, status, NULL, NULL);
 	if (w->srv->h.attach_end)
-		w->srv->h.attach_end(w->srv->ctx, &f.hdr);
+		w->srv->h.attach_end(w->srv->ctx, &f.hdr, c->in.start);
 	mc_arena_reset(&w->arena);
 	free(c->in.body);
 	memset(&c->in, 0, sizeof(c->in));

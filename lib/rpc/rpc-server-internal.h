@@ -50,6 +50,7 @@ struct conn {
 		bool active;
 		struct mc_frame_hdr hdr;
 		uint8_t *body;		/* private copy of the request body */
+		uint8_t *start;		/* the attach hook's destination */
 		uint8_t *dst;		/* where the next byte goes */
 		uint64_t left;
 	} in;

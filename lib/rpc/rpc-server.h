@@ -94,6 +94,8 @@ struct mc_rpc_call {
 	struct iovec *resp_attach;          /* MC_OPF_ATTACH_RESP ops: the handler may point it
 					     * at the response attachment ({NULL, 0}: none);
 					     * NULL for other ops and in attach hooks */
+	void *attach;                       /* MC_OPF_ATTACH_REQ ops' handlers: where their attach
+					     * hook put the request attachment; else NULL */
 	uint64_t *defer;                    /* with cfg.defer_poll: the handler may set *defer
 					     * to a non-zero ticket to park its reply (see
 					     * "Parked replies"); NULL otherwise */
@@ -122,10 +124,11 @@ typedef int (*mc_rpc_attach_fn)(void *ctx, const struct mc_rpc_call *call, void 
  * Optional: called once for every attach hook call that returned 0, when no
  * more bytes will go to its destination: after the handler ran, when the
  * request was answered an error instead, or when the connection closed in
- * the middle of the attachment (hdr: the request's header).  A node counts
- * its writes in progress with it (node-grant.h, the write fence).
+ * the middle of the attachment (hdr: the request's header, dst: the hook's
+ * destination).  A node counts its writes in progress with it (node-grant.h,
+ * the write fence) and lets go of a relayed put's buffer (node-end.h).
  */
-typedef void (*mc_rpc_attach_end_fn)(void *ctx, const struct mc_frame_hdr *hdr);
+typedef void (*mc_rpc_attach_end_fn)(void *ctx, const struct mc_frame_hdr *hdr, void *dst);
 
 /* Handlers by dense op index (MC_OPI_*); NULL entries answer NOT_SUPPORTED.
  * attach[i] is needed (and used) only by ops flagged MC_OPF_ATTACH_REQ. */

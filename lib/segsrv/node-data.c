@@ -64,6 +64,29 @@ static int a_data_write(void *ctx, const struct mc_rpc_call *call, void **dst)
 	return write_dst(ctx, call->req, call->hdr->attach_len, dst);
 }
 
+/* The tenant of a put through this node: the request's, which must be
+ * the one its grant names (the master signed the grant for that put's
+ * tenant), or the grant's when the request names none (a client bound to
+ * its token's tenant sends none: rpc-admit.h).  0 with *ret (pointing
+ * into the request), or GRANT_DENIED; a grant that does not decode fails
+ * its own check after. */
+static int put_tenant(struct mc_bytes grant, struct mc_bytes tenant, struct mc_bytes *ret)
+{
+	struct mc_grant g;
+	if (mc_grant_decode(grant.p, grant.len, &g) < 0) {
+		*ret = tenant;
+		return 0;
+	}
+	if (!tenant.len) {
+		*ret = MC_BYTES(g.tenant, g.tenant_len);
+		return 0;
+	}
+	if (g.tenant_len != tenant.len || memcmp(g.tenant, tenant.p, tenant.len) != 0)
+		return MC_ERR_GRANT_DENIED;
+	*ret = tenant;
+	return 0;
+}
+
 /* DATA_WRITE_END, before the attachment: DATA_WRITE's checks, and the
  * put it ends must be of the tenant its grant names (the master signed
  * the grant for that put: node-end.h, proto.def). */
@@ -71,21 +94,55 @@ static int a_data_write_end(void *ctx, const struct mc_rpc_call *call, void **ds
 {
 	const struct mc_node_grants *gr = ctx;
 	const struct mc_msg_data_write_end_req *q = call->req;
-	struct mc_grant g;
+	struct mc_bytes tenant;
 	if (!gr->ender)
 		return MC_ERR_NOT_SUPPORTED;	/* the client ends its put itself */
-	if (mc_grant_decode(q->grant.p, q->grant.len, &g) == 0 &&
-	    (g.tenant_len != q->tenant.len ||
-	     (g.tenant_len && memcmp(g.tenant, q->tenant.p, g.tenant_len) != 0)))
+	if (put_tenant(q->grant, q->tenant, &tenant) < 0)
 		return MC_ERR_GRANT_DENIED;
 	return write_dst(ctx, call->req, call->hdr->attach_len, dst);
 }
 
-/* A write's attachment is over (rpc-server.h): no more bytes go to its range. */
-static void a_end(void *ctx, const struct mc_frame_hdr *hdr)
+/* DATA_PUT, before the attachment: the PUT grant of the segment (its
+ * tenant the put's), then the value goes into a buffer of the ender's
+ * (node-end.h "Relayed puts"). */
+static int a_data_put(void *ctx, const struct mc_rpc_call *call, void **dst)
 {
+	struct mc_node_grants *gr = ctx;
+	const struct mc_msg_data_put_req *q = call->req;
+	const struct mc_node_segment *g = mc_node_segment_find(gr->segs, q->segment_id);
+	struct mc_msg_data_put_req put = *q;
+	if (!gr->ender)
+		return MC_ERR_NOT_SUPPORTED;
+	if (put_tenant(q->grant, q->tenant, &put.tenant) < 0)
+		return MC_ERR_GRANT_DENIED;
+	int r = mc_node_grants_check(gr, MC_GRANT_PUT, q->segment_id, 0, g ? g->size : 0,
+				     q->grant.p, q->grant.len);
+	if (r == 0 && !g)
+		r = MC_ERR_SEGMENT_NOT_FOUND;
+	if (r == 0)
+		r = mc_node_end_put_new(gr->ender, &put, call->hdr->attach_len, dst);
+	return r;
+}
+
+/* DATA_PUT, after it: the value is all there; the reply waits for the
+ * put's start, copy and end (node-end.h). */
+static int h_data_put(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_node_grants *gr = ctx;
+	if (!call->defer || !call->attach)	/* a data plane without parked replies */
+		return MC_ERR_NOT_SUPPORTED;
+	return mc_node_end_put_submit(gr->ender, call->attach, call->defer);
+}
+
+/* A write's attachment is over (rpc-server.h): no more bytes go to its
+ * range; a relayed put's buffer is the ender's from now on. */
+static void a_end(void *ctx, const struct mc_frame_hdr *hdr, void *dst)
+{
+	const struct mc_node_grants *gr = ctx;
 	if (hdr->opcode == MC_OP_DATA_WRITE || hdr->opcode == MC_OP_DATA_WRITE_END)
 		mc_node_grants_write_end(ctx);
+	else if (hdr->opcode == MC_OP_DATA_PUT && dst)
+		mc_node_end_put_release(gr->ender, dst);
 }
 
 /* DATA_WRITE, after it: the bytes are in place. */
@@ -103,7 +160,9 @@ static int h_data_write_end(void *ctx, const struct mc_rpc_call *call, void *res
 	const struct mc_node_grants *gr = ctx;
 	const struct mc_msg_data_write_end_req *q = call->req;
 	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, q->length, NULL, 0, 0);
-	struct mc_msg_node_put_end_item it = { .client_id = q->client_id, .tenant = q->tenant,
+	struct mc_bytes tenant = q->tenant;
+	put_tenant(q->grant, q->tenant, &tenant);	/* checked before the attachment */
+	struct mc_msg_node_put_end_item it = { .client_id = q->client_id, .tenant = tenant,
 					       .key = q->key, .segment_id = q->segment_id,
 					       .offset = q->offset, .length = q->length,
 					       .has_checksum = q->has_checksum,
@@ -215,5 +274,6 @@ void mc_node_data_handlers(struct mc_rpc_handlers *h)
 	memcpy(h->fn, node_fn, sizeof(h->fn));
 	h->attach[MC_OPI_DATA_WRITE] = a_data_write;
 	h->attach[MC_OPI_DATA_WRITE_END] = a_data_write_end;
+	h->attach[MC_OPI_DATA_PUT] = a_data_put;
 	h->attach_end = a_end;
 }

@@ -117,7 +117,8 @@ int mc_segsrv_start(const struct mc_segsrv_config *cfg, int wait_ms, struct mc_s
 	s->cred = (struct mc_rpc_cred){ .secret = s->secret, .secret_len = s->secret_len,
 					.client_id = s->segs.client_id };
 	struct mc_node_end_config ec = { .master = cfg->master, .cred = &s->cred,
-					 .node_id = s->segs.client_id, .log = cfg->log,
+					 .node_id = s->segs.client_id, .grants = &s->grants,
+					 .log = cfg->log,
 					 .log_ctx = cfg->log_ctx };
 	if ((r = mc_node_end_start(&ec, &s->ender)) < 0)
 		goto fail;

@@ -26,7 +26,8 @@
  *
  *	off  size  field
  *	  0     1  version, 1
- *	  1     1  mode: 1 READ, 2 WRITE, 3 STAT, 4 DISK, 5 DISK_WRITE (enum mc_grant_mode)
+ *	  1     1  mode: 1 READ, 2 WRITE, 3 STAT, 4 DISK, 5 DISK_WRITE, 6 PUT
+ *	           (enum mc_grant_mode)
  *	  2     2  tenant_len, <= MC_MAX_TENANT_LEN
  *	  4     4  key_id: which of the segment's keys signed it
  *	  8     8  segment id, high half
@@ -80,7 +81,8 @@
 	X(WRITE, 2, "write") \
 	X(STAT,  3, "stat") \
 	X(DISK,  4, "disk")	/* DATA_DISK_READ: offset = mc_disk_key_tag(), length = size */ \
-	X(DISK_WRITE, 5, "disk_write")	/* DATA_DISK_WRITE: the same range; PUT_START only */
+	X(DISK_WRITE, 5, "disk_write")	/* DATA_DISK_WRITE: the same range; PUT_START only */ \
+	X(PUT,   6, "put")	/* DATA_PUT: the whole segment; PUT_START, when asked */
 
 enum mc_grant_mode {
 #define MC__GM(N, v, s) MC_GRANT_##N = (v),

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# tests/bench/put-trips.sh -- what one 4 KiB put costs, the node-ended put
-# (DATA_WRITE_END: two round trips for the client, the node's ends batched
-# to the master) against the 3-trip put (MC_PUT_NODE_END=0: PUT_START,
-# DATA_WRITE, PUT_END), each on a fresh cluster (durable: oplog_sync=true,
+# tests/bench/put-trips.sh -- what one 4 KiB put costs: the relayed put
+# (path relay, DATA_PUT: one round trip for the client, the node's starts
+# and ends batched to the master), the node-ended put (path node,
+# MC_PUT_RELAY=0; DATA_WRITE_END: two round trips for the client, the
+# node's ends batched to the master) and the 3-trip put (path client,
+# MC_PUT_NODE_END=0 too: PUT_START, DATA_WRITE, PUT_END), each on a fresh
+# cluster (durable: oplog_sync=true,
 # unless SYNC=false) over TCP: CONC client threads put COUNT values each (client-bench puts),
 # and per put
 #   - the requests each server answered (its rpc_requests_total metrics,
@@ -90,7 +93,7 @@ calls() {
 			print (k == "all" ? $(NF - 2) : $4) }' "$f"
 	fi
 }
-# count_run TAG ARGS...: client-bench ARGS under COUNTER, the master and the
+# count_run TAG ARGS...: client-bench ARGS (environment: $penv) under COUNTER, the master and the
 # node attached meanwhile; TAG-{client,master,node}.count
 count_run() {
 	local tag=$1 sm sn ev=raw_syscalls:sys_enter,syscalls:sys_enter_futex,context-switches
@@ -106,7 +109,7 @@ count_run() {
 	"${cn[@]}" "$tmp/$tag-node.count" -p "$NPID" 2>/dev/null &
 	sn=$!
 	sleep 1
-	MC_DISABLE_SHM=1 "${c[@]}" "$tmp/$tag-client.count" \
+	env $penv MC_DISABLE_SHM=1 "${c[@]}" "$tmp/$tag-client.count" \
 		"$O/tests/bench/client-bench" "$M" "$@" >/dev/null
 	kill -INT "$sm" "$sn"
 	wait "$sm" "$sn" 2>/dev/null || true
@@ -114,22 +117,33 @@ count_run() {
 
 VG=
 puts=$((CONC * COUNT))
-for path in node client; do
-	env=$([ "$path" = client ] && echo 0 || echo 1)
+# path_env PATH: the client's environment for that path
+path_env() {
+	case $1 in
+	relay) echo MC_PUT_RELAY=1 MC_PUT_NODE_END=1 ;;
+	node) echo MC_PUT_RELAY=0 MC_PUT_NODE_END=1 ;;
+	*) echo MC_PUT_RELAY=0 MC_PUT_NODE_END=0 ;;
+	esac
+}
+for path in relay node client; do
+	penv=$(path_env "$path")
 	cluster "$path"
 	m0=$(requests "$MH"); n0=$(requests "$NH")
-	MC_PUT_NODE_END=$env count_run "$path" puts "$CONC" "$COUNT"
+	count_run "$path" puts "$CONC" "$COUNT"
 	m1=$(requests "$MH"); n1=$(requests "$NH")
 	ends=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_ends_total" { print $2 }')
 	batches=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_end_batches_total" { print $2 }')
+	relays=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_relays_total" { print $2 }')
+	starts=$(curl -sf "http://$NH/metrics" | awk '$1 == "mooncake_node_put_relay_start_batches_total" { print $2 }')
 	awk -v p="$path" -v n="$puts" -v m=$((m1 - m0)) -v d=$((n1 - n0)) -v e="${ends:-0}" \
-		-v b="${batches:-0}" -v c="$(calls "$path" client)" \
+		-v b="$(( ${batches:-0} + ${starts:-0} ))" -v c="$(calls "$path" client)" \
+		-v r="${relays:-0}" -v s="${starts:-0}" \
 		-v sm="$(calls "$path" master)" -v sn="$(calls "$path" node)" 'BEGIN {
 		printf "put-trips %s puts %d\n", p, n
 		printf "put-trips %s client_round_trips_per_put %.2f\n", p, (m - b + d) / n
 		printf "put-trips %s master_requests_per_put %.3f\n", p, m / n
 		printf "put-trips %s node_requests_per_put %.2f\n", p, d / n
-		printf "put-trips %s node_ended_puts %d in %d BATCH_NODE_PUT_END\n", p, e, b
+		printf "put-trips %s node_ended_puts %d, relayed %d in %d BATCH_NODE_PUT_START; %d BATCH_NODE_PUT_END\n", p, e, r, s, b - s
 		printf "put-trips %s client_syscalls_per_put %.1f\n", p, c / n
 		printf "put-trips %s master_syscalls_per_put %.1f\n", p, sm / n
 		printf "put-trips %s node_syscalls_per_put %.1f\n", p, sn / n
@@ -143,7 +157,7 @@ for path in node client; do
 	done
 	if [ "${CALLGRIND:-0}" = 1 ]; then
 		for k in 1 2; do
-			MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 valgrind --tool=callgrind \
+			env $penv MC_DISABLE_SHM=1 valgrind --tool=callgrind \
 				--callgrind-out-file="$tmp/cg-$path-$k" "$O/tests/bench/client-bench" "$M" \
 				puts 1 $((N * k)) >/dev/null 2>"$tmp/cg-$path-$k.log"
 		done
@@ -155,6 +169,7 @@ for path in node client; do
 	stop_cluster
 done
 
+penv=
 if [ "$GETS" = 1 ]; then
 	cluster hotget
 	MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" gets 1 10 >/dev/null   # warm up
@@ -184,15 +199,15 @@ fi
 # collected FILE: the instructions of a callgrind dump
 collected() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
 if [ "${CALLGRIND:-0}" = 1 ]; then
-	for path in node client; do
-		env=$([ "$path" = client ] && echo 0 || echo 1)
+	for path in relay node client; do
+		penv=$(path_env "$path")
 		VG="valgrind --tool=callgrind --callgrind-out-file=$tmp/cgd-$path-%p"
 		cluster "cg-$path"
 		# warm up (connections, first allocations), then count N puts
-		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 20 >/dev/null
+		env $penv MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 20 >/dev/null
 		callgrind_control -z "$MPID" >/dev/null 2>&1
 		callgrind_control -z "$NPID" >/dev/null 2>&1
-		MC_PUT_NODE_END=$env MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 "$N" >/dev/null
+		env $penv MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" puts 1 "$N" >/dev/null
 		callgrind_control -d "$MPID" >/dev/null 2>&1
 		callgrind_control -d "$NPID" >/dev/null 2>&1
 		for who in master node; do

@@ -15,6 +15,7 @@ setup() {
 	[ -x "$NODE" ] && [ -x "$CTL" ] && [ -x "$RPC" ] || skip "daemons, mooncakectl or mc-rpc not built"
 	export MC_DISABLE_SHM=1		# the TCP data path: co-located puts would use shm
 	export MC_PUT_NODE_END=1	# every put that can (the default: concurrent ones only)
+	export MC_PUT_RELAY=0		# not in one round trip (236-put-relay.bats)
 }
 
 teardown() {

@@ -124,7 +124,7 @@ ids() {
 	[ "$output" = "$(cat "$MC_DIR/data/v")" ]
 }
 
-# tenant_cluster: tokens for tenants A and B and an admin; no secret.
+# tenant_cluster [node options]: tokens for tenants A and B and an admin; no secret.
 tenant_cluster() {
 	TA=tok-A-$RANDOM-$RANDOM-$RANDOM TB=tok-B-$RANDOM-$RANDOM-$RANDOM
 	TADM=tok-admin-$RANDOM-$RANDOM-$RANDOM
@@ -134,7 +134,7 @@ tenant_cluster() {
 	printf '%s\n' "$TB" >"$MC_DIR/b.tok"
 	printf '%s\n' "$TADM" >"$MC_DIR/admin.tok"
 	start_master --tenant_tokens_file="$MC_DIR/tokens" --lease_ttl_ms=200
-	start_node n1
+	start_node n1 "$@"
 }
 
 @test "a tenant cannot read, list or remove another tenant's objects over the RPC" {
@@ -168,6 +168,26 @@ tenant_cluster() {
 	sleep 0.3	# the reads' leases
 	run -0 ctl --token-file "$MC_DIR/admin.tok" --tenant A object rm secret-a
 	run -4 ctl --token-file "$MC_DIR/a.tok" object exist secret-a
+}
+
+@test "a tenant bound by its token puts through the node, ended or relayed, into its own namespace" {
+	tenant_cluster --segment_size=128M	# room for every live object of the loads
+	mkdir -p "$MC_DIR/load"
+	export MC_DISABLE_SHM=1			# TCP: puts ended by the node too
+	export MOONCAKE_TOKEN_FILE="$MC_DIR/a.tok"	# no tenant named: the token's
+	MC_PUT_RELAY=1 run -0 "$O/tests/tools/mc-load" run "$MASTER_ADDR" "$MC_DIR/load" 2 4 200
+	MC_PUT_RELAY=0 MC_PUT_NODE_END=1 run -0 "$O/tests/tools/mc-load" run "$MASTER_ADDR" \
+		"$MC_DIR/load" 1 4 200
+	verify_load
+	unset MOONCAKE_TOKEN_FILE
+	[ "$(node_metric n1 mooncake_node_put_relays_total)" -gt 0 ]
+	[ "$(node_metric n1 mooncake_node_put_ends_total)" -gt 0 ]
+	[ "$(node_metric n1 mooncake_node_put_ends_failed_total)" = 0 ]
+	key=$(awk '$1 == "P" { k = $2 } END { print k }' "$MC_DIR"/load/journal-*)
+	[ -n "$key" ]
+	run -0 ctl --token-file "$MC_DIR/a.tok" object exist "$key"
+	run -4 ctl --token-file "$MC_DIR/b.tok" object exist "$key"
+	run -4 ctl object exist "$key"
 }
 
 @test "with tenant tokens, REST reads need a token and a tenant's token reaches its tenant only" {

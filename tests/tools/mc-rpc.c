@@ -32,7 +32,19 @@
  *                                                         DATA_WRITE_END: write and
  *                                                         end the put of KEY by CLIENT
  *
+ *   mc-rpc HOST:PORT relay SEGMENT PGRANT CLIENT KEY LENGTH [BYTE] [TENANT]
+ *                                                         DATA_PUT: a whole put of
+ *                                                         KEY by CLIENT under a PUT grant
+ *
  * And the master's side of that, as a node would send it:
+ *
+ *   mc-rpc HOST:PORT node_start NODE CLIENT KEY SIZE SEGMENT
+ *                                                         BATCH_NODE_PUT_START of one
+ *                                                         item; prints " item=STATUS"
+ *                                                         (and " offset=N")
+ *   mc-rpc HOST:PORT pgrant KEY SIZE CLIENT [TENANT]       put_start asking for a PUT
+ *                                                         grant: " pgrant=HEX" before
+ *                                                         the replicas
  *
  *   mc-rpc HOST:PORT node_end NODE CLIENT KEY SEGMENT OFFSET LENGTH
  *                                                         BATCH_NODE_PUT_END of one
@@ -379,6 +391,20 @@ int main(int argc, char **argv)
 			st = call(MC_OP_PUT_END, &e, &a, &resp);
 			printf(" put_end=%s", mc_error_name(st));
 		}
+	} else if (!strcmp(op, "pgrant") && (argc == 6 || argc == 7)) {
+		struct mc_msg_put_start_req q = { .client_id = id_of(argv[5]),
+						  .key = key_of(argv[3]),
+						  .size = strtoull(argv[4], NULL, 0),
+						  .config = { .replica_num = 1 },
+						  .tenant = mc_bytes_str(argc > 6 ? argv[6] : ""),
+						  .want_put_grant = true };
+		st = call(MC_OP_PUT_START, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		if (!st) {
+			printf(" pgrant=");
+			print_hex(resp.put_start_resp.put_grant.p, resp.put_start_resp.put_grant.len);
+			print_replicas(resp.put_start_resp.replicas, resp.put_start_resp.n_replicas);
+		}
 	} else if (!strcmp(op, "put_end") && argc == 5) {
 		struct mc_msg_put_end_req q = { .client_id = id_of(argv[4]), .key = key_of(argv[3]) };
 		st = call(MC_OP_PUT_END, &q, &a, &resp);
@@ -453,6 +479,32 @@ int main(int argc, char **argv)
 		printf("%s", mc_error_name(st));
 		if (!st && resp.batch_node_put_end_resp.n_status == 1)
 			printf(" item=%s", mc_error_name(resp.batch_node_put_end_resp.status[0]));
+	} else if (!strcmp(op, "relay") && argc >= 8 && argc <= 10) {
+		struct mc_msg_data_put_req q = { .segment_id = uuid_hex(argv[3]),
+						 .grant = grant_hex(argc, argv, 4),
+						 .client_id = id_of(argv[5]),
+						 .key = key_of(argv[6]),
+						 .config = { .replica_num = 1 },
+						 .tenant = mc_bytes_str(argc > 9 ? argv[9] : "") };
+		st = call_write(MC_OP_DATA_PUT, &q, strtoull(argv[7], NULL, 0),
+				argc > 8 ? argv[8] : NULL, &a, &resp);
+		printf("%s", mc_error_name(st));
+	} else if (!strcmp(op, "node_start") && argc == 8) {
+		struct mc_msg_node_put_start_item it = { .client_id = id_of(argv[4]),
+							 .key = key_of(argv[5]),
+							 .size = strtoull(argv[6], NULL, 0),
+							 .segment_id = uuid_hex(argv[7]),
+							 .config = { .replica_num = 1 } };
+		struct mc_msg_batch_node_put_start_req q = { .client_id = id_of(argv[3]),
+							     .n_items = 1, .items = &it };
+		st = call(MC_OP_BATCH_NODE_PUT_START, &q, &a, &resp);
+		printf("%s", mc_error_name(st));
+		const struct mc_msg_batch_node_put_start_resp *p = &resp.batch_node_put_start_resp;
+		if (!st && p->n_items == 1) {
+			printf(" item=%s", mc_error_name(p->items[0].status));
+			if (!p->items[0].status)
+				printf(" offset=%llu", (unsigned long long)p->items[0].offset);
+		}
 	} else if (!strcmp(op, "stat") && (argc == 3 || argc == 4)) {
 		struct mc_msg_data_stat_req q = { .grant = grant_hex(argc, argv, 3) };
 		st = call(MC_OP_DATA_STAT, &q, &a, &resp);

@@ -106,7 +106,7 @@ static void test_sign_errors(void **state)
 {
 	uint8_t b[MC_GRANT_MAX_LEN];
 	struct mc_grant g = sample();
-	g.mode = 6;	/* READ, WRITE, STAT, DISK, DISK_WRITE are 1..5 */
+	g.mode = 7;	/* READ, WRITE, STAT, DISK, DISK_WRITE, PUT are 1..6 */
 	assert_int_equal(mc_grant_sign(&g, &K, b, sizeof(b)), MC_ERR_INVALID_PARAMS);
 	g = sample();
 	g.tenant_len = MC_MAX_TENANT_LEN + 1;
@@ -135,7 +135,7 @@ static void test_decode_rejects(void **state)
 		memcpy(c, b, sizeof(c));
 		c[1] = (uint8_t)m;
 		assert_int_equal(mc_grant_decode(c, (size_t)n, &d),
-				 m >= 1 && m <= 5 ? 0 : MC_ERR_DESERIALIZE_FAIL);
+				 m >= 1 && m <= 6 ? 0 : MC_ERR_DESERIALIZE_FAIL);
 	}
 	memcpy(c, b, sizeof(c));
 	c[2] = 200;	/* tenant_len over the limit */

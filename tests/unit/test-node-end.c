@@ -8,7 +8,10 @@
  * ends; clients that come back a little after each answer (a put's next
  * data write) share the calls (the sender waits for them: util/gather.h),
  * every end still once; a master that is not there fails every end with
- * the link's error; stopping with ends queued fails them.  Under TSan too
+ * the link's error; stopping with ends queued fails them; relayed puts
+ * (refused by the fake master) settle once each, whatever the order of
+ * their buffer's release and their reply, within the bound on bytes
+ * held.  Under TSan too
  * (make test-tsan).
  */
 #include <stdarg.h>
@@ -56,6 +59,25 @@ static int fake_end(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return 0;
 }
 
+/* The fake master refuses every relayed put's start (a segment of no
+ * room): the node's queue, references and replies, not its copy (which
+ * 236-put-relay.bats runs against a real master). */
+static int fake_start(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_msg_batch_node_put_start_req *q = call->req;
+	struct mc_msg_batch_node_put_start_resp *p = resp;
+	struct mc_msg_node_put_start_placed *v =
+		mc_arena_calloc(call->arena, q->n_items ? q->n_items : 1, sizeof(*v));
+	if (!v)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < q->n_items; i++)
+		v[i].status = q->items[i].size == 3 ? MC_ERR_NO_AVAILABLE_HANDLE : MC_ERR_ILLEGAL_CLIENT;
+	__atomic_add_fetch(&items_seen, q->n_items, __ATOMIC_RELAXED);
+	p->n_items = q->n_items;
+	p->items = v;
+	return 0;
+}
+
 static struct mc_rpc_server *fake_master(char *addr, size_t len)
 {
 	struct mc_rpc_handlers h;
@@ -63,6 +85,7 @@ static struct mc_rpc_server *fake_master(char *addr, size_t len)
 	memset(&h, 0, sizeof(h));
 	h.fn[MC_OPI_HELLO] = mc_rpc_hello;
 	h.fn[MC_OPI_BATCH_NODE_PUT_END] = fake_end;
+	h.fn[MC_OPI_BATCH_NODE_PUT_START] = fake_start;
 	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 2 };
 	assert_int_equal(mc_rpc_server_start(&c, &h, NULL, &s), 0);
 	snprintf(addr, len, "127.0.0.1:%u", (unsigned)mc_rpc_server_port(s));
@@ -228,6 +251,97 @@ static void test_no_master(void **state)
 	mc_node_end_stop(e);
 }
 
+/* Relayed puts, as the data plane holds them: the attach hook's buffer,
+ * the handler's submit, the attachment's end, the reply's +1 / -1, in
+ * any order the server may take. */
+static void *relay_main(void *arg)
+{
+	struct submitter *s = arg;
+	char key[32];
+	for (int i = 0; i < PER_THREAD; i++) {
+		int n = snprintf(key, sizeof(key), "r-%d-%d", s->id, i);
+		size_t len = i % 2 ? 3 : 5;
+		struct mc_msg_data_put_req q = { .client_id = { 1, (uint64_t)s->id },
+						 .tenant = mc_bytes_str("t"),
+						 .key = MC_BYTES(key, (uint32_t)n),
+						 .config = { .replica_num = 1 } };
+		void *dst;
+		uint64_t t;
+		assert_int_equal(mc_node_end_put_new(s->e, &q, len, &dst), 0);
+		memset(dst, 'v', len);
+		if (i % 7 == 0) {	/* the connection closed mid-attachment */
+			mc_node_end_put_release(s->e, dst);
+			continue;
+		}
+		assert_int_equal(mc_node_end_put_submit(s->e, dst, &t), 0);
+		mc_node_end_put_release(s->e, dst);	/* the attachment is over */
+		int st = wait_end(s->e, t);
+		if (st == (len == 3 ? MC_ERR_NO_AVAILABLE_HANDLE : MC_ERR_ILLEGAL_CLIENT))
+			s->refused++;
+		else
+			s->other++;
+	}
+	return NULL;
+}
+
+static void test_relays_concurrent(void **state)
+{
+	char addr[64];
+	struct mc_rpc_server *m = fake_master(addr, sizeof(addr));
+	struct mc_node_end *e;
+	struct mc_node_end_config cfg = { .master = addr, .node_id = NODE, .cred = &CRED };
+	__atomic_store_n(&items_seen, 0, __ATOMIC_RELAXED);
+	assert_int_equal(mc_node_end_start(&cfg, &e), 0);
+	/* the limits, before anything is held */
+	struct mc_msg_data_put_req bad = { .key = mc_bytes_str("k"), .config = { .replica_num = 2 } };
+	void *dst;
+	assert_int_equal(mc_node_end_put_new(e, &bad, 1, &dst), MC_ERR_INVALID_PARAMS);
+	bad.config.replica_num = 1;
+	assert_int_equal(mc_node_end_put_new(e, &bad, 0, &dst), MC_ERR_INVALID_PARAMS);
+	assert_int_equal(mc_node_end_put_new(e, &bad, MC_PROTO_MAX_RELAY + 1, &dst),
+			 MC_ERR_TOO_LARGE);
+	/* MC_NODE_RELAY_MAX_BYTES held at once: the next one is refused */
+	enum { HOLD = MC_NODE_RELAY_MAX_BYTES / MC_PROTO_MAX_RELAY };
+	static void *held[HOLD];
+	unsigned k = 0;
+	while (k < HOLD && mc_node_end_put_new(e, &bad, MC_PROTO_MAX_RELAY, &held[k]) == 0)
+		k++;
+	assert_true(k >= HOLD - 1);	/* each holds a little more than its value */
+	unsigned busy = (k < HOLD) + 1;
+	assert_int_equal(mc_node_end_put_new(e, &bad, MC_PROTO_MAX_RELAY, &dst),
+			 MC_ERR_TASK_PENDING_LIMIT_EXCEEDED);
+	while (k)
+		mc_node_end_put_release(e, held[--k]);
+	assert_int_equal(mc_node_end_put_new(e, &bad, MC_PROTO_MAX_RELAY, &dst), 0);
+	mc_node_end_put_release(e, dst);
+
+	struct submitter s[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		s[i] = (struct submitter){ .e = e, .id = i };
+		assert_int_equal(pthread_create(&s[i].th, NULL, relay_main, &s[i]), 0);
+	}
+	int refused = 0, other = 0, sent = 0;
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(s[i].th, NULL);
+		refused += s[i].refused;
+		other += s[i].other;
+	}
+	for (int i = 0; i < PER_THREAD; i++)
+		sent += i % 7 != 0;
+	struct mc_node_end_stats st;
+	mc_node_end_get_stats(e, &st);
+	print_message("# %d relayed puts in %llu BATCH_NODE_PUT_START calls\n", sent * THREADS,
+		      (unsigned long long)st.start_batches);
+	assert_int_equal(other, 0);
+	assert_int_equal(refused, sent * THREADS);
+	assert_int_equal(st.relayed, sent * THREADS);
+	assert_int_equal(__atomic_load_n(&items_seen, __ATOMIC_RELAXED), sent * THREADS);
+	assert_true(st.start_batches <= st.relayed);
+	assert_int_equal(st.relay_busy, busy);
+	mc_node_end_stop(e);
+	mc_rpc_server_stop(m);
+}
+
 static void test_stop_fails_queued(void **state)
 {
 	struct mc_node_end *e;
@@ -256,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_ends_returning),
 		cmocka_unit_test(test_no_master),
 		cmocka_unit_test(test_stop_fails_queued),
+		cmocka_unit_test(test_relays_concurrent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

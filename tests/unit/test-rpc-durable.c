@@ -129,6 +129,15 @@ static void test_durable_ops(void **state)
 	before = d.logged;
 	durable_rpc(&d, MC_OP_BATCH_NODE_PUT_END, &npe);
 	assert_true(d.logged == before + 1);
+	/* A relayed put's start (BATCH_NODE_PUT_START) on that segment: no record */
+	struct mc_msg_node_put_start_item si = { .client_id = uid(8), .key = mc_bytes_str("d6"),
+						 .size = 4096, .segment_id = rd->mem.segment_id,
+						 .config = { .replica_num = 1 } };
+	struct mc_msg_batch_node_put_start_req nps = { .client_id = uid(7), .n_items = 1,
+						       .items = &si };
+	before = d.logged;
+	durable_rpc(&d, MC_OP_BATCH_NODE_PUT_START, &nps);
+	assert_true(d.logged == before);
 	resp_free(&r5);
 	struct mc_msg_exist_key_req ek = { .key = ps5.key };
 	struct resp r6;
