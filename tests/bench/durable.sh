@@ -80,7 +80,8 @@ path_counts() {
 		$1 == "mooncake_master_rpc_requests_total{op=\"put_end\"}" {p = $2}
 		$1 == "mooncake_master_rpc_requests_total{op=\"batch_node_put_end\"}" {b = $2}
 		$1 == "mooncake_node_put_ends_total" {e = $2}
-		END {print p + 0, b + 0, e + 0}'
+		$1 == "mooncake_node_put_relays_total" {r = $2}
+		END {print p + 0, b + 0, e + 0, r + 0}'
 }
 # cpu_per_put: the CPU time (user + system) of a 4 KiB put at 16 clients,
 # per process (client-bench puts: 16 threads x 1000 new keys; the master
@@ -146,15 +147,15 @@ for mode in true false; do
 	for c in 1 16 64; do
 		: > "$tmp/out"
 		read -r r0 b0 < <(oplog_counts)
-		read -r pe0 nb0 ne0 < <(path_counts)
+		read -r pe0 nb0 ne0 nr0 < <(path_counts)
 		for _ in $(seq 1 "$RUNS"); do
 			MC_BENCH_UNCACHED=1 MC_DISABLE_SHM=1 "$O/tests/bench/client-bench" "$M" small "$c" "$SECS" >> "$tmp/out"
 			sleep 4.2   # the leases, then the write grants, end: the removed objects' space comes back
 		done
 		read -r r1 b1 < <(oplog_counts)
-		read -r pe1 nb1 ne1 < <(path_counts)
-		awk -v p=$((pe1 - pe0)) -v b=$((nb1 - nb0)) -v e=$((ne1 - ne0)) -v n="${name}_c$c" \
-			'BEGIN { printf "durable path_%s node_ended %d puts in %d BATCH_NODE_PUT_END (%.2f per call), client_ended %d puts\n", n, e, b, b ? e / b : 0, p }'
+		read -r pe1 nb1 ne1 nr1 < <(path_counts)
+		awk -v p=$((pe1 - pe0)) -v b=$((nb1 - nb0)) -v e=$((ne1 - ne0)) -v r=$((nr1 - nr0)) \
+			-v n="${name}_c$c" 'BEGIN { printf "durable path_%s relayed %d, node_ended %d puts in %d BATCH_NODE_PUT_END (%.2f per call), client_ended %d puts\n", n, r, e, b, b ? (e + r) / b : 0, p }'
 		# group commit: the records (PutEnd, Remove) one fsync made durable
 		[ "$mode" = true ] && awk -v r=$((r1 - r0)) -v b=$((b1 - b0)) -v c="$c" \
 			'BEGIN { if (b > 0) printf "durable records_per_fsync_c%s %.2f records (at most %s)\n", c, r / b, c }'
