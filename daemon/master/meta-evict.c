@@ -521,10 +521,7 @@ uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, in
 
 uint64_t meta_reclaim_only_locked(struct mc_meta *m, uint64_t size, struct mc_uuid id)
 {
-	uint64_t slot;
-	if (mc_map_get(&m->segs.by_id, &id, sizeof(id), &slot) < 0)
-		return 0;
-	struct mc_segment *s = m->segs.slots[slot];
+	struct mc_segment *s = mc_segmgr_by_id_locked(&m->segs, id);
 	if (!s || __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK ||
 	    mc_offalloc_capacity(s->alloc) < size)
 		return 0;
@@ -594,10 +591,7 @@ bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
  * now).  segs.lock held for reading. */
 static struct mc_segment *segment_again(struct mc_meta *m, struct mc_uuid id)
 {
-	uint64_t slot;
-	if (mc_map_get(&m->segs.by_id, &id, sizeof(id), &slot) < 0)
-		return NULL;
-	struct mc_segment *s = m->segs.slots[slot];
+	struct mc_segment *s = mc_segmgr_by_id_locked(&m->segs, id);
 	return s && __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_UNMOUNTING ? s : NULL;
 }
 

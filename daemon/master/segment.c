@@ -309,15 +309,12 @@ int mc_segmgr_find(struct mc_segmgr *m, struct mc_uuid id, uint32_t *ret_slot)
 
 int mc_segmgr_owner(struct mc_segmgr *m, struct mc_uuid id, struct mc_uuid *ret_client)
 {
-	uint64_t v;
 	pthread_rwlock_rdlock(&m->lock);
-	int r = mc_map_get(&m->by_id, &id, sizeof(id), &v);
-	if (r == 0 && m->slots[v])
-		*ret_client = m->slots[v]->client;
-	else
-		r = MC_ERR_SEGMENT_NOT_FOUND;
+	const struct mc_segment *s = mc_segmgr_by_id_locked(m, id);
+	if (s)
+		*ret_client = s->client;
 	pthread_rwlock_unlock(&m->lock);
-	return r;
+	return s ? 0 : MC_ERR_SEGMENT_NOT_FOUND;
 }
 
 int mc_segmgr_set_status(struct mc_segmgr *m, uint32_t slot, uint8_t status, uint64_t deadline_ms)
@@ -596,10 +593,8 @@ static void place_pass(struct mc_segmgr *m, struct place_state *st, uint32_t wan
 {
 	const struct mc_place_req *req = st->req;
 	if (req->only) {	/* that segment or none (m->lock held) */
-		uint64_t slot;
-		struct mc_segment *s;
-		if (st->n < want && mc_map_get(&m->by_id, req->only, sizeof(*req->only), &slot) == 0 &&
-		    (s = m->slots[slot]) && !node_used(st, s) &&
+		struct mc_segment *s = mc_segmgr_by_id_locked(m, *req->only);
+		if (st->n < want && s && !node_used(st, s) &&
 		    segment_alloc(m, s, req->size, req->owner, NULL, &st->out[st->n]) == 0) {
 			st->used[st->n] = s;
 			st->used_names[st->n++] = s->name_idx;

@@ -161,6 +161,12 @@ int mc_segmgr_mount(struct mc_segmgr *m, struct mc_uuid client,
 int mc_segmgr_restore(struct mc_segmgr *m, struct mc_uuid client,
 		      const struct mc_segment_spec *spec, uint32_t *ret_slot);
 
+/* The segment of id, or NULL; m->lock held (read or write). */
+static inline struct mc_segment *mc_segmgr_by_id_locked(const struct mc_segmgr *m, struct mc_uuid id)
+{
+	uint64_t slot;
+	return mc_map_get(&m->by_id, &id, sizeof(id), &slot) == 0 ? m->slots[slot] : NULL;
+}
 /* The client (node) that mounted segment id, or MC_ERR_SEGMENT_NOT_FOUND. */
 int mc_segmgr_owner(struct mc_segmgr *m, struct mc_uuid id, struct mc_uuid *ret_client);
 /* The slot of a mounted segment id, or MC_ERR_SEGMENT_NOT_FOUND. */

@@ -300,8 +300,8 @@ static inline struct mc_bytes mc_client_tenant(const struct mc_client *c)
  * that way (concurrent: another put of this process is under way). */
 bool mc_relay_eligible(struct mc_client *c, const struct mc_put_opts *o, size_t len,
 		       bool concurrent);
-/* Whether a PUT_START should ask for a PUT grant (fewer fresh ones held
- * than wanted). */
+/* Whether a PUT_START of an eligible put should ask for a PUT grant (fewer
+ * fresh ones held than wanted). */
 bool mc_relay_want_grant(struct mc_client *c);
 /* Keeps the PUT grant of a PUT_START's answer p, if any. */
 void mc_relay_keep(struct mc_client *c, const struct mc_msg_put_start_resp *p);

@@ -251,6 +251,16 @@ static int write_end(struct mc_client *c, const struct mc_msg_put_start_resp *p,
 	return r;
 }
 
+/* Drops our unfinished put of key (its error is of no use: the put's own
+ * is returned); *cn as mc_pool_call's. */
+static void revoke(struct mc_client *c, struct mc_conn **cn, struct mc_bytes tenant,
+		   struct mc_bytes key)
+{
+	struct mc_msg_put_revoke_req v = { .client_id = c->id, .tenant = tenant, .key = key };
+	struct mc_msg_put_revoke_resp vp;
+	mc_pool_call(&c->mpool, cn, MC_OP_PUT_REVOKE, &v, &vp, NULL);
+}
+
 static int put_one(struct mc_client *c, const void *key, size_t klen, const void *buf,
 		   size_t len, const struct mc_put_opts *opts)
 {
@@ -287,15 +297,12 @@ static int put_one(struct mc_client *c, const void *key, size_t klen, const void
 			return r == 0 || !o.exclusive ? 0 : r;
 		}
 		if (r < 0) {
-			struct mc_msg_put_revoke_req v = { .client_id = c->id, .tenant = tenant,
-							   .key = k };
-			struct mc_msg_put_revoke_resp vp;
-			mc_pool_call(&c->mpool, &cn, MC_OP_PUT_REVOKE, &v, &vp, NULL);
+			revoke(c, &cn, tenant, k);
 			mc_pool_put(&c->mpool, cn);
 			return r;
 		}
 	}
-	q.want_put_grant = mc_relay_want_grant(c) && mc_relay_eligible(c, &o, len, true);
+	q.want_put_grant = mc_relay_eligible(c, &o, len, true) && mc_relay_want_grant(c);
 	/* UPSERT_START's messages are PUT_START's, field for field. */
 	r = mc_pool_call(&c->mpool, &cn, o.upsert ? MC_OP_UPSERT_START : MC_OP_PUT_START, &q, &p,
 			 NULL);
@@ -322,10 +329,7 @@ static int put_one(struct mc_client *c, const void *key, size_t klen, const void
 			 * value; from now on it must read the new one. */
 			mc_dcache_drop(c->dcache, key, klen);
 		} else if (w < 0) {
-			struct mc_msg_put_revoke_req v = { .client_id = c->id, .tenant = tenant,
-							   .key = k };
-			struct mc_msg_put_revoke_resp vp;
-			mc_pool_call(&c->mpool, &cn, MC_OP_PUT_REVOKE, &v, &vp, NULL);
+			revoke(c, &cn, tenant, k);
 			r = w;
 		}
 	}

@@ -54,8 +54,6 @@ bool mc_relay_eligible(struct mc_client *c, const struct mc_put_opts *o, size_t 
 
 bool mc_relay_want_grant(struct mc_client *c)
 {
-	if (c->relay == MC_NODE_END_NEVER)
-		return false;
 	uint64_t fresh = mc_now_ms() + RELAY_MARGIN_MS;
 	unsigned n = 0;
 	pthread_mutex_lock(&c->relay_mu);
