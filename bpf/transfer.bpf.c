@@ -2,9 +2,11 @@
 /* transfer.bpf.c - the bytes of replicas moving, seen by libmooncake
  * (side client, each transfer timed from its start to its end) and by the
  * node (side node, untimed: a node read is answered before its bytes are
- * sent), from the transfer__batch probe: counts, bytes, errors and a log2
- * duration histogram per (side, op, transport); an event for each failed
- * transfer and each one that took slow_transfer_us or longer. */
+ * sent): counts, bytes, errors and a log2 duration histogram per (side,
+ * op, transport); an event for each failed transfer and each one that
+ * took slow_transfer_us or longer.  Quick successful transfers come
+ * counted by their thread (transfer__sum), the others one by one
+ * (transfer__batch); see util/xfertrace.h. */
 #include "common.bpf.h"
 
 const volatile __u64 slow_transfer_us = 10000;
@@ -79,6 +81,30 @@ int BPF_USDT(transfer_batch, __u32 n, const struct mc_xfer_rec *recs)
 			__builtin_memcpy(ev.peer, r.peer, sizeof(ev.peer));
 			mc_emit(&ev);
 		}
+	}
+	return 0;
+}
+
+/* Counts of quick successful transfers (util/xfertrace.h): added as they
+ * come, each entry's histogram slot by slot. */
+SEC("usdt")
+int BPF_USDT(transfer_sum, __u32 n, const struct mc_xfer_sum *sums)
+{
+	struct mc_xfer_sum d;
+	for (__u32 i = 0; i < MC_TRACE_BATCH && i < n; i++) {
+		if (bpf_probe_read_user(&d, sizeof(d), &sums[i]))
+			break;
+		struct mc_xfer_stats *s = stats(d.side, d.op, d.transport);
+		if (!s)
+			continue;
+		__sync_fetch_and_add(&s->started, d.done);
+		__sync_fetch_and_add(&s->done, d.done);
+		__sync_fetch_and_add(&s->bytes, d.bytes);
+		__sync_fetch_and_add(&s->timed, d.timed);
+		__sync_fetch_and_add(&s->dur_us_sum, d.dur_us_sum);
+		for (__u32 j = 0; j < MC_HIST_SLOTS; j++)
+			if (d.dur_us.slots[j])
+				__sync_fetch_and_add(&s->dur_us.slots[j], d.dur_us.slots[j]);
 	}
 	return 0;
 }

@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "client/client-internal.h"
-#include "util/clock.h"
 #include "util/probes.h"
 #include "util/xfertrace.h"
 
@@ -235,7 +234,7 @@ static int write_end(struct mc_client *c, const struct mc_msg_put_start_resp *p,
 	struct iovec iov = { (void *)buf, len };
 	struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
 	struct mc_conn *cn = NULL;
-	uint64_t t0 = mc_now_ns();
+	uint64_t t0 = mc_xfertrace_start(len);
 	r = mc_pool_call(&t.node->pool, &cn, MC_OP_DATA_WRITE_END, &q, &w, &at);
 	mc_pool_put(&t.node->pool, cn);
 	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, MC_TRANSPORT_TCP, len, t.node->endpoint, r,

@@ -209,7 +209,7 @@ static void lane_items(struct mc_client *c, struct mc_node *n, struct rdma_lane 
 			};
 		}
 	}
-	uint64_t t0 = mc_now_ns();
+	uint64_t t0 = mc_xfertrace_start(UINT64_MAX);	/* a batch: timed when traced */
 	int rc = run_chains(c, r, p, wr, sl, ns);
 	if (rc < 0)
 		mc_rdma_lane_reset(p);	/* the keys go too: the caller asks again */

@@ -632,7 +632,7 @@ int mc_rdma_transfer(struct mc_client *c, struct mc_target *t, void *buf, uint64
 	struct ibv_mr *mr = mc_rdma_buffer_mr(c, r, buf, len);
 	if (!mr && (rc = mc_rdma_lane_stage(r, p)) < 0)
 		goto out;
-	uint64_t t0 = mc_now_ns();
+	uint64_t t0 = mc_xfertrace_start(len);
 	char *lbuf = NULL;
 	uint64_t off = 0, n = 0;
 	unsigned window = mc_rdma_window(r);

@@ -130,7 +130,7 @@ int mc_relay_put(struct mc_client *c, struct mc_bytes tenant, struct mc_bytes ke
 	struct iovec iov = { (void *)buf, len };
 	struct mc_rpc_attach at = { .send = &iov, .nsend = 1 };
 	struct mc_conn *cn = NULL;
-	uint64_t t0 = mc_now_ns();
+	uint64_t t0 = mc_xfertrace_start(len);
 	int r = mc_pool_call(&g.node->pool, &cn, MC_OP_DATA_PUT, &q, &w, &at);
 	mc_pool_put(&g.node->pool, cn);
 	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, MC_TRANSPORT_TCP, len, g.node->endpoint, r,

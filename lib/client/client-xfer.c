@@ -24,7 +24,6 @@
 
 #include "client/client-internal.h"
 #include "client/client-rdma.h"
-#include "util/clock.h"
 #include "util/copy-hash.h"
 #include "util/probes.h"
 #include "util/xfertrace.h"
@@ -197,7 +196,7 @@ static bool one_shot(struct mc_client *c, const struct mc_target *t, uint64_t le
 static int shm_move(struct mc_target *t, bool write, void *buf, uint64_t len, uint64_t *ret_sum,
 		    const struct mc_progress *pg)
 {
-	uint64_t t0 = mc_now_ns();
+	uint64_t t0 = mc_xfertrace_start(len);
 	uint8_t *dst = write ? t->shm : buf;
 	const uint8_t *src = write ? buf : t->shm;
 	int r = 0;
@@ -278,7 +277,7 @@ int mc_target_write(struct mc_client *c, struct mc_target *t, const void *buf, u
 		return r;
 	}
 	r = 0;
-	uint64_t t0 = mc_now_ns();
+	uint64_t t0 = mc_xfertrace_start(len);
 	r = tcp_move(c, t, true, (void *)buf, len, st, pg);
 	if (st) {
 		if (r == 0)
@@ -349,7 +348,7 @@ int mc_target_read(struct mc_client *c, struct mc_target *t, void *buf, uint64_t
 	    (r = mc_rdma_transfer(c, t, buf, len, false, st, pg)) != MC_ERR_NOT_SUPPORTED)
 		goto done;
 	r = 0;
-	t0 = mc_now_ns();
+	t0 = mc_xfertrace_start(len);
 	tr = MC_TRANSPORT_TCP;
 	if (t->disk_key.len) {
 		r = disk_read(t, buf, len, st, pg);

@@ -31,7 +31,7 @@
 #include "mctrace/transfer.skel.h"
 
 const char *const mctrace_probe_names[] = {
-	"all", "lease__batch", "evict", "put__batch", "transfer__batch", NULL,
+	"all", "lease__batch", "evict", "put__batch", "transfer__batch", "transfer__sum", NULL,
 };
 
 struct file_id {
@@ -55,6 +55,7 @@ struct mctrace {
 	char pin_path[256];
 	char scan_under[256];
 	char probes[512];
+	bool no_sums;			/* slow_transfer_us under MC_XFERTRACE_SUM_US */
 	struct mctrace_maps maps;
 };
 
@@ -163,6 +164,7 @@ int mctrace_open(const struct mctrace_opts *o, struct mctrace **ret, char *err, 
 	snprintf(t->scan_under, sizeof(t->scan_under), "%s", o->scan_under ? o->scan_under : "/");
 	snprintf(t->probes, sizeof(t->probes), ",%s,", o->probes && *o->probes ? o->probes :
 		 MCTRACE_DEFAULT_PROBES);
+	t->no_sums = o->slow_transfer_us < MC_XFERTRACE_SUM_US;
 	if ((r = ensure_bpffs(t->pin_path, err, errlen)) < 0)
 		goto bad;
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = t->pin_path);
@@ -334,6 +336,8 @@ int mctrace_attach_path(struct mctrace *t, const char *path, char *err, size_t e
 			snprintf(item, sizeof(item), ",%s,", probe);
 			if (strcmp(t->probes, ",all,") != 0 && !strstr(t->probes, item))
 				continue;   /* not asked for */
+			if (t->no_sums && strcmp(probe, "transfer__sum") == 0)
+				continue;   /* each transfer must come as a record */
 			struct bpf_link *l = bpf_program__attach_usdt(p, -1, path, "mooncake", probe, NULL);
 			if (!l) {
 				if (errno == ENOENT)

@@ -37,7 +37,7 @@
 #define MCTRACE_DEFAULT_PIN_PATH "/sys/fs/bpf/mooncake"
 /* Every probe: the per-operation ones come in groups (util/tracebuf.h), so
  * attaching all of them costs a fraction of a uprobe trap per operation. */
-#define MCTRACE_DEFAULT_PROBES "lease__batch,evict,put__batch,transfer__batch"
+#define MCTRACE_DEFAULT_PROBES "lease__batch,evict,put__batch,transfer__batch,transfer__sum"
 /* What struct mctrace_opts.probes may list: "all", then every probe
  * (lib/util/probes.h); NULL-terminated. */
 extern const char *const mctrace_probe_names[];
@@ -46,7 +46,9 @@ struct mctrace;
 
 struct mctrace_opts {
 	const char *pin_path;		/* NULL: MCTRACE_DEFAULT_PIN_PATH */
-	uint64_t slow_transfer_us;	/* event threshold */
+	uint64_t slow_transfer_us;	/* event threshold; under MC_XFERTRACE_SUM_US,
+					 * transfer__sum is not attached, so that every
+					 * transfer comes as a record and can be an event */
 	bool debug;			/* libbpf's messages to stderr */
 	const char *scan_under;		/* mctrace_scan: only files under this prefix (NULL: all) */
 	const char *probes;		/* comma-separated probe names, "all", or NULL:

@@ -14,7 +14,8 @@
  *   evict_stats    ARRAY[4] reason (enum mc_evict_reason of util/probes.h) -> struct mc_evict_stats
  *   evict_tenants  HASH u32 tenant slot -> struct mc_evict_stats
  *   put_stats      ARRAY[1]  -> struct mc_put_stats
- *   transfer_stats HASH struct mc_xfer_key -> struct mc_xfer_stats
+ *   transfer_stats HASH struct mc_xfer_key -> struct mc_xfer_stats (from
+ *                  transfer__batch records and transfer__sum counts)
  *   tcp_retrans    HASH struct mc_tcp_key -> u64 retransmitted segments
  *   recent_events  ARRAY[MC_RECENT] -> struct mc_event, written round robin;
  *                  recent_events_pos ARRAY[1] -> u64 events written so far
@@ -103,6 +104,23 @@ struct mc_xfer_rec {
 	__u8 side, op, transport, pad;
 	char peer[MC_PEER_LEN];	/* NUL-terminated, "" when unknown */
 };
+
+/* transfer__sum (lib/util/xfertrace.h): one thread's successful transfers
+ * of one (side, op, transport) that took under MC_XFERTRACE_SUM_US each,
+ * counted since its last one.  Every field after the key is a count. */
+struct mc_xfer_sum {
+	__u8 side, op, transport, pad[5];
+	__u64 done;
+	__u64 bytes;
+	__u64 timed;		/* of done: the ones with a start, in dur_us */
+	__u64 dur_us_sum;
+	struct mc_hist dur_us;
+};
+
+/* A transfer this quick and successful is counted in a mc_xfer_sum, not
+ * recorded: no event can be missed while slow_transfer_us is at least
+ * this (mooncake-trace's minimum). */
+#define MC_XFERTRACE_SUM_US 1000
 
 /* lease__batch: a read lease granted or extended (util/probes.h). */
 struct mc_lease_rec {

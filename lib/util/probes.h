@@ -46,6 +46,13 @@
  *       2 shm (co-located memcpy); status 0 or a negative MC_ERR_*; times
  *       CLOCK_MONOTONIC ns (start 0: not timed, the node's); peer: the node
  *       endpoint "host:port" on the client side, "" on the node side.
+ *       While transfer__sum is attached, only failed transfers and ones
+ *       that took MC_XFERTRACE_SUM_US or longer come here.
+ *   transfer__sum (libmooncake, node)  u32 count, const struct mc_xfer_sum *sums
+ *       count entries, each a (side, op, transport) as above and how much
+ *       one thread's counts of quick successful transfers moved since its
+ *       last entry for it: done, bytes, timed, dur_us_sum, and the log2
+ *       histogram of their durations in microseconds.
  *
  * The *__batch probes have USDT semaphores: nothing is recorded until a
  * tracer attaches; then each thread's records go over in groups of at most
@@ -55,7 +62,7 @@
  *
  * Which files carry which probes: the master binary (lease__batch, evict,
  * put__batch), the node binary, libmooncake.so.0 and every program linking
- * libmooncake.a, e.g. mooncakectl (transfer__batch).
+ * libmooncake.a, e.g. mooncakectl (transfer__batch, transfer__sum).
  *
  * The BPF programs include this file too (through bpf/mooncake-trace.h),
  * for the argument values only.

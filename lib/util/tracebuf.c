@@ -15,15 +15,52 @@ struct tbuf {
 	struct tbuf *next;		/* the list of all, under list_mu */
 	uint32_t n;
 	uint64_t first_ns;		/* when rec 0 came */
-	unsigned char recs[];		/* MC_TRACEBUF_CAP x kind->rec_size */
+	/* A record kind's MC_TRACEBUF_CAP x rec_size; a sum kind's nsum x
+	 * rec_size three times: the counts, the counts last sent, and the
+	 * moves being sent. */
+	unsigned char recs[] __attribute__((aligned(8)));
 };
+
+/* A sum kind's part of b->recs. */
+static unsigned char *sum_part(struct tbuf *b, unsigned i)
+{
+	return b->recs + (size_t)i * b->kind->nsum * b->kind->rec_size;
+}
+
+/* A sum kind: the entries whose counters moved since the last call go to
+ * the probe with their moves.  The caller has list_mu, or b off the list. */
+static void sum_fire(struct tbuf *b)
+{
+	const struct mc_tracebuf *k = b->kind;
+	size_t words = k->rec_size / sizeof(uint64_t);
+	uint32_t n = 0;
+	for (unsigned e = 0; e < k->nsum; e++) {
+		uint64_t *cur = (uint64_t *)(sum_part(b, 0) + e * k->rec_size);
+		uint64_t *sent = (uint64_t *)(sum_part(b, 1) + e * k->rec_size);
+		uint64_t *out = (uint64_t *)(sum_part(b, 2) + n * k->rec_size);
+		bool moved = false;
+		out[0] = cur[0];   /* the key */
+		for (size_t w = 1; w < words; w++) {
+			uint64_t now = __atomic_load_n(&cur[w], __ATOMIC_RELAXED);
+			out[w] = now - sent[w];
+			sent[w] = now;
+			moved |= out[w] != 0;
+		}
+		if (moved && ++n == MC_TRACEBUF_CAP) {
+			k->fire(n, sum_part(b, 2));
+			n = 0;
+		}
+	}
+	if (n)
+		k->fire(n, sum_part(b, 2));
+}
 
 static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tbuf *list;
 static bool flusher_running;		/* written under list_mu, read as a hint */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
-/* b->mu held. */
+/* b->mu held (a record kind). */
 static void fire(struct tbuf *b)
 {
 	if (!b->n)
@@ -45,7 +82,10 @@ static void buf_release(void *arg)
 	}
 	pthread_mutex_unlock(&list_mu);
 	pthread_mutex_lock(&b->mu);
-	fire(b);
+	if (b->kind->nsum)
+		sum_fire(b);
+	else
+		fire(b);
 	pthread_mutex_unlock(&b->mu);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
@@ -91,9 +131,12 @@ static struct tbuf *buf_get(struct mc_tracebuf *k)
 		__atomic_store_n(&k->ready, true, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&setup_mu);
-	b = calloc(1, sizeof(*b) + MC_TRACEBUF_CAP * k->rec_size);
+	size_t size = k->nsum ? 3 * (size_t)k->nsum * k->rec_size : MC_TRACEBUF_CAP * k->rec_size;
+	b = calloc(1, sizeof(*b) + size);
 	if (!b)
 		return NULL;
+	if (k->nsum)
+		memcpy(b->recs, k->sum_init, (size_t)k->nsum * k->rec_size);
 	pthread_mutex_init(&b->mu, NULL);
 	b->kind = k;
 	if (pthread_setspecific(k->key, b) != 0) {
@@ -109,7 +152,7 @@ static struct tbuf *buf_get(struct mc_tracebuf *k)
 }
 
 /* Every buffer whose first record is older than min_age_ns goes to its
- * probe; returns how many records the others keep.  With !wait, gives up
+ * probe, and every sum's moves; returns how many records the others keep.  With !wait, gives up
  * at once if the list is taken (at exit, by a thread that died with it). */
 static unsigned flush_older(uint64_t min_age_ns, bool wait)
 {
@@ -120,6 +163,10 @@ static unsigned flush_older(uint64_t min_age_ns, bool wait)
 		return 0;
 	uint64_t now = mc_now_ns();
 	for (struct tbuf *b = list; b; b = b->next) {
+		if (b->kind->nsum) {
+			sum_fire(b);
+			continue;
+		}
 		pthread_mutex_lock(&b->mu);
 		if (b->n && now - b->first_ns >= min_age_ns)
 			fire(b);
@@ -186,6 +233,16 @@ void mc_tracebuf_add(struct mc_tracebuf *k, const void *rec)
 	pthread_mutex_unlock(&b->mu);
 	if (!__atomic_load_n(&flusher_running, __ATOMIC_RELAXED))
 		flusher_start();
+}
+
+void *mc_tracebuf_sums(struct mc_tracebuf *k)
+{
+	struct tbuf *b = buf_get(k);
+	if (!b)
+		return NULL;
+	if (!__atomic_load_n(&flusher_running, __ATOMIC_RELAXED))
+		flusher_start();
+	return b->recs;
 }
 
 void mc_tracebuf_flush(void)

@@ -18,11 +18,25 @@
  * stays attached or records wait.  A record's own fields carry its times,
  * so the delay changes no figure.
  *
- * Threads and locks: each buffer has a mutex, taken by its owner to add
- * and by the flusher (or mc_tracebuf_flush()) to empty it; the list of all
- * buffers has one, taken before a buffer's.  The probe fires with the
- * buffer's mutex held.  A child after fork() keeps only its own thread's
- * buffers and starts a flusher of its own.
+ * A sum kind (nsum > 0, MC_TRACEBUF_DEFINE_SUM) is for events too many to
+ * record one by one: each thread keeps running totals instead, nsum
+ * entries of rec_size bytes, each an 8-byte key (copied from the kind's
+ * template when the thread's entries are made, never written after) and
+ * then u64 counters that only their thread adds to, with
+ * mc_tracebuf_count() on the entries mc_tracebuf_sums() gives it.  The
+ * flusher hands the probe, every MC_TRACEBUF_FLUSH_MS, each entry whose
+ * counters moved since it last looked, the key followed by how much each
+ * counter moved (and a thread's last moves when it ends, at exit, and on
+ * mc_tracebuf_flush()).  Adding takes no lock and makes no call: a
+ * counter has one writer, and the flusher only reads it.
+ *
+ * Threads and locks: each record buffer has a mutex, taken by its owner to
+ * add and by the flusher (or mc_tracebuf_flush()) to empty it; the list of
+ * all buffers has one, taken before a buffer's.  The probe fires with the
+ * buffer's mutex held.  A sum's "sent" copy is the flusher's, under the
+ * list's mutex (or a thread's own, at its end, once it has left the list).
+ * A child after fork() keeps only its own thread's buffers and starts a
+ * flusher of its own.
  */
 #ifndef MC_UTIL_TRACEBUF_H
 #define MC_UTIL_TRACEBUF_H
@@ -36,9 +50,11 @@
 #define MC_TRACEBUF_FLUSH_MS 20
 
 struct mc_tracebuf {
-	size_t rec_size;
+	size_t rec_size;			/* a record's, or a sum entry's */
 	volatile unsigned short *sema;		/* the probe's USDT semaphore */
 	void (*fire)(uint32_t n, const void *recs);
+	unsigned nsum;				/* a sum kind's entries; 0: records */
+	const void *sum_init;			/* a sum kind's nsum entries: keys, zeros */
 	/* private */
 	bool ready;				/* key made */
 	pthread_key_t key;
@@ -57,6 +73,17 @@ struct mc_tracebuf {
 				   .sema = &mooncake_##NAME##_semaphore,		\
 				   .fire = VAR##_fire }
 
+/* The same for a sum kind whose nsum entries of type ENT start as INIT. */
+#define MC_TRACEBUF_DEFINE_SUM(VAR, NAME, ENT, NSUM, INIT)				\
+	unsigned short mooncake_##NAME##_semaphore __attribute__((unused, section(".probes")));	\
+	static void VAR##_fire(uint32_t n, const void *recs)				\
+	{										\
+		MC_PROBE2(NAME, n, recs);						\
+	}										\
+	static struct mc_tracebuf VAR = { .rec_size = sizeof(ENT),			\
+				   .sema = &mooncake_##NAME##_semaphore,		\
+				   .fire = VAR##_fire, .nsum = (NSUM), .sum_init = (INIT) }
+
 static inline int mc_tracebuf_on(const struct mc_tracebuf *k)
 {
 	return __atomic_load_n(k->sema, __ATOMIC_RELAXED) != 0;
@@ -65,6 +92,15 @@ static inline int mc_tracebuf_on(const struct mc_tracebuf *k)
 /* Copies rec (k->rec_size bytes) into the calling thread's buffer of
  * kind k. */
 void mc_tracebuf_add(struct mc_tracebuf *k, const void *rec);
+
+/* The calling thread's k->nsum entries of sum kind k, or NULL (no
+ * memory: the caller counts nothing). */
+void *mc_tracebuf_sums(struct mc_tracebuf *k);
+
+/* Adds v to *c, a u64 counter of the calling thread's own entries (any
+ * u64 type; c is evaluated twice).  One writer: no locked instruction. */
+#define mc_tracebuf_count(c, v)									\
+	__atomic_store_n((c), __atomic_load_n((c), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
 
 /* Hands every thread's records, of every kind, to the probes now. */
 void mc_tracebuf_flush(void);

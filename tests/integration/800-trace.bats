@@ -66,13 +66,14 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	notes() { readelf -n "$1" | awk '/Provider: mooncake/ { getline; print $2 }' | sort -u | tr '\n' ' '; }
 	[ "$(notes "$MASTER")" = "evict lease__batch put__batch " ]
 	readelf -n "$MASTER" | grep -A2 "Name: lease__batch" | grep -Eq "Semaphore: 0x0*[1-9a-f]"
-	[ "$(notes "$NODE")" = "transfer__batch " ]
-	[ "$(notes "$O/lib/libmooncake.so.0")" = "transfer__batch " ]
-	[ "$(notes "$CTL")" = "transfer__batch " ]
+	[ "$(notes "$NODE")" = "transfer__batch transfer__sum " ]
+	[ "$(notes "$O/lib/libmooncake.so.0")" = "transfer__batch transfer__sum " ]
+	[ "$(notes "$CTL")" = "transfer__batch transfer__sum " ]
 	# the *__batch probes have USDT semaphores: nothing is recorded untraced
 	readelf -n "$O/lib/libmooncake.so.0" | grep -A2 'Name: transfer__batch' | grep -Eq 'Semaphore: 0x0*[1-9a-f]'
+	readelf -n "$O/lib/libmooncake.so.0" | grep -A2 'Name: transfer__sum' | grep -Eq 'Semaphore: 0x0*[1-9a-f]'
 	# every probe and its arguments are documented in the one table
-	for p in evict lease__batch put__batch transfer__batch; do
+	for p in evict lease__batch put__batch transfer__batch transfer__sum; do
 		grep -q "^ \*   $p (" lib/util/probes.h
 	done
 }
@@ -267,7 +268,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	live=$!
 	# it says so once attached (it counts from then on)
 	for _ in $(seq 1 200); do grep -q "attached" "$MC_DIR/self.err" && break; sleep 0.05; done
-	grep -q "no tracer running: attached 6 probe(s) in 4 file(s)" "$MC_DIR/self.err"
+	grep -q "no tracer running: attached 9 probe(s) in 4 file(s)" "$MC_DIR/self.err"
 	run -0 get_compare b
 	wait "$live"
 	grep -q "client get over shm: 1 started, 1 done, 0 errors, 4096 bytes" "$MC_DIR/self.out"
