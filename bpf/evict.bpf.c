@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* evict.bpf.c - evictions from the master's evict probe: objects and bytes
- * by reason and by tenant (both tiers: memory, and a node's disk tier), and
- * one event per eviction, with its tier (the probe's fifth argument; the
- * memory sites pass four, which reads as 0, memory). */
+/* evict.bpf.c - evictions from the master's evict__batch probe (records
+ * in groups, util/tracebuf.h): objects and bytes by reason and by tenant
+ * (both tiers: memory, and a node's disk tier), and one event per
+ * eviction, with its tier. */
 #include "common.bpf.h"
 
 struct {
@@ -21,14 +21,14 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } evict_tenants SEC(".maps");
 
-SEC("usdt")
-int BPF_USDT(evict, __u32 obj_hash, __u32 tenant, __u64 bytes, __u32 reason, __u32 tier)
+/* One eviction: the counters and its event. */
+static __always_inline void account(const struct mc_evict_rec *e)
 {
-	__u32 r = reason < MC_EVICT_REASONS ? reason : 0;
+	__u32 r = e->reason < MC_EVICT_REASONS ? e->reason : 0, tenant = e->tenant;
 	struct mc_evict_stats *s = bpf_map_lookup_elem(&evict_stats, &r);
 	if (s) {
 		__sync_fetch_and_add(&s->objects, 1);
-		__sync_fetch_and_add(&s->bytes, bytes);
+		__sync_fetch_and_add(&s->bytes, e->bytes);
 	}
 	s = bpf_map_lookup_elem(&evict_tenants, &tenant);
 	if (!s) {
@@ -38,10 +38,22 @@ int BPF_USDT(evict, __u32 obj_hash, __u32 tenant, __u64 bytes, __u32 reason, __u
 	}
 	if (s) {
 		__sync_fetch_and_add(&s->objects, 1);
-		__sync_fetch_and_add(&s->bytes, bytes);
+		__sync_fetch_and_add(&s->bytes, e->bytes);
 	}
-	struct mc_event ev = { .kind = MC_EV_EVICT, .obj_hash = obj_hash, .tenant = tenant,
-			       .bytes = bytes, .reason = reason, .tier = tier };
+	struct mc_event ev = { .ts_ns = e->ts_ns, .kind = MC_EV_EVICT, .obj_hash = e->obj_hash,
+			       .tenant = tenant, .bytes = e->bytes, .reason = e->reason,
+			       .tier = e->tier };
 	mc_emit(&ev);
+}
+
+SEC("usdt")
+int BPF_USDT(evict_batch, __u32 n, const struct mc_evict_rec *recs)
+{
+	struct mc_evict_rec e;
+	for (__u32 i = 0; i < MC_TRACE_BATCH && i < n; i++) {
+		if (bpf_probe_read_user(&e, sizeof(e), &recs[i]))
+			break;
+		account(&e);
+	}
 	return 0;
 }

@@ -237,7 +237,7 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 			     unsigned reason)
 {
 	uint64_t bytes = o->size * o->nrep;
-	MC_PROBE4(evict, o->hash, o->tenant, bytes, reason);
+	meta_trace_evict(o->hash, o->tenant, bytes, reason, MC_EVICT_TIER_MEMORY);
 	if (meta_fs_keep(m, o) ||   /* a DISK/DFS replica: o stays, out of memory */
 	    meta_offload_keep(m, o, reason)) {   /* on its node's disk now: o stays */
 		__atomic_add_fetch(&m->evicted_objects[reason], 1, __ATOMIC_RELAXED);

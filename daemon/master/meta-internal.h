@@ -190,6 +190,9 @@ void meta_trace_lease(uint32_t obj_hash, uint32_t tenant, uint64_t ttl_ms, uint6
 		      uint64_t now_ms);
 void meta_trace_put(unsigned kind, uint32_t obj_hash, uint32_t tenant, uint64_t size,
 		    uint32_t replicas, int status, uint64_t dur_ms);
+/* An object evicted: reason enum mc_evict_reason, tier enum mc_evict_tier. */
+void meta_trace_evict(uint32_t obj_hash, uint32_t tenant, uint64_t bytes, unsigned reason,
+		      unsigned tier);
 static inline bool meta_has_lease(const struct mc_object *o, uint64_t now)
 {
 	return !mc_object_is_processing(o) && mc_object_load_time(o) > now;

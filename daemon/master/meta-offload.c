@@ -403,8 +403,7 @@ bool meta_offload_keep(struct mc_meta *m, struct mc_object *o, unsigned reason)
 /* o's copy left its node's disk tier: an eviction of tier local_disk. */
 static void disk_evicted(struct mc_meta *m, const struct mc_object *o)
 {
-	MC_PROBE5(evict, o->hash, o->tenant, o->size, (uint32_t)MC_EVICT_WATERMARK,
-		  (uint32_t)MC_EVICT_TIER_LOCAL_DISK);
+	meta_trace_evict(o->hash, o->tenant, o->size, MC_EVICT_WATERMARK, MC_EVICT_TIER_LOCAL_DISK);
 	__atomic_add_fetch(&m->disk_evicted_objects, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&m->disk_evicted_bytes, o->size, __ATOMIC_RELAXED);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * meta-trace.c - the master's per-operation probes, in groups: lease__batch
- * and put__batch (util/tracebuf.h; layouts in trace/mooncake-trace.h).
+ * meta-trace.c - the master's per-operation probes, in groups: lease__batch,
+ * put__batch and evict__batch (util/tracebuf.h; layouts in
+ * trace/mooncake-trace.h).
  * Nothing is recorded while no tracer is attached to them.
  */
 #include <linux/types.h>
@@ -9,6 +10,7 @@
 /* This file's probes have USDT semaphores (tracebuf.h). */
 #define _SDT_HAS_SEMAPHORES 1
 #include "util/probes.h"
+#include "util/clock.h"
 #include "util/tracebuf.h"
 #include "trace/mooncake-trace.h"
 #include "meta-internal.h"
@@ -17,6 +19,17 @@ _Static_assert(MC_TRACE_BATCH == MC_TRACEBUF_CAP, "the BPF programs read MC_TRAC
 
 MC_TRACEBUF_DEFINE(lease_kind, lease__batch, struct mc_lease_rec);
 MC_TRACEBUF_DEFINE(put_kind, put__batch, struct mc_put_rec);
+MC_TRACEBUF_DEFINE(evict_kind, evict__batch, struct mc_evict_rec);
+
+void meta_trace_evict(uint32_t obj_hash, uint32_t tenant, uint64_t bytes, unsigned reason,
+		      unsigned tier)
+{
+	if (!mc_tracebuf_on(&evict_kind))
+		return;
+	struct mc_evict_rec r = { .obj_hash = obj_hash, .tenant = tenant, .bytes = bytes,
+				  .reason = reason, .tier = tier, .ts_ns = mc_now_ns() };
+	mc_tracebuf_add(&evict_kind, &r);
+}
 
 void meta_trace_lease(uint32_t obj_hash, uint32_t tenant, uint64_t ttl_ms, uint64_t prev_ms,
 		      uint64_t now_ms)

@@ -122,6 +122,16 @@ struct mc_xfer_sum {
  * this (mooncake-trace's minimum). */
 #define MC_XFERTRACE_SUM_US 1000
 
+/* evict__batch: an object evicted (util/probes.h). */
+struct mc_evict_rec {
+	__u32 obj_hash;
+	__u32 tenant;
+	__u64 bytes;		/* size x replicas (memory); the copy's size (local_disk) */
+	__u32 reason;		/* enum mc_evict_reason */
+	__u32 tier;		/* enum mc_evict_tier */
+	__u64 ts_ns;		/* CLOCK_MONOTONIC */
+};
+
 /* lease__batch: a read lease granted or extended (util/probes.h). */
 struct mc_lease_rec {
 	__u32 obj_hash;

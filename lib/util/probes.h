@@ -27,16 +27,17 @@
  *       (status 0 or a negative MC_ERR_*; single and batch); _END, PutEnd
  *       completed a write (dur_ms = PutEnd - PutStart); _REVOKE, PutRevoke
  *       dropped a write in progress.
- *   evict (master)                     u32 obj_hash, u32 tenant, u64 bytes, u32 reason
- *                                      [, u32 tier]
- *       an object is evicted; bytes = size x replicas; reason is enum
- *       mc_evict_reason (below): 0 watermark (the background tick), 1 put (a
- *       PutStart needed room), 2 quota (the tenant's own objects made room
- *       under its quota), 3 admin (an evict request).  tier is enum
- *       mc_evict_tier: 0 memory (the sites in meta-evict.c, which pass no
- *       fifth argument: a USDT reader gets 0 for it), 1 local_disk (a
- *       node's disk tier evicted the object's copy to make room, or lost
- *       it; meta-offload.c; reason watermark, bytes = the object's size).
+ *   evict__batch (master)              u32 count, const struct mc_evict_rec *recs
+ *       count evictions, each {obj_hash, tenant, bytes, reason, tier,
+ *       ts_ns}: an object is evicted; bytes = size x replicas; reason is
+ *       enum mc_evict_reason (below): 0 watermark (the background tick), 1
+ *       put (a PutStart needed room), 2 quota (the tenant's own objects made
+ *       room under its quota), 3 admin (an evict request).  tier is enum
+ *       mc_evict_tier: 0 memory (meta-evict.c), 1 local_disk (a node's disk
+ *       tier evicted the object's copy to make room, or lost it;
+ *       meta-offload.c; reason watermark, bytes = the object's size).  A
+ *       full cache evicts about an object per put: one probe hit each cost
+ *       the master a few microseconds per put.
  *   transfer__batch (libmooncake, node) u32 count, const struct mc_xfer_rec *recs
  *       count finished transfers, each {start_ns, end_ns, bytes, status,
  *       side, op, transport, peer}: the bytes of one replica moved (or
@@ -60,7 +61,7 @@
  * (util/tracebuf.h), since a uprobe hit costs microseconds.  The layouts
  * of the records are in trace/mooncake-trace.h.
  *
- * Which files carry which probes: the master binary (lease__batch, evict,
+ * Which files carry which probes: the master binary (lease__batch, evict__batch,
  * put__batch), the node binary, libmooncake.so.0 and every program linking
  * libmooncake.a, e.g. mooncakectl (transfer__batch, transfer__sum).
  *
@@ -85,7 +86,7 @@ enum mc_evict_reason {
 	MC_EVICT_REASONS
 };
 
-/* evict: which tier the object (or its copy) left. */
+/* evict__batch: which tier the object (or its copy) left. */
 #define MC_EVICT_TIER_LIST(X) \
 	X(MEMORY,     "memory")		/* a memory segment (meta-evict.c) */ \
 	X(LOCAL_DISK, "local_disk")	/* a node's disk tier (meta-offload.c) */

@@ -66,7 +66,7 @@ stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null || true
 trap 'sysctl -qw kernel.bpf_stats_enabled="$stats_was" 2>/dev/null || true; cleanup' EXIT
 hits() {
-	bpftool prog show -j 2>/dev/null | jq '[.[] | select(.name | test("^(lease_batch|put_batch|evict|transfer_batch|transfer_sum)$")) | .run_cnt // 0] | add // 0' 2>/dev/null || echo 0
+	bpftool prog show -j 2>/dev/null | jq '[.[] | select(.name | test("^(lease_batch|put_batch|evict_batch|transfer_batch|transfer_sum)$")) | .run_cnt // 0] | add // 0' 2>/dev/null || echo 0
 }
 bench() { # bench MODE TRANSPORT [env...]: one client-bench run, its lines tagged
 	local mode=$1 t=$2 h0 h1

@@ -64,7 +64,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 
 @test "probes are in the binaries (readelf -n), provider mooncake" {
 	notes() { readelf -n "$1" | awk '/Provider: mooncake/ { getline; print $2 }' | sort -u | tr '\n' ' '; }
-	[ "$(notes "$MASTER")" = "evict lease__batch put__batch " ]
+	[ "$(notes "$MASTER")" = "evict__batch lease__batch put__batch " ]
 	readelf -n "$MASTER" | grep -A2 "Name: lease__batch" | grep -Eq "Semaphore: 0x0*[1-9a-f]"
 	[ "$(notes "$NODE")" = "transfer__batch transfer__sum " ]
 	[ "$(notes "$O/lib/libmooncake.so.0")" = "transfer__batch transfer__sum " ]
@@ -73,7 +73,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	readelf -n "$O/lib/libmooncake.so.0" | grep -A2 'Name: transfer__batch' | grep -Eq 'Semaphore: 0x0*[1-9a-f]'
 	readelf -n "$O/lib/libmooncake.so.0" | grep -A2 'Name: transfer__sum' | grep -Eq 'Semaphore: 0x0*[1-9a-f]'
 	# every probe and its arguments are documented in the one table
-	for p in evict lease__batch put__batch transfer__batch transfer__sum; do
+	for p in evict__batch lease__batch put__batch transfer__batch transfer__sum; do
 		grep -q "^ \*   $p (" lib/util/probes.h
 	done
 }
