@@ -27,11 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash-data.h"	/* first: the dispatched XXH3 (the values' checksums) */
 #include "client/client-internal.h"
 #include "client/client-rdma.h"
 #include "client/client-rdma-internal.h"
 #include "util/clock.h"
-#include "util/hash.h"
 #include "util/probes.h"
 #include "util/xfertrace.h"
 #include "util/rdma-plan.h"
@@ -412,7 +412,7 @@ uint64_t mc_rdma_batch_get(struct mc_client *c, const struct mc_msg_batch_replic
 		const struct mc_msg_batch_replica_item *x = &items[j];
 		/* as mc_read_object: the checksum, and the lease (else the usual
 		 * read, which says why) */
-		if (it[k].rc != 0 || (x->has_checksum && mc_hash(it[k].buf, x->size) != x->checksum) ||
+		if (it[k].rc != 0 || (x->has_checksum && XXH3_64bits(it[k].buf, x->size) != x->checksum) ||
 		    now > query_ms + x->lease_ttl_ms)
 			continue;
 		lens[idx[j]] = x->size;
