@@ -184,12 +184,12 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 /* Grants (extends) the read lease; returns the ttl granted. */
 uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now);
 
-/* meta-trace.c: a lease grant and a PutStart (MC_PUT_REC_START, with
- * replicas and status) / PutEnd (dur_ms) / PutRevoke, for the tracer. */
+/* meta-trace.c: a lease grant and a PutStart (MC_PUT_REC_START, with its
+ * status) / PutEnd (the object's size, dur_ms) / PutRevoke, for the
+ * tracer. */
 void meta_trace_lease(uint32_t obj_hash, uint32_t tenant, uint64_t ttl_ms, uint64_t prev_ms,
 		      uint64_t now_ms);
-void meta_trace_put(unsigned kind, uint32_t obj_hash, uint32_t tenant, uint64_t size,
-		    uint32_t replicas, int status, uint64_t dur_ms);
+void meta_trace_put(unsigned kind, int status, uint64_t size, uint64_t dur_ms);
 /* An object evicted: reason enum mc_evict_reason, tier enum mc_evict_tier. */
 void meta_trace_evict(uint32_t obj_hash, uint32_t tenant, uint64_t bytes, unsigned reason,
 		      unsigned tier);

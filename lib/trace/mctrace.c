@@ -31,7 +31,7 @@
 #include "mctrace/transfer.skel.h"
 
 const char *const mctrace_probe_names[] = {
-	"all", "lease__batch", "evict__batch", "put__batch", "transfer__batch", "transfer__sum", NULL,
+	"all", "lease__batch", "evict__batch", "put__sum", "transfer__batch", "transfer__sum", NULL,
 };
 
 struct file_id {

@@ -37,7 +37,7 @@
 #define MCTRACE_DEFAULT_PIN_PATH "/sys/fs/bpf/mooncake"
 /* Every probe: the per-operation ones come in groups (util/tracebuf.h), so
  * attaching all of them costs a fraction of a uprobe trap per operation. */
-#define MCTRACE_DEFAULT_PROBES "lease__batch,evict__batch,put__batch,transfer__batch,transfer__sum"
+#define MCTRACE_DEFAULT_PROBES "lease__batch,evict__batch,put__sum,transfer__batch,transfer__sum"
 /* What struct mctrace_opts.probes may list: "all", then every probe
  * (lib/util/probes.h); NULL-terminated. */
 extern const char *const mctrace_probe_names[];

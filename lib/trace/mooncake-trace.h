@@ -141,16 +141,11 @@ struct mc_lease_rec {
 	__u64 now_ms;
 };
 
-/* put__batch: up to MC_TRACE_BATCH of PutStart / PutEnd / PutRevoke. */
-struct mc_put_rec {
-	__u32 kind;		/* MC_PUT_REC_* */
-	__u32 obj_hash;
-	__u32 tenant;
-	__u32 replicas;		/* start */
-	__s32 status;		/* start: 0 or MC_ERR_* */
-	__u32 pad;
-	__u64 size;
-	__u64 dur_ms;		/* end: PutEnd - PutStart */
+/* put__sum: how one master thread's counts of PutStart / PutEnd /
+ * PutRevoke moved since its last one (util/probes.h). */
+struct mc_put_sum {
+	__u64 key;		/* 0: one entry */
+	struct mc_put_stats st;
 };
 
 struct mc_tcp_key {

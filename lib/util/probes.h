@@ -21,12 +21,13 @@
  *       Leases are deadlines in the master: nothing runs when one lapses,
  *       so expiry is derived by the tracer from the deadline (now_ms +
  *       ttl_ms) in the master's clock (CLOCK_MONOTONIC).
- *   put__batch (master)                u32 count, const struct mc_put_rec *recs
- *       count writes' steps, each {kind, obj_hash, tenant, replicas,
- *       status, size, dur_ms}: kind MC_PUT_REC_START, PutStart answered
- *       (status 0 or a negative MC_ERR_*; single and batch); _END, PutEnd
- *       completed a write (dur_ms = PutEnd - PutStart); _REVOKE, PutRevoke
- *       dropped a write in progress.
+ *   put__sum (master)                  u32 count, const struct mc_put_sum *sums
+ *       writes' steps, counted by each master thread (a sum kind of
+ *       util/tracebuf.h): count entries, each how much its thread's counts
+ *       moved since its last one: PutStarts answered (single and batch)
+ *       and refused, PutEnds that completed a write with their bytes and
+ *       durations (sum and log2 histogram, microseconds, from the
+ *       PutStart; the master's clock counts milliseconds), PutRevokes.
  *   evict__batch (master)              u32 count, const struct mc_evict_rec *recs
  *       count evictions, each {obj_hash, tenant, bytes, reason, tier,
  *       ts_ns}: an object is evicted; bytes = size x replicas; reason is
@@ -62,7 +63,7 @@
  * of the records are in trace/mooncake-trace.h.
  *
  * Which files carry which probes: the master binary (lease__batch, evict__batch,
- * put__batch), the node binary, libmooncake.so.0 and every program linking
+ * put__sum), the node binary, libmooncake.so.0 and every program linking
  * libmooncake.a, e.g. mooncakectl (transfer__batch, transfer__sum).
  *
  * The BPF programs include this file too (through bpf/mooncake-trace.h),

@@ -14,7 +14,7 @@ struct tbuf {
 	struct mc_tracebuf *kind;
 	struct tbuf *next;		/* the list of all, under list_mu */
 	uint32_t n;
-	uint64_t first_ns;		/* when rec 0 came */
+	uint64_t first_ns;		/* when rec 0 came; a sum's: when last sent */
 	/* A record kind's MC_TRACEBUF_CAP x rec_size; a sum kind's nsum x
 	 * rec_size three times: the counts, the counts last sent, and the
 	 * moves being sent. */
@@ -152,7 +152,8 @@ static struct tbuf *buf_get(struct mc_tracebuf *k)
 }
 
 /* Every buffer whose first record is older than min_age_ns goes to its
- * probe, and every sum's moves; returns how many records the others keep.  With !wait, gives up
+ * probe, and the moves of every sum last sent MC_TRACEBUF_SUM_MS ago (all
+ * of them with min_age_ns 0); returns how many records the others keep.  With !wait, gives up
  * at once if the list is taken (at exit, by a thread that died with it). */
 static unsigned flush_older(uint64_t min_age_ns, bool wait)
 {
@@ -164,7 +165,10 @@ static unsigned flush_older(uint64_t min_age_ns, bool wait)
 	uint64_t now = mc_now_ns();
 	for (struct tbuf *b = list; b; b = b->next) {
 		if (b->kind->nsum) {
-			sum_fire(b);
+			if (!min_age_ns || now - b->first_ns >= MC_TRACEBUF_SUM_MS * 1000000ull) {
+				sum_fire(b);
+				b->first_ns = now;
+			}
 			continue;
 		}
 		pthread_mutex_lock(&b->mu);

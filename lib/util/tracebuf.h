@@ -24,7 +24,7 @@
  * template when the thread's entries are made, never written after) and
  * then u64 counters that only their thread adds to, with
  * mc_tracebuf_count() on the entries mc_tracebuf_sums() gives it.  The
- * flusher hands the probe, every MC_TRACEBUF_FLUSH_MS, each entry whose
+ * flusher hands the probe, every MC_TRACEBUF_SUM_MS, each entry whose
  * counters moved since it last looked, the key followed by how much each
  * counter moved (and a thread's last moves when it ends, at exit, and on
  * mc_tracebuf_flush()).  Adding takes no lock and makes no call: a
@@ -48,6 +48,7 @@
 
 #define MC_TRACEBUF_CAP 32
 #define MC_TRACEBUF_FLUSH_MS 20
+#define MC_TRACEBUF_SUM_MS 100
 
 struct mc_tracebuf {
 	size_t rec_size;			/* a record's, or a sum entry's */
@@ -101,6 +102,15 @@ void *mc_tracebuf_sums(struct mc_tracebuf *k);
  * u64 type; c is evaluated twice).  One writer: no locked instruction. */
 #define mc_tracebuf_count(c, v)									\
 	__atomic_store_n((c), __atomic_load_n((c), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
+
+/* The slot of v in a log2 histogram (trace/mooncake-trace.h: slot i
+ * counts 2^i <= v < 2^(i+1), slot 0 also 0; the last one, the rest), as
+ * mc_hist_add() in bpf/common.bpf.h. */
+static inline unsigned mc_tracebuf_hist_slot(uint64_t v, unsigned slots)
+{
+	unsigned s = v ? 63 - (unsigned)__builtin_clzll(v) : 0;
+	return s < slots ? s : slots - 1;
+}
 
 /* Hands every thread's records, of every kind, to the probes now. */
 void mc_tracebuf_flush(void);

@@ -43,13 +43,6 @@ static int sum_index(unsigned side, unsigned op, unsigned transport)
 	return (int)((side * OPS + op - 1) * TRANSPORTS + transport);
 }
 
-/* The histogram slot of v, as mc_hist_add() in bpf/common.bpf.h. */
-static unsigned hist_slot(uint64_t v)
-{
-	unsigned s = v ? 63 - (unsigned)__builtin_clzll(v) : 0;
-	return s < MC_HIST_SLOTS ? s : MC_HIST_SLOTS - 1;
-}
-
 /* A quick success: counted in the thread's sums.  False if not counted. */
 static bool sum_add(int i, uint64_t bytes, uint64_t start_ns, uint64_t dur_us)
 {
@@ -62,7 +55,7 @@ static bool sum_add(int i, uint64_t bytes, uint64_t start_ns, uint64_t dur_us)
 	if (start_ns) {
 		mc_tracebuf_count(&s->timed, 1);
 		mc_tracebuf_count(&s->dur_us_sum, dur_us);
-		mc_tracebuf_count(&s->dur_us.slots[hist_slot(dur_us)], 1);
+		mc_tracebuf_count(&s->dur_us.slots[mc_tracebuf_hist_slot(dur_us, MC_HIST_SLOTS)], 1);
 	}
 	return true;
 }

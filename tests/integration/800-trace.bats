@@ -64,7 +64,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 
 @test "probes are in the binaries (readelf -n), provider mooncake" {
 	notes() { readelf -n "$1" | awk '/Provider: mooncake/ { getline; print $2 }' | sort -u | tr '\n' ' '; }
-	[ "$(notes "$MASTER")" = "evict__batch lease__batch put__batch " ]
+	[ "$(notes "$MASTER")" = "evict__batch lease__batch put__sum " ]
 	readelf -n "$MASTER" | grep -A2 "Name: lease__batch" | grep -Eq "Semaphore: 0x0*[1-9a-f]"
 	[ "$(notes "$NODE")" = "transfer__batch transfer__sum " ]
 	[ "$(notes "$O/lib/libmooncake.so.0")" = "transfer__batch transfer__sum " ]
@@ -73,7 +73,7 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	readelf -n "$O/lib/libmooncake.so.0" | grep -A2 'Name: transfer__batch' | grep -Eq 'Semaphore: 0x0*[1-9a-f]'
 	readelf -n "$O/lib/libmooncake.so.0" | grep -A2 'Name: transfer__sum' | grep -Eq 'Semaphore: 0x0*[1-9a-f]'
 	# every probe and its arguments are documented in the one table
-	for p in evict__batch lease__batch put__batch transfer__batch transfer__sum; do
+	for p in evict__batch lease__batch put__sum transfer__batch transfer__sum; do
 		grep -q "^ \*   $p (" lib/util/probes.h
 	done
 }
@@ -142,11 +142,13 @@ dump() { bpftool map dump pinned "$PIN/$1"; }
 	MC_DISABLE_SHM=1 run -0 get_compare k2                           # one lease, over TCP
 	xfer() { dump transfer_stats | jq "[.[] | select(.key.side == $1 and .key.op == $2 and .key.transport == $3) | .value.$4] | add // 0"; }
 	# the master and the node hand their records over in groups, within
-	# MC_TRACEBUF_FLUSH_MS (longer on a loaded host): wait for the last
+	# MC_TRACEBUF_FLUSH_MS, and their counts within MC_TRACEBUF_SUM_MS
+	# (longer on a loaded host): wait for the last
 	# ones, then count exactly (the clients' came as they exited)
 	for _ in $(seq 1 50); do
 		[ "$(dump lease_stats | jq '.[0].value.granted + .[0].value.extended')" -ge 3 ] &&
-			[ "$(xfer 1 2 0 done)" -ge 1 ] && break
+			[ "$(xfer 1 2 0 done)" -ge 1 ] && [ "$(dump put_stats | jq '.[0].value.ended')" -ge 5 ] &&
+			break
 		sleep 0.1
 	done
 	# the pinned maps, as bpftool prints them (BTF: named fields)
