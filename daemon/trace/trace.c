@@ -59,7 +59,7 @@ static const struct mc_option options[] = {
 	  "directory on a bpffs where the maps are pinned (/sys/fs/bpf is mounted if needed)",
 	  .max = 200, .flags = MC_OPTF_ABSPATH),
 	O(slow_transfer_us, MC_OPT_U64, "10000",
-	  "a transfer taking this long or longer is an event (under 1000, every transfer "
+	  "a transfer taking this long or longer is an event (under 10000, every transfer "
 	  "is recorded one by one, which costs the traced processes more)", .unit = "us"),
 	O(attach, MC_OPT_STR, "",
 	  "comma-separated files to attach to besides the ones found running "
