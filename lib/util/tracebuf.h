@@ -64,7 +64,13 @@ struct mc_tracebuf {
 /* In a file compiled with _SDT_HAS_SEMAPHORES defined before util/probes.h
  * and holding nothing else that fires probes: the semaphore, the function
  * firing probe NAME, and the kind VAR for records of type REC. */
-#define MC_TRACEBUF_DEFINE(VAR, NAME, REC)						\
+#define MC_TRACEBUF_DEFINE(VAR, NAME, REC) MC__TRACEBUF_DEFINE(VAR, NAME, REC, .nsum = 0)
+
+/* The same for a sum kind whose NSUM entries of type ENT start as INIT. */
+#define MC_TRACEBUF_DEFINE_SUM(VAR, NAME, ENT, NSUM, INIT)				\
+	MC__TRACEBUF_DEFINE(VAR, NAME, ENT, .nsum = (NSUM), .sum_init = (INIT))
+
+#define MC__TRACEBUF_DEFINE(VAR, NAME, REC, ...)					\
 	unsigned short mooncake_##NAME##_semaphore __attribute__((unused, section(".probes")));	\
 	static void VAR##_fire(uint32_t n, const void *recs)				\
 	{										\
@@ -72,18 +78,7 @@ struct mc_tracebuf {
 	}										\
 	static struct mc_tracebuf VAR = { .rec_size = sizeof(REC),			\
 				   .sema = &mooncake_##NAME##_semaphore,		\
-				   .fire = VAR##_fire }
-
-/* The same for a sum kind whose nsum entries of type ENT start as INIT. */
-#define MC_TRACEBUF_DEFINE_SUM(VAR, NAME, ENT, NSUM, INIT)				\
-	unsigned short mooncake_##NAME##_semaphore __attribute__((unused, section(".probes")));	\
-	static void VAR##_fire(uint32_t n, const void *recs)				\
-	{										\
-		MC_PROBE2(NAME, n, recs);						\
-	}										\
-	static struct mc_tracebuf VAR = { .rec_size = sizeof(ENT),			\
-				   .sema = &mooncake_##NAME##_semaphore,		\
-				   .fire = VAR##_fire, .nsum = (NSUM), .sum_init = (INIT) }
+				   .fire = VAR##_fire, __VA_ARGS__ }
 
 static inline int mc_tracebuf_on(const struct mc_tracebuf *k)
 {
