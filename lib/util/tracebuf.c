@@ -152,9 +152,10 @@ static struct tbuf *buf_get(struct mc_tracebuf *k)
 }
 
 /* Every buffer whose first record is older than min_age_ns goes to its
- * probe, and the moves of every sum last sent MC_TRACEBUF_SUM_MS ago (all
- * of them with min_age_ns 0); returns how many records the others keep.  With !wait, gives up
- * at once if the list is taken (at exit, by a thread that died with it). */
+ * probe, and the moves of every sum last sent MC_TRACEBUF_SUM_MS ago (of
+ * all sums with min_age_ns 0); returns how many records the others keep.
+ * With !wait, gives up at once if the list is taken (at exit, by a thread
+ * that died with it). */
 static unsigned flush_older(uint64_t min_age_ns, bool wait)
 {
 	unsigned left = 0;
