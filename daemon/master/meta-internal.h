@@ -255,8 +255,24 @@ static inline void meta_count_evicting_put(struct mc_meta *m, int attempt, int r
  * rate, exceed the high watermark (meta-evict.c).  now: meta_now(). */
 bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now);
 
+/* Whether s is just above the low watermark, by less than a quarter of the
+ * band between the watermarks: a run woken now would evict a victim or
+ * two, and the next put would wake it again (at a high put rate the lead
+ * keeps a segment at the low watermark due).  Not woken there, the evictor
+ * runs once per that many bytes of puts, and the wake-up (a futex wake,
+ * microseconds on the put that makes it) stays off the put path's tail. */
+static inline bool meta_evict_band(const struct mc_meta *m, const struct mc_segment *s)
+{
+	double low = m->cfg.eviction_low_watermark * (double)s->size;
+	double band = (m->cfg.eviction_high_watermark - m->cfg.eviction_low_watermark) *
+		      (double)s->size;
+	double live = (double)mc_segment_live(s);
+	return live > low && live < low + band / 4;
+}
+
 /* After o was placed: wakes the evictor (mc_meta_set_evict_wake) once one of its
- * segments is due (meta_evict_due()): before puts fill it, not after. */
+ * segments is due (meta_evict_due()): before puts fill it, not after; not for
+ * a segment just above the low watermark (meta_evict_band()). */
 static inline void meta_evict_hint(struct mc_meta *m, const struct mc_object *o)
 {
 	if (!m->evict_wake || __atomic_load_n(&m->evict_woken, __ATOMIC_RELAXED))
@@ -264,7 +280,7 @@ static inline void meta_evict_hint(struct mc_meta *m, const struct mc_object *o)
 	uint64_t now = __atomic_load_n(&o->time_ms, __ATOMIC_RELAXED);   /* PutStart's */
 	for (uint32_t i = 0; i < o->nrep; i++) {
 		struct mc_segment *s = mc_segmgr_get(&m->segs, o->rep[i].seg);
-		if (s && meta_evict_due(m, s, now)) {
+		if (s && meta_evict_due(m, s, now) && !meta_evict_band(m, s)) {
 			if (!__atomic_exchange_n(&m->evict_woken, true, __ATOMIC_RELAXED))
 				m->evict_wake(m->evict_wake_ctx);
 			return;

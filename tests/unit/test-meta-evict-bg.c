@@ -3,8 +3,8 @@
  * test-meta-evict-bg.c - background eviction in the metadata service
  * (meta-evict.c): a put above the high watermark wakes the evictor, which
  * brings the segment to the low one; bursts, puts that evicted for
- * themselves counted, deferred blocks not counted against the watermark,
- * objects with several replicas.  The fixture as test-meta-evict.c's
+ * themselves counted, no wake-up just above the low watermark, deferred
+ * blocks not counted against the watermark, objects with several replicas.  The fixture as test-meta-evict.c's
  * (meta-evict-fixture.h).  Every test ends with mc_meta_check().
  */
 #include "meta-evict-fixture.h"
@@ -87,6 +87,34 @@ static void test_evict_wake_burst(void **state)
 	int w = wakes;
 	fill_slow(f, "s", 9, 11, KiB);
 	assert_int_equal(wakes, w + 1);
+}
+
+/* A burst that keeps a segment due (the rate's lead) just above the low
+ * watermark does not wake the evictor for every put: not within a quarter
+ * of the band between the watermarks (80..82.5%), where a run would evict
+ * a victim or two; past it, once, and the run brings it back to 80%. */
+static void test_evict_wake_band(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = f->m;
+	int wakes = 0;
+
+	mc_meta_set_evict_wake(m, count_wake, &wakes);
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 80, KiB);           /* 80%, due: the lead is 20% */
+	assert_int_equal(mc_meta_evict_background(m), 0);   /* at the low watermark */
+	int w = wakes;
+	fill(f, DFLT, "k", 80, 82, KiB);          /* 81, 82%: due, in the band */
+	assert_int_equal(wakes, w);
+	fill(f, DFLT, "k", 82, 83, KiB);          /* 83%: past it */
+	assert_int_equal(wakes, w + 1);
+	fill(f, DFLT, "k", 83, 84, KiB);          /* woken already: once */
+	assert_int_equal(wakes, w + 1);
+	assert_int_equal(mc_meta_evict_background(m), 4 * KiB);
+	assert_int_equal(meta_allocated(m), 80 * KiB);
+	fill(f, DFLT, "k", 84, 86, KiB);          /* in the band again */
+	assert_int_equal(wakes, w + 1);
+	mc_meta_set_evict_wake(m, NULL, NULL);
 }
 
 /* Without the background evictor, a put on a full segment evicts for
@@ -222,6 +250,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_background_watermarks, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_wake, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_wake_burst, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_evict_wake_band, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_puts_evicting_counted, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_deferred_not_watermark, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_multi_replica, setup_ev, teardown),
