@@ -18,7 +18,8 @@
  * cache; the same with the master's background eviction (watermarks 0.90 /
  * 0.80, an evictor thread woken by the puts: mc_meta_set_evict_wake), the
  * default, whose p99 is also given apart for the puts that overlapped an
- * evictor run and for the others (where the tail comes from); and GetReplicaList / BatchExist(1024) p99 in one thread while
+ * evictor run and for the others (where the tail comes from), and how many
+ * puts woke the evictor; and GetReplicaList / BatchExist(1024) p99 in one thread while
  * another keeps evicting (mask bit 16 skips this part).
  *   usage: bench-meta [objects] [runs] [ms] [mask: 1 put, 2 get, 4 batch, 8 alloc, 16 no eviction part]
  */
@@ -277,12 +278,14 @@ struct evictor {
 	bool wake, stop;
 	int running;            /* inside mc_meta_evict_background() (atomic) */
 	uint64_t runs;
+	uint64_t wakes;         /* evictor_wake() calls: each a put that woke it (under mu) */
 };
 
 static void evictor_wake(void *ctx)
 {
 	struct evictor *e = ctx;
 	pthread_mutex_lock(&e->mu);
+	e->wakes++;
 	e->wake = true;
 	pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
@@ -345,8 +348,14 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	getrusage(RUSAGE_THREAD, &ru0);
 	bool *during = calloc(EV_OPS, sizeof(*during));
 	uint64_t *split[2] = { malloc(EV_OPS * sizeof(uint64_t)), malloc(EV_OPS * sizeof(uint64_t)) };
+	pthread_mutex_lock(&ev.mu);
+	uint64_t wakes0 = ev.wakes;
+	pthread_mutex_unlock(&ev.mu);
 	uint64_t f = ev_measure_puts(m, 'B', lat, &ev.running, during);
 	getrusage(RUSAGE_THREAD, &ru1);
+	pthread_mutex_lock(&ev.mu);
+	uint64_t wakes = ev.wakes - wakes0;
+	pthread_mutex_unlock(&ev.mu);
 	mc_meta_get_stats(m, &st1);
 	uint64_t nsplit[2] = { 0, 0 };
 	for (uint64_t i = 0; during && split[0] && split[1] && i < EV_OPS; i++)
@@ -369,6 +378,10 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	       st1.puts_evicting - st0.puts_evicting, EV_OPS);
 	printf("bench-meta putstart_bg_put_thread_sleeps %ld count (of %d puts)\n",
 	       ru1.ru_nvcsw - ru0.ru_nvcsw, EV_OPS);
+	/* Each wake-up is a futex wake on the put that makes it (microseconds):
+	 * a tail of its own once more than 1% of the puts make one. */
+	printf("bench-meta putstart_bg_wakes %" PRIu64 " count (of %d puts: the puts that woke "
+	       "the evictor)\n", wakes, EV_OPS);
 	/* Where the tail is: the puts that overlapped an evictor run, the others. */
 	for (int k = 0; k < 2; k++)
 		if (nsplit[k])
