@@ -4,8 +4,8 @@
  * (meta-evict.c): a put above the high watermark wakes the evictor, which
  * brings the segment to the low one; bursts, puts that evicted for
  * themselves counted, no wake-up just above the low watermark, deferred
- * blocks not counted against the watermark, objects with several replicas.  The fixture as test-meta-evict.c's
- * (meta-evict-fixture.h).  Every test ends with mc_meta_check().
+ * blocks not counted against the watermark, objects with several
+ * replicas.  The fixture as test-meta-evict.c's (meta-evict-fixture.h).  Every test ends with mc_meta_check().
  */
 #include "meta-evict-fixture.h"
 
