@@ -15,7 +15,8 @@
 #                             load changes far less.
 # Also the BPF program runs per operation while attached
 # ("probe_hits_per_op_NAME": each is a uprobe trap).  PUTS, TCP_GETS and
-# SHM_GETS: operations per thread of each run.
+# SHM_GETS: operations per thread of each run; PATHS: which of tcp_put
+# tcp_get shm_put shm_get (default all).
 # Needs root (uprobes); prints a reason and exits 0 otherwise.
 set -eu
 O=${O:-.output}
@@ -24,6 +25,7 @@ CONC=${CONC:-16}
 PUTS=${PUTS:-2000}
 TCP_GETS=${TCP_GETS:-5000}
 SHM_GETS=${SHM_GETS:-200000}
+PATHS=${PATHS:-tcp_put tcp_get shm_put shm_get}
 cd "$(dirname "$0")/../.."
 if [ "$(id -u)" -ne 0 ] || ! why=$("$O/bin/mooncake-trace" --check=true); then
 	echo "trace skipped: ${why:-needs root (CAP_SYS_ADMIN for uprobes)}"
@@ -103,10 +105,14 @@ bench() { # bench MODE TRANSPORT OP COUNT [env...]: one client-bench run, one li
 for _ in $(seq 1 "$RUNS"); do
 	for mode in detached attached; do
 		[ "$mode" = attached ] && attach
-		bench "$mode" tcp put "$PUTS" MC_DISABLE_SHM=1
-		bench "$mode" tcp get "$TCP_GETS" MC_DISABLE_SHM=1
-		bench "$mode" shm put "$PUTS"
-		bench "$mode" shm get "$SHM_GETS"
+		for p in $PATHS; do
+			case $p in
+			tcp_put) bench "$mode" tcp put "$PUTS" MC_DISABLE_SHM=1 ;;
+			tcp_get) bench "$mode" tcp get "$TCP_GETS" MC_DISABLE_SHM=1 ;;
+			shm_put) bench "$mode" shm put "$PUTS" ;;
+			shm_get) bench "$mode" shm get "$SHM_GETS" ;;
+			esac
+		done
 		if [ "$mode" = attached ]; then
 			curl -sf "http://$(sed -n 's/.*ready: http on \([^ ,]*\),.*/\1/p' "$tmp/trace.log")/metrics" \
 				>"$tmp/metrics" || true
@@ -115,21 +121,20 @@ for _ in $(seq 1 "$RUNS"); do
 	done
 done
 pick() { awk -v m="$1" -v n="$2" -v f="$3" '$1 == m && $2 == n { print $f }' "$tmp/out" | median; }
-for t in tcp shm; do
-	for op in put get; do
-		n="${t}_${op}4k_c$CONC"
-		d=$(pick detached "$n" 3); a=$(pick attached "$n" 3)
-		echo "trace ${n}_detached $d ops/s"
-		echo "trace ${n}_attached $a ops/s"
-		awk -v a="$a" -v d="$d" -v n="$n" \
-			'BEGIN { if (d > 0) printf "trace loss %s %.1f%%\n", n, (d - a) * 100 / d }'
-		d=$(pick detached "$n" 4); a=$(pick attached "$n" 4)
-		echo "trace ${n}_cpu_detached $d us/op"
-		echo "trace ${n}_cpu_attached $a us/op"
-		awk -v a="$a" -v d="$d" -v n="$n" \
-			'BEGIN { if (d > 0) printf "trace cpu_cost %s %.1f%%\n", n, (a - d) * 100 / d }'
-		echo "trace probe_hits_per_op_$n $(pick attached "$n" 5) hits"
-	done
+for p in $PATHS; do
+	n="${p}4k_c$CONC"
+	d=$(pick detached "$n" 3); a=$(pick attached "$n" 3)
+	[ -n "$d" ] || continue
+	echo "trace ${n}_detached $d ops/s"
+	echo "trace ${n}_attached $a ops/s"
+	awk -v a="$a" -v d="$d" -v n="$n" \
+		'BEGIN { if (d > 0) printf "trace loss %s %.1f%%\n", n, (d - a) * 100 / d }'
+	d=$(pick detached "$n" 4); a=$(pick attached "$n" 4)
+	echo "trace ${n}_cpu_detached $d us/op"
+	echo "trace ${n}_cpu_attached $a us/op"
+	awk -v a="$a" -v d="$d" -v n="$n" \
+		'BEGIN { if (d > 0) printf "trace cpu_cost %s %.1f%%\n", n, (a - d) * 100 / d }'
+	echo "trace probe_hits_per_op_$n $(pick attached "$n" 5) hits"
 done
 # the tracer saw the traffic (otherwise the figures compare nothing)
 seen=$(awk '$1 ~ /^mooncake_trace_transfers_total/ { s += $2 } END { print s + 0 }' "$tmp/metrics")
