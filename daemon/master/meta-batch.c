@@ -255,7 +255,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 				a.no_wait = att == 0;
 				st = do_put_start(m, &a, meta_now(m));
 			}
-			meta_trace_put(MC_PUT_REC_START, st, a.size, 0);
+			meta_trace_put(META_PUT_START, st, a.size, 0);
 			ret_status[it->idx] = st;
 		}
 		pthread_rwlock_unlock(&sh->lock);

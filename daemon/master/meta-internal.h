@@ -184,7 +184,10 @@ uint32_t meta_emit_replicas(struct mc_meta *m, const struct mc_object *o, uint32
 /* Grants (extends) the read lease; returns the ttl granted. */
 uint64_t meta_grant_lease(struct mc_meta *m, struct mc_object *o, uint64_t now);
 
-/* meta-trace.c: a lease grant and a PutStart (MC_PUT_REC_START, with its
+/* A write's steps, for meta_trace_put(). */
+enum { META_PUT_START, META_PUT_END, META_PUT_REVOKE };
+
+/* meta-trace.c: a lease grant and a PutStart (META_PUT_START, with its
  * status) / PutEnd (the object's size, dur_ms) / PutRevoke, for the
  * tracer. */
 void meta_trace_lease(uint32_t obj_hash, uint32_t tenant, uint64_t ttl_ms, uint64_t prev_ms,

@@ -50,14 +50,14 @@ void meta_trace_put(unsigned kind, int status, uint64_t size, uint64_t dur_ms)
 	if (!p)
 		return;
 	struct mc_put_stats *s = &p->st;
-	if (kind == MC_PUT_REC_START) {
+	if (kind == META_PUT_START) {
 		mc_tracebuf_count(status == 0 ? &s->started : &s->start_failed, 1);
-	} else if (kind == MC_PUT_REC_END) {
+	} else if (kind == META_PUT_END) {
 		mc_tracebuf_count(&s->ended, 1);
 		mc_tracebuf_count(&s->bytes_ended, size);
 		mc_tracebuf_count(&s->dur_us_sum, dur_ms * 1000);
 		mc_tracebuf_count(&s->dur_us.slots[mc_tracebuf_hist_slot(dur_ms * 1000, MC_HIST_SLOTS)], 1);
-	} else if (kind == MC_PUT_REC_REVOKE) {
+	} else if (kind == META_PUT_REVOKE) {
 		mc_tracebuf_count(&s->revoked, 1);
 	}
 }

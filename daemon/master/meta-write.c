@@ -208,7 +208,7 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 	pthread_rwlock_unlock(&m->segs.lock);
 	pthread_mutex_unlock(stripe);
 	meta_tenant_release(m, a.loc.tenant);
-	meta_trace_put(MC_PUT_REC_START, r, size, 0);
+	meta_trace_put(META_PUT_START, r, size, 0);
 	return r;
 }
 
@@ -269,7 +269,7 @@ void meta_object_complete(struct mc_meta *m, struct mc_object *o, bool has_check
 		mc_object_flags_set(o, MC_OBJ_HAS_CHECKSUM);
 		o->checksum = checksum;
 	}
-	meta_trace_put(MC_PUT_REC_END, 0, o->size, now - o->time_ms);
+	meta_trace_put(META_PUT_END, 0, o->size, now - o->time_ms);
 	__atomic_store_n(&o->time_ms, now, __ATOMIC_RELAXED);   /* last touch; no lease yet */
 }
 
@@ -316,7 +316,7 @@ int do_put_revoke(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, str
 	} else if (!mc_object_is_processing(o)) {
 		return MC_ERR_INVALID_WRITE;
 	}
-	meta_trace_put(MC_PUT_REC_REVOKE, 0, o->size, 0);
+	meta_trace_put(META_PUT_REVOKE, 0, o->size, 0);
 	mc_objtab_delete_at(tab, pos);
 	/* The writer's grants (util/grant.h) last until put start +
 	 * write_grant_ttl_ms: its blocks are not reused before, or a revoked

@@ -100,7 +100,6 @@ enum mc_evict_tier {
 };
 
 enum { MC_SIDE_CLIENT = 0, MC_SIDE_NODE = 1 };
-enum { MC_PUT_REC_START = 0, MC_PUT_REC_END = 1, MC_PUT_REC_REVOKE = 2 };
 enum { MC_XFER_WRITE = 1, MC_XFER_READ = 2 };
 /* transport: enum mc_transport (mooncake/types.h): 0 tcp, 1 rdma, 2 shm. */
 

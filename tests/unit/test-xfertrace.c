@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 
+#include "mooncake/types.h"
 #include "util/probes.h"
 #include "util/xfertrace.h"
 
@@ -39,7 +40,7 @@ static void *starts(void *arg)
 	for (unsigned i = 0; i < r->n; i++) {
 		uint64_t t0 = mc_xfertrace_start(r->bytes);
 		r->timed += t0 != 0;
-		mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_READ, 2, r->bytes, "h:1", 0, t0);
+		mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_READ, MC_TRANSPORT_SHM, r->bytes, "h:1", 0, t0);
 	}
 	return NULL;
 }
@@ -79,8 +80,8 @@ static void test_sampled(void **state)
 	assert_int_equal(timed(MC_XFERTRACE_SAMPLE_BYTES, n), 4);
 	assert_int_equal(timed(MC_XFERTRACE_SAMPLE_BYTES + 1, n), n);
 	/* failed and untimed transfers go as records or sums, whatever the mix */
-	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, 0, 10, NULL, -5, 0);
-	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, 0, 10, NULL, 0, 0);
+	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, MC_TRANSPORT_TCP, 10, NULL, -5, 0);
+	mc_xfertrace_add(MC_SIDE_NODE, MC_XFER_WRITE, MC_TRANSPORT_TCP, 10, NULL, 0, 0);
 	mc_xfertrace_add(7, 9, 9, 10, NULL, 0, 0);   /* out of the sums' range: a record */
 	attach(0, 0);
 }
