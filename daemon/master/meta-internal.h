@@ -547,6 +547,13 @@ int meta_log_replace(struct mc_meta *m, const struct mc_object *o);
  * free_seq_durable), the call waits for nothing (the common case: a cache
  * that is not full answers PutStart without waiting, or parking). */
 void meta_log_depend_frees(struct mc_meta *m);
+/* A PutEnd of an object already complete (an end sent again: a node's
+ * after a broken link, a client's after a dropped connection) answers OK
+ * without logging, but the first end's OBJECT record may still be on its
+ * way, and may yet be lost (then the object is taken back).  Makes the
+ * calling mutation's reply wait for every record appended so far, which
+ * covers it; nothing when they are all durable. */
+void meta_log_depend_appended(struct mc_meta *m);
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec);
 void meta_log_unmount(struct mc_meta *m, struct mc_uuid segment);
 void meta_log_quota(struct mc_meta *m, uint16_t tenant, uint64_t quota);

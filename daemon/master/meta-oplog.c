@@ -250,6 +250,15 @@ void meta_log_depend_frees(struct mc_meta *m)
 	pending_seq = s;
 }
 
+void meta_log_depend_appended(struct mc_meta *m)
+{
+	struct mc_oplog *l = __atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE);
+	uint64_t s = l ? mc_oplog_last_seq(l) : 0;
+	/* poll: 0 durable; 1 on its way, or an error (lost): the wait says so */
+	if (s > pending_seq && mc_oplog_poll(l, s) != 0)
+		pending_seq = s;
+}
+
 void meta_log_mount(struct mc_meta *m, struct mc_uuid client, const struct mc_segment_spec *spec)
 {
 	struct mc_record r;

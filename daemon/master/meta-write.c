@@ -285,8 +285,12 @@ int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct
 		return meta_upsert_end(m, tab, pos, ppos, has_checksum, checksum, now);
 	if (o->client != client)
 		return MC_ERR_ILLEGAL_CLIENT;
-	if (!mc_object_is_processing(o))
-		return 0;   /* idempotent: every replica is already COMPLETE */
+	if (!mc_object_is_processing(o)) {
+		/* idempotent: every replica is already COMPLETE, answered once
+		 * its record is durable */
+		meta_log_depend_appended(m);
+		return 0;
+	}
 	meta_object_complete(m, o, has_checksum, checksum, now);
 	if (meta_log_put(m, o) < 0) {
 		/* Not in the log: it would not survive a restart, so it is not

@@ -136,17 +136,13 @@ int mc_relay_put(struct mc_client *c, struct mc_bytes tenant, struct mc_bytes ke
 	mc_xfertrace_add(MC_SIDE_CLIENT, MC_XFER_WRITE, MC_TRANSPORT_TCP, len, g.node->endpoint, r,
 			 t0);
 	switch (r) {
-	case MC_ERR_GRANT_DENIED:
-	case MC_ERR_GRANT_EXPIRED:
-	case MC_ERR_NOT_SUPPORTED:
-	case MC_ERR_SEGMENT_NOT_FOUND:
-	case MC_ERR_ILLEGAL_CLIENT:
-		drop(c, g.seg);
+#define UNSTARTED(code, drop_grant)	\
+	case MC_ERR_##code:		\
+		if (drop_grant)		\
+			drop(c, g.seg);	\
 		return 1;
-	case MC_ERR_TASK_PENDING_LIMIT_EXCEEDED:
-	case MC_ERR_NO_AVAILABLE_HANDLE:
-	case MC_ERR_TOO_LARGE:
-		return 1;
+	MC_DATA_PUT_UNSTARTED(UNSTARTED)
+#undef UNSTARTED
 	default:
 		return r;
 	}

@@ -233,6 +233,20 @@ static void wake_server(struct mc_node_end *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* The answer of a relayed put that failed after its start: none of those
+ * that say nothing was started (proto.def DATA_PUT). */
+static int after_start(int st)
+{
+	switch (st) {
+#define UNSTARTED(code, drop) case MC_ERR_##code:
+	MC_DATA_PUT_UNSTARTED(UNSTARTED)
+#undef UNSTARTED
+		return MC_ERR_WRITE_FAIL;
+	default:
+		return st;
+	}
+}
+
 /* x settled with status s: its reply may go; the sender's reference. */
 static void settle_one(struct mc_node_end *e, struct end *x, int s)
 {
@@ -249,7 +263,8 @@ static void settle(struct mc_node_end *e, struct end *b, const int16_t *st, uint
 {
 	for (uint32_t i = 0; b; i++) {
 		struct end *nx = b->next;
-		settle_one(e, b, err ? err : i < nst ? st[i] : MC_ERR_INTERNAL_ERROR);
+		int s = err ? err : i < nst ? st[i] : MC_ERR_INTERNAL_ERROR;
+		settle_one(e, b, b->value ? after_start(s) : s);
 		b = nx;
 	}
 	wake_server(e);
@@ -345,8 +360,8 @@ static void start_puts(struct mc_node_end *e, struct end *s, uint32_t n, struct 
 	for (uint32_t i = 0; s; i++) {
 		struct end *nx = s->next;
 		int st = r ? r : p.items[i].status;
-		if (st == 0)
-			st = place(e, s, &p.items[i]);
+		if (st == 0 && (st = place(e, s, &p.items[i])) < 0)
+			st = after_start(st);
 		s->next = NULL;
 		if (st == 0) {
 			**tail = s;

@@ -7,7 +7,8 @@
  * placed while the newest DELETE is not durable it waits for that DELETE;
  * once that DELETE is durable it waits for nothing again; a PutStart that
  * evicts waits for its own DELETEs; a PutEnd always waits for its OBJECT,
- * which comes after everything its PutStart depended on.  A real local
+ * which comes after everything its PutStart depended on, and the same
+ * PutEnd sent again waits for that OBJECT too while it is not durable.  A real local
  * oplog in /tmp; fake segments (meta-helpers.h).
  */
 #include <stdarg.h>
@@ -70,7 +71,14 @@ static void test_wait_decision(void **state)
 	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("a"), true, 1), 0);
 	uint64_t s_a = pending();
 	assert_true(s_a > 0);
+	/* the same end again (a node's after its link broke): complete
+	 * already, it logs nothing, but waits for the first one's record */
+	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("a"), true, 1), 0);
+	uint64_t p = pending();
+	assert_true(p >= s_a || (p == 0 && mc_oplog_poll(l, s_a) == 0));
 	assert_rc(mc_oplog_wait_durable(l, s_a), 0);
+	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("a"), true, 1), 0);
+	assert_int_equal(pending(), 0);   /* durable: nothing to wait for */
 	put_start(m, "b", 4 * KiB);
 	assert_int_equal(pending(), 0);
 
@@ -79,7 +87,7 @@ static void test_wait_decision(void **state)
 	uint64_t s_del = pending();
 	assert_true(s_del > s_a);
 	put_start(m, "c", 4 * KiB);
-	uint64_t p = pending();
+	p = pending();
 	assert_true(p == s_del || (p == 0 && mc_oplog_poll(l, s_del) == 0));
 	printf("# a PutStart after a DELETE not yet durable waited for it: %s\n",
 	       p ? "yes" : "no (the DELETE was durable already)");

@@ -11,7 +11,8 @@
  * the link's error; stopping with ends queued fails them; relayed puts
  * (refused by the fake master) settle once each, whatever the order of
  * their buffer's release and their reply, within the bound on bytes
- * held.  Under TSan too
+ * held; a relayed put whose copy the write fence refuses after its start
+ * is not answered as if nothing had started.  Under TSan too
  * (make test-tsan).
  */
 #include <stdarg.h>
@@ -27,6 +28,10 @@
 #include <string.h>
 
 #include "segsrv/node-end.h"
+#include "segsrv/node-grant.h"
+#include "segsrv/node-segment.h"
+#include "util/clock.h"
+#include "util/grant.h"
 
 #define THREADS 8
 #define PER_THREAD 400
@@ -363,6 +368,108 @@ static void test_stop_fails_queued(void **state)
 	mc_node_end_count(NULL, t, -1);
 }
 
+/* ---- a relayed put that fails after its start ---- */
+
+static struct mc_node_grants *fence_grants;	/* the node's, for the fake master */
+static struct mc_grant_key fence_key;
+static struct mc_uuid fence_seg;
+
+/* Places every relayed put at offset 0 with a WRITE grant of the node's
+ * current key; a key named "fenced..." has the node fence its keys before
+ * the answer arrives (a remount raced the start, node-grant.h). */
+static int fake_start_placed(void *ctx, const struct mc_rpc_call *call, void *resp)
+{
+	const struct mc_msg_batch_node_put_start_req *q = call->req;
+	struct mc_msg_batch_node_put_start_resp *p = resp;
+	struct mc_msg_node_put_start_placed *v =
+		mc_arena_calloc(call->arena, q->n_items ? q->n_items : 1, sizeof(*v));
+	if (!v)
+		return MC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < q->n_items; i++) {
+		uint8_t *buf = mc_arena_alloc(call->arena, MC_GRANT_MAX_LEN, 1);
+		struct mc_grant g = { .mode = MC_GRANT_WRITE, .segment = fence_seg,
+				      .length = q->items[i].size, .expiry_ms = mc_now_ms() + 10000,
+				      .tenant = (const uint8_t *)"t", .tenant_len = 1 };
+		int n = buf ? mc_grant_sign(&g, &fence_key, buf, MC_GRANT_MAX_LEN) : -1;
+		if (n < 0)
+			return MC_ERR_INTERNAL_ERROR;
+		v[i].grant = MC_BYTES(buf, (uint32_t)n);
+		if (q->items[i].key.len >= 6 && !memcmp(q->items[i].key.p, "fenced", 6))
+			mc_node_grants_fence(fence_grants, 1000);
+	}
+	__atomic_add_fetch(&items_seen, q->n_items, __ATOMIC_RELAXED);
+	p->n_items = q->n_items;
+	p->items = v;
+	return 0;
+}
+
+static int relay_one(struct mc_node_end *e, const char *key, char fill)
+{
+	struct mc_msg_data_put_req q = { .client_id = { 1, 1 }, .tenant = mc_bytes_str("t"),
+					 .key = mc_bytes_str(key), .segment_id = fence_seg,
+					 .config = { .replica_num = 1 } };
+	void *dst;
+	uint64_t t;
+	assert_int_equal(mc_node_end_put_new(e, &q, 4096, &dst), 0);
+	memset(dst, fill, 4096);
+	assert_int_equal(mc_node_end_put_submit(e, dst, &t), 0);
+	mc_node_end_put_release(e, dst);
+	return wait_end(e, t);
+}
+
+/* A relayed put whose copy the write fence refuses was started at the
+ * master: it must not be answered as refused before its start (GRANT_DENIED
+ * would send the client the usual way, into its own put in progress, whose
+ * OBJECT_ALREADY_EXISTS it takes for done: an acknowledged put that never
+ * completes).  It is answered WRITE_FAIL, nothing is copied and no end is
+ * sent; under the key a remount installs next, the same put is copied and
+ * ended. */
+static void test_relay_fenced(void **state)
+{
+	struct mc_node_segments segs;
+	struct mc_node_grants grants;
+	char err[256], addr[64];
+	assert_int_equal(mc_node_segments_open(NULL, "t", 1, 1 << 20, &segs, err, sizeof(err)), 0);
+	assert_int_equal(mc_node_grants_init(&grants, &segs), 0);
+	fence_grants = &grants;
+	fence_seg = segs.seg[0].id;
+	assert_int_equal(mc_grant_key_new(&fence_key), 0);
+	mc_node_grants_install(&grants, fence_seg, &fence_key);
+	mc_node_grants_sync(&grants, mc_now_ms());
+
+	struct mc_rpc_handlers h;
+	struct mc_rpc_server *m;
+	memset(&h, 0, sizeof(h));
+	h.fn[MC_OPI_HELLO] = mc_rpc_hello;
+	h.fn[MC_OPI_BATCH_NODE_PUT_END] = fake_end;
+	h.fn[MC_OPI_BATCH_NODE_PUT_START] = fake_start_placed;
+	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 1 };
+	assert_int_equal(mc_rpc_server_start(&c, &h, NULL, &m), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)mc_rpc_server_port(m));
+	struct mc_node_end *e;
+	struct mc_node_end_config cfg = { .master = addr, .node_id = NODE, .cred = &CRED,
+					  .grants = &grants };
+	assert_int_equal(mc_node_end_start(&cfg, &e), 0);
+	__atomic_store_n(&calls_seen, 0, __ATOMIC_RELAXED);
+
+	assert_int_equal(relay_one(e, "fenced-1", 'a'), MC_ERR_WRITE_FAIL);
+	assert_int_equal(segs.seg[0].base[0], 0);		/* nothing copied */
+	assert_int_equal(__atomic_load_n(&calls_seen, __ATOMIC_RELAXED), 0);	/* no end */
+	assert_int_equal(mc_node_grants_refused(&grants, MC_GRANT_REFUSED_FENCED), 1);
+
+	assert_int_equal(mc_grant_key_new(&fence_key), 0);	/* the remount's key */
+	mc_node_grants_install(&grants, fence_seg, &fence_key);
+	assert_int_equal(relay_one(e, "k-1", 'b'), 0);
+	assert_int_equal(segs.seg[0].base[0], 'b');
+	assert_int_equal(segs.seg[0].base[4095], 'b');
+	assert_int_equal(__atomic_load_n(&calls_seen, __ATOMIC_RELAXED), 1);
+
+	mc_node_end_stop(e);
+	mc_rpc_server_stop(m);
+	mc_node_grants_release(&grants);
+	mc_node_segments_close(&segs, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_no_master),
 		cmocka_unit_test(test_stop_fails_queued),
 		cmocka_unit_test(test_relays_concurrent),
+		cmocka_unit_test(test_relay_fenced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
