@@ -12,7 +12,9 @@
  *     flight), with an invalid key, a NULL buffer, an existing key, a
  *     missing key and a short buffer among them: per-key statuses, bytes
  *     exact, over TCP and shared memory (twice: the second co-located
- *     batch put and get in one chunk).
+ *     batch put and get in one chunk); a key twice in a batch put, in
+ *     chunks that end on the workers (the first value kept; an upsert's
+ *     last).
  *   - A failing node: a second cluster whose node B is stopped (SIGSTOP),
  *     then killed, in the middle of batches: the keys on B get errors, the
  *     others succeed, and no call waits much beyond the client's timeout.
@@ -372,6 +374,54 @@ static void test_pipeline_shm(void **state)
 	pipeline(true);
 }
 
+/* A key twice in a batch put cut into chunks (12 x 1 MiB: 3 chunks of 4
+ * MiB), at its first and its last item, in different chunks whose ends run
+ * on the workers: a put keeps the first value (the second is
+ * OBJECT_ALREADY_EXISTS inside, 0 to the caller), an upsert ends its chunks
+ * in order and keeps the last.  Every item 0, the others' bytes exact. */
+enum { DN = 12, DSZ = 1 << 20 };
+
+static void dup_round(struct mc_client *c, bool upsert)
+{
+	char names[DN][32];
+	const void *keys[DN], *vals[DN];
+	size_t klens[DN], lens[DN];
+	int st[DN];
+	uint8_t *data = malloc((size_t)DN * DSZ);
+	assert_non_null(data);
+	for (int i = 0; i < DN; i++) {
+		fill(data + (size_t)i * DSZ, DSZ, (unsigned)(70 + i + 20 * upsert));
+		klens[i] = (size_t)snprintf(names[i], 32, "dup-%d-%02d", upsert, i % (DN - 1));
+		keys[i] = names[i];
+		vals[i] = data + (size_t)i * DSZ;
+		lens[i] = DSZ;
+	}
+	struct mc_put_opts o = { .sz = sizeof(o), .upsert = upsert };
+	assert_int_equal(mc_batch_put(c, DN, keys, klens, vals, lens, &o, st), 0);
+	for (int i = 0; i < DN; i++) {
+		assert_int_equal(st[i], 0);
+		size_t len = 0;
+		void *b = NULL;
+		assert_int_equal(mc_get(c, keys[i], klens[i], &b, &len), 0);
+		assert_int_equal(len, DSZ);
+		int want = i == 0 || i == DN - 1 ? (upsert ? DN - 1 : 0) : i;
+		assert_memory_equal(b, data + (size_t)want * DSZ, DSZ);
+		mc_buf_free(b);
+	}
+	assert_int_equal(mc_batch_remove(c, DN, keys, klens, true, st), 0);
+	free(data);
+}
+
+static void test_pipeline_dup(void **state)
+{
+	NEED_NODE();
+	settle();
+	struct mc_client *c = client_x(NULL, false, 2, 64 << 10, 30000);
+	dup_round(c, false);
+	dup_round(c, true);
+	mc_client_free(c);
+}
+
 /* ---- a failing node ------------------------------------------------------------- */
 
 enum { FN = 24, FSZ = (1 << 20) + 5 };
@@ -648,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_stripe_cut),
 		cmocka_unit_test(test_pipeline_tcp),
 		cmocka_unit_test(test_pipeline_shm),
+		cmocka_unit_test(test_pipeline_dup),
 		cmocka_unit_test(test_node_failure),
 		cmocka_unit_test(test_stress),
 		cmocka_unit_test(test_fork),
