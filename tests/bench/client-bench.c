@@ -323,9 +323,9 @@ enum large_mode { LARGE_BOTH, LARGE_PUT, LARGE_GET };
 /*
  * The first time the kernel itself copies to or from a page of a process
  * (a recv into it, a send from it) costs about 8 us per 4 KiB page on these
- * VMs, even when the process has written the page already (paravirtualized
- * shadow paging: the kernel's view of user memory fills in on its own
- * accesses).  A 128 MiB receive buffer fresh to the kernel took 0.4-0.65
+ * VMs, even when the process has written the page already (most likely
+ * their paravirtualized shadow paging, pvm_* in perf: the kernel's view of
+ * user memory fills in on its own accesses).  A 128 MiB receive buffer fresh to the kernel took 0.4-0.65
  * GB/s on its first recv against 3-4.7 GB/s after (a /tmp loopback
  * program), which made the first round of a kvget run 1 GB/s against 5-6
  * after (and the first of 8 64 MiB gets pay 130 ms).  An engine registers its KV buffer once and moves blocks through
