@@ -64,9 +64,28 @@ static int fake_end(void *ctx, const struct mc_rpc_call *call, void *resp)
 	return 0;
 }
 
+/* test_relay_fenced's node, which the fake master places relayed puts on */
+static struct mc_node_grants *fence_grants;
+static struct mc_grant_key fence_key;
+static struct mc_uuid fence_seg;
+
+/* A WRITE grant of [0, size) of fence_seg under fence_key, in the arena. */
+static struct mc_bytes fence_grant(struct mc_arena *a, uint64_t size)
+{
+	uint8_t *buf = mc_arena_alloc(a, MC_GRANT_MAX_LEN, 1);
+	struct mc_grant g = { .mode = MC_GRANT_WRITE, .segment = fence_seg, .length = size,
+			      .expiry_ms = mc_now_ms() + 10000, .tenant = (const uint8_t *)"t",
+			      .tenant_len = 1 };
+	int n = buf ? mc_grant_sign(&g, &fence_key, buf, MC_GRANT_MAX_LEN) : -1;
+	return MC_BYTES(buf, n > 0 ? (uint32_t)n : 0);
+}
+
 /* The fake master refuses every relayed put's start (a segment of no
  * room): the node's queue, references and replies, not its copy (which
- * 236-put-relay.bats runs against a real master). */
+ * 236-put-relay.bats runs against a real master).  With fence_grants set
+ * it places every one at offset 0 of fence_seg with a WRITE grant of the
+ * node's current key; a key named "fenced..." has the node fence its keys
+ * before the answer arrives (a remount raced the start, node-grant.h). */
 static int fake_start(void *ctx, const struct mc_rpc_call *call, void *resp)
 {
 	const struct mc_msg_batch_node_put_start_req *q = call->req;
@@ -75,8 +94,16 @@ static int fake_start(void *ctx, const struct mc_rpc_call *call, void *resp)
 		mc_arena_calloc(call->arena, q->n_items ? q->n_items : 1, sizeof(*v));
 	if (!v)
 		return MC_ERR_NO_MEMORY;
-	for (uint32_t i = 0; i < q->n_items; i++)
-		v[i].status = q->items[i].size == 3 ? MC_ERR_NO_AVAILABLE_HANDLE : MC_ERR_ILLEGAL_CLIENT;
+	for (uint32_t i = 0; i < q->n_items; i++) {
+		if (!fence_grants) {
+			v[i].status = q->items[i].size == 3 ? MC_ERR_NO_AVAILABLE_HANDLE :
+							      MC_ERR_ILLEGAL_CLIENT;
+			continue;
+		}
+		v[i].grant = fence_grant(call->arena, q->items[i].size);
+		if (q->items[i].key.len >= 6 && !memcmp(q->items[i].key.p, "fenced", 6))
+			mc_node_grants_fence(fence_grants, 1000);
+	}
 	__atomic_add_fetch(&items_seen, q->n_items, __ATOMIC_RELAXED);
 	p->n_items = q->n_items;
 	p->items = v;
@@ -370,38 +397,6 @@ static void test_stop_fails_queued(void **state)
 
 /* ---- a relayed put that fails after its start ---- */
 
-static struct mc_node_grants *fence_grants;	/* the node's, for the fake master */
-static struct mc_grant_key fence_key;
-static struct mc_uuid fence_seg;
-
-/* Places every relayed put at offset 0 with a WRITE grant of the node's
- * current key; a key named "fenced..." has the node fence its keys before
- * the answer arrives (a remount raced the start, node-grant.h). */
-static int fake_start_placed(void *ctx, const struct mc_rpc_call *call, void *resp)
-{
-	const struct mc_msg_batch_node_put_start_req *q = call->req;
-	struct mc_msg_batch_node_put_start_resp *p = resp;
-	struct mc_msg_node_put_start_placed *v =
-		mc_arena_calloc(call->arena, q->n_items ? q->n_items : 1, sizeof(*v));
-	if (!v)
-		return MC_ERR_NO_MEMORY;
-	for (uint32_t i = 0; i < q->n_items; i++) {
-		uint8_t *buf = mc_arena_alloc(call->arena, MC_GRANT_MAX_LEN, 1);
-		struct mc_grant g = { .mode = MC_GRANT_WRITE, .segment = fence_seg,
-				      .length = q->items[i].size, .expiry_ms = mc_now_ms() + 10000,
-				      .tenant = (const uint8_t *)"t", .tenant_len = 1 };
-		int n = buf ? mc_grant_sign(&g, &fence_key, buf, MC_GRANT_MAX_LEN) : -1;
-		if (n < 0)
-			return MC_ERR_INTERNAL_ERROR;
-		v[i].grant = MC_BYTES(buf, (uint32_t)n);
-		if (q->items[i].key.len >= 6 && !memcmp(q->items[i].key.p, "fenced", 6))
-			mc_node_grants_fence(fence_grants, 1000);
-	}
-	__atomic_add_fetch(&items_seen, q->n_items, __ATOMIC_RELAXED);
-	p->n_items = q->n_items;
-	p->items = v;
-	return 0;
-}
 
 static int relay_one(struct mc_node_end *e, const char *key, char fill)
 {
@@ -437,15 +432,7 @@ static void test_relay_fenced(void **state)
 	mc_node_grants_install(&grants, fence_seg, &fence_key);
 	mc_node_grants_sync(&grants, mc_now_ms());
 
-	struct mc_rpc_handlers h;
-	struct mc_rpc_server *m;
-	memset(&h, 0, sizeof(h));
-	h.fn[MC_OPI_HELLO] = mc_rpc_hello;
-	h.fn[MC_OPI_BATCH_NODE_PUT_END] = fake_end;
-	h.fn[MC_OPI_BATCH_NODE_PUT_START] = fake_start_placed;
-	struct mc_rpc_server_config c = { .address = "127.0.0.1", .workers = 1 };
-	assert_int_equal(mc_rpc_server_start(&c, &h, NULL, &m), 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)mc_rpc_server_port(m));
+	struct mc_rpc_server *m = fake_master(addr, sizeof(addr));
 	struct mc_node_end *e;
 	struct mc_node_end_config cfg = { .master = addr, .node_id = NODE, .cred = &CRED,
 					  .grants = &grants };
@@ -466,6 +453,7 @@ static void test_relay_fenced(void **state)
 
 	mc_node_end_stop(e);
 	mc_rpc_server_stop(m);
+	fence_grants = NULL;
 	mc_node_grants_release(&grants);
 	mc_node_segments_close(&segs, true);
 }
