@@ -540,8 +540,10 @@ MC_API void mc_key_list_free(struct mc_key_list *l);
  * batch of 8 MiB or more (values, or caps for gets) is cut into chunks of
  * about a quarter of its bytes (4..32 MiB each) pipelined two at a time:
  * the master round trips of one chunk (BATCH_PUT_START / PUT_END, or the
- * lookup) overlap the transfers of the other.  A put costs one PUT_START
- * and one PUT_END per chunk.
+ * lookup) overlap the transfers of the other, and a put's PUT_END of a
+ * chunk (a wait for the master's oplog flush) overlaps the chunks after
+ * it, all but the last one's.  A put costs one PUT_START and one PUT_END
+ * per chunk.
  */
 MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 			const size_t *klens, const void *const *bufs, const size_t *lens,
