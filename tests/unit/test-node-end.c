@@ -397,7 +397,6 @@ static void test_stop_fails_queued(void **state)
 
 /* ---- a relayed put that fails after its start ---- */
 
-
 static int relay_one(struct mc_node_end *e, const char *key, char fill)
 {
 	struct mc_msg_data_put_req q = { .client_id = { 1, 1 }, .tenant = mc_bytes_str("t"),
