@@ -20,6 +20,9 @@
 #       and shared memory  vs  the 1 MiB loopback stream and memcpy of (b, c)
 #       (the goals), and also vs the 64 MiB ones: a batch of 16 MiB
 #       or more moves through DRAM, where memcpy_1MiB stays in cache
+#       (client-bench passes its buffers through the kernel once before the
+#       clock starts, as a long-lived engine's are: kernel_touch() there;
+#       MC_BENCH_COLD=1 measures them fresh)
 # Which memcpy matches: every shared-memory figure here moves 256 MiB or
 # more of distinct segment memory per run (new objects, new ranges), so its
 # copies go to or come from DRAM; memcpy_64MiB (128 MiB touched a pass) is
