@@ -22,8 +22,8 @@
 /* With transfer__sum attached, a transfer of at most this many bytes is
  * timed once in MC_XFERTRACE_SAMPLE of its thread's, and only counted
  * otherwise: a clock read costs about 30 ns here (kvm-clock), 3.5% of a
- * 4 KiB get over shared memory.  So the histogram of small transfers is a sample, and a
- * slow one is an event only when it was timed. */
+ * 4 KiB get over shared memory.  So the histogram of small transfers is a
+ * sample, and a slow one is an event only when it was timed. */
 #define MC_XFERTRACE_SAMPLE_BYTES (64u << 10)
 #define MC_XFERTRACE_SAMPLE 16
 

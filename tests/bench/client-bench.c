@@ -325,23 +325,25 @@ enum large_mode { LARGE_BOTH, LARGE_PUT, LARGE_GET };
  * (a recv into it, a send from it) costs about 8 us per 4 KiB page on these
  * VMs, even when the process has written the page already (most likely
  * their paravirtualized shadow paging, pvm_* in perf: the kernel's view of
- * user memory fills in on its own accesses).  A 128 MiB receive buffer fresh to the kernel took 0.4-0.65
- * GB/s on its first recv against 3-4.7 GB/s after (a /tmp loopback
- * program), which made the first round of a kvget run 1 GB/s against 5-6
- * after (and the first of 8 64 MiB gets pay 130 ms).  An engine registers its KV buffer once and moves blocks through
- * it for its lifetime, and bench-baseline's stream reuses warm buffers:
- * so the buffer goes through a pipe once (the kernel reads and writes every
- * page) before the clock starts.  MC_BENCH_COLD=1 skips it.
+ * user memory fills in on its own accesses).  A 128 MiB receive buffer
+ * fresh to the kernel took 0.4-0.65 GB/s on its first recv against 3-4.7
+ * GB/s after (a /tmp loopback program), which made the first round of a
+ * kvget run 1 GB/s against 5-6 after (and the first of 8 64 MiB gets pay
+ * 130 ms).  An engine registers its KV buffer once and moves blocks
+ * through it for its lifetime, and bench-baseline's stream reuses warm
+ * buffers: so the buffer goes through a pipe once (the kernel reads and
+ * writes every page) before the clock starts.  MC_BENCH_COLD=1 skips it.
  */
-static void kernel_touch(unsigned char *buf, size_t len)
+static void kernel_touch(void *buf, size_t len)
 {
+	char *b = buf;
 	const char *cold = getenv("MC_BENCH_COLD");
 	int p[2];
 	if ((cold && *cold == '1') || pipe(p) < 0)
 		return;
 	for (size_t o = 0; o < len; o += 65536) {
 		size_t n = len - o < 65536 ? len - o : 65536;
-		if (write(p[1], buf + o, n) != (ssize_t)n || read(p[0], buf + o, n) != (ssize_t)n)
+		if (write(p[1], b + o, n) != (ssize_t)n || read(p[0], b + o, n) != (ssize_t)n)
 			break;
 	}
 	close(p[0]);
@@ -364,8 +366,8 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	large_fill(buf, size);
 	memset(out, 0xa5, size);   /* fault the pages in before the clock starts (not 0: gcc
 				    * would turn malloc+memset(0) into calloc) */
-	kernel_touch((unsigned char *)buf, size);
-	kernel_touch((unsigned char *)out, size);
+	kernel_touch(buf, size);
+	kernel_touch(out, size);
 	mc_register_buffer(C, buf, size);
 	mc_register_buffer(C, out, size);
 	uint64_t t0 = mc_now_ns();

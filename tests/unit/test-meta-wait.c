@@ -8,8 +8,8 @@
  * once that DELETE is durable it waits for nothing again; a PutStart that
  * evicts waits for its own DELETEs; a PutEnd always waits for its OBJECT,
  * which comes after everything its PutStart depended on, and the same
- * PutEnd sent again waits for that OBJECT too while it is not durable.  A real local
- * oplog in /tmp; fake segments (meta-helpers.h).
+ * PutEnd sent again waits for that OBJECT too while it is not durable.  A
+ * real local oplog in /tmp; fake segments (meta-helpers.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
