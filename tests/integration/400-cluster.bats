@@ -15,8 +15,13 @@ setup() {
 	# client_ttl_ms: long enough that a loaded machine's late pings (1 s apart)
 	# never expire a live node; test 4 waits for the killed one to go.
 	start_master --client_ttl_ms=4000
+	# 256M: test 1's objects (two of 64M, some 30M more) stay below the
+	# low watermark (0.80) even all on one segment, so nothing is evicted
+	# however they are placed (with 160M, both 64M objects and a few more
+	# on one segment took it past 0.80, and a put burst's lead woke the
+	# evictor: it evicted the oldest unleased object, tcp-1-1).
 	for n in a b c; do
-		start_node "c$n" --segment_size=160M
+		start_node "c$n" --segment_size=256M
 	done
 }
 

@@ -264,6 +264,19 @@ verify_load() {
 }
 
 # stop_all: nodes first (newest first), then the master.
+# _mc_log_tails: a log's warnings and worse (syslog levels 0-4), then its
+# last lines, for each daemon.
+_mc_log_tails() {
+	local f
+	for f in "$MC_DIR"/*.log; do
+		[ -s "$f" ] || continue
+		echo "---- ${f##*/}: its last 20 warnings, then its last 30 lines"
+		grep '^<[0-4]>' "$f" | tail -n 20
+		echo "----"
+		tail -n 30 "$f"
+	done
+}
+
 stop_all() {
 	[ -n "${MC_DIR:-}" ] && [ -f "$MC_DIR/pids" ] || return 0
 	local pid name rc=0
@@ -274,6 +287,9 @@ stop_all() {
 		_mc_stopped "$pid" "$name"
 	done < <(tac "$MC_DIR/pids")
 	: >"$MC_DIR/pids"
+	# A failed test shows the end of every daemon's log (bats prints a
+	# teardown's output only then).
+	[ -n "${BATS_TEST_COMPLETED:-}" ] || _mc_log_tails
 	local n
 	while read -r n; do _mc_record_shm "$n"; done <"$MC_DIR/nodes"
 	local id
