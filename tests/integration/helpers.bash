@@ -287,9 +287,9 @@ stop_all() {
 		_mc_stopped "$pid" "$name"
 	done < <(tac "$MC_DIR/pids")
 	: >"$MC_DIR/pids"
-	# A failed test shows the end of every daemon's log (bats prints a
-	# teardown's output only then).
-	[ -n "${BATS_TEST_COMPLETED:-}" ] || _mc_log_tails
+	# The teardown of a failed test shows the end of every daemon's log
+	# (bats prints a teardown's output only then).
+	[ -z "${BATS_TEARDOWN_STARTED:-}" ] || [ -n "${BATS_TEST_COMPLETED:-}" ] || _mc_log_tails
 	local n
 	while read -r n; do _mc_record_shm "$n"; done <"$MC_DIR/nodes"
 	local id
