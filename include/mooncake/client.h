@@ -543,7 +543,10 @@ MC_API void mc_key_list_free(struct mc_key_list *l);
  * lookup) overlap the transfers of the other, and a put's PUT_END of a
  * chunk (a wait for the master's oplog flush) overlaps the chunks after
  * it, all but the last one's.  A put costs one PUT_START and one PUT_END
- * per chunk.
+ * per chunk.  Items refused for room (NO_AVAILABLE_HANDLE) while the
+ * batch's own puts in progress held it go again once those are over, for
+ * as long as each pass places some: a batch larger than the space puts
+ * (and evicts) as its items put one after another would.
  */
 MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 			const size_t *klens, const void *const *bufs, const size_t *lens,
