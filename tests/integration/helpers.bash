@@ -263,7 +263,6 @@ verify_load() {
 	false
 }
 
-# stop_all: nodes first (newest first), then the master.
 # _mc_log_tails: a log's warnings and worse (syslog levels 0-4), then its
 # last lines, for each daemon.
 _mc_log_tails() {
@@ -277,6 +276,7 @@ _mc_log_tails() {
 	done
 }
 
+# stop_all: nodes first (newest first), then the master.
 stop_all() {
 	[ -n "${MC_DIR:-}" ] && [ -f "$MC_DIR/pids" ] || return 0
 	local pid name rc=0
