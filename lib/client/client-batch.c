@@ -463,68 +463,43 @@ static void put_finish(struct stage *s)
 	s->cn = NULL;
 }
 
-/* One pass of a batch put over n items (b->bufs, b->lens, b->status);
- * *started gets the items the master placed. */
+/* One pass of a batch put over the items valid() takes (b->started gets
+ * the items the master placed). */
 static int put_round(struct bput *b, size_t n, const void *const *keys, const size_t *klens,
-		     size_t *started)
+		     bool (*valid)(size_t i, void *ctx), void *vctx)
 {
 	struct mc_client *c = b->c;
-	struct put_ctx pc = { b->bufs, b->lens, b->status };
 	/* Co-located puts (the last chunk's objects all went through shared
 	 * memory) are not pipelined: their copies take less time than the
 	 * master round trip and flush each chunk would add, so one chunk (one
 	 * BATCH_PUT_END, one flush of the master's oplog) is faster. */
 	struct pipe pp = { .c = c, .n = n, .keys = keys, .klens = klens, .status = b->status,
-			   .valid = put_valid, .vctx = &pc, .start = put_start, .finish = put_finish,
+			   .valid = valid, .vctx = vctx, .start = put_start, .finish = put_finish,
 			   .whole = __atomic_load_n(&c->shm_batch_puts, __ATOMIC_RELAXED),
 			   /* an upsert's chunks end in order: a key twice in the
 			    * batch is replaced, not found in progress */
 			   .end_async = !b->upsert };
 	b->started = 0;
-	int r = pipe_run(&pp, b->lens, b);
-	*started = b->started;
-	return r;
+	return pipe_run(&pp, b->lens, b);
 }
 
-/* The items of a pass refused for room (NO_AVAILABLE_HANDLE at their
- * start: nothing started for them) while the batch's own puts held it:
- * those puts are over now, and evictable, so the refused ones go again,
- * pass after pass while a pass places some (see the top). */
-static int put_again(struct bput *b, size_t n, const void *const *keys, const size_t *klens)
+/* A later pass takes the items refused in the one before (put_start marks
+ * them again if refused again); the others keep their status. */
+static bool put_refused(size_t i, void *ctx)
+{
+	struct bput *b = ctx;
+	if (!b->refused[i])
+		return false;
+	b->refused[i] = 0;
+	return true;
+}
+
+static size_t refused_count(const struct bput *b, size_t n)
 {
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
 		m += b->refused[i];
-	if (!m)
-		return 0;
-	size_t *idx = malloc(m * sizeof(*idx)), *kl2 = malloc(m * sizeof(*kl2)),
-	       *l2 = malloc(m * sizeof(*l2));
-	const void **k2 = malloc(m * sizeof(*k2)), **b2 = malloc(m * sizeof(*b2));
-	int *st2 = malloc(m * sizeof(*st2));
-	uint8_t *ref2 = malloc(m);
-	int r = idx && kl2 && l2 && k2 && b2 && st2 && ref2 ? 0 : MC_ERR_NO_MEMORY;
-	for (size_t left = m; r == 0 && left;) {
-		size_t k = 0, started = 0;
-		for (size_t i = 0; i < n; i++)
-			if (b->refused[i]) {
-				idx[k] = i, k2[k] = keys[i], kl2[k] = klens[i];
-				b2[k] = b->bufs[i], l2[k] = b->lens[i], st2[k] = 0, ref2[k++] = 0;
-			}
-		struct bput p = *b;
-		p.bufs = b2, p.lens = l2, p.status = st2, p.refused = ref2;
-		r = put_round(&p, k, k2, kl2, &started);
-		left = 0;
-		for (size_t j = 0; r == 0 && j < k; j++) {
-			b->status[idx[j]] = st2[j];
-			b->refused[idx[j]] = ref2[j];
-			left += ref2[j];
-		}
-		if (!started || left >= k)
-			break;
-	}
-	free(idx), free(kl2), free(l2), free(k2), free(b2), free(st2), free(ref2);
-	/* No memory for another pass: the refused items keep their status. */
-	return r == MC_ERR_NO_MEMORY ? 0 : r;
+	return m;
 }
 
 MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
@@ -542,11 +517,21 @@ MC_API int mc_batch_put(struct mc_client *c, size_t n, const void *const *keys,
 		return r;
 	struct bput b = { .c = c, .bufs = bufs, .lens = lens, .cfg = &cfg,
 			  .exclusive = o.exclusive, .upsert = o.upsert, .status = status };
-	b.refused = n ? calloc(n, 1) : NULL;
-	size_t started = 0;
-	r = put_round(&b, n, keys, klens, &started);
-	if (r == 0 && started && b.refused)
-		r = put_again(&b, n, keys, klens);
+	struct put_ctx pc = { bufs, lens, status };
+	b.refused = n ? calloc(n, 1) : NULL;   /* none: no further pass */
+	r = put_round(&b, n, keys, klens, put_valid, &pc);
+	/* Items refused for room (NO_AVAILABLE_HANDLE at their start: nothing
+	 * started for them) while the batch's own puts held it: those puts are
+	 * over now, and evictable, so the refused ones go again, pass after
+	 * pass while a pass places some (see the top). */
+	size_t left = r == 0 && b.started && b.refused ? refused_count(&b, n) : 0;
+	while (r == 0 && left) {
+		r = put_round(&b, n, keys, klens, put_refused, &b);
+		size_t was = left;
+		left = refused_count(&b, n);
+		if (left >= was)
+			break;
+	}
 	free(b.refused);
 	return r;
 }
