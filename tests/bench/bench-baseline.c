@@ -6,8 +6,20 @@
  *                            receiver threads in this process, writes of
  *                            <size> (1 MiB, 64 MiB), GB/s
  *   memcpy_<size>            memcpy between two buffers of <size>, GB/s
- * Each figure is the median of R runs of about D ms.
- * Output: "bench-baseline <metric> <value> GB/s" lines.
+ *   loopback_rtt             a 1-byte request and its 1-byte answer over
+ *                            127.0.0.1 (an echo thread), one after the
+ *                            other, us: the least a round trip costs
+ *   loopback_rtt_after_idle  the same, each after both sides slept
+ *                            IDLE_MS: a peer's idle CPU woken by the
+ *                            request, which a lone operation meets
+ *                            (a VM's idle vCPU costs far more to wake)
+ *   loopback_reqresp_1MiB    a 1 MiB request and a 1-byte answer, one
+ *                            after the other, GB/s: the best a single
+ *                            1 MiB transfer with one round trip can do
+ *                            (a put or get also has its master's)
+ * Each figure is the median of R runs of about D ms (the after-idle one:
+ * of all its round trips, D / IDLE_MS of them a run).
+ * Output: "bench-baseline <metric> <value> <unit>" lines.
  *   usage: bench-baseline [runs] [ms]
  */
 #include <netinet/in.h>
@@ -89,6 +101,104 @@ static double stream_once(size_t chunk)
 	return (double)got / secs / 1e9;
 }
 
+/* A connected pair over 127.0.0.1: *cfd the client's end, *afd the
+ * accepted one. */
+static int loopback_pair(int *cfd, int *afd)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	char addr[32];
+	int one = 1;
+	mc_sock_parse("127.0.0.1:0", &sa, &len);
+	int lfd = mc_sock_listen(&sa, len, false, 4);
+	if (lfd < 0)
+		return -1;
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", mc_sock_local_port(lfd));
+	mc_sock_parse(addr, &sa, &len);
+	*cfd = mc_sock_connect(&sa, len, 1000);
+	mc_sock_set_nonblock(lfd, false);
+	*afd = *cfd >= 0 ? accept(lfd, NULL, NULL) : -1;
+	close(lfd);
+	if (*afd < 0) {
+		if (*cfd >= 0)
+			close(*cfd);
+		return -1;
+	}
+	mc_sock_set_nonblock(*cfd, false);
+	setsockopt(*cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(*afd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+/* The echo side: reads requests of `size` bytes, answers each with one
+ * byte, until the client shuts down. */
+struct echo {
+	int fd;
+	size_t size;
+};
+
+static void *echo_main(void *arg)
+{
+	struct echo *e = arg;
+	char ack = 1;
+	while (mc_read_full(e->fd, RBUF, e->size) == 0 && mc_write_full(e->fd, &ack, 1) == 0)
+		;
+	return NULL;
+}
+
+#define IDLE_MS 10
+
+/* Round trips of `size`-byte requests for MS ms, each after `idle_ms` of
+ * sleep (0: back to back); their times in us into v (at most cap), their
+ * number returned (0: no connection). */
+static size_t round_trips(size_t size, int idle_ms, double *v, size_t cap)
+{
+	int cfd, afd;
+	if (loopback_pair(&cfd, &afd) < 0)
+		return 0;
+	struct echo e = { .fd = afd, .size = size };
+	pthread_t th;
+	pthread_create(&th, NULL, echo_main, &e);
+	size_t n = 0;
+	char ack;
+	uint64_t end = mc_now_ns() + (uint64_t)MS * 1000000u;
+	while (n < cap && mc_now_ns() < end) {
+		if (idle_ms)
+			usleep((useconds_t)idle_ms * 1000u);
+		uint64_t t0 = mc_now_ns();
+		if (mc_write_full(cfd, SBUF, size) < 0 || mc_read_full(cfd, &ack, 1) < 0)
+			break;
+		v[n++] = (double)(mc_now_ns() - t0) / 1e3;
+	}
+	shutdown(cfd, SHUT_WR);
+	pthread_join(th, NULL);
+	close(cfd);
+	close(afd);
+	return n;
+}
+
+#define MAX_TRIPS (1u << 20)
+static double TRIPS[MAX_TRIPS];
+
+static double vmedian(double *v, size_t n)
+{
+	qsort(v, n, sizeof(v[0]), dcmp);
+	return n ? v[n / 2] : 0;
+}
+
+/* One run: the median round trip of 1-byte requests, in us. */
+static double rtt_once(size_t idle_ms)
+{
+	return vmedian(TRIPS, round_trips(1, (int)idle_ms, TRIPS, MAX_TRIPS));
+}
+
+/* One run: 1 MiB requests, one after the other, in GB/s (the median one). */
+static double reqresp_once(size_t size)
+{
+	double us = vmedian(TRIPS, round_trips(size, 0, TRIPS, MAX_TRIPS));
+	return us > 0 ? (double)size / us / 1e3 : 0;
+}
+
 static double memcpy_once(size_t size)
 {
 	char *a = ABUF, *b = BBUF;
@@ -128,5 +238,14 @@ int main(int argc, char **argv)
 	printf("bench-baseline loopback_stream_64MiB %.2f GB/s\n", median(stream_once, 64u << 20));
 	printf("bench-baseline memcpy_1MiB %.2f GB/s\n", median(memcpy_once, 1u << 20));
 	printf("bench-baseline memcpy_64MiB %.2f GB/s\n", median(memcpy_once, 64u << 20));
+	printf("bench-baseline loopback_rtt %.1f us\n", median(rtt_once, 0));
+	/* every round trip of every run, not the median run: a run holds
+	 * only MS / IDLE_MS of them */
+	size_t n = 0;
+	for (int r = 0; r < RUNS; r++)
+		n += round_trips(1, IDLE_MS, TRIPS + n, MAX_TRIPS - n);
+	printf("bench-baseline loopback_rtt_after_idle %.1f us (%zu round trips, %d ms idle)\n",
+	       vmedian(TRIPS, n), n, IDLE_MS);
+	printf("bench-baseline loopback_reqresp_1MiB %.2f GB/s\n", median(reqresp_once, 1u << 20));
 	return 0;
 }
