@@ -106,7 +106,7 @@ struct mc_client_opts {
 	 * or get with a progress callback (its calls stay in order). */
 	unsigned tcp_stripes;	  /* 1..16 (1: no striping); 0: $MC_TCP_STRIPES, else 2 */
 	uint64_t tcp_stripe_size; /* smallest stripe, >= 64 KiB; 0: $MC_TCP_STRIPE_SIZE,
-				     else 512 KiB */
+				     else 1 MiB */
 	unsigned rdma_lanes;	  /* RDMA: sets of rdma_qps QPs per node, 1..8, that is how
 				     many transfers of this client to one node are in
 				     flight at once; 0: $MC_RDMA_LANES, else 4 */

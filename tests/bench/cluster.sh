@@ -10,7 +10,10 @@
 #   (b) 1 MiB and 64 MiB put/get GB/s over TCP    vs  a raw loopback TCP stream
 #       (gethot: the same objects read again within their lease, descriptors
 #       from the client's cache; sync_off: the 1 MiB figures again against a
-#       second master with oplog_sync=false, where a put waits for no fsync)
+#       second master with oplog_sync=false, where a put waits for no fsync;
+#       the 1 MiB ones also vs loopback_reqresp_1MiB, one 1 MiB request and
+#       its answer: what the data's own round trip costs, without the
+#       master's)
 #   (c) co-located (shared memory) GB/s           vs  memcpy
 #   (d) the share of granted data ranges in (a) and (b) over TCP: one grant
 #       signed (master) and one checked per 16 MiB chunk (node) per op, at
@@ -29,8 +32,10 @@
 # that working set, memcpy_1MiB (2 MiB, in cache) is not.  The shm ratios
 # *_vs_memcpy are taken against memcpy_64MiB ("cluster baseline_for" says
 # so); *_vs_memcpy_1MiB keep the cached one for comparison with old runs.
-#   (f) TCP striping (client.h tcp_stripes, default 2): 1 MiB and 64 MiB
-#       put/get with MC_TCP_STRIPES=1  vs  the default of (b)
+#   (f) TCP striping (client.h tcp_stripes, default 2, of stripes of at
+#       least tcp_stripe_size, default 1 MiB): 64 MiB put/get over one
+#       connection (MC_TCP_STRIPES=1) and 1 MiB in two stripes
+#       (MC_TCP_STRIPE_SIZE=512 KiB)  vs  the default of (b)
 # Every figure is the median of RUNS runs (default 3).  Prints
 # "cluster <metric> <value> <unit>" and "cluster ratio <name> <x>" lines.
 set -eu
@@ -190,6 +195,11 @@ echo "cluster shm_get_1MiB_sync_off $osget GB/s"
 stream=$(echo "$base" | awk '$2 == "loopback_stream_1MiB" {print $3}')
 ratio "tcp_put_1MiB_sync_off_vs_stream" "$otput" "$stream"
 ratio "tcp_get_1MiB_sync_off_vs_stream" "$otget" "$stream"
+reqresp=$(echo "$base" | awk '$2 == "loopback_reqresp_1MiB" {print $3}')
+ratio "tcp_put_1MiB_vs_reqresp" "$tput_1" "$reqresp"
+ratio "tcp_get_1MiB_vs_reqresp" "$tget_1" "$reqresp"
+ratio "tcp_put_1MiB_sync_off_vs_reqresp" "$otput" "$reqresp"
+ratio "tcp_get_1MiB_sync_off_vs_reqresp" "$otget" "$reqresp"
 shm_ratios "shm_put_1MiB_sync_off" "$osput"
 shm_ratios "shm_get_1MiB_sync_off" "$osget"
 
@@ -243,14 +253,26 @@ for shape in 16,262144 64,262144 16,2097152 64,2097152; do
 	done
 done
 
-# (f) striping: the same large objects over one connection per transfer.
+# (f) striping: the large objects of (b) the other way.  By default 64 MiB
+# moves over two connections and 1 MiB over one (stripes of 1 MiB or more):
+# 64 MiB again over one, 1 MiB again in two stripes of 512 KiB.
 for sz in 1 64; do
 	n=$(( sz == 1 ? 256 : 8 ))
-	MC_DISABLE_SHM=1 MC_TCP_STRIPES=1 runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
-	uput=$(pick "put_${sz}MiB"); uget=$(pick "get_${sz}MiB")
-	echo "cluster tcp_put_${sz}MiB_unstriped $uput GB/s"
-	echo "cluster tcp_get_${sz}MiB_unstriped $uget GB/s"
-	eval "sput=\$tput_$sz sget=\$tget_$sz"
+	if [ "$sz" = 1 ]; then
+		MC_DISABLE_SHM=1 MC_TCP_STRIPE_SIZE=524288 runs "$O/tests/bench/client-bench" "$M" large \
+			$((sz << 20)) "$n"
+		sput=$(pick "put_${sz}MiB"); sget=$(pick "get_${sz}MiB")
+		echo "cluster tcp_put_${sz}MiB_striped $sput GB/s"
+		echo "cluster tcp_get_${sz}MiB_striped $sget GB/s"
+		eval "uput=\$tput_$sz uget=\$tget_$sz"
+	else
+		MC_DISABLE_SHM=1 MC_TCP_STRIPES=1 runs "$O/tests/bench/client-bench" "$M" large \
+			$((sz << 20)) "$n"
+		uput=$(pick "put_${sz}MiB"); uget=$(pick "get_${sz}MiB")
+		echo "cluster tcp_put_${sz}MiB_unstriped $uput GB/s"
+		echo "cluster tcp_get_${sz}MiB_unstriped $uget GB/s"
+		eval "sput=\$tput_$sz sget=\$tget_$sz"
+	fi
 	ratio "tcp_put_${sz}MiB_striped_vs_unstriped" "$sput" "$uput"
 	ratio "tcp_get_${sz}MiB_striped_vs_unstriped" "$sget" "$uget"
 done
