@@ -258,20 +258,16 @@ done
 # 64 MiB again over one, 1 MiB again in two stripes of 512 KiB.
 for sz in 1 64; do
 	n=$(( sz == 1 ? 256 : 8 ))
-	if [ "$sz" = 1 ]; then
-		MC_DISABLE_SHM=1 MC_TCP_STRIPE_SIZE=524288 runs "$O/tests/bench/client-bench" "$M" large \
-			$((sz << 20)) "$n"
-		sput=$(pick "put_${sz}MiB"); sget=$(pick "get_${sz}MiB")
-		echo "cluster tcp_put_${sz}MiB_striped $sput GB/s"
-		echo "cluster tcp_get_${sz}MiB_striped $sget GB/s"
-		eval "uput=\$tput_$sz uget=\$tget_$sz"
+	if [ "$sz" = 1 ]; then way=striped other=MC_TCP_STRIPE_SIZE=524288; else way=unstriped other=MC_TCP_STRIPES=1; fi
+	(export MC_DISABLE_SHM=1 "$other"; runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n")
+	oput=$(pick "put_${sz}MiB"); oget=$(pick "get_${sz}MiB")
+	echo "cluster tcp_put_${sz}MiB_$way $oput GB/s"
+	echo "cluster tcp_get_${sz}MiB_$way $oget GB/s"
+	eval "dput=\$tput_$sz dget=\$tget_$sz"
+	if [ "$way" = striped ]; then
+		sput=$oput sget=$oget uput=$dput uget=$dget
 	else
-		MC_DISABLE_SHM=1 MC_TCP_STRIPES=1 runs "$O/tests/bench/client-bench" "$M" large \
-			$((sz << 20)) "$n"
-		uput=$(pick "put_${sz}MiB"); uget=$(pick "get_${sz}MiB")
-		echo "cluster tcp_put_${sz}MiB_unstriped $uput GB/s"
-		echo "cluster tcp_get_${sz}MiB_unstriped $uget GB/s"
-		eval "sput=\$tput_$sz sget=\$tget_$sz"
+		sput=$dput sget=$dget uput=$oput uget=$oget
 	fi
 	ratio "tcp_put_${sz}MiB_striped_vs_unstriped" "$sput" "$uput"
 	ratio "tcp_get_${sz}MiB_striped_vs_unstriped" "$sget" "$uget"
