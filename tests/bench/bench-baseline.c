@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,37 @@ static int dcmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* A connected pair over 127.0.0.1: *cfd the client's end, *afd the
+ * accepted one; nodelay: both with TCP_NODELAY (round trips, not streams). */
+static int loopback_pair(int *cfd, int *afd, bool nodelay)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	char addr[32];
+	int one = 1;
+	mc_sock_parse("127.0.0.1:0", &sa, &len);
+	int lfd = mc_sock_listen(&sa, len, false, 4);
+	if (lfd < 0)
+		return -1;
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", mc_sock_local_port(lfd));
+	mc_sock_parse(addr, &sa, &len);
+	*cfd = mc_sock_connect(&sa, len, 1000);
+	mc_sock_set_nonblock(lfd, false);
+	*afd = *cfd >= 0 ? accept(lfd, NULL, NULL) : -1;
+	close(lfd);
+	if (*afd < 0) {
+		if (*cfd >= 0)
+			close(*cfd);
+		return -1;
+	}
+	mc_sock_set_nonblock(*cfd, false);
+	if (nodelay) {
+		setsockopt(*cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(*afd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	return 0;
 }
 
 struct sender {
@@ -70,17 +102,9 @@ static void *send_main(void *arg)
 
 static double stream_once(size_t chunk)
 {
-	struct sockaddr_storage sa;
-	socklen_t len;
-	mc_sock_parse("127.0.0.1:0", &sa, &len);
-	int lfd = mc_sock_listen(&sa, len, false, 4);
-	int port = mc_sock_local_port(lfd);
-	char addr[32];
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	mc_sock_parse(addr, &sa, &len);
-	int cfd = mc_sock_connect(&sa, len, 1000);
-	mc_sock_set_nonblock(lfd, false);
-	int afd = accept(lfd, NULL, NULL);
+	int cfd, afd;
+	if (loopback_pair(&cfd, &afd, false) < 0)
+		return 0;
 	struct sender s = { .fd = cfd, .chunk = chunk,
 			    .deadline_ns = mc_now_ns() + (uint64_t)MS * 1000000u };
 	pthread_t th;
@@ -97,37 +121,7 @@ static double stream_once(size_t chunk)
 	pthread_join(th, NULL);
 	close(afd);
 	close(cfd);
-	close(lfd);
 	return (double)got / secs / 1e9;
-}
-
-/* A connected pair over 127.0.0.1: *cfd the client's end, *afd the
- * accepted one. */
-static int loopback_pair(int *cfd, int *afd)
-{
-	struct sockaddr_storage sa;
-	socklen_t len;
-	char addr[32];
-	int one = 1;
-	mc_sock_parse("127.0.0.1:0", &sa, &len);
-	int lfd = mc_sock_listen(&sa, len, false, 4);
-	if (lfd < 0)
-		return -1;
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", mc_sock_local_port(lfd));
-	mc_sock_parse(addr, &sa, &len);
-	*cfd = mc_sock_connect(&sa, len, 1000);
-	mc_sock_set_nonblock(lfd, false);
-	*afd = *cfd >= 0 ? accept(lfd, NULL, NULL) : -1;
-	close(lfd);
-	if (*afd < 0) {
-		if (*cfd >= 0)
-			close(*cfd);
-		return -1;
-	}
-	mc_sock_set_nonblock(*cfd, false);
-	setsockopt(*cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(*afd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return 0;
 }
 
 /* The echo side: reads requests of `size` bytes, answers each with one
@@ -154,7 +148,7 @@ static void *echo_main(void *arg)
 static size_t round_trips(size_t size, int idle_ms, double *v, size_t cap)
 {
 	int cfd, afd;
-	if (loopback_pair(&cfd, &afd) < 0)
+	if (loopback_pair(&cfd, &afd, true) < 0)
 		return 0;
 	struct echo e = { .fd = afd, .size = size };
 	pthread_t th;
