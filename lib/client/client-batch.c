@@ -82,7 +82,9 @@ void mc_chunk_free(struct mc_chunk *ch)
 }
 
 /* The next chunk from *pos on; false when every item was taken.  valid(i)
- * may reject further items (their status is set by it). */
+ * may reject further items (their status is set by it); it is asked once
+ * per item, when the item would join the chunk (put_refused() clears the
+ * mark it answers from). */
 bool mc_chunk_next(struct mc_chunk *ch, size_t n, const void *const *keys, const size_t *klens,
 		   size_t *pos, int *status, bool (*valid)(size_t i, void *ctx), void *ctx)
 {
@@ -96,14 +98,14 @@ bool mc_chunk_next(struct mc_chunk *ch, size_t n, const void *const *keys, const
 			(*pos)++;
 			continue;
 		}
-		if (valid && !valid(i, ctx)) {
-			(*pos)++;
-			continue;
-		}
 		if (ch->n && (bytes + klens[i] + MC_BATCH_ITEM_OVERHEAD > MC_BATCH_BODY_BUDGET ||
 			      (ch->dlen && ch->n >= PIPE_MIN_ITEMS &&
 			       (data >= ch->dcap || ch->dlen[i] > ch->dcap - data))))
 			break;
+		if (valid && !valid(i, ctx)) {
+			(*pos)++;
+			continue;
+		}
 		bytes += klens[i] + MC_BATCH_ITEM_OVERHEAD;
 		if (ch->dlen)
 			data = data + ch->dlen[i] >= data ? data + ch->dlen[i] : UINT64_MAX;
