@@ -180,16 +180,16 @@ static double vmedian(double *v, size_t n)
 	return n ? v[n / 2] : 0;
 }
 
-/* One run: the median round trip of 1-byte requests, in us. */
-static double rtt_once(size_t idle_ms)
+/* One run: the median round trip of size-byte requests, back to back, in us. */
+static double rtt_once(size_t size)
 {
-	return vmedian(TRIPS, round_trips(1, (int)idle_ms, TRIPS, MAX_TRIPS));
+	return vmedian(TRIPS, round_trips(size, 0, TRIPS, MAX_TRIPS));
 }
 
-/* One run: 1 MiB requests, one after the other, in GB/s (the median one). */
+/* One run: size-byte requests, back to back, in GB/s (the median one). */
 static double reqresp_once(size_t size)
 {
-	double us = vmedian(TRIPS, round_trips(size, 0, TRIPS, MAX_TRIPS));
+	double us = rtt_once(size);
 	return us > 0 ? (double)size / us / 1e3 : 0;
 }
 
@@ -232,7 +232,7 @@ int main(int argc, char **argv)
 	printf("bench-baseline loopback_stream_64MiB %.2f GB/s\n", median(stream_once, 64u << 20));
 	printf("bench-baseline memcpy_1MiB %.2f GB/s\n", median(memcpy_once, 1u << 20));
 	printf("bench-baseline memcpy_64MiB %.2f GB/s\n", median(memcpy_once, 64u << 20));
-	printf("bench-baseline loopback_rtt %.1f us\n", median(rtt_once, 0));
+	printf("bench-baseline loopback_rtt %.1f us\n", median(rtt_once, 1));
 	/* every round trip of every run, not the median run: a run holds
 	 * only MS / IDLE_MS of them */
 	size_t n = 0;
