@@ -16,7 +16,8 @@
  *                                             connection to the master (N is ignored)
  *   client-bench MASTER large SIZE COUNT      put and get GB/s of COUNT objects of SIZE,
  *                                             then gethot: each read again (a key read
- *                                             within its lease: descriptors from the cache)
+ *                                             within its lease: descriptors from the cache);
+ *                                             also each put's and first get's p50 and p99, us
  *   client-bench MASTER largeput SIZE COUNT   put GB/s only (the objects stay)
  *   client-bench MASTER largeget SIZE COUNT   get GB/s of a largeput's objects, then
  *                                             removed (unless MC_BENCH_KEEP=1);
@@ -292,15 +293,36 @@ static int run_small(int conc)
 	return errors ? 1 : 0;
 }
 
-/* Reads the COUNT objects of run_large into out: 0, or 1 if one failed. */
-static int large_get_all(size_t size, int from, int count, char *out)
+/* ns since t0, as a sample (at most UINT32_MAX: 4.3 s) */
+static uint32_t lat_ns(uint64_t t0)
+{
+	uint64_t d = mc_now_ns() - t0;
+	return d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+}
+
+/* Prints the median and p99 of n samples of op (ns, sorted here), in us. */
+static void large_lat_print(const char *op, size_t size, uint32_t *lat, size_t n)
+{
+	if (!lat || !n)
+		return;
+	qsort(lat, n, sizeof(*lat), u32cmp);
+	printf("client-bench %s_%zuMiB_p50 %.1f us\n", op, size >> 20, lat[n / 2] / 1e3);
+	printf("client-bench %s_%zuMiB_p99 %.1f us\n", op, size >> 20, lat[n * 99 / 100] / 1e3);
+}
+
+/* Reads the COUNT objects of run_large into out, each get's time into
+ * lat[i - from] (if lat): 0, or 1 if one failed. */
+static int large_get_all(size_t size, int from, int count, char *out, uint32_t *lat)
 {
 	char key[64];
 	size_t len;
 	int rc = 0;
 	for (int i = from; i < count; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
+		uint64_t t = mc_now_ns();
 		int r = mc_get_into(C, key, strlen(key), out, size, &len);
+		if (lat)
+			lat[i - from] = lat_ns(t);
 		if (r < 0 || len != size) {
 			fprintf(stderr, "client-bench: get %s: %s\n", key, mc_error_name(r));
 			rc = 1;
@@ -361,8 +383,14 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	struct mc_put_opts po = { .sz = sizeof(po), .preferred_segments = segs,
 				  .n_preferred = seg && *seg ? 1 : 0 };
 
-	if (!buf || !out)
+	uint32_t *lput = calloc((size_t)count, sizeof(*lput)), *lget = calloc((size_t)count, sizeof(*lget));
+	if (!buf || !out || !lput || !lget) {
+		free(buf);
+		free(out);
+		free(lput);
+		free(lget);
 		return 1;
+	}
 	large_fill(buf, size);
 	memset(out, 0xa5, size);   /* fault the pages in before the clock starts (not 0: gcc
 				    * would turn malloc+memset(0) into calloc) */
@@ -373,7 +401,9 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	uint64_t t0 = mc_now_ns();
 	for (int i = 0; i < count && !get_only; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
+		uint64_t t = mc_now_ns();
 		int r = mc_put_from(C, key, strlen(key), buf, size, po.n_preferred ? &po : NULL);
+		lput[i] = lat_ns(t);
 		if (r < 0) {
 			fprintf(stderr, "client-bench: put %s: %s\n", key, mc_error_name(r));
 			rc = 1;
@@ -384,15 +414,15 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	const char *w = getenv("MC_BENCH_WARMUP");
 	int warm = get_only && count > 1 && w && *w == '1';
 	if (warm)
-		rc |= large_get_all(size, count - 1, count, out);
+		rc |= large_get_all(size, count - 1, count, out, NULL);
 	uint64_t t1 = mc_now_ns();
 	if (mode != LARGE_PUT)
-		rc |= large_get_all(size, 0, count - warm, out);
+		rc |= large_get_all(size, 0, count - warm, out, lget);
 	uint64_t t2 = mc_now_ns();
 	/* large only, again: each key was read just before, so its descriptors
 	 * come from the client's cache (one node transfer, no master round trip) */
 	if (mode == LARGE_BOTH)
-		rc |= large_get_all(size, 0, count, out);
+		rc |= large_get_all(size, 0, count, out, NULL);
 	uint64_t t3 = mc_now_ns();
 	if (mode != LARGE_PUT && memcmp(buf, out, size) != 0) {
 		fprintf(stderr, "client-bench: read back different bytes\n");
@@ -412,10 +442,16 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	if (mode == LARGE_BOTH)
 		printf("client-bench gethot_%zuMiB %.6f GB/s\n", size >> 20,
 		       gb / ((double)(t3 - t2) / 1e9));
+	if (!get_only)
+		large_lat_print("put", size, lput, (size_t)count);
+	if (mode != LARGE_PUT)
+		large_lat_print("get", size, lget, (size_t)(count - warm));
 	mc_unregister_buffer(C, buf);
 	mc_unregister_buffer(C, out);
 	free(buf);
 	free(out);
+	free(lput);
+	free(lget);
 	return rc;
 }
 

@@ -13,7 +13,8 @@
 #       second master with oplog_sync=false, where a put waits for no fsync;
 #       the 1 MiB ones also vs loopback_reqresp_1MiB, one 1 MiB request and
 #       its answer: what the data's own round trip costs, without the
-#       master's)
+#       master's; and a single 1 MiB put's and get's median time, durable and
+#       sync_off, in us: *_p50)
 #   (c) co-located (shared memory) GB/s           vs  memcpy
 #   (d) the share of granted data ranges in (a) and (b) over TCP: one grant
 #       signed (master) and one checked per 16 MiB chunk (node) per op, at
@@ -148,6 +149,9 @@ for sz in 1 64; do
 	tput=$(pick "put_${sz}MiB"); tget=$(pick "get_${sz}MiB")
 	eval "tput_$sz=\$tput tget_$sz=\$tget"
 	thot=$(pick "gethot_${sz}MiB")
+	# a single op's median time (the medians of the runs' p50s): where
+	# the GB/s above go, beside loopback_rtt and fsync figures
+	[ "$sz" = 1 ] && tp50="$(pick put_1MiB_p50) $(pick get_1MiB_p50)"
 	runs "$O/tests/bench/client-bench" "$M" large $((sz << 20)) "$n"
 	sput=$(pick "put_${sz}MiB"); sget=$(pick "get_${sz}MiB"); shot=$(pick "gethot_${sz}MiB")
 	stream=$(echo "$base" | awk -v m="loopback_stream_${sz}MiB" '$2 == m {print $3}')
@@ -184,6 +188,7 @@ wait_fold cluster "$tmp/node2.log" "$shm"
 M2=127.0.0.1:$m2port
 MC_DISABLE_SHM=1 runs "$O/tests/bench/client-bench" "$M2" large $((1 << 20)) 256
 otput=$(pick put_1MiB); otget=$(pick get_1MiB)
+op50="$(pick put_1MiB_p50) $(pick get_1MiB_p50)"
 runs "$O/tests/bench/client-bench" "$M2" large $((1 << 20)) 256
 osput=$(pick put_1MiB); osget=$(pick get_1MiB)
 kill "$n2pid" 2>/dev/null; wait "$n2pid" 2>/dev/null || true
@@ -192,6 +197,11 @@ echo "cluster tcp_put_1MiB_sync_off $otput GB/s"
 echo "cluster tcp_get_1MiB_sync_off $otget GB/s"
 echo "cluster shm_put_1MiB_sync_off $osput GB/s"
 echo "cluster shm_get_1MiB_sync_off $osget GB/s"
+set -- $tp50 $op50
+echo "cluster tcp_put_1MiB_p50 $1 us"
+echo "cluster tcp_get_1MiB_p50 $2 us"
+echo "cluster tcp_put_1MiB_sync_off_p50 $3 us"
+echo "cluster tcp_get_1MiB_sync_off_p50 $4 us"
 stream=$(echo "$base" | awk '$2 == "loopback_stream_1MiB" {print $3}')
 ratio "tcp_put_1MiB_sync_off_vs_stream" "$otput" "$stream"
 ratio "tcp_get_1MiB_sync_off_vs_stream" "$otget" "$stream"
