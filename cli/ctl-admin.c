@@ -312,6 +312,7 @@ static int seg_show(struct ctl *ctl, int argc, char **argv)
 		"status", js(s, "status"),
 		"size", c_size(&c[0], ju(s, "size")),
 		"used", c_size(&c[1], ju(s, "used")),
+		"held", c_size(&c[6], ju(s, "held")),
 		"free", c_size(&c[2], ju(s, "free")),
 		"ratio", c_pct(&c[3], jd(s, "used_ratio")),
 		"objects", c_u64(&c[4], nobj),

@@ -28,12 +28,13 @@ static const char *status_name(uint8_t st)
 static json_t *segment_json(const struct mc_admin_segment *s)
 {
 	uint64_t used = s->used > s->size ? s->size : s->used;
+	uint64_t held = s->held > used ? used : s->held;
 	const char *protocol = mc_transport_name(s->transport);
-	json_t *j = json_pack("{s:o,s:s,s:o,s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s,s:s}",
+	json_t *j = json_pack("{s:o,s:s,s:o,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:s,s:s}",
 			      "id", http_uuid(s->id), "name", s->name, "node", http_uuid(s->client),
 			      "host", s->host, "endpoint", s->endpoint, "shm_path", s->shm_path,
 			      "size", (json_int_t)s->size, "used", (json_int_t)used,
-			      "free", (json_int_t)(s->size - used),
+			      "held", (json_int_t)held, "free", (json_int_t)(s->size - used),
 			      "used_ratio", s->size ? (double)used / (double)s->size : 0.0,
 			      "status", status_name(s->status),
 			      "protocol", protocol ? protocol : "unknown");

@@ -151,9 +151,11 @@ static void take_values(struct mc_daemon_metrics *dm, void *state)
 
 /* ---- collectors: one series per segment, per tenant --------------------------------- */
 
+enum seg_value { SEG_CAPACITY, SEG_USED, SEG_HELD };
+
 struct seg_emit {
 	struct mc_metric_sink *sink;
-	bool used;			/* used bytes, else capacity */
+	enum seg_value what;
 };
 
 static void seg_one(void *ctx, const struct mc_segment *s, uint64_t used)
@@ -161,20 +163,29 @@ static void seg_one(void *ctx, const struct mc_segment *s, uint64_t used)
 	struct seg_emit *e = ctx;
 	char id[MC_UUID_STR_LEN];
 	const char *labels[2] = { mc_uuid_fmt(s->id, id), s->name };
-	mc_metric_emit(e->sink, labels, (double)(e->used ? used : s->size));
+	uint64_t v = e->what == SEG_CAPACITY ? s->size : e->what == SEG_USED ? used :
+		     __atomic_load_n(&s->deferred_bytes, __ATOMIC_RELAXED);
+	mc_metric_emit(e->sink, labels, (double)v);
 }
 
 static void collect_segment_capacity(void *ctx, struct mc_metric_sink *sink)
 {
 	struct master_metrics *mm = ctx;
-	struct seg_emit e = { sink, false };
+	struct seg_emit e = { sink, SEG_CAPACITY };
 	mc_meta_foreach_segment(mm->meta, seg_one, &e);
 }
 
 static void collect_segment_used(void *ctx, struct mc_metric_sink *sink)
 {
 	struct master_metrics *mm = ctx;
-	struct seg_emit e = { sink, true };
+	struct seg_emit e = { sink, SEG_USED };
+	mc_meta_foreach_segment(mm->meta, seg_one, &e);
+}
+
+static void collect_segment_held(void *ctx, struct mc_metric_sink *sink)
+{
+	struct master_metrics *mm = ctx;
+	struct seg_emit e = { sink, SEG_HELD };
 	mc_meta_foreach_segment(mm->meta, seg_one, &e);
 }
 
@@ -437,6 +448,11 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 	    !mc_metrics_add_collector(reg, MC_METRIC_GAUGE, "mooncake_master_segment_used_bytes",
 				      "Bytes allocated in a mounted segment.", seg_labels, 2,
 				      collect_segment_used, mm) ||
+	    !mc_metrics_add_collector(reg, MC_METRIC_GAUGE, "mooncake_master_segment_held_bytes",
+				      "Of the bytes allocated in a mounted segment, those of removed "
+				      "or evicted objects, held until their readers' leases and "
+				      "writers' grants end (eviction cannot free them).", seg_labels, 2,
+				      collect_segment_held, mm) ||
 	    !mc_metrics_add_collector(reg, MC_METRIC_GAUGE, "mooncake_master_tenant_objects",
 				      "Objects of a tenant.", tenant_labels, 1,
 				      collect_tenant_objects, mm) ||

@@ -24,6 +24,7 @@ static int copy_segment(const struct mc_segment *s, struct mc_admin_segment *d)
 	d->base = s->base;
 	d->size = s->size;
 	d->used = mc_segment_used(s);
+	d->held = __atomic_load_n(&s->deferred_bytes, __ATOMIC_RELAXED);
 	d->transport = s->transport;
 	d->status = __atomic_load_n(&s->status, __ATOMIC_ACQUIRE);
 	d->drain_deadline_ms = s->drain_deadline_ms;

@@ -19,6 +19,8 @@ struct mc_admin_segment {
 	struct mc_uuid id, client;
 	char *name, *host, *endpoint, *shm_path;
 	uint64_t base, size, used;
+	uint64_t held;			/* of used: blocks of removed or evicted objects kept
+					 * until their leases and write grants end */
 	uint8_t transport, status;	/* enum mc_transport, enum mc_segment_status */
 	uint64_t drain_deadline_ms;	/* 0: none */
 	uint64_t objects;		/* replicas on it (mc_admin_get_segment only) */

@@ -177,7 +177,10 @@ def master():
     b.row("Capacity")
     b.ts("Capacity and allocated bytes",
          [("sum(mooncake_master_capacity_bytes%s)" % I, "capacity"),
-          ("sum(mooncake_master_allocated_bytes%s)" % I, "allocated")], "bytes")
+          ("sum(mooncake_master_allocated_bytes%s)" % I, "allocated"),
+          ("sum(mooncake_master_segment_held_bytes%s)" % I, "held")], "bytes",
+         desc="held: allocated bytes of removed or evicted objects, kept until their "
+              "leases and write grants end; eviction cannot free them.")
     b.ts("Used / capacity", [("sum(mooncake_master_allocated_bytes%s) / "
                               "sum(mooncake_master_capacity_bytes%s)" % (I, I), "used")],
          "percentunit", minv=0, maxv=1)

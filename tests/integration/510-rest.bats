@@ -63,7 +63,7 @@ hex() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
 	jq -e --arg s "$SEG" '.segments | length == 1 and (.[0] | .id == $s and .name == "h1-0"
 		and (.node | length) == 32 and (.host | length) > 0
 		and (.endpoint | test("^127.0.0.1:[0-9]+$")) and (.shm_path | startswith("/dev/shm/"))
-		and .size == 16777216 and .used >= 5000 and .free == .size - .used
+		and .size == 16777216 and .used >= 5000 and .free == .size - .used and .held == 0
 		and .used_ratio > 0 and .status == "ok" and .protocol == "tcp")' <<<"$body"
 	node=$(jq -r '.segments[0].node' <<<"$body")
 	api GET "/api/v1/segments/$SEG"
@@ -98,6 +98,10 @@ hex() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
 	api DELETE /api/v1/objects/doc%2Fk1
 	[ "$code" = 200 ]
 	jq -e '.removed == true' <<<"$body"
+	# its block stays used, held, while its writer's grant lasts
+	# (write_grant_ttl_ms): what eviction cannot free
+	api GET "/api/v1/segments/$SEG"
+	jq -e '.held >= 5000 and .used >= .held' <<<"$body"
 	api GET /api/v1/objects/doc%2Fk1
 	expect 404 OBJECT_NOT_FOUND
 	api DELETE /api/v1/objects/doc%2Fk1

@@ -90,6 +90,7 @@ seg_of() {
 	grep -qE "^endpoint: +$(node_endpoint r1)\$" <<<"$output"
 	grep -qE '^status: +ok$' <<<"$output"
 	grep -qE '^objects: +[0-9]+$' <<<"$output"
+	grep -qE '^held: +[0-9.]+ [KMG]?i?B$' <<<"$output"
 	run -0 ctl -j segment show "$id"
 	[ "$(jq -r .id <<<"$output")" = "$id" ]
 	[ "$(jq -r 'has("objects") and has("drain_deadline_ms")' <<<"$output")" = true ]

@@ -169,6 +169,11 @@ static void test_master_families(void **state)
 	assert_rc(mc_rpc_call(c, MC_OP_EXIST_KEY, &e, &resp, &a, NULL), 0);
 	mc_arena_free(&a);
 	mc_rpc_conn_close(c);
+	/* a removed object's block is held while its writer's grant lasts */
+	assert_rc(mc_meta_put_start(m, client_id(1), ref_str(""), ref_str("h"), 4 * KiB, &one,
+				    NULL, NULL), 0);
+	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("h"), false, 0), 0);
+	assert_rc(mc_meta_remove(m, ref_str(""), ref_str("h"), false), 0);
 
 	char *s = scrape(f);
 	/* per segment: id and name */
@@ -184,7 +189,16 @@ static void test_master_families(void **state)
 	snprintf(want, sizeof(want),
 		 "mooncake_master_segment_used_bytes{segment=\"%s\",name=\"node-a\"}",
 		 mc_uuid_fmt(seg_id(1), id));
-	assert_true(sample(s, want) + used_b == 4 * KiB);	/* k0 is left, on one of them */
+	/* k0 is left, on one of them, and h's block is held */
+	assert_true(sample(s, want) + used_b == 8 * KiB);
+	snprintf(want, sizeof(want),
+		 "mooncake_master_segment_held_bytes{segment=\"%s\",name=\"node-a\"}",
+		 mc_uuid_fmt(seg_id(1), id));
+	double held_a = sample(s, want);
+	snprintf(want, sizeof(want),
+		 "mooncake_master_segment_held_bytes{segment=\"%s\",name=\"node-b\"}",
+		 mc_uuid_fmt(seg_id(2), id));
+	assert_true(held_a + sample(s, want) == 4 * KiB);
 	/* per tenant, the name escaped and made UTF-8 */
 	const char *t = "{tenant=\"we\\\"ird\\\\ten\\nant\xef\xbf\xbd\"}";
 	snprintf(want, sizeof(want), "mooncake_master_tenant_objects%s", t);
@@ -246,9 +260,10 @@ static void test_empty(void **state)
 {
 	struct fx *f = *state;
 	char *s = scrape(f);
-	assert_true(has(s, "# TYPE mooncake_master_segment_used_bytes gauge\n"
+	assert_true(has(s, "# TYPE mooncake_master_segment_held_bytes gauge\n"
 			   "# HELP mooncake_master_tenant_objects"));
 	assert_false(has(s, "mooncake_master_segment_used_bytes{"));
+	assert_false(has(s, "mooncake_master_segment_held_bytes{"));
 	assert_true(sample(s, "mooncake_master_tenant_quota_bytes{tenant=\"default\"}") == 0);
 	char *pt = promtool(s);
 	if (pt) {
