@@ -383,7 +383,8 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	struct mc_put_opts po = { .sz = sizeof(po), .preferred_segments = segs,
 				  .n_preferred = seg && *seg ? 1 : 0 };
 
-	uint32_t *lput = calloc((size_t)count, sizeof(*lput)), *lget = calloc((size_t)count, sizeof(*lget));
+	uint32_t *lput = calloc((size_t)count, sizeof(*lput));
+	uint32_t *lget = calloc((size_t)count, sizeof(*lget));
 	if (!buf || !out || !lput || !lget) {
 		free(buf);
 		free(out);
