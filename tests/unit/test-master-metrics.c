@@ -120,6 +120,17 @@ static char *promtool(const char *text)
 	return out;
 }
 
+#define SEG(family) "mooncake_master_segment_" family "_bytes"
+
+/* The sample of family's series for segment i (1: node-a, 2: node-b). */
+static double seg_sample(const char *s, const char *family, int i)
+{
+	char want[256], id[MC_UUID_STR_LEN];
+	snprintf(want, sizeof(want), "%s{segment=\"%s\",name=\"node-%c\"}", family,
+		 mc_uuid_fmt(seg_id((uint64_t)i), id), 'a' + i - 1);
+	return sample(s, want);
+}
+
 static void test_master_families(void **state)
 {
 	struct fx *f = *state;
@@ -177,28 +188,11 @@ static void test_master_families(void **state)
 
 	char *s = scrape(f);
 	/* per segment: id and name */
-	char want[256], id[MC_UUID_STR_LEN];
-	snprintf(want, sizeof(want),
-		 "mooncake_master_segment_capacity_bytes{segment=\"%s\",name=\"node-a\"}",
-		 mc_uuid_fmt(seg_id(1), id));
-	assert_true(sample(s, want) == 64 * KiB);
-	snprintf(want, sizeof(want),
-		 "mooncake_master_segment_used_bytes{segment=\"%s\",name=\"node-b\"}",
-		 mc_uuid_fmt(seg_id(2), id));
-	double used_b = sample(s, want);
-	snprintf(want, sizeof(want),
-		 "mooncake_master_segment_used_bytes{segment=\"%s\",name=\"node-a\"}",
-		 mc_uuid_fmt(seg_id(1), id));
+	assert_true(seg_sample(s, SEG("capacity"), 1) == 64 * KiB);
 	/* k0 is left, on one of them, and h's block is held */
-	assert_true(sample(s, want) + used_b == 8 * KiB);
-	snprintf(want, sizeof(want),
-		 "mooncake_master_segment_held_bytes{segment=\"%s\",name=\"node-a\"}",
-		 mc_uuid_fmt(seg_id(1), id));
-	double held_a = sample(s, want);
-	snprintf(want, sizeof(want),
-		 "mooncake_master_segment_held_bytes{segment=\"%s\",name=\"node-b\"}",
-		 mc_uuid_fmt(seg_id(2), id));
-	assert_true(held_a + sample(s, want) == 4 * KiB);
+	assert_true(seg_sample(s, SEG("used"), 1) + seg_sample(s, SEG("used"), 2) == 8 * KiB);
+	assert_true(seg_sample(s, SEG("held"), 1) + seg_sample(s, SEG("held"), 2) == 4 * KiB);
+	char want[256];
 	/* per tenant, the name escaped and made UTF-8 */
 	const char *t = "{tenant=\"we\\\"ird\\\\ten\\nant\xef\xbf\xbd\"}";
 	snprintf(want, sizeof(want), "mooncake_master_tenant_objects%s", t);
