@@ -169,6 +169,7 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
 		"uptime", c_dur(&c[2], (uint64_t)(jd(j, "uptime_s") * 1000.0)),
 		"capacity", c_size(&c[3], ju(j, "capacity_bytes")),
 		"used", used,
+		"held", c_size(&c[12], ju(j, "held_bytes")),
 		"ratio", c_pct(&c[4], jd(j, "used_ratio")),
 		"objects", c_u64(&c[5], ju(j, "objects")),
 		"segments", c_u64(&c[6], ju(j, "segments")),

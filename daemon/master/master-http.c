@@ -338,12 +338,13 @@ static HTTP_HANDLER(http_cluster)
 		return;
 	mc_meta_get_stats(h->cfg.meta, &st);
 	const struct mc_meta_config *mc = mc_meta_get_config(h->cfg.meta);
-	json_t *j = json_pack("{s:s,s:s,s:f,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+	json_t *j = json_pack("{s:s,s:s,s:f,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 			      "s:{s:f,s:f},s:I}",
 			      "role", h->cfg.role ? h->cfg.role : "single", "version", MC_VERSION_STRING,
 			      "uptime_s", (double)(mc_now_ms() - h->started_ms) / 1000.0,
 			      "capacity_bytes", (json_int_t)st.capacity_bytes,
 			      "allocated_bytes", (json_int_t)st.allocated_bytes,
+			      "held_bytes", (json_int_t)st.held_bytes,
 			      "used_ratio", ratio(st.allocated_bytes, st.capacity_bytes),
 			      "objects", (json_int_t)st.objects,
 			      "segments", (json_int_t)st.segments,

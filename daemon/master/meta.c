@@ -454,6 +454,8 @@ void mc_meta_get_stats(struct mc_meta *m, struct mc_meta_stats *ret)
 	}
 	ret->capacity_bytes = __atomic_load_n(&m->segs.capacity, __ATOMIC_RELAXED);
 	ret->allocated_bytes = mc_segmgr_used(&m->segs, false);
+	uint64_t live = mc_segmgr_used(&m->segs, true);   /* a later sum: may have moved */
+	ret->held_bytes = ret->allocated_bytes > live ? ret->allocated_bytes - live : 0;
 	pthread_rwlock_rdlock(&m->segs.lock);
 	ret->segments = m->segs.nslots_used;
 	pthread_rwlock_unlock(&m->segs.lock);

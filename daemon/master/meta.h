@@ -372,6 +372,8 @@ struct mc_meta_stats {
 	uint64_t objects;                   /* an upsert in progress over a value: one more */
 	uint64_t capacity_bytes;
 	uint64_t allocated_bytes;
+	uint64_t held_bytes;                /* of allocated: blocks of removed or evicted objects
+					     * kept until their leases and write grants end */
 	uint32_t segments;
 	uint32_t tenants;                   /* registered now, default included */
 	uint64_t tenants_reclaimed;         /* empty tenants reclaimed so far */

@@ -52,7 +52,7 @@ hex() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
 	api GET /api/v1/cluster
 	[ "$code" = 200 ]
 	jq -e '.role == "single" and .version == "0.1.0" and (.uptime_s | type) == "number"
-		and .capacity_bytes == 16777216 and .allocated_bytes >= 5000
+		and .capacity_bytes == 16777216 and .allocated_bytes >= 5000 and .held_bytes == 0
 		and .used_ratio > 0 and .used_ratio < 1 and .objects == 1 and .segments == 1
 		and .clients == 1 and .tenants == 1 and .soft_pinned == 0 and .groups == 0
 		and .evicted_objects == 0 and .evicted_bytes == 0
@@ -102,6 +102,8 @@ hex() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
 	# (write_grant_ttl_ms): what eviction cannot free
 	api GET "/api/v1/segments/$SEG"
 	jq -e '.held >= 5000 and .used >= .held' <<<"$body"
+	api GET /api/v1/cluster
+	jq -e '.held_bytes >= 5000 and .allocated_bytes >= .held_bytes' <<<"$body"
 	api GET /api/v1/objects/doc%2Fk1
 	expect 404 OBJECT_NOT_FOUND
 	api DELETE /api/v1/objects/doc%2Fk1

@@ -65,7 +65,7 @@ seg_of() {
 	[ "$cap" = "$(ctl -o json segment list | jq '[.segments[].size] | add')" ]
 	run -0 ctl status
 	[[ "$output" == *"capacity:"*"MiB"* ]]
-	for f in role: used: ratio: objects: segments: clients: tenants: uptime:; do
+	for f in role: used: held: ratio: objects: segments: clients: tenants: uptime:; do
 		grep -qE "^$f +[^ ]" <<<"$output" || { echo "no $f"; false; }
 	done
 	grep -qE '^objects: +2$' <<<"$output"

@@ -185,6 +185,9 @@ static void test_master_families(void **state)
 				    NULL, NULL), 0);
 	assert_rc(mc_meta_put_end(m, client_id(1), ref_str(""), ref_str("h"), false, 0), 0);
 	assert_rc(mc_meta_remove(m, ref_str(""), ref_str("h"), false), 0);
+	struct mc_meta_stats st;
+	mc_meta_get_stats(m, &st);
+	assert_true(st.held_bytes == 4 * KiB && st.allocated_bytes == 8 * KiB);
 
 	char *s = scrape(f);
 	/* per segment: id and name */
