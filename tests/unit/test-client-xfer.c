@@ -47,6 +47,7 @@
 
 #include "mooncake/client.h"
 #include "client-fixture.h"
+#include "util/macro.h"
 
 /* Until the space of what the test before removed is free again (its
  * leases and write grants ended). */
@@ -496,7 +497,7 @@ static void test_batch_over_room(void **state)
 		{ true, "--segment_size=16M", "m3s", "nss", 8 },
 		{ false, "--segment_size=8M", "m3e", "nse", 4 },
 	};
-	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+	for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
 		bool shm = cases[k].shm;
 		struct daemon m3 = { 0 }, ns = { 0 };
 		char addr[64];
