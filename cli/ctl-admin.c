@@ -161,8 +161,9 @@ int ctl_status(struct ctl *ctl, int argc, char **argv)
 	snprintf(evicted, sizeof(evicted), "%" PRIu64 " objects, %s", ju(j, "evicted_objects"),
 		 c_size(&c[1], ju(j, "evicted_bytes")));
 	const json_t *ev = json_object_get(j, "eviction");
-	snprintf(wm, sizeof(wm), "high %.0f%%, low %.0f%%", jd(ev, "high_watermark") * 100.0,
-		 jd(ev, "low_watermark") * 100.0);
+	snprintf(wm, sizeof(wm), "high %.0f%%, low %.0f%%%s", jd(ev, "high_watermark") * 100.0,
+		 jd(ev, "low_watermark") * 100.0,
+		 json_is_true(json_object_get(ev, "on_put")) ? ", on put" : "");
 	const char *kv[] = {
 		"role", js(j, "role") ? js(j, "role") : "-",
 		"version", js(j, "version") ? js(j, "version") : "-",

@@ -339,7 +339,7 @@ static HTTP_HANDLER(http_cluster)
 	mc_meta_get_stats(h->cfg.meta, &st);
 	const struct mc_meta_config *mc = mc_meta_get_config(h->cfg.meta);
 	json_t *j = json_pack("{s:s,s:s,s:f,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:{s:f,s:f},s:I}",
+			      "s:{s:f,s:f,s:b},s:I}",
 			      "role", h->cfg.role ? h->cfg.role : "single", "version", MC_VERSION_STRING,
 			      "uptime_s", (double)(mc_now_ms() - h->started_ms) / 1000.0,
 			      "capacity_bytes", (json_int_t)st.capacity_bytes,
@@ -357,6 +357,7 @@ static HTTP_HANDLER(http_cluster)
 			      "evicted_bytes", (json_int_t)st.evicted_bytes,
 			      "eviction", "high_watermark", mc->eviction_high_watermark,
 			      "low_watermark", mc->eviction_low_watermark,
+			      "on_put", mc->evict_on_put && mc->evict_on_full,
 			      "lease_ttl_ms", (json_int_t)mc->lease_ttl_ms);
 	http_json(resp, 200, j);
 }

@@ -361,8 +361,9 @@ static int add_families(struct mc_daemon_metrics *dm, void *state)
 		[V_UNDONE_PUTS] = { MC_METRIC_COUNTER, "mooncake_master_puts_undone_total",
 				    "Completed puts taken back because their oplog record was lost." },
 		[V_PUTS_EVICTING] = { MC_METRIC_COUNTER, "mooncake_master_puts_evicting_total",
-				      "PutStarts that found no room and evicted for themselves "
-				      "(the background evictor was behind)." },
+				      "PutStarts that found no room and evicted until they fit "
+				      "(a block larger than the free space the watermarks leave, "
+				      "or the evictor behind the puts)." },
 		[V_OFFLOADS_SENT] = { MC_METRIC_COUNTER, "mooncake_master_offloads_sent_total",
 				      "OFFLOAD commands sent to nodes (copies to their disk tier "
 				      "ahead of eviction)." },

@@ -34,11 +34,19 @@ static const struct mc_option options[] = {
 	  "the space of an unfinished put is released after this (at least "
 	  "put_discard_timeout_ms)"),
 	O(eviction_high_watermark, MC_OPT_DOUBLE, "0.90",
-	  "allocated/capacity ratio above which the housekeeping thread evicts (1: never)",
+	  "live/capacity ratio of a segment above which its oldest objects are evicted (1: only "
+	  "when a put finds no room)",
 	  .min = 0, .max = 1, .flags = MC_OPTF_MIN_OPEN),
 	O(eviction_low_watermark, MC_OPT_DOUBLE, "0.80",
-	  "ratio background eviction frees down to (below eviction_high_watermark)",
+	  "ratio the housekeeping thread's eviction frees a segment down to once it is above "
+	  "eviction_high_watermark (below eviction_high_watermark)",
 	  .min = 0, .max = 1),
+	O(eviction_on_put, MC_OPT_BOOL, "true",
+	  "a put that leaves its segment above eviction_high_watermark evicts the excess itself "
+	  "(at most 8 objects; the housekeeping thread evicts what is left, down to "
+	  "eviction_low_watermark); false: the housekeeping thread evicts ahead of the puts, "
+	  "from before the high watermark when puts come fast (puts pay nothing, but on a "
+	  "machine without a spare core they slow down while it runs)"),
 	O(offload_watermark, MC_OPT_DOUBLE, "0.50",
 	  "allocated/capacity ratio of a segment of a node with a disk tier above which its "
 	  "oldest objects are copied to that disk (NODE_POLL), so that their eviction keeps "

@@ -24,6 +24,7 @@ struct master_config {
 	uint64_t put_release_timeout_ms;
 	double eviction_high_watermark;
 	double eviction_low_watermark;
+	bool eviction_on_put;
 	double offload_watermark;
 	uint64_t promote_after_reads;
 	uint64_t snapshot_interval_s;

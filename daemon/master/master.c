@@ -18,14 +18,18 @@
  *                  loop and one SO_REUSEPORT listening socket each; runs the
  *                  handlers of master-rpc.c, which call mc_meta_* and the
  *                  client registry.  No lock of the server is held while a
- *                  handler runs.
+ *                  handler runs.  A PutStart that takes a segment past the
+ *                  high watermark evicts the excess there and then
+ *                  (eviction_on_put: a few victims, meta-evict.c).
  *   housekeeping   master-clients.c, every 1 s: drops clients silent for
  *                  client_ttl_ms (unmounting their segments), then
  *                  mc_meta_tick() (deferred block releases, and the
  *                  deletions of DISK files and DFS ranges, fsroot.c, done
  *                  with no lock held); in between,
- *                  woken by a PutStart that filled a segment past the high
- *                  watermark, the watermark eviction (mc_meta_evict_background;
+ *                  woken by a PutStart that left a segment past the high
+ *                  watermark (with eviction_on_put, only when its own
+ *                  eviction could not bring it back), the watermark
+ *                  eviction down to the low one (mc_meta_evict_background;
  *                  groups of 32 victims per segment, segs.lock let go between
  *                  them: meta-evict.c).
  *   snapshot       snapshot.c, every snapshot_interval_s: freezes the
@@ -293,6 +297,7 @@ static int master_recover(struct master *m)
 	mcfg.write_grant_ttl_ms = c->write_grant_ttl_ms;
 	mcfg.eviction_high_watermark = c->eviction_high_watermark;
 	mcfg.eviction_low_watermark = c->eviction_low_watermark;
+	mcfg.evict_on_put = c->eviction_on_put;
 	mcfg.offload_watermark = c->offload_watermark >= 1 ? 2 : c->offload_watermark;
 	mcfg.promote_after_reads = (uint32_t)c->promote_after_reads;
 	mcfg.max_tenants = (uint32_t)c->max_tenants;

@@ -230,6 +230,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 	/* Quota and space go to the keys in the caller's order (see the top). */
 	if (b.n)
 		qsort(b.items, b.n, sizeof(*b.items), item_idx_cmp);
+	struct meta_touched touched = { 0 };
 	pthread_rwlock_rdlock(&m->segs.lock);
 	uint64_t now = meta_now(m);
 	for (uint32_t i = 0; i < b.n;) {
@@ -242,6 +243,7 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 				.client = cslot, .loc = it->loc, .key = keys[it->idx],
 				.size = sizes[it->idx], .cfg = cfg, .index = it->idx, .fn = fn, .ctx = ctx,
 				.no_wait = m->cfg.evict_on_full,   /* as mc_meta_put_start() */
+				.touched = meta_evicts_on_put(m) ? &touched : NULL,
 			};
 			int st = a.size ? do_put_start(m, &a, now) : MC_ERR_INVALID_PARAMS;
 			for (int att = 0; att < 2 && (st == MC_ERR_NO_AVAILABLE_HANDLE ||
@@ -260,6 +262,8 @@ int mc_meta_batch_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_
 		}
 		pthread_rwlock_unlock(&sh->lock);
 	}
+	if (touched.n)   /* once for the batch, its shard locks let go */
+		meta_evict_on_put_locked(m, &touched);
 	pthread_rwlock_unlock(&m->segs.lock);
 	for (uint32_t i = nstripes; i-- > 0;)
 		pthread_mutex_unlock(&m->stripes[stripes[i]]);

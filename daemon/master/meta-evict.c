@@ -32,6 +32,19 @@
  * goes and a LOCAL_DISK replica stays (meta-offload.c); it counts as
  * evicted (its memory bytes) all the same.
  *
+ * Above the high watermark, by default, the put that crossed it brings its
+ * segment back at once (meta_evict_on_put_locked: a victim or two of the
+ * same size, at most EVICT_ON_PUT_MAX per block it placed), as Redis evicts
+ * within the write that passed maxmemory.  The housekeeping thread evicts
+ * only what that left above the mark (a put larger than its victims, or
+ * victims that could not go), down to the low watermark.  The other way
+ * (evict_on_put off: the evictor woken ahead of the puts, meta_evict_due)
+ * costs the puts nothing while it is idle, but while it runs it frees the
+ * blocks, allocator nodes and table slots the puts take next from another
+ * core: on two cores a put took 3 times as long then (bench-meta,
+ * putstart_bg_* against putstart_onput_*), in the same thread they are
+ * still in its cache.
+ *
  * The watermark and admin evictions (meta_evict_to) work on every segment
  * above the target in turn, EVICT_GROUP victims at a time, fullest first,
  * so that every segment gets room early; between two rounds they let go of
@@ -59,12 +72,13 @@
 #include "mooncake/error.h"
 #include "util/macro.h"
 #include "util/probes.h"
-#include "util/rand.h"
 
 #define EXACT_LIMIT  128u
 #define SAMPLES      32u
 #define POOL_SAMPLES 4u
 #define EVICT_GROUP  32u   /* meta_evict_to(): victims between two releases of segs.lock */
+#define EVICT_ON_PUT_MAX 8u    /* meta_evict_on_put_locked(): victims per block placed, */
+#define EVICT_ON_PUT_CAP 256u  /* and per segment for a whole batch */
 
 struct victim {
 	struct mc_object *o;
@@ -190,12 +204,10 @@ struct mc_evict_pool {
  * more (a later step) were added to it.  Takes s->lock. */
 static bool pick_victim(struct pick *p, struct mc_segment *s, struct victim *ret)
 {
-	struct mc_offalloc_stats st;
 	bool found;
 
 	pthread_mutex_lock(&s->lock);
-	mc_offalloc_get_stats(s->alloc, &st);
-	if (st.used_nodes <= EXACT_LIMIT || p->tenant >= 0) {
+	if (mc_offalloc_used_nodes(s->alloc) <= EXACT_LIMIT || p->tenant >= 0) {
 		p->npool = 0;
 		mc_offalloc_foreach_used(s->alloc, consider_fn, p);
 		found = pool_take(p, s, ret);
@@ -206,13 +218,15 @@ static bool pick_victim(struct pick *p, struct mc_segment *s, struct victim *ret
 			p->cap = POOL;
 			p->npool = s->evpool->n;
 			memcpy(p->pool, s->evpool->v, p->npool * sizeof(p->pool[0]));
+			if (p->npool)   /* pool_take() reads it again: with the samples */
+				__builtin_prefetch(p->pool[0].o);
 		}
-		uint32_t n = p->npool ? POOL_SAMPLES : SAMPLES;
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t node = (uint32_t)(mc_rand() % st.node_capacity);
-			if (mc_offalloc_node_is_used(s->alloc, node))
-				consider(p, node, mc_offalloc_node_owner(s->alloc, node));
-		}
+		uint32_t node[SAMPLES];
+		void *owner[SAMPLES];
+		uint32_t n = mc_offalloc_sample_used(s->alloc, p->npool ? POOL_SAMPLES : SAMPLES,
+						     node, owner);
+		for (uint32_t i = 0; i < n; i++)
+			consider(p, node[i], owner[i]);
 		found = pool_take(p, s, ret);
 		if (!found) {   /* sparse slots or an unlucky draw: look at them all */
 			mc_offalloc_foreach_used(s->alloc, consider_fn, p);
@@ -246,8 +260,14 @@ static uint64_t erase_object(struct mc_meta *m, struct mc_shard *sh, struct mc_o
 	}
 	meta_object_unlink(m, sh, o);   /* an upsert in progress takes its place */
 	/* Not held for its writer's grants (meta_object_hold): eviction makes
-	 * room now or not at all (README "Cache policies" says what remains). */
-	meta_object_destroy(m, o, 0);
+	 * room now or not at all (README "Cache policies" says what remains).
+	 * The watermark's victims leave room to spare (a put past the mark
+	 * still had some): their blocks wait for their DELETE record, rather
+	 * than the next put placed anywhere (meta_object_destroy_held). */
+	if (reason == MC_EVICT_WATERMARK)
+		meta_object_destroy_held(m, o);
+	else
+		meta_object_destroy(m, o, 0);
 	__atomic_add_fetch(&m->evicted_objects[reason], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&m->evicted_bytes[reason], bytes, __ATOMIC_RELAXED);
 	return bytes;
@@ -572,6 +592,8 @@ bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
 	double high = m->cfg.eviction_high_watermark;
 	if (high >= 1.0)
 		return false;
+	if (meta_evicts_on_put(m))   /* the puts keep it there: no lead */
+		return (double)mc_segment_live(s) > high * (double)s->size;
 	uint64_t mark = __atomic_load_n(&s->rate_ms, __ATOMIC_RELAXED);
 	uint64_t rate = __atomic_load_n(&s->rate_bytes, __ATOMIC_RELAXED);
 	if (now >= mark + EVICT_RATE_MS &&
@@ -585,6 +607,31 @@ bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
 	}
 	uint64_t lead = rate * EVICT_LEAD_MS / EVICT_RATE_MS;
 	return (double)(mc_segment_live(s) + lead) > high * (double)s->size;
+}
+
+void meta_evict_on_put_locked(struct mc_meta *m, const struct meta_touched *t)
+{
+	double high = m->cfg.eviction_high_watermark;
+	bool wake = false;
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct mc_segment *s = mc_segmgr_get(&m->segs, t->slot[i]);
+		if (!s || __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK)
+			continue;
+		meta_release_held_locked(m, s);   /* the last puts' victims, durable by now */
+		uint64_t mark = (uint64_t)(high * (double)s->size), live = mc_segment_live(s);
+		if (live <= mark)
+			continue;
+		/* A budget of steps (victims, and the switch to the soft-pinned
+		 * pass), not of victims per pass: at most that many in all. */
+		struct evict_run r;
+		evict_run_init(&r, m, live - mark, false, 0, UINT32_MAX, -1, MC_EVICT_WATERMARK,
+			       false);
+		evict_run_steps(&r, s, (uint32_t)MC_MIN((uint64_t)t->blocks[i] * EVICT_ON_PUT_MAX,
+							EVICT_ON_PUT_CAP));
+		wake |= mc_segment_live(s) > mark;
+	}
+	if (wake && m->evict_wake && !__atomic_exchange_n(&m->evict_woken, true, __ATOMIC_RELAXED))
+		m->evict_wake(m->evict_wake_ctx);
 }
 
 /* Segment id again, after segs.lock was let go (it may be gone, or unmounting

@@ -93,6 +93,7 @@ struct mc_meta {
 	uint64_t away_lost;                 /* ... not remembered (full) */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	uint64_t free_seq_durable;          /* a free_seq value seen durable (no wait for it) */
+	uint64_t held_durable;              /* a seq seen durable by meta_log_seq_state() (atomic) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;
 	bool evict_woken;                   /* evict_wake called, the evictor not run yet */
@@ -240,6 +241,18 @@ void meta_fs_view(const struct mc_meta *m, const struct mc_replica *r, struct mc
  * future), settles the tenant's quota and counters, frees the record. */
 void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
 void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_ms);
+/* meta_object_destroy() of an evicted object by the watermark eviction:
+ * its DELETE does not make the caller's reply wait, and its memory blocks
+ * are held until that record is durable (mc_segment_hold_block) rather
+ * than making the next write placed anywhere wait for it
+ * (meta_log_depend_frees): eviction runs ahead of need, and its blocks
+ * come back a flush later (meta_release_held_locked()).  A record the log
+ * lost keeps them until the segment goes: after a restart the object
+ * would come back. */
+void meta_object_destroy_held(struct mc_meta *m, struct mc_object *o);
+/* Frees the held blocks of s whose record is durable (an unlocked peek
+ * when there are none); returns the bytes freed.  segs.lock held. */
+uint64_t meta_release_held_locked(struct mc_meta *m, struct mc_segment *s);
 /* PutEnd's change of a PROCESSING object: replicas COMPLETE, the soft pin's
  * time starts, the checksum, time_ms = now (the last touch). */
 void meta_object_complete(struct mc_meta *m, struct mc_object *o, bool has_checksum,
@@ -253,9 +266,17 @@ static inline void meta_count_evicting_put(struct mc_meta *m, int attempt, int r
 		__atomic_add_fetch(&m->puts_evicting, 1, __ATOMIC_RELAXED);
 }
 
-/* Whether the background eviction should run for s now: its live bytes,
- * plus what puts placed on it during the last EVICT_LEAD_MS at the recent
- * rate, exceed the high watermark (meta-evict.c).  now: meta_now(). */
+/* Whether puts keep their segments at the high watermark themselves
+ * (mc_meta_config.evict_on_put, meta_evict_on_put_locked()). */
+static inline bool meta_evicts_on_put(const struct mc_meta *m)
+{
+	return m->cfg.evict_on_put && m->cfg.evict_on_full && m->cfg.eviction_high_watermark < 1.0;
+}
+
+/* Whether the background eviction should run for s now: its live bytes
+ * exceed the high watermark; without eviction on put, also once they would
+ * with what puts placed on it during the last EVICT_LEAD_MS at the recent
+ * rate (meta-evict.c).  now: meta_now(). */
 bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now);
 
 /* Whether s is just above the low watermark, by less than a quarter of the
@@ -387,6 +408,30 @@ static inline void meta_key_unlock(struct meta_key *k)
 	meta_tenant_release(k->m, k->loc.tenant);
 }
 
+/* The segments that one PutStart or batch placed blocks on, and how many
+ * blocks on each (do_put_start() adds them), for the eviction on put. */
+#define META_TOUCHED_MAX 16u
+
+struct meta_touched {
+	uint32_t n;
+	uint32_t slot[META_TOUCHED_MAX];
+	uint32_t blocks[META_TOUCHED_MAX];
+};
+
+/* False if t is full and slot not in it: the caller wakes the evictor
+ * instead (meta_evict_hint()). */
+static inline bool meta_touched_add(struct meta_touched *t, uint32_t slot)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->slot[i] == slot)
+			return t->blocks[i]++, true;
+	if (t->n == META_TOUCHED_MAX)
+		return false;
+	t->slot[t->n] = slot;
+	t->blocks[t->n++] = 1;
+	return true;
+}
+
 /* The bodies of the single-key operations; the caller holds the locks named. */
 struct put_start_args {
 	uint32_t client;
@@ -397,6 +442,9 @@ struct put_start_args {
 	uint32_t index;
 	mc_replica_fn fn;
 	void *ctx;
+	struct meta_touched *touched;       /* out: the segments placed on, for the
+					     * eviction on put (NULL: the evictor is woken
+					     * if due, meta_evict_hint) */
 	bool no_wait;                       /* placement passes over busy segments without
 					     * waiting (mc_place_req): the caller evicts
 					     * elsewhere and tries again if it finds no space */
@@ -413,9 +461,10 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
  * the tenant's quota, when allowed.  True if anything was freed: retry.
  * Holds stripe and segs.lock (read), no shard lock. */
 bool meta_reclaim_for(struct mc_meta *m, int r, const struct put_start_args *a);
-/* Frees the deferred blocks of every segment whose time has come (at now):
- * mc_meta_tick(), and a PutStart that found no room.  Returns the bytes
- * freed.  Holds segs.lock, maybe a shard's lock (no segment lock). */
+/* Frees the deferred blocks of every segment whose time has come (at now),
+ * and the held ones whose record is durable: mc_meta_tick(), and a
+ * PutStart that found no room.  Returns the bytes freed.  Holds segs.lock,
+ * maybe a shard's lock (no segment lock). */
 uint64_t meta_release_due_locked(struct mc_meta *m, uint64_t now);
 /* Hold the shard's write lock. */
 int do_put_end(struct mc_meta *m, struct mc_objtab *tab, uint32_t client, struct mc_loc *loc,
@@ -438,6 +487,11 @@ uint64_t meta_evict_segment(struct mc_meta *m, struct mc_segment *s, uint64_t wa
 			    uint32_t max, int tenant, unsigned reason);
 /* mc_meta_evict() counting its victims under reason. */
 int meta_evict_to(struct mc_meta *m, double target, unsigned reason, struct mc_evict_result *ret);
+/* After a PutStart or a batch (meta_evicts_on_put()): every segment of t
+ * above the high watermark is brought back to it, by a few victims per
+ * block placed there (meta-evict.c); one still above wakes the evictor.
+ * The caller may hold stripes. */
+void meta_evict_on_put_locked(struct mc_meta *m, const struct meta_touched *t);
 /* Makes room for nrep blocks of size (want == 0), or frees want bytes of
  * tenant's objects (want > 0).  Returns the bytes freed. */
 uint64_t meta_reclaim_locked(struct mc_meta *m, uint64_t size, uint32_t nrep, int tenant,
@@ -535,6 +589,17 @@ bool meta_promote_view(const struct mc_object *o, const struct mc_replica *r,
  * its disk copy was lost meanwhile (the caller drops o). */
 bool meta_promote_revert(struct mc_meta *m, struct mc_object *o);
 void meta_log_del(struct mc_meta *m, const struct mc_object *o);
+/* The DELETE of an evicted object whose blocks are held until it is
+ * durable (meta_object_destroy_held()): the caller's reply does not wait
+ * for it, and no write placed later depends on it (meta_log_depend_frees).
+ * *ret_seq: its seq, 0 without a log; MC_ERR_PERSISTENT_FAIL: not in the log. */
+int meta_log_del_held(struct mc_meta *m, const struct mc_object *o, uint64_t *ret_seq);
+/* Blocks freed now by record seq (not held after all): a write placed on
+ * them waits for it, as after meta_log_del(). */
+void meta_log_freed(struct mc_meta *m, uint64_t seq);
+/* An mc_segment_release_held() test: where record seq stands (0 durable,
+ * 1 on its way, < 0 lost).  ctx: m. */
+int meta_log_seq_state(void *ctx, uint64_t seq);
 /* meta_log_put() of an object that replaces another of its key (an
  * upsert's PutEnd): the record frees the old one's blocks, as a DELETE
  * does (meta_log_depend_frees). */

@@ -122,25 +122,37 @@ static void mount_record(struct mc_uuid client, const struct mc_segment_spec *sp
 /* ---- appends ------------------------------------------------------------------------- */
 
 /* 0, or MC_ERR_PERSISTENT_FAIL (the record is not in the log). */
-static int append(struct mc_meta *m, const struct mc_record *r)
+/* depend: the calling thread's reply waits for the record
+ * (mc_meta_oplog_pending); *ret_seq: its seq, 0 without a log. */
+static int append_seq(struct mc_meta *m, const struct mc_record *r, bool depend,
+		      uint64_t *ret_seq)
 {
 	struct mc_oplog *l = __atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE);
 	struct mc_wbuf w;
-	uint64_t seq;
+	uint64_t seq = 0;
 	int rc = 0;
 
 	if (!l)
-		return 0;
+		return *ret_seq = 0, 0;
 	mc_wbuf_init(&w, MC_OPLOG_MAX_RECORD);
 	if (mc_record_encode(&w, r) ||
 	    mc_oplog_append(l, r->type, w.p, (uint32_t)w.len, &seq) < 0) {
-		pending_failed = true;
+		if (depend)
+			pending_failed = true;
 		rc = MC_ERR_PERSISTENT_FAIL;
-	} else if (seq > pending_seq) {
-		pending_seq = seq;
+	} else {
+		*ret_seq = seq;
+		if (depend && seq > pending_seq)
+			pending_seq = seq;
 	}
 	mc_wbuf_free(&w);
 	return rc;
+}
+
+static int append(struct mc_meta *m, const struct mc_record *r)
+{
+	uint64_t seq;
+	return append_seq(m, r, true, &seq);
 }
 
 int meta_log_record(void *m, const struct mc_record *r)
@@ -206,24 +218,60 @@ void mc_meta_oplog_undo(void *ctx, uint64_t seq, uint16_t type, const void *rec,
 /* The record just appended frees blocks.  Before the caller frees them
  * (meta_object_destroy): whoever gets them next (under the segment lock)
  * sees this seq. */
-static void note_free(struct mc_meta *m)
+void meta_log_freed(struct mc_meta *m, uint64_t seq)
 {
 	uint64_t cur = __atomic_load_n(&m->free_seq, __ATOMIC_RELAXED);
-	while (cur < pending_seq &&
-	       !__atomic_compare_exchange_n(&m->free_seq, &cur, pending_seq, false, __ATOMIC_RELEASE,
+	while (cur < seq &&
+	       !__atomic_compare_exchange_n(&m->free_seq, &cur, seq, false, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED))
 		;
 }
 
-void meta_log_del(struct mc_meta *m, const struct mc_object *o)
+static void note_free(struct mc_meta *m)
 {
-	if (!m->oplog)
-		return;
-	struct mc_record r = { .type = MC_REC_DELETE, .key = {
+	meta_log_freed(m, pending_seq);
+}
+
+static void del_record(struct mc_meta *m, const struct mc_object *o, struct mc_record *r)
+{
+	*r = (struct mc_record){ .type = MC_REC_DELETE, .key = {
 		.tenant = tenant_name(m, o->tenant), .key = MC_BYTES(mc_object_key(o), o->key_len),
 	} };
+}
+
+void meta_log_del(struct mc_meta *m, const struct mc_object *o)
+{
+	struct mc_record r;
+	if (!m->oplog)
+		return;
+	del_record(m, o, &r);
 	append(m, &r);
 	note_free(m);
+}
+
+int meta_log_del_held(struct mc_meta *m, const struct mc_object *o, uint64_t *ret_seq)
+{
+	struct mc_record r;
+	if (!m->oplog)
+		return *ret_seq = 0, 0;
+	del_record(m, o, &r);
+	return append_seq(m, &r, false, ret_seq);
+}
+
+int meta_log_seq_state(void *ctx, uint64_t seq)
+{
+	struct mc_meta *m = ctx;
+	struct mc_oplog *l = __atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE);
+	if (seq <= __atomic_load_n(&m->held_durable, __ATOMIC_RELAXED))
+		return 0;
+	int st = l ? mc_oplog_poll(l, seq) : 1;   /* no log any more: shutting down */
+	if (st != 0)
+		return st;
+	uint64_t cur = __atomic_load_n(&m->held_durable, __ATOMIC_RELAXED);
+	while (cur < seq && !__atomic_compare_exchange_n(&m->held_durable, &cur, seq, false,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return 0;
 }
 
 int meta_log_replace(struct mc_meta *m, const struct mc_object *o)

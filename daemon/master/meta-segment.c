@@ -319,8 +319,10 @@ uint64_t meta_release_due_locked(struct mc_meta *m, uint64_t now)
 	uint64_t freed = 0;
 	for (uint32_t n = 0; n < m->segs.nnames; n++) {
 		struct mc_segname *sn = &m->segs.names[n];
-		for (uint32_t i = 0; i < sn->nsegs; i++)
-			freed += mc_segment_release_expired(m->segs.slots[sn->segs[i]], now);
+		for (uint32_t i = 0; i < sn->nsegs; i++) {
+			struct mc_segment *s = m->segs.slots[sn->segs[i]];
+			freed += mc_segment_release_expired(s, now) + meta_release_held_locked(m, s);
+		}
 	}
 	return freed;
 }

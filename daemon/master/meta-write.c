@@ -170,7 +170,11 @@ int do_put_start(struct mc_meta *m, const struct put_start_args *a, uint64_t now
 		meta_shard_count(&sh->hard_pinned, 1);
 	meta_log_depend_frees(m);   /* the blocks may be a removed object's */
 	meta_emit_replicas(m, o, a->index, false, a->fn, a->ctx);
-	meta_evict_hint(m, o);
+	bool all = a->touched != NULL;
+	for (uint32_t i = 0; all && i < got; i++)
+		all = meta_touched_add(a->touched, placed[i].slot);
+	if (!all)
+		meta_evict_hint(m, o);
 	return 0;
 }
 
@@ -178,7 +182,9 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		      struct mc_ref key, uint64_t size, const struct mc_put_config *cfg,
 		      mc_replica_fn fn, void *ctx)
 {
-	struct put_start_args a = { .key = key, .size = size, .cfg = cfg, .fn = fn, .ctx = ctx };
+	struct meta_touched touched = { 0 };
+	struct put_start_args a = { .key = key, .size = size, .cfg = cfg, .fn = fn, .ctx = ctx,
+				    .touched = meta_evicts_on_put(m) ? &touched : NULL };
 	int r;
 
 	if ((r = check_put_args(m, key, size, cfg)) < 0 ||
@@ -205,6 +211,8 @@ int mc_meta_put_start(struct mc_meta *m, struct mc_uuid client, struct mc_ref te
 		if (!meta_reclaim_for(m, r, &a))
 			break;
 	}
+	if (touched.n)
+		meta_evict_on_put_locked(m, &touched);
 	pthread_rwlock_unlock(&m->segs.lock);
 	pthread_mutex_unlock(stripe);
 	meta_tenant_release(m, a.loc.tenant);

@@ -29,6 +29,7 @@ void mc_meta_config_defaults(struct mc_meta_config *c)
 	c->eviction_high_watermark = 0.90;
 	c->eviction_low_watermark = 0.80;
 	c->evict_on_full = true;
+	c->evict_on_put = true;
 	c->offload_watermark = 0.5;
 	c->promote_after_reads = 2;
 	c->allow_evict_soft_pinned = true;
@@ -317,7 +318,9 @@ void meta_object_destroy(struct mc_meta *m, struct mc_object *o, uint64_t releas
 	meta_object_free(m, o, release_ms);
 }
 
-void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_ms)
+/* hold_seq: memory blocks held until that record is durable (0: none). */
+static void object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_ms,
+			uint64_t hold_seq)
 {
 	uint64_t now = meta_now(m);
 	struct mc_tenant *t = meta_tenant(m, o->tenant);
@@ -335,8 +338,14 @@ void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_m
 		}
 		if (release_ms > now)
 			mc_segment_defer_block(s, r->node, release_ms);
-		else
+		else if (!hold_seq)
 			mc_segment_release_block(s, r->node);
+		else if (mc_segment_hold_block(s, r->node, hold_seq) < 0) {
+			/* no memory to hold it: freed now, and waited for */
+			mc_segment_release_block(s, r->node);
+			if (hold_seq != MC_HOLD_FOREVER)
+				meta_log_freed(m, hold_seq);
+		}
 	}
 	if (o->flags & MC_OBJ_SOFT_PIN)
 		mc_pinidx_clear(&m->pins, o);
@@ -350,6 +359,24 @@ void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_m
 	if (o->flags & MC_OBJ_HARD_PIN)
 		meta_shard_count(&m->shards[o->hash % MC_META_SHARDS].hard_pinned, -1);
 	free(o);
+}
+
+void meta_object_free(struct mc_meta *m, struct mc_object *o, uint64_t release_ms)
+{
+	object_free(m, o, release_ms, 0);
+}
+
+void meta_object_destroy_held(struct mc_meta *m, struct mc_object *o)
+{
+	uint64_t seq = 0;
+	if (!mc_object_is_processing(o) && meta_log_del_held(m, o, &seq) < 0)
+		seq = MC_HOLD_FOREVER;   /* not in the log */
+	object_free(m, o, 0, seq);
+}
+
+uint64_t meta_release_held_locked(struct mc_meta *m, struct mc_segment *s)
+{
+	return mc_segment_release_held(s, meta_log_seq_state, m);
 }
 
 /* ---- reads ---------------------------------------------------------------------------- */

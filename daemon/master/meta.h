@@ -21,7 +21,9 @@
  *   3. shard->lock            rwlock; the shard's tables and its objects'
  *                             fields.  Readers may update an object's lease
  *                             (time_ms) with a relaxed atomic store only.
- *   4. segment->lock          mutex; one segment's allocator and deferred list
+ *   4. segment->lock          mutex; one segment's allocator, deferred list and
+ *                             held ring (the oplog's mutex, a leaf, may be
+ *                             taken under it: meta_log_seq_state())
  *   5. registry locks         tenants.lock, clients.lock, pins.lock,
  *                             groups.lock, mdkv.lock, the shared root's lock
  *                             (fsroot.h: DFS allocators, pending deletions)
@@ -93,6 +95,11 @@ struct mc_meta_config {
 	double eviction_high_watermark;     /* background eviction above this used ratio (0.90; >= 1: off) */
 	double eviction_low_watermark;      /* ... down to this one (0.80) */
 	bool evict_on_full;                 /* a PutStart that finds no space evicts (true) */
+	bool evict_on_put;                  /* with evict_on_full: a PutStart that leaves its
+					     * segment above the high watermark evicts the
+					     * excess itself (a few victims), and the
+					     * evictor runs only for what is left (true;
+					     * meta-evict.c) */
 	double offload_watermark;           /* a segment of a node with a disk tier has its
 					     * oldest objects copied there above this used ratio,
 					     * and their eviction keeps them as LOCAL_DISK
@@ -361,10 +368,12 @@ uint64_t mc_meta_tick(struct mc_meta *m);
  * eviction_high_watermark, evicts down to eviction_low_watermark.  Returns
  * the bytes freed.  The thread that runs it may ask to be woken: fn is
  * called (at most once until mc_meta_evict_background() runs again) by a
- * PutStart that leaves a segment above the high watermark, so that space
- * is freed before puts must evict it themselves.  fn runs under shard and
- * segment locks: it may only signal.  Set it before the first PutStart
- * (NULL: only mc_meta_tick() evicts in the background). */
+ * PutStart that leaves a segment above the high watermark -- with
+ * evict_on_put, only once its own eviction left it there; without, as soon
+ * as the put rate says the mark is near, so that space is freed before puts
+ * must evict it themselves.  fn runs under stripe, shard or segment locks:
+ * it may only signal.  Set it before the first PutStart (NULL: only
+ * mc_meta_tick() evicts in the background). */
 uint64_t mc_meta_evict_background(struct mc_meta *m);
 void mc_meta_set_evict_wake(struct mc_meta *m, void (*fn)(void *ctx), void *ctx);
 
@@ -391,8 +400,8 @@ struct mc_meta_stats {
 	uint64_t leases_granted;            /* read leases granted or extended */
 	uint64_t pins_set, pins_cleared;    /* PIN / UNPIN that set / cleared a soft pin */
 	uint64_t undone_puts;               /* completed puts taken back: their oplog record was lost */
-	uint64_t puts_evicting;             /* PutStarts that found no room and evicted for
-					     * themselves (the evictor was behind) */
+	uint64_t puts_evicting;             /* PutStarts that found no room and evicted
+					     * until they fit (not the eviction on put) */
 	uint64_t offloads_sent;             /* OFFLOAD commands sent to nodes (meta-offload.c) */
 	uint64_t offloads_done;             /* ... that a node confirmed: the object has a disk copy */
 	uint64_t offloads_failed;           /* ... that failed or came back too late */

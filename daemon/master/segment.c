@@ -41,6 +41,7 @@ static void segment_free(struct mc_segment *s)
 	free(s->endpoint);
 	free(s->shm_path);
 	free(s->deferred);
+	free(s->held);
 	for (uint32_t i = 0; i < s->nstale; i++)
 		free(s->stale[i]);
 	free(s->stale);
@@ -498,6 +499,63 @@ uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms)
 		s->deferred[i] = s->deferred[--s->ndeferred];
 	}
 	__atomic_store_n(&s->next_release_ms, next, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&s->lock);
+	return freed;
+}
+
+int mc_segment_hold_block(struct mc_segment *s, uint32_t node, uint64_t seq)
+{
+	int r = 0;
+	pthread_mutex_lock(&s->lock);
+	if (seq == MC_HOLD_FOREVER)
+		goto hold;
+	if (s->held_n == s->held_cap) {   /* grow, unrolling the ring */
+		uint32_t ncap = s->held_cap ? s->held_cap * 2 : 64;
+		struct mc_held *h = malloc(ncap * sizeof(*h));
+		if (!h) {
+			r = MC_ERR_NO_MEMORY;
+			goto out;
+		}
+		for (uint32_t i = 0; i < s->held_n; i++)
+			h[i] = s->held[(s->held_head + i) % s->held_cap];
+		free(s->held);
+		s->held = h;
+		s->held_cap = ncap;
+		s->held_head = 0;
+	}
+	s->held[(s->held_head + s->held_n) % s->held_cap] = (struct mc_held){ .node = node,
+									      .seq = seq };
+	__atomic_store_n(&s->held_n, s->held_n + 1, __ATOMIC_RELAXED);
+hold:
+	mc_offalloc_set_owner(s->alloc, node, NULL);
+	__atomic_add_fetch(&s->deferred_bytes, mc_offalloc_node_size(s->alloc, node),
+			   __ATOMIC_RELAXED);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+uint64_t mc_segment_release_held(struct mc_segment *s, int (*state)(void *ctx, uint64_t seq),
+				 void *ctx)
+{
+	uint64_t freed = 0;
+	int st;
+	if (!__atomic_load_n(&s->held_n, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	while (s->held_n && (st = state(ctx, s->held[s->held_head].seq)) <= 0) {
+		uint32_t node = s->held[s->held_head].node;
+		uint64_t got = mc_offalloc_node_size(s->alloc, node);
+		if (st == 0) {   /* else lost: stays used, and held, for good */
+			__atomic_sub_fetch(&s->deferred_bytes, got, __ATOMIC_RELAXED);
+			if (mc_offalloc_release(s->alloc, node) == 0) {
+				account_release(s, got);
+				freed += got;
+			}
+		}
+		s->held_head = (s->held_head + 1) % s->held_cap;
+		__atomic_store_n(&s->held_n, s->held_n - 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return freed;
 }

@@ -76,6 +76,13 @@ struct mc_deferred {
 	uint64_t release_ms;
 };
 
+/* A block of an evicted object, held until the oplog record that deleted
+ * it is durable (mc_segment_hold_block). */
+struct mc_held {
+	uint32_t node;
+	uint64_t seq;
+};
+
 struct mc_segmgr;
 
 /* What a segment's node said of its disk tier (NODE_POLL disk_capacity). */
@@ -113,6 +120,9 @@ struct mc_segment {
 				   * meta-offload.c) */
 	struct mc_deferred *deferred;
 	uint32_t ndeferred, deferred_cap;
+	struct mc_held *held;     /* held blocks, oldest first: a ring of held_cap from
+				   * held_head (under lock; held_n also atomic loads) */
+	uint32_t held_head, held_n, held_cap;
 	uint64_t next_release_ms; /* the earliest release_ms in deferred, 0: none (atomic
 				   * stores under lock, peeked at unlocked) */
 	pthread_mutex_t key_lock;  /* guards key (leaf) */
@@ -275,6 +285,21 @@ int mc_segment_defer_block(struct mc_segment *s, uint32_t node, uint64_t release
  * none has, it costs an unlocked peek (PutStart asks whenever it finds no
  * room). */
 uint64_t mc_segment_release_expired(struct mc_segment *s, uint64_t now_ms);
+/* Holds a block of an evicted object until the oplog record seq that
+ * deleted it is durable (mc_segment_release_held()): a writer given it
+ * before could, after a crash, see the object come back over its bytes.
+ * Counted in deferred_bytes meanwhile.  seq MC_HOLD_FOREVER (a record the
+ * log did not take): kept until the segment goes.  MC_ERR_NO_MEMORY: not
+ * held, the block is left as it was. */
+#define MC_HOLD_FOREVER UINT64_MAX
+int mc_segment_hold_block(struct mc_segment *s, uint32_t node, uint64_t seq);
+/* Frees the held blocks, oldest first, while state(ctx, seq) says that
+ * their record is durable (0); stops at one on its way (1); one whose
+ * record was lost (< 0) is kept until the segment goes.  Returns the bytes
+ * freed.  An unlocked peek when none is held; state runs under the
+ * segment lock. */
+uint64_t mc_segment_release_held(struct mc_segment *s, int (*state)(void *ctx, uint64_t seq),
+				 void *ctx);
 static inline uint64_t mc_segment_used(const struct mc_segment *s)
 {
 	return __atomic_load_n(&s->used, __ATOMIC_RELAXED);

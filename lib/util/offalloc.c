@@ -64,6 +64,7 @@
 #include "mooncake/error.h"
 #include "util/macro.h"
 #include "util/offalloc.h"
+#include "util/rand.h"
 
 #define NIL		MC_OFFALLOC_NONE
 #define ST_USED		0xfffffffeu
@@ -568,6 +569,30 @@ bool mc_offalloc_node_is_used(const struct mc_offalloc *a, uint32_t idx)
 	return used_handle(a, idx);
 }
 
+uint32_t mc_offalloc_sample_used(const struct mc_offalloc *a, uint32_t n, uint32_t *ret_node,
+				 void **ret_owner)
+{
+	uint32_t slot[MC_OFFALLOC_SAMPLE_MAX], k = 0;
+
+	if (!a || !a->node_hwm)
+		return 0;
+	n = MC_MIN(n, MC_OFFALLOC_SAMPLE_MAX);
+	for (uint32_t i = 0; i < n; i++) {
+		slot[i] = (uint32_t)(mc_rand() % a->node_hwm);
+		__builtin_prefetch(&a->nodes[slot[i]]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct node *nd = &a->nodes[slot[i]];
+		if (nd->bin_prev != ST_USED)
+			continue;
+		ret_node[k] = slot[i];
+		ret_owner[k] = nd->owner;
+		__builtin_prefetch(nd->owner);
+		k++;
+	}
+	return k;
+}
+
 int mc_offalloc_foreach_used(const struct mc_offalloc *a,
 			     int (*fn)(uint32_t node, uint64_t offset, uint64_t size,
 				       void *owner, void *ctx),
@@ -595,6 +620,11 @@ int mc_offalloc_foreach_used(const struct mc_offalloc *a,
 uint64_t mc_offalloc_used_bytes(const struct mc_offalloc *a)
 {
 	return a ? (uint64_t)a->used_units << a->shift : 0;
+}
+
+uint32_t mc_offalloc_used_nodes(const struct mc_offalloc *a)
+{
+	return a ? a->used_nodes : 0;
 }
 
 uint64_t mc_offalloc_capacity(const struct mc_offalloc *a)

@@ -85,6 +85,17 @@ uint64_t mc_offalloc_node_size(const struct mc_offalloc *a, uint32_t node);
 void *mc_offalloc_node_owner(const struct mc_offalloc *a, uint32_t node);
 void mc_offalloc_set_owner(struct mc_offalloc *a, uint32_t node, void *owner);
 bool mc_offalloc_node_is_used(const struct mc_offalloc *a, uint32_t node);
+/*
+ * Sampling, for an evictor that picks among random blocks: n node slots
+ * drawn at random (mc_rand()) among those ever handed out; the used ones go
+ * to ret_node[] and their owners to ret_owner[], and the count is returned
+ * (at most n, at most MC_OFFALLOC_SAMPLE_MAX).  The slots are read together
+ * and each owner is prefetched, so that the cache misses of n random reads
+ * overlap rather than add up.
+ */
+#define MC_OFFALLOC_SAMPLE_MAX 64u
+uint32_t mc_offalloc_sample_used(const struct mc_offalloc *a, uint32_t n, uint32_t *ret_node,
+				 void **ret_owner);
 
 /*
  * Calls fn for every used node, in increasing offset order; stops early and
@@ -112,6 +123,7 @@ struct mc_offalloc_stats {
 /* O(1) except largest_free, which walks the top size class. */
 void mc_offalloc_get_stats(const struct mc_offalloc *a, struct mc_offalloc_stats *ret);
 uint64_t mc_offalloc_used_bytes(const struct mc_offalloc *a);
+uint32_t mc_offalloc_used_nodes(const struct mc_offalloc *a);
 uint64_t mc_offalloc_capacity(const struct mc_offalloc *a);
 uint64_t mc_offalloc_quantum(const struct mc_offalloc *a);
 /*

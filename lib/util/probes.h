@@ -31,8 +31,9 @@
  *   evict__batch (master)              u32 count, const struct mc_evict_rec *recs
  *       count evictions, each {obj_hash, tenant, bytes, reason, tier,
  *       ts_ns}: an object is evicted; bytes = size x replicas; reason is
- *       enum mc_evict_reason (below): 0 watermark (the background tick), 1
- *       put (a PutStart needed room), 2 quota (the tenant's own objects made
+ *       enum mc_evict_reason (below): 0 watermark (above the high
+ *       watermark: the evictor, or the put that crossed it), 1 put (a
+ *       PutStart found no room), 2 quota (the tenant's own objects made
  *       room under its quota), 3 admin (an evict request).  tier is enum
  *       mc_evict_tier: 0 memory (meta-evict.c), 1 local_disk (a node's disk
  *       tier evicted the object's copy to make room, or lost it;
@@ -75,7 +76,8 @@
 /* evict: why, X(NAME, "name") in value order from 0 (the master's
  * eviction counters, the tracer's evict_stats map and labels). */
 #define MC_EVICT_REASON_LIST(X) \
-	X(WATERMARK, "watermark")	/* background, above the high watermark (mc_meta_tick) */ \
+	X(WATERMARK, "watermark")	/* above the high watermark: the evictor, or the put \
+					 * that crossed it (evict_on_put) */ \
 	X(PUT,       "put")		/* a PutStart found no space */ \
 	X(QUOTA,     "quota")		/* a PutStart over its tenant's quota */ \
 	X(ADMIN,     "admin")		/* mc_meta_evict() (REST, mooncakectl) */

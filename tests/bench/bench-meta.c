@@ -204,6 +204,19 @@ static double median(int kind, int threads)
 #define EV_SEG_SIZE (32ull << 20)                 /* 4 x 32 MiB = 32 K blocks of 4 KiB */
 #define EV_OPS 20000
 #define EV_HOT 4096                               /* hard-pinned keys the readers hit */
+#define EV_RUNS 5                                 /* each figure: a median, runs interleaved */
+
+/* The caches PutStart is timed on: empty (room for everything); full with
+ * the default eviction (a put that crosses the high watermark evicts the
+ * excess itself, the evictor thread woken only for what is left); full with
+ * eviction_on_put off (the evictor thread evicts ahead of the puts); full
+ * with no watermark (every put finds no room and evicts for itself). */
+enum ev_mode { EV_EMPTY, EV_ON_PUT, EV_BACKGROUND, EV_FULL, EV_MODES };
+static const char *const ev_name[EV_MODES] = { "empty", "onput", "bg", "full" };
+
+struct ev_fig {
+	uint64_t p50, p99;
+};
 
 static int u64cmp(const void *a, const void *b)
 {
@@ -218,14 +231,15 @@ static uint64_t pct(uint64_t *v, uint64_t n, double p)
 	return n ? v[i] : 0;
 }
 
-static struct mc_meta *ev_meta(uint64_t seg_size, bool background)
+static struct mc_meta *ev_meta(uint64_t seg_size, enum ev_mode mode)
 {
 	struct mc_meta_config cfg;
 	struct mc_meta *m;
 	mc_meta_config_defaults(&cfg);
 	cfg.lease_ttl_ms = 0;                    /* every object evictable once written */
-	if (!background)
-		cfg.eviction_high_watermark = 1.0;   /* no evictor: PutStart evicts */
+	if (mode == EV_EMPTY || mode == EV_FULL)
+		cfg.eviction_high_watermark = 1.0;   /* no watermark: PutStart evicts on full */
+	cfg.evict_on_put = mode != EV_BACKGROUND;
 	if (mc_meta_new(&cfg, &m) < 0)
 		return NULL;
 	for (int s = 0; s < EV_SEGS; s++) {
@@ -250,6 +264,15 @@ static int ev_put(struct mc_meta *m, uint64_t i, char tag, bool hard)
 	struct mc_ref k = { key, KEY_LEN };
 	int r = mc_meta_put_start(m, CLIENT, (struct mc_ref){ 0 }, k, 4096, &pc, NULL, NULL);
 	return r ? r : mc_meta_put_end(m, CLIENT, (struct mc_ref){ 0 }, k, false, 0);
+}
+
+/* A full cache: hot hard-pinned keys, the rest ordinary. */
+static void ev_fill(struct mc_meta *m, uint64_t blocks)
+{
+	for (uint64_t i = 0; i < EV_HOT; i++)
+		ev_put(m, i, 'H', true);
+	for (uint64_t i = 0; i < blocks - EV_HOT; i++)
+		ev_put(m, i, 'k', false);
 }
 
 /* EV_OPS PutStart+PutEnd pairs of new keys; latencies into lat.  With
@@ -312,21 +335,22 @@ static void *evictor_main(void *arg)
 	return NULL;
 }
 
-/* Full cache with the evictor running: p50 / p99 of EV_OPS puts. */
-static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
+/* A full cache with watermarks and an evictor thread (EV_ON_PUT,
+ * EV_BACKGROUND); verbose: where the evictions happened and where the
+ * tail is. */
+static struct ev_fig ev_watermark(enum ev_mode mode, uint64_t blocks, uint64_t *lat, bool verbose)
 {
 	struct evictor ev = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
-	struct mc_meta *m = ev_meta(EV_SEG_SIZE, true);
+	struct mc_meta *m = ev_meta(EV_SEG_SIZE, mode);
+	const char *name = ev_name[mode];
+	struct ev_fig fig = { 0, 0 };
 	pthread_t th;
 	if (!m)
-		return;
+		return fig;
 	ev.m = m;
 	mc_meta_set_evict_wake(m, evictor_wake, &ev);
 	pthread_create(&th, NULL, evictor_main, &ev);
-	for (uint64_t i = 0; i < EV_HOT; i++)
-		ev_put(m, i, 'H', true);
-	for (uint64_t i = 0; i < blocks - EV_HOT; i++)
-		ev_put(m, i, 'k', false);
+	ev_fill(m, blocks);
 	/* A full cache in its steady state: the evictor has caught up with the
 	 * fill (at most 5 s), so the measured burst starts from the watermarks,
 	 * not from a cache the fill left at 100% with the evictor still behind. */
@@ -340,8 +364,6 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	}
 	struct mc_meta_stats st0, st1;
 	mc_meta_get_stats(m, &st0);
-	printf("bench-meta putstart_bg_start_fill %.3f ratio (allocated / capacity before the puts)\n",
-	       (double)st0.allocated_bytes / (double)st0.capacity_bytes);
 	/* The put thread's voluntary context switches: each is a sleep (a lock
 	 * it waited for); a count, so load on the machine does not blur it. */
 	struct rusage ru0, ru1;
@@ -349,7 +371,7 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	bool *during = calloc(EV_OPS, sizeof(*during));
 	uint64_t *split[2] = { malloc(EV_OPS * sizeof(uint64_t)), malloc(EV_OPS * sizeof(uint64_t)) };
 	pthread_mutex_lock(&ev.mu);
-	uint64_t wakes0 = ev.wakes;
+	uint64_t wakes0 = ev.wakes, runs0 = ev.runs;
 	pthread_mutex_unlock(&ev.mu);
 	uint64_t f = ev_measure_puts(m, 'B', lat, &ev.running, during);
 	getrusage(RUSAGE_THREAD, &ru1);
@@ -365,33 +387,65 @@ static void ev_background(uint64_t blocks, uint64_t *lat, uint64_t e99)
 	pthread_cond_signal(&ev.cv);
 	pthread_mutex_unlock(&ev.mu);
 	pthread_join(th, NULL);
-	uint64_t b50 = pct(lat, EV_OPS, 0.50), b99 = pct(lat, EV_OPS, 0.99);
-	printf("bench-meta putstart_bg_p50_ns %" PRIu64 " ns\n", b50);
-	printf("bench-meta putstart_bg_p99_ns %" PRIu64 " ns\n", b99);
-	printf("bench-meta putstart_bg_evictions %" PRIu64 " count (watermark %" PRIu64
-	       ", on the put path %" PRIu64 "; %" PRIu64 " puts failed; %" PRIu64 " evictor runs)\n",
-	       st1.evicted_objects - st0.evicted_objects,
-	       st1.evicted_objects_by[MC_EVICT_WATERMARK] - st0.evicted_objects_by[MC_EVICT_WATERMARK],
-	       st1.evicted_objects_by[MC_EVICT_PUT] - st0.evicted_objects_by[MC_EVICT_PUT], f, ev.runs);
-	printf("bench-meta putstart_bg_puts_evicting %" PRIu64 " count (of %d PutStarts, evicted "
-	       "for themselves: the evictor was behind)\n",
-	       st1.puts_evicting - st0.puts_evicting, EV_OPS);
-	printf("bench-meta putstart_bg_put_thread_sleeps %ld count (of %d puts)\n",
-	       ru1.ru_nvcsw - ru0.ru_nvcsw, EV_OPS);
-	/* Each wake-up is a futex wake on the put that makes it (microseconds):
-	 * a tail of its own once more than 1% of the puts make one. */
-	printf("bench-meta putstart_bg_wakes %" PRIu64 " count (of %d puts: the puts that woke "
-	       "the evictor)\n", wakes, EV_OPS);
-	/* Where the tail is: the puts that overlapped an evictor run, the others. */
-	for (int k = 0; k < 2; k++)
-		if (nsplit[k])
-			printf("bench-meta putstart_bg_p99_%s_ns %" PRIu64 " ns (%" PRIu64 " puts)\n",
-			       k ? "evictor_running" : "evictor_idle", pct(split[k], nsplit[k], 0.99),
-			       nsplit[k]);
-	printf("bench-meta ratio putstart_p99_full_background_vs_empty %.2f (goal <= 2)\n",
-	       e99 ? (double)b99 / (double)e99 : 0.0);
+	fig.p50 = pct(lat, EV_OPS, 0.50);
+	fig.p99 = pct(lat, EV_OPS, 0.99);
+	if (verbose) {
+		printf("bench-meta putstart_%s_start_fill %.3f ratio (allocated / capacity before "
+		       "the puts)\n", name,
+		       (double)st0.allocated_bytes / (double)st0.capacity_bytes);
+		printf("bench-meta putstart_%s_evictions %" PRIu64 " count (watermark %" PRIu64
+		       ", on a full segment %" PRIu64 "; %" PRIu64 " puts failed; %" PRIu64
+		       " evictor runs)\n", name,
+		       st1.evicted_objects - st0.evicted_objects,
+		       st1.evicted_objects_by[MC_EVICT_WATERMARK] -
+			       st0.evicted_objects_by[MC_EVICT_WATERMARK],
+		       st1.evicted_objects_by[MC_EVICT_PUT] - st0.evicted_objects_by[MC_EVICT_PUT],
+		       f, ev.runs - runs0);
+		printf("bench-meta putstart_%s_puts_evicting %" PRIu64 " count (of %d PutStarts, "
+		       "found no room and evicted for themselves)\n", name,
+		       st1.puts_evicting - st0.puts_evicting, EV_OPS);
+		printf("bench-meta putstart_%s_put_thread_sleeps %ld count (of %d puts)\n", name,
+		       ru1.ru_nvcsw - ru0.ru_nvcsw, EV_OPS);
+		/* Each wake-up is a futex wake on the put that makes it (microseconds):
+		 * a tail of its own once more than 1% of the puts make one. */
+		printf("bench-meta putstart_%s_wakes %" PRIu64 " count (of %d puts: the puts that "
+		       "woke the evictor)\n", name, wakes, EV_OPS);
+		/* Where the tail is: the puts that overlapped an evictor run, the others. */
+		for (int k = 0; k < 2; k++)
+			if (nsplit[k])
+				printf("bench-meta putstart_%s_p99_%s_ns %" PRIu64 " ns (%" PRIu64
+				       " puts)\n", name, k ? "evictor_running" : "evictor_idle",
+				       pct(split[k], nsplit[k], 0.99), nsplit[k]);
+	}
 	free(during), free(split[0]), free(split[1]);
 	mc_meta_free(m);
+	return fig;
+}
+
+/* An empty cache, or a full one without watermarks. */
+static struct ev_fig ev_plain(enum ev_mode mode, uint64_t blocks, uint64_t *lat, bool verbose)
+{
+	struct mc_meta *m = ev_meta(mode == EV_EMPTY ? EV_SEG_SIZE * 4 : EV_SEG_SIZE, mode);
+	struct ev_fig fig = { 0, 0 };
+	struct mc_meta_stats st0, st1;
+	if (!m)
+		return fig;
+	if (mode == EV_FULL)
+		ev_fill(m, blocks);
+	mc_meta_get_stats(m, &st0);
+	uint64_t f = ev_measure_puts(m, 'F', lat, NULL, NULL);
+	mc_meta_get_stats(m, &st1);
+	fig.p50 = pct(lat, EV_OPS, 0.50);
+	fig.p99 = pct(lat, EV_OPS, 0.99);
+	if (verbose) {
+		printf("bench-meta putstart_%s_evictions %" PRIu64 " count (of %d puts, %" PRIu64
+		       " failed)\n", ev_name[mode], st1.evicted_objects - st0.evicted_objects,
+		       EV_OPS, f);
+		printf("bench-meta putstart_%s_puts_evicting %" PRIu64 " count (of %d PutStarts)\n",
+		       ev_name[mode], st1.puts_evicting - st0.puts_evicting, EV_OPS);
+	}
+	mc_meta_free(m);
+	return fig;
 }
 
 struct ev_writer {
@@ -412,40 +466,40 @@ static void bench_eviction(void)
 {
 	uint64_t *lat = malloc(EV_OPS * sizeof(*lat));
 	uint64_t blocks = EV_SEGS * EV_SEG_SIZE / 4096;
+	uint64_t p50[EV_MODES][EV_RUNS], p99[EV_MODES][EV_RUNS], med50[EV_MODES], med99[EV_MODES];
 	if (!lat)
 		return;
 
-	/* Empty cache: room for everything. */
-	struct mc_meta *e = ev_meta(EV_SEG_SIZE * 4, false);
-	if (!e)
-		return;
-	uint64_t f0 = ev_measure_puts(e, 'E', lat, NULL, NULL);
-	uint64_t e50 = pct(lat, EV_OPS, 0.50), e99 = pct(lat, EV_OPS, 0.99);
-	mc_meta_free(e);
+	for (int r = 0; r < EV_RUNS; r++)
+		for (int mode = 0; mode < EV_MODES; mode++) {
+			bool verbose = r == EV_RUNS - 1;
+			struct ev_fig fig = mode == EV_ON_PUT || mode == EV_BACKGROUND ?
+				ev_watermark(mode, blocks, lat, verbose) :
+				ev_plain(mode, blocks, lat, verbose);
+			p50[mode][r] = fig.p50;
+			p99[mode][r] = fig.p99;
+		}
+	for (int mode = 0; mode < EV_MODES; mode++) {
+		med50[mode] = pct(p50[mode], EV_RUNS, 0.5);
+		med99[mode] = pct(p99[mode], EV_RUNS, 0.5);
+		printf("bench-meta putstart_%s_p50_ns %" PRIu64 " ns (median of %d runs)\n",
+		       ev_name[mode], med50[mode], EV_RUNS);
+		printf("bench-meta putstart_%s_p99_ns %" PRIu64 " ns (median of %d runs)\n",
+		       ev_name[mode], med99[mode], EV_RUNS);
+	}
+	uint64_t e99 = med99[EV_EMPTY];
+	printf("bench-meta ratio putstart_p99_full_vs_empty %.2f (goal <= 2; the default: "
+	       "eviction on put)\n", e99 ? (double)med99[EV_ON_PUT] / (double)e99 : 0.0);
+	printf("bench-meta ratio putstart_p99_full_background_vs_empty %.2f (eviction_on_put "
+	       "off: the evictor thread ahead of the puts)\n",
+	       e99 ? (double)med99[EV_BACKGROUND] / (double)e99 : 0.0);
+	printf("bench-meta ratio putstart_p99_full_no_watermark_vs_empty %.2f (every put "
+	       "evicts on a full segment)\n", e99 ? (double)med99[EV_FULL] / (double)e99 : 0.0);
 
-	/* Full cache: hot hard-pinned keys, the rest ordinary; every put evicts one. */
-	ev_background(blocks, lat, e99);
-	struct mc_meta *m = ev_meta(EV_SEG_SIZE, false);
+	struct mc_meta *m = ev_meta(EV_SEG_SIZE, EV_FULL);
 	if (!m)
 		return;
-	for (uint64_t i = 0; i < EV_HOT; i++)
-		ev_put(m, i, 'H', true);
-	for (uint64_t i = 0; i < blocks - EV_HOT; i++)
-		ev_put(m, i, 'k', false);
-	struct mc_meta_stats st0, st1;
-	mc_meta_get_stats(m, &st0);
-	uint64_t f1 = ev_measure_puts(m, 'F', lat, NULL, NULL);
-	mc_meta_get_stats(m, &st1);
-	uint64_t full50 = pct(lat, EV_OPS, 0.50), full99 = pct(lat, EV_OPS, 0.99);
-	printf("bench-meta putstart_empty_p50_ns %" PRIu64 " ns\n", e50);
-	printf("bench-meta putstart_empty_p99_ns %" PRIu64 " ns\n", e99);
-	printf("bench-meta putstart_full_p50_ns %" PRIu64 " ns\n", full50);
-	printf("bench-meta putstart_full_p99_ns %" PRIu64 " ns\n", full99);
-	printf("bench-meta putstart_full_evictions %" PRIu64 " count (of %d puts, %" PRIu64
-	       " failed; empty: %" PRIu64 " failed)\n",
-	       st1.evicted_objects - st0.evicted_objects, EV_OPS, f1, f0);
-	printf("bench-meta putstart_full_puts_evicting %" PRIu64 " count (of %d PutStarts)\n",
-	       st1.puts_evicting - st0.puts_evicting, EV_OPS);
+	ev_fill(m, blocks);
 
 	/* Readers while a writer keeps evicting. */
 	volatile int stop = 0;
@@ -494,8 +548,6 @@ static void bench_eviction(void)
 	printf("bench-meta batch_exist1024_p99_during_eviction_ns %" PRIu64 " ns (max %" PRIu64 ")\n",
 	       bl ? pct(bl, NBATCH, 0.99) : 0, bmax);
 	printf("bench-meta evicting_writer_puts %" PRIu64 " count\n", w.puts);
-	printf("bench-meta ratio putstart_p99_full_no_background_vs_empty %.2f\n",
-	       e99 ? (double)full99 / (double)e99 : 0.0);
 	printf("bench-meta ratio get_p99_during_eviction_vs_1ms %.4f\n",
 	       gl ? (double)pct(gl, NGET, 0.99) / 1e6 : 0.0);
 	printf("bench-meta ratio batch_exist1024_p99_during_eviction_vs_1ms %.4f\n",

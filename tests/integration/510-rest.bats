@@ -57,6 +57,7 @@ hex() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
 		and .clients == 1 and .tenants == 1 and .soft_pinned == 0 and .groups == 0
 		and .evicted_objects == 0 and .evicted_bytes == 0
 		and .eviction.high_watermark == 0.9 and .eviction.low_watermark == 0.8
+		and .eviction.on_put == true
 		and .lease_ttl_ms == 30000' <<<"$body"
 	api GET /api/v1/segments
 	[ "$code" = 200 ]

@@ -71,6 +71,7 @@ seg_of() {
 	grep -qE '^objects: +2$' <<<"$output"
 	grep -qE '^segments: +1$' <<<"$output"
 	grep -qE '^role: +single$' <<<"$output"
+	grep -qE '^watermarks: +high 90%, low 80%, on put$' <<<"$output"
 }
 
 @test "segment list and show: aligned table, exact bytes in JSON" {

@@ -2,7 +2,9 @@
 /*
  * meta-evict-fixture.h - the fixture of test-meta-evict.c and
  * test-meta-evict-bg.c: a meta with eviction on (evict_on_full, watermarks
- * 0.90 / 0.80) over fake segments of a few dozen blocks (meta-fixture.h),
+ * 0.90 / 0.80; eviction on put off, so that puts fill segments past the
+ * high watermark and the put-on-full and background paths can be seen
+ * alone: the on-put tests turn it on) over fake segments of a few dozen blocks (meta-fixture.h),
  * puts at the test clock, presence read with GetAllKeys (no lease), soft
  * pins counted.
  */
@@ -30,6 +32,7 @@
 
 struct ev_opts {
 	bool evict_on_full;
+	bool on_put;
 	bool allow_soft;
 	double hw, lw;
 	uint64_t soft_max;
@@ -51,6 +54,7 @@ static inline struct mc_meta *new_meta_ev(struct test_clock *clk, const struct e
 	cfg.put_release_timeout_ms = RELEASE;
 	cfg.place_strategy = MC_PLACE_RANDOM;
 	cfg.evict_on_full = o->evict_on_full;
+	cfg.evict_on_put = o->on_put;
 	cfg.allow_evict_soft_pinned = o->allow_soft;
 	cfg.eviction_high_watermark = o->hw;
 	cfg.eviction_low_watermark = o->lw;

@@ -101,6 +101,20 @@ static inline char *th_seg_path(const char *dir, uint64_t first)
 	return p;
 }
 
+/* Makes the writes to the first segment file of the log in dir fail with
+ * ENOSPC from now on: /dev/full under its descriptor.  0, or -1 if this
+ * process has no such file open. */
+static inline int th_fail_writes(const char *dir)
+{
+	char *seg = th_seg_path(dir, 1);
+	int fd = th_find_fd(seg), full = open("/dev/full", O_WRONLY);
+	int r = fd >= 0 && full >= 0 && dup2(full, fd) == fd ? 0 : -1;
+	if (full >= 0)
+		close(full);
+	free(seg);
+	return r;
+}
+
 /* Reads a whole file (which must exist). */
 static inline uint8_t *th_read(const char *path, size_t *len)
 {

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test-meta-evict-bg.c - background eviction in the metadata service
- * (meta-evict.c): a put above the high watermark wakes the evictor, which
- * brings the segment to the low one; bursts, puts that evicted for
- * themselves counted, no wake-up just above the low watermark, deferred
- * blocks not counted against the watermark, objects with several
+ * test-meta-evict-bg.c - watermark eviction in the metadata service
+ * (meta-evict.c).  Eviction on put (the default): a put past the high
+ * watermark evicts the excess itself, oldest first and a few victims at
+ * most, and wakes the evictor only for what is left; leased objects stay;
+ * a batch evicts once.  Without it: a put above the high watermark wakes
+ * the evictor, which brings the segment to the low one; bursts, puts that
+ * evicted for themselves counted, no wake-up just above the low watermark,
+ * deferred blocks not counted against the watermark, objects with several
  * replicas.  The fixture as test-meta-evict.c's (meta-evict-fixture.h).  Every test ends with mc_meta_check().
  */
 #include "meta-evict-fixture.h"
@@ -15,6 +18,162 @@ static void count_wake(void *ctx)
 {
 	(*(int *)ctx)++;
 }
+
+/* ---- eviction on put ------------------------------------------------------------------ */
+
+static const struct ev_opts EV_ON_PUT = {
+	.evict_on_full = true, .on_put = true, .allow_soft = true, .hw = 0.90, .lw = 0.80,
+	.soft_max = 100000,
+};
+
+static void count_wake(void *ctx);
+
+/* A put that leaves its segment above the high watermark evicts the excess
+ * itself, oldest first: the segment stays at the mark, a burst wakes no
+ * evictor (no lead: the puts keep up by themselves), and the victims count
+ * as watermark evictions, not as puts that found no room. */
+static void test_on_put_keeps_watermark(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = remake(f, &EV_ON_PUT);
+	struct mc_meta_stats st;
+	int wakes = 0;
+
+	mc_meta_set_evict_wake(m, count_wake, &wakes);
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 90, KiB);           /* a burst up to the mark: nothing yet */
+	assert_int_equal(evicted(m), 0);
+	fill(f, DFLT, "k", 90, 100, KiB);         /* each put past it: its oldest victim */
+	assert_int_equal(meta_allocated(m), 90 * KiB);
+	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 10);
+	expect_present(m, DFLT, "k", 0, 10, false);
+	expect_present(m, DFLT, "k", 10, 100, true);
+	mc_meta_get_stats(m, &st);
+	assert_int_equal(st.puts_evicting, 0);
+	assert_int_equal(st.evicted_objects_by[MC_EVICT_PUT], 0);
+	assert_int_equal(wakes, 0);
+	assert_int_equal(mc_meta_evict_background(m), 0);   /* at the mark: nothing due */
+	assert_int_equal(mc_meta_tick(m), 0);
+	put_at(f, DFLT, "big", 3 * KiB);          /* three victims of 1 KiB */
+	assert_int_equal(meta_allocated(m), 90 * KiB);
+	expect_present(m, DFLT, "k", 10, 13, false);
+	expect_present(m, DFLT, "k", 13, 100, true);
+	assert_true(present(m, DFLT, "big"));
+	assert_int_equal(wakes, 0);
+	mc_meta_set_evict_wake(m, NULL, NULL);
+}
+
+/* A put whose excess needs more victims than its budget (8 a block)
+ * evicts that many and wakes the evictor once for the rest, which brings
+ * the segment down to the low watermark. */
+static void test_on_put_bounded(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = remake(f, &EV_ON_PUT);
+	int wakes = 0;
+
+	mc_meta_set_evict_wake(m, count_wake, &wakes);
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 90, KiB);
+	put_at(f, DFLT, "big", 10 * KiB);         /* 100%: 10 KiB over, 8 victims now */
+	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 8);
+	assert_int_equal(meta_allocated(m), 92 * KiB);
+	assert_int_equal(wakes, 1);
+	assert_int_equal(mc_meta_evict_background(m), 12 * KiB);
+	assert_int_equal(meta_allocated(m), 80 * KiB);
+	expect_present(m, DFLT, "k", 0, 20, false);
+	expect_present(m, DFLT, "k", 20, 90, true);
+	assert_true(present(m, DFLT, "big"));
+	fill(f, DFLT, "j", 0, 10, KiB);           /* back up to the mark: no eviction */
+	assert_int_equal(evicted(m), 20);
+	assert_int_equal(wakes, 1);
+	mc_meta_set_evict_wake(m, NULL, NULL);
+}
+
+/* Leased objects stay: the put takes the oldest one that may go.  When
+ * none may, the put still succeeds, above the mark, and wakes the evictor. */
+static void test_on_put_skips_leased(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = remake(f, &EV_ON_PUT);
+	char key[32];
+	int wakes = 0;
+
+	mc_meta_set_evict_wake(m, count_wake, &wakes);
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 90, KiB);
+	for (int i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		lease(m, key);
+	}
+	put_at(f, DFLT, "x", KiB);
+	expect_present(m, DFLT, "k", 0, 5, true);
+	expect_present(m, DFLT, "k", 5, 6, false);
+	assert_int_equal(meta_allocated(m), 90 * KiB);
+	assert_int_equal(wakes, 0);
+	lease(m, "x");
+	for (int i = 6; i < 90; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		lease(m, key);
+	}
+	put_at(f, DFLT, "y", KiB);                /* nothing may go: the put stays above */
+	assert_true(present(m, DFLT, "y"));
+	assert_int_equal(meta_allocated(m), 91 * KiB);
+	assert_int_equal(evicted(m), 1);
+	assert_int_equal(wakes, 1);
+	/* The leases over, the evictor brings it down to the low watermark. */
+	tick_clock(f, LEASE + 1);
+	assert_int_equal(mc_meta_evict_background(m), 11 * KiB);
+	assert_int_equal(meta_allocated(m), 80 * KiB);
+	mc_meta_set_evict_wake(m, NULL, NULL);
+}
+
+/* A batch evicts once, after all its placements: its blocks' worth. */
+static void test_on_put_batch(void **state)
+{
+	struct fx *f = *state;
+	struct mc_meta *m = remake(f, &EV_ON_PUT);
+	struct mc_put_config cfg = pcfg(1);
+	const char *names[6] = { "b0", "b1", "b2", "b3", "b4", "b5" };
+	struct mc_ref keys[6];
+	uint64_t sizes[6];
+	int status[6];
+
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 90, KiB);
+	for (int i = 0; i < 6; i++) {
+		keys[i] = ref_str(names[i]);
+		sizes[i] = KiB;
+	}
+	assert_rc(mc_meta_batch_put_start(m, C1, DFLT, keys, sizes, 6, &cfg, status, NULL, NULL), 0);
+	for (int i = 0; i < 6; i++) {
+		assert_rc(status[i], 0);
+		assert_rc(mc_meta_put_end(m, C1, DFLT, keys[i], false, 0), 0);
+	}
+	assert_int_equal(meta_allocated(m), 90 * KiB);
+	assert_int_equal(evicted_by(m, MC_EVICT_WATERMARK, NULL), 6);
+	expect_present(m, DFLT, "k", 0, 6, false);
+	expect_present(m, DFLT, "k", 6, 90, true);
+}
+
+/* Eviction on put needs evict_on_full: without it puts never evict, and
+ * the evictor is woken ahead of them as before. */
+static void test_on_put_needs_evict_on_full(void **state)
+{
+	struct fx *f = *state;
+	struct ev_opts o = EV_ON_PUT;
+	o.evict_on_full = false;
+	struct mc_meta *m = remake(f, &o);
+
+	assert_rc(mount_seg(m, C1, 1, "node-a", 100 * KiB), 0);
+	fill(f, DFLT, "k", 0, 100, KiB);
+	assert_int_equal(evicted(m), 0);
+	assert_int_equal(meta_allocated(m), 100 * KiB);
+	assert_rc(put(m, C1, DFLT, "x", KiB, 1), MC_ERR_NO_AVAILABLE_HANDLE);
+	assert_int_equal(mc_meta_evict_background(m), 20 * KiB);
+}
+
+/* ---- the evictor ahead of the puts (eviction on put off) ----------------------------- */
 
 /* Puts 50 ms apart: a put rate (meta_evict_due()) of a few bytes, so the
  * evictor wakes at the high watermark. */
@@ -247,6 +406,11 @@ static void test_background_multi_replica(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_on_put_keeps_watermark, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_on_put_bounded, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_on_put_skips_leased, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_on_put_batch, setup_ev, teardown),
+		cmocka_unit_test_setup_teardown(test_on_put_needs_evict_on_full, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_background_watermarks, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_wake, setup_ev, teardown),
 		cmocka_unit_test_setup_teardown(test_evict_wake_burst, setup_ev, teardown),

@@ -8,7 +8,11 @@
  * admin evictions and remounts a segment with a new endpoint (its node
  * restarted), one drives the clock, ticks (watermark eviction) and runs
  * mc_meta_check() meanwhile.  Every PutStart that finds no space
- * evicts (evict_on_full), so eviction always runs beside writers.
+ * evicts (evict_on_full), so eviction always runs beside writers.  Twice:
+ * with eviction on put (the default: a put past the high watermark evicts
+ * the excess) and a real oplog in /tmp (the watermark victims' blocks held
+ * until their DELETE is durable, then given back by puts and ticks), and
+ * without either (only the tick's watermark eviction).
  *
  * Afterwards:
  *   - every result was one the operation may give, every replica view lay
@@ -22,7 +26,7 @@
  *   - once everything is removed: nothing allocated, charged, pinned or
  *     grouped.
  *
- * Bounded in time (MC_STRESS_MS, default 2000 ms).  Under ThreadSanitizer
+ * Bounded in time (MC_STRESS_MS, default 2000 ms, half for each run).  Under ThreadSanitizer
  * (make test-tsan) run it with TSAN_OPTIONS=detect_deadlocks=0:
  * mc_meta_check() holds all 1024 shard locks at once, more than TSan's
  * deadlock detector can track.
@@ -41,7 +45,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "master/meta.h"
+#include "master/oplog.h"
 #include "mooncake/error.h"
 #include "util/rand.h"
 
@@ -517,8 +524,11 @@ static uint64_t run_ms(void)
 	return v > 0 && v <= 600000 ? (uint64_t)v : 2000;
 }
 
-static void test_evict_stress(void **state)
+static void evict_stress(bool on_put)
 {
+	struct mc_oplog_config oc = { .sync = true };
+	struct mc_oplog *log = NULL;
+	char dir[64];
 	struct mc_meta_config cfg;
 	pthread_t evictor, clock;
 	struct mc_meta_stats st;
@@ -535,8 +545,17 @@ static void test_evict_stress(void **state)
 	cfg.allow_evict_soft_pinned = true;
 	cfg.eviction_high_watermark = 0.90;
 	cfg.eviction_low_watermark = 0.80;
+	cfg.evict_on_put = on_put;
 	cfg.clock = test_clock_of(&CLK);
+	__atomic_store_n(&STRESS_STOP, 0, __ATOMIC_RELEASE);
+	ADMIN_EVICTIONS = TICKS = CHECKS = 0;
+	MAX_FILL = 0;
 	assert_rc(mc_meta_new(&cfg, &M), 0);
+	snprintf(dir, sizeof(dir), "/tmp/test-meta-evict-stress.%d", (int)getpid());
+	if (on_put) {
+		assert_rc(mc_oplog_open_local(dir, &oc, &log, NULL), 0);
+		mc_meta_set_oplog(M, log);
+	}
 	for (int i = 0; i < NSEGS; i++)
 		assert_rc(mount_s(i, 0), 0);
 	assert_rc(mc_meta_set_quota(M, tref(1), QUOTA_T1), 0);
@@ -551,7 +570,7 @@ static void test_evict_stress(void **state)
 		assert_int_equal(pthread_create(&W[i].th, NULL, worker_main, &W[i]), 0);
 	assert_int_equal(pthread_create(&evictor, NULL, evictor_main, NULL), 0);
 	assert_int_equal(pthread_create(&clock, NULL, clock_main, NULL), 0);
-	sleep_us((long)run_ms() * 1000L);
+	sleep_us((long)run_ms() * 500L);
 	stress_stop();
 	for (int i = 0; i < NWORKERS; i++)
 		pthread_join(W[i].th, NULL);
@@ -638,6 +657,8 @@ static void test_evict_stress(void **state)
 		removed += n;
 	}
 	assert_int_equal(removed, listed);
+	if (log)   /* the held blocks come back once their DELETEs are durable */
+		assert_rc(mc_oplog_wait_durable(log, mc_oplog_last_seq(log)), 0);
 	mc_meta_tick(M);
 	mc_meta_get_stats(M, &st);
 	assert_int_equal(st.objects, 0);
@@ -654,13 +675,31 @@ static void test_evict_stress(void **state)
 	}
 	free(all.spans);
 	assert_rc(mc_meta_check(M), 0);
+	if (log) {
+		mc_meta_set_oplog(M, NULL);
+		mc_oplog_close(log);
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
 	M = mc_meta_free(M);
+}
+
+static void test_evict_stress_on_put(void **state)
+{
+	evict_stress(true);
+}
+
+static void test_evict_stress_background(void **state)
+{
+	evict_stress(false);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_evict_stress),
+		cmocka_unit_test(test_evict_stress_on_put),
+		cmocka_unit_test(test_evict_stress_background),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -469,12 +469,7 @@ static void test_upsert_lost_record(void **state)
 	assert_rc(mc_oplog_wait_durable(l, mc_meta_oplog_pending(NULL)), 0);
 	assert_rc(mc_meta_put_start(m, client_id(2), ref_str(""), ref_str("k"), 40, &uc, NULL, NULL), 0);
 
-	char *seg = th_seg_path(dir, 1);
-	int fd = th_find_fd(seg), full = open("/dev/full", O_WRONLY);
-	assert_true(fd >= 0 && full >= 0);
-	assert_int_equal(dup2(full, fd), fd);	/* writes now fail with ENOSPC */
-	close(full);
-	free(seg);
+	assert_int_equal(th_fail_writes(dir), 0);   /* writes now fail with ENOSPC */
 	/* A record that fails on its way to the disk makes the log fail... */
 	assert_rc(mc_meta_set_quota(m, ref_str("t"), 1), 0);
 	assert_rc(mc_oplog_wait_durable(l, mc_meta_oplog_pending(NULL)), MC_ERR_PERSISTENT_FAIL);
