@@ -587,13 +587,19 @@ uint64_t meta_reclaim_preferred_locked(struct mc_meta *m, uint64_t size,
 #define EVICT_RATE_MS 5u    /* a few ticks of the coarse clock meta_now() reads */
 #define EVICT_LEAD_MS 20u
 
+/* The live bytes of s above which it is over the high watermark. */
+static uint64_t high_mark(const struct mc_meta *m, const struct mc_segment *s)
+{
+	return (uint64_t)(m->cfg.eviction_high_watermark * (double)s->size);
+}
+
 bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
 {
 	double high = m->cfg.eviction_high_watermark;
 	if (high >= 1.0)
 		return false;
 	if (meta_evicts_on_put(m))   /* the puts keep it there: no lead */
-		return (double)mc_segment_live(s) > high * (double)s->size;
+		return mc_segment_live(s) > high_mark(m, s);
 	uint64_t mark = __atomic_load_n(&s->rate_ms, __ATOMIC_RELAXED);
 	uint64_t rate = __atomic_load_n(&s->rate_bytes, __ATOMIC_RELAXED);
 	if (now >= mark + EVICT_RATE_MS &&
@@ -611,14 +617,13 @@ bool meta_evict_due(struct mc_meta *m, struct mc_segment *s, uint64_t now)
 
 void meta_evict_on_put_locked(struct mc_meta *m, const struct meta_touched *t)
 {
-	double high = m->cfg.eviction_high_watermark;
 	bool wake = false;
 	for (uint32_t i = 0; i < t->n; i++) {
 		struct mc_segment *s = mc_segmgr_get(&m->segs, t->slot[i]);
 		if (!s || __atomic_load_n(&s->status, __ATOMIC_ACQUIRE) != MC_SEG_OK)
 			continue;
 		meta_release_held_locked(m, s);   /* the last puts' victims, durable by now */
-		uint64_t mark = (uint64_t)(high * (double)s->size), live = mc_segment_live(s);
+		uint64_t mark = high_mark(m, s), live = mc_segment_live(s);
 		if (live <= mark)
 			continue;
 		/* A budget of steps (victims, and the switch to the soft-pinned

@@ -93,7 +93,6 @@ struct mc_meta {
 	uint64_t away_lost;                 /* ... not remembered (full) */
 	uint64_t free_seq;                  /* the last logged DELETE (it freed space) */
 	uint64_t free_seq_durable;          /* a free_seq value seen durable (no wait for it) */
-	uint64_t held_durable;              /* a seq seen durable by meta_log_seq_state() (atomic) */
 	void (*evict_wake)(void *ctx);      /* mc_meta_set_evict_wake() */
 	void *evict_wake_ctx;
 	bool evict_woken;                   /* evict_wake called, the evictor not run yet */

@@ -258,20 +258,13 @@ int meta_log_del_held(struct mc_meta *m, const struct mc_object *o, uint64_t *re
 	return append_seq(m, &r, false, ret_seq);
 }
 
+/* Asks the log each time: a later record durable says nothing of one in a
+ * lost episode before it. */
 int meta_log_seq_state(void *ctx, uint64_t seq)
 {
 	struct mc_meta *m = ctx;
 	struct mc_oplog *l = __atomic_load_n(&m->oplog, __ATOMIC_ACQUIRE);
-	if (seq <= __atomic_load_n(&m->held_durable, __ATOMIC_RELAXED))
-		return 0;
-	int st = l ? mc_oplog_poll(l, seq) : 1;   /* no log any more: shutting down */
-	if (st != 0)
-		return st;
-	uint64_t cur = __atomic_load_n(&m->held_durable, __ATOMIC_RELAXED);
-	while (cur < seq && !__atomic_compare_exchange_n(&m->held_durable, &cur, seq, false,
-							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-	return 0;
+	return l ? mc_oplog_poll(l, seq) : 1;   /* no log any more: shutting down */
 }
 
 int meta_log_replace(struct mc_meta *m, const struct mc_object *o)

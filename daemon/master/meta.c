@@ -341,10 +341,10 @@ static void object_free(struct mc_meta *m, struct mc_object *o, uint64_t release
 		else if (!hold_seq)
 			mc_segment_release_block(s, r->node);
 		else if (mc_segment_hold_block(s, r->node, hold_seq) < 0) {
-			/* no memory to hold it: freed now, and waited for */
+			/* no memory to hold it (never for MC_HOLD_FOREVER): freed
+			 * now, and waited for */
 			mc_segment_release_block(s, r->node);
-			if (hold_seq != MC_HOLD_FOREVER)
-				meta_log_freed(m, hold_seq);
+			meta_log_freed(m, hold_seq);
 		}
 	}
 	if (o->flags & MC_OBJ_SOFT_PIN)
