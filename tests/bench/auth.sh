@@ -50,7 +50,6 @@ cluster() {
 cluster plain
 cluster secret --cluster_secret_file="$tmp/cluster.secret"
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # bench ARGS...: RUNS runs on each cluster, alternating; outputs in $tmp/out.plain / .secret
 bench() {
 	: >"$tmp/out.plain"; : >"$tmp/out.secret"

@@ -30,6 +30,27 @@ wait_fold() {
 	MC_BENCH_START_S=${MC_BENCH_START_S:-120} wait_log "$1" "$2" "segment memory .* pages"
 }
 
+# median: the median of the numbers on stdin, one a line (of an even
+# count, the lower of the middle two)
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+# median_ci: "MEDIAN LO HI" of the numbers on stdin, one a line: the median
+# and a distribution-free 95% confidence interval of it (order statistics:
+# the k-th smallest and k-th largest, k the largest with
+# P(Binomial(n, 1/2) < k) <= 2.5%; with fewer than 6 numbers, their range)
+median_ci() {
+	sort -g | awk '{v[NR]=$1} END {
+		n = NR; if (!n) exit
+		k = 1; p = 0.5 ^ n; c = p	# c: P(X <= k - 1)
+		while (k < n / 2) {
+			p = p * (n - k + 1) / k	# P(X = k)
+			if (c + p > 0.025) break
+			c += p; k++
+		}
+		if (c > 0.025) k = 1		# n < 6: no interval that narrow
+		print v[int((n + 1) / 2)], v[k], v[n + 1 - k] }'
+}
+
 # cpu_ms PID: the CPU time (user + system) PID has used, in ms
 cpu_ms() {
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / hz }' \

@@ -84,7 +84,6 @@ M=127.0.0.1:$mport
 wait_fold cluster "$tmp/node.log" "$shm"
 grep -o "segment memory .*" "$tmp/node.log" | sed 's/^/cluster node: /' || true
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # runs CMD...: CMD's output of RUNS runs into $tmp/out (space is freed
 # between runs: the lease, then the write grants, have ended)
 settle() { sleep 6.2; }

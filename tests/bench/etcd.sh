@@ -48,7 +48,6 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { if (a != "" && b > 0) printf "etcd ratio %s %.2f\n", n, a / b }'; }
 
 cp=$(free_port); pp=$(free_port)

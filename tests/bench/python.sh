@@ -72,7 +72,6 @@ settle() {
 	done
 	echo "python: the master still holds ${a:-?} bytes after 60 s" >&2
 }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # kv ARGS...: store_kv_bench on keys of its own (a put of a key an earlier
 # run wrote fails at once, and its failures would count as fast puts); a run
 # whose timed phases saw errors prints them and no figure.
