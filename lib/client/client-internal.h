@@ -76,8 +76,11 @@ void mc_pool_put(struct mc_pool *p, struct mc_conn *cn);
 int mc_pool_call(struct mc_pool *p, struct mc_conn **cn, uint16_t op, const void *req,
 		 void *resp, struct mc_rpc_attach *at);
 
-/* A shared-memory segment of a node, mapped in this process. */
+/* A shared-memory segment of a node, mapped in this process.  Immutable
+ * once on its node's list (but for the warm bits), and freed only with
+ * the client. */
 struct mc_shm_seg {
+	struct mc_shm_seg *next;
 	struct mc_uuid id;
 	uint8_t *base;		/* NULL: not usable here (no file, wrong size) */
 	uint64_t size;
@@ -85,14 +88,19 @@ struct mc_shm_seg {
 };
 #define MC_SHM_WARM (64u << 10)
 
-/* A node data endpoint: its connections and what we know of its segments. */
+/* A node data endpoint: its connections and what we know of its segments.
+ * Lists that only grow until the client is destroyed, read without a lock
+ * (a get over shared memory looks up its node and segment each time: a
+ * mutex every thread takes is a cache line that moves between the cores
+ * at every get): the client's nodes and each node's segments.  An entry
+ * is filled in, then published at the head with a release store, under
+ * the list's mutex (c->nodes_mu, n->shm_mu), which only writers take. */
 struct mc_node {
 	struct mc_node *next;
 	char endpoint[MC_MAX_SEGMENT_NAME + 1];
 	struct mc_pool pool;
 	pthread_mutex_t shm_mu;
-	struct mc_shm_seg *segs;
-	unsigned nsegs;
+	struct mc_shm_seg *segs;	/* atomic: the head of the list */
 	uint64_t down_until_ms;	/* a transfer failed: try this node last until then (atomic) */
 	struct mc_rdma_peer *rdma;	/* client-rdma.c's QPs to it; NULL: none yet (atomic) */
 	bool no_end;		/* it (or its master) cannot end puts: DATA_WRITE_END
@@ -277,8 +285,8 @@ struct mc_client {
 	size_t secret_len, token_len;
 	struct mc_rpc_cred cred;	/* both, and id: every connection's handshake */
 	struct mc_pool mpool;		/* the master */
-	pthread_mutex_t nodes_mu;
-	struct mc_node *nodes;
+	pthread_mutex_t nodes_mu;	/* adding to nodes */
+	struct mc_node *nodes;		/* atomic: the head (struct mc_node) */
 	pthread_mutex_t bufs_mu;
 	struct mc_regbuf *bufs;
 	size_t nbufs, bufs_cap;

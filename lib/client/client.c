@@ -254,22 +254,32 @@ MC_API void mc_buf_free(void *buf)
 
 /* ---- nodes ------------------------------------------------------------------ */
 
+static struct mc_node *node_find(struct mc_node *n, struct mc_bytes ep)
+{
+	for (; n; n = n->next)
+		if (strlen(n->endpoint) == ep.len && memcmp(n->endpoint, ep.p, ep.len) == 0)
+			return n;
+	return NULL;
+}
+
 int mc_client_node(struct mc_client *c, struct mc_bytes ep, struct mc_node **ret)
 {
 	if (ep.len == 0 || ep.len > MC_MAX_SEGMENT_NAME || memchr(ep.p, 0, ep.len))
 		return MC_ERR_INVALID_REPLICA;
+	struct mc_node *n = node_find(__atomic_load_n(&c->nodes, __ATOMIC_ACQUIRE), ep);
+	if (n) {
+		*ret = n;
+		return 0;
+	}
 	pthread_mutex_lock(&c->nodes_mu);
-	struct mc_node *n;
-	for (n = c->nodes; n; n = n->next)
-		if (strlen(n->endpoint) == ep.len && memcmp(n->endpoint, ep.p, ep.len) == 0)
-			break;
+	n = node_find(c->nodes, ep);	/* added since */
 	if (!n && (n = calloc(1, sizeof(*n)))) {
 		memcpy(n->endpoint, ep.p, ep.len);
 		mc_pool_init(&n->pool, n->endpoint, ep.len, c->timeout_ms, 0);
 		n->pool.cred = &c->cred;
 		pthread_mutex_init(&n->shm_mu, NULL);
 		n->next = c->nodes;
-		c->nodes = n;
+		__atomic_store_n(&c->nodes, n, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&c->nodes_mu);
 	if (!n)

@@ -121,11 +121,11 @@ void mc_shm_populate(const struct mc_target *t, uint64_t len, bool write)
 		__atomic_fetch_or(&t->warm[u / 64], 1ull << (u % 64), __ATOMIC_RELAXED);
 }
 
-static struct mc_shm_seg *find(struct mc_node *n, struct mc_uuid id)
+static struct mc_shm_seg *find(struct mc_shm_seg *s, struct mc_uuid id)
 {
-	for (unsigned i = 0; i < n->nsegs; i++)
-		if (mc_uuid_eq(n->segs[i].id, id))
-			return &n->segs[i];
+	for (; s; s = s->next)
+		if (mc_uuid_eq(s->id, id))
+			return s;
 	return NULL;
 }
 
@@ -134,26 +134,24 @@ uint8_t *mc_shm_locate(struct mc_client *c, struct mc_node *n, struct mc_uuid id
 {
 	if (!c->use_shm)
 		return NULL;
-	pthread_mutex_lock(&n->shm_mu);
-	struct mc_shm_seg *s = find(n, id);
+	/* without a lock: see struct mc_node */
+	struct mc_shm_seg *s = find(__atomic_load_n(&n->segs, __ATOMIC_ACQUIRE), id);
 	if (!s && path.len) {
-		struct mc_shm_seg *ns = realloc(n->segs, (n->nsegs + 1) * sizeof(*ns));
-		if (ns) {
-			n->segs = ns;
-			s = &ns[n->nsegs++];
-			*s = (struct mc_shm_seg){ .id = id };
+		pthread_mutex_lock(&n->shm_mu);
+		if (!(s = find(n->segs, id)) && (s = calloc(1, sizeof(*s)))) {
+			s->id = id;
 			s->base = map_file(id, path, &s->size);
 			if (s->base)   /* NULL: populated every time */
 				s->warm = calloc(s->size / MC_SHM_WARM / 64 + 1, sizeof(uint64_t));
+			s->next = n->segs;
+			__atomic_store_n(&n->segs, s, __ATOMIC_RELEASE);
 		}
+		pthread_mutex_unlock(&n->shm_mu);
 	}
-	uint8_t *p = NULL;
-	if (s && s->base && off <= s->size && len <= s->size - off) {
-		p = s->base + off;
-		*ret_warm = s->warm;
-	}
-	pthread_mutex_unlock(&n->shm_mu);
-	return p;
+	if (!s || !s->base || off > s->size || len > s->size - off)
+		return NULL;
+	*ret_warm = s->warm;
+	return s->base + off;
 }
 
 bool mc_shm_reaches(struct mc_client *c, const struct mc_replica_desc *reps, uint32_t n)
@@ -173,12 +171,13 @@ bool mc_shm_reaches(struct mc_client *c, const struct mc_replica_desc *reps, uin
 
 void mc_shm_unmap_all(struct mc_node *n)
 {
-	for (unsigned i = 0; i < n->nsegs; i++)
-		if (n->segs[i].base) {
-			munmap(n->segs[i].base, (size_t)n->segs[i].size);
-			free(n->segs[i].warm);
-		}
-	free(n->segs);
+	struct mc_shm_seg *s, *nx;
+	for (s = n->segs; s; s = nx) {
+		nx = s->next;
+		if (s->base)
+			munmap(s->base, (size_t)s->size);
+		free(s->warm);
+		free(s);
+	}
 	n->segs = NULL;
-	n->nsegs = 0;
 }

@@ -29,6 +29,10 @@
  *   - A stress of 6 threads sharing two clients (TCP striped, shared memory)
  *     with batch puts, gets and removes, bytes checked (also under TSan:
  *     tests.mk TSAN_TESTS).
+ *   - First use together: 8 threads get an object with a replica on each
+ *     node at once through a fresh co-located client, which looks its
+ *     nodes and mapped segments up without a lock while the others add
+ *     them (struct mc_node): bytes exact, on 6 fresh clients.
  *   - fork(): the child frees the parent's client without waiting for its
  *     threads, and stripes with a client of its own.
  *
@@ -705,6 +709,61 @@ static void test_stress(void **state)
 	mc_client_free(shm);
 }
 
+enum { FTHREADS = 8, FROUNDS = 6, FIRST_SZ = 100000 };
+
+struct first {
+	struct mc_client *c;
+	pthread_barrier_t *start;
+	const uint8_t *want;
+	int fails;
+};
+
+static void *first_run(void *arg)
+{
+	struct first *f = arg;
+	uint8_t *out = malloc(FIRST_SZ);
+	size_t len = 0;
+	pthread_barrier_wait(f->start);
+	if (!out || mc_get_into(f->c, "first-use", 9, out, FIRST_SZ, &len) != 0 || len != FIRST_SZ ||
+	    memcmp(out, f->want, FIRST_SZ) != 0)
+		f->fails++;
+	free(out);
+	return NULL;
+}
+
+static void test_first_use(void **state)
+{
+	NEED_NODE();
+	struct mc_client *w = client_x(NULL, false, 0, 0, 30000);
+	uint8_t *data = malloc(FIRST_SZ);
+	assert_non_null(data);
+	fill(data, FIRST_SZ, 91);
+	unsigned placed = 0;
+	struct mc_put_opts po = { .sz = sizeof(po), .replicas = 2, .placed = &placed };
+	assert_int_equal(mc_put(w, "first-use", 9, data, FIRST_SZ, &po), 0);
+	assert_int_equal(placed, 2);
+	for (int r = 0; r < FROUNDS; r++) {
+		struct mc_client *c = client_x(NULL, true, 0, 0, 30000);
+		pthread_barrier_t start;
+		pthread_t th[FTHREADS];
+		struct first f[FTHREADS];
+		pthread_barrier_init(&start, NULL, FTHREADS);
+		for (int i = 0; i < FTHREADS; i++) {
+			f[i] = (struct first){ .c = c, .start = &start, .want = data };
+			assert_int_equal(pthread_create(&th[i], NULL, first_run, &f[i]), 0);
+		}
+		for (int i = 0; i < FTHREADS; i++) {
+			pthread_join(th[i], NULL);
+			assert_int_equal(f[i].fails, 0);
+		}
+		pthread_barrier_destroy(&start);
+		mc_client_free(c);
+	}
+	assert_int_equal(mc_remove(w, "first-use", 9, true), 0);
+	mc_client_free(w);
+	free(data);
+}
+
 /* A child of fork() has none of the client's transfer threads: freeing the
  * client there does not wait for them, and a striped transfer there runs on
  * threads of its own.  The parent's client goes on working. */
@@ -758,6 +817,7 @@ int main(void)
 		cmocka_unit_test(test_batch_over_room),
 		cmocka_unit_test(test_node_failure),
 		cmocka_unit_test(test_stress),
+		cmocka_unit_test(test_first_use),
 		cmocka_unit_test(test_fork),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
