@@ -255,7 +255,8 @@ teardown() {
 	[ "$(grep -c 'no resume snapshot until' "$MC_DIR/master-a.log")" -eq 1 ]
 	start_etcd
 	wait_put_ok a
-	grep -q 'oplog resumed after snapshot' "$MC_DIR/master-a.log"
+	# logged once the resume returned: a put may get in before the line
+	_mc_wait_line "$MC_DIR/master-a.log" '.*\(oplog resumed after snapshot\).*' "${HA_PID[a]}"
 	[ "$(grep -c 'no resume snapshot until' "$MC_DIR/master-a.log")" -eq 1 ]
 	[ "$(health a | jq -r .status)" = ok ]
 	kill -0 "${HA_PID[a]}"
