@@ -34,8 +34,8 @@ wait_fold() {
 # count, the lower of the middle two)
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-# median_ci: "MEDIAN LO HI" of the numbers on stdin, one a line: the median
-# and a distribution-free 95% confidence interval of it (order statistics:
+# median_ci: "MEDIAN LO HI N" of the N numbers on stdin, one a line: the
+# median and a distribution-free 95% confidence interval of it (order statistics:
 # the k-th smallest and k-th largest, k the largest with
 # P(Binomial(n, 1/2) < k) <= 2.5%; with fewer than 6 numbers, their range)
 median_ci() {
@@ -48,7 +48,7 @@ median_ci() {
 			c += p; k++
 		}
 		if (c > 0.025) k = 1		# n < 6: no interval that narrow
-		print v[int((n + 1) / 2)], v[k], v[n + 1 - k] }'
+		print v[int((n + 1) / 2)], v[k], v[n + 1 - k], n }'
 }
 
 # cpu_ms PID: the CPU time (user + system) PID has used, in ms

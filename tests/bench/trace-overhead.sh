@@ -142,15 +142,14 @@ per_round() {
 }
 # report WHAT NAME FIELD SIGN: "trace WHAT NAME M% (95% CI LO..HI%, N rounds)"
 report() {
-	local k
-	k=$(per_round "$2" "$3" "$4" | wc -l)
-	per_round "$2" "$3" "$4" | median_ci | awk -v w="$1" -v n="$2" -v k="$k" \
-		'{ printf "trace %s %s %.1f%% (95%% CI %.1f..%.1f%%, %d rounds)\n", w, n, $1, $2, $3, k }'
+	per_round "$2" "$3" "$4" | median_ci | awk -v w="$1" -v n="$2" \
+		'{ printf "trace %s %s %.1f%% (95%% CI %.1f..%.1f%%, %d rounds)\n", w, n, $1, $2, $3, $4 }'
 }
 for p in $PATHS; do
 	n="${p}4k_c$CONC"
-	[ -n "$(pick detached "$n" 4)" ] || continue
-	echo "trace ${n}_detached $(pick detached "$n" 4) ops/s"
+	d=$(pick detached "$n" 4)
+	[ -n "$d" ] || continue
+	echo "trace ${n}_detached $d ops/s"
 	echo "trace ${n}_attached $(pick attached "$n" 4) ops/s"
 	report loss "$n" 4 1
 	echo "trace ${n}_cpu_detached $(pick detached "$n" 5) us/op"
