@@ -5,7 +5,9 @@
 #   durable:  our default (oplog_sync=true: a put is answered once its
 #             record is fsynced)  vs  Redis appendonly yes + appendfsync always
 #   fast:     oplog_sync=false    vs  Redis with its defaults
-# at 1, 16 and 64 clients (TCP data path), with p50/p99/p999 at 16 clients
+# at 1, 16 and 64 clients (TCP data path); at 16 and 64 clients Redis is
+# driven two ways, redis-benchmark's one thread and its threads of one
+# connection each (rb below: the shape of client-bench); p50/p99/p999 at 16 clients
 # (Redis prints p50 and p99 only), and the CPU time of a put at 16 clients,
 # per process, against a SET's (cpu_per_put below).  The gets run with the client's
 # descriptor cache (the default): each thread cycles over a hot set of the
@@ -87,9 +89,10 @@ path_counts() {
 # and the node from /proc), against a Redis SET's (redis-benchmark and
 # redis-server), 16000 each, the median of RUNS runs: CPU time, which load
 # changes far less than throughput.  On 2 vCPUs, where every process of a
-# run shares the CPUs, its inverse bounds the ops/s.
+# run shares the CPUs, its inverse bounds the ops/s.  The SETs also from
+# redis-benchmark's threads (rb "threads"): what its driver costs then.
 cpu_per_put() {
-	local n=16000 i m0 n0 r0 cc rc
+	local n=16000 i m0 n0 r0 cc rc tc
 	: >"$tmp/cpu"
 	for ((i = 0; i < RUNS; i++)); do
 		m0=$(cpu_ms "${cpids[0]}"); n0=$(cpu_ms "${cpids[1]}")
@@ -97,15 +100,19 @@ cpu_per_put() {
 		echo -n "$cc $(($(cpu_ms "${cpids[0]}") - m0)) $(($(cpu_ms "${cpids[1]}") - n0)) " >>"$tmp/cpu"
 		r0=$(cpu_ms "$rpid")
 		cpu_of rc redis-benchmark -p "$rport" -q -t set -d 4096 -c 16 -n "$n" -r 100000
-		echo "$rc $(($(cpu_ms "$rpid") - r0))" >>"$tmp/cpu"
+		echo -n "$rc $(($(cpu_ms "$rpid") - r0)) " >>"$tmp/cpu"
+		r0=$(cpu_ms "$rpid")
+		cpu_of tc redis-benchmark -p "$rport" -q -t set -d 4096 -c 16 --threads 16 -n "$n" -r 100000
+		echo "$tc $(($(cpu_ms "$rpid") - r0))" >>"$tmp/cpu"
 		sleep 4.2
 	done
-	for col in 1 2 3 4 5; do
+	for col in 1 2 3 4 5 6 7; do
 		awk -v c=$col -v n=$n '{ print $c * 1000 / n }' "$tmp/cpu" | median
 	done | paste -sd' ' | awk -v m="$name" '{
 		us = $1 + $2 + $3; rs = $4 + $5
 		printf "durable %s_put4k_c16_cpu_us client %g master %g node %g total %g us\n", m, $1, $2, $3, us
 		printf "durable redis_%s_set4k_c16_cpu_us benchmark %g server %g total %g us\n", m, $4, $5, rs
+		printf "durable redis_%s_set4k_c16_threads_cpu_us benchmark %g server %g total %g us\n", m, $6, $7, $6 + $7
 		if (us > 0) printf "durable ratio %s_put4k_c16_cpu_redis_vs_ours %.2f\n", m, rs / us }'
 }
 stop_cluster() { kill "${cpids[@]}" 2>/dev/null || true; wait "${cpids[@]}" 2>/dev/null || true; }
@@ -121,12 +128,17 @@ redis() {
 	pids+=($!)
 	for _ in $(seq 1 50); do redis-cli -p "$R" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
-# rb PORT TEST CONC COLUMN: the median of COLUMN (2 rps, 5 p50, 7 p99 in ms) of RUNS runs
-# (GETs read the 1000 keys redis_fill set: all exist, a 4 KiB reply as ours)
+# rb PORT TEST CONC COLUMN [threads]: the median of COLUMN (2 rps, 5 p50,
+# 7 p99 in ms) of RUNS runs (GETs read the 1000 keys redis_fill set: all
+# exist, a 4 KiB reply as ours).  redis-benchmark drives its CONC
+# connections from one thread, one event loop: a reply that comes while it
+# runs costs it no wake-up.  With "threads", from CONC threads of one
+# connection each (--threads CONC): each thread sleeps until its reply
+# comes, as each of client-bench's CONC threads does in a blocking call.
 rb() {
 	for _ in $(seq 1 "$RUNS"); do
 		redis-benchmark -p "$1" -q --csv -t "$2" -d 4096 -c "$3" -n $((5000 + $3 * 500)) \
-			-r "$([ "$2" = get ] && echo 1000 || echo 100000)" |
+			${5:+--threads "$3"} -r "$([ "$2" = get ] && echo 1000 || echo 100000)" |
 			awk -F'"' -v c=$(( $4 * 2 )) 'NR == 2 {print $c}'
 	done | median
 }
@@ -169,6 +181,13 @@ for mode in true false; do
 		ratio "${name}_put4k_c${c}_vs_redis_set" "$put" "$rset"
 		ratio "${name}_get4k_c${c}_vs_redis_get" "$get" "$rget"
 		ratio "${name}_uncached_get4k_c${c}_vs_redis_get" "$uget" "$rget"
+		if [ "$c" != 1 ]; then   # Redis driven as client-bench drives us (rb)
+			rsett=$(rb "$rport" set "$c" 2 threads); rgett=$(rb "$rport" get "$c" 2 threads)
+			echo "durable redis_${name}_set4k_c${c}_threads $rsett ops/s"
+			echo "durable redis_${name}_get4k_c${c}_threads $rgett ops/s"
+			ratio "${name}_put4k_c${c}_vs_redis_set_threads" "$put" "$rsett"
+			ratio "${name}_get4k_c${c}_vs_redis_get_threads" "$get" "$rgett"
+		fi
 		if [ "$mode" = false ]; then   # a hot set, through the descriptor cache (client.h)
 			: > "$tmp/hot"   # its own file: the latencies below are the runs' above
 			for _ in $(seq 1 "$RUNS"); do
