@@ -97,7 +97,7 @@ bench: $(BENCH_BINS)
 # more than TSan's deadlock detector can track (64); it is not a finding.
 TSAN_O     ?= .output-tsan
 TSAN_TESTS := test-fsroot test-node-segment-huge test-tracebuf test-meta-stress test-meta-upsert test-meta-evict-stress test-meta-evict-yield test-meta-offload test-offalloc test-offalloc-random test-oplog-stress test-oplog-etcd test-rpc-server test-grant test-rpc-admit \
-              test-meta-tenants test-log test-rpc-durable \
+              test-meta-tenants test-log test-rpc-durable test-rpc-conn \
               test-metrics test-disk test-client-xfer test-client-cache test-client-failover test-node-stage test-node-end test-node-data test-node-data-grant
 .PHONY: test-tsan
 test-tsan:

@@ -123,6 +123,12 @@ struct mc_client_opts {
 	 * node copies them once, straight from the caller's pages). */
 	int tcp_splice;		  /* > 0: on; < 0: off; 0: off when $MC_TCP_SPLICE is "0",
 				     else on */
+	/* How long a call to the master or a node polls for its reply before it
+	 * sleeps, while replies come that quickly (a loaded server's do not: then
+	 * it sleeps at once).  Waking a sleeping thread is most of a quick round
+	 * trip's time; polling spends CPU instead (one thread per 4 CPUs at most). */
+	int rpc_spin_us;	  /* > 0: that many us, at most 1000; < 0: never poll; 0:
+				     $MC_RPC_SPIN_US (0 there: never), else 50 */
 };
 
 /*

@@ -46,6 +46,7 @@ struct mc_pool {
 	int failover_ms;		/* a list: how long a call waits for a leader (client-pool.c) */
 	int remount_ms;			/* how long a read waits for its node's remount (ditto) */
 	const struct mc_rpc_cred *cred;	/* the handshake's (the client's); NULL: none */
+	unsigned spin_us;		/* of its connections (rpc-conn.h); 0: none */
 	struct mc_conn *idle;
 	unsigned nidle;
 };
@@ -278,6 +279,7 @@ struct mc_client {
 	uint64_t test_read_delay_ms;	/* MC_TEST_READ_DELAY_MS (test hook, see client.c) */
 	uint64_t test_write_delay_ms;	/* MC_TEST_FS_WRITE_DELAY_MS: a DISK/DFS write
 					 * sleeps this long halfway (test hook) */
+	unsigned rpc_spin_us;		/* rpc_spin_us (client.h); 0: never */
 	unsigned tcp_stripes;		/* tcp_stripes, tcp_stripe_size (client.h) */
 	uint64_t tcp_stripe_size;
 	bool tcp_splice;		/* tcp_splice (client.h) */

@@ -111,6 +111,7 @@ static int pool_get(struct mc_pool *p, struct mc_conn **ret, bool *no_leader_can
 		free(cn);
 		return r;
 	}
+	mc_rpc_conn_set_spin(cn->rpc, p->spin_us);
 	*ret = cn;
 	return 0;
 }

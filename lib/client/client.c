@@ -32,6 +32,7 @@
  * loopback_rtt_after_idle). */
 #define DEFAULT_TCP_STRIPE_SIZE (1u << 20)
 #define MIN_TCP_STRIPE_SIZE (64u << 10)
+#define DEFAULT_RPC_SPIN_US 50
 #define DEFAULT_LIST_LIMIT 1000u
 
 /* The first published version of each options struct ends at this field. */
@@ -179,6 +180,10 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 		c->tcp_stripes = DEFAULT_TCP_STRIPES;
 	if (!c->tcp_stripe_size)
 		c->tcp_stripe_size = DEFAULT_TCP_STRIPE_SIZE;
+	const char *se = getenv("MC_RPC_SPIN_US");
+	int spin = o.rpc_spin_us ? o.rpc_spin_us :
+		   se && *se ? env_int("MC_RPC_SPIN_US") : DEFAULT_RPC_SPIN_US;
+	c->rpc_spin_us = spin > 0 ? (unsigned)spin : 0;
 	const char *ts = getenv("MC_TCP_SPLICE");
 	c->tcp_splice = o.tcp_splice > 0 || (o.tcp_splice == 0 && !(ts && !strcmp(ts, "0")));
 	const char *dc = getenv("MC_CACHE_DESCRIPTORS");
@@ -187,6 +192,7 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	uint64_t entries = o.descriptor_cache_entries ? o.descriptor_cache_entries
 						      : env_u64("MC_CACHE_ENTRIES");
 	if (c->tcp_stripes > MC_CREW_MAX || c->tcp_stripe_size < MIN_TCP_STRIPE_SIZE ||
+	    c->rpc_spin_us > MC_RPC_SPIN_MAX_US ||
 	    entries > MC_DCACHE_MAX_ENTRIES) {
 		mc_hs_key_free(c->secret, c->secret_len);
 		mc_hs_key_free(c->token, c->token_len);
@@ -211,6 +217,7 @@ MC_API int mc_client_new(const struct mc_client_opts *opts, struct mc_client **r
 	mc_pool_init(&c->mpool, c->master, strlen(c->master), c->timeout_ms,
 		     fw == 0 ? DEFAULT_FAILOVER_WAIT_MS : fw);
 	c->mpool.cred = &c->cred;
+	c->mpool.spin_us = c->rpc_spin_us;
 
 	/* Reach the master once now: a wrong address fails here, not later. */
 	struct mc_conn *cn = NULL;
@@ -277,6 +284,7 @@ int mc_client_node(struct mc_client *c, struct mc_bytes ep, struct mc_node **ret
 		memcpy(n->endpoint, ep.p, ep.len);
 		mc_pool_init(&n->pool, n->endpoint, ep.len, c->timeout_ms, 0);
 		n->pool.cred = &c->cred;
+		n->pool.spin_us = c->rpc_spin_us;
 		pthread_mutex_init(&n->shm_mu, NULL);
 		n->next = c->nodes;
 		__atomic_store_n(&c->nodes, n, __ATOMIC_RELEASE);

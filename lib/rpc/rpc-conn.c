@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,6 +30,9 @@ struct mc_rpc_conn {
 	bool broken;
 	uint32_t next_id;
 	uint64_t last_ms;        /* end of the last call */
+	unsigned spin_us;        /* see rpc-conn.h "Waiting for a reply" */
+	uint64_t wait_ns;        /* how long the last reply took to start coming */
+	struct mc_rpc_conn_stats st;
 	struct mc_wbuf out;
 	uint8_t *body;
 	size_t body_cap;
@@ -67,6 +71,60 @@ static int conn_read(struct mc_rpc_conn *c, void *dst, uint64_t n)
 		c->rlen = (size_t)got;
 	}
 	return 0;
+}
+
+/* The threads of the process polling for a reply now, and how many may. */
+static unsigned spinners;
+static unsigned spin_limit(void)
+{
+	static unsigned limit;
+	unsigned l = __atomic_load_n(&limit, __ATOMIC_RELAXED);
+	if (!l) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		l = n >= 8 ? (unsigned)(n / 4) : 1;
+		__atomic_store_n(&limit, l, __ATOMIC_RELAXED);
+	}
+	return l;
+}
+
+/* Polls for the reply to a request sent at t0, into the read buffer (see
+ * rpc-conn.h).  Whatever it does not take (EOF, an error, a reply later
+ * than spin_us) the blocking read that follows meets. */
+static void conn_spin(struct mc_rpc_conn *c, uint64_t t0)
+{
+	uint64_t budget = (uint64_t)c->spin_us * 1000u;
+	if (!budget || c->rpos < c->rlen || c->wait_ns > budget)
+		return;
+	if (__atomic_add_fetch(&spinners, 1, __ATOMIC_RELAXED) > spin_limit()) {
+		__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	c->st.spins++;
+	for (;;) {
+		ssize_t got = recv(c->fd, c->rbuf, RBUF_SIZE, MSG_DONTWAIT);
+		if (got > 0) {
+			c->rpos = 0;
+			c->rlen = (size_t)got;
+			c->st.spin_hits++;
+			break;
+		}
+		if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+		    mc_now_ns() - t0 >= budget)
+			break;
+		sched_yield();
+	}
+	__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
+}
+
+void mc_rpc_conn_set_spin(struct mc_rpc_conn *c, unsigned spin_us)
+{
+	c->spin_us = spin_us < MC_RPC_SPIN_MAX_US ? spin_us : MC_RPC_SPIN_MAX_US;
+	c->wait_ns = 0;
+}
+
+void mc_rpc_conn_get_stats(const struct mc_rpc_conn *c, struct mc_rpc_conn_stats *ret)
+{
+	*ret = c->st;
 }
 
 bool mc_rpc_conn_ok(const struct mc_rpc_conn *c)
@@ -162,8 +220,13 @@ int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
 	if (r < 0)
 		return fail(c, r);
 
+	uint64_t t0 = c->spin_us ? mc_now_ns() : 0;
+	if (c->spin_us)
+		conn_spin(c, t0);
 	if ((r = conn_read(c, hdr, sizeof(hdr))) < 0)
 		return fail(c, r);
+	if (c->spin_us)
+		c->wait_ns = mc_now_ns() - t0;
 	if (mc_frame_hdr_decode(hdr, &f.hdr) < 0 || !mc_frame_is_response(&f.hdr) ||
 	    f.hdr.req_id != id || f.hdr.opcode != op)
 		return fail(c, MC_ERR_DESERIALIZE_FAIL);

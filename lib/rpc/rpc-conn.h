@@ -87,4 +87,26 @@ struct mc_rpc_attach {
 int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
 		struct mc_arena *arena, struct mc_rpc_attach *attach);
 
+/*
+ * Waiting for a reply.  A call sleeps in recv() until its reply comes, and
+ * waking a thread whose CPU went idle is what a quick round trip mostly
+ * costs (3-6 times a back-to-back one on the reference VMs: see
+ * docs/performance.md).  With spin_us set, a call first polls the socket
+ * (recv with MSG_DONTWAIT, yielding the CPU between polls) for up to
+ * spin_us, then sleeps as before.  It polls only while replies come
+ * quickly: when the previous reply on this connection took longer than
+ * spin_us, the call sleeps at once (a loaded server: polling would only
+ * take CPU from it), and polls again once a reply has been that quick.
+ * Only so many threads of the process poll at once (one per
+ * four online CPUs, at least one); the others sleep.  0 (the default of a
+ * new connection): never poll.  At most MC_RPC_SPIN_MAX_US.
+ */
+#define MC_RPC_SPIN_MAX_US 1000u
+void mc_rpc_conn_set_spin(struct mc_rpc_conn *c, unsigned spin_us);
+struct mc_rpc_conn_stats {
+	uint64_t spins;		/* calls that polled for their reply */
+	uint64_t spin_hits;	/* of those, the reply came while polling */
+};
+void mc_rpc_conn_get_stats(const struct mc_rpc_conn *c, struct mc_rpc_conn_stats *ret);
+
 #endif

@@ -7,6 +7,8 @@
  *     stripe and 16 MiB chunk boundaries, written striped and read whole and
  *     the other way round, byte for byte (the checksum of a striped write
  *     verified by every read); the options' limits.
+ *   - Polling for replies (rpc_spin_us): its limit; puts and gets exact
+ *     with polling at its longest and with none.
  *   - Pipelined batches (client-batch.c): 48 objects of mixed sizes (so the
  *     writer and reader threads finish out of order, over several chunks in
  *     flight), with an invalid key, a NULL buffer, an existing key, a
@@ -51,6 +53,7 @@
 
 #include "mooncake/client.h"
 #include "client-fixture.h"
+#include "rpc/rpc-conn.h"
 #include "util/macro.h"
 
 /* Until the space of what the test before removed is free again (its
@@ -101,6 +104,41 @@ static void test_stripe_opts(void **state)
 				     .master = master_addr };
 	assert_int_equal(mc_client_new(&o, &c), 0);
 	mc_client_free(c);
+}
+
+/* rpc_spin_us (rpc-conn.h "Waiting for a reply"): its limit, from the
+ * options and the environment, and puts and gets the same with polling at
+ * its longest and with none. */
+static void test_spin_opts(void **state)
+{
+	NEED_NODE();
+	struct mc_client_opts o = { .sz = sizeof(o), .master = master_addr,
+				    .rpc_spin_us = MC_RPC_SPIN_MAX_US + 1 };
+	struct mc_client *c = NULL;
+	assert_int_equal(mc_client_new(&o, &c), MC_ERR_INVALID_PARAMS);
+	assert_null(c);
+	o.rpc_spin_us = 0;
+	setenv("MC_RPC_SPIN_US", "5000", 1);
+	assert_int_equal(mc_client_new(&o, &c), MC_ERR_INVALID_PARAMS);
+	unsetenv("MC_RPC_SPIN_US");
+	const int spins[] = { (int)MC_RPC_SPIN_MAX_US, -1 };
+	uint8_t v[3000], out[3000];
+	for (size_t i = 0; i < sizeof(v); i++)
+		v[i] = (uint8_t)(i * 7 + 1);
+	for (int k = 0; k < 2; k++) {
+		o.rpc_spin_us = spins[k];
+		assert_int_equal(mc_client_new(&o, &c), 0);
+		for (int i = 0; i < 20; i++) {
+			size_t len = 0;
+			v[0] = (uint8_t)i;
+			assert_int_equal(mc_put(c, "spin-k", 6, v, sizeof(v), NULL), 0);
+			assert_int_equal(mc_get_into(c, "spin-k", 6, out, sizeof(out), &len), 0);
+			assert_int_equal(len, sizeof(v));
+			assert_memory_equal(out, v, sizeof(v));
+			assert_int_equal(mc_remove(c, "spin-k", 6, true), 0);
+		}
+		mc_client_free(c);
+	}
 }
 
 /* Puts v (n bytes) with w and reads it back with r, byte for byte. */
@@ -809,6 +847,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stripe_opts),
+		cmocka_unit_test(test_spin_opts),
 		cmocka_unit_test(test_striping),
 		cmocka_unit_test(test_stripe_cut),
 		cmocka_unit_test(test_pipeline_tcp),
