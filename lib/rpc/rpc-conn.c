@@ -87,13 +87,13 @@ static unsigned spin_limit(void)
 	return l;
 }
 
-/* Polls for the reply to a request sent at t0, into the read buffer (see
- * rpc-conn.h).  Whatever it does not take (EOF, an error, a reply later
+/* Polls (spin_us set) for the reply to a request sent at t0, into the read
+ * buffer (see rpc-conn.h).  Whatever it does not take (EOF, an error, a reply later
  * than spin_us) the blocking read that follows meets. */
 static void conn_spin(struct mc_rpc_conn *c, uint64_t t0)
 {
 	uint64_t budget = (uint64_t)c->spin_us * 1000u;
-	if (!budget || c->rpos < c->rlen || c->wait_ns > budget)
+	if (c->rpos < c->rlen || c->wait_ns > budget)
 		return;
 	if (__atomic_add_fetch(&spinners, 1, __ATOMIC_RELAXED) > spin_limit()) {
 		__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
@@ -220,12 +220,14 @@ int mc_rpc_call(struct mc_rpc_conn *c, uint16_t op, const void *req, void *resp,
 	if (r < 0)
 		return fail(c, r);
 
-	uint64_t t0 = c->spin_us ? mc_now_ns() : 0;
-	if (c->spin_us)
+	uint64_t t0 = 0;	/* polling: when the request went */
+	if (c->spin_us) {
+		t0 = mc_now_ns();
 		conn_spin(c, t0);
+	}
 	if ((r = conn_read(c, hdr, sizeof(hdr))) < 0)
 		return fail(c, r);
-	if (c->spin_us)
+	if (t0)
 		c->wait_ns = mc_now_ns() - t0;
 	if (mc_frame_hdr_decode(hdr, &f.hdr) < 0 || !mc_frame_is_response(&f.hdr) ||
 	    f.hdr.req_id != id || f.hdr.opcode != op)

@@ -129,8 +129,7 @@ static void test_slow_reply(void **state)
 	assert_int_equal(exists(c, "k", &e), 0);
 	assert_int_equal(spins(c, NULL), before + 1);
 	/* that one was quick: polling resumes */
-	int i;
-	for (i = 0; i < 20 && spins(c, NULL) == before + 1; i++)
+	for (int i = 0; i < 20 && spins(c, NULL) == before + 1; i++)
 		assert_int_equal(exists(c, "k", &e), 0);
 	assert_true(spins(c, NULL) > before + 1);
 	/* the same mount again: idempotent, the connection still in step */
