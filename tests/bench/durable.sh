@@ -38,10 +38,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -f /dev/shm/mooncake-bench-* 2>/dev/null || true
-	# the nodes' segment files (named after their ids, node.id)
-	awk '$1 == "segment" { print "/dev/shm/mooncake-" $2 }' "$tmp"/n-*/node.id 2>/dev/null |
-		xargs -r rm -f
+	rm_node_segments /dev/shm "$tmp"/n-*
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

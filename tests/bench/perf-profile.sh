@@ -57,7 +57,9 @@ cluster() {
 stop_cluster() {
 	kill "${cpids[@]}" 2>/dev/null || true
 	wait "${cpids[@]}" 2>/dev/null || true
-	rm -rf "$tmp"/m-* "$tmp"/n-* /dev/shm/mooncake-bench-* 2>/dev/null || true
+	# the segment files first: their names are in the nodes' state
+	rm_node_segments /dev/shm "$tmp"/n-*
+	rm -rf "$tmp"/m-* "$tmp"/n-* 2>/dev/null || true
 }
 
 # profile CASE SYNC SHM PHASE: client-bench small CONC SECS; perf records
