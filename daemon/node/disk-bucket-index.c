@@ -145,7 +145,7 @@ static int load_bucket(struct bk *s, uint64_t id, struct bk_bucket **ret)
 		return r;
 	if (!b) {
 		bk_bucket_files_remove(s, id);
-		atomic_fetch_add(&s->corrupt, 1);
+		atomic_fetch_add(&s->count.corrupt, 1);
 	}
 	*ret = b;
 	return 0;
@@ -210,11 +210,11 @@ int bk_scan(struct bk *s)
 		bool lost = false;
 		for (uint32_t k = 0; k < b->n && r == 0; k++) {
 			struct bk_entry *e = b->ents[k], *old = NULL;
-			struct bk_shard *sh = bk_shard_of(s, e->key, e->klen);
+			struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 			uint64_t v;
 			if (mc_map_get(&sh->map, e->key, e->klen, &v) == 0)
 				old = (struct bk_entry *)v;
-			atomic_fetch_add(&s->objects, 1);
+			atomic_fetch_add(&s->count.objects, 1);
 			if ((r = mc_map_put(&sh->map, e->key, e->klen, (uint64_t)(uintptr_t)e)) < 0)
 				break;
 			if (old && old->b == b) {

@@ -13,12 +13,11 @@
 #include <stdint.h>
 
 #include "node/disk-dirty.h"
+#include "node/disk-index.h"
 #include "node/disk.h"
 #include "util/map.h"
 
 struct mc_dio;
-
-#define BK_SHARDS 1024u
 
 struct bk_link {
 	struct bk_link *prev, *next;
@@ -47,11 +46,6 @@ struct bk_bucket {
 	struct bk_entry **ents;
 };
 
-struct bk_shard {
-	pthread_mutex_t lock;
-	struct mc_map map;		/* key -> struct bk_entry * */
-} __attribute__((aligned(64)));
-
 struct bk {
 	struct mc_disk base;
 	char *dir;
@@ -59,16 +53,15 @@ struct bk {
 	uint64_t cap;
 	struct mc_dio *dio;
 	struct mc_dirty dirty;		/* files written since the last sync */
-	struct bk_shard *shards;
+	struct mc_disk_index index;	/* key -> struct bk_entry * */
 	pthread_mutex_t space;
 	struct bk_link lru;		/* next: least recently used */
 	uint64_t used;
 	atomic_uint_fast64_t next_id;
-	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
+	struct mc_disk_count count;
 };
 
 /* disk-bucket.c */
-struct bk_shard *bk_shard_of(struct bk *s, const void *key, uint32_t klen);
 /* Appends b to the LRU (space lock held, or alone at open). */
 void bk_lru_link(struct bk *s, struct bk_bucket *b);
 /* A bucket of id with room for n entries, one reference; NULL: no memory. */

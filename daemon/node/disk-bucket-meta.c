@@ -30,34 +30,16 @@
 #include "mooncake/error.h"
 #include "node/disk-bucket.h"
 #include "node/disk-record.h"
+#include "proto/wire.h"
 
 #define ENT 22u
 
-static void put_le(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint32_t crc(const void *p, size_t n)
-{
-	return mc_crc32c_final(mc_crc32c(MC_CRC_INIT, p, n));
-}
-
 uint8_t *mc_bk_meta_put_ent(uint8_t *q, const struct mc_bk_meta_ent *e)
 {
-	put_le(q, e->off, 8);
-	put_le(q + 8, e->vlen, 8);
-	put_le(q + 16, e->crc, 4);
-	put_le(q + 20, e->klen, 2);
+	mc_store_le(q, e->off, 8);
+	mc_store_le(q + 8, e->vlen, 8);
+	mc_store_le(q + 16, e->crc, 4);
+	mc_store_le(q + 20, e->klen, 2);
 	memcpy(q + ENT, e->key, e->klen);
 	return q + ENT + e->klen;
 }
@@ -65,11 +47,11 @@ uint8_t *mc_bk_meta_put_ent(uint8_t *q, const struct mc_bk_meta_ent *e)
 void mc_bk_meta_put_hdr(uint8_t *p, size_t n, const struct mc_bk_meta *m)
 {
 	memcpy(p, m->version == 1 ? MC_BK_META_MAGIC_V1 : MC_BK_META_MAGIC, 8);
-	put_le(p + 8, m->id, 8);
-	put_le(p + 16, m->count, 8);
-	put_le(p + 24, m->dlen, 8);
-	put_le(p + 32, crc(p + MC_BK_META_HDR, n - MC_BK_META_HDR), 4);
-	put_le(p + 36, crc(p, 36), 4);
+	mc_store_le(p + 8, m->id, 8);
+	mc_store_le(p + 16, m->count, 8);
+	mc_store_le(p + 24, m->dlen, 8);
+	mc_store_le(p + 32, mc_crc32c_of(p + MC_BK_META_HDR, n - MC_BK_META_HDR), 4);
+	mc_store_le(p + 36, mc_crc32c_of(p, 36), 4);
 }
 
 int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
@@ -79,11 +61,11 @@ int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
 			   : memcmp(p, MC_BK_META_MAGIC, 8) == 0	 ? 2
 			   : memcmp(p, MC_BK_META_MAGIC_V1, 8) == 0 ? 1
 								    : 0;
-	if (!version || get_le(p + 36, 4) != crc(p, 36) ||
-	    get_le(p + 32, 4) != crc(p + MC_BK_META_HDR, n - MC_BK_META_HDR))
+	if (!version || mc_load_le(p + 36, 4) != mc_crc32c_of(p, 36) ||
+	    mc_load_le(p + 32, 4) != mc_crc32c_of(p + MC_BK_META_HDR, n - MC_BK_META_HDR))
 		return MC_ERR_DESERIALIZE_FAIL;
-	struct mc_bk_meta m = { .id = get_le(p + 8, 8), .count = get_le(p + 16, 8),
-				.dlen = get_le(p + 24, 8), .version = version };
+	struct mc_bk_meta m = { .id = mc_load_le(p + 8, 8), .count = mc_load_le(p + 16, 8),
+				.dlen = mc_load_le(p + 24, 8), .version = version };
 	if (m.count > (n - MC_BK_META_HDR) / ENT)
 		return MC_ERR_DESERIALIZE_FAIL;
 	/* everything is checked before the first call: a damaged file adds nothing */
@@ -92,9 +74,9 @@ int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
 		for (uint64_t i = 0; i < m.count; i++) {
 			if (end - q < ENT)
 				return MC_ERR_DESERIALIZE_FAIL;
-			struct mc_bk_meta_ent e = { .off = get_le(q, 8), .vlen = get_le(q + 8, 8),
-						    .crc = (uint32_t)get_le(q + 16, 4),
-						    .klen = (uint32_t)get_le(q + 20, 2), .key = q + ENT };
+			struct mc_bk_meta_ent e = { .off = mc_load_le(q, 8), .vlen = mc_load_le(q + 8, 8),
+						    .crc = (uint32_t)mc_load_le(q + 16, 4),
+						    .klen = (uint32_t)mc_load_le(q + 20, 2), .key = q + ENT };
 			if (!e.klen || e.klen > MC_MAX_KEY_LEN || (size_t)(end - q) < ENT + e.klen ||
 			    (e.off & 4095u) || e.vlen > MC_REC_MAX_VLEN ||
 			    e.off > m.dlen || mc_bk_rec_len(version, e.klen, e.vlen) > m.dlen - e.off)

@@ -54,21 +54,10 @@
 #include "node/disk-io.h"
 #include "node/disk-record.h"
 #include "node/disk.h"
-#include "util/hash.h"
 #include "util/macro.h"
 #include "util/map.h"
 #include "util/syserr.h"
 
-static uint32_t crc(const void *p, size_t n)
-{
-	return mc_crc32c_final(mc_crc32c(MC_CRC_INIT, p, n));
-}
-
-
-struct bk_shard *bk_shard_of(struct bk *s, const void *key, uint32_t klen)
-{
-	return &s->shards[mc_hash(key, klen) & (BK_SHARDS - 1)];
-}
 
 void bk_lru_link(struct bk *s, struct bk_bucket *b)
 {
@@ -142,7 +131,7 @@ bool bk_unlive(struct bk *s, struct bk_entry *e)
 		s->used -= b->size;
 	}
 	pthread_mutex_unlock(&s->space);
-	atomic_fetch_sub(&s->objects, 1);
+	atomic_fetch_sub(&s->count.objects, 1);
 	return died;
 }
 
@@ -162,7 +151,7 @@ static void after_unlive(struct bk *s, struct bk_bucket *b, bool died, bool rewr
 /* Removes e if it is still its key's entry (caller holds a ref on e->b). */
 static bool entry_remove(struct bk *s, struct bk_entry *e, bool rewrite)
 {
-	struct bk_shard *sh = bk_shard_of(s, e->key, e->klen);
+	struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 	uint64_t cur;
 	bool removed = false, died = false;
 	pthread_mutex_lock(&sh->lock);
@@ -198,8 +187,8 @@ static int reserve(struct bk *s, uint64_t len)
 				n++;
 				mc_disk_evicted(&s->base, b->ents[i]->key, b->ents[i]->klen);
 			}
-		atomic_fetch_add(&s->evictions, n);
-		atomic_fetch_add(&s->evicted_bytes, b->size);
+		atomic_fetch_add(&s->count.evictions, n);
+		atomic_fetch_add(&s->count.evicted_bytes, b->size);
 		bk_bucket_unref(b);
 		pthread_mutex_lock(&s->space);
 	}
@@ -214,21 +203,21 @@ static void commit(struct bk *s, struct bk_bucket *b, struct mc_disk_put *p)
 	atomic_fetch_add(&b->refs, 1);	/* b may die during the loop */
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct bk_entry *e = b->ents[i];
-		struct bk_shard *sh = bk_shard_of(s, e->key, e->klen);
+		struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 		struct bk_entry *old = NULL;
 		uint64_t v;
 		bool died = false, lost = false, edied = false;
 		pthread_mutex_lock(&sh->lock);
 		if (mc_map_get(&sh->map, e->key, e->klen, &v) == 0)
 			old = (struct bk_entry *)v;
-		atomic_fetch_add(&s->objects, 1);
+		atomic_fetch_add(&s->count.objects, 1);
 		if (mc_map_put(&sh->map, e->key, e->klen, (uint64_t)(uintptr_t)e) < 0) {
 			p[i].status = MC_ERR_NO_MEMORY;
 			lost = true;
 			old = NULL;
 			edied = bk_unlive(s, e);	/* as if deleted at once */
 		} else {
-			atomic_fetch_add(&s->puts, 1);
+			atomic_fetch_add(&s->count.puts, 1);
 		}
 		if (old) {
 			atomic_fetch_add(&old->b->refs, 1);
@@ -329,19 +318,15 @@ out:
 	return r;
 }
 
+static void bucket_ref(void *entry)
+{
+	atomic_fetch_add(&((struct bk_entry *)entry)->b->refs, 1);
+}
+
 /* The entry of key with a reference on its bucket, or NULL. */
 static struct bk_entry *lookup_ref(struct bk *s, const void *key, uint32_t klen)
 {
-	struct bk_shard *sh = bk_shard_of(s, key, klen);
-	struct bk_entry *e = NULL;
-	uint64_t v;
-	pthread_mutex_lock(&sh->lock);
-	if (mc_map_get(&sh->map, key, klen, &v) == 0) {
-		e = (struct bk_entry *)v;
-		atomic_fetch_add(&e->b->refs, 1);
-	}
-	pthread_mutex_unlock(&sh->lock);
-	return e;
+	return mc_disk_index_get(&s->index, key, klen, bucket_ref);
 }
 
 static void touch(struct bk *s, struct bk_bucket *b)
@@ -360,7 +345,7 @@ static int get_end(struct bk_entry *e, struct mc_disk_get *g, struct mc_rec_io *
 		   const uint8_t *v1buf)
 {
 	if (e->b->version == 1) {
-		if (memcmp(v1buf, e->key, e->klen) != 0 || crc(v1buf, e->klen + e->vlen) != e->crc)
+		if (memcmp(v1buf, e->key, e->klen) != 0 || mc_crc32c_of(v1buf, e->klen + e->vlen) != e->crc)
 			return MC_ERR_CHECKSUM_MISMATCH;
 		if (e->vlen)
 			memcpy(g->buf, v1buf + e->klen, e->vlen);
@@ -400,7 +385,7 @@ static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		first[i] = nops;
 		chk[i] = 1;
 		g[i].status = 0;
-		atomic_fetch_add(&s->gets, 1);
+		atomic_fetch_add(&s->count.gets, 1);
 		if (!g[i].klen || g[i].klen > MC_MAX_KEY_LEN) {
 			g[i].status = MC_ERR_INVALID_PARAMS;
 			continue;
@@ -443,10 +428,10 @@ static int bk_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 			g[i].status = chk[i];
 			if (g[i].status) {
 				if (entry_remove(s, e[i], true))
-					atomic_fetch_add(&s->corrupt, 1);
+					atomic_fetch_add(&s->count.corrupt, 1);
 			} else {
 				g[i].len = e[i]->vlen;
-				atomic_fetch_add(&s->hits, 1);
+				atomic_fetch_add(&s->count.hits, 1);
 				touch(s, e[i]->b);
 			}
 		}
@@ -479,24 +464,14 @@ static int bk_del(struct mc_disk *d, const void *key, uint32_t klen)
 	return removed ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
+static uint64_t entry_len(const void *entry)
+{
+	return ((const struct bk_entry *)entry)->vlen;
+}
+
 static int bk_foreach(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx)
 {
-	struct bk *s = container_of(d, struct bk, base);
-	for (unsigned i = 0; i < BK_SHARDS; i++) {
-		struct bk_shard *sh = &s->shards[i];
-		const struct mc_map_entry *me;
-		uint32_t it = 0;
-		int r = 0;
-		pthread_mutex_lock(&sh->lock);
-		while (!r && (me = mc_map_next(&sh->map, &it))) {
-			const struct bk_entry *e = (const struct bk_entry *)me->value;
-			r = fn(e->key, e->klen, e->vlen, ctx);
-		}
-		pthread_mutex_unlock(&sh->lock);
-		if (r)
-			return r;
-	}
-	return 0;
+	return mc_disk_index_foreach(&container_of(d, struct bk, base)->index, entry_len, fn, ctx);
 }
 
 static void bk_stats(struct mc_disk *d, struct mc_disk_stats *r)
@@ -506,13 +481,7 @@ static void bk_stats(struct mc_disk *d, struct mc_disk_stats *r)
 	pthread_mutex_lock(&s->space);
 	r->used = s->used;
 	pthread_mutex_unlock(&s->space);
-	r->objects = atomic_load(&s->objects);
-	r->puts = atomic_load(&s->puts);
-	r->gets = atomic_load(&s->gets);
-	r->hits = atomic_load(&s->hits);
-	r->evictions = atomic_load(&s->evictions);
-	r->evicted_bytes = atomic_load(&s->evicted_bytes);
-	r->corrupt = atomic_load(&s->corrupt);
+	mc_disk_count_read(&s->count, r);
 }
 
 static void bk_free(struct bk *s)
@@ -523,13 +492,7 @@ static void bk_free(struct bk *s)
 		lru_unlink(b);
 		bk_bucket_free(b);
 	}
-	if (s->shards) {
-		for (unsigned i = 0; i < BK_SHARDS; i++) {
-			mc_map_release(&s->shards[i].map);
-			pthread_mutex_destroy(&s->shards[i].lock);
-		}
-		free(s->shards);
-	}
+	mc_disk_index_release(&s->index, NULL);
 	mc_dio_free(s->dio);
 	mc_dirty_release(&s->dirty);
 	if (s->dirfd >= 0)
@@ -559,13 +522,9 @@ static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	atomic_init(&s->next_id, 1);
 	pthread_mutex_init(&s->space, NULL);
 	if (mc_dirty_init(&s->dirty) < 0 || !(s->dir = strdup(c->dir)) ||
-	    !(s->shards = aligned_alloc(64, BK_SHARDS * sizeof(*s->shards)))) {
+	    mc_disk_index_init(&s->index) < 0) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
-	}
-	for (unsigned i = 0; i < BK_SHARDS; i++) {
-		pthread_mutex_init(&s->shards[i].lock, NULL);
-		mc_map_init(&s->shards[i].map);
 	}
 	if (!s->cap) {
 		r = MC_ERR_INVALID_PARAMS;
@@ -588,7 +547,7 @@ static int bk_open(const struct mc_disk_config *c, struct mc_disk **ret)
 		atomic_fetch_add(&b->refs, 1);
 		for (uint32_t i = 0; i < b->n; i++)
 			if (entry_remove(s, b->ents[i], false)) {
-				atomic_fetch_add(&s->evictions, 1);
+				atomic_fetch_add(&s->count.evictions, 1);
 				mc_disk_evicted(&s->base, b->ents[i]->key, b->ents[i]->klen);
 			}
 		bk_bucket_unref(b);

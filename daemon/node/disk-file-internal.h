@@ -13,10 +13,10 @@
 #include <stdint.h>
 
 #include "node/disk-dirty.h"
+#include "node/disk-index.h"
 #include "node/disk.h"
 #include "util/map.h"
 
-#define FS_SHARDS 1024u
 #define NAME_MAX_ENC 200u
 #define FS_OPEN_MAX 65536u
 /* Descriptors the default open_files leaves to the rest of the node: the
@@ -39,11 +39,6 @@ struct fs_entry {
 	uint8_t key[];
 };
 
-struct fs_shard {
-	pthread_mutex_t lock;
-	struct mc_map map;
-} __attribute__((aligned(64)));
-
 struct fs {
 	struct mc_disk base;
 	char *dir;
@@ -51,7 +46,7 @@ struct fs {
 	uint64_t cap;
 	struct mc_dio *dio;
 	struct mc_dirty dirty;		/* files written since the last sync */
-	struct fs_shard *shards;
+	struct mc_disk_index index;	/* key -> struct fs_entry * */
 	pthread_mutex_t space;
 	struct fs_link fifo;
 	uint64_t used;			/* files + puts in flight */
@@ -60,12 +55,11 @@ struct fs {
 	unsigned open_max;
 	atomic_uint nopen;		/* entries' fds open */
 	atomic_uint_fast64_t seq;
-	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
+	struct mc_disk_count count;
 };
 
 /* The file name of a key (disk-file.c's top); NUL-terminated in out. */
 void fs_encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC + 8]);
-struct fs_shard *fs_shard_of(struct fs *s, const void *key, uint32_t klen);
 struct fs_entry *fs_entry_new(const void *key, uint32_t klen);
 /* Appends e to the FIFO (space lock held, or open still single-threaded). */
 void fs_fifo_link(struct fs *s, struct fs_entry *e);

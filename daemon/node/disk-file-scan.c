@@ -67,10 +67,10 @@ static int scan_batch(struct fs *s, char **names, size_t n, struct fs_entry ***a
 			close(fds[i]);
 		if (!ok) {
 			(void)unlinkat(s->objfd, names[i], 0);
-			atomic_fetch_add(&s->corrupt, 1);
+			atomic_fetch_add(&s->count.corrupt, 1);
 			continue;
 		}
-		struct fs_shard *sh = fs_shard_of(s, key, h.klen);
+		struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, key, h.klen);
 		struct fs_entry **grown = realloc(*all, (*nall + 1) * sizeof(**all));
 		if (!grown || !(e = fs_entry_new(key, h.klen)) ||
 		    mc_map_put(&sh->map, key, h.klen, (uint64_t)(uintptr_t)e) < 0) {
@@ -146,7 +146,7 @@ int fs_scan(struct fs *s)
 			qsort(all, nall, sizeof(*all), cmp_seq);
 		for (size_t i = 0; i < nall; i++)
 			fs_fifo_link(s, all[i]);
-		atomic_store(&s->objects, nall);
+		atomic_store(&s->count.objects, nall);
 	}
 	free(all);
 	/* A smaller disk_size than before: the oldest go. */
@@ -154,7 +154,7 @@ int fs_scan(struct fs *s)
 		struct fs_entry *v = container_of(s->fifo.next, struct fs_entry, fifo);
 		atomic_fetch_add(&v->refs, 1);
 		if (fs_entry_drop(s, v)) {
-			atomic_fetch_add(&s->evictions, 1);
+			atomic_fetch_add(&s->count.evictions, 1);
 			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
 		fs_entry_unref(s, v);

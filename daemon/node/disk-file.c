@@ -89,11 +89,6 @@ void fs_encode_name(const uint8_t *key, uint32_t klen, char out[NAME_MAX_ENC + 8
 	out[n] = 0;
 }
 
-struct fs_shard *fs_shard_of(struct fs *s, const void *key, uint32_t klen)
-{
-	return &s->shards[mc_hash(key, klen) & (FS_SHARDS - 1)];
-}
-
 struct fs_entry *fs_entry_new(const void *key, uint32_t klen)
 {
 	struct fs_entry *e = calloc(1, sizeof(*e) + klen);
@@ -143,6 +138,11 @@ static void open_forget(struct fs *s, struct fs_entry *e)
 	pthread_mutex_unlock(&s->files);
 }
 
+static void entry_ref(void *entry)
+{
+	atomic_fetch_add(&((struct fs_entry *)entry)->refs, 1);
+}
+
 void fs_entry_unref(struct fs *s, struct fs_entry *e)
 {
 	if (atomic_fetch_sub(&e->refs, 1) != 1)
@@ -169,7 +169,7 @@ static void open_trim(struct fs *s, unsigned want)
 		atomic_fetch_add(&v->refs, 1);	/* indexed while listed: refs >= 1 */
 		pthread_mutex_unlock(&s->files);
 
-		struct fs_shard *sh = fs_shard_of(s, v->key, v->klen);
+		struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, v->key, v->klen);
 		uint64_t cur;
 		int fd = -1;
 		pthread_mutex_lock(&sh->lock);
@@ -196,7 +196,7 @@ static void open_trim(struct fs *s, unsigned want)
  * holds a reference).  Returns whether it did. */
 bool fs_entry_drop(struct fs *s, struct fs_entry *e)
 {
-	struct fs_shard *sh = fs_shard_of(s, e->key, e->klen);
+	struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 	uint64_t cur;
 	bool dropped = false;
 	pthread_mutex_lock(&sh->lock);
@@ -208,7 +208,7 @@ bool fs_entry_drop(struct fs *s, struct fs_entry *e)
 		fifo_unlink(e);
 		s->used -= mc_rec_len(e->klen, e->vlen);
 		pthread_mutex_unlock(&s->space);
-		atomic_fetch_sub(&s->objects, 1);
+		atomic_fetch_sub(&s->count.objects, 1);
 		dropped = true;
 	}
 	pthread_mutex_unlock(&sh->lock);
@@ -233,8 +233,8 @@ static int reserve(struct fs *s, uint64_t len)
 		atomic_fetch_add(&v->refs, 1);
 		pthread_mutex_unlock(&s->space);
 		if (fs_entry_drop(s, v)) {
-			atomic_fetch_add(&s->evictions, 1);
-			atomic_fetch_add(&s->evicted_bytes, mc_rec_len(v->klen, v->vlen));
+			atomic_fetch_add(&s->count.evictions, 1);
+			atomic_fetch_add(&s->count.evicted_bytes, mc_rec_len(v->klen, v->vlen));
 			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
 		fs_entry_unref(s, v);
@@ -255,7 +255,7 @@ static void unreserve(struct fs *s, uint64_t len)
 /* Renames the written tmp file over the key's name and maps e. */
 static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 {
-	struct fs_shard *sh = fs_shard_of(s, e->key, e->klen);
+	struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 	uint64_t old = 0;
 	int r;
 	pthread_mutex_lock(&sh->lock);
@@ -283,7 +283,7 @@ static int commit(struct fs *s, struct fs_entry *e, const char *tmpname)
 	fs_fifo_link(s, e);
 	pthread_mutex_unlock(&s->space);
 	if (!had)
-		atomic_fetch_add(&s->objects, 1);
+		atomic_fetch_add(&s->count.objects, 1);
 	pthread_mutex_unlock(&sh->lock);
 	if (had)
 		fs_entry_unref(s, (struct fs_entry *)old);
@@ -374,7 +374,7 @@ static int fs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 			if (b.e[i])
 				fs_entry_unref(s, b.e[i]);
 		} else {
-			atomic_fetch_add(&s->puts, 1);
+			atomic_fetch_add(&s->count.puts, 1);
 		}
 		mc_rec_io_release(&b.x[i]);
 		if (p[i].status && !ret)
@@ -426,12 +426,12 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		fd[i] = -1;
 		first[i] = nops;
 		g[i].status = 0;
-		atomic_fetch_add(&s->gets, 1);
+		atomic_fetch_add(&s->count.gets, 1);
 		if (!g[i].klen || g[i].klen > MC_MAX_KEY_LEN) {
 			g[i].status = MC_ERR_INVALID_PARAMS;
 			continue;
 		}
-		struct fs_shard *sh = fs_shard_of(s, g[i].key, g[i].klen);
+		struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, g[i].key, g[i].klen);
 		pthread_mutex_lock(&sh->lock);
 		if (mc_map_get(&sh->map, g[i].key, g[i].klen, &v) == 0) {
 			e[i] = (struct fs_entry *)v;
@@ -478,10 +478,10 @@ static int fs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 				get_check(&gb, i);
 			g[i].status = chk[i];
 			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && fs_entry_drop(s, e[i]))
-				atomic_fetch_add(&s->corrupt, 1);
+				atomic_fetch_add(&s->count.corrupt, 1);
 			if (!g[i].status) {
 				g[i].len = h[i].vlen;
-				atomic_fetch_add(&s->hits, 1);
+				atomic_fetch_add(&s->count.hits, 1);
 			}
 		}
 		if (e[i])
@@ -508,15 +508,7 @@ static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	struct fs *s = container_of(d, struct fs, base);
 	if (!klen || klen > MC_MAX_KEY_LEN)
 		return MC_ERR_INVALID_PARAMS;
-	struct fs_shard *sh = fs_shard_of(s, key, klen);
-	struct fs_entry *e = NULL;
-	uint64_t v;
-	pthread_mutex_lock(&sh->lock);
-	if (mc_map_get(&sh->map, key, klen, &v) == 0) {
-		e = (struct fs_entry *)v;
-		atomic_fetch_add(&e->refs, 1);
-	}
-	pthread_mutex_unlock(&sh->lock);
+	struct fs_entry *e = mc_disk_index_get(&s->index, key, klen, entry_ref);
 	if (!e)
 		return MC_ERR_OBJECT_NOT_FOUND;
 	bool dropped = fs_entry_drop(s, e);
@@ -524,24 +516,14 @@ static int fs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	return dropped ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
+static uint64_t entry_len(const void *entry)
+{
+	return ((const struct fs_entry *)entry)->vlen;
+}
+
 static int fs_foreach(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx)
 {
-	struct fs *s = container_of(d, struct fs, base);
-	for (unsigned i = 0; i < FS_SHARDS; i++) {
-		struct fs_shard *sh = &s->shards[i];
-		const struct mc_map_entry *me;
-		uint32_t it = 0;
-		int r = 0;
-		pthread_mutex_lock(&sh->lock);
-		while (!r && (me = mc_map_next(&sh->map, &it))) {
-			const struct fs_entry *e = (const struct fs_entry *)me->value;
-			r = fn(e->key, e->klen, e->vlen, ctx);
-		}
-		pthread_mutex_unlock(&sh->lock);
-		if (r)
-			return r;
-	}
-	return 0;
+	return mc_disk_index_foreach(&container_of(d, struct fs, base)->index, entry_len, fn, ctx);
 }
 
 static void fs_stats(struct mc_disk *d, struct mc_disk_stats *r)
@@ -551,32 +533,20 @@ static void fs_stats(struct mc_disk *d, struct mc_disk_stats *r)
 	pthread_mutex_lock(&s->space);
 	r->used = s->used;
 	pthread_mutex_unlock(&s->space);
-	r->objects = atomic_load(&s->objects);
-	r->puts = atomic_load(&s->puts);
-	r->gets = atomic_load(&s->gets);
-	r->hits = atomic_load(&s->hits);
-	r->evictions = atomic_load(&s->evictions);
-	r->evicted_bytes = atomic_load(&s->evicted_bytes);
-	r->corrupt = atomic_load(&s->corrupt);
+	mc_disk_count_read(&s->count, r);
+}
+
+static void entry_free(void *entry)
+{
+	struct fs_entry *e = entry;
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e);
 }
 
 static void fs_free(struct fs *s)
 {
-	if (s->shards) {
-		for (unsigned i = 0; i < FS_SHARDS; i++) {
-			const struct mc_map_entry *me;
-			uint32_t it = 0;
-			while ((me = mc_map_next(&s->shards[i].map, &it))) {
-				struct fs_entry *e = (struct fs_entry *)me->value;
-				if (e->fd >= 0)
-					close(e->fd);
-				free(e);
-			}
-			mc_map_release(&s->shards[i].map);
-			pthread_mutex_destroy(&s->shards[i].lock);
-		}
-		free(s->shards);
-	}
+	mc_disk_index_release(&s->index, entry_free);
 	mc_dio_free(s->dio);
 	mc_dirty_release(&s->dirty);
 	if (s->objfd >= 0)
@@ -627,14 +597,9 @@ static int fs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 		s->open_max = (unsigned)MC_MAX(MC_MIN(n, (rlim_t)FS_OPEN_MAX), (rlim_t)1);
 	}
 	s->open_max = MC_MIN(s->open_max, FS_OPEN_MAX);
-	if (!(s->dir = strdup(c->dir)) ||
-	    !(s->shards = aligned_alloc(64, FS_SHARDS * sizeof(*s->shards)))) {
+	if (!(s->dir = strdup(c->dir)) || mc_disk_index_init(&s->index) < 0) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
-	}
-	for (unsigned i = 0; i < FS_SHARDS; i++) {
-		pthread_mutex_init(&s->shards[i].lock, NULL);
-		mc_map_init(&s->shards[i].map);
 	}
 	if (!s->cap) {
 		r = MC_ERR_INVALID_PARAMS;

@@ -70,6 +70,7 @@
 #include "node/disk-io.h"
 #include "node/disk-offset.h"
 #include "node/disk-record.h"
+#include "proto/wire.h"
 #include "util/macro.h"
 #include "util/offalloc.h"
 #include "util/syserr.h"
@@ -79,25 +80,6 @@
 #define SNAP_ENT 30u
 #define SNAP_MAGIC "MCOSNAP1"
 
-static void put_le(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint32_t crc(const void *p, size_t n)
-{
-	return mc_crc32c_final(mc_crc32c(MC_CRC_INIT, p, n));
-}
-
 static void path_of(const struct ofs *s, const char *name, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s/%s", s->dir, name);
@@ -106,13 +88,13 @@ static void path_of(const struct ofs *s, const char *name, char *buf, size_t n)
 static size_t log_encode(uint8_t op, const struct ofs_entry *e, uint8_t *b)
 {
 	b[0] = op;
-	put_le(b + 1, e->klen, 2);
-	put_le(b + 3, e->seq, 8);
-	put_le(b + 11, e->off, 8);
-	put_le(b + 19, e->vlen, 8);
-	put_le(b + 27, e->crc, 4);
+	mc_store_le(b + 1, e->klen, 2);
+	mc_store_le(b + 3, e->seq, 8);
+	mc_store_le(b + 11, e->off, 8);
+	mc_store_le(b + 19, e->vlen, 8);
+	mc_store_le(b + 27, e->crc, 4);
 	memcpy(b + LOG_FIXED, e->key, e->klen);
-	put_le(b + LOG_FIXED + e->klen, crc(b, LOG_FIXED + e->klen), 4);
+	mc_store_le(b + LOG_FIXED + e->klen, mc_crc32c_of(b, LOG_FIXED + e->klen), 4);
 	return LOG_FIXED + e->klen + 4;
 }
 
@@ -202,13 +184,13 @@ int ofs_log_decode(const uint8_t *p, size_t n, struct ofs_log_rec *ret, size_t *
 	if (n < LOG_FIXED + 4)
 		return MC_ERR_DESERIALIZE_FAIL;
 	struct ofs_log_rec r = {
-		.op = p[0], .klen = (uint32_t)get_le(p + 1, 2), .seq = get_le(p + 3, 8),
-		.off = get_le(p + 11, 8), .vlen = get_le(p + 19, 8),
-		.crc = (uint32_t)get_le(p + 27, 4), .key = p + LOG_FIXED,
+		.op = p[0], .klen = (uint32_t)mc_load_le(p + 1, 2), .seq = mc_load_le(p + 3, 8),
+		.off = mc_load_le(p + 11, 8), .vlen = mc_load_le(p + 19, 8),
+		.crc = (uint32_t)mc_load_le(p + 27, 4), .key = p + LOG_FIXED,
 	};
 	if ((r.op != OFS_LOG_PUT && r.op != OFS_LOG_DEL) || !r.klen || r.klen > MC_MAX_KEY_LEN ||
 	    n < LOG_FIXED + r.klen + 4 || !r.seq || r.vlen > MC_REC_MAX_VLEN ||
-	    (r.off & 4095u) || get_le(p + LOG_FIXED + r.klen, 4) != crc(p, LOG_FIXED + r.klen))
+	    (r.off & 4095u) || mc_load_le(p + LOG_FIXED + r.klen, 4) != mc_crc32c_of(p, LOG_FIXED + r.klen))
 		return MC_ERR_DESERIALIZE_FAIL;
 	*ret = r;
 	*used = LOG_FIXED + r.klen + 4;
@@ -218,10 +200,10 @@ int ofs_log_decode(const uint8_t *p, size_t n, struct ofs_log_rec *ret, size_t *
 int ofs_snap_decode(const uint8_t *p, size_t n, uint64_t *ret_next_seq,
 		    int (*fn)(const struct ofs_log_rec *r, void *ctx), void *ctx)
 {
-	if (n < SNAP_HDR || memcmp(p, SNAP_MAGIC, 8) != 0 || get_le(p + 36, 4) != crc(p, 36))
+	if (n < SNAP_HDR || memcmp(p, SNAP_MAGIC, 8) != 0 || mc_load_le(p + 36, 4) != mc_crc32c_of(p, 36))
 		return MC_ERR_DESERIALIZE_FAIL;
-	uint64_t count = get_le(p + 16, 8), blen = get_le(p + 24, 8);
-	if (blen != n - SNAP_HDR || get_le(p + 32, 4) != crc(p + SNAP_HDR, blen) ||
+	uint64_t count = mc_load_le(p + 16, 8), blen = mc_load_le(p + 24, 8);
+	if (blen != n - SNAP_HDR || mc_load_le(p + 32, 4) != mc_crc32c_of(p + SNAP_HDR, blen) ||
 	    count > blen / SNAP_ENT)
 		return MC_ERR_DESERIALIZE_FAIL;
 	/* Validate everything before the first call: a damaged file adds nothing. */
@@ -231,9 +213,9 @@ int ofs_snap_decode(const uint8_t *p, size_t n, uint64_t *ret_next_seq,
 			if ((size_t)(end - q) < SNAP_ENT)
 				return MC_ERR_DESERIALIZE_FAIL;
 			struct ofs_log_rec r = {
-				.op = OFS_LOG_PUT, .off = get_le(q, 8), .vlen = get_le(q + 8, 8),
-				.seq = get_le(q + 16, 8), .crc = (uint32_t)get_le(q + 24, 4),
-				.klen = (uint32_t)get_le(q + 28, 2), .key = q + SNAP_ENT,
+				.op = OFS_LOG_PUT, .off = mc_load_le(q, 8), .vlen = mc_load_le(q + 8, 8),
+				.seq = mc_load_le(q + 16, 8), .crc = (uint32_t)mc_load_le(q + 24, 4),
+				.klen = (uint32_t)mc_load_le(q + 28, 2), .key = q + SNAP_ENT,
 			};
 			if (!r.klen || r.klen > MC_MAX_KEY_LEN || (size_t)(end - q) < SNAP_ENT + r.klen ||
 			    !r.seq || r.vlen > MC_REC_MAX_VLEN || (r.off & 4095u))
@@ -246,7 +228,7 @@ int ofs_snap_decode(const uint8_t *p, size_t n, uint64_t *ret_next_seq,
 		if (q != end)
 			return MC_ERR_DESERIALIZE_FAIL;
 	}
-	*ret_next_seq = get_le(p + 8, 8);
+	*ret_next_seq = mc_load_le(p + 8, 8);
 	return 0;
 }
 
@@ -362,8 +344,8 @@ static int snap_write(struct ofs *s)
 		return r;
 	b.n = SNAP_HDR;
 	uint64_t seq = atomic_load(&s->seq);
-	for (unsigned i = 0; i < OFS_SHARDS && !r; i++) {
-		struct ofs_shard *sh = &s->shards[i];
+	for (unsigned i = 0; i < MC_DISK_SHARDS && !r; i++) {
+		struct mc_disk_shard *sh = &s->index.shards[i];
 		const struct mc_map_entry *me;
 		uint32_t it = 0;
 		pthread_mutex_lock(&sh->lock);
@@ -372,11 +354,11 @@ static int snap_write(struct ofs *s)
 			if ((r = buf_grow(&b, SNAP_ENT + e->klen)) < 0)
 				break;
 			uint8_t *q = b.p + b.n;
-			put_le(q, e->off, 8);
-			put_le(q + 8, e->vlen, 8);
-			put_le(q + 16, e->seq, 8);
-			put_le(q + 24, e->crc, 4);
-			put_le(q + 28, e->klen, 2);
+			mc_store_le(q, e->off, 8);
+			mc_store_le(q + 8, e->vlen, 8);
+			mc_store_le(q + 16, e->seq, 8);
+			mc_store_le(q + 24, e->crc, 4);
+			mc_store_le(q + 28, e->klen, 2);
 			memcpy(q + SNAP_ENT, e->key, e->klen);
 			b.n += SNAP_ENT + e->klen;
 			count++;
@@ -388,11 +370,11 @@ static int snap_write(struct ofs *s)
 		return r;
 	}
 	memcpy(b.p, SNAP_MAGIC, 8);
-	put_le(b.p + 8, seq, 8);
-	put_le(b.p + 16, count, 8);
-	put_le(b.p + 24, b.n - SNAP_HDR, 8);
-	put_le(b.p + 32, crc(b.p + SNAP_HDR, b.n - SNAP_HDR), 4);
-	put_le(b.p + 36, crc(b.p, 36), 4);
+	mc_store_le(b.p + 8, seq, 8);
+	mc_store_le(b.p + 16, count, 8);
+	mc_store_le(b.p + 24, b.n - SNAP_HDR, 8);
+	mc_store_le(b.p + 32, mc_crc32c_of(b.p + SNAP_HDR, b.n - SNAP_HDR), 4);
+	mc_store_le(b.p + 36, mc_crc32c_of(b.p, 36), 4);
 
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -419,7 +401,7 @@ static int snap_write(struct ofs *s)
 static int replay(const struct ofs_log_rec *r, void *ctx)
 {
 	struct ofs *s = ctx;
-	struct ofs_shard *sh = ofs_shard_of(s, r->key, r->klen);
+	struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, r->key, r->klen);
 	uint64_t v;
 	struct ofs_entry *cur = NULL;
 	if (mc_map_get(&sh->map, r->key, r->klen, &v) == 0)
@@ -480,9 +462,9 @@ static int cmp_seq(const void *a, const void *b)
 
 static void unmap(struct ofs *s, struct ofs_entry *e)
 {
-	struct ofs_shard *sh = ofs_shard_of(s, e->key, e->klen);
+	struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 	mc_map_del(&sh->map, e->key, e->klen, NULL);
-	atomic_fetch_add(&s->corrupt, 1);
+	atomic_fetch_add(&s->count.corrupt, 1);
 }
 
 /* Reads each entry's head block; unmaps (and NULLs in v) the mismatches. */
@@ -600,15 +582,15 @@ int ofs_index_load(struct ofs *s)
 		return r;
 
 	size_t cnt = 0, k = 0;
-	for (unsigned i = 0; i < OFS_SHARDS; i++)
-		cnt += mc_map_count(&s->shards[i].map);
+	for (unsigned i = 0; i < MC_DISK_SHARDS; i++)
+		cnt += mc_map_count(&s->index.shards[i].map);
 	struct ofs_entry **v = malloc((cnt ? cnt : 1) * sizeof(*v));
 	if (!v)
 		return MC_ERR_NO_MEMORY;
-	for (unsigned i = 0; i < OFS_SHARDS; i++) {
+	for (unsigned i = 0; i < MC_DISK_SHARDS; i++) {
 		const struct mc_map_entry *me;
 		uint32_t it = 0;
-		while ((me = mc_map_next(&s->shards[i].map, &it)))
+		while ((me = mc_map_next(&s->index.shards[i].map, &it)))
 			v[k++] = (struct ofs_entry *)me->value;
 	}
 	if ((r = check_heads(s, v, cnt)) < 0) {
@@ -634,7 +616,7 @@ int ofs_index_load(struct ofs *s)
 	qsort(v, live, sizeof(*v), cmp_seq);
 	for (size_t i = 0; i < live; i++)
 		ofs_fifo_link(s, v[i]);
-	atomic_store(&s->objects, live);
+	atomic_store(&s->count.objects, live);
 	free(v);
 
 	/* A fresh snapshot (the logs are folded in, the dropped entries gone)

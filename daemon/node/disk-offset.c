@@ -13,9 +13,9 @@
  *   index.snap   the index as of some moment; index.log: every put and
  *                delete since (disk-offset-index.c has both formats).
  *
- * In memory: 1024 shards (hash of the key), each a mutex and a map key ->
- * entry {offset, value length, seq, crc}; the allocator, the FIFO of
- * entries in put order and the used byte count behind the space mutex.
+ * In memory: the key index (disk-index.h: shards, each a mutex and a map
+ * key -> entry {offset, value length, seq, crc}); the allocator, the FIFO
+ * of entries in put order and the used byte count behind the space mutex.
  *
  * put: reserve the record's bytes (evicting the FIFO's oldest while they do
  * not fit), write header+key and value in one io_uring submission for the
@@ -46,15 +46,9 @@
 #include "node/disk-io.h"
 #include "node/disk-offset.h"
 #include "node/disk-record.h"
-#include "util/hash.h"
 #include "util/macro.h"
 #include "util/offalloc.h"
 #include "util/syserr.h"
-
-struct ofs_shard *ofs_shard_of(struct ofs *s, const void *key, uint32_t klen)
-{
-	return &s->shards[mc_hash(key, klen) & (OFS_SHARDS - 1)];
-}
 
 void ofs_fifo_link(struct ofs *s, struct ofs_entry *e)
 {
@@ -108,7 +102,7 @@ static void entry_unref(struct ofs *s, struct ofs_entry *e)
  * caller holds a reference).  Returns whether it did. */
 static bool entry_drop(struct ofs *s, struct ofs_entry *e)
 {
-	struct ofs_shard *sh = ofs_shard_of(s, e->key, e->klen);
+	struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 	uint64_t cur;
 	bool dropped = false;
 	pthread_mutex_lock(&sh->lock);
@@ -118,7 +112,7 @@ static bool entry_drop(struct ofs *s, struct ofs_entry *e)
 		pthread_mutex_lock(&s->space);
 		fifo_unlink(e);
 		pthread_mutex_unlock(&s->space);
-		atomic_fetch_sub(&s->objects, 1);
+		atomic_fetch_sub(&s->count.objects, 1);
 		dropped = true;
 	}
 	pthread_mutex_unlock(&sh->lock);
@@ -152,8 +146,8 @@ static int reserve(struct ofs *s, struct ofs_entry *e, uint64_t len)
 		pthread_mutex_unlock(&s->space);
 		uint64_t vbytes = mc_rec_len(v->klen, v->vlen);
 		if (entry_drop(s, v)) {
-			atomic_fetch_add(&s->evictions, 1);
-			atomic_fetch_add(&s->evicted_bytes, vbytes);
+			atomic_fetch_add(&s->count.evictions, 1);
+			atomic_fetch_add(&s->count.evicted_bytes, vbytes);
 			mc_disk_evicted(&s->base, v->key, v->klen);
 		}
 		entry_unref(s, v);
@@ -164,7 +158,7 @@ static int reserve(struct ofs *s, struct ofs_entry *e, uint64_t len)
 /* Maps e (written, its PUT logged), replacing an older entry of the same key. */
 static int commit(struct ofs *s, struct ofs_entry *e)
 {
-	struct ofs_shard *sh = ofs_shard_of(s, e->key, e->klen);
+	struct mc_disk_shard *sh = mc_disk_index_shard(&s->index, e->key, e->klen);
 	uint64_t old = 0;
 	pthread_mutex_lock(&sh->lock);
 	bool had = mc_map_get(&sh->map, e->key, e->klen, &old) == 0;
@@ -178,7 +172,7 @@ static int commit(struct ofs *s, struct ofs_entry *e)
 		fifo_link(s, e);
 		pthread_mutex_unlock(&s->space);
 		if (!had)
-			atomic_fetch_add(&s->objects, 1);
+			atomic_fetch_add(&s->count.objects, 1);
 	}
 	pthread_mutex_unlock(&sh->lock);
 	if (r == 0 && had)
@@ -252,7 +246,7 @@ static int ofs_put(struct mc_disk *d, struct mc_disk_put *p, size_t n)
 		if (p[i].status && e[i])
 			entry_unref(s, e[i]);
 		else if (e[i])
-			atomic_fetch_add(&s->puts, 1);
+			atomic_fetch_add(&s->count.puts, 1);
 		mc_rec_io_release(&x[i]);
 		if (p[i].status && !ret)
 			ret = p[i].status;
@@ -270,18 +264,14 @@ out:
 	return ret;
 }
 
+static void entry_ref(void *entry)
+{
+	atomic_fetch_add(&((struct ofs_entry *)entry)->refs, 1);
+}
+
 static struct ofs_entry *lookup_ref(struct ofs *s, const void *key, uint32_t klen)
 {
-	struct ofs_shard *sh = ofs_shard_of(s, key, klen);
-	uint64_t v;
-	struct ofs_entry *e = NULL;
-	pthread_mutex_lock(&sh->lock);
-	if (mc_map_get(&sh->map, key, klen, &v) == 0) {
-		e = (struct ofs_entry *)v;
-		atomic_fetch_add(&e->refs, 1);
-	}
-	pthread_mutex_unlock(&sh->lock);
-	return e;
+	return mc_disk_index_get(&s->index, key, klen, entry_ref);
 }
 
 static int ofs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
@@ -301,7 +291,7 @@ static int ofs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 		unsigned k = 0;
 		first[i] = nops;
 		g[i].status = 0;
-		atomic_fetch_add(&s->gets, 1);
+		atomic_fetch_add(&s->count.gets, 1);
 		if (!g[i].klen || g[i].klen > MC_MAX_KEY_LEN) {
 			g[i].status = MC_ERR_INVALID_PARAMS;
 			continue;
@@ -330,10 +320,10 @@ static int ofs_get(struct mc_disk *d, struct mc_disk_get *g, size_t n)
 						.seq = e[i]->seq, .crc = e[i]->crc };
 			g[i].status = mc_rec_io_read_end(&x[i], &h, e[i]->key, g[i].buf);
 			if (g[i].status == MC_ERR_CHECKSUM_MISMATCH && entry_drop(s, e[i]))
-				atomic_fetch_add(&s->corrupt, 1);
+				atomic_fetch_add(&s->count.corrupt, 1);
 			if (!g[i].status) {
 				g[i].len = e[i]->vlen;
-				atomic_fetch_add(&s->hits, 1);
+				atomic_fetch_add(&s->count.hits, 1);
 			}
 		}
 		if (e[i])
@@ -363,24 +353,14 @@ static int ofs_del(struct mc_disk *d, const void *key, uint32_t klen)
 	return dropped ? 0 : MC_ERR_OBJECT_NOT_FOUND;
 }
 
+static uint64_t entry_len(const void *entry)
+{
+	return ((const struct ofs_entry *)entry)->vlen;
+}
+
 static int ofs_foreach(struct mc_disk *d, mc_disk_visit_fn fn, void *ctx)
 {
-	struct ofs *s = container_of(d, struct ofs, base);
-	for (unsigned i = 0; i < OFS_SHARDS; i++) {
-		struct ofs_shard *sh = &s->shards[i];
-		const struct mc_map_entry *me;
-		uint32_t it = 0;
-		int r = 0;
-		pthread_mutex_lock(&sh->lock);
-		while (!r && (me = mc_map_next(&sh->map, &it))) {
-			const struct ofs_entry *e = (const struct ofs_entry *)me->value;
-			r = fn(e->key, e->klen, e->vlen, ctx);
-		}
-		pthread_mutex_unlock(&sh->lock);
-		if (r)
-			return r;
-	}
-	return 0;
+	return mc_disk_index_foreach(&container_of(d, struct ofs, base)->index, entry_len, fn, ctx);
 }
 
 static void ofs_stats(struct mc_disk *d, struct mc_disk_stats *r)
@@ -390,13 +370,7 @@ static void ofs_stats(struct mc_disk *d, struct mc_disk_stats *r)
 	pthread_mutex_lock(&s->space);
 	r->used = s->used;
 	pthread_mutex_unlock(&s->space);
-	r->objects = atomic_load(&s->objects);
-	r->puts = atomic_load(&s->puts);
-	r->gets = atomic_load(&s->gets);
-	r->hits = atomic_load(&s->hits);
-	r->evictions = atomic_load(&s->evictions);
-	r->evicted_bytes = atomic_load(&s->evicted_bytes);
-	r->corrupt = atomic_load(&s->corrupt);
+	mc_disk_count_read(&s->count, r);
 }
 
 /* The data file's O_DIRECT writes (the device's cache) and the log's
@@ -418,18 +392,7 @@ static int ofs_sync(struct mc_disk *d)
 
 static void ofs_free(struct ofs *s)
 {
-	if (s->shards) {
-		for (unsigned i = 0; i < OFS_SHARDS; i++) {
-			struct ofs_shard *sh = &s->shards[i];
-			const struct mc_map_entry *me;
-			uint32_t it = 0;
-			while ((me = mc_map_next(&sh->map, &it)))
-				free((void *)me->value);
-			mc_map_release(&sh->map);
-			pthread_mutex_destroy(&sh->lock);
-		}
-		free(s->shards);
-	}
+	mc_disk_index_release(&s->index, free);
 	mc_offalloc_free(s->alloc);
 	mc_dio_free(s->dio);
 	if (s->fd >= 0)
@@ -519,14 +482,9 @@ static int ofs_open(const struct mc_disk_config *c, struct mc_disk **ret)
 	pthread_mutex_init(&s->space, NULL);
 	pthread_mutex_init(&s->log_lock, NULL);
 	pthread_mutex_init(&s->snap_lock, NULL);
-	if (!(s->dir = strdup(c->dir)) ||
-	    !(s->shards = aligned_alloc(64, OFS_SHARDS * sizeof(*s->shards)))) {
+	if (!(s->dir = strdup(c->dir)) || mc_disk_index_init(&s->index) < 0) {
 		r = MC_ERR_NO_MEMORY;
 		goto fail;
-	}
-	for (unsigned i = 0; i < OFS_SHARDS; i++) {
-		pthread_mutex_init(&s->shards[i].lock, NULL);
-		mc_map_init(&s->shards[i].map);
 	}
 	if (!s->cap) {
 		r = MC_ERR_INVALID_PARAMS;

@@ -13,10 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "node/disk-index.h"
 #include "node/disk.h"
 #include "util/map.h"
 
-#define OFS_SHARDS 1024u
 /* A snapshot is written when the log holds this many entries (default). */
 #define OFS_LOG_COMPACT 65536u
 /* The log is created, and grown, by this many bytes of zeros (then written
@@ -39,18 +39,13 @@ struct ofs_entry {
 	uint8_t key[];
 };
 
-struct ofs_shard {
-	pthread_mutex_t lock;
-	struct mc_map map;		/* key -> struct ofs_entry * */
-} __attribute__((aligned(64)));
-
 struct ofs {
 	struct mc_disk base;
 	char *dir;
 	int fd;				/* the data file, O_DIRECT */
 	uint64_t cap;
 	struct mc_dio *dio;
-	struct ofs_shard *shards;	/* OFS_SHARDS */
+	struct mc_disk_index index;	/* key -> struct ofs_entry * */
 
 	pthread_mutex_t space;		/* alloc, fifo, used */
 	struct mc_offalloc *alloc;
@@ -65,7 +60,7 @@ struct ofs {
 	pthread_mutex_t snap_lock;	/* one snapshot at a time */
 
 	atomic_uint_fast64_t seq;	/* last seq handed out */
-	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
+	struct mc_disk_count count;
 };
 
 /* disk-offset-index.c */
@@ -95,7 +90,6 @@ int ofs_snapshot(struct ofs *s);
 int ofs_index_load(struct ofs *s);
 
 /* disk-offset.c */
-struct ofs_shard *ofs_shard_of(struct ofs *s, const void *key, uint32_t klen);
 struct ofs_entry *ofs_entry_new(const void *key, uint32_t klen);
 /* Links e at the FIFO's tail (caller holds space, or is alone). */
 void ofs_fifo_link(struct ofs *s, struct ofs_entry *e);

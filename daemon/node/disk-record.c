@@ -7,6 +7,7 @@
 #include "mooncake/common.h"
 #include "mooncake/error.h"
 #include "node/disk-record.h"
+#include "proto/wire.h"
 
 uint32_t mc_crc32c(uint32_t crc, const void *p, uint64_t n)
 {
@@ -20,27 +21,13 @@ uint32_t mc_crc32c(uint32_t crc, const void *p, uint64_t n)
 	return crc;
 }
 
-static void put_le(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 void mc_rec_encode(const struct mc_rec_hdr *h, uint8_t out[MC_REC_HDR])
 {
 	memcpy(out, MC_REC_MAGIC, 4);
-	put_le(out + 4, h->klen, 2);
-	put_le(out + 6, h->vlen, 6);
-	put_le(out + 12, h->seq, 8);
-	put_le(out + 20, h->crc, 4);
+	mc_store_le(out + 4, h->klen, 2);
+	mc_store_le(out + 6, h->vlen, 6);
+	mc_store_le(out + 12, h->seq, 8);
+	mc_store_le(out + 20, h->crc, 4);
 }
 
 uint32_t mc_rec_crc_head(const struct mc_rec_hdr *h, const void *key)
@@ -55,10 +42,10 @@ int mc_rec_decode(const uint8_t *p, size_t n, struct mc_rec_hdr *ret, const uint
 	struct mc_rec_hdr h;
 	if (n < MC_REC_HDR || memcmp(p, MC_REC_MAGIC, 4) != 0)
 		return MC_ERR_DESERIALIZE_FAIL;
-	h.klen = (uint32_t)get_le(p + 4, 2);
-	h.vlen = get_le(p + 6, 6);
-	h.seq = get_le(p + 12, 8);
-	h.crc = (uint32_t)get_le(p + 20, 4);
+	h.klen = (uint32_t)mc_load_le(p + 4, 2);
+	h.vlen = mc_load_le(p + 6, 6);
+	h.seq = mc_load_le(p + 12, 8);
+	h.crc = (uint32_t)mc_load_le(p + 20, 4);
 	if (!h.klen || h.klen > MC_MAX_KEY_LEN || !h.seq || n - MC_REC_HDR < h.klen)
 		return MC_ERR_DESERIALIZE_FAIL;
 	*ret = h;

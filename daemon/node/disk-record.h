@@ -54,6 +54,11 @@ static inline uint64_t mc_rec_len(uint32_t klen, uint64_t vlen)
 #define MC_CRC_INIT 0xffffffffu
 uint32_t mc_crc32c(uint32_t crc, const void *p, uint64_t n);
 static inline uint32_t mc_crc32c_final(uint32_t crc) { return crc ^ 0xffffffffu; }
+/* The CRC32C of p[0..n) alone. */
+static inline uint32_t mc_crc32c_of(const void *p, uint64_t n)
+{
+	return mc_crc32c_final(mc_crc32c(MC_CRC_INIT, p, n));
+}
 
 /* The running CRC of header bytes 0..19 of h and the key (continue it over
  * the value, then final()). */

@@ -14,23 +14,10 @@
 
 #include "mooncake/error.h"
 #include "proto/handshake.h"
+#include "proto/wire.h"
 #include "util/syserr.h"
 
 static const uint8_t magic[4] = { 0x4D, 0x43, 0x41, 0x31 };	/* "MCA1" */
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 static bool all_zero(const uint8_t *p, size_t n)
 {
@@ -64,8 +51,8 @@ void mc_hs_hello_encode(const struct mc_hs_hello *m, uint8_t out[MC_HS_HELLO_LEN
 {
 	put_head(out, m->flags);
 	memcpy(out + 8, m->nonce, MC_HS_NONCE_LEN);
-	put_u64(out + 40, m->client_id.hi);
-	put_u64(out + 48, m->client_id.lo);
+	mc_store_le64(out + 40, m->client_id.hi);
+	mc_store_le64(out + 48, m->client_id.lo);
 	memcpy(out + 56, m->token_id, MC_HS_TOKEN_ID_LEN);
 }
 
@@ -80,7 +67,7 @@ int mc_hs_hello_decode(const uint8_t *in, size_t len, struct mc_hs_hello *ret)
 		return MC_ERR_DESERIALIZE_FAIL;
 	ret->flags = in[5];
 	memcpy(ret->nonce, in + 8, MC_HS_NONCE_LEN);
-	ret->client_id = (struct mc_uuid){ get_u64(in + 40), get_u64(in + 48) };
+	ret->client_id = (struct mc_uuid){ mc_load_le64(in + 40), mc_load_le64(in + 48) };
 	memcpy(ret->token_id, in + 56, MC_HS_TOKEN_ID_LEN);
 	return 0;
 }

@@ -68,6 +68,13 @@ static inline void mc_store_le64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* The low n bytes (1..8) of v: the disk formats' 2-, 4- and 6-byte fields. */
+static inline void mc_store_le(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
 static inline uint16_t mc_load_le16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (uint16_t)p[1] << 8);
@@ -82,6 +89,14 @@ static inline uint32_t mc_load_le32(const uint8_t *p)
 static inline uint64_t mc_load_le64(const uint8_t *p)
 {
 	return (uint64_t)mc_load_le32(p) | (uint64_t)mc_load_le32(p + 4) << 32;
+}
+
+static inline uint64_t mc_load_le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
 }
 
 /* ---- output buffer ------------------------------------------------------ */
