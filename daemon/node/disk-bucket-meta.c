@@ -74,9 +74,11 @@ int mc_bk_meta_decode(const uint8_t *p, size_t n, struct mc_bk_meta *ret,
 		for (uint64_t i = 0; i < m.count; i++) {
 			if (end - q < ENT)
 				return MC_ERR_DESERIALIZE_FAIL;
-			struct mc_bk_meta_ent e = { .off = mc_load_le(q, 8), .vlen = mc_load_le(q + 8, 8),
+			struct mc_bk_meta_ent e = { .off = mc_load_le(q, 8),
+						    .vlen = mc_load_le(q + 8, 8),
 						    .crc = (uint32_t)mc_load_le(q + 16, 4),
-						    .klen = (uint32_t)mc_load_le(q + 20, 2), .key = q + ENT };
+						    .klen = (uint32_t)mc_load_le(q + 20, 2),
+						    .key = q + ENT };
 			if (!e.klen || e.klen > MC_MAX_KEY_LEN || (size_t)(end - q) < ENT + e.klen ||
 			    (e.off & 4095u) || e.vlen > MC_REC_MAX_VLEN ||
 			    e.off > m.dlen || mc_bk_rec_len(version, e.klen, e.vlen) > m.dlen - e.off)

@@ -58,7 +58,6 @@
 #include "util/map.h"
 #include "util/syserr.h"
 
-
 void bk_lru_link(struct bk *s, struct bk_bucket *b)
 {
 	b->lru.prev = s->lru.prev;
@@ -345,7 +344,8 @@ static int get_end(struct bk_entry *e, struct mc_disk_get *g, struct mc_rec_io *
 		   const uint8_t *v1buf)
 {
 	if (e->b->version == 1) {
-		if (memcmp(v1buf, e->key, e->klen) != 0 || mc_crc32c_of(v1buf, e->klen + e->vlen) != e->crc)
+		if (memcmp(v1buf, e->key, e->klen) != 0 ||
+		    mc_crc32c_of(v1buf, e->klen + e->vlen) != e->crc)
 			return MC_ERR_CHECKSUM_MISMATCH;
 		if (e->vlen)
 			memcpy(g->buf, v1buf + e->klen, e->vlen);

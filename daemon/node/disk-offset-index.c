@@ -190,7 +190,8 @@ int ofs_log_decode(const uint8_t *p, size_t n, struct ofs_log_rec *ret, size_t *
 	};
 	if ((r.op != OFS_LOG_PUT && r.op != OFS_LOG_DEL) || !r.klen || r.klen > MC_MAX_KEY_LEN ||
 	    n < LOG_FIXED + r.klen + 4 || !r.seq || r.vlen > MC_REC_MAX_VLEN ||
-	    (r.off & 4095u) || mc_load_le(p + LOG_FIXED + r.klen, 4) != mc_crc32c_of(p, LOG_FIXED + r.klen))
+	    (r.off & 4095u) ||
+	    mc_load_le(p + LOG_FIXED + r.klen, 4) != mc_crc32c_of(p, LOG_FIXED + r.klen))
 		return MC_ERR_DESERIALIZE_FAIL;
 	*ret = r;
 	*used = LOG_FIXED + r.klen + 4;
@@ -200,7 +201,8 @@ int ofs_log_decode(const uint8_t *p, size_t n, struct ofs_log_rec *ret, size_t *
 int ofs_snap_decode(const uint8_t *p, size_t n, uint64_t *ret_next_seq,
 		    int (*fn)(const struct ofs_log_rec *r, void *ctx), void *ctx)
 {
-	if (n < SNAP_HDR || memcmp(p, SNAP_MAGIC, 8) != 0 || mc_load_le(p + 36, 4) != mc_crc32c_of(p, 36))
+	if (n < SNAP_HDR || memcmp(p, SNAP_MAGIC, 8) != 0 ||
+	    mc_load_le(p + 36, 4) != mc_crc32c_of(p, 36))
 		return MC_ERR_DESERIALIZE_FAIL;
 	uint64_t count = mc_load_le(p + 16, 8), blen = mc_load_le(p + 24, 8);
 	if (blen != n - SNAP_HDR || mc_load_le(p + 32, 4) != mc_crc32c_of(p + SNAP_HDR, blen) ||
@@ -213,9 +215,13 @@ int ofs_snap_decode(const uint8_t *p, size_t n, uint64_t *ret_next_seq,
 			if ((size_t)(end - q) < SNAP_ENT)
 				return MC_ERR_DESERIALIZE_FAIL;
 			struct ofs_log_rec r = {
-				.op = OFS_LOG_PUT, .off = mc_load_le(q, 8), .vlen = mc_load_le(q + 8, 8),
-				.seq = mc_load_le(q + 16, 8), .crc = (uint32_t)mc_load_le(q + 24, 4),
-				.klen = (uint32_t)mc_load_le(q + 28, 2), .key = q + SNAP_ENT,
+				.op = OFS_LOG_PUT,
+				.off = mc_load_le(q, 8),
+				.vlen = mc_load_le(q + 8, 8),
+				.seq = mc_load_le(q + 16, 8),
+				.crc = (uint32_t)mc_load_le(q + 24, 4),
+				.klen = (uint32_t)mc_load_le(q + 28, 2),
+				.key = q + SNAP_ENT,
 			};
 			if (!r.klen || r.klen > MC_MAX_KEY_LEN || (size_t)(end - q) < SNAP_ENT + r.klen ||
 			    !r.seq || r.vlen > MC_REC_MAX_VLEN || (r.off & 4095u))
