@@ -30,7 +30,7 @@ struct mc_disk_index {
 	struct mc_disk_shard *shards;	/* MC_DISK_SHARDS; NULL before init */
 };
 
-/* Counted by the backends (relaxed atomics), read by mc_disk_count_read. */
+/* Counted by the backends (atomic adds), read by mc_disk_count_read. */
 struct mc_disk_count {
 	atomic_uint_fast64_t puts, gets, hits, evictions, evicted_bytes, corrupt, objects;
 };
