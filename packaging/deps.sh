@@ -8,9 +8,12 @@ build=(make gcc clang pkg-config libxxhash-dev libjansson-dev libcurl4-openssl-d
        liburing-dev libbpf-dev bpftool libibverbs-dev librdmacm-dev libmicrohttpd-dev
        libinih-dev libsqlite3-dev systemtap-sdt-dev llvm libelf-dev zlib1g-dev
        libssl-dev libisal-dev)
+# (900-install checks the units with systemd-analyze and systemd-sysusers,
+# both in systemd, and the man pages with man, in man-db)
 test=(libcmocka-dev bats bats-assert bats-support perl iproute2 jq curl python3
       python3-dev python3-setuptools python3-pytest python3-venv
-      redis-server redis-tools libclang-rt-14-dev prometheus groff-base etcd-server etcd-client)
+      redis-server redis-tools libclang-rt-14-dev prometheus groff-base etcd-server etcd-client
+      systemd man-db)
 # make bench (tests/bench: bench-disk runs fio beside the disk tier; perf-profile.sh
 # records with perf; put-trips.sh counts syscalls with strace, instructions with valgrind)
 bench=(fio linux-perf strace valgrind)
