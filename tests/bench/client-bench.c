@@ -54,7 +54,10 @@
  * get4k_uncached_* figures).  MC_BENCH_KEEP=1: kvget and kvhot do not remove the blocks
  * (tests/bench/disk-batch.sh reads the same LOCAL_DISK blocks both ways).
  * MC_BENCH_COLD=1: large, kvput, kvget and kvhot do not pass their buffers
- * through the kernel before the clock starts (kernel_touch()).  Output:
+ * through the kernel before the clock starts (kernel_touch()).  The puts of
+ * large, largeput and kvput are exclusive: a key an earlier run left (a
+ * largeput or kvput not followed by its get) fails the run, where a plain
+ * put would count it as done without moving a byte.  Output:
  * "client-bench <metric> <value> <unit>" lines.
  */
 #include <inttypes.h>
@@ -331,6 +334,13 @@ static int large_get_all(size_t size, int from, int count, char *out, uint32_t *
 	return rc;
 }
 
+static void put_failed(const char *key, int r)
+{
+	fprintf(stderr, "client-bench: put %s: %s%s\n", key, mc_error_name(r),
+		r == MC_ERR_OBJECT_ALREADY_EXISTS ?
+		" (an earlier run left it: kvget and largeget remove what they read)" : "");
+}
+
 static void large_fill(char *buf, size_t size)
 {
 	for (size_t i = 0; i < size; i++)
@@ -381,7 +391,7 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	const char *seg = getenv("MC_BENCH_SEGMENT");
 	const char *segs[1] = { seg };
 	struct mc_put_opts po = { .sz = sizeof(po), .preferred_segments = segs,
-				  .n_preferred = seg && *seg ? 1 : 0 };
+				  .n_preferred = seg && *seg ? 1 : 0, .exclusive = true };
 
 	uint32_t *lput = calloc((size_t)count, sizeof(*lput));
 	uint32_t *lget = calloc((size_t)count, sizeof(*lget));
@@ -403,10 +413,10 @@ static int run_large(size_t size, int count, enum large_mode mode)
 	for (int i = 0; i < count && !get_only; i++) {
 		snprintf(key, sizeof(key), "large-%zu-%d", size, i);
 		uint64_t t = mc_now_ns();
-		int r = mc_put_from(C, key, strlen(key), buf, size, po.n_preferred ? &po : NULL);
+		int r = mc_put_from(C, key, strlen(key), buf, size, &po);
 		lput[i] = lat_ns(t);
 		if (r < 0) {
-			fprintf(stderr, "client-bench: put %s: %s\n", key, mc_error_name(r));
+			put_failed(key, r);
 			rc = 1;
 		}
 	}
@@ -495,6 +505,7 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 	size_t *caps = calloc((size_t)batch, sizeof(*caps));
 	int *st = calloc((size_t)batch, sizeof(*st)), rc = 0;
 	uint64_t ns = 0, ns0 = 0, cpu = 0;
+	const struct mc_put_opts excl = { .sz = sizeof(excl), .exclusive = true };
 
 	if (!buf || (!put && !want) || !keys || !kp || !bp || !kl || !lens || !caps || !st)
 		return 1;
@@ -513,7 +524,7 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 		}
 		uint64_t t0 = mc_now_ns(), c0 = cpu_ns();
 		int e = put ? mc_batch_put(C, (size_t)batch, kp, kl, (const void *const *)bp, lens,
-					   NULL, st)
+					   &excl, st)
 			    : mc_batch_get_into(C, (size_t)batch, kp, kl, bp, caps, lens, st);
 		ns += mc_now_ns() - t0;
 		cpu += cpu_ns() - c0;
@@ -521,9 +532,11 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 			ns0 = ns;	/* kvhot: the first (cold) round apart */
 		for (int i = 0; i < batch && !rc; i++) {
 			int x = e < 0 ? e : st[i];
-			if (x < 0 || (!put && lens[i] != size)) {
-				fprintf(stderr, "client-bench: %s %s: %s\n", put ? "put" : "get", keys[i],
-					mc_error_name(x));
+			if (put && x < 0) {
+				put_failed(keys[i], x);
+				rc = 1;
+			} else if (x < 0 || (!put && lens[i] != size)) {
+				fprintf(stderr, "client-bench: get %s: %s\n", keys[i], mc_error_name(x));
 				rc = 1;
 			} else if (!put) {
 				kv_fill(want, size, hot ? 0 : r, i);
