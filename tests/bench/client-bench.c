@@ -535,7 +535,7 @@ static int run_kv(bool put, bool hot, int batch, size_t size, int rounds)
 			if (put && x < 0) {
 				put_failed(keys[i], x);
 				rc = 1;
-			} else if (x < 0 || (!put && lens[i] != size)) {
+			} else if (!put && (x < 0 || lens[i] != size)) {
 				fprintf(stderr, "client-bench: get %s: %s\n", keys[i], mc_error_name(x));
 				rc = 1;
 			} else if (!put) {
